@@ -1,0 +1,565 @@
+//! The OpenAI chat-completions wire format, as DeepSeek (and most compatible servers) speak it:
+//! the request body, and the assembly of a streamed (or whole) answer into a [`Completion`].
+
+use std::collections::BTreeMap;
+
+use dsh_protocol::{Block, Failure, FailureCode, FinishReason, Message, Role, Usage};
+use serde::{Deserialize, Serialize};
+
+use crate::{Completion, DeltaSink, ModelRequest, StreamDelta};
+
+/// What a tool result with no text is sent as, so the model never sees an empty message.
+const EMPTY_TOOL_RESULT: &str = "(no output)";
+
+/// Dialect switches of the request body.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BodyOptions {
+    /// DeepSeek's `thinking: {type}` switch; `None` sends nothing.
+    pub thinking: Option<bool>,
+    /// The `reasoning_effort` value, if any.
+    pub reasoning_effort: Option<&'static str>,
+    /// Send `reasoning_content` back with assistant messages that called tools (DeepSeek
+    /// requires it for those and ignores it elsewhere).
+    pub echo_reasoning: bool,
+}
+
+#[derive(Serialize)]
+struct ChatRequest<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    stream: bool,
+    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Thinking>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct Thinking {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: String,
+    },
+    Assistant {
+        content: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<String>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireToolCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: String,
+    },
+}
+
+#[derive(Serialize)]
+struct WireToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunctionCall<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunctionCall<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a serde_json::Value,
+}
+
+/// Serialises the request body.
+pub(crate) fn request_body(request: &ModelRequest<'_>, options: BodyOptions) -> Vec<u8> {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if !request.system.is_empty() {
+        messages.push(WireMessage::System { content: request.system });
+    }
+    for message in request.messages {
+        push_message(&mut messages, message, options);
+    }
+    let body = ChatRequest {
+        model: request.model,
+        messages,
+        stream: true,
+        stream_options: StreamOptions { include_usage: true },
+        thinking: options
+            .thinking
+            .map(|on| Thinking { kind: if on { "enabled" } else { "disabled" } }),
+        reasoning_effort: options.reasoning_effort,
+        tools: request
+            .tools
+            .iter()
+            .map(|tool| WireTool {
+                kind: "function",
+                function: WireFunction {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.parameters,
+                },
+            })
+            .collect(),
+        max_tokens: request.max_output_tokens,
+    };
+    // Serialising plain structs of strings and JSON values cannot fail.
+    serde_json::to_vec(&body).unwrap_or_default()
+}
+
+fn push_message<'a>(out: &mut Vec<WireMessage<'a>>, message: &'a Message, options: BodyOptions) {
+    match message.role {
+        Role::User => {
+            let mut text = String::new();
+            for block in &message.content {
+                match block {
+                    Block::ToolResult { tool_call_id, content, .. } => {
+                        let mut result: String =
+                            content.iter().map(dsh_protocol::ToolOutputPart::text).collect();
+                        if result.is_empty() {
+                            result.push_str(EMPTY_TOOL_RESULT);
+                        }
+                        out.push(WireMessage::Tool { tool_call_id, content: result });
+                    }
+                    Block::Text { text: t } => text.push_str(t),
+                    Block::Reasoning { .. } | Block::ToolCall { .. } => {}
+                }
+            }
+            if !text.is_empty() {
+                out.push(WireMessage::User { content: text });
+            }
+        }
+        Role::Assistant => {
+            let mut content = String::new();
+            let mut reasoning = String::new();
+            let mut tool_calls = Vec::new();
+            for block in &message.content {
+                match block {
+                    Block::Text { text } => content.push_str(text),
+                    Block::Reasoning { text, .. } => reasoning.push_str(text),
+                    Block::ToolCall { id, name, arguments } => tool_calls.push(WireToolCall {
+                        id,
+                        kind: "function",
+                        function: WireFunctionCall { name, arguments },
+                    }),
+                    Block::ToolResult { .. } => {}
+                }
+            }
+            let echo = options.echo_reasoning && !tool_calls.is_empty() && !reasoning.is_empty();
+            out.push(WireMessage::Assistant {
+                content,
+                reasoning_content: echo.then_some(reasoning),
+                tool_calls,
+            });
+        }
+    }
+}
+
+// ---- answers -------------------------------------------------------------------------------
+
+#[derive(Deserialize)]
+pub(crate) struct ChatChunk {
+    #[serde(default)]
+    choices: Vec<ChunkChoice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    /// Some servers report a failure inside the stream instead of with a status.
+    #[serde(default)]
+    pub error: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct ChunkChoice {
+    #[serde(default, alias = "message")]
+    delta: Option<ChunkDelta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ChunkDelta {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<ToolCallDelta>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallDelta {
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    prompt_cache_hit_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    /// Normalises into disjoint buckets. The cache count comes from the OpenAI-style nested
+    /// `cached_tokens` or, failing that, DeepSeek's `prompt_cache_hit_tokens`; either way it is
+    /// part of `prompt_tokens`, so the uncached input is the difference.
+    fn normalise(&self) -> Usage {
+        let cached = self
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|d| d.cached_tokens)
+            .or(self.prompt_cache_hit_tokens)
+            .unwrap_or(0)
+            .min(self.prompt_tokens);
+        let reasoning = self
+            .completion_tokens_details
+            .as_ref()
+            .and_then(|d| d.reasoning_tokens)
+            .unwrap_or(0);
+        Usage::new(self.prompt_tokens - cached, self.completion_tokens, cached, 0, reasoning)
+    }
+}
+
+enum PendingBlock {
+    Reasoning(String),
+    Text(String),
+    ToolCall { id: Option<String>, name: String, arguments: String },
+}
+
+/// Collects chunks into one answer. Blocks keep the order in which they opened; the pieces of a
+/// tool call are joined by their `index`.
+#[derive(Default)]
+pub(crate) struct ChatAssembler {
+    blocks: Vec<PendingBlock>,
+    reasoning_at: Option<usize>,
+    text_at: Option<usize>,
+    tool_at: BTreeMap<usize, usize>,
+    finish: Option<String>,
+    usage: Option<Usage>,
+}
+
+impl ChatAssembler {
+    /// Applies one parsed chunk (or a whole non-streamed answer).
+    pub fn apply(&mut self, chunk: ChatChunk, on_delta: &mut DeltaSink<'_>) {
+        if let Some(usage) = &chunk.usage {
+            self.usage = Some(usage.normalise());
+        }
+        for choice in chunk.choices {
+            if let Some(delta) = choice.delta {
+                self.apply_delta(delta, on_delta);
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.finish = Some(reason);
+            }
+        }
+    }
+
+    fn apply_delta(&mut self, delta: ChunkDelta, on_delta: &mut DeltaSink<'_>) {
+        if let Some(text) = delta.reasoning_content.filter(|t| !t.is_empty()) {
+            let at = *self.reasoning_at.get_or_insert_with(|| {
+                self.blocks.push(PendingBlock::Reasoning(String::new()));
+                self.blocks.len() - 1
+            });
+            if let PendingBlock::Reasoning(buf) = &mut self.blocks[at] {
+                buf.push_str(&text);
+            }
+            on_delta(StreamDelta::Reasoning(text));
+        }
+        if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+            let at = *self.text_at.get_or_insert_with(|| {
+                self.blocks.push(PendingBlock::Text(String::new()));
+                self.blocks.len() - 1
+            });
+            if let PendingBlock::Text(buf) = &mut self.blocks[at] {
+                buf.push_str(&text);
+            }
+            on_delta(StreamDelta::Text(text));
+        }
+        for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
+            let index = call.index.unwrap_or(position);
+            let at = *self.tool_at.entry(index).or_insert_with(|| {
+                self.blocks.push(PendingBlock::ToolCall {
+                    id: None,
+                    name: String::new(),
+                    arguments: String::new(),
+                });
+                self.blocks.len() - 1
+            });
+            if let PendingBlock::ToolCall { id, name, arguments } = &mut self.blocks[at] {
+                if let Some(new_id) = call.id.filter(|i| !i.is_empty()) {
+                    *id = Some(new_id);
+                }
+                if let Some(function) = call.function {
+                    if let Some(n) = function.name {
+                        name.push_str(&n);
+                    }
+                    if let Some(a) = function.arguments {
+                        arguments.push_str(&a);
+                    }
+                }
+            }
+            on_delta(StreamDelta::ToolCall);
+        }
+    }
+
+    /// The usage reported so far, or one unreported call.
+    pub fn usage_so_far(&self) -> Usage {
+        self.usage.unwrap_or_else(Usage::unreported)
+    }
+
+    /// Finishes a complete answer.
+    pub fn finish(self) -> Result<Completion, Failure> {
+        let usage = self.usage_so_far();
+        let has_tool_calls = !self.tool_at.is_empty();
+        let finish = match self.finish.as_deref() {
+            Some("stop") | Some("end_turn") => FinishReason::Stop,
+            Some("tool_calls") | Some("function_call") => FinishReason::ToolCalls,
+            Some("length") => FinishReason::MaxTokens,
+            None if has_tool_calls => FinishReason::ToolCalls,
+            None => FinishReason::Stop,
+            Some(other) => {
+                return Err(Failure::new(
+                    FailureCode::Provider(other.to_uppercase()),
+                    format!("the model stopped with finish reason \"{other}\""),
+                ));
+            }
+        };
+        if self.blocks.is_empty() && finish == FinishReason::Stop {
+            return Err(Failure::new(
+                FailureCode::EmptyResponse,
+                "the model answered with nothing: no text, reasoning or tool call",
+            ));
+        }
+        let content = self
+            .blocks
+            .into_iter()
+            .enumerate()
+            .map(|(n, block)| match block {
+                PendingBlock::Reasoning(text) => Block::Reasoning { text, signature: None },
+                PendingBlock::Text(text) => Block::Text { text },
+                PendingBlock::ToolCall { id, name, arguments } => Block::ToolCall {
+                    // A server that sends no id still needs one to pair the result with.
+                    id: id.unwrap_or_else(|| format!("call-{n}")),
+                    name,
+                    arguments,
+                },
+            })
+            .collect();
+        Ok(Completion { message: Message { role: Role::Assistant, content }, finish, usage })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dsh_protocol::{ToolOutputPart, ToolSpec};
+    use pretty_assertions::assert_eq;
+    use serde_json::{Value, json};
+
+    fn chunk(value: Value) -> ChatChunk {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn assemble(chunks: Vec<Value>) -> (Result<Completion, Failure>, Vec<StreamDelta>) {
+        let mut deltas = Vec::new();
+        let mut sink = |d: StreamDelta| deltas.push(d);
+        let mut sink: DeltaSink<'_> = &mut sink;
+        let mut assembler = ChatAssembler::default();
+        for c in chunks {
+            assembler.apply(chunk(c), &mut sink);
+        }
+        (assembler.finish(), deltas)
+    }
+
+    #[test]
+    fn assembles_reasoning_text_and_tool_calls_split_by_index() {
+        let (done, deltas) = assemble(vec![
+            json!({"choices":[{"delta":{"role":"assistant","content":""}}]}),
+            json!({"choices":[{"delta":{"reasoning_content":"think "}}]}),
+            json!({"choices":[{"delta":{"reasoning_content":"hard"}}]}),
+            json!({"choices":[{"delta":{"content":"ok"}}]}),
+            json!({"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"read","arguments":"{\"file"}}]}}]}),
+            json!({"choices":[{"delta":{"tool_calls":[{"index":1,"id":"c2","function":{"name":"read","arguments":"{}"}}]}}]}),
+            json!({"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"_path\":\"a\"}"}}]}}]}),
+            json!({"choices":[{"delta":{},"finish_reason":"tool_calls"}]}),
+            json!({"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":20,
+                "prompt_cache_hit_tokens":60,"prompt_cache_miss_tokens":40,
+                "completion_tokens_details":{"reasoning_tokens":5}}}),
+        ]);
+        let done = done.unwrap();
+        assert_eq!(done.finish, FinishReason::ToolCalls);
+        assert_eq!(
+            done.message.content,
+            vec![
+                Block::Reasoning { text: "think hard".into(), signature: None },
+                Block::Text { text: "ok".into() },
+                Block::ToolCall {
+                    id: "c1".into(),
+                    name: "read".into(),
+                    arguments: "{\"file_path\":\"a\"}".into()
+                },
+                Block::ToolCall { id: "c2".into(), name: "read".into(), arguments: "{}".into() },
+            ]
+        );
+        assert_eq!(done.usage, Usage::new(40, 20, 60, 0, 5));
+        assert_eq!(deltas[0], StreamDelta::Reasoning("think ".into()));
+        assert_eq!(deltas.len(), 6);
+    }
+
+    #[test]
+    fn prefers_the_nested_cached_tokens_count() {
+        let (done, _) = assemble(vec![
+            json!({"choices":[{"delta":{"content":"x"},"finish_reason":"stop"}]}),
+            json!({"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":1,
+                "prompt_tokens_details":{"cached_tokens":0},"prompt_cache_hit_tokens":7}}),
+        ]);
+        assert_eq!(done.unwrap().usage, Usage::new(10, 1, 0, 0, 0));
+    }
+
+    #[test]
+    fn an_answer_without_usage_counts_as_unreported() {
+        let (done, _) =
+            assemble(vec![json!({"choices":[{"delta":{"content":"x"},"finish_reason":"stop"}]})]);
+        assert_eq!(done.unwrap().usage.unreported_calls, 1);
+    }
+
+    #[test]
+    fn empty_and_filtered_answers_fail() {
+        let (empty, _) = assemble(vec![json!({"choices":[{"delta":{},"finish_reason":"stop"}]})]);
+        assert_eq!(empty.unwrap_err().code, FailureCode::EmptyResponse);
+        let (filtered, _) = assemble(vec![
+            json!({"choices":[{"delta":{"content":"x"},"finish_reason":"content_filter"}]}),
+        ]);
+        assert_eq!(filtered.unwrap_err().code, FailureCode::Provider("CONTENT_FILTER".into()));
+        let (cut, _) =
+            assemble(vec![json!({"choices":[{"delta":{"content":"x"},"finish_reason":"length"}]})]);
+        assert_eq!(cut.unwrap().finish, FinishReason::MaxTokens);
+    }
+
+    #[test]
+    fn request_body_echoes_reasoning_only_for_tool_calling_turns() {
+        let messages = vec![
+            Message::user_text("task"),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    Block::Reasoning { text: "plan".into(), signature: None },
+                    Block::ToolCall { id: "c1".into(), name: "read".into(), arguments: "{}".into() },
+                ],
+            },
+            Message {
+                role: Role::User,
+                content: vec![Block::ToolResult {
+                    tool_call_id: "c1".into(),
+                    content: vec![ToolOutputPart::Text { text: String::new() }],
+                    is_error: false,
+                }],
+            },
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    Block::Reasoning { text: "done".into(), signature: None },
+                    Block::Text { text: "answer".into() },
+                ],
+            },
+        ];
+        let tools = vec![ToolSpec {
+            name: "read".into(),
+            description: "Reads.".into(),
+            parameters: json!({"type":"object"}),
+        }];
+        let request = ModelRequest {
+            model: "m",
+            system: "sys",
+            messages: &messages,
+            tools: &tools,
+            effort: crate::Effort::High,
+            max_output_tokens: Some(100),
+        };
+        let body = request_body(
+            &request,
+            BodyOptions { thinking: Some(true), reasoning_effort: Some("high"), echo_reasoning: true },
+        );
+        let body: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            body,
+            json!({
+                "model": "m",
+                "messages": [
+                    {"role":"system","content":"sys"},
+                    {"role":"user","content":"task"},
+                    {"role":"assistant","content":"","reasoning_content":"plan",
+                     "tool_calls":[{"id":"c1","type":"function","function":{"name":"read","arguments":"{}"}}]},
+                    {"role":"tool","tool_call_id":"c1","content":"(no output)"},
+                    {"role":"assistant","content":"answer"}
+                ],
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "thinking": {"type":"enabled"},
+                "reasoning_effort": "high",
+                "tools": [{"type":"function","function":{"name":"read","description":"Reads.","parameters":{"type":"object"}}}],
+                "max_tokens": 100
+            })
+        );
+    }
+}

@@ -1,0 +1,231 @@
+//! The DeepSeek API: chat completions with reasoning (`reasoning_content`), streamed.
+
+use std::time::Duration;
+
+use dsh_protocol::{Failure, FailureCode, Usage};
+use futures_util::StreamExt;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+
+use crate::chat::{BodyOptions, ChatAssembler, ChatChunk, request_body};
+use crate::http::{self, ErrorContext};
+use crate::{BoxFuture, Completion, DeltaSink, Effort, LlmError, ModelRequest, Provider};
+
+/// The public endpoint, used when no base URL is configured.
+pub const DEFAULT_BASE_URL: &str = "https://api.deepseek.com";
+
+/// How a DeepSeek endpoint is reached.
+#[derive(Debug, Clone)]
+pub struct DeepSeekConfig {
+    /// The API root; `/chat/completions` is appended.
+    pub base_url: String,
+    pub api_key: String,
+    /// Where the key came from, named when the server refuses it.
+    pub api_key_env: String,
+    /// Where the base URL came from, named when it looks wrong.
+    pub base_url_source: String,
+    /// A stream silent for this long is given up as `TIMEOUT`.
+    pub idle_timeout: Duration,
+}
+
+impl DeepSeekConfig {
+    pub fn new(base_url: Option<String>, api_key: String) -> Self {
+        DeepSeekConfig {
+            base_url: base_url.unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
+            api_key,
+            api_key_env: "DEEPSEEK_API_KEY".to_owned(),
+            base_url_source: "DEEPSEEK_BASE_URL".to_owned(),
+            idle_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// A DeepSeek client.
+pub struct DeepSeek {
+    client: reqwest::Client,
+    endpoint: String,
+    authorization: HeaderValue,
+    config: DeepSeekConfig,
+}
+
+impl DeepSeek {
+    pub fn new(config: DeepSeekConfig) -> Result<Self, Failure> {
+        let mut authorization =
+            HeaderValue::from_str(&format!("Bearer {}", config.api_key)).map_err(|_| {
+                Failure::new(
+                    FailureCode::InvalidCredential,
+                    format!(
+                        "the value of {} cannot be sent in an HTTP header (it holds a line break \
+                         or another control character)",
+                        config.api_key_env
+                    ),
+                )
+            })?;
+        authorization.set_sensitive(true);
+        let endpoint = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+        Ok(DeepSeek { client: http::client()?, endpoint, authorization, config })
+    }
+
+    async fn run(
+        &self,
+        request: ModelRequest<'_>,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<Completion, LlmError> {
+        let mut on_delta = on_delta;
+        let options = BodyOptions {
+            thinking: Some(request.effort != Effort::Off),
+            reasoning_effort: match request.effort {
+                Effort::Off => None,
+                other => Some(other.as_str()),
+            },
+            echo_reasoning: true,
+        };
+        let body = request_body(&request, options);
+        let ctx = ErrorContext {
+            url: &self.endpoint,
+            model: request.model,
+            api_key_env: &self.config.api_key_env,
+            base_url_source: &self.config.base_url_source,
+        };
+        let refused = |failure| LlmError::new(failure, Usage::default());
+
+        let response = self
+            .client
+            .post(&self.endpoint)
+            .header(AUTHORIZATION, self.authorization.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| refused(http::transport_failure(&e, &self.endpoint)))?;
+        let status = response.status();
+        if !status.is_success() {
+            let headers = response.headers().clone();
+            let text = response.text().await.unwrap_or_default();
+            return Err(refused(http::status_failure(status, &headers, &text, &ctx)));
+        }
+        let streamed = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let idle = self.config.idle_timeout;
+        let mut assembler = ChatAssembler::default();
+
+        if !streamed {
+            // A server that ignores `stream: true` answers with one whole completion.
+            let bytes = match tokio::time::timeout(idle, response.bytes()).await {
+                Ok(Ok(bytes)) => bytes,
+                Ok(Err(e)) => return Err(self.cut_off(&e, &assembler)),
+                Err(_) => return Err(self.silent(idle, &assembler)),
+            };
+            let chunk = parse_chunk(&bytes).map_err(|f| LlmError::new(f, Usage::unreported()))?;
+            self.apply(&mut assembler, chunk, &mut on_delta)?;
+            return assembler.finish().map_err(|f| LlmError::new(f, Usage::default()));
+        }
+
+        let mut decoder = crate::sse::SseDecoder::new();
+        let mut body = response.bytes_stream();
+        loop {
+            let next = match tokio::time::timeout(idle, body.next()).await {
+                Ok(next) => next,
+                Err(_) => return Err(self.silent(idle, &assembler)),
+            };
+            let (decoded, ended) = match next {
+                Some(Ok(bytes)) => (decoder.feed(&bytes), false),
+                Some(Err(e)) => return Err(self.cut_off(&e, &assembler)),
+                None => (decoder.finish(), true),
+            };
+            for event in decoded.events {
+                if event.data.trim() == "[DONE]" {
+                    let usage = assembler.usage_so_far();
+                    return assembler.finish().map_err(|f| LlmError::new(f, usage));
+                }
+                let chunk = parse_chunk(event.data.as_bytes())
+                    .map_err(|f| LlmError::new(f, assembler.usage_so_far()))?;
+                self.apply(&mut assembler, chunk, &mut on_delta)?;
+            }
+            if ended {
+                break;
+            }
+        }
+        Err(LlmError::new(
+            Failure::new(
+                FailureCode::StreamClosed,
+                format!("the stream from {} ended before the answer was complete", self.endpoint),
+            ),
+            assembler.usage_so_far(),
+        ))
+    }
+
+    fn apply(
+        &self,
+        assembler: &mut ChatAssembler,
+        chunk: ChatChunk,
+        on_delta: &mut DeltaSink<'_>,
+    ) -> Result<(), LlmError> {
+        if let Some(error) = &chunk.error {
+            let detail = error
+                .get("message")
+                .and_then(|m| m.as_str())
+                .map_or_else(|| error.to_string(), str::to_owned);
+            return Err(LlmError::new(
+                Failure::new(
+                    FailureCode::Server,
+                    format!("the provider failed while answering: {detail}"),
+                ),
+                assembler.usage_so_far(),
+            ));
+        }
+        assembler.apply(chunk, on_delta);
+        Ok(())
+    }
+
+    fn cut_off(&self, error: &reqwest::Error, assembler: &ChatAssembler) -> LlmError {
+        LlmError::new(
+            Failure::new(
+                FailureCode::StreamClosed,
+                format!(
+                    "the stream from {} broke off: {}",
+                    self.endpoint,
+                    http::root_cause(error)
+                ),
+            ),
+            assembler.usage_so_far(),
+        )
+    }
+
+    fn silent(&self, idle: Duration, assembler: &ChatAssembler) -> LlmError {
+        LlmError::new(
+            Failure::new(
+                FailureCode::Timeout,
+                format!("{} sent nothing for {} s", self.endpoint, idle.as_secs()),
+            ),
+            assembler.usage_so_far(),
+        )
+    }
+}
+
+fn parse_chunk(data: &[u8]) -> Result<ChatChunk, Failure> {
+    serde_json::from_slice(data).map_err(|e| {
+        let shown: String = String::from_utf8_lossy(data).chars().take(200).collect();
+        Failure::new(
+            FailureCode::MalformedResponse,
+            format!("the provider sent an event that is not a chat completion chunk ({e}): {shown}"),
+        )
+    })
+}
+
+impl Provider for DeepSeek {
+    fn name(&self) -> &str {
+        "deepseek"
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+        on_delta: DeltaSink<'a>,
+    ) -> BoxFuture<'a, Result<Completion, LlmError>> {
+        Box::pin(self.run(request, on_delta))
+    }
+}

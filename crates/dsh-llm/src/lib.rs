@@ -1,0 +1,139 @@
+//! Model provider clients for dsh.
+//!
+//! A [`Provider`] turns one [`ModelRequest`] (system prompt, history, tool schemas) into one
+//! [`Completion`]: the assembled assistant message, why the model stopped, and what the request
+//! cost. While the answer streams in, the provider reports [`StreamDelta`]s so a surface can show
+//! reasoning live; the caller commits only the finished completion. A failed request is an
+//! [`LlmError`] carrying the reference's failure code and the usage the attempt reported.
+//!
+//! Cancellation is by dropping the future: the connection is closed with it.
+
+mod chat;
+mod deepseek;
+mod http;
+pub mod sse;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::str::FromStr;
+
+use dsh_protocol::{Failure, FinishReason, Message, ToolSpec, Usage};
+
+pub use deepseek::{DeepSeek, DeepSeekConfig};
+
+/// The value sent as `User-Agent`.
+pub const USER_AGENT: &str = concat!("dsh/", env!("CARGO_PKG_VERSION"));
+
+/// How hard a reasoning model thinks before it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Effort {
+    /// No reasoning at all.
+    Off,
+    Low,
+    #[default]
+    High,
+    Max,
+}
+
+impl Effort {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effort::Off => "off",
+            Effort::Low => "low",
+            Effort::High => "high",
+            Effort::Max => "max",
+        }
+    }
+}
+
+impl fmt::Display for Effort {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An effort name that is not one of `off`, `low`, `high`, `max`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown reasoning effort \"{0}\": use off, low, high or max")]
+pub struct UnknownEffort(pub String);
+
+impl FromStr for Effort {
+    type Err = UnknownEffort;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "off" => Ok(Effort::Off),
+            "low" => Ok(Effort::Low),
+            "high" => Ok(Effort::High),
+            "max" => Ok(Effort::Max),
+            other => Err(UnknownEffort(other.to_owned())),
+        }
+    }
+}
+
+/// Everything one model request carries.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelRequest<'a> {
+    pub model: &'a str,
+    pub system: &'a str,
+    pub messages: &'a [Message],
+    pub tools: &'a [ToolSpec],
+    pub effort: Effort,
+    /// The most output tokens to ask for; `None` leaves the server's default.
+    pub max_output_tokens: Option<u32>,
+}
+
+/// A piece of the answer as it streams in. Deltas are for display only: they are never
+/// committed, and an attempt that fails after some deltas leaves nothing behind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamDelta {
+    Reasoning(String),
+    Text(String),
+    /// Part of a tool call arrived.
+    ToolCall,
+}
+
+/// A finished answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    /// The assistant message: reasoning, text and tool-call blocks in the order they opened.
+    pub message: Message,
+    pub finish: FinishReason,
+    pub usage: Usage,
+}
+
+/// A request that did not produce an answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{failure}")]
+pub struct LlmError {
+    pub failure: Failure,
+    /// What this attempt cost: the usage the server reported before failing, zero for a request
+    /// it refused outright, or one unreported call when an answer was cut off before its usage.
+    pub usage: Usage,
+}
+
+impl LlmError {
+    pub fn new(failure: Failure, usage: Usage) -> Self {
+        LlmError { failure, usage }
+    }
+}
+
+/// The callback a provider reports deltas to.
+pub type DeltaSink<'a> = &'a mut (dyn FnMut(StreamDelta) + Send);
+
+/// A boxed future, so that providers can be used as trait objects.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A model API.
+pub trait Provider: Send + Sync {
+    /// The provider's name as a user refers to it (`deepseek`).
+    fn name(&self) -> &str;
+
+    /// Sends one request and assembles the answer.
+    fn complete<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+        on_delta: DeltaSink<'a>,
+    ) -> BoxFuture<'a, Result<Completion, LlmError>>;
+}

@@ -1,0 +1,22 @@
+//! The shared vocabulary of dsh.
+//!
+//! Every other crate speaks these types: the conversation ([`Message`], [`Block`]), what a
+//! request cost ([`Usage`]), how a turn ended ([`TurnEndReason`], [`Failure`]), the records a
+//! session log holds ([`Record`]) and the events a supervisor reads from `--json`
+//! ([`StreamEvent`]). The JSON shapes are the contract: field names, tags and nesting follow the
+//! reference harness wherever a program parses them, so keep them stable and add, never rename.
+
+mod failure;
+mod message;
+mod record;
+pub mod stream;
+mod usage;
+
+pub use failure::{ErrorInfo, Failure, FailureCode};
+pub use message::{Block, Message, Role, ToolOutputPart, ToolSpec};
+pub use record::{
+    AbortReason, AssistantMessageRecord, FinishReason, HeaderKind, Record, RecordEnvelope,
+    SESSION_FORMAT_VERSION, SessionHeader, ToolCallRecord, ToolResultRecord, TurnEndReason,
+};
+pub use stream::StreamEvent;
+pub use usage::Usage;

@@ -1,0 +1,99 @@
+use serde::{Deserialize, Serialize};
+
+/// Who a message comes from, as the model sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// One message of the conversation. Tool results travel as user messages holding
+/// [`Block::ToolResult`] blocks, the shape the session log stores; each provider dialect maps
+/// them onto its own wire form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: Vec<Block>,
+}
+
+impl Message {
+    /// A user message holding one text block.
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Message { role: Role::User, content: vec![Block::Text { text: text.into() }] }
+    }
+
+    /// The concatenated text blocks (no separator), as the final answer is read.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|block| match block {
+                Block::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The tool calls of an assistant message, in the order the model made them.
+    pub fn tool_calls(&self) -> impl Iterator<Item = (&str, &str, &str)> {
+        self.content.iter().filter_map(|block| match block {
+            Block::ToolCall { id, name, arguments } => {
+                Some((id.as_str(), name.as_str(), arguments.as_str()))
+            }
+            _ => None,
+        })
+    }
+}
+
+/// A content block. The tags are the reference's durable block names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Block {
+    Text {
+        text: String,
+    },
+    /// Model reasoning ("thinking"). `signature` is the provider's opaque token that some
+    /// dialects require to be echoed back unchanged.
+    Reasoning {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
+    /// A tool call as the model sent it: `arguments` is the raw argument text, never re-encoded,
+    /// so that what is sent back is byte-identical to what the model produced.
+    ToolCall {
+        id: String,
+        name: String,
+        arguments: String,
+    },
+    ToolResult {
+        #[serde(rename = "toolCallId")]
+        tool_call_id: String,
+        content: Vec<ToolOutputPart>,
+        #[serde(rename = "isError")]
+        is_error: bool,
+    },
+}
+
+/// One part of a tool's output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum ToolOutputPart {
+    Text { text: String },
+}
+
+impl ToolOutputPart {
+    pub fn text(&self) -> &str {
+        match self {
+            ToolOutputPart::Text { text } => text,
+        }
+    }
+}
+
+/// A tool as offered to the model: its name, description and JSON Schema of its arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}

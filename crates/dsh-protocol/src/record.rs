@@ -1,0 +1,213 @@
+//! Session records: the durable log of a run, one JSON object per line.
+//!
+//! The record names (`turn/start`, `tool/result`, ...) and the shape of `tool/result` follow the
+//! reference's session events, so tools that read its logs for error flags and codes read ours.
+//! The header carries our own format version; readers refuse a version they do not know.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{ErrorInfo, Failure, Message, Usage};
+
+/// The version of the session log format this build writes.
+pub const SESSION_FORMAT_VERSION: u32 = 1;
+
+/// The first line of a session log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionHeader {
+    #[serde(rename = "type")]
+    pub kind: HeaderKind,
+    pub version: u32,
+    pub id: String,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: u64,
+    /// The working directory the session belongs to; it can be resumed only from there.
+    pub cwd: String,
+    /// The dsh version that created the log.
+    pub dsh: String,
+}
+
+/// The fixed `type` of a header line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HeaderKind {
+    Session,
+}
+
+impl SessionHeader {
+    pub fn new(id: String, created_at: u64, cwd: String) -> Self {
+        SessionHeader {
+            kind: HeaderKind::Session,
+            version: SESSION_FORMAT_VERSION,
+            id,
+            created_at,
+            cwd,
+            dsh: env!("CARGO_PKG_VERSION").to_owned(),
+        }
+    }
+}
+
+/// A record with its place in the log: `seq` counts from 1 after the header, `time` is
+/// milliseconds since the Unix epoch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordEnvelope {
+    pub seq: u64,
+    pub time: u64,
+    #[serde(flatten)]
+    pub record: Record,
+}
+
+/// Everything a session log records. A record is appended when it is committed; the log is the
+/// truth from which a resumed session rebuilds what the model saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "data")]
+pub enum Record {
+    #[serde(rename = "turn/start")]
+    TurnStart { turn: u32 },
+    #[serde(rename = "user/message")]
+    UserMessage { turn: u32, message: Message },
+    #[serde(rename = "step/start")]
+    StepStart { turn: u32, step: u32 },
+    #[serde(rename = "assistant/message")]
+    AssistantMessage(AssistantMessageRecord),
+    #[serde(rename = "tool/call")]
+    ToolCall(ToolCallRecord),
+    #[serde(rename = "tool/result")]
+    ToolResult(ToolResultRecord),
+    #[serde(rename = "step/end")]
+    StepEnd {
+        turn: u32,
+        step: u32,
+        /// The sum of every request the step sent.
+        usage: Usage,
+    },
+    #[serde(rename = "turn/end")]
+    TurnEnd { turn: u32, reason: TurnEndReason },
+}
+
+/// A committed model answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssistantMessageRecord {
+    pub turn: u32,
+    pub step: u32,
+    pub message: Message,
+    pub finish: FinishReason,
+    pub provider: String,
+    pub model: String,
+    /// What this request cost (one request; the step's sum is on `step/end`).
+    pub usage: Usage,
+}
+
+/// A tool call about to run. `arguments` is the model's raw argument text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallRecord {
+    pub turn: u32,
+    pub step: u32,
+    pub call_id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// A tool's result. `message` is a user message holding one `tool-result` block, exactly what is
+/// sent back to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultRecord {
+    pub turn: u32,
+    pub step: u32,
+    pub message: Message,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorInfo>,
+}
+
+
+/// Why the model stopped producing output in one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FinishReason {
+    Stop,
+    ToolCalls,
+    MaxTokens,
+}
+
+/// How a turn ended: the durable reason of `turn/end`, projected unchanged into `--json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum TurnEndReason {
+    /// The model answered without calling a tool.
+    Completed,
+    /// The run was stopped from outside.
+    Aborted { reason: AbortReason },
+    /// A request failed for good.
+    Error { error: Failure },
+    /// The model's final answer was cut at its output token limit.
+    MaxTokens,
+    /// The process died mid-turn; written when the log is repaired on load.
+    Interrupted,
+}
+
+impl TurnEndReason {
+    pub fn is_completed(&self) -> bool {
+        matches!(self, TurnEndReason::Completed)
+    }
+}
+
+/// What stopped an aborted turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum AbortReason {
+    /// A signal delivered to the process (`SIGINT`, `SIGTERM`).
+    Signal { signal: String },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Block, Role, ToolOutputPart};
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn tool_results_have_the_shape_conformance_tools_read() {
+        let record = RecordEnvelope {
+            seq: 7,
+            time: 1,
+            record: Record::ToolResult(ToolResultRecord {
+                turn: 1,
+                step: 2,
+                message: Message {
+                    role: Role::User,
+                    content: vec![Block::ToolResult {
+                        tool_call_id: "call_1".into(),
+                        content: vec![ToolOutputPart::Text { text: "Error: x".into() }],
+                        is_error: true,
+                    }],
+                },
+                error: Some(ErrorInfo::new("FsError", "FS_NOT_FOUND")),
+            }),
+        };
+        let json = serde_json::to_string(&record).unwrap();
+        assert_eq!(
+            json,
+            r#"{"seq":7,"time":1,"type":"tool/result","data":{"turn":1,"step":2,"message":{"role":"user","content":[{"type":"tool-result","toolCallId":"call_1","content":[{"type":"text","text":"Error: x"}],"isError":true}]},"error":{"name":"FsError","code":"FS_NOT_FOUND"}}}"#
+        );
+        let back: RecordEnvelope = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, record);
+    }
+
+    #[test]
+    fn turn_end_reasons_keep_the_reference_shapes() {
+        let aborted = TurnEndReason::Aborted {
+            reason: AbortReason::Signal { signal: "SIGTERM".into() },
+        };
+        assert_eq!(
+            serde_json::to_string(&aborted).unwrap(),
+            r#"{"kind":"aborted","reason":{"kind":"signal","signal":"SIGTERM"}}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&TurnEndReason::MaxTokens).unwrap(),
+            r#"{"kind":"max-tokens"}"#
+        );
+    }
+}
