@@ -104,7 +104,9 @@ struct WireFunction<'a> {
 pub(crate) fn request_body(request: &ModelRequest<'_>, options: BodyOptions) -> Vec<u8> {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if !request.system.is_empty() {
-        messages.push(WireMessage::System { content: request.system });
+        messages.push(WireMessage::System {
+            content: request.system,
+        });
     }
     for message in request.messages {
         push_message(&mut messages, message, options);
@@ -113,10 +115,12 @@ pub(crate) fn request_body(request: &ModelRequest<'_>, options: BodyOptions) -> 
         model: request.model,
         messages,
         stream: true,
-        stream_options: StreamOptions { include_usage: true },
-        thinking: options
-            .thinking
-            .map(|on| Thinking { kind: if on { "enabled" } else { "disabled" } }),
+        stream_options: StreamOptions {
+            include_usage: true,
+        },
+        thinking: options.thinking.map(|on| Thinking {
+            kind: if on { "enabled" } else { "disabled" },
+        }),
         reasoning_effort: options.reasoning_effort,
         tools: request
             .tools
@@ -142,13 +146,22 @@ fn push_message<'a>(out: &mut Vec<WireMessage<'a>>, message: &'a Message, option
             let mut text = String::new();
             for block in &message.content {
                 match block {
-                    Block::ToolResult { tool_call_id, content, .. } => {
-                        let mut result: String =
-                            content.iter().map(dsh_protocol::ToolOutputPart::text).collect();
+                    Block::ToolResult {
+                        tool_call_id,
+                        content,
+                        ..
+                    } => {
+                        let mut result: String = content
+                            .iter()
+                            .map(dsh_protocol::ToolOutputPart::text)
+                            .collect();
                         if result.is_empty() {
                             result.push_str(EMPTY_TOOL_RESULT);
                         }
-                        out.push(WireMessage::Tool { tool_call_id, content: result });
+                        out.push(WireMessage::Tool {
+                            tool_call_id,
+                            content: result,
+                        });
                     }
                     Block::Text { text: t } => text.push_str(t),
                     Block::Reasoning { .. } | Block::ToolCall { .. } => {}
@@ -166,7 +179,11 @@ fn push_message<'a>(out: &mut Vec<WireMessage<'a>>, message: &'a Message, option
                 match block {
                     Block::Text { text } => content.push_str(text),
                     Block::Reasoning { text, .. } => reasoning.push_str(text),
-                    Block::ToolCall { id, name, arguments } => tool_calls.push(WireToolCall {
+                    Block::ToolCall {
+                        id,
+                        name,
+                        arguments,
+                    } => tool_calls.push(WireToolCall {
                         id,
                         kind: "function",
                         function: WireFunctionCall { name, arguments },
@@ -276,14 +293,24 @@ impl WireUsage {
             .as_ref()
             .and_then(|d| d.reasoning_tokens)
             .unwrap_or(0);
-        Usage::new(self.prompt_tokens - cached, self.completion_tokens, cached, 0, reasoning)
+        Usage::new(
+            self.prompt_tokens - cached,
+            self.completion_tokens,
+            cached,
+            0,
+            reasoning,
+        )
     }
 }
 
 enum PendingBlock {
     Reasoning(String),
     Text(String),
-    ToolCall { id: Option<String>, name: String, arguments: String },
+    ToolCall {
+        id: Option<String>,
+        name: String,
+        arguments: String,
+    },
 }
 
 /// Collects chunks into one answer. Blocks keep the order in which they opened; the pieces of a
@@ -345,7 +372,12 @@ impl ChatAssembler {
                 });
                 self.blocks.len() - 1
             });
-            if let PendingBlock::ToolCall { id, name, arguments } = &mut self.blocks[at] {
+            if let PendingBlock::ToolCall {
+                id,
+                name,
+                arguments,
+            } = &mut self.blocks[at]
+            {
                 if let Some(new_id) = call.id.filter(|i| !i.is_empty()) {
                     *id = Some(new_id);
                 }
@@ -395,9 +427,16 @@ impl ChatAssembler {
             .into_iter()
             .enumerate()
             .map(|(n, block)| match block {
-                PendingBlock::Reasoning(text) => Block::Reasoning { text, signature: None },
+                PendingBlock::Reasoning(text) => Block::Reasoning {
+                    text,
+                    signature: None,
+                },
                 PendingBlock::Text(text) => Block::Text { text },
-                PendingBlock::ToolCall { id, name, arguments } => Block::ToolCall {
+                PendingBlock::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                } => Block::ToolCall {
                     // A server that sends no id still needs one to pair the result with.
                     id: id.unwrap_or_else(|| format!("call-{n}")),
                     name,
@@ -405,7 +444,14 @@ impl ChatAssembler {
                 },
             })
             .collect();
-        Ok(Completion { message: Message { role: Role::Assistant, content }, finish, usage })
+        Ok(Completion {
+            message: Message {
+                role: Role::Assistant,
+                content,
+            },
+            finish,
+            usage,
+        })
     }
 }
 
@@ -451,14 +497,21 @@ mod tests {
         assert_eq!(
             done.message.content,
             vec![
-                Block::Reasoning { text: "think hard".into(), signature: None },
+                Block::Reasoning {
+                    text: "think hard".into(),
+                    signature: None
+                },
                 Block::Text { text: "ok".into() },
                 Block::ToolCall {
                     id: "c1".into(),
                     name: "read".into(),
                     arguments: "{\"file_path\":\"a\"}".into()
                 },
-                Block::ToolCall { id: "c2".into(), name: "read".into(), arguments: "{}".into() },
+                Block::ToolCall {
+                    id: "c2".into(),
+                    name: "read".into(),
+                    arguments: "{}".into()
+                },
             ]
         );
         assert_eq!(done.usage, Usage::new(40, 20, 60, 0, 5));
@@ -478,21 +531,28 @@ mod tests {
 
     #[test]
     fn an_answer_without_usage_counts_as_unreported() {
-        let (done, _) =
-            assemble(vec![json!({"choices":[{"delta":{"content":"x"},"finish_reason":"stop"}]})]);
+        let (done, _) = assemble(vec![
+            json!({"choices":[{"delta":{"content":"x"},"finish_reason":"stop"}]}),
+        ]);
         assert_eq!(done.unwrap().usage.unreported_calls, 1);
     }
 
     #[test]
     fn empty_and_filtered_answers_fail() {
-        let (empty, _) = assemble(vec![json!({"choices":[{"delta":{},"finish_reason":"stop"}]})]);
+        let (empty, _) = assemble(vec![
+            json!({"choices":[{"delta":{},"finish_reason":"stop"}]}),
+        ]);
         assert_eq!(empty.unwrap_err().code, FailureCode::EmptyResponse);
         let (filtered, _) = assemble(vec![
             json!({"choices":[{"delta":{"content":"x"},"finish_reason":"content_filter"}]}),
         ]);
-        assert_eq!(filtered.unwrap_err().code, FailureCode::Provider("CONTENT_FILTER".into()));
-        let (cut, _) =
-            assemble(vec![json!({"choices":[{"delta":{"content":"x"},"finish_reason":"length"}]})]);
+        assert_eq!(
+            filtered.unwrap_err().code,
+            FailureCode::Provider("CONTENT_FILTER".into())
+        );
+        let (cut, _) = assemble(vec![
+            json!({"choices":[{"delta":{"content":"x"},"finish_reason":"length"}]}),
+        ]);
         assert_eq!(cut.unwrap().finish, FinishReason::MaxTokens);
     }
 
@@ -503,23 +563,37 @@ mod tests {
             Message {
                 role: Role::Assistant,
                 content: vec![
-                    Block::Reasoning { text: "plan".into(), signature: None },
-                    Block::ToolCall { id: "c1".into(), name: "read".into(), arguments: "{}".into() },
+                    Block::Reasoning {
+                        text: "plan".into(),
+                        signature: None,
+                    },
+                    Block::ToolCall {
+                        id: "c1".into(),
+                        name: "read".into(),
+                        arguments: "{}".into(),
+                    },
                 ],
             },
             Message {
                 role: Role::User,
                 content: vec![Block::ToolResult {
                     tool_call_id: "c1".into(),
-                    content: vec![ToolOutputPart::Text { text: String::new() }],
+                    content: vec![ToolOutputPart::Text {
+                        text: String::new(),
+                    }],
                     is_error: false,
                 }],
             },
             Message {
                 role: Role::Assistant,
                 content: vec![
-                    Block::Reasoning { text: "done".into(), signature: None },
-                    Block::Text { text: "answer".into() },
+                    Block::Reasoning {
+                        text: "done".into(),
+                        signature: None,
+                    },
+                    Block::Text {
+                        text: "answer".into(),
+                    },
                 ],
             },
         ];
@@ -538,7 +612,11 @@ mod tests {
         };
         let body = request_body(
             &request,
-            BodyOptions { thinking: Some(true), reasoning_effort: Some("high"), echo_reasoning: true },
+            BodyOptions {
+                thinking: Some(true),
+                reasoning_effort: Some("high"),
+                echo_reasoning: true,
+            },
         );
         let body: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(

@@ -49,8 +49,8 @@ pub struct DeepSeek {
 
 impl DeepSeek {
     pub fn new(config: DeepSeekConfig) -> Result<Self, Failure> {
-        let mut authorization =
-            HeaderValue::from_str(&format!("Bearer {}", config.api_key)).map_err(|_| {
+        let mut authorization = HeaderValue::from_str(&format!("Bearer {}", config.api_key))
+            .map_err(|_| {
                 Failure::new(
                     FailureCode::InvalidCredential,
                     format!(
@@ -62,7 +62,12 @@ impl DeepSeek {
             })?;
         authorization.set_sensitive(true);
         let endpoint = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
-        Ok(DeepSeek { client: http::client()?, endpoint, authorization, config })
+        Ok(DeepSeek {
+            client: http::client()?,
+            endpoint,
+            authorization,
+            config,
+        })
     }
 
     async fn run(
@@ -121,15 +126,16 @@ impl DeepSeek {
             };
             let chunk = parse_chunk(&bytes).map_err(|f| LlmError::new(f, Usage::unreported()))?;
             self.apply(&mut assembler, chunk, &mut on_delta)?;
-            return assembler.finish().map_err(|f| LlmError::new(f, Usage::default()));
+            return assembler
+                .finish()
+                .map_err(|f| LlmError::new(f, Usage::default()));
         }
 
         let mut decoder = crate::sse::SseDecoder::new();
         let mut body = response.bytes_stream();
         loop {
-            let next = match tokio::time::timeout(idle, body.next()).await {
-                Ok(next) => next,
-                Err(_) => return Err(self.silent(idle, &assembler)),
+            let Ok(next) = tokio::time::timeout(idle, body.next()).await else {
+                return Err(self.silent(idle, &assembler));
             };
             let (decoded, ended) = match next {
                 Some(Ok(bytes)) => (decoder.feed(&bytes), false),
@@ -152,7 +158,10 @@ impl DeepSeek {
         Err(LlmError::new(
             Failure::new(
                 FailureCode::StreamClosed,
-                format!("the stream from {} ended before the answer was complete", self.endpoint),
+                format!(
+                    "the stream from {} ended before the answer was complete",
+                    self.endpoint
+                ),
             ),
             assembler.usage_so_far(),
         ))
@@ -211,7 +220,9 @@ fn parse_chunk(data: &[u8]) -> Result<ChatChunk, Failure> {
         let shown: String = String::from_utf8_lossy(data).chars().take(200).collect();
         Failure::new(
             FailureCode::MalformedResponse,
-            format!("the provider sent an event that is not a chat completion chunk ({e}): {shown}"),
+            format!(
+                "the provider sent an event that is not a chat completion chunk ({e}): {shown}"
+            ),
         )
     })
 }

@@ -43,7 +43,10 @@ pub(crate) fn transport_failure(error: &reqwest::Error, url: &str) -> Failure {
             format!("{url} did not answer in time: {cause}"),
         );
     }
-    Failure::new(FailureCode::Transport, format!("cannot reach {url}: {cause}"))
+    Failure::new(
+        FailureCode::Transport,
+        format!("cannot reach {url}: {cause}"),
+    )
 }
 
 /// The innermost error message: "connection refused", not "error sending request".
@@ -80,7 +83,10 @@ pub(crate) fn status_failure(
     let (code, message) = if n == 401 || n == 403 {
         (
             FailureCode::Auth,
-            format!("the provider refused the API key ({said}); check {}", ctx.api_key_env),
+            format!(
+                "the provider refused the API key ({said}); check {}",
+                ctx.api_key_env
+            ),
         )
     } else if n == 402 || is_quota(&lower) {
         (
@@ -88,7 +94,10 @@ pub(crate) fn status_failure(
             format!("the account has no quota left ({said}); top it up or use another provider"),
         )
     } else if n == 429 {
-        (FailureCode::RateLimit, format!("the provider is rate limiting requests ({said})"))
+        (
+            FailureCode::RateLimit,
+            format!("the provider is rate limiting requests ({said})"),
+        )
     } else if is_unknown_model(&lower) && (n == 400 || n == 404 || n == 422) {
         (
             FailureCode::UnknownModel,
@@ -103,16 +112,25 @@ pub(crate) fn status_failure(
             format!("the request does not fit the model's context window ({said})"),
         )
     } else if n == 400 || n == 413 || n == 422 {
-        (FailureCode::InvalidRequest, format!("the provider rejected the request ({said})"))
+        (
+            FailureCode::InvalidRequest,
+            format!("the provider rejected the request ({said})"),
+        )
     } else if n == 404 {
         (
             FailureCode::Http(404),
-            format!("{} does not exist ({said}); check {}", ctx.url, ctx.base_url_source),
+            format!(
+                "{} does not exist ({said}); check {}",
+                ctx.url, ctx.base_url_source
+            ),
         )
     } else if status.is_server_error() {
         (FailureCode::Server, format!("the provider failed ({said})"))
     } else {
-        (FailureCode::Http(n), format!("unexpected answer from {} ({said})", ctx.url))
+        (
+            FailureCode::Http(n),
+            format!("unexpected answer from {} ({said})", ctx.url),
+        )
     };
     let mut failure = Failure::new(code, message);
     failure.status = Some(n);
@@ -145,7 +163,10 @@ fn server_message(body: &str) -> Option<String> {
         }
         Err(_) => trimmed.to_owned(),
     };
-    Some(cut(text.split_whitespace().collect::<Vec<_>>().join(" "), MAX_ERROR_TEXT))
+    Some(cut(
+        text.split_whitespace().collect::<Vec<_>>().join(" "),
+        MAX_ERROR_TEXT,
+    ))
 }
 
 fn cut(mut text: String, max: usize) -> String {
@@ -161,16 +182,27 @@ fn cut(mut text: String, max: usize) -> String {
 }
 
 fn is_quota(lower: &str) -> bool {
-    ["insufficient balance", "insufficient_quota", "exceeded your current quota", "quota exceeded"]
-        .iter()
-        .any(|w| lower.contains(w))
+    [
+        "insufficient balance",
+        "insufficient_quota",
+        "exceeded your current quota",
+        "quota exceeded",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
 }
 
 fn is_unknown_model(lower: &str) -> bool {
     lower.contains("model")
-        && ["not exist", "does not exist", "not found", "unknown model", "no such model"]
-            .iter()
-            .any(|w| lower.contains(w))
+        && [
+            "not exist",
+            "does not exist",
+            "not found",
+            "unknown model",
+            "no such model",
+        ]
+        .iter()
+        .any(|w| lower.contains(w))
 }
 
 fn is_context_overflow(lower: &str) -> bool {
@@ -189,12 +221,18 @@ fn is_context_overflow(lower: &str) -> bool {
 
 /// `Retry-After` in seconds or as an HTTP date.
 fn retry_after_ms(headers: &HeaderMap) -> Option<u64> {
-    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
+    let value = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
     if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| (seconds * 1000.0) as u64);
+        return (seconds.is_finite() && seconds >= 0.0).then_some((seconds * 1000.0) as u64);
     }
     let when = httpdate_to_unix(value)?;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
     Some(when.saturating_sub(now.as_secs()) * 1000)
 }
 
@@ -220,9 +258,15 @@ fn httpdate_to_unix(text: &str) -> Option<u64> {
     };
     let year: i64 = parts.next()?.parse().ok()?;
     let mut clock = parts.next()?.split(':').map(str::parse::<u64>);
-    let (h, m, s) = (clock.next()?.ok()?, clock.next()?.ok()?, clock.next()?.ok()?);
+    let (h, m, s) = (
+        clock.next()?.ok()?,
+        clock.next()?.ok()?,
+        clock.next()?.ok()?,
+    );
     let days = days_from_civil(year, month, day as i64);
-    u64::try_from(days).ok().map(|d| d * 86_400 + h * 3600 + m * 60 + s)
+    u64::try_from(days)
+        .ok()
+        .map(|d| d * 86_400 + h * 3600 + m * 60 + s)
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
@@ -250,24 +294,39 @@ mod tests {
     }
 
     fn classify(status: u16, body: &str) -> Failure {
-        status_failure(StatusCode::from_u16(status).unwrap(), &HeaderMap::new(), body, &ctx())
+        status_failure(
+            StatusCode::from_u16(status).unwrap(),
+            &HeaderMap::new(),
+            body,
+            &ctx(),
+        )
     }
 
     #[test]
     fn maps_statuses_to_codes_with_a_fix() {
-        let auth = classify(401, r#"{"error":{"message":"Authentication Fails","type":"x"}}"#);
+        let auth = classify(
+            401,
+            r#"{"error":{"message":"Authentication Fails","type":"x"}}"#,
+        );
         assert_eq!(auth.code, FailureCode::Auth);
         assert_eq!(
             auth.message,
             "the provider refused the API key (HTTP 401: Authentication Fails); check DEEPSEEK_API_KEY"
         );
-        assert_eq!(classify(402, "Insufficient Balance").code, FailureCode::Quota);
+        assert_eq!(
+            classify(402, "Insufficient Balance").code,
+            FailureCode::Quota
+        );
         assert_eq!(classify(429, "slow down").code, FailureCode::RateLimit);
         assert_eq!(classify(503, "").code, FailureCode::Server);
         assert_eq!(classify(418, "").code, FailureCode::Http(418));
         let missing = classify(404, "");
         assert_eq!(missing.code, FailureCode::Http(404));
-        assert!(missing.message.ends_with("check DEEPSEEK_BASE_URL"), "{}", missing.message);
+        assert!(
+            missing.message.ends_with("check DEEPSEEK_BASE_URL"),
+            "{}",
+            missing.message
+        );
     }
 
     #[test]
@@ -275,7 +334,10 @@ mod tests {
         let model = classify(400, r#"{"error":{"message":"Model Not Exist"}}"#);
         assert_eq!(model.code, FailureCode::UnknownModel);
         assert!(model.message.contains("model \"m1\" does not exist"));
-        let openai = classify(404, r#"{"error":{"message":"The model `x` does not exist"}}"#);
+        let openai = classify(
+            404,
+            r#"{"error":{"message":"The model `x` does not exist"}}"#,
+        );
         assert_eq!(openai.code, FailureCode::UnknownModel);
         let overflow = classify(400, "This model's maximum context length is 8192 tokens");
         assert_eq!(overflow.code, FailureCode::ContextWindowExceeded);
@@ -287,8 +349,14 @@ mod tests {
         let mut headers = HeaderMap::new();
         headers.insert("retry-after", "2".parse().unwrap());
         assert_eq!(retry_after_ms(&headers), Some(2000));
-        headers.insert("retry-after", "Thu, 01 Jan 1970 00:00:00 GMT".parse().unwrap());
+        headers.insert(
+            "retry-after",
+            "Thu, 01 Jan 1970 00:00:00 GMT".parse().unwrap(),
+        );
         assert_eq!(retry_after_ms(&headers), Some(0));
-        assert_eq!(httpdate_to_unix("Sun, 06 Nov 1994 08:49:37 GMT"), Some(784_111_777));
+        assert_eq!(
+            httpdate_to_unix("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(784_111_777)
+        );
     }
 }

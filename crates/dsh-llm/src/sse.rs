@@ -134,7 +134,10 @@ mod tests {
         let out = decoder.feed(b"event: message_start\ndata: a\ndata: b\n\n");
         assert_eq!(
             out.events,
-            vec![SseEvent { event: Some("message_start".into()), data: "a\nb".into() }]
+            vec![SseEvent {
+                event: Some("message_start".into()),
+                data: "a\nb".into()
+            }]
         );
     }
 

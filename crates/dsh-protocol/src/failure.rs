@@ -161,7 +161,10 @@ pub struct ErrorInfo {
 
 impl ErrorInfo {
     pub fn new(name: impl Into<String>, code: impl Into<String>) -> Self {
-        ErrorInfo { name: name.into(), code: code.into() }
+        ErrorInfo {
+            name: name.into(),
+            code: code.into(),
+        }
     }
 }
 

@@ -20,7 +20,10 @@ pub struct Message {
 impl Message {
     /// A user message holding one text block.
     pub fn user_text(text: impl Into<String>) -> Self {
-        Message { role: Role::User, content: vec![Block::Text { text: text.into() }] }
+        Message {
+            role: Role::User,
+            content: vec![Block::Text { text: text.into() }],
+        }
     }
 
     /// The concatenated text blocks (no separator), as the final answer is read.
@@ -37,9 +40,11 @@ impl Message {
     /// The tool calls of an assistant message, in the order the model made them.
     pub fn tool_calls(&self) -> impl Iterator<Item = (&str, &str, &str)> {
         self.content.iter().filter_map(|block| match block {
-            Block::ToolCall { id, name, arguments } => {
-                Some((id.as_str(), name.as_str(), arguments.as_str()))
-            }
+            Block::ToolCall {
+                id,
+                name,
+                arguments,
+            } => Some((id.as_str(), name.as_str(), arguments.as_str())),
             _ => None,
         })
     }

@@ -122,7 +122,6 @@ pub struct ToolResultRecord {
     pub error: Option<ErrorInfo>,
 }
 
-
 /// Why the model stopped producing output in one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -180,7 +179,9 @@ mod tests {
                     role: Role::User,
                     content: vec![Block::ToolResult {
                         tool_call_id: "call_1".into(),
-                        content: vec![ToolOutputPart::Text { text: "Error: x".into() }],
+                        content: vec![ToolOutputPart::Text {
+                            text: "Error: x".into(),
+                        }],
                         is_error: true,
                     }],
                 },
@@ -199,7 +200,9 @@ mod tests {
     #[test]
     fn turn_end_reasons_keep_the_reference_shapes() {
         let aborted = TurnEndReason::Aborted {
-            reason: AbortReason::Signal { signal: "SIGTERM".into() },
+            reason: AbortReason::Signal {
+                signal: "SIGTERM".into(),
+            },
         };
         assert_eq!(
             serde_json::to_string(&aborted).unwrap(),

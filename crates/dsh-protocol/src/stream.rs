@@ -23,14 +23,25 @@ pub const MAX_DEPTH: usize = 64;
 pub enum StreamEvent {
     /// Always first: the identity of the session this run drives.
     #[serde(rename_all = "camelCase")]
-    Session { session_id: String, cwd: String },
+    Session {
+        session_id: String,
+        cwd: String,
+    },
     Status(Status),
     /// A reasoning block of a committed assistant message.
-    Thinking { text: String },
+    Thinking {
+        text: String,
+    },
     /// A text block of a committed assistant message.
-    Text { text: String },
+    Text {
+        text: String,
+    },
     #[serde(rename_all = "camelCase")]
-    ToolCall { call_id: String, tool: String, input: Value },
+    ToolCall {
+        call_id: String,
+        tool: String,
+        input: Value,
+    },
     #[serde(rename_all = "camelCase")]
     ToolResult {
         call_id: String,
@@ -42,7 +53,12 @@ pub enum StreamEvent {
     /// Always last on a run that reached the agent: the answer, how the last turn ended (`null`
     /// when it never ended) and the usage of every request the run sent. Never cut.
     #[serde(rename_all = "camelCase")]
-    Final { session_id: String, reason: Option<TurnEndReason>, text: String, usage: Usage },
+    Final {
+        session_id: String,
+        reason: Option<TurnEndReason>,
+        text: String,
+        usage: Usage,
+    },
     /// A failure outside a turn (bad arguments, no credentials, an unusable session); the stream
     /// then ends without `final`.
     Error {
@@ -74,13 +90,23 @@ pub fn project(record: &Record) -> Vec<StreamEvent> {
     match record {
         Record::TurnStart { turn } => vec![StreamEvent::Status(Status::TurnStart { turn: *turn })],
         Record::StepStart { turn, step } => {
-            vec![StreamEvent::Status(Status::StepStart { turn: *turn, step: *step })]
+            vec![StreamEvent::Status(Status::StepStart {
+                turn: *turn,
+                step: *step,
+            })]
         }
         Record::StepEnd { turn, step, usage } => {
-            vec![StreamEvent::Status(Status::StepEnd { turn: *turn, step: *step, usage: *usage })]
+            vec![StreamEvent::Status(Status::StepEnd {
+                turn: *turn,
+                step: *step,
+                usage: *usage,
+            })]
         }
         Record::TurnEnd { turn, reason } => {
-            vec![StreamEvent::Status(Status::TurnEnd { turn: *turn, reason: reason.clone() })]
+            vec![StreamEvent::Status(Status::TurnEnd {
+                turn: *turn,
+                reason: reason.clone(),
+            })]
         }
         Record::UserMessage { .. } => Vec::new(),
         Record::AssistantMessage(data) => data
@@ -107,18 +133,20 @@ pub fn project(record: &Record) -> Vec<StreamEvent> {
             .content
             .iter()
             .filter_map(|block| match block {
-                Block::ToolResult { tool_call_id, content, is_error } => {
-                    Some(StreamEvent::ToolResult {
-                        call_id: tool_call_id.clone(),
-                        status: if *is_error {
-                            ToolResultStatus::Error
-                        } else {
-                            ToolResultStatus::Completed
-                        },
-                        result: content.iter().map(crate::ToolOutputPart::text).collect(),
-                        error: result.error.clone(),
-                    })
-                }
+                Block::ToolResult {
+                    tool_call_id,
+                    content,
+                    is_error,
+                } => Some(StreamEvent::ToolResult {
+                    call_id: tool_call_id.clone(),
+                    status: if *is_error {
+                        ToolResultStatus::Error
+                    } else {
+                        ToolResultStatus::Completed
+                    },
+                    result: content.iter().map(crate::ToolOutputPart::text).collect(),
+                    error: result.error.clone(),
+                }),
                 _ => None,
             })
             .collect(),
@@ -136,10 +164,9 @@ pub fn tool_input(arguments: &str) -> Value {
 
 /// Serialises an event as one bounded line (without its newline). `final` is never cut.
 pub fn bound_line(event: &StreamEvent) -> String {
-    let value = match serde_json::to_value(event) {
-        Ok(value) => value,
-        // Serialising our own types cannot fail; an empty object is still a valid line.
-        Err(_) => return "{}".to_owned(),
+    // Serialising our own types cannot fail; an empty object is still a valid line.
+    let Ok(value) = serde_json::to_value(event) else {
+        return "{}".to_owned();
     };
     if matches!(event, StreamEvent::Final { .. }) {
         return value.to_string();
@@ -158,10 +185,14 @@ pub fn bound_value_line(value: Value) -> String {
     if line.len() < MAX_LINE_BYTES {
         return line;
     }
-    let Value::Object(map) = value else { return line };
+    let Value::Object(map) = value else {
+        return line;
+    };
     let event_type = map.get("type").cloned().unwrap_or(Value::Null);
-    let mut scalars: Map<String, Value> =
-        map.into_iter().filter(|(_, v)| !v.is_object() && !v.is_array()).collect();
+    let mut scalars: Map<String, Value> = map
+        .into_iter()
+        .filter(|(_, v)| !v.is_object() && !v.is_array())
+        .collect();
     scalars.insert("truncated".into(), Value::Bool(true));
     let line = Value::Object(scalars).to_string();
     if line.len() < MAX_LINE_BYTES {
@@ -181,7 +212,12 @@ fn bound(value: Value, depth: usize, truncated: &mut bool) -> Value {
                 *truncated = true;
                 return Value::String("[truncated: depth]".into());
             }
-            Value::Array(items.into_iter().map(|v| bound(v, depth + 1, truncated)).collect())
+            Value::Array(
+                items
+                    .into_iter()
+                    .map(|v| bound(v, depth + 1, truncated))
+                    .collect(),
+            )
         }
         Value::Object(map) => {
             if depth >= MAX_DEPTH {
@@ -217,7 +253,9 @@ mod tests {
 
     #[test]
     fn small_events_pass_unchanged() {
-        let line = bound_line(&StreamEvent::Text { text: "answer".into() });
+        let line = bound_line(&StreamEvent::Text {
+            text: "answer".into(),
+        });
         assert_eq!(line, r#"{"type":"text","text":"answer"}"#);
     }
 
@@ -238,7 +276,10 @@ mod tests {
             tool: "bash".into(),
             input: Value::Array(big),
         });
-        assert_eq!(line, r#"{"type":"tool_call","callId":"c","tool":"bash","truncated":true}"#);
+        assert_eq!(
+            line,
+            r#"{"type":"tool_call","callId":"c","tool":"bash","truncated":true}"#
+        );
     }
 
     #[test]
@@ -273,7 +314,10 @@ mod tests {
     fn tool_input_follows_the_executor() {
         assert_eq!(tool_input(""), Value::Object(Map::new()));
         assert_eq!(tool_input("{oops"), Value::String("{oops".into()));
-        assert_eq!(tool_input(r#"{"n":1e400}"#), Value::String(r#"{"n":1e400}"#.into()));
+        assert_eq!(
+            tool_input(r#"{"n":1e400}"#),
+            Value::String(r#"{"n":1e400}"#.into())
+        );
         assert_eq!(tool_input(r#"{"a":1}"#)["a"], Value::from(1));
     }
 }

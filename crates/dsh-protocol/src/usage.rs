@@ -43,7 +43,10 @@ impl Usage {
 
     /// The usage of one request whose server reported nothing.
     pub fn unreported() -> Self {
-        Usage { unreported_calls: 1, ..Usage::default() }
+        Usage {
+            unreported_calls: 1,
+            ..Usage::default()
+        }
     }
 
     /// Adds another request's (or step's) usage to this one. Nothing is dropped: every bucket

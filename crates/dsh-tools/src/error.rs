@@ -1,0 +1,57 @@
+use std::fmt;
+
+use dsh_protocol::ErrorInfo;
+
+/// A failed tool call: the message the model reads after `Error: `, and the structured identity
+/// the reference attaches to it (absent for plain argument checks, as in the reference).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    pub message: String,
+    pub info: Option<ErrorInfo>,
+}
+
+impl ToolError {
+    /// An error without a code (the reference's plain `Error`).
+    pub fn plain(message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+            info: None,
+        }
+    }
+
+    /// An error with a name and code.
+    pub fn coded(name: &str, code: &str, message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+            info: Some(ErrorInfo::new(name, code)),
+        }
+    }
+
+    /// A filesystem error (`FsError` with one of the [`fs_code`] codes).
+    pub fn fs(code: &str, message: impl Into<String>) -> Self {
+        ToolError::coded("FsError", code, message)
+    }
+
+    /// The text the model reads.
+    pub fn model_text(&self) -> String {
+        format!("Error: {}", self.message)
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+/// The reference's filesystem error codes.
+pub mod fs_code {
+    pub const NOT_FOUND: &str = "FS_NOT_FOUND";
+    pub const NOT_TEXT: &str = "FS_NOT_TEXT";
+    pub const NOT_REGULAR_FILE: &str = "FS_NOT_REGULAR_FILE";
+    pub const PERMISSION_DENIED: &str = "FS_PERMISSION_DENIED";
+    pub const IO_ERROR: &str = "FS_IO_ERROR";
+    pub const ABORTED: &str = "FS_ABORTED";
+}

@@ -1,0 +1,218 @@
+use std::panic::AssertUnwindSafe;
+
+use dsh_protocol::{ErrorInfo, ToolOutputPart, ToolSpec};
+use futures_util::FutureExt;
+use serde_json::{Map, Value};
+
+use crate::{Tool, ToolContext, ToolError, ToolOutput};
+
+/// The result of one call, ready to be sent back to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutcome {
+    pub parts: Vec<ToolOutputPart>,
+    pub is_error: bool,
+    pub error: Option<ErrorInfo>,
+}
+
+impl ToolOutcome {
+    pub fn success(output: ToolOutput) -> Self {
+        ToolOutcome {
+            parts: output.parts,
+            is_error: false,
+            error: None,
+        }
+    }
+
+    pub fn failure(error: ToolError) -> Self {
+        ToolOutcome {
+            parts: vec![ToolOutputPart::Text {
+                text: error.model_text(),
+            }],
+            is_error: true,
+            error: error.info,
+        }
+    }
+
+    /// The text of all parts, as the model reads it.
+    pub fn text(&self) -> String {
+        self.parts.iter().map(ToolOutputPart::text).collect()
+    }
+}
+
+/// The tools of a session.
+#[derive(Default)]
+pub struct ToolRegistry {
+    /// Sorted by name: the order the schemas are sent in, stable across runs for prompt caching.
+    tools: Vec<Box<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tool; a tool of the same name is replaced.
+    pub fn register(&mut self, tool: Box<dyn Tool>) {
+        self.tools.retain(|t| t.name() != tool.name());
+        self.tools.push(tool);
+        self.tools.sort_by(|a, b| a.name().cmp(b.name()));
+    }
+
+    /// The schemas sent to the model.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools
+            .iter()
+            .map(|tool| ToolSpec {
+                name: tool.name().to_owned(),
+                description: tool.description().to_owned(),
+                parameters: tool.parameters().json_schema().clone(),
+            })
+            .collect()
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.tools.iter().map(|t| t.name())
+    }
+
+    fn find(&self, name: &str) -> Option<&dyn Tool> {
+        self.tools
+            .iter()
+            .find(|t| t.name() == name)
+            .map(AsRef::as_ref)
+    }
+
+    /// Whether a call may run next to other parallel-safe calls: only a known tool that says so,
+    /// called with valid arguments.
+    pub fn is_parallel_safe(&self, name: &str, arguments: &str) -> bool {
+        self.find(name).is_some_and(|tool| {
+            tool.parallel_safe()
+                && tool
+                    .parameters()
+                    .validate(parse_arguments(arguments))
+                    .is_ok()
+        })
+    }
+
+    /// Runs one call. Every failure, from an unknown tool to a panic inside one, becomes an
+    /// error result.
+    pub async fn execute(&self, name: &str, arguments: &str, ctx: &ToolContext) -> ToolOutcome {
+        let Some(tool) = self.find(name) else {
+            return ToolOutcome::failure(ToolError::coded(
+                "ToolNotFoundError",
+                "UNKNOWN_TOOL",
+                format!("unknown tool \"{name}\""),
+            ));
+        };
+        let args = match tool.parameters().validate(parse_arguments(arguments)) {
+            Ok(args) => args,
+            Err(error) => return ToolOutcome::failure(error),
+        };
+        let run = AssertUnwindSafe(tool.call(args, ctx)).catch_unwind();
+        let result = tokio::select! {
+            biased;
+            () = ctx.cancel.cancelled() => Err(ToolError::coded("AbortError", "ABORTED", "tool call aborted")),
+            result = run => result.unwrap_or_else(|panic| Err(panicked(name, &panic))),
+        };
+        match result {
+            Ok(output) => ToolOutcome::success(output),
+            Err(error) => ToolOutcome::failure(error),
+        }
+    }
+}
+
+/// Arguments as the executor reads them: empty text is `{}`; text that is not JSON stays a
+/// string, which then fails validation as a non-object.
+fn parse_arguments(arguments: &str) -> Value {
+    if arguments.trim().is_empty() {
+        return Value::Object(Map::new());
+    }
+    serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
+}
+
+fn panicked(name: &str, panic: &(dyn std::any::Any + Send)) -> ToolError {
+    let detail = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no detail".to_owned());
+    ToolError::plain(format!(
+        "tool \"{name}\" failed unexpectedly (a bug in dsh): {detail}"
+    ))
+}
+
+/// Runs blocking file work off the async threads.
+pub(crate) async fn blocking<T: Send + 'static>(
+    name: &str,
+    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result,
+        Err(join) if join.is_panic() => Err(panicked(name, &join.into_panic())),
+        Err(_) => Err(ToolError::coded(
+            "AbortError",
+            "ABORTED",
+            "tool call aborted",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Read;
+    use tokio_util::sync::CancellationToken;
+
+    fn ctx(dir: &std::path::Path) -> ToolContext {
+        ToolContext {
+            cwd: dir.to_path_buf(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    fn registry() -> ToolRegistry {
+        let mut registry = ToolRegistry::new();
+        registry.register(Box::new(Read::default()));
+        registry
+    }
+
+    #[tokio::test]
+    async fn unknown_tools_and_bad_arguments_are_error_results() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = registry();
+        let unknown = registry.execute("Read", "{}", &ctx(dir.path())).await;
+        assert_eq!(unknown.text(), "Error: unknown tool \"Read\"");
+        assert_eq!(unknown.error.unwrap().code, "UNKNOWN_TOOL");
+        let bad = registry
+            .execute("read", "{not json", &ctx(dir.path()))
+            .await;
+        assert_eq!(
+            bad.text(),
+            "Error: invalid arguments: \"arguments\" must be an object"
+        );
+        let empty = registry.execute("read", "", &ctx(dir.path())).await;
+        assert_eq!(
+            empty.text(),
+            "Error: invalid arguments: missing required property \"file_path\""
+        );
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_call_reports_the_abort() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a"), "x").unwrap();
+        let context = ctx(dir.path());
+        context.cancel.cancel();
+        let outcome = registry()
+            .execute("read", r#"{"file_path":"a"}"#, &context)
+            .await;
+        assert_eq!(outcome.text(), "Error: tool call aborted");
+    }
+
+    #[test]
+    fn only_valid_calls_of_parallel_safe_tools_run_in_parallel() {
+        let registry = registry();
+        assert!(registry.is_parallel_safe("read", r#"{"file_path":"a"}"#));
+        assert!(!registry.is_parallel_safe("read", r#"{"file_path":1}"#));
+        assert!(!registry.is_parallel_safe("nope", "{}"));
+    }
+}

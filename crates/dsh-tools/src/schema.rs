@@ -1,0 +1,332 @@
+//! Argument schemas: the JSON Schema a tool advertises, and the validation that turns a model's
+//! arguments into [`Arguments`] or into the reference's `invalid arguments: ...` error.
+//!
+//! The root object is open, as in the reference: properties a tool does not declare are accepted
+//! and ignored. `null` is a value, not an omission, so `"limit": null` is a type error.
+
+use serde_json::{Map, Value, json};
+
+use crate::ToolError;
+
+/// The JSON type of a parameter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParamType {
+    String,
+    Number,
+    Integer,
+    Boolean,
+    /// An array whose items have the given type.
+    Array(Box<ParamType>),
+    Object,
+}
+
+impl ParamType {
+    fn name(&self) -> &'static str {
+        match self {
+            ParamType::String => "string",
+            ParamType::Number => "number",
+            ParamType::Integer => "integer",
+            ParamType::Boolean => "boolean",
+            ParamType::Array(_) => "array",
+            ParamType::Object => "object",
+        }
+    }
+
+    fn schema(&self) -> Map<String, Value> {
+        let mut node = Map::new();
+        node.insert("type".into(), Value::from(self.name()));
+        if let ParamType::Array(items) = self {
+            node.insert("items".into(), Value::Object(items.schema()));
+        }
+        node
+    }
+
+    /// The violation of `value` at `path`, if any.
+    fn check(&self, value: &Value, path: &str, out: &mut Vec<String>) {
+        let ok = match self {
+            ParamType::String => value.is_string(),
+            ParamType::Number => value.is_number(),
+            ParamType::Integer => value.as_f64().is_some_and(|n| n.fract() == 0.0),
+            ParamType::Boolean => value.is_boolean(),
+            ParamType::Object => value.is_object(),
+            ParamType::Array(items) => match value {
+                Value::Array(values) => {
+                    for (i, item) in values.iter().enumerate() {
+                        items.check(item, &format!("{path}[{i}]"), out);
+                    }
+                    true
+                }
+                _ => false,
+            },
+        };
+        if !ok {
+            let article = if matches!(
+                self,
+                ParamType::Integer | ParamType::Array(_) | ParamType::Object
+            ) {
+                "an"
+            } else {
+                "a"
+            };
+            out.push(format!("\"{path}\" must be {article} {}", self.name()));
+        }
+    }
+}
+
+/// One declared argument.
+#[derive(Debug, Clone)]
+pub struct Param {
+    pub name: &'static str,
+    pub ty: ParamType,
+    pub description: String,
+    pub required: bool,
+    /// The allowed values of a string parameter.
+    pub one_of: Option<Vec<&'static str>>,
+}
+
+impl Param {
+    pub fn required(name: &'static str, ty: ParamType, description: impl Into<String>) -> Self {
+        Param {
+            name,
+            ty,
+            description: description.into(),
+            required: true,
+            one_of: None,
+        }
+    }
+
+    pub fn optional(name: &'static str, ty: ParamType, description: impl Into<String>) -> Self {
+        Param {
+            name,
+            ty,
+            description: description.into(),
+            required: false,
+            one_of: None,
+        }
+    }
+
+    /// Restricts a string parameter to the given values.
+    pub fn one_of(mut self, values: &[&'static str]) -> Self {
+        self.one_of = Some(values.to_vec());
+        self
+    }
+}
+
+/// The arguments of a tool, in declaration order.
+#[derive(Debug, Clone)]
+pub struct Parameters {
+    params: Vec<Param>,
+    schema: Value,
+}
+
+impl Parameters {
+    pub fn new(params: Vec<Param>) -> Self {
+        let mut properties = Map::new();
+        for param in &params {
+            let mut node = param.ty.schema();
+            node.insert(
+                "description".into(),
+                Value::from(param.description.as_str()),
+            );
+            if let Some(values) = &param.one_of {
+                node.insert("enum".into(), json!(values));
+            }
+            properties.insert(param.name.into(), Value::Object(node));
+        }
+        let required: Vec<&str> = params
+            .iter()
+            .filter(|p| p.required)
+            .map(|p| p.name)
+            .collect();
+        let mut schema = Map::new();
+        schema.insert("type".into(), Value::from("object"));
+        schema.insert("properties".into(), Value::Object(properties));
+        if !required.is_empty() {
+            schema.insert("required".into(), json!(required));
+        }
+        Parameters {
+            params,
+            schema: Value::Object(schema),
+        }
+    }
+
+    /// The JSON Schema sent to the model.
+    pub fn json_schema(&self) -> &Value {
+        &self.schema
+    }
+
+    /// Validates a model's arguments: missing required properties first, then each declared
+    /// property in order, all violations joined as the reference does.
+    pub fn validate(&self, value: Value) -> Result<Arguments, ToolError> {
+        let Value::Object(map) = value else {
+            return Err(invalid(vec!["\"arguments\" must be an object".to_owned()]));
+        };
+        let mut violations = Vec::new();
+        for param in self.params.iter().filter(|p| p.required) {
+            if !map.contains_key(param.name) {
+                violations.push(format!("missing required property \"{}\"", param.name));
+            }
+        }
+        for param in &self.params {
+            let Some(value) = map.get(param.name) else {
+                continue;
+            };
+            let before = violations.len();
+            param.ty.check(value, param.name, &mut violations);
+            if violations.len() == before
+                && let (Some(allowed), Some(text)) = (&param.one_of, value.as_str())
+                && !allowed.contains(&text)
+            {
+                violations.push(format!(
+                    "\"{}\" must be one of {}",
+                    param.name,
+                    json!(allowed)
+                ));
+            }
+        }
+        if violations.is_empty() {
+            Ok(Arguments(map))
+        } else {
+            Err(invalid(violations))
+        }
+    }
+}
+
+fn invalid(violations: Vec<String>) -> ToolError {
+    ToolError::coded(
+        "ToolArgsError",
+        "INVALID_ARGS",
+        format!("invalid arguments: {}", violations.join("; ")),
+    )
+}
+
+/// Validated arguments. Accessors return `None` for an absent property; types are already
+/// checked, so a present property has its declared type.
+#[derive(Debug, Clone, Default)]
+pub struct Arguments(Map<String, Value>);
+
+impl Arguments {
+    pub fn str(&self, name: &str) -> Option<&str> {
+        self.0.get(name).and_then(Value::as_str)
+    }
+
+    pub fn number(&self, name: &str) -> Option<f64> {
+        self.0.get(name).and_then(Value::as_f64)
+    }
+
+    pub fn bool(&self, name: &str) -> Option<bool> {
+        self.0.get(name).and_then(Value::as_bool)
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.0.get(name)
+    }
+
+    /// A number that must be a whole number of at least 1 (`2.0` counts as 2).
+    pub fn positive_integer(&self, name: &str) -> Result<Option<u64>, ToolError> {
+        match self.number(name) {
+            None => Ok(None),
+            Some(n) if n >= 1.0 && n.fract() == 0.0 && n <= u64::MAX as f64 => Ok(Some(n as u64)),
+            Some(_) => Err(ToolError::plain(format!(
+                "{name} must be a positive integer"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn params() -> Parameters {
+        Parameters::new(vec![
+            Param::required("file_path", ParamType::String, "Path."),
+            Param::optional("offset", ParamType::Number, "First line."),
+            Param::optional("mode", ParamType::String, "Mode.").one_of(&["a", "b"]),
+            Param::optional(
+                "range",
+                ParamType::Array(Box::new(ParamType::Integer)),
+                "Range.",
+            ),
+            Param::required("content", ParamType::String, "Text."),
+        ])
+    }
+
+    fn error(args: Value) -> String {
+        params().validate(args).unwrap_err().message
+    }
+
+    #[test]
+    fn schema_has_the_reference_shape() {
+        assert_eq!(
+            params().json_schema(),
+            &json!({"type":"object","properties":{
+                "file_path":{"type":"string","description":"Path."},
+                "offset":{"type":"number","description":"First line."},
+                "mode":{"type":"string","description":"Mode.","enum":["a","b"]},
+                "range":{"type":"array","items":{"type":"integer"},"description":"Range."},
+                "content":{"type":"string","description":"Text."}},
+                "required":["file_path","content"]})
+        );
+    }
+
+    #[test]
+    fn reports_missing_properties_before_type_errors() {
+        assert_eq!(
+            error(json!({"offset":"3"})),
+            "invalid arguments: missing required property \"file_path\"; missing required property \"content\"; \"offset\" must be a number"
+        );
+    }
+
+    #[test]
+    fn null_is_a_value_not_an_omission() {
+        assert_eq!(
+            error(json!({"file_path":"a","content":"x","offset":null})),
+            "invalid arguments: \"offset\" must be a number"
+        );
+    }
+
+    #[test]
+    fn checks_enums_array_items_and_the_root() {
+        assert_eq!(
+            error(json!({"file_path":"a","content":"x","mode":"c"})),
+            "invalid arguments: \"mode\" must be one of [\"a\",\"b\"]"
+        );
+        assert_eq!(
+            error(json!({"file_path":"a","content":"x","range":[1,"2"]})),
+            "invalid arguments: \"range[1]\" must be an integer"
+        );
+        assert_eq!(
+            error(json!("raw")),
+            "invalid arguments: \"arguments\" must be an object"
+        );
+    }
+
+    #[test]
+    fn extra_properties_are_accepted() {
+        let args = params()
+            .validate(json!({"file_path":"a","content":"","foo":1}))
+            .unwrap();
+        assert_eq!(args.str("file_path"), Some("a"));
+    }
+
+    #[test]
+    fn positive_integers_accept_integral_floats_only() {
+        let args = |v: Value| {
+            params()
+                .validate(json!({"file_path":"a","content":"","offset":v}))
+                .unwrap()
+        };
+        assert_eq!(
+            args(json!(2.0)).positive_integer("offset").unwrap(),
+            Some(2)
+        );
+        for bad in [json!(0), json!(-1), json!(1.5)] {
+            assert_eq!(
+                args(bad).positive_integer("offset").unwrap_err().message,
+                "offset must be a positive integer"
+            );
+        }
+    }
+}
