@@ -68,6 +68,11 @@ pub trait Tool: Send + Sync {
     /// The arguments it takes.
     fn parameters(&self) -> &Parameters;
 
+    /// Advice for the system prompt on when and how to use the tool, if any.
+    fn guidance(&self) -> Option<&str> {
+        None
+    }
+
     /// Whether calls may run alongside other parallel-safe calls (they neither change state nor
     /// depend on the order of other calls). Exclusive by default.
     fn parallel_safe(&self) -> bool {

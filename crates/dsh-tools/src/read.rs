@@ -69,6 +69,13 @@ impl Tool for Read {
         &self.parameters
     }
 
+    fn guidance(&self) -> Option<&str> {
+        Some(
+            "Look at files with `read` instead of `cat`, `head` or `sed` in a shell. Lines come \
+             back numbered; for a long file, continue from the offset the footer gives.",
+        )
+    }
+
     fn parallel_safe(&self) -> bool {
         true
     }

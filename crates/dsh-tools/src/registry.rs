@@ -70,6 +70,11 @@ impl ToolRegistry {
             .collect()
     }
 
+    /// The system-prompt advice of every tool that has some, in tool order.
+    pub fn guidance(&self) -> impl Iterator<Item = &str> + '_ {
+        self.tools.iter().filter_map(|t| t.guidance())
+    }
+
     pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.tools.iter().map(|t| t.name())
     }

@@ -1,0 +1,406 @@
+//! Turns and steps.
+
+use std::sync::{Arc, OnceLock};
+
+use dsh_llm::{Effort, ModelRequest, Provider, StreamDelta};
+use dsh_protocol::{
+    AbortReason, AssistantMessageRecord, Block, Failure, FailureCode, FinishReason, Message,
+    Record, Role, ToolCallRecord, ToolOutputPart, ToolResultRecord, ToolSpec, TurnEndReason, Usage,
+};
+use dsh_tools::{ErrorInfo, ToolContext, ToolOutcome, ToolRegistry};
+use futures_util::StreamExt;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use crate::{CoreError, Session};
+
+/// How the agent drives the model.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    pub model: String,
+    pub effort: Effort,
+    /// A turn that has not answered after this many steps ends with `MAX_STEPS`.
+    pub max_steps: u32,
+    pub max_output_tokens: Option<u32>,
+    /// The most parallel-safe calls in flight at once.
+    pub max_parallel_tools: usize,
+}
+
+impl AgentConfig {
+    pub const DEFAULT_MAX_STEPS: u32 = 500;
+
+    pub fn new(model: impl Into<String>) -> Self {
+        AgentConfig {
+            model: model.into(),
+            effort: Effort::default(),
+            max_steps: Self::DEFAULT_MAX_STEPS,
+            max_output_tokens: None,
+            max_parallel_tools: 10,
+        }
+    }
+}
+
+/// What the agent reports while it runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentEvent {
+    /// A record, already in the session log.
+    Record(Record),
+    /// A live piece of an answer still streaming; not stored.
+    Delta(StreamDelta),
+}
+
+/// How a turn went.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnSummary {
+    pub turn: u32,
+    pub reason: TurnEndReason,
+    /// The text of the turn's last assistant message that had any.
+    pub text: String,
+    /// Every request of the turn.
+    pub usage: Usage,
+}
+
+/// A request to stop the run, with its reason. Cloning shares it.
+#[derive(Debug, Clone, Default)]
+pub struct Stop {
+    token: CancellationToken,
+    reason: Arc<OnceLock<AbortReason>>,
+}
+
+impl Stop {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks the run to stop; the first reason given is kept.
+    pub fn request(&self, reason: AbortReason) {
+        let _ = self.reason.set(reason);
+        self.token.cancel();
+    }
+
+    pub fn is_requested(&self) -> bool {
+        self.token.is_cancelled()
+    }
+
+    pub fn token(&self) -> &CancellationToken {
+        &self.token
+    }
+
+    fn turn_end(&self) -> TurnEndReason {
+        let reason = self.reason.get().cloned().unwrap_or(AbortReason::Signal {
+            signal: "unknown".into(),
+        });
+        TurnEndReason::Aborted { reason }
+    }
+}
+
+/// The agent: a provider, tools and a session.
+pub struct Agent {
+    provider: Arc<dyn Provider>,
+    tools: ToolRegistry,
+    config: AgentConfig,
+    session: Session,
+    events: UnboundedSender<AgentEvent>,
+    system: String,
+    specs: Vec<ToolSpec>,
+}
+
+/// The end of one step.
+struct StepOutcome {
+    usage: Usage,
+    text: String,
+    end: Option<TurnEndReason>,
+}
+
+impl Agent {
+    pub fn new(
+        provider: Arc<dyn Provider>,
+        tools: ToolRegistry,
+        config: AgentConfig,
+        session: Session,
+        events: UnboundedSender<AgentEvent>,
+    ) -> Self {
+        let system = crate::system_prompt(&config.model, session.cwd(), &tools);
+        let specs = tools.specs();
+        Agent {
+            provider,
+            tools,
+            config,
+            session,
+            events,
+            system,
+            specs,
+        }
+    }
+
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Runs one turn for `task` until the model answers without calling a tool, the step cap
+    /// is reached, a request fails for good, or `stop` is requested.
+    pub async fn run_turn(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
+        let turn = self.session.next_turn();
+        self.commit(Record::TurnStart { turn })?;
+        self.commit(Record::UserMessage {
+            turn,
+            message: Message::user_text(task),
+        })?;
+        let mut usage = Usage::default();
+        let mut text = String::new();
+        let mut step = 0;
+        let reason = loop {
+            if stop.is_requested() {
+                break stop.turn_end();
+            }
+            if step >= self.config.max_steps {
+                break TurnEndReason::Error {
+                    error: Failure::new(
+                        FailureCode::MaxSteps,
+                        format!(
+                            "the turn reached its limit of {} steps without a final answer; \
+                             raise it with --max-steps",
+                            self.config.max_steps
+                        ),
+                    ),
+                };
+            }
+            step += 1;
+            self.commit(Record::StepStart { turn, step })?;
+            let outcome = self.step(turn, step, stop).await?;
+            usage.add(&outcome.usage);
+            if !outcome.text.is_empty() {
+                text = outcome.text;
+            }
+            self.commit(Record::StepEnd {
+                turn,
+                step,
+                usage: outcome.usage,
+            })?;
+            if let Some(end) = outcome.end {
+                break end;
+            }
+        };
+        self.commit(Record::TurnEnd {
+            turn,
+            reason: reason.clone(),
+        })?;
+        Ok(TurnSummary {
+            turn,
+            reason,
+            text,
+            usage,
+        })
+    }
+
+    async fn step(&mut self, turn: u32, step: u32, stop: &Stop) -> Result<StepOutcome, CoreError> {
+        let request = ModelRequest {
+            model: &self.config.model,
+            system: &self.system,
+            messages: self.session.history(),
+            tools: &self.specs,
+            effort: self.config.effort,
+            max_output_tokens: self.config.max_output_tokens,
+        };
+        let events = self.events.clone();
+        let mut on_delta = move |delta| {
+            let _ = events.send(AgentEvent::Delta(delta));
+        };
+        let answer = tokio::select! {
+            biased;
+            () = stop.token().cancelled() => None,
+            answer = self.provider.complete(request, &mut on_delta) => Some(answer),
+        };
+        let completion = match answer {
+            // The request was on the wire: it may be billed, but nobody will say for how much.
+            None => {
+                return Ok(StepOutcome {
+                    usage: Usage::unreported(),
+                    text: String::new(),
+                    end: Some(stop.turn_end()),
+                });
+            }
+            Some(Err(error)) => {
+                return Ok(StepOutcome {
+                    usage: error.usage,
+                    text: String::new(),
+                    end: Some(TurnEndReason::Error {
+                        error: error.failure,
+                    }),
+                });
+            }
+            Some(Ok(completion)) => completion,
+        };
+        let text = completion.message.text();
+        let calls: Vec<(String, String, String)> = completion
+            .message
+            .tool_calls()
+            .map(|(id, name, args)| (id.to_owned(), name.to_owned(), args.to_owned()))
+            .collect();
+        self.commit(Record::AssistantMessage(AssistantMessageRecord {
+            turn,
+            step,
+            message: completion.message,
+            finish: completion.finish,
+            provider: self.provider.name().to_owned(),
+            model: self.config.model.clone(),
+            usage: completion.usage,
+        }))?;
+        let end = if calls.is_empty() {
+            Some(if completion.finish == FinishReason::MaxTokens {
+                TurnEndReason::MaxTokens
+            } else {
+                TurnEndReason::Completed
+            })
+        } else {
+            let cut_off = completion.finish == FinishReason::MaxTokens;
+            self.run_tools(turn, step, &calls, cut_off, stop).await?;
+            // The results go back to the model in the next step, even after a cut-off answer:
+            // only a step without tool calls ends the turn.
+            stop.is_requested().then(|| stop.turn_end())
+        };
+        Ok(StepOutcome {
+            usage: completion.usage,
+            text,
+            end,
+        })
+    }
+
+    /// Runs the calls of one answer: a run of consecutive parallel-safe calls together (at most
+    /// `max_parallel_tools` in flight), any other call alone; results committed in call order.
+    async fn run_tools(
+        &mut self,
+        turn: u32,
+        step: u32,
+        calls: &[(String, String, String)],
+        cut_off: bool,
+        stop: &Stop,
+    ) -> Result<(), CoreError> {
+        let ctx = ToolContext {
+            cwd: self.session.cwd().to_path_buf(),
+            cancel: stop.token().clone(),
+        };
+        let mut next = 0;
+        while next < calls.len() {
+            if stop.is_requested() {
+                for (id, name, arguments) in &calls[next..] {
+                    self.commit_call(turn, step, id, name, arguments)?;
+                    let outcome = ToolOutcome::failure(dsh_tools::ToolError::coded(
+                        "AbortError",
+                        "ABORTED_BEFORE_DISPATCH",
+                        "tool call aborted before dispatch",
+                    ));
+                    self.commit_result(turn, step, id, outcome)?;
+                }
+                return Ok(());
+            }
+            let (id, name, arguments) = &calls[next];
+            if cut_off && serde_json::from_str::<serde_json::Value>(arguments).is_err() {
+                self.commit_call(turn, step, id, name, arguments)?;
+                self.commit_result(turn, step, id, cut_off_outcome())?;
+                next += 1;
+                continue;
+            }
+            let group_end = if self.tools.is_parallel_safe(name, arguments) {
+                next + calls[next..]
+                    .iter()
+                    .take_while(|(_, name, args)| self.tools.is_parallel_safe(name, args))
+                    .count()
+            } else {
+                next + 1
+            };
+            let group = &calls[next..group_end];
+            // The whole group is recorded as started before it runs: its calls are read-only,
+            // so a crash in between costs nothing but a re-run.
+            for (id, name, arguments) in group {
+                self.commit_call(turn, step, id, name, arguments)?;
+            }
+            let tools = &self.tools;
+            let ctx = &ctx;
+            let mut outcomes = futures_util::stream::iter(group)
+                .map(|(_, name, arguments)| tools.execute(name, arguments, ctx))
+                .buffered(self.config.max_parallel_tools.max(1));
+            let mut position = next;
+            while let Some(outcome) = outcomes.next().await {
+                let id = &calls[position].0;
+                commit(
+                    &mut self.session,
+                    &self.events,
+                    result_record(turn, step, id, outcome),
+                )?;
+                position += 1;
+            }
+            next = group_end;
+        }
+        Ok(())
+    }
+
+    fn commit_call(
+        &mut self,
+        turn: u32,
+        step: u32,
+        id: &str,
+        name: &str,
+        arguments: &str,
+    ) -> Result<(), CoreError> {
+        self.commit(Record::ToolCall(ToolCallRecord {
+            turn,
+            step,
+            call_id: id.to_owned(),
+            name: name.to_owned(),
+            arguments: arguments.to_owned(),
+        }))
+    }
+
+    fn commit_result(
+        &mut self,
+        turn: u32,
+        step: u32,
+        id: &str,
+        outcome: ToolOutcome,
+    ) -> Result<(), CoreError> {
+        self.commit(result_record(turn, step, id, outcome))
+    }
+
+    fn commit(&mut self, record: Record) -> Result<(), CoreError> {
+        commit(&mut self.session, &self.events, record)
+    }
+}
+
+fn commit(
+    session: &mut Session,
+    events: &UnboundedSender<AgentEvent>,
+    record: Record,
+) -> Result<(), CoreError> {
+    let envelope = session.commit(record)?;
+    let _ = events.send(AgentEvent::Record(envelope.record));
+    Ok(())
+}
+
+fn result_record(turn: u32, step: u32, id: &str, outcome: ToolOutcome) -> Record {
+    Record::ToolResult(ToolResultRecord {
+        turn,
+        step,
+        message: Message {
+            role: Role::User,
+            content: vec![Block::ToolResult {
+                tool_call_id: id.to_owned(),
+                content: outcome.parts,
+                is_error: outcome.is_error,
+            }],
+        },
+        error: outcome.error,
+    })
+}
+
+fn cut_off_outcome() -> ToolOutcome {
+    ToolOutcome {
+        parts: vec![ToolOutputPart::Text {
+            text: "Error: the arguments of this call were cut off at the model's output token \
+                   limit, so it was not run; make the call again with shorter arguments"
+                .to_owned(),
+        }],
+        is_error: true,
+        error: Some(ErrorInfo::new("ToolArgsError", "INVALID_ARGS")),
+    }
+}

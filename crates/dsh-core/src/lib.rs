@@ -1,0 +1,24 @@
+//! The dsh agent.
+//!
+//! An [`Agent`] drives one [`Session`] through turns: each turn is a series of steps, and each
+//! step sends the system prompt, the history and the tool schemas to the model, commits the
+//! answer, runs the tool calls it made (parallel-safe ones together, the rest one at a time,
+//! results always in call order) and goes on until the model answers without calling a tool.
+//!
+//! The core never prints. Everything that happens is a [`Record`](dsh_protocol::Record),
+//! appended to the session log first and then sent as an [`AgentEvent`] to whoever renders the
+//! run; live reasoning and text arrive as deltas that are shown but never stored.
+
+mod agent;
+mod error;
+mod home;
+mod log;
+mod prompt;
+mod session;
+
+pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
+pub use error::CoreError;
+pub use home::dsh_home;
+pub use log::SessionLog;
+pub use prompt::system_prompt;
+pub use session::Session;
