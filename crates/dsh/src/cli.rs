@@ -1,0 +1,334 @@
+//! The command line.
+//!
+//! Compatible with the reference's headless mode: `dsh --profile headless [OPTIONS] [TASK...]`,
+//! and `dsh headless ...`, are the same as `dsh [OPTIONS] [TASK...]`. Options may come anywhere
+//! before `--`; task words are joined with single spaces. The usage-error texts are the
+//! reference's (supervisors match them), without commander's `error: ` prefix.
+
+use std::ffi::OsString;
+use std::str::FromStr;
+
+use dsh_llm::Effort;
+
+/// The example every "task required" message gives.
+pub const TASK_REQUIRED: &str =
+    "a task is required, for example: dsh --profile headless \"run the tests\"";
+
+/// What the command line asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    Help,
+    Version,
+    Run(RunArgs),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunArgs {
+    pub json: bool,
+    pub task: TaskSource,
+    pub model: Option<String>,
+    pub effort: Option<Effort>,
+    pub max_steps: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskSource {
+    /// The task words, joined.
+    Words(String),
+    /// Read the task from stdin (no task words, or a lone `-`).
+    Stdin,
+}
+
+/// A command line that cannot run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageError {
+    pub message: String,
+    /// Whether `--json` was asked for, so the error is also written as an event.
+    pub json: bool,
+    /// Whether to point at `--help` (for grammar errors, not for a missing task).
+    pub hint: bool,
+}
+
+/// Options that take a value (the next argument, unless given as `--name=value`).
+const VALUED: &[&str] = &["--profile", "--model", "--effort", "--max-steps"];
+
+/// Parses the arguments after the program name. `stdin_is_terminal` decides whether a missing
+/// task is an error or a task to read from stdin.
+pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, UsageError> {
+    let json = wants_json(&args);
+    let fail = |message: String, hint: bool| UsageError {
+        message,
+        json,
+        hint,
+    };
+    let mut args: Vec<String> = args
+        .into_iter()
+        .map(|a| {
+            a.into_string()
+                .map_err(|a| a.to_string_lossy().into_owned())
+        })
+        .collect::<Result<_, _>>()
+        .map_err(|a| fail(format!("argument \"{a}\" is not valid UTF-8"), false))?;
+    if args.first().is_some_and(|a| a == "headless") {
+        args.remove(0);
+    }
+
+    let mut run = RunArgs {
+        json: false,
+        task: TaskSource::Stdin,
+        model: None,
+        effort: None,
+        max_steps: None,
+    };
+    let mut words: Vec<String> = Vec::new();
+    let mut iter = args.into_iter();
+    while let Some(arg) = iter.next() {
+        if arg == "--" {
+            words.extend(iter.by_ref());
+            break;
+        }
+        if arg == "-" || !arg.starts_with('-') {
+            words.push(arg);
+            continue;
+        }
+        let (name, mut inline): (String, Option<String>) = match arg.split_once('=') {
+            Some((name, value)) if name.starts_with("--") => {
+                (name.to_owned(), Some(value.to_owned()))
+            }
+            _ => (arg.clone(), None),
+        };
+        let has_inline = inline.is_some();
+        let mut value = |shown: &str| match inline.take() {
+            Some(value) => Ok(value),
+            None => iter
+                .next()
+                .ok_or_else(|| fail(format!("option '{shown}' argument missing"), true)),
+        };
+        match name.as_str() {
+            "--profile" => {
+                check_profile(&value("--profile <name>")?).map_err(|m| fail(m, false))?
+            }
+            "--model" => {
+                let model = value("--model <name>")?;
+                if model.trim().is_empty() {
+                    return Err(fail("--model needs a model name".into(), true));
+                }
+                run.model = Some(model);
+            }
+            "--effort" => {
+                let level = value("--effort <level>")?;
+                run.effort =
+                    Some(Effort::from_str(&level).map_err(|e| fail(e.to_string(), false))?);
+            }
+            "--max-steps" => {
+                let n = value("--max-steps <n>")?;
+                run.max_steps = Some(parse_positive(&n).ok_or_else(|| {
+                    fail(
+                        format!("--max-steps needs a positive whole number, got \"{n}\""),
+                        false,
+                    )
+                })?);
+            }
+            "--json" | "-h" | "--help" | "-V" | "--version" if has_inline => {
+                return Err(fail(format!("option '{name}' takes no value"), true));
+            }
+            "--json" => run.json = true,
+            "-h" | "--help" => return Ok(Command::Help),
+            "-V" | "--version" => return Ok(Command::Version),
+            _ => return Err(fail(format!("unknown option '{arg}'"), true)),
+        }
+    }
+
+    run.task = if words.is_empty() {
+        if stdin_is_terminal {
+            return Err(fail(TASK_REQUIRED.into(), false));
+        }
+        TaskSource::Stdin
+    } else if words.iter().any(|w| w == "-") {
+        if words.len() > 1 {
+            return Err(fail("`-` must be the only task argument".into(), false));
+        }
+        TaskSource::Stdin
+    } else {
+        let task = words.join(" ");
+        if task.trim().is_empty() {
+            return Err(fail(TASK_REQUIRED.into(), false));
+        }
+        TaskSource::Words(task)
+    };
+    Ok(Command::Run(run))
+}
+
+/// Whether `--json` appears before `--`, not as the value of another option: decides how a
+/// usage error found before it is reported.
+fn wants_json(args: &[OsString]) -> bool {
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        let Some(arg) = arg.to_str() else { continue };
+        if arg == "--" {
+            return false;
+        }
+        if arg == "--json" {
+            return true;
+        }
+        if VALUED.contains(&arg) {
+            iter.next();
+        }
+    }
+    false
+}
+
+fn check_profile(name: &str) -> Result<(), String> {
+    match name {
+        "" => Err("--profile needs a name".into()),
+        "headless" => Ok(()),
+        other => Err(format!(
+            "profile \"{other}\" is not available: this dsh runs tasks headless only \
+             (use --profile headless, or leave the option out)"
+        )),
+    }
+}
+
+fn parse_positive(text: &str) -> Option<u32> {
+    text.parse::<u32>().ok().filter(|n| *n > 0)
+}
+
+pub const HELP: &str = "\
+dsh: a coding agent for the command line.
+
+Answers one task and exits. The answer goes to stdout, the model's reasoning and
+diagnostics to stderr; the exit status is 0 only when the task completed.
+
+Usage:
+  dsh [OPTIONS] [TASK...]
+  dsh --profile headless [OPTIONS] [TASK...]   (the same; as DeepSeek Harness takes it)
+  dsh headless [OPTIONS] [TASK...]             (the same)
+
+The task is the words given, or stdin when there are none or a lone `-`.
+
+Options:
+      --json              Write a JSON event stream to stdout, one object per line
+      --model <name>      Model to use (default: deepseek-v4-flash)
+      --effort <level>    Reasoning effort: off, low, high or max (default: high)
+      --max-steps <n>     Stop a turn after this many model requests (default: 500)
+  -h, --help              Print this help
+  -V, --version           Print the version
+
+Environment:
+  DEEPSEEK_API_KEY        The API key (required)
+  DEEPSEEK_BASE_URL       The API root (default: https://api.deepseek.com)
+  DSH_HOME                Where sessions are kept (default: ~/.dsh)
+
+Examples:
+  dsh \"run the tests and fix what fails\"
+  git diff --stat | dsh --json - > run.jsonl
+
+Exit status: 0 completed; 1 failed or incomplete; 130 stopped by SIGINT; 143 by SIGTERM.
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn parse_args(args: &[&str]) -> Result<Command, UsageError> {
+        parse(args.iter().map(OsString::from).collect(), false)
+    }
+
+    fn words(task: &str) -> Command {
+        Command::Run(RunArgs {
+            json: false,
+            task: TaskSource::Words(task.into()),
+            model: None,
+            effort: None,
+            max_steps: None,
+        })
+    }
+
+    #[test]
+    fn joins_task_words_and_accepts_the_reference_forms() {
+        assert_eq!(
+            parse_args(&["run", "the", "tests"]).unwrap(),
+            words("run the tests")
+        );
+        assert_eq!(
+            parse_args(&["--profile", "headless", "go"]).unwrap(),
+            words("go")
+        );
+        assert_eq!(parse_args(&["headless", "go"]).unwrap(), words("go"));
+        assert_eq!(parse_args(&["--", "--json"]).unwrap(), words("--json"));
+    }
+
+    #[test]
+    fn reads_stdin_without_words_or_with_a_lone_dash() {
+        let Command::Run(run) = parse_args(&["--json", "-"]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(run.task, TaskSource::Stdin);
+        assert!(run.json);
+        let Command::Run(run) = parse_args(&[]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(run.task, TaskSource::Stdin);
+    }
+
+    #[test]
+    fn refuses_bad_tasks() {
+        assert_eq!(parse_args(&["   "]).unwrap_err().message, TASK_REQUIRED);
+        assert_eq!(parse(vec![], true).unwrap_err().message, TASK_REQUIRED);
+        assert_eq!(
+            parse_args(&["-", "x"]).unwrap_err().message,
+            "`-` must be the only task argument"
+        );
+    }
+
+    #[test]
+    fn grammar_errors_use_the_reference_texts() {
+        assert_eq!(
+            parse_args(&["--bogus"]).unwrap_err().message,
+            "unknown option '--bogus'"
+        );
+        assert_eq!(
+            parse_args(&["--model"]).unwrap_err().message,
+            "option '--model <name>' argument missing"
+        );
+        assert_eq!(
+            parse_args(&["--profile", "web", "x"])
+                .unwrap_err()
+                .message
+                .split(':')
+                .next(),
+            Some("profile \"web\" is not available")
+        );
+    }
+
+    #[test]
+    fn json_mode_is_seen_before_the_error_and_not_in_values() {
+        assert!(parse_args(&["--bogus", "--json"]).unwrap_err().json);
+        assert!(
+            !parse_args(&["--model", "--json", "--bogus"])
+                .unwrap_err()
+                .json
+        );
+        assert!(!parse_args(&["--bogus", "--", "--json"]).unwrap_err().json);
+    }
+
+    #[test]
+    fn parses_values_in_both_spellings() {
+        let Command::Run(run) =
+            parse_args(&["--model=m2", "--effort", "off", "--max-steps", "3", "x"]).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(run.model.as_deref(), Some("m2"));
+        assert_eq!(run.effort, Some(Effort::Off));
+        assert_eq!(run.max_steps, Some(3));
+        assert!(
+            parse_args(&["--effort", "huge", "x"])
+                .unwrap_err()
+                .message
+                .contains("use off, low, high or max")
+        );
+        assert!(parse_args(&["--max-steps", "0", "x"]).is_err());
+    }
+}

@@ -1,0 +1,33 @@
+//! `dsh`, the command-line entry point: it parses the command line, renders the agent's events
+//! (plain text, or the `--json` stream) and maps the outcome onto an exit status. The agent
+//! itself lives in `dsh-core`.
+
+mod cli;
+mod run;
+mod surface;
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use cli::Command;
+
+fn main() -> ExitCode {
+    let args = std::env::args_os().skip(1).collect();
+    match cli::parse(args, std::io::stdin().is_terminal()) {
+        Ok(Command::Help) => {
+            let _ = std::io::stdout().write_all(cli::HELP.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Ok(Command::Version) => {
+            let _ = writeln!(std::io::stdout(), "dsh {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        Ok(Command::Run(args)) => ExitCode::from(run::run(args)),
+        Err(usage) => {
+            let mut surface = surface::Surface::new(usage.json);
+            let hint = if usage.hint { " (see dsh --help)" } else { "" };
+            surface.fail(&format!("{}{hint}", usage.message), &usage.message, None);
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! One headless run: read the task, set the agent up from the environment, run one turn while
+//! watching for signals, and report.
+
+use std::io::Read as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use dsh_core::{Agent, AgentConfig, Session, Stop, dsh_home};
+use dsh_llm::{DeepSeek, DeepSeekConfig};
+use dsh_protocol::AbortReason;
+use dsh_tools::{Read, ToolRegistry};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+
+use crate::cli::{RunArgs, TASK_REQUIRED, TaskSource};
+use crate::surface::Surface;
+
+/// The model used when none is named.
+pub const DEFAULT_MODEL: &str = "deepseek-v4-flash";
+
+/// Runs and returns the exit status.
+pub fn run(args: RunArgs) -> u8 {
+    let mut surface = Surface::new(args.json);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            let message = format!("cannot start the async runtime: {e}");
+            surface.fail(&message, &message, None);
+            return 1;
+        }
+    };
+    runtime.block_on(run_turn(args, surface))
+}
+
+/// A failure before the agent runs, reported as `dsh: <message>`.
+struct SetupError(String);
+
+async fn run_turn(args: RunArgs, mut surface: Surface) -> u8 {
+    let (task, mut agent, rx) = match set_up(&args) {
+        Ok(ready) => ready,
+        Err(SetupError(message)) => {
+            surface.fail(&message, &message, None);
+            return 1;
+        }
+    };
+    let session_id = agent.session().id().to_owned();
+    surface.session(&session_id, &agent.session().cwd().to_string_lossy());
+
+    let stop = Stop::new();
+    let signalled = Arc::new(AtomicI32::new(0));
+    let watcher = tokio::spawn(watch_signals(stop.clone(), signalled.clone()));
+
+    let turn = async {
+        let result = agent.run_turn(task, &stop).await;
+        drop(agent); // closes the event channel, ending the renderer below
+        result
+    };
+    let render = async {
+        let mut rx = rx;
+        while let Some(event) = rx.recv().await {
+            surface.event(&event);
+        }
+    };
+    let (result, ()) = tokio::join!(turn, render);
+    watcher.abort();
+
+    let status = match result {
+        Ok(summary) => {
+            let usage = summary.usage;
+            surface.finish(&session_id, &summary, usage);
+            if summary.reason.is_completed() { 0 } else { 1 }
+        }
+        Err(error) => {
+            let message = error.to_string();
+            surface.fail(&message, &message, None);
+            1
+        }
+    };
+    // A stopped run never reports success, whatever the turn managed before the signal.
+    match signalled.load(Ordering::SeqCst) {
+        0 => status,
+        signal => exit_status_for(signal),
+    }
+}
+
+type Ready = (String, Agent, mpsc::UnboundedReceiver<dsh_core::AgentEvent>);
+
+fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
+    let task = match &args.task {
+        TaskSource::Words(task) => task.clone(),
+        TaskSource::Stdin => read_stdin_task()?,
+    };
+    let api_key = std::env::var("DEEPSEEK_API_KEY").unwrap_or_default();
+    if api_key.is_empty() {
+        return Err(SetupError(
+            "no API key for provider \"deepseek\": set DEEPSEEK_API_KEY in the environment".into(),
+        ));
+    }
+    let base_url = std::env::var("DEEPSEEK_BASE_URL")
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    let provider = DeepSeek::new(DeepSeekConfig::new(base_url, api_key))
+        .map_err(|failure| SetupError(failure.message))?;
+    let home = dsh_home(
+        std::env::var("DSH_HOME").ok().as_deref(),
+        std::env::var_os("HOME")
+            .map(std::path::PathBuf::from)
+            .as_deref(),
+    )
+    .map_err(|e| SetupError(e.to_string()))?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| SetupError(format!("cannot use the working directory: {e}")))?;
+
+    let mut config = AgentConfig::new(args.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into()));
+    if let Some(effort) = args.effort {
+        config.effort = effort;
+    }
+    if let Some(max_steps) = args.max_steps {
+        config.max_steps = max_steps;
+    }
+    let mut tools = ToolRegistry::new();
+    tools.register(Box::new(Read::default()));
+    let (tx, rx) = mpsc::unbounded_channel();
+    let session = Session::create(&home, cwd);
+    let agent = Agent::new(Arc::new(provider), tools, config, session, tx);
+    Ok((task, agent, rx))
+}
+
+/// The whole of stdin, verbatim (a trailing newline included).
+fn read_stdin_task() -> Result<String, SetupError> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut bytes)
+        .map_err(|e| SetupError(format!("cannot read the task from stdin: {e}")))?;
+    let task = String::from_utf8(bytes)
+        .map_err(|_| SetupError("the task read from stdin is not UTF-8 text".into()))?;
+    if task.trim().is_empty() {
+        return Err(SetupError(TASK_REQUIRED.into()));
+    }
+    Ok(task)
+}
+
+/// The first SIGINT or SIGTERM stops the run cleanly; a second one ends the process at once.
+async fn watch_signals(stop: Stop, signalled: Arc<AtomicI32>) {
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return;
+    };
+    let first = tokio::select! {
+        _ = interrupt.recv() => libc::SIGINT,
+        _ = terminate.recv() => libc::SIGTERM,
+    };
+    signalled.store(first, Ordering::SeqCst);
+    stop.request(AbortReason::Signal {
+        signal: signal_name(first).into(),
+    });
+    let second = tokio::select! {
+        _ = interrupt.recv() => libc::SIGINT,
+        _ = terminate.recv() => libc::SIGTERM,
+    };
+    std::process::exit(i32::from(exit_status_for(second)));
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        _ => "unknown",
+    }
+}
+
+/// 128 + the signal number, as shells report a process killed by it.
+fn exit_status_for(signal: i32) -> u8 {
+    u8::try_from(128 + signal).unwrap_or(1)
+}

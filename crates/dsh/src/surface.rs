@@ -1,0 +1,127 @@
+//! How a run is shown: plain text (the answer on stdout, live reasoning on stderr) or the
+//! `--json` event stream. Write errors are ignored: a supervisor that stopped reading must not
+//! stop the run, whose log is on disk either way.
+
+use std::io::Write;
+
+use dsh_core::{AgentEvent, TurnSummary};
+use dsh_llm::StreamDelta;
+use dsh_protocol::stream::{bound_line, project};
+use dsh_protocol::{StreamEvent, TurnEndReason, Usage};
+
+/// The heading of a live reasoning section on stderr.
+const REASONING_HEADING: &str = "dsh: reasoning:\n";
+
+pub enum Surface {
+    Text(TextSurface),
+    Json,
+}
+
+#[derive(Default)]
+pub struct TextSurface {
+    /// A reasoning section is open on stderr.
+    reasoning: bool,
+    /// The last byte written to that section was a newline.
+    at_line_start: bool,
+}
+
+impl TextSurface {
+    fn reasoning(&mut self, text: &str) {
+        let mut err = std::io::stderr().lock();
+        if !self.reasoning {
+            let _ = err.write_all(REASONING_HEADING.as_bytes());
+            self.reasoning = true;
+        }
+        let _ = err.write_all(text.as_bytes());
+        self.at_line_start = text.ends_with('\n');
+    }
+
+    /// Ends an open reasoning section so that what follows starts on its own line.
+    fn close(&mut self) {
+        if self.reasoning && !self.at_line_start {
+            let _ = std::io::stderr().write_all(b"\n");
+        }
+        self.reasoning = false;
+    }
+}
+
+impl Surface {
+    pub fn new(json: bool) -> Self {
+        if json {
+            Surface::Json
+        } else {
+            Surface::Text(TextSurface::default())
+        }
+    }
+
+    /// The opening event of a run.
+    pub fn session(&mut self, session_id: &str, cwd: &str) {
+        if let Surface::Json = self {
+            line(&StreamEvent::Session {
+                session_id: session_id.to_owned(),
+                cwd: cwd.to_owned(),
+            });
+        }
+    }
+
+    pub fn event(&mut self, event: &AgentEvent) {
+        match (self, event) {
+            (Surface::Json, AgentEvent::Record(record)) => {
+                for event in project(record) {
+                    line(&event);
+                }
+            }
+            (Surface::Json, AgentEvent::Delta(_)) => {}
+            (Surface::Text(text), AgentEvent::Delta(StreamDelta::Reasoning(delta))) => {
+                text.reasoning(delta);
+            }
+            (Surface::Text(text), AgentEvent::Delta(_) | AgentEvent::Record(_)) => text.close(),
+        }
+    }
+
+    /// The end of a run that reached the agent: the answer, and the failure line if the turn
+    /// failed.
+    pub fn finish(&mut self, session_id: &str, summary: &TurnSummary, usage: Usage) {
+        match self {
+            Surface::Json => line(&StreamEvent::Final {
+                session_id: session_id.to_owned(),
+                reason: Some(summary.reason.clone()),
+                text: summary.text.clone(),
+                usage,
+            }),
+            Surface::Text(text) => {
+                text.close();
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(summary.text.as_bytes());
+                let _ = out.write_all(b"\n");
+                let _ = out.flush();
+            }
+        }
+        if let TurnEndReason::Error { error } = &summary.reason {
+            let _ = writeln!(std::io::stderr(), "dsh: {}: {}", error.code, error.message);
+        }
+    }
+
+    /// A failure outside a turn: `dsh: <message>` on stderr and, in JSON mode, an `error`
+    /// event (`event_message` is the message without decorations meant for a terminal).
+    pub fn fail(&mut self, message: &str, event_message: &str, code: Option<String>) {
+        if let Surface::Text(text) = self {
+            text.close();
+        }
+        let _ = writeln!(std::io::stderr(), "dsh: {message}");
+        if let Surface::Json = self {
+            line(&StreamEvent::Error {
+                message: event_message.to_owned(),
+                code,
+            });
+        }
+    }
+}
+
+fn line(event: &StreamEvent) {
+    let mut text = bound_line(event);
+    text.push('\n');
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
