@@ -106,7 +106,7 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
         };
         match name.as_str() {
             "--profile" => {
-                check_profile(&value("--profile <name>")?).map_err(|m| fail(m, false))?
+                check_profile(&value("--profile <name>")?).map_err(|m| fail(m, false))?;
             }
             "--model" => {
                 let model = value("--model <name>")?;
