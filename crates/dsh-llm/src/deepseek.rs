@@ -61,7 +61,19 @@ impl DeepSeek {
                 )
             })?;
         authorization.set_sensitive(true);
-        let endpoint = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+        let base = config.base_url.trim();
+        let usable = reqwest::Url::parse(base)
+            .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host());
+        if !usable {
+            return Err(Failure::new(
+                FailureCode::InvalidRequest,
+                format!(
+                    "{} is not an http:// or https:// URL: \"{}\"",
+                    config.base_url_source, config.base_url
+                ),
+            ));
+        }
+        let endpoint = format!("{}/chat/completions", base.trim_end_matches('/'));
         Ok(DeepSeek {
             client: http::client()?,
             endpoint,

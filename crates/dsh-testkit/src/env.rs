@@ -1,0 +1,116 @@
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::{ScriptedServer, Turn, check_event};
+
+/// A workspace, a dsh home and a scripted server, all temporary.
+pub struct TestEnv {
+    pub ws: TempDir,
+    pub home: TempDir,
+    pub server: ScriptedServer,
+}
+
+impl TestEnv {
+    pub fn new(turns: Vec<Turn>) -> TestEnv {
+        TestEnv {
+            ws: tempfile::Builder::new()
+                .prefix("dsh-test-ws-")
+                .tempdir()
+                .unwrap(),
+            home: tempfile::Builder::new()
+                .prefix("dsh-test-home-")
+                .tempdir()
+                .unwrap(),
+            server: ScriptedServer::start(turns),
+        }
+    }
+
+    /// The workspace's real path (what dsh reports as its working directory).
+    pub fn ws_path(&self) -> std::path::PathBuf {
+        std::fs::canonicalize(self.ws.path()).unwrap()
+    }
+
+    /// Writes a file in the workspace.
+    pub fn write(&self, relative: &str, content: &str) {
+        let path = self.ws.path().join(relative);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(path, content).unwrap();
+    }
+
+    /// A command running `bin` in the workspace against the server, with a clean environment:
+    /// inherited `DSH_*` and `DEEPSEEK_*` variables removed, stdin empty.
+    pub fn command(&self, bin: &Path) -> Command {
+        let mut command = Command::new(bin);
+        for (name, _) in std::env::vars_os() {
+            let upper = name.to_string_lossy().to_uppercase();
+            if upper.starts_with("DSH_") || upper.starts_with("DEEPSEEK_") {
+                command.env_remove(&name);
+            }
+        }
+        command
+            .current_dir(self.ws.path())
+            .env("DEEPSEEK_BASE_URL", self.server.base_url())
+            .env("DEEPSEEK_API_KEY", "test-key")
+            .env("DSH_HOME", self.home.path())
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// Runs `bin` with `args` to completion.
+    pub fn run(&self, bin: &Path, args: &[&str]) -> RunOutput {
+        RunOutput::from(self.command(bin).args(args).output().unwrap())
+    }
+}
+
+/// What a finished run printed.
+#[derive(Debug)]
+pub struct RunOutput {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<std::process::Output> for RunOutput {
+    fn from(output: std::process::Output) -> Self {
+        RunOutput {
+            status: output.status,
+            stdout: String::from_utf8(output.stdout).unwrap(),
+            stderr: String::from_utf8(output.stderr).unwrap(),
+        }
+    }
+}
+
+impl RunOutput {
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    /// The `--json` events, each checked against the published schema.
+    pub fn events(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|line| {
+                let event: Value = serde_json::from_str(line)
+                    .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
+                check_event(&event);
+                event
+            })
+            .collect()
+    }
+
+    /// The `type` (and `phase`, for status events) of every event.
+    pub fn event_kinds(&self) -> Vec<String> {
+        self.events()
+            .iter()
+            .map(|e| match e["phase"].as_str() {
+                Some(phase) => format!("status:{phase}"),
+                None => e["type"].as_str().unwrap_or_default().to_owned(),
+            })
+            .collect()
+    }
+}

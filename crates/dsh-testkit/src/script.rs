@@ -1,0 +1,117 @@
+use serde_json::Value;
+
+/// One scripted answer to one request.
+#[derive(Debug, Clone)]
+pub enum Turn {
+    Answer(Answer),
+    /// Refuse the request with this HTTP status and body.
+    Status {
+        status: u16,
+        body: String,
+        headers: Vec<(String, String)>,
+    },
+    /// Read the request and never answer; the connection stays open until the client closes it.
+    Hang,
+}
+
+/// A streamed answer.
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    pub text: String,
+    pub reasoning: Option<String>,
+    /// `(name, raw argument text)`.
+    pub tool_calls: Vec<(String, String)>,
+    /// `(prompt, completion, cached)` tokens; `None` sends no usage at all.
+    pub usage: Option<(u64, u64, u64)>,
+    /// The finish reason; by default `tool_calls` when there are calls, else `stop`.
+    pub finish: Option<String>,
+}
+
+const DEFAULT_USAGE: Option<(u64, u64, u64)> = Some((100, 10, 0));
+
+impl Turn {
+    /// A final answer.
+    pub fn text(text: &str) -> Turn {
+        Turn::Answer(Answer {
+            text: text.into(),
+            usage: DEFAULT_USAGE,
+            ..Answer::default()
+        })
+    }
+
+    /// One tool call with JSON arguments.
+    pub fn tool_call(name: &str, arguments: Value) -> Turn {
+        Turn::tool_calls(&[(name, arguments)])
+    }
+
+    /// Several tool calls in one answer.
+    pub fn tool_calls(calls: &[(&str, Value)]) -> Turn {
+        Turn::Answer(Answer {
+            tool_calls: calls
+                .iter()
+                .map(|(n, a)| ((*n).to_owned(), a.to_string()))
+                .collect(),
+            usage: DEFAULT_USAGE,
+            ..Answer::default()
+        })
+    }
+
+    /// A tool call whose argument text is sent verbatim (for example malformed JSON).
+    pub fn raw_tool_call(name: &str, arguments: &str) -> Turn {
+        Turn::Answer(Answer {
+            tool_calls: vec![(name.to_owned(), arguments.to_owned())],
+            usage: DEFAULT_USAGE,
+            ..Answer::default()
+        })
+    }
+
+    /// An HTTP refusal with a JSON error body carrying `message`.
+    pub fn status(status: u16, message: &str) -> Turn {
+        let body =
+            serde_json::json!({"error": {"message": message, "type": "scripted"}}).to_string();
+        Turn::Status {
+            status,
+            body,
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn hang() -> Turn {
+        Turn::Hang
+    }
+
+    /// Adds reasoning before the answer.
+    pub fn reasoning(self, reasoning: &str) -> Turn {
+        self.map(|a| a.reasoning = Some(reasoning.into()))
+    }
+
+    /// Sets the usage the server reports.
+    pub fn usage(self, prompt: u64, completion: u64, cached: u64) -> Turn {
+        self.map(|a| a.usage = Some((prompt, completion, cached)))
+    }
+
+    /// Reports no usage.
+    pub fn without_usage(self) -> Turn {
+        self.map(|a| a.usage = None)
+    }
+
+    /// Sets the finish reason (`length`, `content_filter`, ...).
+    pub fn finish(self, reason: &str) -> Turn {
+        self.map(|a| a.finish = Some(reason.into()))
+    }
+
+    /// Adds text to an answer (also to one that calls tools).
+    pub fn with_text(self, text: &str) -> Turn {
+        self.map(|a| a.text = text.into())
+    }
+
+    fn map(self, f: impl FnOnce(&mut Answer)) -> Turn {
+        match self {
+            Turn::Answer(mut answer) => {
+                f(&mut answer);
+                Turn::Answer(answer)
+            }
+            other => other,
+        }
+    }
+}

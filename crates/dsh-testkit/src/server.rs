@@ -1,0 +1,263 @@
+//! A scripted chat-completions server on loopback.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::{Answer, Turn};
+
+/// One request as the server received it.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    /// Header names in lower case.
+    pub headers: BTreeMap<String, String>,
+    pub body: Value,
+}
+
+impl Request {
+    /// The chat `messages` of the request.
+    pub fn messages(&self) -> &[Value] {
+        self.body["messages"].as_array().map_or(&[], Vec::as_slice)
+    }
+
+    /// The `content` of every `tool` message, in order.
+    pub fn tool_results(&self) -> Vec<String> {
+        self.messages()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    /// The names of the tools offered.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.body["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .map(|t| {
+                        t["function"]["name"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+struct Shared {
+    turns: Mutex<VecDeque<Turn>>,
+    requests: Mutex<Vec<Request>>,
+    arrived: Condvar,
+    stopping: AtomicBool,
+}
+
+/// The server. It stops accepting when dropped.
+pub struct ScriptedServer {
+    port: u16,
+    shared: Arc<Shared>,
+}
+
+impl ScriptedServer {
+    /// Starts a server that answers requests with `turns` in order, then with `done`.
+    pub fn start(turns: Vec<Turn>) -> ScriptedServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        let port = listener.local_addr().unwrap().port();
+        let shared = Arc::new(Shared {
+            turns: Mutex::new(turns.into()),
+            requests: Mutex::new(Vec::new()),
+            arrived: Condvar::new(),
+            stopping: AtomicBool::new(false),
+        });
+        let accepting = shared.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if accepting.stopping.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let shared = accepting.clone();
+                std::thread::spawn(move || serve(stream, &shared));
+            }
+        });
+        ScriptedServer { port, shared }
+    }
+
+    /// `http://127.0.0.1:<port>`, what `DEEPSEEK_BASE_URL` is set to.
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<Request> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// Waits until `count` requests have arrived; false if `limit` passed first.
+    pub fn wait_for_requests(&self, count: usize, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        let mut requests = self.shared.requests.lock().unwrap();
+        while requests.len() < count {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            requests = self.shared.arrived.wait_timeout(requests, left).unwrap().0;
+        }
+        true
+    }
+}
+
+impl Drop for ScriptedServer {
+    fn drop(&mut self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+fn serve(stream: TcpStream, shared: &Shared) {
+    let Some(request) = read_request(&stream) else {
+        return;
+    };
+    let turn = {
+        let mut requests = shared.requests.lock().unwrap();
+        let turn = shared
+            .turns
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| Turn::text("done"));
+        requests.push(request);
+        shared.arrived.notify_all();
+        turn
+    };
+    let mut stream = stream;
+    match turn {
+        Turn::Answer(answer) => {
+            let _ = write_stream(&mut stream, &answer);
+        }
+        Turn::Status {
+            status,
+            body,
+            headers,
+        } => {
+            let mut head = format!(
+                "HTTP/1.1 {status} Scripted\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+                body.len()
+            );
+            for (name, value) in headers {
+                head.push_str(&format!("{name}: {value}\r\n"));
+            }
+            head.push_str("\r\n");
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(body.as_bytes());
+        }
+        Turn::Hang => {
+            // Hold the request open until the client gives up on it.
+            let mut sink = [0u8; 1024];
+            while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+        }
+    }
+}
+
+fn read_request(stream: &TcpStream) -> Option<Request> {
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_owned();
+    let path = parts.next()?.to_owned();
+    let mut headers = BTreeMap::new();
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header).ok()?;
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            headers.insert(name.trim().to_lowercase(), value.trim().to_owned());
+        }
+    }
+    let length: usize = headers
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body).ok()?;
+    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    Some(Request {
+        method,
+        path,
+        headers,
+        body,
+    })
+}
+
+/// Streams an answer the way chat-completions servers do: a role chunk, reasoning, the text in
+/// 16-character pieces, each tool call, the finish reason, the usage, `[DONE]`.
+fn write_stream(stream: &mut TcpStream, answer: &Answer) -> std::io::Result<()> {
+    stream.write_all(
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
+    )?;
+    let mut send = |chunk: Value| -> std::io::Result<()> {
+        stream.write_all(format!("data: {chunk}\n\n").as_bytes())?;
+        stream.flush()
+    };
+    let delta = |delta: Value, finish: Value| {
+        json!({"id":"chatcmpl-test","object":"chat.completion.chunk","model":"m",
+               "choices":[{"index":0,"delta":delta,"finish_reason":finish}]})
+    };
+    send(delta(json!({"role":"assistant","content":""}), Value::Null))?;
+    if let Some(reasoning) = &answer.reasoning {
+        send(delta(json!({"reasoning_content": reasoning}), Value::Null))?;
+    }
+    let chars: Vec<char> = answer.text.chars().collect();
+    for piece in chars.chunks(16) {
+        send(delta(
+            json!({"content": piece.iter().collect::<String>()}),
+            Value::Null,
+        ))?;
+    }
+    for (index, (name, arguments)) in answer.tool_calls.iter().enumerate() {
+        send(delta(
+            json!({"tool_calls":[{"index":index,"id":format!("call_{index}_{}", name),"type":"function",
+                                  "function":{"name":name,"arguments":arguments}}]}),
+            Value::Null,
+        ))?;
+    }
+    let finish = answer.finish.clone().unwrap_or_else(|| {
+        if answer.tool_calls.is_empty() {
+            "stop".into()
+        } else {
+            "tool_calls".into()
+        }
+    });
+    send(delta(json!({}), Value::from(finish)))?;
+    if let Some((prompt, completion, cached)) = answer.usage {
+        send(
+            json!({"id":"chatcmpl-test","object":"chat.completion.chunk","choices":[],
+                    "usage":{"prompt_tokens":prompt,"completion_tokens":completion,
+                             "total_tokens":prompt + completion,
+                             "prompt_cache_hit_tokens":cached,"prompt_cache_miss_tokens":prompt - cached,
+                             "prompt_tokens_details":{"cached_tokens":cached}}}),
+        )?;
+    }
+    stream.write_all(b"data: [DONE]\n\n")?;
+    stream.flush()
+}

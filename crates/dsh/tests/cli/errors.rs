@@ -1,0 +1,137 @@
+use dsh_testkit::{TestEnv, Turn};
+use pretty_assertions::assert_eq;
+
+use crate::dsh;
+
+#[test]
+fn no_api_key_fails_before_any_request() {
+    let env = TestEnv::new(vec![Turn::text("never")]);
+    let out = dsh_testkit::RunOutput::from(
+        env.command(dsh())
+            .env_remove("DEEPSEEK_API_KEY")
+            .arg("go")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(out.code(), Some(1));
+    assert_eq!(
+        out.stderr,
+        "dsh: no API key for provider \"deepseek\": set DEEPSEEK_API_KEY in the environment\n"
+    );
+    assert_eq!(out.stdout, "");
+    // An exported empty key is no key either; in JSON mode the failure is an event.
+    let out = dsh_testkit::RunOutput::from(
+        env.command(dsh())
+            .env("DEEPSEEK_API_KEY", "")
+            .args(["--json", "go"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(out.events()[0]["type"], "error");
+    assert_eq!(out.events().len(), 1);
+    assert!(env.server.requests().is_empty());
+}
+
+#[test]
+fn bad_tasks_are_refused_before_anything_runs() {
+    let env = TestEnv::new(vec![Turn::text("never")]);
+    let blank = env.run(dsh(), &["  "]);
+    assert_eq!(blank.code(), Some(1));
+    assert_eq!(
+        blank.stderr,
+        "dsh: a task is required, for example: dsh --profile headless \"run the tests\"\n"
+    );
+    let mixed = env.run(dsh(), &["-", "more"]);
+    assert_eq!(mixed.stderr, "dsh: `-` must be the only task argument\n");
+    // stdin is /dev/null here: an empty pipe is no task.
+    let empty = env.run(dsh(), &["-"]);
+    assert_eq!(empty.code(), Some(1));
+    assert_eq!(
+        empty.stderr,
+        "dsh: a task is required, for example: dsh --profile headless \"run the tests\"\n"
+    );
+    let unknown_profile = env.run(dsh(), &["--profile", "web", "go"]);
+    assert!(
+        unknown_profile
+            .stderr
+            .starts_with("dsh: profile \"web\" is not available")
+    );
+    assert!(env.server.requests().is_empty());
+}
+
+#[test]
+fn a_refused_key_names_the_variable() {
+    let env = TestEnv::new(vec![Turn::status(
+        401,
+        "Authentication Fails, Your api key is invalid",
+    )]);
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(1));
+    assert_eq!(out.stdout, "\n");
+    assert_eq!(
+        out.stderr,
+        "dsh: AUTH: the provider refused the API key (HTTP 401: Authentication Fails, Your api key is invalid); check DEEPSEEK_API_KEY\n"
+    );
+}
+
+#[test]
+fn a_wrong_base_url_and_an_unknown_model_say_so() {
+    let env = TestEnv::new(vec![Turn::status(404, "Not Found")]);
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(1));
+    let url = format!("{}/chat/completions", env.server.base_url());
+    assert_eq!(
+        out.stderr,
+        format!(
+            "dsh: HTTP_404: {url} does not exist (HTTP 404: Not Found); check DEEPSEEK_BASE_URL\n"
+        )
+    );
+
+    let env = TestEnv::new(vec![Turn::status(400, "Model Not Exist")]);
+    let out = env.run(dsh(), &["--model", "deepseek-v9", "go"]);
+    assert_eq!(
+        out.stderr,
+        "dsh: UNKNOWN_MODEL: model \"deepseek-v9\" does not exist on this provider (HTTP 400: Model Not Exist); choose another with --model\n"
+    );
+}
+
+#[test]
+fn an_unreachable_server_is_a_transport_failure() {
+    let env = TestEnv::new(vec![]);
+    // A port that was just free: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let out = dsh_testkit::RunOutput::from(
+        env.command(dsh())
+            .env("DEEPSEEK_BASE_URL", &url)
+            .arg("go")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(out.code(), Some(1));
+    assert_eq!(
+        out.stderr,
+        format!("dsh: TRANSPORT: cannot reach {url}/chat/completions: connection refused\n")
+    );
+}
+
+#[test]
+fn a_base_url_that_is_not_a_url_is_refused() {
+    let env = TestEnv::new(vec![]);
+    let out = dsh_testkit::RunOutput::from(
+        env.command(dsh())
+            .env("DEEPSEEK_BASE_URL", "api.deepseek.com")
+            .arg("go")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(out.code(), Some(1));
+    assert_eq!(
+        out.stderr,
+        "dsh: DEEPSEEK_BASE_URL is not an http:// or https:// URL: \"api.deepseek.com\"\n"
+    );
+}

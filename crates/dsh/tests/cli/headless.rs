@@ -1,0 +1,215 @@
+use dsh_testkit::{TestEnv, Turn};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::dsh;
+
+fn two_reads_then_answer() -> Vec<Turn> {
+    vec![
+        Turn::tool_call("read", json!({"file_path": "a.txt"})).reasoning("look at a"),
+        Turn::tool_call("read", json!({"file_path": "b.txt", "offset": 2})),
+        Turn::text("Both files read."),
+    ]
+}
+
+#[test]
+fn a_three_step_session_prints_the_answer_and_sends_the_exact_results() {
+    let env = TestEnv::new(two_reads_then_answer());
+    env.write("a.txt", "alpha\nbeta\n");
+    env.write("b.txt", "one\ntwo\nthree");
+    let out = env.run(dsh(), &["read", "both", "files"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.stdout, "Both files read.\n");
+    assert_eq!(out.stderr, "dsh: reasoning:\nlook at a\n");
+
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 3);
+    let ws = env.ws_path().display().to_string();
+    let last = &requests[2];
+    assert_eq!(
+        last.tool_results(),
+        vec![
+            format!(
+                "<path>{ws}/a.txt</path>\n<type>file</type>\n<content>\n1: alpha\n2: beta\n\n(End of file - total 2 lines)\n</content>"
+            ),
+            format!(
+                "<path>{ws}/b.txt</path>\n<type>file</type>\n<content>\n2: two\n3: three\n\n(End of file - total 3 lines)\n</content>"
+            ),
+        ]
+    );
+    // The first request is the system prompt and the task, with the read tool offered.
+    let first = &requests[0];
+    assert_eq!(first.path, "/chat/completions");
+    assert_eq!(first.messages()[0]["role"], "system");
+    assert_eq!(
+        first.messages()[1],
+        json!({"role": "user", "content": "read both files"})
+    );
+    assert_eq!(first.tool_names(), vec!["read"]);
+    // Reasoning of a tool-calling answer goes back with it, as the DeepSeek API requires.
+    assert_eq!(requests[1].messages()[2]["reasoning_content"], "look at a");
+}
+
+#[test]
+fn requests_carry_the_model_effort_and_key() {
+    let env = TestEnv::new(vec![Turn::text("ok")]);
+    let out = env.run(
+        dsh(),
+        &["--model", "deepseek-v4-pro", "--effort", "max", "go"],
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let request = &env.server.requests()[0];
+    assert_eq!(request.body["model"], "deepseek-v4-pro");
+    assert_eq!(request.body["stream"], true);
+    assert_eq!(
+        request.body["stream_options"],
+        json!({"include_usage": true})
+    );
+    assert_eq!(request.body["thinking"], json!({"type": "enabled"}));
+    assert_eq!(request.body["reasoning_effort"], "max");
+    assert_eq!(request.headers["authorization"], "Bearer test-key");
+    assert!(request.headers["user-agent"].starts_with("dsh/"));
+
+    let env = TestEnv::new(vec![Turn::text("ok")]);
+    env.run(dsh(), &["--effort", "off", "go"]);
+    let request = &env.server.requests()[0];
+    assert_eq!(request.body["model"], "deepseek-v4-flash");
+    assert_eq!(request.body["thinking"], json!({"type": "disabled"}));
+    assert!(request.body.get("reasoning_effort").is_none());
+}
+
+#[test]
+fn the_task_can_come_from_stdin() {
+    use std::io::Write;
+    use std::process::Stdio;
+    for args in [
+        &[][..],
+        &["-"][..],
+        &["--profile", "headless"][..],
+        &["headless", "-"][..],
+    ] {
+        let env = TestEnv::new(vec![Turn::text("ok")]);
+        let mut child = env
+            .command(dsh())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"piped task\n")
+            .unwrap();
+        let out = dsh_testkit::RunOutput::from(child.wait_with_output().unwrap());
+        assert_eq!(out.code(), Some(0), "{args:?}: {}", out.stderr);
+        // A piped task is sent verbatim, its newline included.
+        assert_eq!(
+            env.server.requests()[0].messages()[1]["content"],
+            "piped task\n"
+        );
+    }
+}
+
+#[test]
+fn unknown_tools_and_invalid_arguments_are_results_the_model_reads() {
+    let env = TestEnv::new(vec![
+        Turn::tool_calls(&[
+            ("Read", json!({"file_path": "a.txt"})),
+            ("read", json!({"file_path": 5})),
+        ]),
+        Turn::raw_tool_call("read", "{\"file_path\": \"a.txt\""),
+        Turn::text("recovered"),
+    ]);
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.stdout, "recovered\n");
+    assert_eq!(
+        env.server.requests()[2].tool_results(),
+        vec![
+            "Error: unknown tool \"Read\"",
+            "Error: invalid arguments: \"file_path\" must be a string",
+            "Error: invalid arguments: \"arguments\" must be an object",
+        ]
+    );
+}
+
+#[test]
+fn the_session_log_records_every_result_with_its_error_code() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "nope.txt"})),
+        Turn::text("ok"),
+    ]);
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let sessions = env.home.path().join("sessions");
+    let project = std::fs::read_dir(&sessions)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let session = std::fs::read_dir(project)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let log = std::fs::read_to_string(session.join("session.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records[0]["type"], "session");
+    assert_eq!(records[0]["cwd"], env.ws_path().display().to_string());
+    let result = records.iter().find(|r| r["type"] == "tool/result").unwrap();
+    assert_eq!(
+        result["data"]["error"],
+        json!({"name": "FsError", "code": "FS_NOT_FOUND"})
+    );
+    assert_eq!(result["data"]["message"]["content"][0]["isError"], true);
+    assert_eq!(records.last().unwrap()["type"], "turn/end");
+}
+
+#[test]
+fn the_step_cap_ends_the_run_with_max_steps() {
+    let looping = || Turn::tool_call("read", json!({"file_path": "a.txt"}));
+    let env = TestEnv::new(vec![looping(), looping(), looping()]);
+    env.write("a.txt", "x\n");
+    let out = env.run(dsh(), &["--max-steps", "2", "go"]);
+    assert_eq!(out.code(), Some(1));
+    assert_eq!(env.server.requests().len(), 2);
+    assert!(
+        out.stderr
+            .starts_with("dsh: MAX_STEPS: the turn reached its limit of 2 steps"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn an_answer_cut_at_the_token_limit_exits_1() {
+    let env = TestEnv::new(vec![Turn::text("partial").finish("length")]);
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(1));
+    assert_eq!(out.stdout, "partial\n");
+    assert_eq!(out.stderr, "");
+}
+
+#[test]
+fn help_and_version() {
+    let env = TestEnv::new(vec![]);
+    let help = env.run(dsh(), &["--help"]);
+    assert_eq!(help.code(), Some(0));
+    assert!(help.stdout.contains("Usage:\n  dsh [OPTIONS] [TASK...]"));
+    let help = env.run(dsh(), &["--profile", "headless", "--help"]);
+    assert_eq!(help.code(), Some(0));
+    let version = env.run(dsh(), &["--version"]);
+    assert_eq!(
+        version.stdout,
+        format!("dsh {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    assert!(env.server.requests().is_empty());
+}

@@ -1,0 +1,147 @@
+use dsh_testkit::{TestEnv, Turn};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::dsh;
+
+#[test]
+fn events_come_in_the_reference_order_and_match_the_schema() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "a.txt"}))
+            .reasoning("thinking hard")
+            .with_text("let me look")
+            .usage(1000, 50, 900),
+        Turn::text("answer").usage(1200, 20, 1000),
+    ]);
+    env.write("a.txt", "alpha\n");
+    let out = env.run(dsh(), &["--json", "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.stderr, "", "no reasoning on stderr in JSON mode");
+    assert_eq!(
+        out.event_kinds(),
+        vec![
+            "session",
+            "status:turn_start",
+            "status:step_start",
+            "thinking",
+            "text",
+            "tool_call",
+            "tool_result",
+            "status:step_end",
+            "status:step_start",
+            "text",
+            "status:step_end",
+            "status:turn_end",
+            "final",
+        ]
+    );
+    let events = out.events();
+    let session_id = events[0]["sessionId"].as_str().unwrap();
+    assert!(session_id.starts_with("session-"));
+    assert_eq!(events[0]["cwd"], env.ws_path().display().to_string());
+    assert_eq!(
+        events[3],
+        json!({"type": "thinking", "text": "thinking hard"})
+    );
+    assert_eq!(events[5]["input"], json!({"file_path": "a.txt"}));
+    assert_eq!(events[5]["tool"], "read");
+    assert_eq!(events[6]["status"], "completed");
+    assert_eq!(events[6]["callId"], events[5]["callId"]);
+    assert_eq!(
+        events[7]["usage"],
+        json!({"inputTokens": 100, "outputTokens": 50, "cacheReadTokens": 900,
+               "cacheWriteTokens": 0, "reasoningTokens": 0, "totalTokens": 1050})
+    );
+    assert_eq!(events[11]["reason"], json!({"kind": "completed"}));
+    let last = &events[12];
+    assert_eq!(last["sessionId"], session_id);
+    assert_eq!(last["reason"], json!({"kind": "completed"}));
+    assert_eq!(last["text"], "answer");
+    // The run's usage is the sum of every request.
+    assert_eq!(last["usage"]["inputTokens"], 300);
+    assert_eq!(last["usage"]["cacheReadTokens"], 1900);
+    assert_eq!(last["usage"]["outputTokens"], 70);
+    assert_eq!(last["usage"]["totalTokens"], 2270);
+}
+
+#[test]
+fn tool_errors_carry_their_code() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "missing"})),
+        Turn::text("ok"),
+    ]);
+    let out = env.run(dsh(), &["--json", "go"]);
+    let result = out
+        .events()
+        .into_iter()
+        .find(|e| e["type"] == "tool_result")
+        .unwrap();
+    assert_eq!(result["status"], "error");
+    assert_eq!(
+        result["error"],
+        json!({"name": "FsError", "code": "FS_NOT_FOUND"})
+    );
+    assert!(
+        result["result"]
+            .as_str()
+            .unwrap()
+            .ends_with("missing\": not found")
+    );
+}
+
+#[test]
+fn long_results_are_cut_in_the_stream_but_not_for_the_model() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "big.txt"})),
+        Turn::text("ok"),
+    ]);
+    env.write("big.txt", &format!("{}\n", "x".repeat(99)).repeat(200));
+    let out = env.run(dsh(), &["--json", "go"]);
+    let result = out
+        .events()
+        .into_iter()
+        .find(|e| e["type"] == "tool_result")
+        .unwrap();
+    assert_eq!(result["truncated"], true);
+    assert_eq!(result["result"].as_str().unwrap().len(), 8192);
+    assert!(env.server.requests()[1].tool_results()[0].len() > 20_000);
+}
+
+#[test]
+fn a_failed_turn_still_ends_with_final() {
+    let env = TestEnv::new(vec![Turn::status(503, "overloaded")]);
+    let out = env.run(dsh(), &["--json", "go"]);
+    assert_eq!(out.code(), Some(1));
+    let events = out.events();
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "final");
+    assert_eq!(last["reason"]["kind"], "error");
+    assert_eq!(last["reason"]["error"]["code"], "SERVER");
+    assert_eq!(last["reason"]["error"]["status"], 503);
+    assert!(
+        out.stderr
+            .starts_with("dsh: SERVER: the provider failed (HTTP 503: overloaded)")
+    );
+}
+
+#[test]
+fn usage_errors_are_error_events_too() {
+    let env = TestEnv::new(vec![]);
+    let out = env.run(dsh(), &["--bogus", "--json", "go"]);
+    assert_eq!(out.code(), Some(1));
+    assert_eq!(
+        out.events(),
+        vec![json!({"type": "error", "message": "unknown option '--bogus'"})]
+    );
+    assert_eq!(
+        out.stderr,
+        "dsh: unknown option '--bogus' (see dsh --help)\n"
+    );
+    let out = env.run(dsh(), &["--json", "   "]);
+    assert_eq!(
+        out.events(),
+        vec![
+            json!({"type": "error", "message": "a task is required, for example: dsh --profile headless \"run the tests\""})
+        ]
+    );
+}

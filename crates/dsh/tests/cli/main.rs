@@ -1,0 +1,14 @@
+//! The `dsh` binary against the scripted model server.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail the test
+
+mod errors;
+mod headless;
+mod json;
+mod signals;
+
+use std::path::Path;
+
+pub fn dsh() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_dsh"))
+}
