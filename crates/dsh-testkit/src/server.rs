@@ -19,6 +19,8 @@ pub struct Request {
     /// Header names in lower case.
     pub headers: BTreeMap<String, String>,
     pub body: Value,
+    /// When the request was read in full.
+    pub received_at: Instant,
 }
 
 impl Request {
@@ -206,6 +208,7 @@ fn read_request(stream: &TcpStream) -> Option<Request> {
         path,
         headers,
         body,
+        received_at: Instant::now(),
     })
 }
 

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs dsh's benchmarks on a release build and writes the results to docs/performance.md.
+# Not part of CI: timings depend on the machine. Usage: bench/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out=$(cargo bench -p dsh --bench startup 2>/dev/null)
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)
+cores=$(nproc)
+mem=$(free -g | awk '/^Mem:/ {print $2 " GiB"}')
+kernel=$(uname -sr)
+size=$(stat -c %s target/release/dsh)
+
+{
+  echo "# Performance"
+  echo
+  echo "Written by \`bench/run.sh\`; do not edit by hand. Targets: the first request on the wire"
+  echo "within 20 ms of exec, a 10-step session within 50 ms of harness time, peak RSS under 15 MB."
+  echo "The model is the scripted server of \`dsh-testkit\` on loopback, which answers at once, so"
+  echo "the times are dsh's own."
+  echo
+  echo "- Date: $(date -u +%Y-%m-%d)"
+  echo "- Machine: ${cpu}, ${cores} cores, ${mem}, ${kernel}"
+  echo "- Binary: release profile, $((size / 1024)) KiB"
+  echo
+  echo "## Start-up and the tool path (\`cargo bench -p dsh --bench startup\`)"
+  echo
+  echo "$out"
+} > docs/performance.md
+cat docs/performance.md

@@ -1,0 +1,96 @@
+//! Start-up and tool-path costs of the `dsh` binary against the scripted model server on
+//! loopback (an instant model), so that what is measured is dsh itself:
+//!
+//! * `first request`: from just before `exec` to the first request read by the server;
+//! * `0-step run`: wall time of a run whose model answers at once, and its peak RSS;
+//! * `10-step run`: wall time of ten steps that each `read` a file, then an answer, and its
+//!   peak RSS.
+//!
+//! Run with `cargo bench -p dsh --bench startup` (the release profile), or `bench/run.sh`,
+//! which also writes `docs/performance.md`. Prints a Markdown table: medians of N runs, with
+//! the fastest and slowest alongside, since one machine's single runs are noisy.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use dsh_testkit::{TestEnv, Turn};
+use serde_json::json;
+
+const RUNS: usize = 25;
+
+struct Sample {
+    first_request: Duration,
+    wall: Duration,
+    peak_rss_kib: i64,
+}
+
+fn dsh() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_dsh"))
+}
+
+/// One run: spawn, wait with `wait4` for the exit status and the child's peak RSS.
+fn run_once(turns: Vec<Turn>, prepare: &dyn Fn(&TestEnv)) -> Sample {
+    let env = TestEnv::new(turns);
+    prepare(&env);
+    let mut command = env.command(dsh());
+    command.args(["--json", "bench task"]).stdout(Stdio::null()).stderr(Stdio::null());
+    let started = Instant::now();
+    let child = command.spawn().unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, which nothing else reaps.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    let wall = started.elapsed();
+    assert_eq!(pid, child.id() as i32);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "dsh failed: {status}");
+    let first = env.server.requests()[0].received_at;
+    Sample { first_request: first - started, wall, peak_rss_kib: usage.ru_maxrss }
+}
+
+fn median(mut values: Vec<f64>) -> (f64, f64, f64) {
+    values.sort_by(f64::total_cmp);
+    (values[values.len() / 2], values[0], values[values.len() - 1])
+}
+
+fn report(name: &str, samples: &[Sample]) {
+    let ms = |f: &dyn Fn(&Sample) -> Duration| {
+        median(samples.iter().map(|s| f(s).as_secs_f64() * 1000.0).collect())
+    };
+    let (first, first_min, first_max) = ms(&|s| s.first_request);
+    let (wall, wall_min, wall_max) = ms(&|s| s.wall);
+    let (rss, rss_min, rss_max) =
+        median(samples.iter().map(|s| s.peak_rss_kib as f64 / 1024.0).collect());
+    println!(
+        "| {name} | {first:.1} ({first_min:.1}–{first_max:.1}) | {wall:.1} ({wall_min:.1}–{wall_max:.1}) | {rss:.1} ({rss_min:.1}–{rss_max:.1}) |"
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; there is nothing to filter.
+    let ten_steps = || {
+        let mut turns: Vec<Turn> = (0..10)
+            .map(|i| Turn::tool_call("read", json!({"file_path": format!("f{i}.txt")})))
+            .collect();
+        turns.push(Turn::text("done"));
+        turns
+    };
+    let files = |env: &TestEnv| {
+        for i in 0..10 {
+            env.write(&format!("f{i}.txt"), &"some line of source code\n".repeat(200));
+        }
+    };
+    // Warm the page cache and the binary.
+    run_once(vec![Turn::text("done")], &|_| {});
+
+    let zero: Vec<Sample> = (0..RUNS).map(|_| run_once(vec![Turn::text("done")], &|_| {})).collect();
+    let ten: Vec<Sample> = (0..RUNS).map(|_| run_once(ten_steps(), &files)).collect();
+    println!("Median of {RUNS} runs (fastest–slowest in brackets).\n");
+    println!("| scenario | exec → first request (ms) | wall time (ms) | peak RSS (MiB) |");
+    println!("|---|---|---|---|");
+    report("0-step run", &zero);
+    report("10-step `read` run", &ten);
+}
