@@ -36,7 +36,10 @@ fn run_once(turns: Vec<Turn>, prepare: &dyn Fn(&TestEnv)) -> Sample {
     let env = TestEnv::new(turns);
     prepare(&env);
     let mut command = env.command(dsh());
-    command.args(["--json", "bench task"]).stdout(Stdio::null()).stderr(Stdio::null());
+    command
+        .args(["--json", "bench task"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
     let started = Instant::now();
     let child = command.spawn().unwrap();
     let mut status = 0;
@@ -46,24 +49,44 @@ fn run_once(turns: Vec<Turn>, prepare: &dyn Fn(&TestEnv)) -> Sample {
     let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
     let wall = started.elapsed();
     assert_eq!(pid, child.id() as i32);
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "dsh failed: {status}");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "dsh failed: {status}"
+    );
     let first = env.server.requests()[0].received_at;
-    Sample { first_request: first - started, wall, peak_rss_kib: usage.ru_maxrss }
+    Sample {
+        first_request: first - started,
+        wall,
+        peak_rss_kib: usage.ru_maxrss,
+    }
 }
 
 fn median(mut values: Vec<f64>) -> (f64, f64, f64) {
     values.sort_by(f64::total_cmp);
-    (values[values.len() / 2], values[0], values[values.len() - 1])
+    (
+        values[values.len() / 2],
+        values[0],
+        values[values.len() - 1],
+    )
 }
 
 fn report(name: &str, samples: &[Sample]) {
     let ms = |f: &dyn Fn(&Sample) -> Duration| {
-        median(samples.iter().map(|s| f(s).as_secs_f64() * 1000.0).collect())
+        median(
+            samples
+                .iter()
+                .map(|s| f(s).as_secs_f64() * 1000.0)
+                .collect(),
+        )
     };
     let (first, first_min, first_max) = ms(&|s| s.first_request);
     let (wall, wall_min, wall_max) = ms(&|s| s.wall);
-    let (rss, rss_min, rss_max) =
-        median(samples.iter().map(|s| s.peak_rss_kib as f64 / 1024.0).collect());
+    let (rss, rss_min, rss_max) = median(
+        samples
+            .iter()
+            .map(|s| s.peak_rss_kib as f64 / 1024.0)
+            .collect(),
+    );
     println!(
         "| {name} | {first:.1} ({first_min:.1}–{first_max:.1}) | {wall:.1} ({wall_min:.1}–{wall_max:.1}) | {rss:.1} ({rss_min:.1}–{rss_max:.1}) |"
     );
@@ -80,13 +103,18 @@ fn main() {
     };
     let files = |env: &TestEnv| {
         for i in 0..10 {
-            env.write(&format!("f{i}.txt"), &"some line of source code\n".repeat(200));
+            env.write(
+                &format!("f{i}.txt"),
+                &"some line of source code\n".repeat(200),
+            );
         }
     };
     // Warm the page cache and the binary.
     run_once(vec![Turn::text("done")], &|_| {});
 
-    let zero: Vec<Sample> = (0..RUNS).map(|_| run_once(vec![Turn::text("done")], &|_| {})).collect();
+    let zero: Vec<Sample> = (0..RUNS)
+        .map(|_| run_once(vec![Turn::text("done")], &|_| {}))
+        .collect();
     let ten: Vec<Sample> = (0..RUNS).map(|_| run_once(ten_steps(), &files)).collect();
     println!("Median of {RUNS} runs (fastest–slowest in brackets).\n");
     println!("| scenario | exec → first request (ms) | wall time (ms) | peak RSS (MiB) |");
