@@ -41,6 +41,8 @@ fn run_once(turns: Vec<Turn>, prepare: &dyn Fn(&TestEnv)) -> Sample {
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let started = Instant::now();
+    // Reaped below with wait4, which also reports the child's peak RSS.
+    #[allow(clippy::zombie_processes)]
     let child = command.spawn().unwrap();
     let mut status = 0;
     // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
