@@ -237,10 +237,20 @@ fn write_stream(stream: &mut TcpStream, answer: &Answer) -> std::io::Result<()> 
             Value::Null,
         ))?;
     }
+    // Each call arrives in pieces, as real servers send them: the id and name with the first
+    // half of the arguments, then the rest under the same index.
     for (index, (name, arguments)) in answer.tool_calls.iter().enumerate() {
+        let mut cut = arguments.len() / 2;
+        while !arguments.is_char_boundary(cut) {
+            cut -= 1;
+        }
         send(delta(
             json!({"tool_calls":[{"index":index,"id":format!("call_{index}_{}", name),"type":"function",
-                                  "function":{"name":name,"arguments":arguments}}]}),
+                                  "function":{"name":name,"arguments":&arguments[..cut]}}]}),
+            Value::Null,
+        ))?;
+        send(delta(
+            json!({"tool_calls":[{"index":index,"function":{"arguments":&arguments[cut..]}}]}),
             Value::Null,
         ))?;
     }

@@ -69,8 +69,7 @@ async fn run_turn(args: RunArgs, mut surface: Surface) -> u8 {
 
     let status = match result {
         Ok(summary) => {
-            let usage = summary.usage;
-            surface.finish(&session_id, &summary, usage);
+            surface.finish(&session_id, &summary);
             if summary.reason.is_completed() { 0 } else { 1 }
         }
         Err(error) => {

@@ -7,7 +7,7 @@ use std::io::Write;
 use dsh_core::{AgentEvent, TurnSummary};
 use dsh_llm::StreamDelta;
 use dsh_protocol::stream::{bound_line, project};
-use dsh_protocol::{StreamEvent, TurnEndReason, Usage};
+use dsh_protocol::{StreamEvent, TurnEndReason};
 
 /// The heading of a live reasoning section on stderr.
 const REASONING_HEADING: &str = "dsh: reasoning:\n";
@@ -81,13 +81,13 @@ impl Surface {
 
     /// The end of a run that reached the agent: the answer, and the failure line if the turn
     /// failed.
-    pub fn finish(&mut self, session_id: &str, summary: &TurnSummary, usage: Usage) {
+    pub fn finish(&mut self, session_id: &str, summary: &TurnSummary) {
         match self {
             Surface::Json => line(&StreamEvent::Final {
                 session_id: session_id.to_owned(),
                 reason: Some(summary.reason.clone()),
                 text: summary.text.clone(),
-                usage,
+                usage: summary.usage,
             }),
             Surface::Text(text) => {
                 text.close();
