@@ -63,7 +63,20 @@ impl TestEnv {
 
     /// Runs `bin` with `args` to completion.
     pub fn run(&self, bin: &Path, args: &[&str]) -> RunOutput {
-        RunOutput::from(self.command(bin).args(args).output().unwrap())
+        RunOutput::of(self.command(bin).args(args))
+    }
+
+    /// The text of the one session log under the home (panics unless there is exactly one).
+    pub fn session_log(&self) -> String {
+        let mut logs = Vec::new();
+        let sessions = self.home.path().join("sessions");
+        for project in std::fs::read_dir(sessions).unwrap() {
+            for session in std::fs::read_dir(project.unwrap().path()).unwrap() {
+                logs.push(session.unwrap().path().join("session.jsonl"));
+            }
+        }
+        assert_eq!(logs.len(), 1, "expected one session log, found {logs:?}");
+        std::fs::read_to_string(&logs[0]).unwrap()
     }
 }
 
@@ -86,6 +99,11 @@ impl From<std::process::Output> for RunOutput {
 }
 
 impl RunOutput {
+    /// Runs a prepared command to completion.
+    pub fn of(command: &mut Command) -> RunOutput {
+        RunOutput::from(command.output().unwrap())
+    }
+
     pub fn code(&self) -> Option<i32> {
         self.status.code()
     }

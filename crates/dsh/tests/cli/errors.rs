@@ -1,4 +1,4 @@
-use dsh_testkit::{TestEnv, Turn};
+use dsh_testkit::{RunOutput, TestEnv, Turn};
 use pretty_assertions::assert_eq;
 
 use crate::dsh;
@@ -6,13 +6,7 @@ use crate::dsh;
 #[test]
 fn no_api_key_fails_before_any_request() {
     let env = TestEnv::new(vec![Turn::text("never")]);
-    let out = dsh_testkit::RunOutput::from(
-        env.command(dsh())
-            .env_remove("DEEPSEEK_API_KEY")
-            .arg("go")
-            .output()
-            .unwrap(),
-    );
+    let out = RunOutput::of(env.command(dsh()).env_remove("DEEPSEEK_API_KEY").arg("go"));
     assert_eq!(out.code(), Some(1));
     assert_eq!(
         out.stderr,
@@ -20,12 +14,10 @@ fn no_api_key_fails_before_any_request() {
     );
     assert_eq!(out.stdout, "");
     // An exported empty key is no key either; in JSON mode the failure is an event.
-    let out = dsh_testkit::RunOutput::from(
+    let out = RunOutput::of(
         env.command(dsh())
             .env("DEEPSEEK_API_KEY", "")
-            .args(["--json", "go"])
-            .output()
-            .unwrap(),
+            .args(["--json", "go"]),
     );
     assert_eq!(out.events()[0]["type"], "error");
     assert_eq!(out.events().len(), 1);
@@ -105,13 +97,7 @@ fn an_unreachable_server_is_a_transport_failure() {
         .unwrap()
         .port();
     let url = format!("http://127.0.0.1:{port}");
-    let out = dsh_testkit::RunOutput::from(
-        env.command(dsh())
-            .env("DEEPSEEK_BASE_URL", &url)
-            .arg("go")
-            .output()
-            .unwrap(),
-    );
+    let out = RunOutput::of(env.command(dsh()).env("DEEPSEEK_BASE_URL", &url).arg("go"));
     assert_eq!(out.code(), Some(1));
     assert_eq!(
         out.stderr,
@@ -122,12 +108,10 @@ fn an_unreachable_server_is_a_transport_failure() {
 #[test]
 fn a_base_url_that_is_not_a_url_is_refused() {
     let env = TestEnv::new(vec![]);
-    let out = dsh_testkit::RunOutput::from(
+    let out = RunOutput::of(
         env.command(dsh())
             .env("DEEPSEEK_BASE_URL", "api.deepseek.com")
-            .arg("go")
-            .output()
-            .unwrap(),
+            .arg("go"),
     );
     assert_eq!(out.code(), Some(1));
     assert_eq!(

@@ -144,20 +144,7 @@ fn the_session_log_records_every_result_with_its_error_code() {
     ]);
     let out = env.run(dsh(), &["go"]);
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
-    let sessions = env.home.path().join("sessions");
-    let project = std::fs::read_dir(&sessions)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let session = std::fs::read_dir(project)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let log = std::fs::read_to_string(session.join("session.jsonl")).unwrap();
+    let log = env.session_log();
     let records: Vec<serde_json::Value> = log
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())

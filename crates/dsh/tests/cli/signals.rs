@@ -43,7 +43,7 @@ fn sigterm_stops_the_run_with_a_final_event_and_status_143() {
     // The request that was cut off is counted, as one whose tokens are unknown.
     assert_eq!(last["usage"]["unreportedCalls"], 1);
     // The log is complete: the turn is closed.
-    let log = find_log(&env);
+    let log = env.session_log();
     assert!(
         log.lines()
             .last()
@@ -61,21 +61,4 @@ fn sigint_stops_the_run_with_status_130() {
         events.last().unwrap()["reason"]["reason"]["signal"],
         "SIGINT"
     );
-}
-
-fn find_log(env: &TestEnv) -> String {
-    let sessions = env.home.path().join("sessions");
-    let project = std::fs::read_dir(sessions)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let session = std::fs::read_dir(project)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    std::fs::read_to_string(session.join("session.jsonl")).unwrap()
 }
