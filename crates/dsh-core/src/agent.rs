@@ -7,7 +7,7 @@ use dsh_protocol::{
     AbortReason, AssistantMessageRecord, Block, Failure, FailureCode, FinishReason, Message,
     Record, Role, ToolCallRecord, ToolOutputPart, ToolResultRecord, ToolSpec, TurnEndReason, Usage,
 };
-use dsh_tools::{ErrorInfo, ToolContext, ToolOutcome, ToolRegistry};
+use dsh_tools::{ErrorInfo, ToolContext, ToolOutcome, ToolRegistry, ToolSession};
 use futures_util::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -98,6 +98,7 @@ impl Stop {
 pub struct Agent {
     provider: Arc<dyn Provider>,
     tools: ToolRegistry,
+    tool_session: Arc<ToolSession>,
     config: AgentConfig,
     session: Session,
     events: UnboundedSender<AgentEvent>,
@@ -116,6 +117,7 @@ impl Agent {
     pub fn new(
         provider: Arc<dyn Provider>,
         tools: ToolRegistry,
+        tool_session: Arc<ToolSession>,
         config: AgentConfig,
         session: Session,
         events: UnboundedSender<AgentEvent>,
@@ -125,6 +127,7 @@ impl Agent {
         Agent {
             provider,
             tools,
+            tool_session,
             config,
             session,
             events,
@@ -277,8 +280,10 @@ impl Agent {
         stop: &Stop,
     ) -> Result<(), CoreError> {
         let ctx = ToolContext {
+            call_id: String::new(),
             cwd: self.session.cwd().to_path_buf(),
             cancel: stop.token().clone(),
+            session: self.tool_session.clone(),
         };
         let mut next = 0;
         while next < calls.len() {
@@ -318,7 +323,13 @@ impl Agent {
             let tools = &self.tools;
             let ctx = &ctx;
             let mut outcomes = futures_util::stream::iter(group)
-                .map(|(_, name, arguments)| tools.execute(name, arguments, ctx))
+                .map(|(id, name, arguments)| {
+                    let ctx = ToolContext {
+                        call_id: id.clone(),
+                        ..ctx.clone()
+                    };
+                    async move { tools.execute(name, arguments, &ctx).await }
+                })
                 .buffered(self.config.max_parallel_tools.max(1));
             let mut position = next;
             while let Some(outcome) = outcomes.next().await {

@@ -44,6 +44,11 @@ impl Session {
         self.log.path()
     }
 
+    /// The session's folder: its log and its spill files.
+    pub fn dir(&self) -> &Path {
+        self.log.path().parent().unwrap_or_else(|| Path::new("."))
+    }
+
     pub(crate) fn next_turn(&mut self) -> u32 {
         self.last_turn += 1;
         self.last_turn

@@ -11,7 +11,8 @@ use dsh_protocol::{
     AbortReason, Block, Failure, FailureCode, FinishReason, Message, Record, Role, TurnEndReason,
     Usage,
 };
-use dsh_tools::{Read, ToolRegistry};
+use dsh_sandbox::{SandboxMode, SandboxPolicy};
+use dsh_tools::{ModelCaps, SpillStore, ToolRegistry, ToolSession};
 use pretty_assertions::assert_eq;
 use tokio::sync::mpsc;
 
@@ -107,11 +108,25 @@ async fn run(answers: Vec<Answer>, config: AgentConfig, stop_at: Option<usize>) 
         seen: Mutex::new(Vec::new()),
         stop_at: stop_at.map(|at| (at, stop.clone())),
     });
-    let mut tools = ToolRegistry::new();
-    tools.register(Box::new(Read::default()));
+    let tools = ToolRegistry::with_file_tools(true);
     let (tx, mut rx) = mpsc::unbounded_channel();
     let session = Session::create(home.path(), ws.path().to_path_buf());
-    let mut agent = Agent::new(provider.clone(), tools, config, session, tx);
+    let tool_session = ToolSession::new(
+        SandboxPolicy::new(SandboxMode::WorkspaceWrite, ws.path(), Vec::new()),
+        SpillStore::new(session.dir().join("spill")),
+        ModelCaps {
+            name: "m".into(),
+            image_input: false,
+        },
+    );
+    let mut agent = Agent::new(
+        provider.clone(),
+        tools,
+        Arc::new(tool_session),
+        config,
+        session,
+        tx,
+    );
     let summary = agent.run_turn("do it".into(), &stop).await.unwrap();
     let log = std::fs::read_to_string(agent.session().log_path()).unwrap();
     drop(agent);

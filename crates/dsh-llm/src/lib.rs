@@ -22,6 +22,11 @@ use dsh_protocol::{Failure, FinishReason, Message, ToolSpec, Usage};
 
 pub use deepseek::{DeepSeek, DeepSeekConfig};
 
+/// The DeepSeek API's model catalogue.
+pub mod deepseek_models {
+    pub use crate::deepseek::{IMAGE_MODELS, takes_images};
+}
+
 /// The value sent as `User-Agent`.
 pub const USER_AGENT: &str = concat!("dsh/", env!("CARGO_PKG_VERSION"));
 

@@ -32,6 +32,11 @@ impl ToolError {
         ToolError::coded("FsError", code, message)
     }
 
+    /// The code of the error, if it has one.
+    pub fn code(&self) -> Option<&str> {
+        self.info.as_ref().map(|info| info.code.as_str())
+    }
+
     /// The text the model reads.
     pub fn model_text(&self) -> String {
         format!("Error: {}", self.message)
@@ -53,5 +58,11 @@ pub mod fs_code {
     pub const NOT_REGULAR_FILE: &str = "FS_NOT_REGULAR_FILE";
     pub const PERMISSION_DENIED: &str = "FS_PERMISSION_DENIED";
     pub const IO_ERROR: &str = "FS_IO_ERROR";
+    pub const TOO_LARGE: &str = "FS_TOO_LARGE";
+    pub const SANDBOX_DENIED: &str = "FS_SANDBOX_DENIED";
+    pub const STALE_VERSION: &str = "FS_STALE_VERSION";
+    pub const NOT_OBSERVED: &str = "FS_NOT_OBSERVED";
+    pub const AMBIGUOUS_EDIT: &str = "FS_AMBIGUOUS_EDIT";
+    pub const EDIT_NOT_FOUND: &str = "FS_EDIT_NOT_FOUND";
     pub const ABORTED: &str = "FS_ABORTED";
 }

@@ -10,34 +10,86 @@
 //! Model-facing texts (envelopes, footers, error messages) match the reference harness byte for
 //! byte; descriptions are our own.
 
+mod atomic;
+mod edit;
+mod edit_hint;
 mod error;
+mod mutate;
+mod observe;
 mod path;
 mod read;
 mod registry;
 mod schema;
+mod spill;
+mod write;
 
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use dsh_protocol::ToolOutputPart;
+use dsh_sandbox::SandboxPolicy;
+use dsh_sandbox::escalation::Approver;
 use tokio_util::sync::CancellationToken;
 
+pub use edit::Edit;
 pub use error::{ToolError, fs_code};
+pub use observe::{Observation, ObservationMap, Version};
 pub use path::{Target, resolve};
 pub use read::Read;
 pub use registry::{ToolOutcome, ToolRegistry};
 pub use schema::{Arguments, Param, ParamType, Parameters};
+pub use spill::{MAX_INLINE_BYTES, SpillStore};
+pub use write::Write;
 
 pub use dsh_protocol::ErrorInfo;
 
-/// What a tool runs against.
-#[derive(Debug, Clone)]
+/// What one call runs against.
+#[derive(Clone)]
 pub struct ToolContext {
-    /// The session workspace: relative paths resolve against it.
+    /// The model's id of this call.
+    pub call_id: String,
+    /// The session workspace: relative paths of reads resolve against it.
     pub cwd: PathBuf,
     /// Fired when the run is stopped; long tools stop early and report it.
     pub cancel: CancellationToken,
+    /// What the tools of the session share.
+    pub session: Arc<ToolSession>,
+}
+
+/// The tools' side of a session: what they remember and what bounds them.
+pub struct ToolSession {
+    /// Which file versions the session has seen (read-before-mutate).
+    pub observations: ObservationMap,
+    /// What calls may change.
+    pub policy: SandboxPolicy,
+    /// Who answers escalation requests; none in a headless run.
+    pub approver: Option<Arc<dyn Approver>>,
+    /// Where over-long results are kept.
+    pub spill: SpillStore,
+    /// The model the session talks to, for tools that depend on what it accepts.
+    pub model: ModelCaps,
+}
+
+impl ToolSession {
+    pub fn new(policy: SandboxPolicy, spill: SpillStore, model: ModelCaps) -> Self {
+        ToolSession {
+            observations: ObservationMap::new(),
+            policy,
+            approver: None,
+            spill,
+            model,
+        }
+    }
+}
+
+/// What the session's model takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelCaps {
+    pub name: String,
+    /// Whether it accepts images.
+    pub image_input: bool,
 }
 
 /// A successful tool result.
@@ -81,4 +133,32 @@ pub trait Tool: Send + Sync {
 
     /// Runs one call with arguments already validated against [`Tool::parameters`].
     fn call<'a>(&'a self, args: Arguments, ctx: &'a ToolContext) -> ToolFuture<'a>;
+}
+
+/// Helpers for the unit tests of this crate.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use dsh_sandbox::{SandboxMode, SandboxPolicy};
+
+    use crate::{ModelCaps, SpillStore, ToolContext, ToolSession};
+
+    /// A context for a workspace at `dir` under `workspace-write`, spilling into `dir/.spill`.
+    pub fn context(dir: &Path) -> ToolContext {
+        ToolContext {
+            call_id: "call-1".into(),
+            cwd: dir.to_path_buf(),
+            cancel: tokio_util::sync::CancellationToken::new(),
+            session: Arc::new(ToolSession::new(
+                SandboxPolicy::new(SandboxMode::WorkspaceWrite, dir, Vec::new()),
+                SpillStore::new(dir.join(".spill")),
+                ModelCaps {
+                    name: "m".into(),
+                    image_input: false,
+                },
+            )),
+        }
+    }
 }

@@ -12,7 +12,10 @@ use std::path::Path;
 use tokio_util::sync::CancellationToken;
 
 use crate::schema::{Param, ParamType, Parameters};
-use crate::{Arguments, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, fs_code, resolve};
+use crate::{
+    Arguments, ObservationMap, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, Version,
+    fs_code, resolve,
+};
 
 /// The most lines one call returns, and the largest `limit` accepted.
 pub const READ_LIMIT: u64 = 2000;
@@ -95,8 +98,10 @@ impl Tool for Read {
             }
             let cwd = ctx.cwd.clone();
             let cancel = ctx.cancel.clone();
+            let session = ctx.session.clone();
             crate::registry::blocking("read", move || {
-                read_window(&cwd, &raw, offset, limit, &cancel).map(ToolOutput::text)
+                read_window(&cwd, &raw, offset, limit, &cancel, &session.observations)
+                    .map(ToolOutput::text)
             })
             .await
         })
@@ -109,10 +114,16 @@ fn read_window(
     offset: u64,
     limit: u64,
     cancel: &CancellationToken,
+    observations: &ObservationMap,
 ) -> Result<String, ToolError> {
     let target = resolve(cwd, raw)?;
     let shown = target.shown().to_string();
-    let metadata = std::fs::metadata(&target.key).map_err(|e| read_error(&shown, &e))?;
+    let metadata = std::fs::metadata(&target.key).map_err(|e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            observations.absent(&target.key);
+        }
+        read_error(&shown, &e)
+    })?;
     if !metadata.is_file() {
         return Err(ToolError::fs(
             fs_code::NOT_REGULAR_FILE,
@@ -123,6 +134,9 @@ fn read_window(
     let mut scanner = WindowScanner::new(offset, limit);
     scan(file, &mut scanner, &shown, cancel)?;
     let window = scanner.finish(&shown)?;
+    // The version from before the content was read: a change while reading makes the next
+    // mutation fail as stale rather than silently overwrite it.
+    observations.present(&target.key, Version::of(&metadata));
     Ok(window.render(&shown))
 }
 
@@ -526,12 +540,19 @@ mod tests {
     fn read_file(bytes: &[u8]) -> Result<String, ToolError> {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("f"), bytes).unwrap();
-        read_window(dir.path(), "f", 1, 2000, &CancellationToken::new())
-            .map(|out| out.replace(&dir.path().display().to_string(), "/w"))
-            .map_err(|mut e| {
-                e.message = e.message.replace(&dir.path().display().to_string(), "/w");
-                e
-            })
+        read_window(
+            dir.path(),
+            "f",
+            1,
+            2000,
+            &CancellationToken::new(),
+            &ObservationMap::new(),
+        )
+        .map(|out| out.replace(&dir.path().display().to_string(), "/w"))
+        .map_err(|mut e| {
+            e.message = e.message.replace(&dir.path().display().to_string(), "/w");
+            e
+        })
     }
 
     #[test]
@@ -570,9 +591,11 @@ mod tests {
     fn missing_files_and_directories_have_their_codes() {
         let dir = tempfile::tempdir().unwrap();
         let cancel = CancellationToken::new();
-        let missing = read_window(dir.path(), "nope", 1, 2000, &cancel).unwrap_err();
+        let missing =
+            read_window(dir.path(), "nope", 1, 2000, &cancel, &ObservationMap::new()).unwrap_err();
         assert_eq!(missing.info.unwrap().code, "FS_NOT_FOUND");
-        let folder = read_window(dir.path(), ".", 1, 2000, &cancel).unwrap_err();
+        let folder =
+            read_window(dir.path(), ".", 1, 2000, &cancel, &ObservationMap::new()).unwrap_err();
         assert_eq!(
             folder.message,
             format!(

@@ -51,6 +51,16 @@ impl ToolRegistry {
         Self::default()
     }
 
+    /// The file tools of a session. `confining`: whether mutations are fenced by the sandbox
+    /// (the escalation arguments are then offered).
+    pub fn with_file_tools(confining: bool) -> Self {
+        let mut registry = Self::new();
+        registry.register(Box::new(crate::Read::default()));
+        registry.register(Box::new(crate::Write::new(confining)));
+        registry.register(Box::new(crate::Edit::new(confining)));
+        registry
+    }
+
     /// Adds a tool; a tool of the same name is replaced.
     pub fn register(&mut self, tool: Box<dyn Tool>) {
         self.tools.retain(|t| t.name() != tool.name());
@@ -118,10 +128,18 @@ impl ToolRegistry {
             () = ctx.cancel.cancelled() => Err(ToolError::coded("AbortError", "ABORTED", "tool call aborted")),
             result = run => result.unwrap_or_else(|panic| Err(panicked(name, &panic))),
         };
-        match result {
+        let mut outcome = match result {
             Ok(output) => ToolOutcome::success(output),
             Err(error) => ToolOutcome::failure(error),
+        };
+        // `read` bounds itself: spilling it would only send the model to read the spill file.
+        if name != "read"
+            && let Some(preview) =
+                crate::spill::spill_preview(&ctx.session.spill, name, &outcome.text())
+        {
+            outcome.parts = vec![ToolOutputPart::Text { text: preview }];
         }
+        outcome
     }
 }
 
@@ -165,13 +183,9 @@ pub(crate) async fn blocking<T: Send + 'static>(
 mod tests {
     use super::*;
     use crate::Read;
-    use tokio_util::sync::CancellationToken;
 
     fn ctx(dir: &std::path::Path) -> ToolContext {
-        ToolContext {
-            cwd: dir.to_path_buf(),
-            cancel: CancellationToken::new(),
-        }
+        crate::testing::context(dir)
     }
 
     fn registry() -> ToolRegistry {

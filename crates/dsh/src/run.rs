@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use dsh_core::{Agent, AgentConfig, Session, Stop, dsh_home};
 use dsh_llm::{DeepSeek, DeepSeekConfig};
 use dsh_protocol::AbortReason;
-use dsh_tools::{Read, ToolRegistry};
+use dsh_sandbox::{SandboxMode, SandboxPolicy};
+use dsh_tools::{ModelCaps, SpillStore, ToolRegistry, ToolSession};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
@@ -120,11 +121,24 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     if let Some(max_steps) = args.max_steps {
         config.max_steps = max_steps;
     }
-    let mut tools = ToolRegistry::new();
-    tools.register(Box::new(Read::default()));
-    let (tx, rx) = mpsc::unbounded_channel();
+    let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &cwd, Vec::new());
+    let tools = ToolRegistry::with_file_tools(policy.mode() != SandboxMode::DangerFullAccess);
     let session = Session::create(&home, cwd);
-    let agent = Agent::new(Arc::new(provider), tools, config, session, tx);
+    let model = ModelCaps {
+        name: config.model.clone(),
+        image_input: dsh_llm::deepseek_models::takes_images(&config.model),
+    };
+    let tool_session =
+        ToolSession::new(policy, SpillStore::new(session.dir().join("spill")), model);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let agent = Agent::new(
+        Arc::new(provider),
+        tools,
+        Arc::new(tool_session),
+        config,
+        session,
+        tx,
+    );
     Ok((task, agent, rx))
 }
 

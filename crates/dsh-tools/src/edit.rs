@@ -1,0 +1,269 @@
+//! The `edit` tool: replace literal text in a file the session has read.
+//!
+//! Matching is literal, on text with CRLF line ends normalised to LF (in the file and in both
+//! strings); the file's majority line ending is restored on the way out, and a leading BOM is
+//! kept. When nothing matches, the error says where the closest text is.
+
+use std::os::unix::fs::PermissionsExt;
+
+use crate::atomic::{Publish, publish};
+use crate::mutate::{call_policy, escalation_params, fence, resolve_for_write, with_remedy};
+use crate::schema::{Param, ParamType, Parameters};
+use crate::{
+    Arguments, Observation, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, Version, fs_code,
+};
+
+const BOM: &str = "\u{feff}";
+/// Line endings are judged on this many UTF-16 units from the start, as the reference does.
+const STYLE_SAMPLE_UNITS: usize = 4096;
+
+/// The `edit` tool.
+pub struct Edit {
+    parameters: Parameters,
+}
+
+impl Edit {
+    /// `confining`: whether writes are fenced, so that the escalation arguments are offered.
+    pub fn new(confining: bool) -> Self {
+        let mut params = vec![
+            Param::required(
+                "file_path",
+                ParamType::String,
+                "File to change: absolute, or relative to the workspace.",
+            ),
+            Param::required(
+                "old_string",
+                ParamType::String,
+                "The exact text to replace, whitespace and indentation included.",
+            ),
+            Param::required(
+                "new_string",
+                ParamType::String,
+                "The text to put in its place; empty to delete it.",
+            ),
+            Param::optional(
+                "replace_all",
+                ParamType::Boolean,
+                "Replace every occurrence. Without it old_string must occur exactly once.",
+            ),
+        ];
+        if confining {
+            params.extend(escalation_params());
+        }
+        Edit {
+            parameters: Parameters::new(params),
+        }
+    }
+}
+
+impl Tool for Edit {
+    fn name(&self) -> &'static str {
+        "edit"
+    }
+
+    fn description(&self) -> &str {
+        "Change a text file by replacing an exact piece of its text with new text."
+    }
+
+    fn parameters(&self) -> &Parameters {
+        &self.parameters
+    }
+
+    fn guidance(&self) -> Option<&str> {
+        Some(
+            "`edit` replaces old_string with new_string; old_string must match the file exactly \
+             and, unless replace_all is set, only once, so include enough surrounding lines to \
+             make it unique. Read the file first, unless this session just wrote or edited it.",
+        )
+    }
+
+    fn call<'a>(&'a self, args: Arguments, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let raw = args.str("file_path").unwrap_or_default().to_owned();
+            if raw.trim().is_empty() {
+                return Err(ToolError::plain("file_path must be a non-empty string"));
+            }
+            let old = args.str("old_string").unwrap_or_default().to_owned();
+            let new = args.str("new_string").unwrap_or_default().to_owned();
+            if old.is_empty() {
+                return Err(ToolError::plain("old_string must be a non-empty string"));
+            }
+            if old == new {
+                return Err(ToolError::plain("old_string and new_string must differ"));
+            }
+            let replace_all = args.bool("replace_all").unwrap_or(false);
+            let policy = call_policy(&args, ctx, "edit").await?;
+            let target = resolve_for_write(&policy, &raw)?;
+            let session = ctx.session.clone();
+            crate::registry::blocking("edit", move || {
+                let shown = target.shown().to_string();
+                let version = match session.observations.get(&target.key) {
+                    None => {
+                        return Err(with_remedy(ToolError::fs(
+                            fs_code::NOT_OBSERVED,
+                            format!("edit requires reading \"{shown}\" first"),
+                        )));
+                    }
+                    Some(Observation::Absent) => {
+                        return Err(ToolError::fs(
+                            fs_code::NOT_FOUND,
+                            format!("cannot edit \"{shown}\": not found"),
+                        ));
+                    }
+                    Some(Observation::Present(version)) => version,
+                };
+                let target = fence(&target, &policy)?;
+                let change = Change { old: &old, new: &new, replace_all };
+                edit_file(&target.key, &version, change, &shown).map_err(with_remedy)?;
+                if let Ok(meta) = std::fs::metadata(&target.key) {
+                    session.observations.present(&target.key, Version::of(&meta));
+                }
+                Ok(ToolOutput::text(if replace_all {
+                    format!("The file {shown} has been updated. All occurrences were successfully replaced.")
+                } else {
+                    format!("The file {shown} has been updated successfully.")
+                }))
+            })
+            .await
+        })
+    }
+}
+
+struct Change<'a> {
+    old: &'a str,
+    new: &'a str,
+    replace_all: bool,
+}
+
+fn edit_file(
+    key: &std::path::Path,
+    seen: &Version,
+    change: Change<'_>,
+    shown: &str,
+) -> Result<(), ToolError> {
+    let stale = || {
+        ToolError::fs(
+            fs_code::STALE_VERSION,
+            format!("cannot edit \"{shown}\": file changed since it was read"),
+        )
+    };
+    let meta = std::fs::metadata(key).map_err(|_| stale())?;
+    if !meta.is_file() {
+        return Err(ToolError::fs(
+            fs_code::NOT_REGULAR_FILE,
+            format!("cannot edit \"{shown}\": not a regular file"),
+        ));
+    }
+    // Checked before matching: stale content must never be reported as "not found".
+    if Version::of(&meta) != *seen {
+        return Err(stale());
+    }
+    let bytes = std::fs::read(key).map_err(|e| crate::atomic::write_error(shown, &e))?;
+    if bytes.contains(&0) {
+        return Err(ToolError::fs(
+            fs_code::NOT_TEXT,
+            format!("cannot edit \"{shown}\": binary file"),
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| {
+        ToolError::fs(
+            fs_code::NOT_TEXT,
+            format!("cannot edit \"{shown}\": invalid UTF-8 text"),
+        )
+    })?;
+    let (bom, text) = match text.strip_prefix(BOM) {
+        Some(rest) => (BOM, rest),
+        None => ("", text.as_str()),
+    };
+    let crlf = is_crlf(text);
+    let text = text.replace("\r\n", "\n");
+    let old = change.old.replace("\r\n", "\n");
+    let new = change.new.replace("\r\n", "\n");
+    let starts: Vec<usize> = text.match_indices(old.as_str()).map(|(at, _)| at).collect();
+    if starts.is_empty() {
+        return Err(ToolError::fs(
+            fs_code::EDIT_NOT_FOUND,
+            format!(
+                "old_string was not found in \"{shown}\"; {}",
+                crate::edit_hint::closest(&text, &old)
+            ),
+        ));
+    }
+    if starts.len() > 1 && !change.replace_all {
+        return Err(ToolError::fs(
+            fs_code::AMBIGUOUS_EDIT,
+            format!(
+                "old_string matched {} times in \"{shown}\"; provide a more specific old_string or set replace_all to true ({})",
+                starts.len(),
+                match_lines(&text, &starts)
+            ),
+        ));
+    }
+    let mut edited = text.replace(old.as_str(), &new);
+    if crlf {
+        edited = edited.replace('\n', "\r\n");
+    }
+    let out = format!("{bom}{edited}");
+    publish(
+        key,
+        out.as_bytes(),
+        Publish::Replace {
+            mode: meta.permissions().mode(),
+        },
+        shown,
+    )
+}
+
+/// Whether CRLF ends most lines of the file's start (ties and files without newlines are LF).
+fn is_crlf(text: &str) -> bool {
+    let mut units = 0;
+    let mut end = text.len();
+    for (at, c) in text.char_indices() {
+        units += c.len_utf16();
+        if units > STYLE_SAMPLE_UNITS {
+            end = at;
+            break;
+        }
+    }
+    let sample = &text[..end];
+    let crlf = sample.matches("\r\n").count();
+    let lf = sample.matches('\n').count() - crlf;
+    crlf > lf
+}
+
+/// "at lines 1, 4 and 9" (the first ten).
+fn match_lines(text: &str, starts: &[usize]) -> String {
+    let mut lines = Vec::new();
+    let (mut line, mut scanned) = (1, 0);
+    for &at in starts.iter().take(10) {
+        line += text[scanned..at].matches('\n').count();
+        scanned = at;
+        lines.push(line.to_string());
+    }
+    let more = if starts.len() > 10 {
+        format!(" and {} more", starts.len() - 10)
+    } else {
+        String::new()
+    };
+    format!("matches start at lines {}{more}", lines.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn judges_line_endings_by_majority() {
+        assert!(is_crlf("a\r\nb\r\nc\nd\r\n"));
+        assert!(!is_crlf("a\r\nb\n"));
+        assert!(!is_crlf("no newline"));
+    }
+
+    #[test]
+    fn lists_where_matches_start() {
+        assert_eq!(
+            match_lines("x\nfoo\nx\nfoo", &[2, 10]),
+            "matches start at lines 2, 4"
+        );
+    }
+}

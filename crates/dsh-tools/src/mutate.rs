@@ -1,0 +1,95 @@
+//! What `write` and `edit` share: the escalation arguments, the write fence, and the remedies
+//! appended to stale and unread errors.
+
+use std::path::Path;
+
+use dsh_sandbox::escalation::{self, EscalationRequest};
+use dsh_sandbox::{SandboxMode, SandboxPolicy, Subject};
+
+use crate::schema::{Param, ParamType};
+use crate::{Arguments, Target, ToolContext, ToolError, fs_code, resolve};
+
+/// The schema of the two escalation arguments.
+pub(crate) fn escalation_params() -> [Param; 2] {
+    let targets: Vec<&'static str> = SandboxMode::ESCALATION_TARGETS
+        .iter()
+        .map(|m| m.as_str())
+        .collect();
+    [
+        Param::optional(
+            "sandbox_permissions",
+            ParamType::String,
+            "Only to retry an operation the sandbox just refused: the wider mode it needs. \
+             Requires a justification, and the user's approval.",
+        )
+        .one_of(&targets),
+        Param::optional(
+            "justification",
+            ParamType::String,
+            "With sandbox_permissions: one sentence telling the user why this operation needs it.",
+        ),
+    ]
+}
+
+/// The policy this call runs under: the session's, or a wider one the user approved for it.
+pub(crate) async fn call_policy(
+    args: &Arguments,
+    ctx: &ToolContext,
+    tool: &str,
+) -> Result<SandboxPolicy, ToolError> {
+    let wanted = args
+        .str("sandbox_permissions")
+        .and_then(|m| m.parse::<SandboxMode>().ok());
+    let request: Option<EscalationRequest> =
+        escalation::parse(wanted, args.str("justification")).map_err(plain)?;
+    let policy = &ctx.session.policy;
+    let Some(request) = request else {
+        return Ok(policy.clone());
+    };
+    let granted = escalation::approve(
+        &request,
+        policy.mode(),
+        ctx.session.approver.as_deref(),
+        tool,
+        &ctx.call_id,
+        Subject::Operation,
+    )
+    .await
+    .map_err(plain)?;
+    Ok(policy.with_mode(granted))
+}
+
+fn plain(error: impl std::fmt::Display) -> ToolError {
+    ToolError::plain(error.to_string())
+}
+
+/// Resolves a mutation's path: relative paths against the workspace's real path.
+pub(crate) fn resolve_for_write(policy: &SandboxPolicy, raw: &str) -> Result<Target, ToolError> {
+    resolve(policy.workspace(), raw)
+}
+
+/// The fence: re-resolves the path now (a symlink swapped since the call began is caught) and
+/// refuses a real path outside the writable roots. Returns the fresh target to write.
+pub(crate) fn fence(target: &Target, policy: &SandboxPolicy) -> Result<Target, ToolError> {
+    let fresh = resolve(Path::new("/"), &target.display.to_string_lossy())?;
+    if policy.allows_write(&fresh.key) {
+        return Ok(Target {
+            display: target.display.clone(),
+            key: fresh.key,
+        });
+    }
+    let mut message = dsh_sandbox::denial_marker(policy.mode());
+    message.push('\n');
+    message.push_str(&dsh_sandbox::escalation_hint(Subject::Operation));
+    Err(ToolError::fs(fs_code::SANDBOX_DENIED, message))
+}
+
+/// Adds the reference's remedy to stale and unread errors, which the model can act on.
+pub(crate) fn with_remedy(mut error: ToolError) -> ToolError {
+    match error.code() {
+        Some(fs_code::STALE_VERSION) => error.message.push_str(" — re-read the file, then retry"),
+        Some(fs_code::NOT_OBSERVED) => error.message.push_str(" — read the file, then retry"),
+        _ => {}
+    }
+    error
+}

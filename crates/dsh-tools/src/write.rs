@@ -1,0 +1,148 @@
+//! The `write` tool: create a file, or replace one the session has read.
+
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+
+use crate::atomic::{Publish, publish};
+use crate::mutate::{call_policy, escalation_params, fence, resolve_for_write, with_remedy};
+use crate::schema::{Param, ParamType, Parameters};
+use crate::{
+    Arguments, Observation, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, Version, fs_code,
+};
+
+/// The `write` tool.
+pub struct Write {
+    parameters: Parameters,
+}
+
+impl Write {
+    /// `confining`: whether writes are fenced, so that the escalation arguments are offered.
+    pub fn new(confining: bool) -> Self {
+        let mut params = vec![
+            Param::required(
+                "file_path",
+                ParamType::String,
+                "File to write: absolute, or relative to the workspace. Missing folders are created.",
+            ),
+            Param::required(
+                "content",
+                ParamType::String,
+                "The whole new content, exactly as it should be stored.",
+            ),
+        ];
+        if confining {
+            params.extend(escalation_params());
+        }
+        Write {
+            parameters: Parameters::new(params),
+        }
+    }
+}
+
+impl Tool for Write {
+    fn name(&self) -> &'static str {
+        "write"
+    }
+
+    fn description(&self) -> &str {
+        "Create a text file, or replace the whole of one you have read, with the given content."
+    }
+
+    fn parameters(&self) -> &Parameters {
+        &self.parameters
+    }
+
+    fn guidance(&self) -> Option<&str> {
+        Some(
+            "`write` creates a file or replaces all of it; an existing file must be read first, \
+             and for changes to part of a file `edit` is the better tool.",
+        )
+    }
+
+    fn call<'a>(&'a self, args: Arguments, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let raw = args.str("file_path").unwrap_or_default().to_owned();
+            if raw.trim().is_empty() {
+                return Err(ToolError::plain("file_path must be a non-empty string"));
+            }
+            let content = args.str("content").unwrap_or_default().to_owned();
+            let policy = call_policy(&args, ctx, "write").await?;
+            let target = resolve_for_write(&policy, &raw)?;
+            let session = ctx.session.clone();
+            crate::registry::blocking("write", move || {
+                let shown = target.shown().to_string();
+                let seen = session.observations.get(&target.key);
+                let target = fence(&target, &policy)?;
+                let created =
+                    write_checked(&target.key, &content, seen, &shown).map_err(with_remedy)?;
+                if let Ok(meta) = std::fs::metadata(&target.key) {
+                    session
+                        .observations
+                        .present(&target.key, Version::of(&meta));
+                }
+                let what = if created {
+                    "Created file"
+                } else {
+                    "Updated file"
+                };
+                Ok(ToolOutput::text(format!(
+                    "<path>{shown}</path>\n<type>file</type>\n<content>\n{what}\n</content>"
+                )))
+            })
+            .await
+        })
+    }
+}
+
+/// Publishes `content` at `key` if what is there matches what the session saw. Returns whether
+/// the file was created.
+fn write_checked(
+    key: &std::path::Path,
+    content: &str,
+    seen: Option<Observation>,
+    shown: &str,
+) -> Result<bool, ToolError> {
+    let current = match std::fs::metadata(key) {
+        Ok(meta) => Some(meta),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            None
+        }
+        Err(e) => return Err(crate::atomic::write_error(shown, &e)),
+    };
+    let seen_version = match seen {
+        Some(Observation::Present(version)) => Some(version),
+        Some(Observation::Absent) | None => None,
+    };
+    match (current, seen_version) {
+        (Some(meta), _) if !meta.is_file() => Err(ToolError::fs(
+            fs_code::NOT_REGULAR_FILE,
+            format!("cannot write \"{shown}\": not a regular file"),
+        )),
+        (Some(_), None) => Err(ToolError::fs(
+            fs_code::NOT_OBSERVED,
+            format!("cannot overwrite existing \"{shown}\" without reading it first"),
+        )),
+        (Some(meta), Some(version)) if Version::of(&meta) != version => Err(ToolError::fs(
+            fs_code::STALE_VERSION,
+            format!("cannot write \"{shown}\": file changed since it was read"),
+        )),
+        (Some(meta), Some(_)) => {
+            let mode = meta.permissions().mode();
+            publish(key, content.as_bytes(), Publish::Replace { mode }, shown)?;
+            Ok(false)
+        }
+        (None, Some(_)) => Err(ToolError::fs(
+            fs_code::STALE_VERSION,
+            format!("cannot write \"{shown}\": file no longer exists"),
+        )),
+        (None, None) => {
+            publish(key, content.as_bytes(), Publish::Create, shown)?;
+            Ok(true)
+        }
+    }
+}
