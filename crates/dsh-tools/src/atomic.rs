@@ -149,7 +149,10 @@ pub(crate) fn write_error(shown: &str, error: &io::Error) -> ToolError {
         ),
         _ => ToolError::fs(
             fs_code::IO_ERROR,
-            format!("cannot write \"{shown}\": {error}"),
+            format!(
+                "cannot write \"{shown}\": {}",
+                crate::path::io_reason(error)
+            ),
         ),
     }
 }

@@ -26,6 +26,11 @@ impl Target {
 
 /// Resolves `raw` against `base`.
 pub fn resolve(base: &Path, raw: &str) -> Result<Target, ToolError> {
+    if raw.contains('\0') {
+        return Err(ToolError::plain(
+            "the path contains a NUL byte, which no file name can hold",
+        ));
+    }
     // A `..` steps out of the physical directory, not out of a symlink's spelling of it.
     let base = if has_parent_segment(raw) || has_parent_segment(&base.to_string_lossy()) {
         std::fs::canonicalize(base).unwrap_or_else(|_| base.to_path_buf())
@@ -101,9 +106,25 @@ fn resolve_error(display: &Path, error: &io::Error) -> ToolError {
         ),
         _ => ToolError::fs(
             fs_code::IO_ERROR,
-            format!("cannot resolve \"{shown}\": {error}"),
+            format!("cannot resolve \"{shown}\": {}", io_reason(error)),
         ),
     }
+}
+
+/// An I/O error as a short reason ("file name too long"), without the errno.
+pub(crate) fn io_reason(error: &io::Error) -> String {
+    if error.raw_os_error() == Some(libc::ELOOP) {
+        return "too many levels of symbolic links (a symlink loop?)".to_owned();
+    }
+    let text = error.to_string();
+    let text = match text.rfind(" (os error ") {
+        Some(at) => &text[..at],
+        None => &text,
+    };
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or_else(String::new, |c| c.to_lowercase().chain(chars).collect())
 }
 
 #[cfg(test)]

@@ -152,7 +152,7 @@ fn read_error(shown: &str, error: &io::Error) -> ToolError {
         ),
         _ => ToolError::fs(
             fs_code::IO_ERROR,
-            format!("cannot read \"{shown}\": {error}"),
+            format!("cannot read \"{shown}\": {}", crate::path::io_reason(error)),
         ),
     }
 }
