@@ -30,11 +30,11 @@ impl Fixture {
         let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
         let ws = tempfile::Builder::new()
             .prefix("ws-")
-            .tempdir_in(&base)
+            .tempdir_in(base)
             .unwrap();
         let outside = tempfile::Builder::new()
             .prefix("outside-")
-            .tempdir_in(&base)
+            .tempdir_in(base)
             .unwrap();
         let session = ToolSession::new(
             SandboxPolicy::new(mode, ws.path(), Vec::new()),
