@@ -22,6 +22,7 @@ import re
 import subprocess
 import sys
 
+SPILL_REGEX = r"<HOME>/sessions/[^\s/]+/[^\s/]+/spill/[A-Za-z0-9._-]+"
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 
@@ -72,7 +73,9 @@ def main():
         return 1 if schema_failures else 0
     check = subprocess.run(
         [sys.executable, run_py, "check", "--agent", agent, "-q", "-j", str(opts.jobs),
-         "--differences", os.path.join(HERE, "differences.txt")]
+         "--differences", os.path.join(HERE, "differences.txt"),
+         # Our spill files live in the session folder under DSH_HOME, not in a temp dir.
+         "--spill-regex", SPILL_REGEX]
         + [os.path.join(cases, n) for n, _ in selected])
     if schema_failures:
         print("conformance: tool schemas differ: " + ", ".join(schema_failures))

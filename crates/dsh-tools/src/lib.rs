@@ -20,6 +20,7 @@ mod path;
 mod read;
 mod registry;
 mod schema;
+mod search;
 mod spill;
 mod write;
 
@@ -40,6 +41,8 @@ pub use path::{Target, resolve};
 pub use read::Read;
 pub use registry::{ToolOutcome, ToolRegistry};
 pub use schema::{Arguments, Param, ParamType, Parameters};
+pub use search::glob::Glob;
+pub use search::grep::Grep;
 pub use spill::{MAX_INLINE_BYTES, SpillStore};
 pub use write::Write;
 

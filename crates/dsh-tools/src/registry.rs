@@ -58,6 +58,8 @@ impl ToolRegistry {
         registry.register(Box::new(crate::Read::default()));
         registry.register(Box::new(crate::Write::new(confining)));
         registry.register(Box::new(crate::Edit::new(confining)));
+        registry.register(Box::new(crate::Glob::default()));
+        registry.register(Box::new(crate::Grep::default()));
         registry
     }
 

@@ -45,7 +45,7 @@ fn a_three_step_session_prints_the_answer_and_sends_the_exact_results() {
         first.messages()[1],
         json!({"role": "user", "content": "read both files"})
     );
-    assert_eq!(first.tool_names(), vec!["edit", "read", "write"]);
+    assert_eq!(first.tool_names(), vec!["edit", "glob", "grep", "read", "write"]);
     // Reasoning of a tool-calling answer goes back with it, as the DeepSeek API requires.
     assert_eq!(requests[1].messages()[2]["reasoning_content"], "look at a");
 }
