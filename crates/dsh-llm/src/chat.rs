@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use dsh_protocol::{Block, Failure, FailureCode, FinishReason, Message, Role, Usage};
+use base64::Engine as _;
+use dsh_protocol::{
+    Block, Failure, FailureCode, FinishReason, ImageRef, Message, Role, ToolOutputPart, Usage,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::{Completion, DeltaSink, ModelRequest, StreamDelta};
@@ -59,6 +62,11 @@ enum WireMessage<'a> {
     User {
         content: String,
     },
+    /// A user message of several parts: how images reach the model.
+    #[serde(rename = "user")]
+    UserParts {
+        content: Vec<WirePart>,
+    },
     Assistant {
         content: String,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -71,6 +79,22 @@ enum WireMessage<'a> {
         content: String,
     },
 }
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WirePart {
+    Text { text: String },
+    ImageUrl { image_url: WireImageUrl },
+}
+
+#[derive(Serialize)]
+struct WireImageUrl {
+    url: String,
+}
+
+/// Heads the user message that carries the images of tool results (the chat-completions wire
+/// has no image in a tool message); the reference's text.
+const TOOL_RESULT_IMAGES: &str = "Attached image(s) from tool result:";
 
 #[derive(Serialize)]
 struct WireToolCall<'a> {
@@ -140,10 +164,42 @@ pub(crate) fn request_body(request: &ModelRequest<'_>, options: BodyOptions) -> 
     serde_json::to_vec(&body).unwrap_or_default()
 }
 
+/// The line a tool result gets for an image it carries, and the image itself as a data URL
+/// (none, with the reason in the line, when its stored copy cannot be read).
+fn image_part(image: &ImageRef) -> (String, Option<WirePart>) {
+    match std::fs::read(&image.path) {
+        Ok(data) => (
+            format!(
+                "Image {}; request image {}x{}px.",
+                image.attachment_id, image.width, image.height
+            ),
+            Some(WirePart::ImageUrl {
+                image_url: WireImageUrl {
+                    url: format!(
+                        "data:{};base64,{}",
+                        image.media_type,
+                        base64::engine::general_purpose::STANDARD.encode(data)
+                    ),
+                },
+            }),
+        ),
+        Err(error) => (
+            format!(
+                "[image {} omitted: its stored copy {} could not be read ({error}); read the \
+                 image file again if it is still needed]",
+                image.attachment_id,
+                image.path.display()
+            ),
+            None,
+        ),
+    }
+}
+
 fn push_message<'a>(out: &mut Vec<WireMessage<'a>>, message: &'a Message, options: BodyOptions) {
     match message.role {
         Role::User => {
             let mut text = String::new();
+            let mut images = Vec::new();
             for block in &message.content {
                 match block {
                     Block::ToolResult {
@@ -151,10 +207,20 @@ fn push_message<'a>(out: &mut Vec<WireMessage<'a>>, message: &'a Message, option
                         content,
                         ..
                     } => {
-                        let mut result: String = content
-                            .iter()
-                            .map(dsh_protocol::ToolOutputPart::text)
-                            .collect();
+                        let mut result = String::new();
+                        for part in content {
+                            match part {
+                                ToolOutputPart::Text { text } => result.push_str(text),
+                                ToolOutputPart::Image { image } => {
+                                    let (handle, part) = image_part(image);
+                                    if !result.is_empty() {
+                                        result.push('\n');
+                                    }
+                                    result.push_str(&handle);
+                                    images.extend(part);
+                                }
+                            }
+                        }
                         if result.is_empty() {
                             result.push_str(EMPTY_TOOL_RESULT);
                         }
@@ -166,6 +232,13 @@ fn push_message<'a>(out: &mut Vec<WireMessage<'a>>, message: &'a Message, option
                     Block::Text { text: t } => text.push_str(t),
                     Block::Reasoning { .. } | Block::ToolCall { .. } => {}
                 }
+            }
+            if !images.is_empty() {
+                let mut content = vec![WirePart::Text {
+                    text: TOOL_RESULT_IMAGES.to_owned(),
+                }];
+                content.extend(images);
+                out.push(WireMessage::UserParts { content });
             }
             if !text.is_empty() {
                 out.push(WireMessage::User { content: text });

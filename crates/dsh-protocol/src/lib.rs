@@ -13,7 +13,7 @@ pub mod stream;
 mod usage;
 
 pub use failure::{ErrorInfo, Failure, FailureCode};
-pub use message::{Block, Message, Role, ToolOutputPart, ToolSpec};
+pub use message::{Block, ImageRef, Message, Role, ToolOutputPart, ToolSpec};
 pub use record::{
     AbortReason, AssistantMessageRecord, FinishReason, HeaderKind, Record, RecordEnvelope,
     SESSION_FORMAT_VERSION, SessionHeader, ToolCallRecord, ToolResultRecord, TurnEndReason,

@@ -84,15 +84,40 @@ pub enum Block {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum ToolOutputPart {
-    Text { text: String },
+    Text {
+        text: String,
+    },
+    /// An image the model is shown; the bytes stay in the attachment store, the log keeps the
+    /// reference.
+    Image {
+        #[serde(flatten)]
+        image: ImageRef,
+    },
 }
 
 impl ToolOutputPart {
+    /// The text of a text part; an image has none.
     pub fn text(&self) -> &str {
         match self {
             ToolOutputPart::Text { text } => text,
+            ToolOutputPart::Image { .. } => "",
         }
     }
+}
+
+/// A stored image: content-addressed, normalised to what a model accepts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageRef {
+    /// `sha256:<64 hex>` of the stored bytes.
+    pub attachment_id: String,
+    /// Where the bytes are: an absolute path in the attachment store.
+    pub path: std::path::PathBuf,
+    /// `image/png`, `image/jpeg`, `image/webp` or `image/gif`.
+    pub media_type: String,
+    pub bytes: u64,
+    pub width: u32,
+    pub height: u32,
 }
 
 /// A tool as offered to the model: its name, description and JSON Schema of its arguments.

@@ -11,6 +11,7 @@
 //! byte; descriptions are our own.
 
 mod atomic;
+mod attachments;
 mod edit;
 mod edit_hint;
 mod error;
@@ -18,6 +19,7 @@ mod mutate;
 mod observe;
 mod path;
 mod read;
+mod read_image;
 mod registry;
 mod schema;
 mod search;
@@ -34,11 +36,13 @@ use dsh_sandbox::SandboxPolicy;
 use dsh_sandbox::escalation::Approver;
 use tokio_util::sync::CancellationToken;
 
+pub use attachments::{AttachmentStore, ImageError, StoredImage};
 pub use edit::Edit;
 pub use error::{ToolError, fs_code};
 pub use observe::{Observation, ObservationMap, Version};
 pub use path::{Target, resolve};
 pub use read::Read;
+pub use read_image::ReadImage;
 pub use registry::{ToolOutcome, ToolRegistry};
 pub use schema::{Arguments, Param, ParamType, Parameters};
 pub use search::glob::Glob;
@@ -73,6 +77,8 @@ pub struct ToolSession {
     pub spill: SpillStore,
     /// The model the session talks to, for tools that depend on what it accepts.
     pub model: ModelCaps,
+    /// Where images shown to the model are kept; without one, `read_image` cannot work.
+    pub attachments: Option<AttachmentStore>,
 }
 
 impl ToolSession {
@@ -83,7 +89,14 @@ impl ToolSession {
             approver: None,
             spill,
             model,
+            attachments: None,
         }
+    }
+
+    /// The session with images kept in `store`.
+    pub fn with_attachments(mut self, store: AttachmentStore) -> Self {
+        self.attachments = Some(store);
+        self
     }
 }
 

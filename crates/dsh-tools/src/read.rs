@@ -140,7 +140,7 @@ fn read_window(
     Ok(window.render(&shown))
 }
 
-fn read_error(shown: &str, error: &io::Error) -> ToolError {
+pub(crate) fn read_error(shown: &str, error: &io::Error) -> ToolError {
     match error.kind() {
         io::ErrorKind::NotFound => ToolError::fs(
             fs_code::NOT_FOUND,

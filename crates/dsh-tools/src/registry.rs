@@ -56,6 +56,7 @@ impl ToolRegistry {
     pub fn with_file_tools(confining: bool) -> Self {
         let mut registry = Self::new();
         registry.register(Box::new(crate::Read::default()));
+        registry.register(Box::new(crate::ReadImage::default()));
         registry.register(Box::new(crate::Write::new(confining)));
         registry.register(Box::new(crate::Edit::new(confining)));
         registry.register(Box::new(crate::Glob::default()));
@@ -135,7 +136,13 @@ impl ToolRegistry {
             Err(error) => ToolOutcome::failure(error),
         };
         // `read` bounds itself: spilling it would only send the model to read the spill file.
+        // An image result is small text next to an image, which a spill would lose.
+        let has_image = outcome
+            .parts
+            .iter()
+            .any(|p| matches!(p, ToolOutputPart::Image { .. }));
         if name != "read"
+            && !has_image
             && let Some(preview) =
                 crate::spill::spill_preview(&ctx.session.spill, name, &outcome.text())
         {

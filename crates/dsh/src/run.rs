@@ -9,7 +9,7 @@ use dsh_core::{Agent, AgentConfig, Session, Stop, dsh_home};
 use dsh_llm::{DeepSeek, DeepSeekConfig};
 use dsh_protocol::AbortReason;
 use dsh_sandbox::{SandboxMode, SandboxPolicy};
-use dsh_tools::{ModelCaps, SpillStore, ToolRegistry, ToolSession};
+use dsh_tools::{AttachmentStore, ModelCaps, SpillStore, ToolRegistry, ToolSession};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
@@ -129,7 +129,8 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
         image_input: dsh_llm::deepseek_models::takes_images(&config.model),
     };
     let tool_session =
-        ToolSession::new(policy, SpillStore::new(session.dir().join("spill")), model);
+        ToolSession::new(policy, SpillStore::new(session.dir().join("spill")), model)
+            .with_attachments(AttachmentStore::new(home.join("attachments")));
     let (tx, rx) = mpsc::unbounded_channel();
     let agent = Agent::new(
         Arc::new(provider),

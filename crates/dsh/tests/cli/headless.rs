@@ -45,7 +45,10 @@ fn a_three_step_session_prints_the_answer_and_sends_the_exact_results() {
         first.messages()[1],
         json!({"role": "user", "content": "read both files"})
     );
-    assert_eq!(first.tool_names(), vec!["edit", "glob", "grep", "read", "write"]);
+    assert_eq!(
+        first.tool_names(),
+        vec!["edit", "glob", "grep", "read", "read_image", "write"]
+    );
     // Reasoning of a tool-calling answer goes back with it, as the DeepSeek API requires.
     assert_eq!(requests[1].messages()[2]["reasoning_content"], "look at a");
 }
@@ -199,4 +202,70 @@ fn help_and_version() {
         format!("dsh {}\n", env!("CARGO_PKG_VERSION"))
     );
     assert!(env.server.requests().is_empty());
+}
+
+/// A valid 1x1 RGBA PNG.
+const DOT_PNG: [u8; 70] = [
+    137, 80, 78, 71, 13, 10, 26, 10, 0, 0, 0, 13, 73, 72, 68, 82, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0,
+    0, 0, 31, 21, 196, 137, 0, 0, 0, 13, 73, 68, 65, 84, 120, 218, 99, 252, 207, 192, 240, 31, 0,
+    5, 5, 2, 0, 95, 200, 241, 210, 0, 0, 0, 0, 73, 69, 78, 68, 174, 66, 96, 130,
+];
+
+#[test]
+fn an_image_read_reaches_an_image_model_as_a_data_url() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read_image", json!({"file_path": "snapshot"})),
+        Turn::text("A dot."),
+    ]);
+    std::fs::write(env.ws_path().join("snapshot"), DOT_PNG).unwrap();
+    let out = env.run(
+        dsh(),
+        &["--model", "deepseek-v4-flash-vision-exp", "what is in it?"],
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let requests = env.server.requests();
+    let messages = requests[1].messages();
+    let ws = env.ws_path().display().to_string();
+    let tool = &messages[3];
+    assert_eq!(tool["role"], "tool");
+    let text = tool["content"].as_str().unwrap();
+    let (envelope, handle) = text.rsplit_once('\n').unwrap();
+    assert_eq!(
+        envelope,
+        format!(
+            "<path>{ws}/snapshot</path>\n<type>image</type>\n<content>\nimage/png image, 1x1 px, \
+             70 bytes\n</content>"
+        )
+    );
+    assert!(handle.starts_with("Image sha256:"), "{handle}");
+    assert!(handle.ends_with("; request image 1x1px."), "{handle}");
+    let user = &messages[4];
+    assert_eq!(user["role"], "user");
+    assert_eq!(
+        user["content"][0],
+        json!({"type": "text", "text": "Attached image(s) from tool result:"})
+    );
+    let url = user["content"][1]["image_url"]["url"].as_str().unwrap();
+    assert!(
+        url.starts_with("data:image/png;base64,iVBORw0KGgo"),
+        "{url}"
+    );
+}
+
+#[test]
+fn a_text_model_is_refused_images_before_the_file_is_touched() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read_image", json!({"file_path": "missing.png"})),
+        Turn::text("ok"),
+    ]);
+    let out = env.run(dsh(), &["look"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(
+        env.server.requests()[1].tool_results(),
+        vec![
+            "Error: cannot read \"missing.png\" as an image: model \"deepseek-v4-flash\" does not \
+             declare image input; switch to an image-capable model to read images"
+                .to_owned()
+        ]
+    );
 }
