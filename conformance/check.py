@@ -46,7 +46,7 @@ def main():
         print("conformance: no corpus found (looked at --corpus, $DSH_CONFORMANCE_DIR and "
               "../shared/conformance); nothing checked")
         return 0
-    agent = "%s {task}" % os.path.realpath(opts.binary)
+    agent = "%s --patch %s {task}" % (os.path.realpath(opts.binary), os.path.join(HERE, "agent.toml"))
     run_py = os.path.join(corpus, "run.py")
 
     tools = subprocess.run([sys.executable, run_py, "tools", "--agent", agent],

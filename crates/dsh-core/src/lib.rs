@@ -10,6 +10,7 @@
 //! run; live reasoning and text arrive as deltas that are shown but never stored.
 
 mod agent;
+mod config;
 mod error;
 mod home;
 mod log;
@@ -17,6 +18,7 @@ mod prompt;
 mod session;
 
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
+pub use config::{Config, ConfigError, ModelConfig, ToolsConfig};
 pub use error::CoreError;
 pub use home::dsh_home;
 pub use log::SessionLog;

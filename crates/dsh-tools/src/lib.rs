@@ -24,6 +24,7 @@ mod registry;
 mod schema;
 mod search;
 mod spill;
+mod str_replace_editor;
 mod write;
 
 use std::future::Future;
@@ -48,6 +49,7 @@ pub use schema::{Arguments, Param, ParamType, Parameters};
 pub use search::glob::Glob;
 pub use search::grep::Grep;
 pub use spill::{MAX_INLINE_BYTES, SpillStore};
+pub use str_replace_editor::StrReplaceEditor;
 pub use write::Write;
 
 pub use dsh_protocol::ErrorInfo;

@@ -96,7 +96,7 @@ impl Tool for Write {
 
 /// Publishes `content` at `key` if what is there matches what the session saw. Returns whether
 /// the file was created.
-fn write_checked(
+pub(crate) fn write_checked(
     key: &std::path::Path,
     content: &str,
     seen: Option<Observation>,

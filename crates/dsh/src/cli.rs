@@ -29,6 +29,8 @@ pub struct RunArgs {
     pub model: Option<String>,
     pub effort: Option<Effort>,
     pub max_steps: Option<u32>,
+    /// Configuration patch files, applied in order over the config files.
+    pub patches: Vec<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,7 +52,7 @@ pub struct UsageError {
 }
 
 /// Options that take a value (the next argument, unless given as `--name=value`).
-const VALUED: &[&str] = &["--profile", "--model", "--effort", "--max-steps"];
+const VALUED: &[&str] = &["--profile", "--model", "--effort", "--max-steps", "--patch"];
 
 /// Parses the arguments after the program name. `stdin_is_terminal` decides whether a missing
 /// task is an error or a task to read from stdin.
@@ -79,6 +81,7 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
         model: None,
         effort: None,
         max_steps: None,
+        patches: Vec::new(),
     };
     let mut words: Vec<String> = Vec::new();
     let mut iter = args.into_iter();
@@ -128,6 +131,13 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
                         false,
                     )
                 })?);
+            }
+            "--patch" => {
+                let file = value("--patch <file>")?;
+                if file.trim().is_empty() {
+                    return Err(fail("--patch needs a file name".into(), true));
+                }
+                run.patches.push(file.into());
             }
             "--json" | "-h" | "--help" | "-V" | "--version" if has_inline => {
                 return Err(fail(format!("option '{name}' takes no value"), true));
@@ -211,6 +221,7 @@ Options:
       --model <name>      Model to use (default: deepseek-v4-flash)
       --effort <level>    Reasoning effort: off, low, high or max (default: high)
       --max-steps <n>     Stop a turn after this many model requests (default: 500)
+      --patch <file>      Apply a TOML config file over the others (repeatable)
   -h, --help              Print this help
   -V, --version           Print the version
 
@@ -242,6 +253,7 @@ mod tests {
             model: None,
             effort: None,
             max_steps: None,
+            patches: Vec::new(),
         })
     }
 

@@ -5,11 +5,13 @@ use std::io::Read as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use dsh_core::{Agent, AgentConfig, Session, Stop, dsh_home};
+use dsh_core::{Agent, AgentConfig, Config, Session, Stop, dsh_home};
 use dsh_llm::{DeepSeek, DeepSeekConfig};
 use dsh_protocol::AbortReason;
 use dsh_sandbox::{SandboxMode, SandboxPolicy};
-use dsh_tools::{AttachmentStore, ModelCaps, SpillStore, ToolRegistry, ToolSession};
+use dsh_tools::{
+    AttachmentStore, ModelCaps, SpillStore, StrReplaceEditor, ToolRegistry, ToolSession,
+};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
@@ -114,7 +116,13 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     let cwd = std::env::current_dir()
         .map_err(|e| SetupError(format!("cannot use the working directory: {e}")))?;
 
-    let mut config = AgentConfig::new(args.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into()));
+    let files = Config::load(&home, &cwd, &args.patches).map_err(|e| SetupError(e.to_string()))?;
+    let model_name = args
+        .model
+        .clone()
+        .or_else(|| files.model.clone())
+        .unwrap_or_else(|| DEFAULT_MODEL.into());
+    let mut config = AgentConfig::new(model_name);
     if let Some(effort) = args.effort {
         config.effort = effort;
     }
@@ -122,11 +130,17 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
         config.max_steps = max_steps;
     }
     let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &cwd, Vec::new());
-    let tools = ToolRegistry::with_file_tools(policy.mode() != SandboxMode::DangerFullAccess);
+    let mut tools = ToolRegistry::with_file_tools(policy.mode() != SandboxMode::DangerFullAccess);
+    if files.tools.str_replace_editor {
+        tools.register(Box::new(StrReplaceEditor::default()));
+    }
     let session = Session::create(&home, cwd);
     let model = ModelCaps {
         name: config.model.clone(),
-        image_input: dsh_llm::deepseek_models::takes_images(&config.model),
+        image_input: files.image_input(
+            &config.model,
+            dsh_llm::deepseek_models::takes_images(&config.model),
+        ),
     };
     let tool_session =
         ToolSession::new(policy, SpillStore::new(session.dir().join("spill")), model)

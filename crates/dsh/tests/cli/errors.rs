@@ -119,3 +119,34 @@ fn a_base_url_that_is_not_a_url_is_refused() {
         "dsh: DEEPSEEK_BASE_URL is not an http:// or https:// URL: \"api.deepseek.com\"\n"
     );
 }
+
+#[test]
+fn a_patch_file_turns_on_str_replace_editor_and_a_bad_one_is_named() {
+    let env = TestEnv::new(vec![Turn::text("ok")]);
+    let patch = env.ws_path().join("extra.toml");
+    std::fs::write(&patch, "[tools]\nstr_replace_editor = true\n").unwrap();
+    let out = env.run(dsh(), &["--patch", patch.to_str().unwrap(), "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(
+        env.server.requests()[0]
+            .tool_names()
+            .contains(&"str_replace_editor".to_owned())
+    );
+
+    std::fs::write(&patch, "[tools]\nstr_replace = true\n").unwrap();
+    let out = env.run(dsh(), &["--patch", patch.to_str().unwrap(), "go"]);
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.starts_with(&format!(
+            "dsh: config file {}: unknown field `str_replace`",
+            patch.display()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        env.server.requests().len(),
+        1,
+        "nothing was sent for the bad run"
+    );
+}

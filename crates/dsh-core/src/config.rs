@@ -1,0 +1,167 @@
+//! Configuration files: TOML layers merged key by key, later layers winning.
+//!
+//! The layers, lowest first: `$DSH_HOME/config.toml`, `.dsh/config.toml` in the workspace, then
+//! each `--patch FILE` in the order given. A missing home or workspace file is simply absent; a
+//! missing patch file, a syntax error or an unknown key is an error naming the file, so a typo
+//! never silently does nothing. Environment and flags are applied over the result by the binary.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The settings files can give.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// The model to use when `--model` is not given.
+    pub model: Option<String>,
+    pub tools: ToolsConfig,
+    /// What is known about models by name, over the built-in table.
+    pub models: BTreeMap<String, ModelConfig>,
+}
+
+/// Which optional tools are offered.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolsConfig {
+    /// Offer `str_replace_editor` next to `read`, `write` and `edit`.
+    pub str_replace_editor: bool,
+}
+
+/// What dsh should assume about one model.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Whether it accepts images (for `read_image`).
+    pub image_input: Option<bool>,
+}
+
+/// A configuration file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("config file {}: {message}", path.display())]
+pub struct ConfigError {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+impl Config {
+    /// Loads and merges the layers for a run in `cwd`.
+    pub fn load(home: &Path, cwd: &Path, patches: &[PathBuf]) -> Result<Config, ConfigError> {
+        let mut merged = toml::Table::new();
+        for optional in [
+            home.join("config.toml"),
+            cwd.join(".dsh").join("config.toml"),
+        ] {
+            if let Some(layer) = read_layer(&optional, false)? {
+                merge(&mut merged, layer);
+            }
+        }
+        for patch in patches {
+            if let Some(layer) = read_layer(patch, true)? {
+                merge(&mut merged, layer);
+            }
+        }
+        Config::deserialize(merged).map_err(|e| ConfigError {
+            // The last layer is where a bad key most likely came from; name every layer read.
+            path: patches
+                .last()
+                .cloned()
+                .unwrap_or_else(|| home.join("config.toml")),
+            message: format!(
+                "{}; check the key names and types in docs/config.md",
+                e.message()
+            ),
+        })
+    }
+
+    /// Whether `model` takes images: the config's word, else `builtin`.
+    pub fn image_input(&self, model: &str, builtin: bool) -> bool {
+        self.models
+            .get(model)
+            .and_then(|m| m.image_input)
+            .unwrap_or(builtin)
+    }
+}
+
+fn read_layer(path: &Path, required: bool) -> Result<Option<toml::Table>, ConfigError> {
+    let fail = |message: String| ConfigError {
+        path: path.to_path_buf(),
+        message,
+    };
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => return Ok(None),
+        Err(e) => return Err(fail(format!("cannot be read: {e}"))),
+    };
+    let table: toml::Table = toml::from_str(&text).map_err(|e| fail(e.to_string()))?;
+    // Checked per layer too, so the error names the file that has the bad key.
+    Config::deserialize(table.clone()).map_err(|e| fail(e.message().to_owned()))?;
+    Ok(Some(table))
+}
+
+/// Merges `over` into `base`: tables key by key, anything else replaced.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(inner)), toml::Value::Table(over)) => merge(inner, over),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn later_layers_win_key_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(ws.join(".dsh")).unwrap();
+        std::fs::write(
+            home.join("config.toml"),
+            "model = \"a\"\n[models.v]\nimage_input = true\n",
+        )
+        .unwrap();
+        std::fs::write(ws.join(".dsh/config.toml"), "model = \"b\"\n").unwrap();
+        let patch = dir.path().join("p.toml");
+        std::fs::write(&patch, "[tools]\nstr_replace_editor = true\n").unwrap();
+        let config = Config::load(&home, &ws, &[patch]).unwrap();
+        assert_eq!(config.model.as_deref(), Some("b"));
+        assert!(config.tools.str_replace_editor);
+        assert!(config.image_input("v", false));
+        assert!(!config.image_input("w", false));
+    }
+
+    #[test]
+    fn no_files_is_the_default() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            Config::load(dir.path(), dir.path(), &[]).unwrap(),
+            Config::default()
+        );
+    }
+
+    #[test]
+    fn bad_files_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let patch = dir.path().join("p.toml");
+        std::fs::write(&patch, "[tools]\nstr_replace_edtor = true\n").unwrap();
+        let error = Config::load(dir.path(), dir.path(), std::slice::from_ref(&patch)).unwrap_err();
+        assert_eq!(error.path, patch);
+        assert!(
+            error
+                .to_string()
+                .contains("unknown field `str_replace_edtor`"),
+            "{error}"
+        );
+        let missing = dir.path().join("missing.toml");
+        let error = Config::load(dir.path(), dir.path(), &[missing]).unwrap_err();
+        assert!(error.to_string().contains("cannot be read"), "{error}");
+    }
+}
