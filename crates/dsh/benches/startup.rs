@@ -4,7 +4,9 @@
 //! * `first request`: from just before `exec` to the first request read by the server;
 //! * `0-step run`: wall time of a run whose model answers at once, and its peak RSS;
 //! * `10-step run`: wall time of ten steps that each `read` a file, then an answer, and its
-//!   peak RSS.
+//!   peak RSS;
+//! * `1 GiB read`: one `read` of the last lines of a 1 GiB text file, which is streamed to the
+//!   end to count its lines: the peak RSS shows the file is never held in memory.
 //!
 //! Run with `cargo bench -p dsh --bench startup` (the release profile), or `bench/run.sh`,
 //! which also writes `docs/performance.md`. Prints a Markdown table: medians of N runs, with
@@ -118,9 +120,49 @@ fn main() {
         .map(|_| run_once(vec![Turn::text("done")], &|_| {}))
         .collect();
     let ten: Vec<Sample> = (0..RUNS).map(|_| run_once(ten_steps(), &files)).collect();
+    let big = huge_text_file();
+    let link = |env: &TestEnv| {
+        std::os::unix::fs::symlink(big.path(), env.ws_path().join("big.txt")).unwrap();
+    };
+    let huge: Vec<Sample> = (0..3)
+        .map(|_| {
+            run_once(
+                vec![
+                    Turn::tool_call(
+                        "read",
+                        json!({"file_path": "big.txt", "offset": HUGE_LINES - 10}),
+                    ),
+                    Turn::text("done"),
+                ],
+                &link,
+            )
+        })
+        .collect();
     println!("Median of {RUNS} runs (fastest–slowest in brackets).\n");
     println!("| scenario | exec → first request (ms) | wall time (ms) | peak RSS (MiB) |");
     println!("|---|---|---|---|");
     report("0-step run", &zero);
     report("10-step `read` run", &ten);
+    report("1 GiB `read` (3 runs)", &huge);
+}
+
+/// Lines of 64 bytes in the 1 GiB file.
+const HUGE_LINES: u64 = 1 << 24;
+
+/// A 1 GiB file of numbered text lines, in a temporary folder.
+fn huge_text_file() -> tempfile::NamedTempFile {
+    use std::io::Write;
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, file.as_file_mut());
+    for i in 0..HUGE_LINES {
+        writeln!(
+            out,
+            "{i:>16} the quick brown fox jumps over the lazy dog .."
+        )
+        .unwrap();
+    }
+    out.flush().unwrap();
+    drop(out);
+    assert_eq!(file.as_file().metadata().unwrap().len(), HUGE_LINES * 64);
+    file
 }
