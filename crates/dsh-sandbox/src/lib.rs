@@ -6,10 +6,12 @@
 //! the policy as an in-process fence (checked on real paths just before a write); the shell's
 //! kernel confinement is built on the same roots.
 
+mod confine;
 pub mod escalation;
 mod mode;
 mod policy;
 
+pub use confine::{Backend, ConfinedCommand, SandboxUnavailable, confine};
 pub use mode::{SandboxMode, UnknownMode};
 pub use policy::SandboxPolicy;
 

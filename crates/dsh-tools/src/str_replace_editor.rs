@@ -645,9 +645,10 @@ mod tests {
     #[tokio::test]
     async fn writes_outside_the_workspace_show_only_the_sandbox_marker() {
         let ed = Editor::new();
-        // Outside every writable root (the test workspace, /tmp): never created if the fence holds.
-        let outside = Path::new(env!("CARGO_MANIFEST_DIR")).join("sre-outside-never-written.txt");
-        let _ = std::fs::remove_file(&outside);
+        // Outside every writable root (the test workspace, /tmp, wherever the checkout is):
+        // never created if the fence holds.
+        let outside = Path::new("/dsh-sre-outside-never-written.txt");
+        let _ = std::fs::remove_file(outside);
         let outcome = ed
             .call(json!({"command": "create", "path": outside, "file_text": "x"}))
             .await;
