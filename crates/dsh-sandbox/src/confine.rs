@@ -106,6 +106,10 @@ mod tests {
             "sandbox mode \"workspace-write\" is requested but no sandbox backend is usable on \
              this host; refusing to run the command unconfined."
         ));
-        assert!(error.to_string().ends_with("switch the consumer to danger-full-access."));
+        assert!(
+            error
+                .to_string()
+                .ends_with("switch the consumer to danger-full-access.")
+        );
     }
 }

@@ -92,7 +92,7 @@ impl Tool for Edit {
                 return Err(ToolError::plain("old_string and new_string must differ"));
             }
             let replace_all = args.bool("replace_all").unwrap_or(false);
-            let policy = call_policy(&args, ctx, "edit").await?;
+            let policy = call_policy(&args, ctx, "edit", dsh_sandbox::Subject::Operation).await?;
             let target = resolve_for_write(&policy, &raw)?;
             let session = ctx.session.clone();
             crate::registry::blocking("edit", move || {

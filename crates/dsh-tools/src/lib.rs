@@ -23,6 +23,7 @@ mod read_image;
 mod registry;
 mod schema;
 mod search;
+mod shell;
 mod spill;
 mod str_replace_editor;
 mod write;
@@ -48,6 +49,9 @@ pub use registry::{ToolOutcome, ToolRegistry};
 pub use schema::{Arguments, Param, ParamType, Parameters};
 pub use search::glob::Glob;
 pub use search::grep::Grep;
+pub use shell::bash::Bash;
+pub use shell::job_tools::{JobKill, JobList, JobOutput};
+pub use shell::{DEFAULT_SCRUB, JobRegistry, MAX_RUNNING, Shell, ShellEnv};
 pub use spill::{MAX_INLINE_BYTES, SpillStore};
 pub use str_replace_editor::StrReplaceEditor;
 pub use write::Write;
@@ -81,6 +85,8 @@ pub struct ToolSession {
     pub model: ModelCaps,
     /// Where images shown to the model are kept; without one, `read_image` cannot work.
     pub attachments: Option<AttachmentStore>,
+    /// The shell and its jobs; without one, `bash` and the job tools cannot work.
+    pub shell: Option<Arc<Shell>>,
 }
 
 impl ToolSession {
@@ -92,7 +98,14 @@ impl ToolSession {
             spill,
             model,
             attachments: None,
+            shell: None,
         }
+    }
+
+    /// The session with a shell for `bash` and the job tools.
+    pub fn with_shell(mut self, shell: Arc<Shell>) -> Self {
+        self.shell = Some(shell);
+        self
     }
 
     /// The session with images kept in `store`.

@@ -36,6 +36,7 @@ pub(crate) async fn call_policy(
     args: &Arguments,
     ctx: &ToolContext,
     tool: &str,
+    subject: Subject,
 ) -> Result<SandboxPolicy, ToolError> {
     let wanted = args
         .str("sandbox_permissions")
@@ -52,7 +53,7 @@ pub(crate) async fn call_policy(
         ctx.session.approver.as_deref(),
         tool,
         &ctx.call_id,
-        Subject::Operation,
+        subject,
     )
     .await
     .map_err(plain)?;

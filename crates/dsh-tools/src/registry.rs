@@ -64,6 +64,15 @@ impl ToolRegistry {
         registry
     }
 
+    /// Adds `bash` and the job tools. `confining`: whether commands run in a sandbox (the
+    /// escalation arguments are then offered).
+    pub fn add_shell_tools(&mut self, confining: bool) {
+        self.register(Box::new(crate::Bash::new(confining)));
+        self.register(Box::new(crate::JobOutput::default()));
+        self.register(Box::new(crate::JobList::default()));
+        self.register(Box::new(crate::JobKill::default()));
+    }
+
     /// Adds a tool; a tool of the same name is replaced.
     pub fn register(&mut self, tool: Box<dyn Tool>) {
         self.tools.retain(|t| t.name() != tool.name());

@@ -25,6 +25,11 @@ impl SpillStore {
         SpillStore { dir }
     }
 
+    /// The folder spill files go in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// Saves `content` under a fresh name ending in `name`; returns the file's path.
     pub fn save(&self, name: &str, content: &str) -> std::io::Result<PathBuf> {
         std::fs::DirBuilder::new()

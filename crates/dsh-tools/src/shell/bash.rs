@@ -1,0 +1,307 @@
+//! The `bash` tool: one `bash -c` per call, in a fresh shell, confined by the sandbox.
+//!
+//! A command still running at its timeout is moved to a background job (the reference's later,
+//! 0.2.x behaviour) unless the job limit is reached, in which case it is stopped and reported
+//! as timed out. The result text and its markers are the reference's.
+
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh_sandbox::{ConfinedCommand, SandboxUnavailable, Subject};
+
+use super::Shell;
+use super::capture::SpillTarget;
+use super::process::{Exit, ShellProcess, Spec, signal_name};
+use crate::mutate::{call_policy, escalation_params};
+use crate::schema::{Param, ParamType, Parameters};
+use crate::{Arguments, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
+
+/// The timeout when the call gives none.
+pub const DEFAULT_TIMEOUT_MS: f64 = 60_000.0;
+/// The longest timeout a call may ask for; longer ones are cut to it.
+pub const MAX_TIMEOUT_MS: f64 = 600_000.0;
+
+/// The `bash` tool.
+pub struct Bash {
+    parameters: Parameters,
+    confining: bool,
+}
+
+impl Bash {
+    /// `confining`: whether commands run under a sandbox, so that escalation is offered.
+    pub fn new(confining: bool) -> Self {
+        let mut params = vec![
+            Param::required(
+                "command",
+                ParamType::String,
+                "The command, run as `bash -c`.",
+            ),
+            Param::required(
+                "description",
+                ParamType::String,
+                "What the command does, in 5-10 words, for the user (e.g. \"Run the unit tests\").",
+            ),
+            Param::optional(
+                "timeoutMs",
+                ParamType::Number,
+                "Milliseconds before the command is moved to a background job (default 60000, \
+                 at most 600000).",
+            ),
+            Param::optional(
+                "workdir",
+                ParamType::String,
+                "Folder to run in; a relative path is taken from the workspace (the default).",
+            ),
+            Param::optional(
+                "run_in_background",
+                ParamType::Boolean,
+                "Start as a background job and return its id at once; read it with job_output, \
+                 stop it with job_kill.",
+            ),
+        ];
+        if confining {
+            params.extend(escalation_params());
+        }
+        Bash {
+            parameters: Parameters::new(params),
+            confining,
+        }
+    }
+}
+
+impl Tool for Bash {
+    fn name(&self) -> &'static str {
+        "bash"
+    }
+
+    fn description(&self) -> &str {
+        "Run a shell command with `bash -c` and get its stdout and stderr. Every call starts a \
+         new shell in the workspace: nothing (cwd, variables) carries over, so use `workdir` \
+         rather than `cd`. A failing command ends with `[exit code: N]`. Long output keeps its \
+         end, and the full output is saved to a file whose path is given. Commands may run in a \
+         file sandbox: `[sandbox: file access denied under <mode> mode]` means the sandbox \
+         refused a write, not that the command is wrong. A command still running at its timeout \
+         becomes a background job; `run_in_background` starts one directly."
+    }
+
+    fn parameters(&self) -> &Parameters {
+        &self.parameters
+    }
+
+    fn guidance(&self) -> Option<&str> {
+        Some(
+            "Read the `[exit code: N]` marker of every `bash` result and look into a failure \
+             before going on. Background jobs report when they finish; do not poll them with \
+             sleep, and collect or kill the ones you started before the final answer.",
+        )
+    }
+
+    fn call<'a>(&'a self, args: Arguments, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let command = args.str("command").unwrap_or_default().to_owned();
+            if command.trim().is_empty() {
+                return Err(ToolError::plain(
+                    "invalid command: expected a non-empty string",
+                ));
+            }
+            if args
+                .str("description")
+                .unwrap_or_default()
+                .trim()
+                .is_empty()
+            {
+                return Err(ToolError::plain(
+                    "invalid description: expected a non-empty string",
+                ));
+            }
+            let timeout_ms = match args.get("timeoutMs") {
+                None => DEFAULT_TIMEOUT_MS,
+                Some(value) => match value.as_f64() {
+                    Some(ms) if ms > 0.0 && ms.is_finite() => ms.min(MAX_TIMEOUT_MS),
+                    _ => {
+                        return Err(ToolError::plain(format!(
+                            "invalid timeoutMs: expected a positive number, got {value}"
+                        )));
+                    }
+                },
+            };
+            let policy = call_policy(&args, ctx, "bash", Subject::Command).await?;
+            let Some(shell) = ctx.session.shell.clone() else {
+                return Err(ToolError::plain(
+                    "bash is not available in this session (no shell is set up)",
+                ));
+            };
+            let cwd = workdir(policy.workspace(), args.str("workdir"))?;
+            let argv: Vec<OsString> = vec!["bash".into(), "-c".into(), command.clone().into()];
+            let confined = dsh_sandbox::confine(argv, &policy).map_err(unavailable)?;
+            let background = args.bool("run_in_background").unwrap_or(false);
+            if background && !shell.jobs.has_room() {
+                return Err(ToolError::plain(super::jobs::LimitReached.to_string()));
+            }
+            let (n, tag) = shell.next_tag();
+            let token = uuid::Uuid::new_v4().simple().to_string();
+            let spec = Spec {
+                argv: confined.argv.clone(),
+                cwd,
+                env: shell.env.build(std::env::vars_os(), &tag),
+                tag,
+                spill: Some(SpillTarget {
+                    dir: ctx.session.spill.dir().to_path_buf(),
+                    name: format!("{}-bash-{n}", &token[..12]),
+                }),
+            };
+            let process = ShellProcess::spawn(spec)
+                .map_err(|e| ToolError::plain(format!("cannot start bash: {e}")))?;
+            if background {
+                let job = shell
+                    .jobs
+                    .adopt(&command, process)
+                    .map_err(|e| ToolError::plain(e.to_string()))?;
+                return Ok(ToolOutput::text(format!(
+                    "started background job {}",
+                    job.id
+                )));
+            }
+            let limit = Duration::from_secs_f64(timeout_ms / 1000.0);
+            let shown_ms = timeout_ms.ceil() as u64;
+            if let Ok(exit) = tokio::time::timeout(limit, process.settled()).await {
+                return Ok(ToolOutput::text(render(
+                    &process,
+                    exit,
+                    &confined,
+                    self.confining,
+                    None,
+                )));
+            }
+            Ok(ToolOutput::text(
+                timed_out(
+                    &shell,
+                    &command,
+                    process,
+                    &confined,
+                    self.confining,
+                    shown_ms,
+                )
+                .await,
+            ))
+        })
+    }
+}
+
+/// A command past its timeout: moved to a job, or stopped when no job may start.
+async fn timed_out(
+    shell: &Arc<Shell>,
+    command: &str,
+    process: Arc<ShellProcess>,
+    confined: &ConfinedCommand,
+    confining: bool,
+    ms: u64,
+) -> String {
+    match shell.jobs.adopt(command, process.clone()) {
+        Ok(job) => {
+            let mut text = job.read();
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&format!(
+                "[still running after {ms}ms; moved to background job {}]\nThe command keeps \
+                 running in the background. You will be notified when it finishes; read newer \
+                 output with job_output, stop it with job_kill.",
+                job.id
+            ));
+            text
+        }
+        Err(_) => {
+            process.terminate();
+            let exit = process.settled().await;
+            render(&process, exit, confined, confining, Some(ms))
+        }
+    }
+}
+
+fn workdir(base: &std::path::Path, raw: Option<&str>) -> Result<std::path::PathBuf, ToolError> {
+    let Some(raw) = raw else {
+        return Ok(base.to_path_buf());
+    };
+    let path = base.join(raw);
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_dir() => Ok(path),
+        Ok(_) => Err(ToolError::plain(format!(
+            "workdir \"{raw}\" is not a directory ({}); give a folder to run the command in",
+            path.display()
+        ))),
+        Err(e) => Err(ToolError::plain(format!(
+            "workdir \"{raw}\" cannot be used ({}: {}); give an existing folder, absolute or \
+             relative to the workspace",
+            path.display(),
+            crate::path::io_reason(&e)
+        ))),
+    }
+}
+
+fn unavailable(error: SandboxUnavailable) -> ToolError {
+    ToolError::coded(
+        SandboxUnavailable::NAME,
+        SandboxUnavailable::CODE,
+        error.to_string(),
+    )
+}
+
+/// The result text: stdout, then `[stderr]` and stderr, or `(no output)`; then the markers.
+fn render(
+    process: &ShellProcess,
+    exit: Exit,
+    confined: &ConfinedCommand,
+    confining: bool,
+    timed_out_ms: Option<u64>,
+) -> String {
+    let block = |capture: &std::sync::Mutex<super::capture::StreamCapture>| {
+        let capture = capture
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut text = capture.text();
+        if capture.truncated() {
+            text.push_str(&format!(
+                "\n[output truncated; full output: {}]",
+                capture.spill_path()
+            ));
+        }
+        text
+    };
+    let stdout = block(&process.stdout);
+    let stderr = block(&process.stderr);
+    let mut body = stdout;
+    if !stderr.is_empty() {
+        if !body.is_empty() && !body.ends_with('\n') {
+            body.push('\n');
+        }
+        body.push_str("[stderr]\n");
+        body.push_str(&stderr);
+    }
+    if body.is_empty() {
+        body.push_str("(no output)");
+    }
+    let mut markers = Vec::new();
+    if confined.denied(exit.success(), stderr.as_bytes()) {
+        markers.push(dsh_sandbox::denial_marker(confined.mode));
+        if confining {
+            markers.push(dsh_sandbox::escalation_hint(Subject::Command));
+        }
+    }
+    if let Some(ms) = timed_out_ms {
+        markers.push(format!("[timed out after {ms}ms]"));
+    }
+    match (exit.signal, exit.code) {
+        (Some(signal), _) => markers.push(format!("[killed by signal: {}]", signal_name(signal))),
+        (None, Some(code)) if code != 0 => markers.push(format!("[exit code: {code}]")),
+        _ => {}
+    }
+    if markers.is_empty() {
+        return body;
+    }
+    if !body.ends_with('\n') {
+        body.push('\n');
+    }
+    body + &markers.join("\n")
+}

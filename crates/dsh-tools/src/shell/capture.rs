@@ -1,0 +1,181 @@
+//! One output stream of a command: the last 64,000 bytes in memory, and the whole stream in a
+//! private file once it outgrows that (up to 64 MiB, after which the file is dropped).
+
+use std::collections::VecDeque;
+use std::io::Write as _;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::PathBuf;
+
+/// Bytes of each stream kept in memory.
+pub const KEPT_BYTES: usize = 64_000;
+/// The most bytes of a stream saved to its spill file.
+pub const MAX_SPILL_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Where a stream's full copy goes, if it needs one.
+#[derive(Debug, Clone)]
+pub struct SpillTarget {
+    pub dir: PathBuf,
+    /// The file name, unique within `dir`.
+    pub name: String,
+}
+
+#[derive(Debug)]
+enum Spill {
+    NotNeeded,
+    Open(std::fs::File, PathBuf),
+    /// Could not be created, or grew past [`MAX_SPILL_BYTES`].
+    Unavailable,
+}
+
+/// A stream being captured.
+#[derive(Debug)]
+pub struct StreamCapture {
+    kept: VecDeque<u8>,
+    total: u64,
+    spill: Spill,
+    target: Option<SpillTarget>,
+}
+
+impl StreamCapture {
+    pub fn new(target: Option<SpillTarget>) -> Self {
+        StreamCapture {
+            kept: VecDeque::new(),
+            total: 0,
+            spill: Spill::NotNeeded,
+            target,
+        }
+    }
+
+    pub fn push(&mut self, chunk: &[u8]) {
+        self.total += chunk.len() as u64;
+        if matches!(self.spill, Spill::NotNeeded) && self.kept.len() + chunk.len() > KEPT_BYTES {
+            self.spill = self.open_spill();
+        }
+        if let Spill::Open(file, path) = &mut self.spill
+            && (self.total > MAX_SPILL_BYTES || file.write_all(chunk).is_err())
+        {
+            let _ = std::fs::remove_file(path);
+            self.spill = Spill::Unavailable;
+        }
+        self.kept.extend(chunk);
+        let excess = self.kept.len().saturating_sub(KEPT_BYTES);
+        self.kept.drain(..excess);
+    }
+
+    /// The first overflow: a file that gets everything so far (nothing was dropped yet).
+    fn open_spill(&self) -> Spill {
+        let Some(target) = &self.target else {
+            return Spill::Unavailable;
+        };
+        let open = || -> std::io::Result<(std::fs::File, PathBuf)> {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&target.dir)?;
+            let path = target.dir.join(&target.name);
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)?;
+            let (a, b) = self.kept.as_slices();
+            file.write_all(a)?;
+            file.write_all(b)?;
+            Ok((file, path))
+        };
+        match open() {
+            Ok((file, path)) => Spill::Open(file, path),
+            Err(_) => Spill::Unavailable,
+        }
+    }
+
+    /// Bytes written to the stream so far.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Whether bytes were dropped from memory.
+    pub fn truncated(&self) -> bool {
+        self.total > self.kept.len() as u64
+    }
+
+    /// The full copy's path, or `(unavailable)`.
+    pub fn spill_path(&self) -> String {
+        match &self.spill {
+            Spill::Open(_, path) => path.display().to_string(),
+            _ => "(unavailable)".to_owned(),
+        }
+    }
+
+    /// The kept tail as text, starting at a character boundary.
+    pub fn text(&self) -> String {
+        decode(&self.kept.iter().copied().collect::<Vec<u8>>())
+    }
+
+    /// What was written since byte `cursor` of the stream; `lossy` when some of it is no longer
+    /// in memory (the whole kept tail is returned then).
+    pub fn since(&self, cursor: u64) -> (String, bool) {
+        let first_kept = self.total - self.kept.len() as u64;
+        if cursor < first_kept {
+            return (self.text(), true);
+        }
+        let skip = (cursor - first_kept) as usize;
+        let bytes: Vec<u8> = self.kept.iter().skip(skip).copied().collect();
+        (String::from_utf8_lossy(&bytes).into_owned(), false)
+    }
+}
+
+/// Bytes as text, without the broken start of a character cut by the window.
+fn decode(bytes: &[u8]) -> String {
+    let start = bytes
+        .iter()
+        .take(3)
+        .take_while(|b| (**b & 0xC0) == 0x80)
+        .count();
+    String::from_utf8_lossy(&bytes[start..]).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_the_tail_on_a_character_boundary_and_spills_the_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut capture = StreamCapture::new(Some(SpillTarget {
+            dir: dir.path().join("s"),
+            name: "x-stdout.log".into(),
+        }));
+        let text = "é".repeat(40_000); // 80,000 bytes
+        for chunk in text.as_bytes().chunks(777) {
+            capture.push(chunk);
+        }
+        assert!(capture.truncated());
+        let kept = capture.text();
+        assert_eq!(kept, "é".repeat(32_000));
+        let path = capture.spill_path();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+
+    #[test]
+    fn output_at_the_cap_is_whole_and_reads_are_deltas() {
+        let mut capture = StreamCapture::new(None);
+        capture.push(&vec![b'a'; KEPT_BYTES]);
+        assert!(!capture.truncated());
+        assert_eq!(capture.spill_path(), "(unavailable)");
+        assert_eq!(
+            capture.since(KEPT_BYTES as u64 - 2),
+            ("aa".to_owned(), false)
+        );
+        capture.push(b"bc");
+        assert_eq!(capture.since(KEPT_BYTES as u64).0, "bc");
+        let (all, lossy) = capture.since(0);
+        assert!(lossy);
+        assert_eq!(all.len(), KEPT_BYTES);
+    }
+}

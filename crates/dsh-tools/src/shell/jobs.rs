@@ -1,0 +1,272 @@
+//! Background jobs: commands that run on after their call returned, by request
+//! (`run_in_background`) or because they outlived their timeout.
+//!
+//! Ids are `bash-1`, `bash-2`, ... for the life of the process. At most [`MAX_RUNNING`] jobs run
+//! (or are stopping) at once. A job's output is read as a consuming delta: each read returns
+//! what is new since the last one. When a job ends without the model having seen its end (read
+//! to completion, or killed by it), a notice says so at the model's next step.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::process::{Exit, ShellProcess, signal_name};
+
+/// Jobs that may run at once.
+pub const MAX_RUNNING: usize = 10;
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobStatus {
+    Running,
+    Stopping,
+    Completed { exit_code: i32 },
+    Killed { signal: Option<String> },
+}
+
+impl JobStatus {
+    pub fn is_live(&self) -> bool {
+        matches!(self, JobStatus::Running | JobStatus::Stopping)
+    }
+
+    /// `running`, or `completed, exit code: 0` and the like: what goes in `[status: ...]`.
+    pub fn describe(&self) -> String {
+        match self {
+            JobStatus::Running => "running".into(),
+            JobStatus::Stopping => "stopping".into(),
+            JobStatus::Completed { exit_code } => format!("completed, exit code: {exit_code}"),
+            JobStatus::Killed { signal: Some(s) } => format!("killed, signal: {s}"),
+            JobStatus::Killed { signal: None } => "killed, killed before exit".into(),
+        }
+    }
+
+    /// The status word alone.
+    pub fn word(&self) -> &'static str {
+        match self {
+            JobStatus::Running => "running",
+            JobStatus::Stopping => "stopping",
+            JobStatus::Completed { .. } => "completed",
+            JobStatus::Killed { .. } => "killed",
+        }
+    }
+}
+
+/// One background job.
+#[derive(Debug)]
+pub struct Job {
+    pub id: String,
+    pub label: String,
+    process: Arc<ShellProcess>,
+    /// Bytes of stdout and stderr already read.
+    cursors: Mutex<(u64, u64)>,
+    /// The model has seen how it ended (or ended it); no notice is due.
+    reported: AtomicBool,
+    noticed: AtomicBool,
+}
+
+impl Job {
+    pub fn status(&self) -> JobStatus {
+        match self.process.exit() {
+            None if self.process.stopping() => JobStatus::Stopping,
+            None => JobStatus::Running,
+            Some(exit) => settle(exit, self.process.stopping()),
+        }
+    }
+
+    /// What is new on its streams: stdout, then `[stderr]` and stderr.
+    pub fn read(&self) -> String {
+        let mut cursors = self
+            .cursors
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (out, err, lossy, paths) = {
+            let stdout = self
+                .process
+                .stdout
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let stderr = self
+                .process
+                .stderr
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let (out, lossy_out) = stdout.since(cursors.0);
+            let (err, lossy_err) = stderr.since(cursors.1);
+            *cursors = (stdout.total(), stderr.total());
+            (
+                out,
+                err,
+                lossy_out || lossy_err,
+                (stdout.spill_path(), stderr.spill_path()),
+            )
+        };
+        let mut text = out;
+        if !err.is_empty() {
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str("[stderr]\n");
+            text.push_str(&err);
+        }
+        if lossy {
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&format!(
+                "[some output was dropped from memory; full output: {}, {}]",
+                paths.0, paths.1
+            ));
+        }
+        text
+    }
+
+    /// Waits until it ends or `limit` passes.
+    pub async fn wait(&self, limit: Duration) {
+        let _ = tokio::time::timeout(limit, self.process.settled()).await;
+    }
+
+    pub fn mark_reported(&self) {
+        self.reported.store(true, Ordering::SeqCst);
+    }
+
+    pub fn kill(&self) {
+        self.process.terminate();
+    }
+}
+
+fn settle(exit: Exit, stopped: bool) -> JobStatus {
+    match (exit.signal, stopped) {
+        (Some(signal), _) => JobStatus::Killed {
+            signal: Some(signal_name(signal)),
+        },
+        (None, true) => JobStatus::Killed { signal: None },
+        (None, false) => JobStatus::Completed {
+            exit_code: exit.code.unwrap_or(0),
+        },
+    }
+}
+
+/// A job could not be started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitReached;
+
+impl std::fmt::Display for LimitReached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "background job limit reached for this owner (limit: {MAX_RUNNING}); use job_kill to \
+             stop an unneeded job, wait for it to finish, then retry"
+        )
+    }
+}
+
+/// The jobs of a session.
+#[derive(Debug, Default)]
+pub struct JobRegistry {
+    jobs: Mutex<Vec<Arc<Job>>>,
+    next: AtomicU64,
+}
+
+impl JobRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether another job may start.
+    pub fn has_room(&self) -> bool {
+        self.running() < MAX_RUNNING
+    }
+
+    /// Live jobs (running or stopping).
+    pub fn running(&self) -> usize {
+        self.list().iter().filter(|j| j.status().is_live()).count()
+    }
+
+    /// Makes `process` a job; refused, allocating no id, when the limit is reached.
+    pub fn adopt(&self, label: &str, process: Arc<ShellProcess>) -> Result<Arc<Job>, LimitReached> {
+        let mut jobs = self
+            .jobs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if jobs.iter().filter(|j| j.status().is_live()).count() >= MAX_RUNNING {
+            return Err(LimitReached);
+        }
+        let n = self.next.fetch_add(1, Ordering::SeqCst) + 1;
+        let job = Arc::new(Job {
+            id: format!("bash-{n}"),
+            label: label.to_owned(),
+            process,
+            cursors: Mutex::new((0, 0)),
+            reported: AtomicBool::new(false),
+            noticed: AtomicBool::new(false),
+        });
+        jobs.push(job.clone());
+        Ok(job)
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<Job>> {
+        self.list().into_iter().find(|j| j.id == id)
+    }
+
+    /// Every job, in start order.
+    pub fn list(&self) -> Vec<Arc<Job>> {
+        self.jobs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Notices for jobs that ended since the last call, unseen by the model.
+    pub fn take_notices(&self) -> Vec<String> {
+        self.list()
+            .iter()
+            .filter(|job| {
+                !job.status().is_live()
+                    && !job.reported.load(Ordering::SeqCst)
+                    && !job.noticed.swap(true, Ordering::SeqCst)
+            })
+            .map(|job| {
+                format!(
+                    "background job {} (bash: {}) finished [status: {}]. Read its output with job_output.",
+                    job.id,
+                    job.label,
+                    job.status().describe()
+                )
+            })
+            .collect()
+    }
+
+    /// Waits until some live job ends, or `limit` passes; false when none was live.
+    pub async fn wait_any(&self, limit: Duration) -> bool {
+        let live: Vec<Arc<Job>> = self
+            .list()
+            .into_iter()
+            .filter(|j| j.status().is_live())
+            .collect();
+        if live.is_empty() {
+            return false;
+        }
+        let waits = live.iter().map(|j| Box::pin(j.process.settled()));
+        let _ = tokio::time::timeout(limit, futures_util::future::select_all(waits)).await;
+        true
+    }
+
+    /// Stops every job and every process the session's commands left behind (`tag_prefix`
+    /// marks them), and waits for the jobs to end.
+    pub async fn shutdown(&self, tag_prefix: &str) {
+        let jobs = self.list();
+        for job in &jobs {
+            if job.status().is_live() {
+                job.mark_reported();
+                job.kill();
+            }
+        }
+        let entry = format!("{}={tag_prefix}*", super::process::TAG_VARIABLE);
+        super::process::sweep(&entry, libc::SIGTERM);
+        for job in &jobs {
+            job.wait(super::process::GRACE + Duration::from_secs(1))
+                .await;
+        }
+        super::process::sweep(&entry, libc::SIGKILL);
+    }
+}

@@ -1,0 +1,322 @@
+//! `bash` and the job tools through the registry, running real commands (in
+//! `danger-full-access`: the kernel sandbox is tested with its backends).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail the test
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dsh_sandbox::{SandboxMode, SandboxPolicy};
+use dsh_tools::{
+    ModelCaps, Shell, ShellEnv, SpillStore, ToolContext, ToolOutcome, ToolRegistry, ToolSession,
+};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+struct Sh {
+    _ws: tempfile::TempDir,
+    registry: ToolRegistry,
+    ctx: ToolContext,
+    shell: Arc<Shell>,
+}
+
+impl Sh {
+    fn new() -> Sh {
+        let ws = tempfile::tempdir().unwrap();
+        let cwd = std::fs::canonicalize(ws.path()).unwrap();
+        let shell = Arc::new(Shell::new(
+            ShellEnv::new(vec![("DSH_SESSION_ID".into(), "session-test".into())]),
+            &format!("session-{}", uuid_like()),
+        ));
+        let session = ToolSession::new(
+            SandboxPolicy::new(SandboxMode::DangerFullAccess, &cwd, Vec::new()),
+            SpillStore::new(cwd.join(".spill")),
+            ModelCaps {
+                name: "m".into(),
+                image_input: false,
+            },
+        )
+        .with_shell(shell.clone());
+        let mut registry = ToolRegistry::new();
+        registry.add_shell_tools(false);
+        Sh {
+            _ws: ws,
+            registry,
+            ctx: ToolContext {
+                call_id: "c".into(),
+                cwd,
+                cancel: CancellationToken::new(),
+                session: Arc::new(session),
+            },
+            shell,
+        }
+    }
+
+    async fn call(&self, tool: &str, args: Value) -> ToolOutcome {
+        self.registry
+            .execute(tool, &args.to_string(), &self.ctx)
+            .await
+    }
+
+    async fn bash(&self, command: &str) -> String {
+        self.call("bash", json!({"command": command, "description": "test"}))
+            .await
+            .text()
+    }
+}
+
+/// A session id no other test of this process shares: the end-of-run sweep of one test must
+/// not reach another's processes.
+fn uuid_like() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    format!("{:x}x{n}", std::process::id())
+}
+
+#[tokio::test]
+async fn results_have_the_reference_shape_and_marker_order() {
+    let sh = Sh::new();
+    assert_eq!(sh.bash("echo hello").await, "hello\n");
+    assert_eq!(sh.bash("true").await, "(no output)");
+    assert_eq!(
+        sh.bash("echo out; echo err >&2").await,
+        "out\n[stderr]\nerr\n"
+    );
+    assert_eq!(sh.bash("printf partial >&2").await, "[stderr]\npartial");
+    assert_eq!(
+        sh.bash("echo failing; exit 3").await,
+        "failing\n[exit code: 3]"
+    );
+    assert_eq!(sh.bash("printf x; exit 255").await, "x\n[exit code: 255]");
+    assert_eq!(
+        sh.bash("echo before; kill -TERM $$").await,
+        "before\n[killed by signal: SIGTERM]"
+    );
+    assert_eq!(sh.bash("echo '[exit code: 5]'").await, "[exit code: 5]\n");
+    let outcome = sh
+        .call(
+            "bash",
+            json!({"command": "pwd", "description": "x", "workdir": "nope"}),
+        )
+        .await;
+    assert!(outcome.is_error);
+    assert!(
+        outcome
+            .text()
+            .starts_with("Error: workdir \"nope\" cannot be used"),
+        "{}",
+        outcome.text()
+    );
+    assert_eq!(
+        sh.call(
+            "bash",
+            json!({"command": "x", "description": "x", "timeoutMs": 0})
+        )
+        .await
+        .text(),
+        "Error: invalid timeoutMs: expected a positive number, got 0"
+    );
+    assert_eq!(
+        sh.call("bash", json!({"command": " ", "description": "x"}))
+            .await
+            .text(),
+        "Error: invalid command: expected a non-empty string"
+    );
+}
+
+#[tokio::test]
+async fn long_streams_keep_their_tail_on_a_character_boundary() {
+    let sh = Sh::new();
+    // 70,000 bytes of two-byte characters, then a marker line.
+    let text = sh
+        .bash("python3 -c \"import sys; sys.stdout.write('é'*35000 + '\\nend\\n')\"")
+        .await;
+    // Over 50,000 bytes, the result itself is cut to a head and a tail by the spill policy.
+    assert!(text.starts_with('é'), "cut inside a character");
+    let (_, notice) = text
+        .split_once("end\n\n[output truncated; full output: ")
+        .unwrap();
+    let path = notice.split_once(']').unwrap().0;
+    assert_eq!(std::fs::read(path).unwrap().len(), 70_005);
+}
+
+#[tokio::test]
+async fn the_environment_is_scrubbed_and_marked() {
+    // SAFETY: set before any command of this test spawns; other tests read other names.
+    unsafe {
+        std::env::set_var("DSHTEST_API_KEY", "secret");
+        std::env::set_var("DSHTEST_PLAIN", "plain");
+    }
+    let sh = Sh::new();
+    assert_eq!(
+        sh.bash("echo ${DSHTEST_API_KEY-unset} $DSHTEST_PLAIN $TERM $NO_COLOR $DSH_SHELL $DSH_SESSION_ID")
+            .await,
+        "unset plain dumb 1 1 session-test\n"
+    );
+    let stdin = sh.bash("cat; echo eof").await;
+    assert_eq!(stdin, "eof\n", "stdin is empty");
+}
+
+#[tokio::test]
+async fn a_command_past_its_timeout_becomes_a_job() {
+    let sh = Sh::new();
+    let text = sh
+        .call(
+            "bash",
+            json!({"command": "echo started; exec sleep 30", "description": "x", "timeoutMs": 300.5}),
+        )
+        .await
+        .text();
+    assert_eq!(
+        text,
+        "started\n[still running after 301ms; moved to background job bash-1]\nThe command keeps \
+         running in the background. You will be notified when it finishes; read newer output \
+         with job_output, stop it with job_kill."
+    );
+    assert_eq!(
+        sh.call("job_output", json!({"job_id": "bash-1"}))
+            .await
+            .text(),
+        "(no new output)\n[status: running]"
+    );
+    assert_eq!(
+        sh.call("job_kill", json!({"job_id": "bash-1"}))
+            .await
+            .text(),
+        "requested cancellation of job bash-1"
+    );
+    assert_eq!(
+        sh.call("job_output", json!({"job_id": "bash-1", "wait": true}))
+            .await
+            .text(),
+        "(no new output)\n[status: killed, signal: SIGTERM]"
+    );
+    assert_eq!(
+        sh.call("job_kill", json!({"job_id": "bash-1"}))
+            .await
+            .text(),
+        "job bash-1 had already finished [status: killed, signal: SIGTERM]"
+    );
+    assert!(
+        sh.shell.jobs.take_notices().is_empty(),
+        "the model saw the end"
+    );
+}
+
+#[tokio::test]
+async fn with_the_job_limit_reached_a_timeout_kills() {
+    let sh = Sh::new();
+    for i in 1..=10 {
+        assert_eq!(
+            sh.call(
+                "bash",
+                json!({"command": "exec sleep 60", "description": "x", "run_in_background": true})
+            )
+            .await
+            .text(),
+            format!("started background job bash-{i}")
+        );
+    }
+    assert_eq!(
+        sh.call(
+            "bash",
+            json!({"command": "sleep 60", "description": "x", "run_in_background": true})
+        )
+        .await
+        .text(),
+        "Error: background job limit reached for this owner (limit: 10); use job_kill to stop an \
+         unneeded job, wait for it to finish, then retry"
+    );
+    assert_eq!(
+        sh.call(
+            "bash",
+            json!({"command": "exec sleep 60", "description": "x", "timeoutMs": 200})
+        )
+        .await
+        .text(),
+        "(no output)\n[timed out after 200ms]\n[killed by signal: SIGTERM]"
+    );
+    let list = sh.call("job_list", json!({})).await.text();
+    assert!(
+        list.starts_with("bash-1 [bash] running — exec sleep 60\n"),
+        "{list}"
+    );
+    sh.shell.shutdown().await;
+    assert_eq!(sh.shell.jobs.running(), 0);
+}
+
+#[tokio::test]
+async fn a_finished_job_is_announced_once() {
+    let sh = Sh::new();
+    sh.call(
+        "bash",
+        json!({"command": "echo out; echo err >&2; exit 3", "description": "x", "run_in_background": true}),
+    )
+    .await;
+    let job = sh.shell.jobs.get("bash-1").unwrap();
+    job.wait(Duration::from_secs(10)).await;
+    assert_eq!(
+        sh.shell.jobs.take_notices(),
+        vec![
+            "background job bash-1 (bash: echo out; echo err >&2; exit 3) finished [status: \
+             completed, exit code: 3]. Read its output with job_output."
+                .to_owned()
+        ]
+    );
+    assert!(sh.shell.jobs.take_notices().is_empty());
+    assert_eq!(
+        sh.call("job_output", json!({"job_id": "bash-1"}))
+            .await
+            .text(),
+        "out\n[stderr]\nerr\n[status: completed, exit code: 3]"
+    );
+}
+
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+#[tokio::test]
+async fn a_daemon_that_left_the_process_group_does_not_outlive_the_run() {
+    let sh = Sh::new();
+    // setsid puts the sleep in a session of its own, out of reach of the group signal.
+    let pid: i32 = sh
+        .bash("setsid sleep 300 > /dev/null 2>&1 < /dev/null & echo $!")
+        .await
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(pid));
+    sh.shell.shutdown().await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(pid) && Instant::now() < deadline {
+        tokio::task::yield_now().await;
+    }
+    assert!(!alive(pid), "the daemon {pid} survived");
+}
+
+#[tokio::test]
+async fn a_loud_job_keeps_memory_bounded_and_its_output_on_disk() {
+    let sh = Sh::new();
+    sh.call(
+        "bash",
+        json!({"command": "head -c 10000000 /dev/zero | tr '\\0' x", "description": "x", "run_in_background": true}),
+    )
+    .await;
+    let job = sh.shell.jobs.get("bash-1").unwrap();
+    job.wait(Duration::from_secs(30)).await;
+    let text = job.read();
+    let (kept, rest) = text
+        .split_once("[some output was dropped from memory; full output: ")
+        .unwrap();
+    assert_eq!(kept.len(), 64_001, "the kept tail and a line end");
+    let path = rest.split(", ").next().unwrap();
+    assert_eq!(std::fs::metadata(path).unwrap().len(), 10_000_000);
+    assert_eq!(job.status().describe(), "completed, exit code: 0");
+}
