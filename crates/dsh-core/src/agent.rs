@@ -1,6 +1,7 @@
 //! Turns and steps.
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use dsh_llm::{Effort, ModelRequest, Provider, StreamDelta};
 use dsh_protocol::{
@@ -24,10 +25,16 @@ pub struct AgentConfig {
     pub max_output_tokens: Option<u32>,
     /// The most parallel-safe calls in flight at once.
     pub max_parallel_tools: usize,
+    /// How long, after the model's answer, to wait for background jobs to finish so it can
+    /// answer again with their results.
+    pub job_wait: Duration,
 }
 
 impl AgentConfig {
     pub const DEFAULT_MAX_STEPS: u32 = 500;
+    pub const DEFAULT_JOB_WAIT: Duration = Duration::from_secs(60);
+    /// Turns that finished jobs may open after the model's answer, in a row.
+    pub const MAX_WAKES: u32 = 3;
 
     pub fn new(model: impl Into<String>) -> Self {
         AgentConfig {
@@ -36,6 +43,7 @@ impl AgentConfig {
             max_steps: Self::DEFAULT_MAX_STEPS,
             max_output_tokens: None,
             max_parallel_tools: 10,
+            job_wait: Self::DEFAULT_JOB_WAIT,
         }
     }
 }
@@ -140,6 +148,45 @@ impl Agent {
         &self.session
     }
 
+    /// Runs the task: one turn, then, while background jobs still run, waits (up to
+    /// `job_wait` in all) for them to finish and gives the model their notices in a new turn,
+    /// at most [`AgentConfig::MAX_WAKES`] times. The summary covers every turn: the last
+    /// reason, the last text, all usage.
+    pub async fn run(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
+        let mut summary = self.run_turn(task, stop).await?;
+        let Some(shell) = self.tool_session.shell.clone() else {
+            return Ok(summary);
+        };
+        let deadline = tokio::time::Instant::now() + self.config.job_wait;
+        let mut wakes = 0;
+        while summary.reason.is_completed() && wakes < AgentConfig::MAX_WAKES {
+            let mut notices = shell.jobs.take_notices();
+            if notices.is_empty() {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                let waited = tokio::select! {
+                    () = stop.token().cancelled() => false,
+                    waited = shell.jobs.wait_any(left) => waited,
+                };
+                if !waited || left.is_zero() {
+                    break;
+                }
+                notices = shell.jobs.take_notices();
+                if notices.is_empty() {
+                    continue;
+                }
+            }
+            wakes += 1;
+            let next = self.run_turn(notices.join("\n"), stop).await?;
+            summary.usage.add(&next.usage);
+            if !next.text.is_empty() {
+                summary.text = next.text;
+            }
+            summary.turn = next.turn;
+            summary.reason = next.reason;
+        }
+        Ok(summary)
+    }
+
     /// Runs one turn for `task` until the model answers without calling a tool, the step cap
     /// is reached, a request fails for good, or `stop` is requested.
     pub async fn run_turn(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
@@ -167,6 +214,9 @@ impl Agent {
                         ),
                     ),
                 };
+            }
+            if step > 0 {
+                self.deliver_job_notices(turn)?;
             }
             step += 1;
             self.commit(Record::StepStart { turn, step })?;
@@ -371,6 +421,21 @@ impl Agent {
         outcome: ToolOutcome,
     ) -> Result<(), CoreError> {
         self.commit(result_record(turn, step, id, outcome))
+    }
+
+    /// Tells the model, before its next request, which background jobs have finished.
+    fn deliver_job_notices(&mut self, turn: u32) -> Result<(), CoreError> {
+        let Some(shell) = &self.tool_session.shell else {
+            return Ok(());
+        };
+        let notices = shell.jobs.take_notices();
+        if notices.is_empty() {
+            return Ok(());
+        }
+        self.commit(Record::UserMessage {
+            turn,
+            message: Message::user_text(notices.join("\n")),
+        })
     }
 
     fn commit(&mut self, record: Record) -> Result<(), CoreError> {

@@ -17,6 +17,8 @@ pub struct Config {
     /// The model to use when `--model` is not given.
     pub model: Option<String>,
     pub tools: ToolsConfig,
+    pub shell: ShellConfig,
+    pub jobs: JobsConfig,
     /// What is known about models by name, over the built-in table.
     pub models: BTreeMap<String, ModelConfig>,
 }
@@ -27,6 +29,24 @@ pub struct Config {
 pub struct ToolsConfig {
     /// Offer `str_replace_editor` next to `read`, `write` and `edit`.
     pub str_replace_editor: bool,
+}
+
+/// How commands run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ShellConfig {
+    /// Name fragments (any case, anywhere in the name) of inherited variables not passed to
+    /// commands; replaces the default list when given.
+    pub scrub: Option<Vec<String>>,
+}
+
+/// Background jobs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JobsConfig {
+    /// After the model's answer, how long to wait for running jobs so it can answer again
+    /// with their results (milliseconds; default 60000, 0 to not wait).
+    pub wait_ms: Option<u64>,
 }
 
 /// What dsh should assume about one model.

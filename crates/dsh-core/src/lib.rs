@@ -18,7 +18,7 @@ mod prompt;
 mod session;
 
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
-pub use config::{Config, ConfigError, ModelConfig, ToolsConfig};
+pub use config::{Config, ConfigError, JobsConfig, ModelConfig, ShellConfig, ToolsConfig};
 pub use error::CoreError;
 pub use home::dsh_home;
 pub use log::SessionLog;

@@ -9,6 +9,7 @@ use std::ffi::OsString;
 use std::str::FromStr;
 
 use dsh_llm::Effort;
+use dsh_sandbox::SandboxMode;
 
 /// The example every "task required" message gives.
 pub const TASK_REQUIRED: &str =
@@ -31,6 +32,8 @@ pub struct RunArgs {
     pub max_steps: Option<u32>,
     /// Configuration patch files, applied in order over the config files.
     pub patches: Vec<std::path::PathBuf>,
+    /// What commands and file tools may change.
+    pub permission_mode: Option<SandboxMode>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,7 +55,14 @@ pub struct UsageError {
 }
 
 /// Options that take a value (the next argument, unless given as `--name=value`).
-const VALUED: &[&str] = &["--profile", "--model", "--effort", "--max-steps", "--patch"];
+const VALUED: &[&str] = &[
+    "--profile",
+    "--model",
+    "--effort",
+    "--max-steps",
+    "--patch",
+    "--permission-mode",
+];
 
 /// Parses the arguments after the program name. `stdin_is_terminal` decides whether a missing
 /// task is an error or a task to read from stdin.
@@ -82,6 +92,7 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
         effort: None,
         max_steps: None,
         patches: Vec::new(),
+        permission_mode: None,
     };
     let mut words: Vec<String> = Vec::new();
     let mut iter = args.into_iter();
@@ -128,6 +139,18 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
                 run.max_steps = Some(parse_positive(&n).ok_or_else(|| {
                     fail(
                         format!("--max-steps needs a positive whole number, got \"{n}\""),
+                        false,
+                    )
+                })?);
+            }
+            "--permission-mode" => {
+                let mode = value("--permission-mode <mode>")?;
+                run.permission_mode = Some(mode.parse::<SandboxMode>().map_err(|_| {
+                    fail(
+                        format!(
+                            "--permission-mode must be read-only, workspace-write or \
+                             danger-full-access, got \"{mode}\""
+                        ),
                         false,
                     )
                 })?);
@@ -222,6 +245,8 @@ Options:
       --effort <level>    Reasoning effort: off, low, high or max (default: high)
       --max-steps <n>     Stop a turn after this many model requests (default: 500)
       --patch <file>      Apply a TOML config file over the others (repeatable)
+      --permission-mode <mode>
+                          read-only, workspace-write (default) or danger-full-access
   -h, --help              Print this help
   -V, --version           Print the version
 
@@ -254,6 +279,7 @@ mod tests {
             effort: None,
             max_steps: None,
             patches: Vec::new(),
+            permission_mode: None,
         })
     }
 

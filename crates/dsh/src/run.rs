@@ -10,7 +10,8 @@ use dsh_llm::{DeepSeek, DeepSeekConfig};
 use dsh_protocol::AbortReason;
 use dsh_sandbox::{SandboxMode, SandboxPolicy};
 use dsh_tools::{
-    AttachmentStore, ModelCaps, SpillStore, StrReplaceEditor, ToolRegistry, ToolSession,
+    AttachmentStore, ModelCaps, Shell, ShellEnv, SpillStore, StrReplaceEditor, ToolRegistry,
+    ToolSession,
 };
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
@@ -42,7 +43,7 @@ pub fn run(args: RunArgs) -> u8 {
 struct SetupError(String);
 
 async fn run_turn(args: RunArgs, mut surface: Surface) -> u8 {
-    let (task, mut agent, rx) = match set_up(&args) {
+    let (task, mut agent, rx, shell) = match set_up(&args) {
         Ok(ready) => ready,
         Err(SetupError(message)) => {
             surface.fail(&message, &message, None);
@@ -57,8 +58,10 @@ async fn run_turn(args: RunArgs, mut surface: Surface) -> u8 {
     let watcher = tokio::spawn(watch_signals(stop.clone(), signalled.clone()));
 
     let turn = async {
-        let result = agent.run_turn(task, &stop).await;
+        let result = agent.run(task, &stop).await;
         drop(agent); // closes the event channel, ending the renderer below
+        // Nothing a command started outlives the run.
+        shell.shutdown().await;
         result
     };
     let render = async {
@@ -88,7 +91,12 @@ async fn run_turn(args: RunArgs, mut surface: Surface) -> u8 {
     }
 }
 
-type Ready = (String, Agent, mpsc::UnboundedReceiver<dsh_core::AgentEvent>);
+type Ready = (
+    String,
+    Agent,
+    mpsc::UnboundedReceiver<dsh_core::AgentEvent>,
+    Arc<Shell>,
+);
 
 fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     let task = match &args.task {
@@ -129,12 +137,35 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     if let Some(max_steps) = args.max_steps {
         config.max_steps = max_steps;
     }
-    let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &cwd, Vec::new());
-    let mut tools = ToolRegistry::with_file_tools(policy.mode() != SandboxMode::DangerFullAccess);
+    if let Some(ms) = files.jobs.wait_ms {
+        config.job_wait = std::time::Duration::from_millis(ms);
+    }
+    let mode = args.permission_mode.unwrap_or(SandboxMode::WorkspaceWrite);
+    let policy = SandboxPolicy::new(mode, &cwd, Vec::new());
+    let confining = mode != SandboxMode::DangerFullAccess;
+    let mut tools = ToolRegistry::with_file_tools(confining);
     if files.tools.str_replace_editor {
         tools.register(Box::new(StrReplaceEditor::default()));
     }
+    // bash is offered only where a command can actually run: until a kernel backend confines
+    // it, that is danger-full-access alone (a confining mode refuses every command).
+    let can_run_commands = dsh_sandbox::confine(vec!["true".into()], &policy).is_ok();
+    if can_run_commands {
+        tools.add_shell_tools(confining);
+    }
     let session = Session::create(&home, cwd);
+    let mut shell_env = ShellEnv::new(vec![
+        ("DSH_HOME".into(), home.clone().into_os_string()),
+        ("DSH_SESSION_ID".into(), session.id().into()),
+        (
+            "DSH_SESSION_JSONL".into(),
+            session.log_path().as_os_str().to_owned(),
+        ),
+    ]);
+    if let Some(scrub) = &files.shell.scrub {
+        shell_env.scrub = scrub.iter().map(|s| s.to_uppercase()).collect();
+    }
+    let shell = Arc::new(Shell::new(shell_env, session.id()));
     let model = ModelCaps {
         name: config.model.clone(),
         image_input: files.image_input(
@@ -144,7 +175,8 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     };
     let tool_session =
         ToolSession::new(policy, SpillStore::new(session.dir().join("spill")), model)
-            .with_attachments(AttachmentStore::new(home.join("attachments")));
+            .with_attachments(AttachmentStore::new(home.join("attachments")))
+            .with_shell(shell.clone());
     let (tx, rx) = mpsc::unbounded_channel();
     let agent = Agent::new(
         Arc::new(provider),
@@ -154,7 +186,7 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
         session,
         tx,
     );
-    Ok((task, agent, rx))
+    Ok((task, agent, rx, shell))
 }
 
 /// The whole of stdin, verbatim (a trailing newline included).

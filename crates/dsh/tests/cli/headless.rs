@@ -269,3 +269,59 @@ fn a_text_model_is_refused_images_before_the_file_is_touched() {
         ]
     );
 }
+
+#[test]
+fn a_job_that_finishes_after_the_answer_gets_the_model_to_answer_again() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "bash",
+            // Ends only once the test lets it, after the model has answered.
+            json!({"command": "while [ ! -e go ]; do sleep 0.01; done; echo late", "description": "Print", "run_in_background": true}),
+        ),
+        Turn::text("Started it."),
+        Turn::text("It printed late."),
+    ]);
+    let out = std::thread::scope(|scope| {
+        let run =
+            scope.spawn(|| env.run(dsh(), &["--permission-mode", "danger-full-access", "go"]));
+        assert!(
+            env.server
+                .wait_for_requests(2, std::time::Duration::from_secs(20))
+        );
+        std::fs::write(env.ws_path().join("go"), "").unwrap();
+        run.join().unwrap()
+    });
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.stdout, "It printed late.\n");
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(
+        requests[1].tool_results(),
+        vec!["started background job bash-1".to_owned()]
+    );
+    let last = requests[2].messages().last().unwrap().clone();
+    assert_eq!(
+        last,
+        json!({"role": "user", "content": "background job bash-1 (bash: while [ ! -e go ]; do sleep \
+               0.01; done; echo late) finished [status: completed, exit code: 0]. Read its output \
+               with job_output."})
+    );
+}
+
+#[test]
+fn bash_is_not_offered_where_no_sandbox_can_confine_it() {
+    let env = TestEnv::new(vec![Turn::text("ok")]);
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(
+        !env.server.requests()[0]
+            .tool_names()
+            .contains(&"bash".to_owned())
+    );
+    let out = env.run(dsh(), &["--permission-mode", "danger-full-access", "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let names = env.server.requests()[1].tool_names();
+    for tool in ["bash", "job_kill", "job_list", "job_output"] {
+        assert!(names.contains(&tool.to_owned()), "{tool} in {names:?}");
+    }
+}
