@@ -6,7 +6,9 @@
 //! * `10-step run`: wall time of ten steps that each `read` a file, then an answer, and its
 //!   peak RSS;
 //! * `1 GiB read`: one `read` of the last lines of a 1 GiB text file, which is streamed to the
-//!   end to count its lines: the peak RSS shows the file is never held in memory.
+//!   end to count its lines: the peak RSS shows the file is never held in memory;
+//! * `10-step bash true run`: ten `bash` calls of `true`; (its wall time - the 0-step run's) / 10
+//!   is the cost of one call through the tool path.
 //!
 //! Run with `cargo bench -p dsh --bench startup` (the release profile), or `bench/run.sh`,
 //! which also writes `docs/performance.md`. Prints a Markdown table: medians of N runs, with
@@ -39,7 +41,13 @@ fn run_once(turns: Vec<Turn>, prepare: &dyn Fn(&TestEnv)) -> Sample {
     prepare(&env);
     let mut command = env.command(dsh());
     command
-        .args(["--json", "bench task"])
+        // danger-full-access: bash runs without a sandbox backend (the `bash` scenario).
+        .args([
+            "--permission-mode",
+            "danger-full-access",
+            "--json",
+            "bench task",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let started = Instant::now();
@@ -144,6 +152,18 @@ fn main() {
     report("0-step run", &zero);
     report("10-step `read` run", &ten);
     report("1 GiB `read` (3 runs)", &huge);
+    let bash: Vec<Sample> = (0..RUNS)
+        .map(|_| {
+            let mut turns: Vec<Turn> = (0..10)
+                .map(|_| {
+                    Turn::tool_call("bash", json!({"command": "true", "description": "bench"}))
+                })
+                .collect();
+            turns.push(Turn::text("done"));
+            run_once(turns, &|_| {})
+        })
+        .collect();
+    report("10-step `bash true` run (no sandbox)", &bash);
 }
 
 /// Lines of 64 bytes in the 1 GiB file.
