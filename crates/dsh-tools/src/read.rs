@@ -118,18 +118,7 @@ fn read_window(
 ) -> Result<String, ToolError> {
     let target = resolve(cwd, raw)?;
     let shown = target.shown().to_string();
-    let metadata = std::fs::metadata(&target.key).map_err(|e| {
-        if e.kind() == io::ErrorKind::NotFound {
-            observations.absent(&target.key);
-        }
-        read_error(&shown, &e)
-    })?;
-    if !metadata.is_file() {
-        return Err(ToolError::fs(
-            fs_code::NOT_REGULAR_FILE,
-            format!("cannot read \"{shown}\": not a regular file"),
-        ));
-    }
+    let metadata = stat_readable(&target, &shown, observations)?;
     let file = File::open(&target.key).map_err(|e| read_error(&shown, &e))?;
     let mut scanner = WindowScanner::new(offset, limit);
     scan(file, &mut scanner, &shown, cancel)?;
@@ -138,6 +127,28 @@ fn read_window(
     // mutation fail as stale rather than silently overwrite it.
     observations.present(&target.key, Version::of(&metadata));
     Ok(window.render(&shown))
+}
+
+/// The metadata of a file about to be read: a missing one is recorded as absent (so a later
+/// `write` may create it), anything but a regular file is refused.
+pub(crate) fn stat_readable(
+    target: &crate::Target,
+    shown: &str,
+    observations: &ObservationMap,
+) -> Result<std::fs::Metadata, ToolError> {
+    let metadata = std::fs::metadata(&target.key).map_err(|e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            observations.absent(&target.key);
+        }
+        read_error(shown, &e)
+    })?;
+    if !metadata.is_file() {
+        return Err(ToolError::fs(
+            fs_code::NOT_REGULAR_FILE,
+            format!("cannot read \"{shown}\": not a regular file"),
+        ));
+    }
+    Ok(metadata)
 }
 
 pub(crate) fn read_error(shown: &str, error: &io::Error) -> ToolError {

@@ -14,7 +14,7 @@ use dsh_protocol::ToolOutputPart;
 use crate::attachments::{
     AttachmentStore, ImageError, MAX_PIXELS, MAX_SIDE, MAX_SOURCE_BYTES, StoredImage,
 };
-use crate::read::read_error;
+use crate::read::{read_error, stat_readable};
 use crate::schema::{Param, ParamType, Parameters};
 use crate::{
     Arguments, ObservationMap, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, Version,
@@ -106,18 +106,7 @@ fn read_image(
 ) -> Result<ToolOutput, ToolError> {
     let target = resolve(cwd, raw)?;
     let shown = target.shown().to_string();
-    let metadata = std::fs::metadata(&target.key).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            observations.absent(&target.key);
-        }
-        read_error(&shown, &e)
-    })?;
-    if !metadata.is_file() {
-        return Err(ToolError::fs(
-            fs_code::NOT_REGULAR_FILE,
-            format!("cannot read \"{shown}\": not a regular file"),
-        ));
-    }
+    let metadata = stat_readable(&target, &shown, observations)?;
     if metadata.len() > MAX_SOURCE_BYTES {
         return Err(ToolError::fs(
             fs_code::TOO_LARGE,

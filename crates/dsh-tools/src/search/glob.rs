@@ -13,8 +13,8 @@ use ignore::overrides::{Override, OverrideBuilder};
 use ignore::{WalkBuilder, WalkState};
 
 use super::{
-    MAX_COLLECTED_BYTES, SEARCH_TIMEOUT, SearchRoot, StopFlag, VCS_DIRS, bounded, overflow,
-    rejected, save_full, walk_threads,
+    MAX_COLLECTED_BYTES, SEARCH_TIMEOUT, SearchRoot, StopFlag, VCS_DIRS, aborted, bounded,
+    overflow, rejected, save_full, walk_threads,
 };
 use crate::schema::{Param, ParamType, Parameters};
 use crate::{Arguments, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
@@ -173,11 +173,7 @@ fn list_files(
         return Err(overflow("glob", "pattern or path"));
     }
     if stop.is_set() {
-        return Err(ToolError::coded(
-            "SearchError",
-            "SEARCH_ABORTED",
-            "glob was aborted before completion (tool timeout or caller cancellation)",
-        ));
+        return Err(aborted("glob"));
     }
     let mut found = found
         .into_inner()

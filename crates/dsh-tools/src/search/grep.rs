@@ -14,8 +14,8 @@ use ignore::overrides::{Override, OverrideBuilder};
 use ignore::{WalkBuilder, WalkState};
 
 use super::{
-    MAX_COLLECTED_BYTES, SEARCH_TIMEOUT, SearchRoot, StopFlag, bounded, overflow, rejected,
-    save_full, walk_threads,
+    MAX_COLLECTED_BYTES, SEARCH_TIMEOUT, SearchRoot, StopFlag, aborted, bounded, overflow,
+    rejected, save_full, walk_threads,
 };
 use crate::schema::{Param, ParamType, Parameters};
 use crate::spill::floor_boundary;
@@ -250,11 +250,7 @@ fn search(
         return Err(overflow("grep", "pattern, path, or include"));
     }
     if stop.is_set() {
-        return Err(ToolError::coded(
-            "SearchError",
-            "SEARCH_ABORTED",
-            "grep was aborted before completion (tool timeout or caller cancellation)",
-        ));
+        return Err(aborted("grep"));
     }
     let mut found = found
         .into_inner()

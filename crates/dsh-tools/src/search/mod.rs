@@ -122,6 +122,14 @@ pub(crate) fn overflow(tool: &str, what: &str) -> ToolError {
     )
 }
 
+/// The error of a search stopped by its timeout or by the caller.
+pub(crate) fn aborted(tool: &str) -> ToolError {
+    search_error(
+        "SEARCH_ABORTED",
+        format!("{tool} was aborted before completion (tool timeout or caller cancellation)"),
+    )
+}
+
 /// Set when a search should stop: its call timed out or was aborted.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct StopFlag(Arc<AtomicBool>);
