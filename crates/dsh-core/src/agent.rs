@@ -28,6 +28,10 @@ pub struct AgentConfig {
     /// How long, after the model's answer, to wait for background jobs to finish so it can
     /// answer again with their results.
     pub job_wait: Duration,
+    /// Facts about the run the model should know (the sandbox, the approval policy), appended
+    /// to the system prompt: they hold for the whole run, so the prompt stays one cacheable
+    /// prefix.
+    pub context: Vec<String>,
 }
 
 impl AgentConfig {
@@ -44,6 +48,7 @@ impl AgentConfig {
             max_output_tokens: None,
             max_parallel_tools: 10,
             job_wait: Self::DEFAULT_JOB_WAIT,
+            context: Vec::new(),
         }
     }
 }
@@ -130,7 +135,11 @@ impl Agent {
         session: Session,
         events: UnboundedSender<AgentEvent>,
     ) -> Self {
-        let system = crate::system_prompt(&config.model, session.cwd(), &tools);
+        let mut system = crate::system_prompt(&config.model, session.cwd(), &tools);
+        for fact in &config.context {
+            system.push_str("\n\n");
+            system.push_str(fact);
+        }
         let specs = tools.specs();
         Agent {
             provider,

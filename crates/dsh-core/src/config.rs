@@ -19,6 +19,8 @@ pub struct Config {
     pub tools: ToolsConfig,
     pub shell: ShellConfig,
     pub jobs: JobsConfig,
+    pub sandbox: SandboxConfig,
+    pub approval: ApprovalConfig,
     /// What is known about models by name, over the built-in table.
     pub models: BTreeMap<String, ModelConfig>,
 }
@@ -47,6 +49,26 @@ pub struct JobsConfig {
     /// After the model's answer, how long to wait for running jobs so it can answer again
     /// with their results (milliseconds; default 60000, 0 to not wait).
     pub wait_ms: Option<u64>,
+}
+
+/// The sandbox of commands and file tools.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// The permission mode: read-only, workspace-write or danger-full-access.
+    pub mode: Option<String>,
+    /// Whether confined commands may use the network (default true).
+    pub network: Option<bool>,
+    /// auto (bubblewrap, else Landlock), bubblewrap, or landlock.
+    pub backend: Option<String>,
+}
+
+/// Escalation approvals.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApprovalConfig {
+    /// ask or never.
+    pub policy: Option<String>,
 }
 
 /// What dsh should assume about one model.

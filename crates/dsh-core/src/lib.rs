@@ -18,7 +18,10 @@ mod prompt;
 mod session;
 
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
-pub use config::{Config, ConfigError, JobsConfig, ModelConfig, ShellConfig, ToolsConfig};
+pub use config::{
+    ApprovalConfig, Config, ConfigError, JobsConfig, ModelConfig, SandboxConfig, ShellConfig,
+    ToolsConfig,
+};
 pub use error::CoreError;
 pub use home::dsh_home;
 pub use log::SessionLog;

@@ -1,40 +1,88 @@
 //! Turning a command into a confined command.
 //!
-//! [`confine`] takes the argv of a command and the policy of the call and returns what to
-//! spawn: the argv (wrapped in the backend's runner when one is needed) and how to read the
-//! result afterwards (which stderr texts mean the sandbox refused a write, which mean the runner
-//! itself failed). With no usable backend it refuses: a command is never run unconfined unless
-//! the mode is `danger-full-access`.
+//! [`Sandbox::confine`] takes the argv of a command and the policy of the call and returns what
+//! to spawn: the argv (wrapped in `bwrap` under bubblewrap), what the child must apply to itself
+//! before exec (the Landlock ruleset and seccomp filter), and how to read the result afterwards.
+//! With no usable backend it refuses: a command is never run unconfined unless the mode is
+//! `danger-full-access`.
 
 use std::ffi::OsString;
+use std::path::Path;
+use std::sync::Arc;
 
-use crate::{SandboxMode, SandboxPolicy};
-
-/// The kernel mechanism that confines a command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// No confinement: `danger-full-access`.
-    None,
-}
+use crate::classify::{self, Verdict};
+use crate::{Backend, Enforcement, Sandbox, SandboxMode, SandboxPolicy};
 
 /// A command ready to spawn, and how to interpret its outcome.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ConfinedCommand {
     pub argv: Vec<OsString>,
     pub backend: Backend,
     pub mode: SandboxMode,
-    /// Lower-case stderr texts that, with a non-zero exit, mean a write was refused.
-    pub denial_signatures: &'static [&'static str],
+    pub enforcement: Enforcement,
+    /// Whether the command may use the network.
+    pub network: bool,
+    policy: SandboxPolicy,
+    child: Option<ChildSetup>,
+}
+
+/// What the child process applies to itself between fork and exec.
+#[derive(Debug, Clone)]
+pub struct ChildSetup {
+    #[cfg(target_os = "linux")]
+    restrictions: Arc<crate::landlock_backend::ChildRestrictions>,
+}
+
+impl ChildSetup {
+    /// Confines the calling process.
+    ///
+    /// # Safety
+    /// Call it only in the child between fork and exec (a `pre_exec` hook): it makes raw
+    /// system calls and nothing else.
+    pub unsafe fn apply(&self) -> std::io::Result<()> {
+        #[cfg(target_os = "linux")]
+        // SAFETY: the caller is the forked child.
+        unsafe {
+            self.restrictions.apply()
+        }
+        #[cfg(not(target_os = "linux"))]
+        Ok(())
+    }
 }
 
 impl ConfinedCommand {
-    /// Whether a finished run's stderr shows a sandbox denial.
-    pub fn denied(&self, exit_ok: bool, stderr: &[u8]) -> bool {
-        if exit_ok || self.denial_signatures.is_empty() {
-            return false;
+    /// What the child must apply before exec, if anything.
+    pub fn child_setup(&self) -> Option<&ChildSetup> {
+        self.child.as_ref()
+    }
+
+    /// What a finished run amounted to. `code` is its exit code (`None` when a signal ended
+    /// it); `cwd` is where it ran, for relative paths in error lines.
+    pub fn verdict(&self, code: Option<i32>, stdout: &str, stderr: &str, cwd: &Path) -> Verdict {
+        let failed = matches!(code, Some(c) if c != 0);
+        if !failed {
+            return Verdict::Ran;
         }
-        let text = String::from_utf8_lossy(stderr).to_lowercase();
-        self.denial_signatures.iter().any(|sig| text.contains(sig))
+        match self.backend {
+            Backend::None => Verdict::Ran,
+            Backend::Bubblewrap => {
+                if let Some(line) = crate::bwrap::runner_failure(stderr) {
+                    return Verdict::RunnerFailed(line.to_owned());
+                }
+                if classify::erofs_denied(&[stdout, stderr], &self.policy, cwd) {
+                    Verdict::Denied
+                } else {
+                    Verdict::Ran
+                }
+            }
+            Backend::Landlock => {
+                if classify::eacces_denied(&[stdout, stderr], &self.policy, cwd) {
+                    Verdict::Denied
+                } else {
+                    Verdict::Ran
+                }
+            }
+        }
     }
 }
 
@@ -44,12 +92,16 @@ impl ConfinedCommand {
     "sandbox mode \"{mode}\" is requested but no sandbox backend is usable on this host; refusing \
      to run the command unconfined. Install bubblewrap or run a Landlock-enforcing kernel \
      (Linux), ensure sandbox-exec is usable (macOS), or ensure the ACL restricted-token runner \
-     can start (Windows) — otherwise switch the consumer to danger-full-access.{}",
-    detail.as_ref().map(|d| format!(" Runner failure: {d}")).unwrap_or_default()
+     can start (Windows) — otherwise switch the consumer to danger-full-access.{}{}",
+    detail.as_ref().map(|d| format!(" Runner failure: {d}")).unwrap_or_default(),
+    probes.as_ref().map(|p| format!(" ({p}; `dsh sandbox check` says what to do)")).unwrap_or_default()
 )]
 pub struct SandboxUnavailable {
     pub mode: SandboxMode,
+    /// The runner's own failure line, when it started and failed.
     pub detail: Option<String>,
+    /// Why each backend was not usable, when none was. The reference's text ends before this.
+    pub probes: Option<String>,
 }
 
 impl SandboxUnavailable {
@@ -57,29 +109,97 @@ impl SandboxUnavailable {
     pub const CODE: &'static str = "SANDBOX_UNAVAILABLE";
     /// The reference's error name.
     pub const NAME: &'static str = "SandboxUnavailableError";
+
+    /// The runner started and failed before the command ran.
+    pub fn runner_failed(mode: SandboxMode, line: String) -> Self {
+        SandboxUnavailable {
+            mode,
+            detail: Some(line),
+            probes: None,
+        }
+    }
 }
 
-/// The command to spawn for `argv` under `policy`.
-pub fn confine(
-    argv: Vec<OsString>,
-    policy: &SandboxPolicy,
-) -> Result<ConfinedCommand, SandboxUnavailable> {
-    match policy.mode() {
-        SandboxMode::DangerFullAccess => Ok(ConfinedCommand {
+impl Sandbox {
+    /// The command to spawn for `argv` under `policy`.
+    pub fn confine(
+        &self,
+        argv: Vec<OsString>,
+        policy: &SandboxPolicy,
+    ) -> Result<ConfinedCommand, SandboxUnavailable> {
+        let network = self.settings().network;
+        let mode = policy.mode();
+        let unconfined = |argv| ConfinedCommand {
             argv,
             backend: Backend::None,
-            mode: SandboxMode::DangerFullAccess,
-            denial_signatures: &[],
-        }),
-        // Kernel backends (bubblewrap, Landlock) come with the sandbox issue; until then nothing
-        // confined can run.
-        mode => Err(SandboxUnavailable { mode, detail: None }),
+            mode,
+            enforcement: Enforcement::Full,
+            network: true,
+            policy: policy.clone(),
+            child: None,
+        };
+        if mode == SandboxMode::DangerFullAccess {
+            return Ok(unconfined(argv));
+        }
+        let Some((backend, enforcement)) = self.chosen() else {
+            return Err(SandboxUnavailable {
+                mode,
+                detail: None,
+                probes: Some(
+                    self.probes()
+                        .iter()
+                        .map(|p| match &p.result {
+                            Ok(_) => format!("{}: usable", p.backend),
+                            Err(reason) => format!("{}: {reason}", p.backend),
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                ),
+            });
+        };
+        let confined = |argv, child| ConfinedCommand {
+            argv,
+            backend,
+            mode,
+            enforcement,
+            network,
+            policy: policy.clone(),
+            child,
+        };
+        match backend {
+            Backend::Bubblewrap => {
+                let bwrap = self.bwrap_path().unwrap_or(Path::new("bwrap"));
+                Ok(confined(
+                    crate::bwrap::wrap(bwrap, policy, network, argv),
+                    None,
+                ))
+            }
+            #[cfg(target_os = "linux")]
+            Backend::Landlock => {
+                let restrictions =
+                    crate::landlock_backend::ChildRestrictions::build(policy, network)
+                        .map_err(|line| SandboxUnavailable::runner_failed(mode, line))?;
+                Ok(confined(
+                    argv,
+                    Some(ChildSetup {
+                        restrictions: Arc::new(restrictions),
+                    }),
+                ))
+            }
+            #[cfg(not(target_os = "linux"))]
+            Backend::Landlock => Err(SandboxUnavailable::runner_failed(
+                mode,
+                "Landlock is a Linux feature".into(),
+            )),
+            Backend::None => Ok(unconfined(argv)),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{BackendChoice, SandboxSettings};
 
     #[test]
     fn full_access_runs_the_command_as_it_is() {
@@ -89,27 +209,46 @@ mod tests {
             Vec::new(),
         );
         let argv: Vec<OsString> = vec!["bash".into(), "-c".into(), "true".into()];
-        let confined = confine(argv.clone(), &policy).unwrap();
+        let confined = Sandbox::default().confine(argv.clone(), &policy).unwrap();
         assert_eq!(confined.argv, argv);
-        assert!(!confined.denied(false, b"Read-only file system"));
+        assert_eq!(confined.backend, Backend::None);
+        assert_eq!(
+            confined.verdict(Some(1), "", "Read-only file system", Path::new("/w")),
+            Verdict::Ran
+        );
     }
 
     #[test]
-    fn a_confining_mode_without_a_backend_is_refused_with_the_reference_text() {
-        let policy = SandboxPolicy::new(
-            SandboxMode::WorkspaceWrite,
-            std::path::Path::new("/w"),
-            Vec::new(),
-        );
-        let error = confine(vec!["true".into()], &policy).unwrap_err();
-        assert!(error.to_string().starts_with(
+    fn the_refusal_is_the_reference_text_then_why() {
+        let error = SandboxUnavailable {
+            mode: SandboxMode::WorkspaceWrite,
+            detail: None,
+            probes: Some("bubblewrap: bwrap is not installed".into()),
+        };
+        let text = error.to_string();
+        assert!(text.starts_with(
             "sandbox mode \"workspace-write\" is requested but no sandbox backend is usable on \
              this host; refusing to run the command unconfined."
         ));
+        assert!(text.contains(
+            "switch the consumer to danger-full-access. (bubblewrap: bwrap is not installed; \
+             `dsh sandbox check` says what to do)"
+        ));
+        let runner = SandboxUnavailable::runner_failed(SandboxMode::ReadOnly, "bwrap: x".into());
         assert!(
-            error
+            runner
                 .to_string()
-                .ends_with("switch the consumer to danger-full-access.")
+                .ends_with("danger-full-access. Runner failure: bwrap: x")
         );
+    }
+
+    #[test]
+    fn a_forced_backend_that_cannot_start_is_not_replaced_by_another() {
+        let sandbox = Sandbox::new(SandboxSettings {
+            backend: BackendChoice::Bubblewrap,
+            network: true,
+        });
+        assert_eq!(sandbox.probes().len(), 1);
+        assert_eq!(sandbox.probes()[0].backend, Backend::Bubblewrap);
     }
 }

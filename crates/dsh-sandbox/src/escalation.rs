@@ -44,6 +44,66 @@ pub enum EscalationError {
     },
     #[error("approval for escalating to \"{0}\" was cancelled")]
     Cancelled(SandboxMode),
+    /// Not the reference's text: under `never` it says "the user rejected", though nobody was
+    /// asked; the model should know the refusal is standing policy.
+    #[error(
+        "sandbox escalation to \"{0}\" was refused by the approval policy \"never\": no one was \
+         asked, and every escalation in this session is refused the same way; do not set \
+         sandbox_permissions again, finish what the current mode allows and report what needs \
+         the wider mode"
+    )]
+    RefusedByPolicy(SandboxMode),
+}
+
+/// Whether escalation requests may be put to an approver (`--approval-policy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ApprovalPolicy {
+    /// Ask the approver; without one the request fails closed as `unavailable`.
+    #[default]
+    Ask,
+    /// Refuse every request at once, asking no one.
+    Never,
+}
+
+impl ApprovalPolicy {
+    /// The default for a mode, as the reference's: `never` under `danger-full-access` (there is
+    /// nothing wider to ask for), `ask` otherwise.
+    pub fn default_for(mode: SandboxMode) -> Self {
+        match mode {
+            SandboxMode::DangerFullAccess => ApprovalPolicy::Never,
+            _ => ApprovalPolicy::Ask,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalPolicy::Ask => "ask",
+            ApprovalPolicy::Never => "never",
+        }
+    }
+}
+
+impl std::fmt::Display for ApprovalPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An approval policy name that is not `ask` or `never`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown approval policy \"{0}\": use ask or never")]
+pub struct UnknownApprovalPolicy(pub String);
+
+impl std::str::FromStr for ApprovalPolicy {
+    type Err = UnknownApprovalPolicy;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "ask" => Ok(ApprovalPolicy::Ask),
+            "never" => Ok(ApprovalPolicy::Never),
+            other => Err(UnknownApprovalPolicy(other.to_owned())),
+        }
+    }
 }
 
 /// Checks the pairing of the two arguments. `mode` has already passed the schema's enum.
@@ -89,12 +149,19 @@ pub trait Approver: Send + Sync {
     ) -> Pin<Box<dyn Future<Output = ApprovalOutcome> + Send + '_>>;
 }
 
+/// Who decides escalation requests in a session.
+#[derive(Clone, Copy)]
+pub struct Approval<'a> {
+    pub policy: ApprovalPolicy,
+    pub approver: Option<&'a dyn Approver>,
+}
+
 /// Decides a request for a call running under `current`. Returns the mode granted to that one
 /// call. `subject` names the action in a rejection ("command", "operation").
 pub async fn approve(
     request: &EscalationRequest,
     current: SandboxMode,
-    approver: Option<&dyn Approver>,
+    approval: Approval<'_>,
     tool: &str,
     call_id: &str,
     subject: crate::Subject,
@@ -105,7 +172,10 @@ pub async fn approve(
             current,
         });
     }
-    let Some(approver) = approver else {
+    if approval.policy == ApprovalPolicy::Never {
+        return Err(EscalationError::RefusedByPolicy(request.mode));
+    }
+    let Some(approver) = approval.approver else {
         return Err(EscalationError::Unavailable(request.mode));
     };
     let outcome = approver
@@ -175,28 +245,80 @@ mod tests {
     async fn requests_must_widen_and_need_an_approver() {
         let ww = SandboxMode::WorkspaceWrite;
         let full = SandboxMode::DangerFullAccess;
-        let not_wider = approve(&request(ww), ww, None, "write", "c", Subject::Operation).await;
+        let ask = |approver| Approval {
+            policy: ApprovalPolicy::Ask,
+            approver,
+        };
+        let not_wider = approve(
+            &request(ww),
+            ww,
+            ask(None),
+            "write",
+            "c",
+            Subject::Operation,
+        )
+        .await;
         assert_eq!(
             not_wider.unwrap_err().to_string(),
             "sandbox escalation to \"workspace-write\" is not strictly wider than this call's current \"workspace-write\" mode"
         );
-        let none = approve(&request(full), ww, None, "write", "c", Subject::Operation).await;
+        let none = approve(
+            &request(full),
+            ww,
+            ask(None),
+            "write",
+            "c",
+            Subject::Operation,
+        )
+        .await;
         assert_eq!(
             none.unwrap_err().to_string(),
             "sandbox escalation to \"danger-full-access\" requires approval, but no approval channel is available"
         );
         let yes = Always(ApprovalOutcome::AllowedOnce);
         assert_eq!(
-            approve(&request(full), ww, Some(&yes), "w", "c", Subject::Operation).await,
+            approve(
+                &request(full),
+                ww,
+                ask(Some(&yes)),
+                "w",
+                "c",
+                Subject::Operation
+            )
+            .await,
             Ok(full)
         );
         let no = Always(ApprovalOutcome::Rejected);
         assert_eq!(
-            approve(&request(full), ww, Some(&no), "bash", "c", Subject::Command)
-                .await
-                .unwrap_err()
-                .to_string(),
+            approve(
+                &request(full),
+                ww,
+                ask(Some(&no)),
+                "bash",
+                "c",
+                Subject::Command
+            )
+            .await
+            .unwrap_err()
+            .to_string(),
             "the user rejected escalating this command to \"danger-full-access\""
+        );
+        // `never` decides before any approver, and says it was the policy.
+        let never = Approval {
+            policy: ApprovalPolicy::Never,
+            approver: Some(&yes),
+        };
+        let refused = approve(&request(full), ww, never, "bash", "c", Subject::Command).await;
+        assert_eq!(
+            refused,
+            Err(EscalationError::RefusedByPolicy(full)),
+            "an approver must not be consulted under never"
+        );
+        assert!(
+            refused
+                .unwrap_err()
+                .to_string()
+                .starts_with("sandbox escalation to \"danger-full-access\" was refused by the approval policy \"never\"")
         );
     }
 }

@@ -1,17 +1,28 @@
-//! Sandbox policy for dsh.
+//! The sandbox of dsh: what a tool call may change, and the kernel confinement of commands.
 //!
-//! What a tool call may change: the permission [`SandboxMode`], the [`SandboxPolicy`] that turns
-//! a mode into writable roots, the markers the model reads when the sandbox refuses something,
-//! and the [`escalation`] rules by which one call may ask for a wider mode. The file tools use
-//! the policy as an in-process fence (checked on real paths just before a write); the shell's
-//! kernel confinement is built on the same roots.
+//! The permission [`SandboxMode`] and the [`SandboxPolicy`] that turns it into writable roots;
+//! the [`Sandbox`] that probes the backends once (bubblewrap, then Landlock) and turns a command
+//! into a [`ConfinedCommand`] or refuses it ([`SandboxUnavailable`]); the [`Verdict`] on a
+//! finished command (denied, runner failure, or its own result); the markers the model reads
+//! when the sandbox refuses something; and the [`escalation`] rules by which one call may ask
+//! for a wider mode. The file tools use the same policy as an in-process fence, checked on real
+//! paths just before a write.
 
+mod backend;
+mod bwrap;
+mod classify;
 mod confine;
 pub mod escalation;
+#[cfg(target_os = "linux")]
+mod landlock_backend;
 mod mode;
 mod policy;
 
-pub use confine::{Backend, ConfinedCommand, SandboxUnavailable, confine};
+pub use backend::{
+    Backend, BackendChoice, Enforcement, Probe, Sandbox, SandboxSettings, UnknownBackend,
+};
+pub use classify::Verdict;
+pub use confine::{ChildSetup, ConfinedCommand, SandboxUnavailable};
 pub use mode::{SandboxMode, UnknownMode};
 pub use policy::SandboxPolicy;
 
@@ -48,9 +59,78 @@ pub fn escalation_hint(subject: Subject) -> String {
     )
 }
 
+/// What the model is told about the sandbox for the whole run: the mode, the folders it may
+/// write, the network, and whether it may ask for more. Our words; the facts are the
+/// reference's runtime context (`sandbox:policy`, `approval:policy`) plus the roots and the
+/// network, which it leaves out.
+pub fn runtime_context(
+    policy: &SandboxPolicy,
+    network: bool,
+    approval: escalation::ApprovalPolicy,
+) -> String {
+    let mut text = format!("Sandbox: {}.", policy.mode());
+    match policy.mode() {
+        SandboxMode::ReadOnly => text.push_str(
+            " Commands and file tools cannot change any file. Do not give up on a needed \
+             change because of this: try it, and follow what the refusal says.",
+        ),
+        SandboxMode::WorkspaceWrite => {
+            let roots: Vec<String> = policy
+                .writable_roots()
+                .iter()
+                .map(|r| format!("{:?}", r.display().to_string()))
+                .collect();
+            text.push_str(&format!(
+                " Commands and file tools may change files only under {}; a write anywhere \
+                 else is refused with a `[sandbox: ...]` marker.",
+                roots.join(", ")
+            ));
+        }
+        SandboxMode::DangerFullAccess => {
+            text.push_str(" Nothing restricts what commands and file tools change.");
+        }
+    }
+    if !network && policy.mode() != SandboxMode::DangerFullAccess {
+        text.push_str(" Commands have no network access.");
+    }
+    match approval {
+        escalation::ApprovalPolicy::Ask if policy.mode() != SandboxMode::DangerFullAccess => text
+            .push_str(
+                " Approval policy: ask. After a refusal, the same call may be retried once with \
+                 sandbox_permissions and a justification; it runs only if the user approves, \
+                 and fails when no one can answer.",
+            ),
+        escalation::ApprovalPolicy::Ask => text.push_str(" Approval policy: ask."),
+        escalation::ApprovalPolicy::Never => text.push_str(
+            " Approval policy: never. Requests for a wider sandbox are refused automatically: \
+             do not set sandbox_permissions.",
+        ),
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_runtime_context_names_the_mode_roots_network_and_policy() {
+        let ws = tempfile::tempdir().unwrap();
+        let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, ws.path(), Vec::new());
+        let text = runtime_context(&policy, false, escalation::ApprovalPolicy::Never);
+        let real = std::fs::canonicalize(ws.path()).unwrap();
+        assert!(text.starts_with("Sandbox: workspace-write."), "{text}");
+        assert!(text.contains(&format!("{:?}", real.display().to_string())));
+        assert!(text.contains("\"/tmp\""));
+        assert!(text.contains("no network access"));
+        assert!(text.contains("do not set sandbox_permissions"));
+        let ro = runtime_context(
+            &policy.with_mode(SandboxMode::ReadOnly),
+            true,
+            escalation::ApprovalPolicy::Ask,
+        );
+        assert!(ro.contains("cannot change any file") && ro.contains("retried once"));
+    }
 
     #[test]
     fn markers_are_the_reference_texts() {

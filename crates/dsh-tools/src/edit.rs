@@ -112,7 +112,7 @@ impl Tool for Edit {
                     }
                     Some(Observation::Present(version)) => version,
                 };
-                let target = fence(&target, &policy)?;
+                let target = fence(&target, &policy, session.offers_escalation())?;
                 let change = Change { old: &old, new: &new, replace_all };
                 edit_file(&target.key, &version, change, &shown).map_err(with_remedy)?;
                 if let Ok(meta) = std::fs::metadata(&target.key) {

@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 use dsh_protocol::ToolOutputPart;
 use dsh_sandbox::SandboxPolicy;
-use dsh_sandbox::escalation::Approver;
+use dsh_sandbox::escalation::{ApprovalPolicy, Approver};
 use tokio_util::sync::CancellationToken;
 
 pub use attachments::{AttachmentStore, ImageError, StoredImage};
@@ -79,6 +79,8 @@ pub struct ToolSession {
     pub policy: SandboxPolicy,
     /// Who answers escalation requests; none in a headless run.
     pub approver: Option<Arc<dyn Approver>>,
+    /// Whether escalation requests are put to the approver at all.
+    pub approval: ApprovalPolicy,
     /// Where over-long results are kept.
     pub spill: SpillStore,
     /// The model the session talks to, for tools that depend on what it accepts.
@@ -95,6 +97,7 @@ impl ToolSession {
             observations: ObservationMap::new(),
             policy,
             approver: None,
+            approval: ApprovalPolicy::Ask,
             spill,
             model,
             attachments: None,
@@ -106,6 +109,18 @@ impl ToolSession {
     pub fn with_shell(mut self, shell: Arc<Shell>) -> Self {
         self.shell = Some(shell);
         self
+    }
+
+    /// The session under an approval policy.
+    pub fn with_approval(mut self, approval: ApprovalPolicy) -> Self {
+        self.approval = approval;
+        self
+    }
+
+    /// Whether a denial may tell the model to retry with `sandbox_permissions`: not when the
+    /// policy refuses every escalation anyway.
+    pub fn offers_escalation(&self) -> bool {
+        self.approval == ApprovalPolicy::Ask
     }
 
     /// The session with images kept in `store`.

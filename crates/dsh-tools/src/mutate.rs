@@ -50,7 +50,10 @@ pub(crate) async fn call_policy(
     let granted = escalation::approve(
         &request,
         policy.mode(),
-        ctx.session.approver.as_deref(),
+        escalation::Approval {
+            policy: ctx.session.approval,
+            approver: ctx.session.approver.as_deref(),
+        },
         tool,
         &ctx.call_id,
         subject,
@@ -71,7 +74,12 @@ pub(crate) fn resolve_for_write(policy: &SandboxPolicy, raw: &str) -> Result<Tar
 
 /// The fence: re-resolves the path now (a symlink swapped since the call began is caught) and
 /// refuses a real path outside the writable roots. Returns the fresh target to write.
-pub(crate) fn fence(target: &Target, policy: &SandboxPolicy) -> Result<Target, ToolError> {
+/// `offers_escalation`: whether the denial may point at escalation (not under `never`).
+pub(crate) fn fence(
+    target: &Target,
+    policy: &SandboxPolicy,
+    offers_escalation: bool,
+) -> Result<Target, ToolError> {
     let fresh = resolve(Path::new("/"), &target.display.to_string_lossy())?;
     if policy.allows_write(&fresh.key) {
         return Ok(Target {
@@ -80,8 +88,10 @@ pub(crate) fn fence(target: &Target, policy: &SandboxPolicy) -> Result<Target, T
         });
     }
     let mut message = dsh_sandbox::denial_marker(policy.mode());
-    message.push('\n');
-    message.push_str(&dsh_sandbox::escalation_hint(Subject::Operation));
+    if offers_escalation {
+        message.push('\n');
+        message.push_str(&dsh_sandbox::escalation_hint(Subject::Operation));
+    }
     Err(ToolError::fs(fs_code::SANDBOX_DENIED, message))
 }
 

@@ -72,7 +72,7 @@ impl Tool for Write {
             crate::registry::blocking("write", move || {
                 let shown = target.shown().to_string();
                 let seen = session.observations.get(&target.key);
-                let target = fence(&target, &policy)?;
+                let target = fence(&target, &policy, session.offers_escalation())?;
                 let created =
                     write_checked(&target.key, &content, seen, &shown).map_err(with_remedy)?;
                 if let Ok(meta) = std::fs::metadata(&target.key) {

@@ -28,6 +28,7 @@ impl Sh {
         let shell = Arc::new(Shell::new(
             ShellEnv::new(vec![("DSH_SESSION_ID".into(), "session-test".into())]),
             &format!("session-{}", uuid_like()),
+            Arc::new(dsh_sandbox::Sandbox::default()),
         ));
         let session = ToolSession::new(
             SandboxPolicy::new(SandboxMode::DangerFullAccess, &cwd, Vec::new()),

@@ -10,6 +10,7 @@ use std::str::FromStr;
 
 use dsh_llm::Effort;
 use dsh_sandbox::SandboxMode;
+use dsh_sandbox::escalation::ApprovalPolicy;
 
 /// The example every "task required" message gives.
 pub const TASK_REQUIRED: &str =
@@ -21,6 +22,10 @@ pub enum Command {
     Help,
     Version,
     Run(RunArgs),
+    /// `dsh sandbox check`: which backend would confine commands, and why the others cannot.
+    SandboxCheck {
+        patches: Vec<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +39,10 @@ pub struct RunArgs {
     pub patches: Vec<std::path::PathBuf>,
     /// What commands and file tools may change.
     pub permission_mode: Option<SandboxMode>,
+    /// Whether escalation requests may be put to an approver.
+    pub approval_policy: Option<ApprovalPolicy>,
+    /// More writable directories (`--add-dir`, repeatable), as given.
+    pub add_dirs: Vec<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +71,8 @@ const VALUED: &[&str] = &[
     "--max-steps",
     "--patch",
     "--permission-mode",
+    "--approval-policy",
+    "--add-dir",
 ];
 
 /// Parses the arguments after the program name. `stdin_is_terminal` decides whether a missing
@@ -84,6 +95,9 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
     if args.first().is_some_and(|a| a == "headless") {
         args.remove(0);
     }
+    if args.first().is_some_and(|a| a == "sandbox") {
+        return parse_sandbox(&args[1..]).map_err(|m| fail(m, true));
+    }
 
     let mut run = RunArgs {
         json: false,
@@ -93,6 +107,8 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
         max_steps: None,
         patches: Vec::new(),
         permission_mode: None,
+        approval_policy: None,
+        add_dirs: Vec::new(),
     };
     let mut words: Vec<String> = Vec::new();
     let mut iter = args.into_iter();
@@ -155,6 +171,22 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
                     )
                 })?);
             }
+            "--approval-policy" => {
+                let policy = value("--approval-policy <policy>")?;
+                run.approval_policy = Some(policy.parse::<ApprovalPolicy>().map_err(|_| {
+                    fail(
+                        format!("--approval-policy must be ask or never, got \"{policy}\""),
+                        false,
+                    )
+                })?);
+            }
+            "--add-dir" => {
+                let dir = value("--add-dir <dir>")?;
+                if dir.trim().is_empty() {
+                    return Err(fail("--add-dir needs a directory".into(), true));
+                }
+                run.add_dirs.push(dir.into());
+            }
             "--patch" => {
                 let file = value("--patch <file>")?;
                 if file.trim().is_empty() {
@@ -211,6 +243,32 @@ fn wants_json(args: &[OsString]) -> bool {
     false
 }
 
+/// `sandbox check [--patch FILE]...`.
+fn parse_sandbox(args: &[String]) -> Result<Command, String> {
+    let Some((verb, rest)) = args.split_first() else {
+        return Err("`dsh sandbox` needs a subcommand: check".into());
+    };
+    if verb != "check" {
+        return Err(format!(
+            "unknown sandbox subcommand \"{verb}\": the one there is is check"
+        ));
+    }
+    let mut patches = Vec::new();
+    let mut iter = rest.iter();
+    while let Some(arg) = iter.next() {
+        match arg.split_once('=') {
+            Some(("--patch", file)) => patches.push(file.into()),
+            _ if arg == "--patch" => patches.push(
+                iter.next()
+                    .ok_or("option '--patch <file>' argument missing")?
+                    .into(),
+            ),
+            _ => return Err(format!("unknown option '{arg}' for dsh sandbox check")),
+        }
+    }
+    Ok(Command::SandboxCheck { patches })
+}
+
 fn check_profile(name: &str) -> Result<(), String> {
     match name {
         "" => Err("--profile needs a name".into()),
@@ -234,6 +292,7 @@ diagnostics to stderr; the exit status is 0 only when the task completed.
 
 Usage:
   dsh [OPTIONS] [TASK...]
+  dsh sandbox check [--patch <file>]...       (which sandbox would confine commands)
   dsh --profile headless [OPTIONS] [TASK...]   (the same; as DeepSeek Harness takes it)
   dsh headless [OPTIONS] [TASK...]             (the same)
 
@@ -247,6 +306,11 @@ Options:
       --patch <file>      Apply a TOML config file over the others (repeatable)
       --permission-mode <mode>
                           read-only, workspace-write (default) or danger-full-access
+      --approval-policy <policy>
+                          ask (default) or never: whether a call may ask for a
+                          wider sandbox (headless has no one to ask either way)
+      --add-dir <dir>     Another writable directory: absolute, existing, its real
+                          path (repeatable)
   -h, --help              Print this help
   -V, --version           Print the version
 
@@ -254,6 +318,7 @@ Environment:
   DEEPSEEK_API_KEY        The API key (required)
   DEEPSEEK_BASE_URL       The API root (default: https://api.deepseek.com)
   DSH_HOME                Where sessions are kept (default: ~/.dsh)
+  DSH_PERMISSION_MODE     The permission mode when --permission-mode is not given
 
 Examples:
   dsh \"run the tests and fix what fails\"
@@ -280,6 +345,8 @@ mod tests {
             max_steps: None,
             patches: Vec::new(),
             permission_mode: None,
+            approval_policy: None,
+            add_dirs: Vec::new(),
         })
     }
 

@@ -4,6 +4,7 @@
 
 mod cli;
 mod run;
+mod sandbox_check;
 mod surface;
 
 use std::io::{IsTerminal, Write};
@@ -23,6 +24,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(Command::Run(args)) => ExitCode::from(run::run(args)),
+        Ok(Command::SandboxCheck { patches }) => ExitCode::from(sandbox_check::run(&patches)),
         Err(usage) => {
             let mut surface = surface::Surface::new(usage.json);
             let hint = if usage.hint { " (see dsh --help)" } else { "" };

@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use dsh_core::{Agent, AgentConfig, Config, Session, Stop, dsh_home};
 use dsh_llm::{DeepSeek, DeepSeekConfig};
 use dsh_protocol::AbortReason;
-use dsh_sandbox::{SandboxMode, SandboxPolicy};
+use dsh_sandbox::escalation::ApprovalPolicy;
+use dsh_sandbox::{BackendChoice, Sandbox, SandboxMode, SandboxPolicy, SandboxSettings};
 use dsh_tools::{
     AttachmentStore, ModelCaps, Shell, ShellEnv, SpillStore, StrReplaceEditor, ToolRegistry,
     ToolSession,
@@ -40,7 +41,7 @@ pub fn run(args: RunArgs) -> u8 {
 }
 
 /// A failure before the agent runs, reported as `dsh: <message>`.
-struct SetupError(String);
+pub(crate) struct SetupError(pub(crate) String);
 
 async fn run_turn(args: RunArgs, mut surface: Surface) -> u8 {
     let (task, mut agent, rx, shell) = match set_up(&args) {
@@ -99,10 +100,6 @@ type Ready = (
 );
 
 fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
-    let task = match &args.task {
-        TaskSource::Words(task) => task.clone(),
-        TaskSource::Stdin => read_stdin_task()?,
-    };
     let api_key = std::env::var("DEEPSEEK_API_KEY").unwrap_or_default();
     if api_key.is_empty() {
         return Err(SetupError(
@@ -125,6 +122,22 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
         .map_err(|e| SetupError(format!("cannot use the working directory: {e}")))?;
 
     let files = Config::load(&home, &cwd, &args.patches).map_err(|e| SetupError(e.to_string()))?;
+    // The permission settings are checked before stdin is read, so a supervisor's bad grant
+    // fails before it has fed the task.
+    let mode = permission_mode(args.permission_mode, &files)?;
+    let add_dirs = check_add_dirs(&args.add_dirs)?;
+    let approval = match (args.approval_policy, &files.approval.policy) {
+        (Some(policy), _) => policy,
+        (None, Some(name)) => name
+            .parse::<ApprovalPolicy>()
+            .map_err(|e| SetupError(format!("config approval.policy: {e}")))?,
+        (None, None) => ApprovalPolicy::default_for(mode),
+    };
+    let sandbox = Arc::new(Sandbox::new(sandbox_settings(&files)?));
+    let task = match &args.task {
+        TaskSource::Words(task) => task.clone(),
+        TaskSource::Stdin => read_stdin_task()?,
+    };
     let model_name = args
         .model
         .clone()
@@ -140,19 +153,20 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     if let Some(ms) = files.jobs.wait_ms {
         config.job_wait = std::time::Duration::from_millis(ms);
     }
-    let mode = args.permission_mode.unwrap_or(SandboxMode::WorkspaceWrite);
-    let policy = SandboxPolicy::new(mode, &cwd, Vec::new());
+    let policy = SandboxPolicy::new(mode, &cwd, add_dirs);
+    config.context.push(dsh_sandbox::runtime_context(
+        &policy,
+        sandbox.settings().network,
+        approval,
+    ));
     let confining = mode != SandboxMode::DangerFullAccess;
     let mut tools = ToolRegistry::with_file_tools(confining);
     if files.tools.str_replace_editor {
         tools.register(Box::new(StrReplaceEditor::default()));
     }
-    // bash is offered only where a command can actually run: until a kernel backend confines
-    // it, that is danger-full-access alone (a confining mode refuses every command).
-    let can_run_commands = dsh_sandbox::confine(vec!["true".into()], &policy).is_ok();
-    if can_run_commands {
-        tools.add_shell_tools(confining);
-    }
+    // bash is offered in every mode, as the reference does: where no backend can confine a
+    // command, each call is refused with SANDBOX_UNAVAILABLE and the model reads why.
+    tools.add_shell_tools(confining);
     let session = Session::create(&home, cwd);
     let mut shell_env = ShellEnv::new(vec![
         ("DSH_HOME".into(), home.clone().into_os_string()),
@@ -165,7 +179,7 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     if let Some(scrub) = &files.shell.scrub {
         shell_env.scrub = scrub.iter().map(|s| s.to_uppercase()).collect();
     }
-    let shell = Arc::new(Shell::new(shell_env, session.id()));
+    let shell = Arc::new(Shell::new(shell_env, session.id(), sandbox));
     let model = ModelCaps {
         name: config.model.clone(),
         image_input: files.image_input(
@@ -176,6 +190,7 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     let tool_session =
         ToolSession::new(policy, SpillStore::new(session.dir().join("spill")), model)
             .with_attachments(AttachmentStore::new(home.join("attachments")))
+            .with_approval(approval)
             .with_shell(shell.clone());
     let (tx, rx) = mpsc::unbounded_channel();
     let agent = Agent::new(
@@ -187,6 +202,83 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
         tx,
     );
     Ok((task, agent, rx, shell))
+}
+
+/// The mode: `--permission-mode`, else `DSH_PERMISSION_MODE`, else `sandbox.mode`, else
+/// workspace-write.
+fn permission_mode(flag: Option<SandboxMode>, files: &Config) -> Result<SandboxMode, SetupError> {
+    if let Some(mode) = flag {
+        return Ok(mode);
+    }
+    if let Some(value) = std::env::var("DSH_PERMISSION_MODE")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
+        return value.trim().parse::<SandboxMode>().map_err(|_| {
+            SetupError(format!(
+                "DSH_PERMISSION_MODE must be read-only, workspace-write or danger-full-access, \
+                 got \"{value}\""
+            ))
+        });
+    }
+    match &files.sandbox.mode {
+        Some(name) => name
+            .parse::<SandboxMode>()
+            .map_err(|e| SetupError(format!("config sandbox.mode: {e}"))),
+        None => Ok(SandboxMode::WorkspaceWrite),
+    }
+}
+
+/// `--add-dir` grants: each an absolute path to an existing directory, given as its real path
+/// (a symlinked or relative spelling could later point somewhere else).
+fn check_add_dirs(dirs: &[std::path::PathBuf]) -> Result<Vec<std::path::PathBuf>, SetupError> {
+    dirs.iter()
+        .map(|dir| {
+            let shown = dir.display();
+            if !dir.is_absolute() {
+                return Err(SetupError(format!(
+                    "--add-dir \"{shown}\" is not an absolute path; give the directory's full \
+                     real path"
+                )));
+            }
+            let real = std::fs::canonicalize(dir).map_err(|e| {
+                SetupError(format!(
+                    "--add-dir \"{shown}\" cannot be used: {}; give an existing directory",
+                    match e.kind() {
+                        std::io::ErrorKind::NotFound => "it does not exist".to_owned(),
+                        _ => e.to_string(),
+                    }
+                ))
+            })?;
+            if !real.is_dir() {
+                return Err(SetupError(format!(
+                    "--add-dir \"{shown}\" is not a directory; give a directory to make writable"
+                )));
+            }
+            if real != *dir {
+                return Err(SetupError(format!(
+                    "--add-dir \"{shown}\" is not a physical path: it resolves to \"{}\"; \
+                     give that path instead",
+                    real.display()
+                )));
+            }
+            Ok(real)
+        })
+        .collect()
+}
+
+/// The `[sandbox]` settings of the config files.
+pub(crate) fn sandbox_settings(files: &Config) -> Result<SandboxSettings, SetupError> {
+    let backend = match &files.sandbox.backend {
+        Some(name) => name
+            .parse::<BackendChoice>()
+            .map_err(|e| SetupError(format!("config sandbox.backend: {e}")))?,
+        None => BackendChoice::Auto,
+    };
+    Ok(SandboxSettings {
+        backend,
+        network: files.sandbox.network.unwrap_or(true),
+    })
 }
 
 /// The whole of stdin, verbatim (a trailing newline included).

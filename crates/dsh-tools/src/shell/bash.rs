@@ -8,10 +8,11 @@ use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dsh_sandbox::{ConfinedCommand, SandboxUnavailable, Subject};
+use dsh_sandbox::{Backend, ConfinedCommand, SandboxUnavailable, Subject};
 
 use super::Shell;
 use super::capture::SpillTarget;
+use super::jobs::SandboxFacts;
 use super::process::{Exit, ShellProcess, Spec, signal_name};
 use crate::mutate::{call_policy, escalation_params};
 use crate::schema::{Param, ParamType, Parameters};
@@ -134,7 +135,7 @@ impl Tool for Bash {
             };
             let cwd = workdir(policy.workspace(), args.str("workdir"))?;
             let argv: Vec<OsString> = vec!["bash".into(), "-c".into(), command.clone().into()];
-            let confined = dsh_sandbox::confine(argv, &policy).map_err(unavailable)?;
+            let confined = shell.sandbox.confine(argv, &policy).map_err(unavailable)?;
             let background = args.bool("run_in_background").unwrap_or(false);
             if background && !shell.jobs.has_room() {
                 return Err(ToolError::plain(super::jobs::LimitReached.to_string()));
@@ -143,20 +144,25 @@ impl Tool for Bash {
             let token = uuid::Uuid::new_v4().simple().to_string();
             let spec = Spec {
                 argv: confined.argv.clone(),
-                cwd,
+                cwd: cwd.clone(),
                 env: shell.env.build(std::env::vars_os(), &tag),
                 tag,
                 spill: Some(SpillTarget {
                     dir: ctx.session.spill.dir().to_path_buf(),
                     name: format!("{}-bash-{n}", &token[..12]),
                 }),
+                confinement: confined.child_setup().cloned(),
             };
-            let process = ShellProcess::spawn(spec)
-                .map_err(|e| ToolError::plain(format!("cannot start bash: {e}")))?;
+            let process = ShellProcess::spawn(spec).map_err(|e| spawn_failed(&confined, e))?;
+            let facts = Arc::new(SandboxFacts {
+                confined,
+                cwd,
+                hint: self.confining && ctx.session.offers_escalation(),
+            });
             if background {
                 let job = shell
                     .jobs
-                    .adopt(&command, process)
+                    .adopt(&command, process, facts)
                     .map_err(|e| ToolError::plain(e.to_string()))?;
                 return Ok(ToolOutput::text(format!(
                     "started background job {}",
@@ -166,25 +172,11 @@ impl Tool for Bash {
             let limit = Duration::from_secs_f64(timeout_ms / 1000.0);
             let shown_ms = timeout_ms.ceil() as u64;
             if let Ok(exit) = tokio::time::timeout(limit, process.settled()).await {
-                return Ok(ToolOutput::text(render(
-                    &process,
-                    exit,
-                    &confined,
-                    self.confining,
-                    None,
-                )));
+                return render(&process, exit, &facts, None).map(ToolOutput::text);
             }
-            Ok(ToolOutput::text(
-                timed_out(
-                    &shell,
-                    &command,
-                    process,
-                    &confined,
-                    self.confining,
-                    shown_ms,
-                )
-                .await,
-            ))
+            timed_out(&shell, &command, process, facts, shown_ms)
+                .await
+                .map(ToolOutput::text)
         })
     }
 }
@@ -194,11 +186,10 @@ async fn timed_out(
     shell: &Arc<Shell>,
     command: &str,
     process: Arc<ShellProcess>,
-    confined: &ConfinedCommand,
-    confining: bool,
+    facts: Arc<SandboxFacts>,
     ms: u64,
-) -> String {
-    match shell.jobs.adopt(command, process.clone()) {
+) -> Result<String, ToolError> {
+    match shell.jobs.adopt(command, process.clone(), facts.clone()) {
         Ok(job) => {
             let mut text = job.read();
             if !text.is_empty() && !text.ends_with('\n') {
@@ -210,14 +201,29 @@ async fn timed_out(
                  output with job_output, stop it with job_kill.",
                 job.id
             ));
-            text
+            Ok(text)
         }
         Err(_) => {
             process.terminate();
             let exit = process.settled().await;
-            render(&process, exit, confined, confining, Some(ms))
+            render(&process, exit, &facts, Some(ms))
         }
     }
+}
+
+/// A confined command that could not start is the sandbox's failure (the Landlock
+/// restrictions could not be applied, `bwrap` vanished): never retried unconfined.
+fn spawn_failed(confined: &ConfinedCommand, error: std::io::Error) -> ToolError {
+    if confined.backend == Backend::None {
+        return ToolError::plain(format!("cannot start bash: {error}"));
+    }
+    unavailable(SandboxUnavailable::runner_failed(
+        confined.mode,
+        format!(
+            "the {} sandbox could not start the command: {error}",
+            confined.backend
+        ),
+    ))
 }
 
 fn workdir(base: &std::path::Path, raw: Option<&str>) -> Result<std::path::PathBuf, ToolError> {
@@ -249,28 +255,31 @@ fn unavailable(error: SandboxUnavailable) -> ToolError {
 }
 
 /// The result text: stdout, then `[stderr]` and stderr, or `(no output)`; then the markers.
+/// A runner failure is the sandbox's error, not a result.
 fn render(
     process: &ShellProcess,
     exit: Exit,
-    confined: &ConfinedCommand,
-    confining: bool,
+    facts: &SandboxFacts,
     timed_out_ms: Option<u64>,
-) -> String {
+) -> Result<String, ToolError> {
     let block = |capture: &std::sync::Mutex<super::capture::StreamCapture>| {
         let capture = capture
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut text = capture.text();
-        if capture.truncated() {
-            text.push_str(&format!(
+        let text = capture.text();
+        let notice = capture.truncated().then(|| {
+            format!(
                 "\n[output truncated; full output: {}]",
                 capture.spill_path()
-            ));
-        }
-        text
+            )
+        });
+        (text, notice)
     };
-    let stdout = block(&process.stdout);
-    let stderr = block(&process.stderr);
+    let (stdout, stdout_notice) = block(&process.stdout);
+    let (stderr, stderr_notice) = block(&process.stderr);
+    let mut markers = facts.markers(exit, &stdout, &stderr).map_err(unavailable)?;
+    let stdout = stdout + stdout_notice.as_deref().unwrap_or("");
+    let stderr = stderr + stderr_notice.as_deref().unwrap_or("");
     let mut body = stdout;
     if !stderr.is_empty() {
         if !body.is_empty() && !body.ends_with('\n') {
@@ -282,13 +291,6 @@ fn render(
     if body.is_empty() {
         body.push_str("(no output)");
     }
-    let mut markers = Vec::new();
-    if confined.denied(exit.success(), stderr.as_bytes()) {
-        markers.push(dsh_sandbox::denial_marker(confined.mode));
-        if confining {
-            markers.push(dsh_sandbox::escalation_hint(Subject::Command));
-        }
-    }
     if let Some(ms) = timed_out_ms {
         markers.push(format!("[timed out after {ms}ms]"));
     }
@@ -298,10 +300,10 @@ fn render(
         _ => {}
     }
     if markers.is_empty() {
-        return body;
+        return Ok(body);
     }
     if !body.ends_with('\n') {
         body.push('\n');
     }
-    body + &markers.join("\n")
+    Ok(body + &markers.join("\n"))
 }

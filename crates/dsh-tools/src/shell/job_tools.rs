@@ -108,6 +108,12 @@ impl Tool for JobOutput {
             if !text.ends_with('\n') {
                 text.push('\n');
             }
+            if !status.is_live() {
+                for marker in job.sandbox_markers() {
+                    text.push_str(&marker);
+                    text.push('\n');
+                }
+            }
             text.push_str(&format!("[status: {}]", status.describe()));
             if !status.is_live() {
                 job.mark_reported();

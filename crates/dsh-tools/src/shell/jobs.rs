@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use dsh_sandbox::{ConfinedCommand, SandboxUnavailable, Subject, Verdict};
+
 use super::process::{Exit, ShellProcess, signal_name};
 
 /// Jobs that may run at once.
@@ -51,12 +53,55 @@ impl JobStatus {
     }
 }
 
+/// How a command was confined, to read its outcome by when it ends.
+#[derive(Debug)]
+pub struct SandboxFacts {
+    pub confined: ConfinedCommand,
+    /// Where it ran (relative paths in error lines are taken from here).
+    pub cwd: std::path::PathBuf,
+    /// Whether a denial may point at escalation.
+    pub hint: bool,
+}
+
+impl SandboxFacts {
+    /// The sandbox markers for a finished run: the denial marker and, when offered, the
+    /// escalation hint. A runner failure is an error: the command never ran.
+    pub fn markers(
+        &self,
+        exit: Exit,
+        stdout: &str,
+        stderr: &str,
+    ) -> Result<Vec<String>, SandboxUnavailable> {
+        let code = if exit.signal.is_some() {
+            None
+        } else {
+            exit.code
+        };
+        match self.confined.verdict(code, stdout, stderr, &self.cwd) {
+            Verdict::Ran => Ok(Vec::new()),
+            Verdict::Denied => {
+                let mut markers = vec![dsh_sandbox::denial_marker(self.confined.mode)];
+                if self.hint {
+                    markers.push(dsh_sandbox::escalation_hint(Subject::Command));
+                }
+                Ok(markers)
+            }
+            Verdict::RunnerFailed(line) => {
+                Err(SandboxUnavailable::runner_failed(self.confined.mode, line))
+            }
+        }
+    }
+}
+
 /// One background job.
 #[derive(Debug)]
 pub struct Job {
     pub id: String,
     pub label: String,
     process: Arc<ShellProcess>,
+    sandbox: Arc<SandboxFacts>,
+    /// The sandbox markers were shown (they are shown once, with the job's end).
+    sandbox_shown: AtomicBool,
     /// Bytes of stdout and stderr already read.
     cursors: Mutex<(u64, u64)>,
     /// The model has seen how it ended (or ended it); no notice is due.
@@ -118,6 +163,27 @@ impl Job {
             ));
         }
         text
+    }
+
+    /// Once the job has ended, the first call returns its sandbox markers (a denial, or the
+    /// runner's failure); later calls return nothing.
+    pub fn sandbox_markers(&self) -> Vec<String> {
+        let Some(exit) = self.process.exit() else {
+            return Vec::new();
+        };
+        if self.sandbox_shown.swap(true, Ordering::SeqCst) {
+            return Vec::new();
+        }
+        let text = |capture: &Mutex<super::capture::StreamCapture>| {
+            capture
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .text()
+        };
+        let (stdout, stderr) = (text(&self.process.stdout), text(&self.process.stderr));
+        self.sandbox
+            .markers(exit, &stdout, &stderr)
+            .unwrap_or_else(|failure| vec![format!("[sandbox: {failure}]")])
     }
 
     /// Waits until it ends or `limit` passes.
@@ -183,7 +249,12 @@ impl JobRegistry {
     }
 
     /// Makes `process` a job; refused, allocating no id, when the limit is reached.
-    pub fn adopt(&self, label: &str, process: Arc<ShellProcess>) -> Result<Arc<Job>, LimitReached> {
+    pub fn adopt(
+        &self,
+        label: &str,
+        process: Arc<ShellProcess>,
+        sandbox: Arc<SandboxFacts>,
+    ) -> Result<Arc<Job>, LimitReached> {
         let mut jobs = self
             .jobs
             .lock()
@@ -196,6 +267,8 @@ impl JobRegistry {
             id: format!("bash-{n}"),
             label: label.to_owned(),
             process,
+            sandbox,
+            sandbox_shown: AtomicBool::new(false),
             cursors: Mutex::new((0, 0)),
             reported: AtomicBool::new(false),
             noticed: AtomicBool::new(false),

@@ -8,7 +8,10 @@ pub(crate) mod job_tools;
 pub(crate) mod jobs;
 pub(crate) mod process;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use dsh_sandbox::Sandbox;
 
 pub use env::{DEFAULT_SCRUB, ShellEnv};
 pub use jobs::{JobRegistry, MAX_RUNNING};
@@ -18,6 +21,8 @@ pub use jobs::{JobRegistry, MAX_RUNNING};
 pub struct Shell {
     pub env: ShellEnv,
     pub jobs: JobRegistry,
+    /// Confines every command (probed once, on the first command that needs it).
+    pub sandbox: Arc<Sandbox>,
     /// Starts every process tag of this session, so the end of the run finds them all.
     tag_prefix: String,
     commands: AtomicU64,
@@ -25,7 +30,7 @@ pub struct Shell {
 
 impl Shell {
     /// `session_id` names the session; its processes are tagged with a short form of it.
-    pub fn new(env: ShellEnv, session_id: &str) -> Self {
+    pub fn new(env: ShellEnv, session_id: &str, sandbox: Arc<Sandbox>) -> Self {
         let alnum: Vec<char> = session_id
             .chars()
             .filter(char::is_ascii_alphanumeric)
@@ -34,6 +39,7 @@ impl Shell {
         Shell {
             env,
             jobs: JobRegistry::new(),
+            sandbox,
             tag_prefix: format!("{short}-"),
             commands: AtomicU64::new(0),
         }

@@ -34,6 +34,8 @@ pub struct Spec {
     pub tag: String,
     /// Where full copies of long streams go; the stream name is appended.
     pub spill: Option<SpillTarget>,
+    /// What the child applies to itself before exec (Landlock, seccomp).
+    pub confinement: Option<dsh_sandbox::ChildSetup>,
 }
 
 /// How a process ended.
@@ -76,11 +78,19 @@ impl ShellProcess {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+        let confinement = spec.confinement.clone();
+        // SAFETY: between fork and exec the hook makes system calls only: setsid, prctl, and
+        // the sandbox's own restrictions, prepared by the parent.
         unsafe {
-            command.pre_exec(|| {
+            command.pre_exec(move || {
                 if libc::setsid() == -1 {
                     return Err(std::io::Error::last_os_error());
+                }
+                // The command does not outlive dsh if dsh is killed outright (its own
+                // descendants are caught by the sandbox or the end-of-run sweep).
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                if let Some(setup) = &confinement {
+                    setup.apply()?;
                 }
                 Ok(())
             });

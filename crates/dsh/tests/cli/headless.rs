@@ -1,4 +1,4 @@
-use dsh_testkit::{TestEnv, Turn};
+use dsh_testkit::{RunOutput, TestEnv, Turn};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -47,7 +47,18 @@ fn a_three_step_session_prints_the_answer_and_sends_the_exact_results() {
     );
     assert_eq!(
         first.tool_names(),
-        vec!["edit", "glob", "grep", "read", "read_image", "write"]
+        vec![
+            "bash",
+            "edit",
+            "glob",
+            "grep",
+            "job_kill",
+            "job_list",
+            "job_output",
+            "read",
+            "read_image",
+            "write"
+        ]
     );
     // Reasoning of a tool-calling answer goes back with it, as the DeepSeek API requires.
     assert_eq!(requests[1].messages()[2]["reasoning_content"], "look at a");
@@ -309,19 +320,41 @@ fn a_job_that_finishes_after_the_answer_gets_the_model_to_answer_again() {
 }
 
 #[test]
-fn bash_is_not_offered_where_no_sandbox_can_confine_it() {
-    let env = TestEnv::new(vec![Turn::text("ok")]);
-    let out = env.run(dsh(), &["go"]);
+fn without_a_usable_backend_bash_is_offered_and_refuses_every_command() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "bash",
+            json!({"command": "echo x > escaped.txt", "description": "Try a write"}),
+        ),
+        Turn::text("ok"),
+    ]);
+    // Forced onto bubblewrap, with no bwrap to be found: nothing can confine the command.
+    env.write("only-bwrap.toml", "[sandbox]\nbackend = \"bubblewrap\"\n");
+    let out = RunOutput::of(env.command(dsh()).env("PATH", "/nonexistent").args([
+        "--patch",
+        "only-bwrap.toml",
+        "go",
+    ]));
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
-    assert!(
-        !env.server.requests()[0]
-            .tool_names()
-            .contains(&"bash".to_owned())
-    );
-    let out = env.run(dsh(), &["--permission-mode", "danger-full-access", "go"]);
-    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
-    let names = env.server.requests()[1].tool_names();
+    let requests = env.server.requests();
+    let names = requests[0].tool_names();
     for tool in ["bash", "job_kill", "job_list", "job_output"] {
         assert!(names.contains(&tool.to_owned()), "{tool} in {names:?}");
     }
+    let result = &requests[1].tool_results()[0];
+    assert!(
+        result.starts_with(
+            "Error: sandbox mode \"workspace-write\" is requested but no sandbox backend is \
+             usable on this host; refusing to run the command unconfined."
+        ),
+        "{result}"
+    );
+    assert!(
+        result.ends_with(
+            "(bubblewrap: bwrap is not installed (not found on PATH); `dsh sandbox check` says \
+             what to do)"
+        ),
+        "{result}"
+    );
+    assert!(!env.ws_path().join("escaped.txt").exists());
 }

@@ -1,0 +1,276 @@
+//! Choosing the kernel mechanism that confines commands, once per run.
+//!
+//! On Linux the candidates are bubblewrap, then Landlock (`sandbox.backend = "auto"`), or one
+//! of them alone when the configuration forces it. Each is probed the first time a command
+//! needs confining, and the verdict, with the reason for every backend that cannot be used, is
+//! kept for the rest of the run: a probe costs a process start, and a changing answer mid-run
+//! would be worse than a stale one.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::OnceLock;
+
+/// The Landlock ABI whose protections we ask for (6: file access rights through ABI 5, plus
+/// signal and abstract-socket scoping); an older kernel confines `partial`ly.
+pub(crate) const LANDLOCK_TARGET_ABI: i32 = 6;
+
+/// The kernel mechanism that confines a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// No confinement: `danger-full-access`.
+    None,
+    /// `bwrap`: mount and PID namespaces.
+    Bubblewrap,
+    /// Landlock rules applied to the command itself, plus seccomp when the network is off.
+    Landlock,
+}
+
+impl Backend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::None => "none",
+            Backend::Bubblewrap => "bubblewrap",
+            Backend::Landlock => "landlock",
+        }
+    }
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which backends a run may use (`sandbox.backend`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackendChoice {
+    /// bubblewrap when it can start, else Landlock.
+    #[default]
+    Auto,
+    Bubblewrap,
+    Landlock,
+}
+
+impl BackendChoice {
+    fn candidates(self) -> &'static [Backend] {
+        match self {
+            BackendChoice::Auto => &[Backend::Bubblewrap, Backend::Landlock],
+            BackendChoice::Bubblewrap => &[Backend::Bubblewrap],
+            BackendChoice::Landlock => &[Backend::Landlock],
+        }
+    }
+}
+
+/// A `sandbox.backend` value that is not one of the choices.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown sandbox backend \"{0}\": use auto, bubblewrap or landlock")]
+pub struct UnknownBackend(pub String);
+
+impl FromStr for BackendChoice {
+    type Err = UnknownBackend;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "auto" => Ok(BackendChoice::Auto),
+            "bubblewrap" | "bwrap" => Ok(BackendChoice::Bubblewrap),
+            "landlock" => Ok(BackendChoice::Landlock),
+            other => Err(UnknownBackend(other.to_owned())),
+        }
+    }
+}
+
+/// How completely a backend enforces the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enforcement {
+    Full,
+    /// Some protections are missing (an older Landlock ABI); the rest hold.
+    Partial,
+}
+
+impl Enforcement {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Enforcement::Full => "full",
+            Enforcement::Partial => "partial",
+        }
+    }
+}
+
+/// What a run's sandbox is asked to do, from the configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxSettings {
+    pub backend: BackendChoice,
+    /// Whether confined commands may use the network (default: yes, as the reference).
+    pub network: bool,
+}
+
+impl Default for SandboxSettings {
+    fn default() -> Self {
+        SandboxSettings {
+            backend: BackendChoice::Auto,
+            network: true,
+        }
+    }
+}
+
+/// The outcome of probing one backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    pub backend: Backend,
+    /// How well it confines, or why it cannot.
+    pub result: Result<Enforcement, String>,
+    /// What to do about it, when it cannot.
+    pub remedy: Option<String>,
+}
+
+#[derive(Debug)]
+struct Selection {
+    probes: Vec<Probe>,
+    chosen: Option<(Backend, Enforcement)>,
+    bwrap: Option<PathBuf>,
+}
+
+/// The run's sandbox: its settings and, once probed, the backend it confines with.
+#[derive(Debug, Default)]
+pub struct Sandbox {
+    settings: SandboxSettings,
+    selection: OnceLock<Selection>,
+}
+
+impl Sandbox {
+    pub fn new(settings: SandboxSettings) -> Self {
+        Sandbox {
+            settings,
+            selection: OnceLock::new(),
+        }
+    }
+
+    pub fn settings(&self) -> &SandboxSettings {
+        &self.settings
+    }
+
+    /// Every candidate's probe, in the order they are tried (probing on first use).
+    pub fn probes(&self) -> &[Probe] {
+        &self.selection().probes
+    }
+
+    /// The backend confined commands run under, if any can.
+    pub fn chosen(&self) -> Option<(Backend, Enforcement)> {
+        self.selection().chosen
+    }
+
+    pub(crate) fn bwrap_path(&self) -> Option<&std::path::Path> {
+        self.selection().bwrap.as_deref()
+    }
+
+    fn selection(&self) -> &Selection {
+        self.selection.get_or_init(|| select(&self.settings))
+    }
+}
+
+fn select(settings: &SandboxSettings) -> Selection {
+    let mut probes = Vec::new();
+    let mut chosen = None;
+    let mut bwrap = None;
+    for &backend in settings.backend.candidates() {
+        let probe = match backend {
+            Backend::Bubblewrap => {
+                let (probe, path) = probe_bwrap(settings.network);
+                if probe.result.is_ok() {
+                    bwrap = path;
+                }
+                probe
+            }
+            Backend::Landlock => probe_landlock(settings.network),
+            Backend::None => continue,
+        };
+        if chosen.is_none()
+            && let Ok(enforcement) = probe.result
+        {
+            chosen = Some((backend, enforcement));
+        }
+        probes.push(probe);
+        // Later candidates are probed too, so `dsh sandbox check` and the refusal text can say
+        // why each is or is not usable; Landlock's probe is one system call.
+    }
+    Selection {
+        probes,
+        chosen,
+        bwrap,
+    }
+}
+
+fn probe_bwrap(network: bool) -> (Probe, Option<PathBuf>) {
+    let Some(path) = crate::bwrap::locate() else {
+        return (
+            Probe {
+                backend: Backend::Bubblewrap,
+                result: Err("bwrap is not installed (not found on PATH)".into()),
+                remedy: Some(
+                    "install bubblewrap: apt-get install bubblewrap, dnf install bubblewrap, \
+                     or pacman -S bubblewrap"
+                        .into(),
+                ),
+            },
+            None,
+        );
+    };
+    let result = crate::bwrap::probe(&path, network).map(|()| Enforcement::Full);
+    let remedy = result.as_ref().err().map(|reason| bwrap_remedy(reason));
+    (
+        Probe {
+            backend: Backend::Bubblewrap,
+            result,
+            remedy,
+        },
+        Some(path),
+    )
+}
+
+fn bwrap_remedy(reason: &str) -> String {
+    let lower = reason.to_lowercase();
+    if lower.contains("uid map")
+        || lower.contains("namespace")
+        || lower.contains("operation not permitted")
+        || lower.contains("permission denied")
+    {
+        "bwrap cannot create namespaces here. On a host: allow unprivileged user namespaces \
+         (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 23.10+ \
+         kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap). In a \
+         container: the runtime's seccomp or AppArmor profile forbids them; dsh falls back to \
+         Landlock, which needs none"
+            .into()
+    } else {
+        "run the probe by hand to see bwrap's full error: bwrap --ro-bind / / --dev /dev \
+         --unshare-pid --proc /proc --die-with-parent -- true"
+            .into()
+    }
+}
+
+fn probe_landlock(network: bool) -> Probe {
+    #[cfg(target_os = "linux")]
+    let result = crate::landlock_backend::probe(network);
+    #[cfg(not(target_os = "linux"))]
+    let result: Result<Enforcement, String> = {
+        let _ = network;
+        Err("Landlock is a Linux feature".to_owned())
+    };
+    let remedy = match &result {
+        Err(_) => Some(
+            "run a kernel with Landlock enabled (Linux 5.13+, landlock in the lsm= boot \
+             parameter), or install bubblewrap"
+                .into(),
+        ),
+        Ok(Enforcement::Partial) => Some(format!(
+            "this kernel's Landlock ABI is older than {LANDLOCK_TARGET_ABI}: file writes are \
+             confined, but some protections (truncation, device ioctls, signal and socket \
+             scoping) may be missing; a newer kernel or bubblewrap confines fully"
+        )),
+        Ok(Enforcement::Full) => None,
+    };
+    Probe {
+        backend: Backend::Landlock,
+        result,
+        remedy,
+    }
+}

@@ -1,0 +1,199 @@
+//! The bubblewrap backend: the command runs as `bwrap <profile> -- bash -c <command>`.
+//!
+//! The profile is the reference's: `/` bound read-only, a fresh `/dev` and `/proc`, a private
+//! PID namespace (host processes are invisible, and everything inside dies with the sandbox's
+//! first process), `--die-with-parent`; under `workspace-write` a private tmpfs at `/tmp` and
+//! the writable roots bound read-write over it. We add `--unshare-net` when the network is off
+//! and a private tmpfs at the OS temporary directory when it is not under `/tmp`.
+
+use std::ffi::OsString;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::{SandboxMode, SandboxPolicy};
+
+/// How long the probe may take before bwrap counts as unusable.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `bwrap` on `PATH`, if there is one.
+pub(crate) fn locate() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("bwrap"))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Whether bwrap can start a read-only sandbox here; the error is bwrap's own words.
+pub(crate) fn probe(bwrap: &Path, network: bool) -> Result<(), String> {
+    let mut argv = profile(SandboxMode::ReadOnly, None, network);
+    argv.extend(["--".into(), "true".into()]);
+    let mut child = Command::new(bwrap)
+        .args(&argv)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", bwrap.display()))?;
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() > PROBE_TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "the probe `bwrap ... -- true` did not finish within {} s",
+                    PROBE_TIMEOUT.as_secs()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(1)),
+            Err(e) => return Err(format!("cannot wait for the probe: {e}")),
+        }
+    };
+    if status.success() {
+        return Ok(());
+    }
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    let line = stderr
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    Err(if line.is_empty() {
+        format!("the probe `bwrap ... -- true` failed ({status})")
+    } else {
+        line.to_owned()
+    })
+}
+
+/// The whole argv: `bwrap <profile> -- <argv...>`.
+pub(crate) fn wrap(
+    bwrap: &Path,
+    policy: &SandboxPolicy,
+    network: bool,
+    argv: Vec<OsString>,
+) -> Vec<OsString> {
+    let mut wrapped = vec![bwrap.as_os_str().to_owned()];
+    wrapped.extend(profile(policy.mode(), Some(policy), network));
+    wrapped.push("--".into());
+    wrapped.extend(argv);
+    wrapped
+}
+
+/// The options before `--`.
+fn profile(mode: SandboxMode, policy: Option<&SandboxPolicy>, network: bool) -> Vec<OsString> {
+    let mut args: Vec<OsString> = [
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--unshare-pid",
+        "--proc",
+        "/proc",
+        "--die-with-parent",
+    ]
+    .into_iter()
+    .map(OsString::from)
+    .collect();
+    if !network {
+        args.push("--unshare-net".into());
+    }
+    let (SandboxMode::WorkspaceWrite, Some(policy)) = (mode, policy) else {
+        return args;
+    };
+    let tmp = Path::new("/tmp");
+    let temp_dir = std::fs::canonicalize(std::env::temp_dir()).unwrap_or_else(|_| tmp.into());
+    args.extend(["--tmpfs".into(), "/tmp".into()]);
+    let private_temp = temp_dir != tmp && !temp_dir.starts_with(tmp) && temp_dir.is_dir();
+    if private_temp {
+        args.extend(["--tmpfs".into(), temp_dir.clone().into_os_string()]);
+    }
+    // The temporary areas are private tmpfs mounts; every other root is the host's folder,
+    // bound after the tmpfs so that a workspace under /tmp shows through it.
+    for root in policy.writable_roots() {
+        if root == tmp || *root == temp_dir || !root.is_dir() {
+            continue;
+        }
+        args.extend([
+            "--bind".into(),
+            root.clone().into_os_string(),
+            root.clone().into_os_string(),
+        ]);
+    }
+    args
+}
+
+/// Whether a failed run's stderr shows bwrap itself failing (it prints `bwrap: <why>` and
+/// exits 1 before the command starts); the line is returned.
+pub(crate) fn runner_failure(stderr: &str) -> Option<&str> {
+    stderr.lines().find(|line| line.starts_with("bwrap: "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[OsString]) -> Vec<String> {
+        args.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn read_only_is_the_reference_profile() {
+        let policy = SandboxPolicy::new(SandboxMode::ReadOnly, Path::new("/w"), Vec::new());
+        let argv = wrap(
+            Path::new("/usr/bin/bwrap"),
+            &policy,
+            true,
+            vec!["bash".into(), "-c".into(), "ls".into()],
+        );
+        assert_eq!(
+            strings(&argv).join(" "),
+            "/usr/bin/bwrap --ro-bind / / --dev /dev --unshare-pid --proc /proc \
+             --die-with-parent -- bash -c ls"
+        );
+    }
+
+    #[test]
+    fn workspace_write_binds_the_roots_over_a_private_tmp() {
+        let ws = tempfile::tempdir().unwrap();
+        let extra = tempfile::tempdir().unwrap();
+        let extra_real = std::fs::canonicalize(extra.path()).unwrap();
+        let policy = SandboxPolicy::new(
+            SandboxMode::WorkspaceWrite,
+            ws.path(),
+            vec![extra_real.clone()],
+        );
+        let args = strings(&profile(policy.mode(), Some(&policy), false));
+        let text = args.join(" ");
+        assert!(text.contains("--die-with-parent --unshare-net --tmpfs /tmp"));
+        let ws_real = std::fs::canonicalize(ws.path()).unwrap();
+        let ws_bind = format!("--bind {0} {0}", ws_real.display());
+        let extra_bind = format!("--bind {0} {0}", extra_real.display());
+        assert!(text.contains(&ws_bind), "{text}");
+        assert!(text.contains(&extra_bind), "{text}");
+        assert!(text.find("--tmpfs /tmp") < text.find(&ws_bind));
+        assert!(!text.contains("--bind /tmp /tmp"));
+    }
+
+    #[test]
+    fn only_bwraps_own_lines_are_runner_failures() {
+        assert_eq!(
+            runner_failure("bwrap: setting up uid map: Permission denied\n"),
+            Some("bwrap: setting up uid map: Permission denied")
+        );
+        assert_eq!(runner_failure("make: *** error: bwrap: no\n"), None);
+    }
+}

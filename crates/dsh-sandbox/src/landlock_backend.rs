@@ -1,0 +1,256 @@
+//! The Landlock backend: the kernel confines the command itself, with no helper process.
+//!
+//! The ruleset is built in the parent with the `landlock` crate (opening each granted path
+//! `O_PATH` and adding its rule, which restricts nothing yet). Between fork and exec the child
+//! makes only raw, async-signal-safe syscalls: `PR_SET_NO_NEW_PRIVS`,
+//! `landlock_restrict_self` on that ruleset, and, when the network is off, a seccomp filter.
+//!
+//! Grants: `/` readable and executable, `/dev/null`, `/dev/zero` and `/dev/full` writable, and
+//! under `workspace-write` every writable root of the policy with all access. The ABI is
+//! negotiated down (best effort); below ABI 6 the confinement is `partial`.
+//! ABI 6 scopes keep the command from signalling processes outside its sandbox (dsh itself
+//! among them) and from connecting to abstract Unix sockets made outside it, which a PID
+//! namespace gives under bubblewrap. With the network off, TCP bind and connect are handled
+//! with no port allowed (ABI 4), and the seccomp filter refuses every socket that is not a Unix
+//! socket, which also covers UDP and raw sockets on any ABI.
+
+use std::os::fd::{AsRawFd as _, OwnedFd};
+
+use ::landlock::{
+    ABI, Access as _, AccessFs, AccessNet, CompatLevel, Compatible as _, PathBeneath, PathFd,
+    Ruleset, RulesetAttr as _, RulesetCreatedAttr as _, Scope,
+};
+
+use crate::backend::LANDLOCK_TARGET_ABI as TARGET_ABI;
+use crate::{Enforcement, SandboxMode, SandboxPolicy};
+
+/// The file-access rights we handle: everything up to ABI 5 (IOCTL on devices).
+const FS_ABI: ABI = ABI::V5;
+
+/// The kernel's Landlock ABI, or why there is none.
+pub(crate) fn kernel_abi() -> Result<i32, String> {
+    // SAFETY: the documented version query: no attribute, size 0, the VERSION flag.
+    let version = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            1u32, // LANDLOCK_CREATE_RULESET_VERSION
+        )
+    };
+    if version >= 1 {
+        return Ok(version as i32);
+    }
+    Err(match std::io::Error::last_os_error().raw_os_error() {
+        Some(libc::EOPNOTSUPP) => "Landlock is built into this kernel but not enabled (it is \
+                                   missing from the lsm= boot parameter)"
+            .into(),
+        Some(libc::ENOSYS) => "this kernel has no Landlock (it needs Linux 5.13 or later built \
+                               with CONFIG_SECURITY_LANDLOCK), or a seccomp policy around dsh \
+                               hides the Landlock system calls"
+            .into(),
+        _ => format!(
+            "the Landlock version query failed: {}",
+            std::io::Error::last_os_error()
+        ),
+    })
+}
+
+/// Whether Landlock can confine commands here, and how fully.
+pub(crate) fn probe(network: bool) -> Result<Enforcement, String> {
+    let abi = kernel_abi()?;
+    if !network {
+        network_filter().ok_or_else(|| {
+            format!(
+                "turning the network off needs a seccomp filter, which dsh has for x86_64 and \
+                 aarch64 only (this is {})",
+                std::env::consts::ARCH
+            )
+        })?;
+        seccomp_available()?;
+    }
+    Ok(if abi >= TARGET_ABI {
+        Enforcement::Full
+    } else {
+        Enforcement::Partial
+    })
+}
+
+fn seccomp_available() -> Result<(), String> {
+    // SAFETY: PR_GET_SECCOMP only reads the calling thread's mode.
+    let mode = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) };
+    if mode < 0 {
+        return Err(format!(
+            "seccomp is not available, so the network cannot be turned off: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+/// What the child applies to itself before exec.
+pub(crate) struct ChildRestrictions {
+    ruleset: OwnedFd,
+    seccomp: Option<Vec<libc::sock_filter>>,
+}
+
+impl std::fmt::Debug for ChildRestrictions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChildRestrictions")
+            .field("ruleset", &self.ruleset)
+            .field("seccomp", &self.seccomp.as_ref().map(Vec::len))
+            .finish()
+    }
+}
+
+impl ChildRestrictions {
+    /// The ruleset for `policy`; an error says why it cannot be built (fail closed).
+    pub(crate) fn build(policy: &SandboxPolicy, network: bool) -> Result<Self, String> {
+        let fail = |e: &dyn std::fmt::Display| format!("cannot build the Landlock ruleset: {e}");
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessFs::from_all(FS_ABI))
+            .map_err(|e| fail(&e))?
+            .scope(Scope::AbstractUnixSocket | Scope::Signal)
+            .map_err(|e| fail(&e))?;
+        if !network {
+            ruleset = ruleset
+                .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+                .map_err(|e| fail(&e))?;
+        }
+        let root = PathFd::new("/").map_err(|e| fail(&e))?;
+        let mut created = ruleset
+            .create()
+            .map_err(|e| fail(&e))?
+            .add_rule(PathBeneath::new(root, AccessFs::from_read(FS_ABI)))
+            .map_err(|e| fail(&e))?;
+        for device in ["/dev/null", "/dev/zero", "/dev/full"] {
+            if let Ok(fd) = PathFd::new(device) {
+                created = created
+                    .add_rule(PathBeneath::new(fd, AccessFs::from_file(FS_ABI)))
+                    .map_err(|e| fail(&e))?;
+            }
+        }
+        if policy.mode() == SandboxMode::WorkspaceWrite {
+            for root in policy.writable_roots() {
+                // A root that does not exist cannot be written anyway; skipping it only
+                // narrows what is granted.
+                let Ok(fd) = PathFd::new(root) else { continue };
+                created = created
+                    .add_rule(PathBeneath::new(fd, AccessFs::from_all(FS_ABI)))
+                    .map_err(|e| fail(&e))?;
+            }
+        }
+        let ruleset: Option<OwnedFd> = created.into();
+        let ruleset = ruleset.ok_or_else(|| {
+            "Landlock is not enforced by this kernel (ABI unsupported or disabled)".to_owned()
+        })?;
+        let seccomp = if network {
+            None
+        } else {
+            Some(network_filter().ok_or_else(|| {
+                format!("no seccomp network filter for {}", std::env::consts::ARCH)
+            })?)
+        };
+        Ok(ChildRestrictions { ruleset, seccomp })
+    }
+
+    /// Confines the calling process.
+    ///
+    /// # Safety
+    /// Meant for the child between fork and exec: it makes raw system calls only, allocates
+    /// nothing and takes no lock.
+    pub(crate) unsafe fn apply(&self) -> std::io::Result<()> {
+        let last = std::io::Error::last_os_error;
+        // SAFETY: plain system calls on values prepared by the parent.
+        unsafe {
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                return Err(last());
+            }
+            if libc::syscall(
+                libc::SYS_landlock_restrict_self,
+                self.ruleset.as_raw_fd(),
+                0u32,
+            ) != 0
+            {
+                return Err(last());
+            }
+            if let Some(filter) = &self.seccomp {
+                let program = libc::sock_fprog {
+                    len: filter.len() as u16,
+                    filter: filter.as_ptr().cast_mut(),
+                };
+                if libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    0u32,
+                    &program as *const libc::sock_fprog,
+                ) != 0
+                {
+                    return Err(last());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The audit architecture of the build target, as seccomp reports it.
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: Option<u32> = Some(0xC000_003E);
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: Option<u32> = Some(0xC000_00B7);
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const AUDIT_ARCH: Option<u32> = None;
+
+/// A classic BPF seccomp program: `socket()` for anything but `AF_UNIX`, and `io_uring_setup`
+/// (whose operations can open sockets without the `socket` call), fail with `EPERM`. So do
+/// x32 system calls, which would otherwise reach `socket` under another number. A foreign
+/// architecture's system call kills the process.
+fn network_filter() -> Option<Vec<libc::sock_filter>> {
+    let arch = AUDIT_ARCH?;
+    let op = |code: u32, k: u32, jt: u8, jf: u8| libc::sock_filter {
+        code: code as u16,
+        jt,
+        jf,
+        k,
+    };
+    let load = |offset: u32| op(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, offset, 0, 0);
+    let ret = |k: u32| op(libc::BPF_RET | libc::BPF_K, k, 0, 0);
+    let jeq = |k: u32, jt: u8, jf: u8| op(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K, k, jt, jf);
+    let jge = |k: u32, jt: u8, jf: u8| op(libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K, k, jt, jf);
+    // struct seccomp_data: nr at 0, arch at 4, args[0] at 16 (its low word, little endian).
+    Some(vec![
+        /* 0 */ load(4),
+        /* 1 */ jeq(arch, 1, 0),
+        /* 2 */ ret(libc::SECCOMP_RET_KILL_PROCESS),
+        /* 3 */ load(0),
+        /* 4 */ jge(0x4000_0000, 5, 0),
+        /* 5 */ jeq(libc::SYS_socket as u32, 0, 2),
+        /* 6 */ load(16),
+        /* 7 */ jeq(libc::AF_UNIX as u32, 1, 2),
+        /* 8 */ jeq(libc::SYS_io_uring_setup as u32, 1, 0),
+        /* 9 */ ret(libc::SECCOMP_RET_ALLOW),
+        /* 10 */ ret(libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_filter_jumps_stay_inside_the_program() {
+        let filter = network_filter().unwrap();
+        for (pc, insn) in filter.iter().enumerate() {
+            if insn.code as u32 & 0x07 == libc::BPF_JMP {
+                assert!(pc + 1 + (insn.jt as usize) < filter.len());
+                assert!(pc + 1 + (insn.jf as usize) < filter.len());
+            }
+        }
+        assert_eq!(
+            filter.last().map(|i| i.k),
+            Some(libc::SECCOMP_RET_ERRNO | libc::EPERM as u32)
+        );
+    }
+}
