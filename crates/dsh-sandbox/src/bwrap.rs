@@ -3,8 +3,10 @@
 //! The profile is the reference's: `/` bound read-only, a fresh `/dev` and `/proc`, a private
 //! PID namespace (host processes are invisible, and everything inside dies with the sandbox's
 //! first process), `--die-with-parent`; under `workspace-write` a private tmpfs at `/tmp` and
-//! the writable roots bound read-write over it. We add `--unshare-net` when the network is off
-//! and a private tmpfs at the OS temporary directory when it is not under `/tmp`.
+//! the writable roots bound read-write over it. We add `--cap-drop ALL` when dsh runs as root
+//! (bwrap would keep every capability, and CAP_SYS_ADMIN remounts `/` read-write),
+//! `--unshare-net` when the network is off, and a private tmpfs at the OS temporary directory
+//! when it is not under `/tmp`.
 
 use std::ffi::OsString;
 use std::io::Read as _;
@@ -106,6 +108,12 @@ fn profile(mode: SandboxMode, policy: Option<&SandboxPolicy>, network: bool) -> 
     .into_iter()
     .map(OsString::from)
     .collect();
+    // Run as root, bwrap keeps every capability inside the sandbox, and CAP_SYS_ADMIN can
+    // remount `/` read-write: the reference's profile is escapable by root. Drop them all.
+    // SAFETY: geteuid cannot fail and touches no memory.
+    if unsafe { libc::geteuid() } == 0 {
+        args.extend(["--cap-drop".into(), "ALL".into()]);
+    }
     if !network {
         args.push("--unshare-net".into());
     }
@@ -159,10 +167,18 @@ mod tests {
             true,
             vec!["bash".into(), "-c".into(), "ls".into()],
         );
+        // SAFETY: geteuid cannot fail.
+        let root = if unsafe { libc::geteuid() } == 0 {
+            " --cap-drop ALL"
+        } else {
+            ""
+        };
         assert_eq!(
             strings(&argv).join(" "),
-            "/usr/bin/bwrap --ro-bind / / --dev /dev --unshare-pid --proc /proc \
-             --die-with-parent -- bash -c ls"
+            format!(
+                "/usr/bin/bwrap --ro-bind / / --dev /dev --unshare-pid --proc /proc \
+                 --die-with-parent{root} -- bash -c ls"
+            )
         );
     }
 
@@ -178,7 +194,7 @@ mod tests {
         );
         let args = strings(&profile(policy.mode(), Some(&policy), false));
         let text = args.join(" ");
-        assert!(text.contains("--die-with-parent --unshare-net --tmpfs /tmp"));
+        assert!(text.contains("--unshare-net --tmpfs /tmp"));
         let ws_real = std::fs::canonicalize(ws.path()).unwrap();
         let ws_bind = format!("--bind {0} {0}", ws_real.display());
         let extra_bind = format!("--bind {0} {0}", extra_real.display());

@@ -1,0 +1,468 @@
+//! The escape suite: ways out of the `workspace-write` sandbox, each tried through the tools the
+//! model has (`bash`, `write`, `edit`), under each kernel backend, with the network off. Every
+//! attempt must fail; the suite prints `N attempts, 0 escapes`.
+//!
+//! A backend the machine cannot run is skipped with a note, unless
+//! `DSH_TEST_REQUIRE_BACKENDS=1` (set by `.ci/run`), which makes it a failure.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail the test
+#![allow(clippy::print_stdout, clippy::print_stderr)] // the suite reports its count
+
+use std::net::{TcpListener, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dsh_sandbox::{BackendChoice, Sandbox, SandboxMode, SandboxPolicy, SandboxSettings};
+use dsh_tools::{
+    ModelCaps, Shell, ShellEnv, SpillStore, ToolContext, ToolOutcome, ToolRegistry, ToolSession,
+};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+struct Suite {
+    ws: PathBuf,
+    outside: PathBuf,
+    registry: ToolRegistry,
+    ctx: ToolContext,
+    shell: Arc<Shell>,
+    attempts: usize,
+    escapes: Vec<String>,
+    /// What a backend is known not to confine, tried and reported but not counted.
+    known_limits: Vec<String>,
+    /// A probe file under /etc and $HOME, unique to this run.
+    tag: String,
+}
+
+impl Suite {
+    async fn call(&self, tool: &str, args: Value) -> ToolOutcome {
+        self.registry
+            .execute(tool, &args.to_string(), &self.ctx)
+            .await
+    }
+
+    async fn bash(&self, command: &str) -> String {
+        let outcome = self
+            .call(
+                "bash",
+                json!({"command": command, "description": "escape attempt"}),
+            )
+            .await;
+        let text = outcome.text();
+        assert!(
+            !text.contains("SANDBOX_UNAVAILABLE") && !text.contains("no sandbox backend"),
+            "the sandbox refused to run anything: {text}"
+        );
+        text
+    }
+
+    /// Records one attempt; `escaped` says whether it got out.
+    fn check(&mut self, name: &str, escaped: bool, detail: &str) {
+        self.attempts += 1;
+        if escaped {
+            self.escapes.push(format!("{name}: {detail}"));
+        }
+    }
+}
+
+/// A folder that is not under any root the policy grants (so not under /tmp either).
+fn outside_base(policy: &SandboxPolicy) -> PathBuf {
+    let candidates = [
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
+        PathBuf::from("/var/tmp"),
+        std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default(),
+    ];
+    candidates
+        .into_iter()
+        .filter(|c| c.is_dir())
+        .map(|c| std::fs::canonicalize(c).unwrap())
+        .find(|c| !policy.allows_write(&c.join("x")))
+        .expect("a folder outside the writable roots to test against")
+}
+
+fn setup(backend: BackendChoice) -> Option<Suite> {
+    let sandbox = Arc::new(Sandbox::new(SandboxSettings {
+        backend,
+        network: false,
+    }));
+    if sandbox.chosen().is_none() {
+        let why: Vec<String> = sandbox
+            .probes()
+            .iter()
+            .map(|p| format!("{}: {:?}", p.backend, p.result))
+            .collect();
+        if std::env::var("DSH_TEST_REQUIRE_BACKENDS").as_deref() == Ok("1") {
+            panic!("backend {backend:?} is required but unusable: {why:?}");
+        }
+        eprintln!("skipped: backend {backend:?} is not usable here: {why:?}");
+        return None;
+    }
+    let ws_dir = tempfile::tempdir().unwrap().keep();
+    let ws = std::fs::canonicalize(&ws_dir).unwrap();
+    let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &ws, Vec::new());
+    let base = outside_base(&policy);
+    let tag = format!(
+        "dsh-escape-{}-{}",
+        std::process::id(),
+        backend_name(backend)
+    );
+    let outside = base.join(&tag);
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("existing.txt"), "original\n").unwrap();
+    std::fs::write(outside.join("existing2.txt"), "second\n").unwrap();
+    let shell = Arc::new(Shell::new(
+        ShellEnv::new(vec![("DSH_SESSION_ID".into(), "session-escape".into())]),
+        &format!(
+            "session-escape{}{}",
+            std::process::id(),
+            backend_name(backend)
+        ),
+        sandbox,
+    ));
+    let session = ToolSession::new(
+        policy,
+        SpillStore::new(ws.join(".spill")),
+        ModelCaps {
+            name: "m".into(),
+            image_input: false,
+        },
+    )
+    .with_shell(shell.clone());
+    let mut registry = ToolRegistry::with_file_tools(true);
+    registry.add_shell_tools(true);
+    Some(Suite {
+        ws: ws.clone(),
+        outside,
+        registry,
+        ctx: ToolContext {
+            call_id: "c".into(),
+            cwd: ws,
+            cancel: CancellationToken::new(),
+            session: Arc::new(session),
+        },
+        shell,
+        attempts: 0,
+        escapes: Vec::new(),
+        known_limits: Vec::new(),
+        tag,
+    })
+}
+
+fn backend_name(backend: BackendChoice) -> &'static str {
+    match backend {
+        BackendChoice::Bubblewrap => "bwrap",
+        BackendChoice::Landlock => "landlock",
+        BackendChoice::Auto => "auto",
+    }
+}
+
+fn read(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path).ok()
+}
+
+/// Waits for `path` to appear, up to `limit`.
+fn appears(path: &Path, limit: Duration) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if path.exists() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    path.exists()
+}
+
+async fn run_suite(backend: BackendChoice) {
+    let Some(mut s) = setup(backend) else { return };
+    let out = s.outside.clone();
+    let o = out.display().to_string();
+    let etc = PathBuf::from("/etc").join(&s.tag);
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/root".into());
+    let home_probe = home.join(&s.tag);
+
+    // 1-3: plain writes outside.
+    let r = s.bash(&format!("echo x > {}", etc.display())).await;
+    s.check("write /etc", etc.exists(), &r);
+    let r = s.bash(&format!("touch {}", home_probe.display())).await;
+    s.check("write $HOME", home_probe.exists(), &r);
+    let rel = pathdiff(&s.ws, &out.join("dotdot"));
+    let r = s.bash(&format!("echo x > {rel}")).await;
+    s.check("write through ..", out.join("dotdot").exists(), &r);
+
+    // 4-6: a symlink in the workspace pointing outside, through bash, write and edit.
+    let r = s
+        .bash(&format!("ln -s {o} link && echo x > link/via-link"))
+        .await;
+    s.check("bash through a symlink", out.join("via-link").exists(), &r);
+    std::os::unix::fs::symlink(&out, s.ws.join("link2")).ok();
+    let r = s
+        .call(
+            "write",
+            json!({"file_path": "link2/via-write", "content": "x"}),
+        )
+        .await
+        .text();
+    s.check(
+        "write tool through a symlink",
+        out.join("via-write").exists(),
+        &r,
+    );
+    let _ = s
+        .call("read", json!({"file_path": "link2/existing.txt"}))
+        .await;
+    let r = s
+        .call(
+            "edit",
+            json!({"file_path": "link2/existing.txt", "old_string": "original", "new_string": "edited"}),
+        )
+        .await
+        .text();
+    s.check(
+        "edit tool through a symlink",
+        read(&out.join("existing.txt")).as_deref() != Some("original\n"),
+        &r,
+    );
+
+    // 7: a hard link to an outside file, then a write through it.
+    let r = s
+        .bash(&format!("ln {o}/existing.txt hard; echo more >> hard"))
+        .await;
+    s.check(
+        "hard link",
+        read(&out.join("existing.txt")).as_deref() != Some("original\n"),
+        &r,
+    );
+
+    // 8-9: /proc root links.
+    let proc_self = PathBuf::from("/etc").join(format!("{}-proc-self", s.tag));
+    let r = s
+        .bash(&format!("echo x > /proc/self/root{}", proc_self.display()))
+        .await;
+    s.check("/proc/self/root", proc_self.exists(), &r);
+    let proc_one = PathBuf::from("/etc").join(format!("{}-proc-1", s.tag));
+    let r = s
+        .bash(&format!("echo x > /proc/1/root{}", proc_one.display()))
+        .await;
+    s.check("/proc/1/root", proc_one.exists(), &r);
+
+    // 10: /dev/shm (under bubblewrap a private /dev; the host's must stay untouched).
+    let shm = PathBuf::from("/dev/shm").join(&s.tag);
+    let r = s.bash(&format!("echo x > {}", shm.display())).await;
+    s.check("/dev/shm", shm.exists(), &r);
+
+    // 11-12: renames across the boundary.
+    let r = s.bash(&format!("mv {o}/existing2.txt ./moved-in")).await;
+    s.check(
+        "rename an outside file in",
+        !out.join("existing2.txt").exists(),
+        &r,
+    );
+    let r = s
+        .bash(&format!("echo x > leaving && mv leaving {o}/left"))
+        .await;
+    s.check("rename a file out", out.join("left").exists(), &r);
+
+    // 13-14: metadata of an outside file.
+    let r = s.bash(&format!("chmod 777 {o}/existing.txt")).await;
+    let mode = std::fs::metadata(out.join("existing.txt")).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    if backend == BackendChoice::Landlock {
+        // Landlock governs file contents and names, not metadata: the owner of a file outside
+        // the roots can still chmod, chown or touch it (docs/sandbox.md, "Limits").
+        s.known_limits
+            .push("chmod/chown/utime of files the user owns".into());
+        std::fs::set_permissions(
+            out.join("existing.txt"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
+    } else {
+        s.check(
+            "chmod outside",
+            mode.permissions().mode() & 0o777 == 0o777,
+            &r,
+        );
+    }
+    let r = s.bash(&format!("truncate -s 0 {o}/existing.txt")).await;
+    s.check(
+        "truncate outside",
+        read(&out.join("existing.txt")).as_deref() != Some("original\n"),
+        &r,
+    );
+
+    // 15: a daemon that leaves the command's session and writes after the call returned.
+    let r = s
+        .bash(&format!(
+            "(setsid bash -c 'until [ -e go ]; do sleep 0.01; done; echo x > {o}/daemon; touch \
+             tried' > /dev/null 2>&1 &) ; echo started"
+        ))
+        .await;
+    std::fs::write(s.ws.join("go"), "").unwrap();
+    // Under bubblewrap the daemon dies with the sandbox; under Landlock it runs, confined.
+    appears(&s.ws.join("tried"), Duration::from_secs(3));
+    s.check("setsid daemon", out.join("daemon").exists(), &r);
+
+    // 16-17: mount namespaces and remounts.
+    let mount_probe = PathBuf::from("/etc").join(format!("{}-mount", s.tag));
+    let r = s
+        .bash(&format!(
+            "mount -o remount,rw,bind / / ; echo x > {}",
+            mount_probe.display()
+        ))
+        .await;
+    s.check("remount / read-write", mount_probe.exists(), &r);
+    let r = s
+        .bash(&format!(
+            "unshare -rm sh -c 'mount -o remount,rw,bind / / ; echo x > {}'",
+            mount_probe.display()
+        ))
+        .await;
+    s.check("remount in a new user namespace", mount_probe.exists(), &r);
+
+    // 18: an fd to an outside folder, then a path through /proc/self/fd.
+    let r = s
+        .bash(&format!("exec 3< {o}; echo x > /proc/self/fd/3/via-fd"))
+        .await;
+    s.check("/proc/self/fd", out.join("via-fd").exists(), &r);
+
+    // 19: a symlink to a file outside, appended to (the shape of `>> ~/.bashrc` via a link).
+    let r = s
+        .bash(&format!(
+            "ln -s {o}/existing.txt appended; echo x >> appended"
+        ))
+        .await;
+    s.check(
+        "append through a symlink to a file",
+        read(&out.join("existing.txt")).as_deref() != Some("original\n"),
+        &r,
+    );
+
+    // 20-21: the write and edit tools straight at outside paths.
+    let r = s
+        .call(
+            "write",
+            json!({"file_path": format!("{o}/direct-write"), "content": "x"}),
+        )
+        .await
+        .text();
+    s.check("write tool outside", out.join("direct-write").exists(), &r);
+    let _ = s
+        .call("read", json!({"file_path": format!("{o}/existing.txt")}))
+        .await;
+    let r = s
+        .call(
+            "edit",
+            json!({"file_path": format!("{o}/existing.txt"), "old_string": "original", "new_string": "x"}),
+        )
+        .await
+        .text();
+    s.check(
+        "edit tool outside",
+        read(&out.join("existing.txt")).as_deref() != Some("original\n"),
+        &r,
+    );
+
+    // 22: a device node.
+    let r = s.bash("mknod disk b 8 0 && echo made").await;
+    s.check("mknod", r.contains("made"), &r);
+
+    // 23-24: the network, which is off: TCP and UDP to listeners on 127.0.0.1.
+    let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
+    tcp.set_nonblocking(true).unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    let r = s
+        .bash(&format!(
+            "exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected >&3"
+        ))
+        .await;
+    let connected = tcp.accept().is_ok();
+    s.check(
+        "TCP to 127.0.0.1",
+        connected || r.contains("connected\n"),
+        &r,
+    );
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let uport = udp.local_addr().unwrap().port();
+    let r = s
+        .bash(&format!("echo datagram > /dev/udp/127.0.0.1/{uport}"))
+        .await;
+    let mut buf = [0u8; 64];
+    let received = udp.recv(&mut buf).is_ok();
+    s.check("UDP to 127.0.0.1", received, &r);
+
+    // 25: signalling dsh itself (here: the test process).
+    let r = s
+        .bash(&format!("kill -0 {} && echo reachable", std::process::id()))
+        .await;
+    s.check("signal the agent", r.contains("reachable"), &r);
+
+    // 26: $HOME configuration through a tool that writes it (git config --global).
+    let gitconfig = home.join(".gitconfig");
+    let before = read(&gitconfig);
+    let r = s
+        .bash("git config --global dsh.escape yes 2>&1; echo done")
+        .await;
+    let after = read(&gitconfig);
+    if after != before {
+        match &before {
+            Some(text) => std::fs::write(&gitconfig, text).unwrap(),
+            None => std::fs::remove_file(&gitconfig).unwrap(),
+        }
+    }
+    s.check("git config --global", after != before, &r);
+
+    s.shell.shutdown().await;
+    let _ = std::fs::remove_dir_all(&s.outside);
+    let _ = std::fs::remove_dir_all(&s.ws);
+    // Tidy anything an escape left behind first, so a failure does not poison the next run.
+    for leftover in [&etc, &home_probe, &proc_self, &proc_one, &shm, &mount_probe] {
+        let _ = std::fs::remove_file(leftover);
+    }
+    let limits = if s.known_limits.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (known limits, not counted: {})",
+            s.known_limits.join("; ")
+        )
+    };
+    println!(
+        "{}: {} attempts, {} escapes{limits}",
+        backend_name(backend),
+        s.attempts,
+        s.escapes.len()
+    );
+    assert!(s.attempts >= 20);
+    assert!(
+        s.escapes.is_empty(),
+        "escaped the {} sandbox:\n{}",
+        backend_name(backend),
+        s.escapes.join("\n---\n")
+    );
+}
+
+/// `to` relative to `from`, through `..`.
+fn pathdiff(from: &Path, to: &Path) -> String {
+    let up = from.components().count() - 1;
+    let mut rel = String::new();
+    for _ in 0..up {
+        rel.push_str("../");
+    }
+    rel + to.strip_prefix("/").unwrap().to_str().unwrap()
+}
+
+#[tokio::test]
+async fn nothing_escapes_bubblewrap() {
+    run_suite(BackendChoice::Bubblewrap).await;
+}
+
+#[tokio::test]
+async fn nothing_escapes_landlock() {
+    run_suite(BackendChoice::Landlock).await;
+}
