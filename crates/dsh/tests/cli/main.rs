@@ -5,6 +5,7 @@
 mod errors;
 mod headless;
 mod json;
+mod sandbox;
 mod signals;
 
 use std::path::Path;

@@ -1,0 +1,173 @@
+//! The sandbox settings on the command line: `--permission-mode`, `DSH_PERMISSION_MODE`,
+//! `--add-dir`, `--approval-policy`, what the model is told, and `dsh sandbox check`.
+
+use dsh_testkit::{RunOutput, TestEnv, Turn};
+use serde_json::json;
+
+use crate::dsh;
+
+fn system_prompt(env: &TestEnv, request: usize) -> String {
+    env.server.requests()[request].messages()[0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn the_model_is_told_the_mode_the_roots_and_the_approval_policy() {
+    let env = TestEnv::new(vec![Turn::text("ok"), Turn::text("ok"), Turn::text("ok")]);
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let ws = std::fs::canonicalize(env.ws_path()).unwrap();
+    let prompt = system_prompt(&env, 0);
+    assert!(prompt.contains("Sandbox: workspace-write."), "{prompt}");
+    assert!(
+        prompt.contains(&format!("{:?}", ws.display().to_string())),
+        "{prompt}"
+    );
+    assert!(prompt.contains("Approval policy: ask."), "{prompt}");
+
+    // The environment picks the mode when no flag does; the flag wins over it.
+    let out = RunOutput::of(
+        env.command(dsh())
+            .env("DSH_PERMISSION_MODE", "read-only")
+            .arg("go"),
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(system_prompt(&env, 1).contains("Sandbox: read-only."));
+    let out = RunOutput::of(
+        env.command(dsh())
+            .env("DSH_PERMISSION_MODE", "read-only")
+            .args([
+                "--permission-mode",
+                "workspace-write",
+                "--approval-policy",
+                "never",
+                "go",
+            ]),
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let prompt = system_prompt(&env, 2);
+    assert!(prompt.contains("Sandbox: workspace-write."), "{prompt}");
+    assert!(prompt.contains("Approval policy: never."), "{prompt}");
+}
+
+#[test]
+fn bad_permission_settings_fail_before_any_request() {
+    let env = TestEnv::new(vec![Turn::text("ok")]);
+    let out = RunOutput::of(
+        env.command(dsh())
+            .env("DSH_PERMISSION_MODE", "auto")
+            .arg("go"),
+    );
+    assert_eq!(out.code(), Some(1));
+    assert_eq!(
+        out.stderr,
+        "dsh: DSH_PERMISSION_MODE must be read-only, workspace-write or danger-full-access, got \"auto\"\n"
+    );
+    let out = env.run(dsh(), &["--approval-policy", "sometimes", "go"]);
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr
+            .contains("--approval-policy must be ask or never, got \"sometimes\""),
+        "{}",
+        out.stderr
+    );
+    for (dir, expected) in [
+        ("relative", "is not an absolute path"),
+        ("/nonexistent/dsh-dir", "it does not exist"),
+    ] {
+        let out = env.run(dsh(), &["--add-dir", dir, "go"]);
+        assert_eq!(out.code(), Some(1));
+        assert!(out.stderr.contains(expected), "{dir}: {}", out.stderr);
+    }
+    // A symlinked spelling is refused with the real path to give instead.
+    let real = tempfile::tempdir().unwrap();
+    let link = env.ws_path().join("link");
+    std::os::unix::fs::symlink(real.path(), &link).unwrap();
+    let out = env.run(dsh(), &["--add-dir", link.to_str().unwrap(), "go"]);
+    assert_eq!(out.code(), Some(1));
+    let canonical = std::fs::canonicalize(real.path()).unwrap();
+    assert!(
+        out.stderr.contains(&format!(
+            "is not a physical path: it resolves to \"{}\"",
+            canonical.display()
+        )),
+        "{}",
+        out.stderr
+    );
+    env.write("bad.toml", "[sandbox]\nbackend = \"chroot\"\n");
+    let out = env.run(dsh(), &["--patch", "bad.toml", "go"]);
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr
+            .contains("config sandbox.backend: unknown sandbox backend \"chroot\": use auto, bubblewrap or landlock"),
+        "{}",
+        out.stderr
+    );
+    assert!(env.server.requests().is_empty());
+}
+
+#[test]
+fn an_added_directory_is_writable_by_the_file_tools() {
+    let granted = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let granted = std::fs::canonicalize(granted.path()).unwrap();
+    let target = granted.join("note.txt");
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "write",
+            json!({"file_path": target.to_str().unwrap(), "content": "granted\n"}),
+        ),
+        Turn::text("ok"),
+    ]);
+    // Without the grant the fence refuses it ...
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(!target.exists());
+    assert!(env.server.requests()[1].tool_results()[0].contains("[sandbox: file access denied"));
+    // ... and with it the write lands, and the model is told about the extra root.
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "write",
+            json!({"file_path": target.to_str().unwrap(), "content": "granted\n"}),
+        ),
+        Turn::text("ok"),
+    ]);
+    let out = env.run(dsh(), &["--add-dir", granted.to_str().unwrap(), "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "granted\n");
+    assert!(system_prompt(&env, 0).contains(&format!("{:?}", granted.display().to_string())));
+}
+
+#[test]
+fn sandbox_check_names_each_backend_and_the_one_used() {
+    let env = TestEnv::new(Vec::new());
+    let out = RunOutput::of(env.command(dsh()).args(["sandbox", "check"]));
+    assert!(out.stdout.contains("  bubblewrap  "), "{}", out.stdout);
+    assert!(out.stdout.contains("  landlock    "), "{}", out.stdout);
+    // Forced onto bubblewrap with none installed: not usable, what to do, exit 1.
+    env.write("bwrap.toml", "[sandbox]\nbackend = \"bubblewrap\"\n");
+    let out = RunOutput::of(env.command(dsh()).env("PATH", "/nonexistent").args([
+        "sandbox",
+        "check",
+        "--patch",
+        "bwrap.toml",
+    ]));
+    assert_eq!(out.code(), Some(1), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("bubblewrap  not usable: bwrap is not installed (not found on PATH)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("what to do: install bubblewrap"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("No backend can confine commands here"),
+        "{}",
+        out.stdout
+    );
+}
