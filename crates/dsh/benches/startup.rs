@@ -8,7 +8,8 @@
 //! * `1 GiB read`: one `read` of the last lines of a 1 GiB text file, which is streamed to the
 //!   end to count its lines: the peak RSS shows the file is never held in memory;
 //! * `10-step bash true run`: ten `bash` calls of `true`; (its wall time - the 0-step run's) / 10
-//!   is the cost of one call through the tool path.
+//!   is the cost of one call through the tool path: unconfined (`danger-full-access`), then
+//!   confined in `workspace-write` by bubblewrap and by Landlock (`sandbox.backend`).
 //!
 //! Run with `cargo bench -p dsh --bench startup` (the release profile), or `bench/run.sh`,
 //! which also writes `docs/performance.md`. Prints a Markdown table: medians of N runs, with
@@ -37,17 +38,17 @@ fn dsh() -> &'static Path {
 
 /// One run: spawn, wait with `wait4` for the exit status and the child's peak RSS.
 fn run_once(turns: Vec<Turn>, prepare: &dyn Fn(&TestEnv)) -> Sample {
+    run_with(turns, prepare, &["--permission-mode", "danger-full-access"])
+}
+
+/// One run with `args` before the task.
+fn run_with(turns: Vec<Turn>, prepare: &dyn Fn(&TestEnv), args: &[&str]) -> Sample {
     let env = TestEnv::new(turns);
     prepare(&env);
     let mut command = env.command(dsh());
     command
-        // danger-full-access: bash runs without a sandbox backend (the `bash` scenario).
-        .args([
-            "--permission-mode",
-            "danger-full-access",
-            "--json",
-            "bench task",
-        ])
+        .args(args)
+        .args(["--json", "bench task"])
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let started = Instant::now();
@@ -152,18 +153,46 @@ fn main() {
     report("0-step run", &zero);
     report("10-step `read` run", &ten);
     report("1 GiB `read` (3 runs)", &huge);
-    let bash: Vec<Sample> = (0..RUNS)
-        .map(|_| {
-            let mut turns: Vec<Turn> = (0..10)
-                .map(|_| {
-                    Turn::tool_call("bash", json!({"command": "true", "description": "bench"}))
-                })
-                .collect();
-            turns.push(Turn::text("done"));
-            run_once(turns, &|_| {})
-        })
-        .collect();
-    report("10-step `bash true` run (no sandbox)", &bash);
+    let bash_turns = || {
+        let mut turns: Vec<Turn> = (0..10)
+            .map(|_| Turn::tool_call("bash", json!({"command": "true", "description": "bench"})))
+            .collect();
+        turns.push(Turn::text("done"));
+        turns
+    };
+    let wall_ms =
+        |runs: &[Sample]| median(runs.iter().map(|s| s.wall.as_secs_f64() * 1000.0).collect()).0;
+    let zero_wall = wall_ms(&zero);
+    let mut per_call = Vec::new();
+    for (name, backend) in [
+        ("no sandbox", None),
+        ("bubblewrap", Some("bubblewrap")),
+        ("Landlock", Some("landlock")),
+    ] {
+        let patch = tempfile::NamedTempFile::new().unwrap();
+        let args: Vec<String> = match backend {
+            None => vec!["--permission-mode".into(), "danger-full-access".into()],
+            Some(backend) => {
+                std::fs::write(
+                    patch.path(),
+                    format!("[sandbox]\nbackend = \"{backend}\"\n"),
+                )
+                .unwrap();
+                vec!["--patch".into(), patch.path().display().to_string()]
+            }
+        };
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let runs: Vec<Sample> = (0..RUNS)
+            .map(|_| run_with(bash_turns(), &|_| {}, &args))
+            .collect();
+        report(&format!("10-step `bash true` run ({name})"), &runs);
+        let wall = wall_ms(&runs);
+        per_call.push(format!("{name} {:.1} ms", (wall - zero_wall) / 10.0));
+    }
+    println!(
+        "\nOne `bash true` call through the tool path, (10-step run - 0-step run) / 10: {}.",
+        per_call.join(", ")
+    );
 }
 
 /// Lines of 64 bytes in the 1 GiB file.
