@@ -164,6 +164,7 @@ fn main() {
         |runs: &[Sample]| median(runs.iter().map(|s| s.wall.as_secs_f64() * 1000.0).collect()).0;
     let zero_wall = wall_ms(&zero);
     let mut per_call = Vec::new();
+    let mut unconfined: Option<f64> = None;
     for (name, backend) in [
         ("no sandbox", None),
         ("bubblewrap", Some("bubblewrap")),
@@ -186,8 +187,16 @@ fn main() {
             .map(|_| run_with(bash_turns(), &|_| {}, &args))
             .collect();
         report(&format!("10-step `bash true` run ({name})"), &runs);
-        let wall = wall_ms(&runs);
-        per_call.push(format!("{name} {:.1} ms", (wall - zero_wall) / 10.0));
+        let call = (wall_ms(&runs) - zero_wall) / 10.0;
+        let unconfined = *unconfined.get_or_insert(call);
+        per_call.push(if backend.is_none() {
+            format!("{name} {call:.1} ms")
+        } else {
+            format!(
+                "{name} {call:.1} ms (the sandbox's own cost: {:+.1} ms)",
+                call - unconfined
+            )
+        });
     }
     println!(
         "\nOne `bash true` call through the tool path, (10-step run - 0-step run) / 10: {}.",
