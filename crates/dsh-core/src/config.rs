@@ -21,6 +21,7 @@ pub struct Config {
     pub jobs: JobsConfig,
     pub sandbox: SandboxConfig,
     pub approval: ApprovalConfig,
+    pub sessions: SessionsConfig,
     /// What is known about models by name, over the built-in table.
     pub models: BTreeMap<String, ModelConfig>,
 }
@@ -61,6 +62,15 @@ pub struct SandboxConfig {
     pub network: Option<bool>,
     /// auto (bubblewrap, else Landlock), bubblewrap, or landlock.
     pub backend: Option<String>,
+}
+
+/// The session logs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionsConfig {
+    /// fsync every record (default false: each record is one write, which survives the
+    /// process dying but not the machine losing power).
+    pub fsync: bool,
 }
 
 /// Escalation approvals.

@@ -12,4 +12,35 @@ pub enum CoreError {
     },
     #[error("no home directory to keep sessions in: set DSH_HOME (or HOME)")]
     NoHome,
+    #[error(
+        "the session log {} is damaged: {message}; it cannot be resumed (start a new session, \
+         or move the damaged lines out of the file)",
+        path.display()
+    )]
+    Damaged { path: PathBuf, message: String },
+    #[error(
+        "session \"{id}\" is in use by another dsh process{}; wait for it to finish or stop it, \
+         then retry",
+        pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+    )]
+    Locked { id: String, pid: Option<u32> },
+    #[error(
+        "no session \"{id}\" in {}: check the id (the --json `session` event gives it), or leave \
+         --session-id out to start a new session",
+        root.display()
+    )]
+    UnknownSession { id: String, root: PathBuf },
+    #[error(
+        "session \"{id}\" was recorded in {recorded}, not in this directory ({here}); run dsh \
+         from {recorded} to resume it"
+    )]
+    OtherDirectory {
+        id: String,
+        recorded: String,
+        here: String,
+    },
+    #[error(
+        "\"{0}\" is not a session id: ids look like session-<uuid>, as the --json `session` event gives them"
+    )]
+    BadSessionId(String),
 }

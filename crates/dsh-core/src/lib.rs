@@ -13,17 +13,20 @@ mod agent;
 mod config;
 mod error;
 mod home;
+mod lock;
 mod log;
 mod prompt;
+mod repair;
 mod session;
 
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
 pub use config::{
-    ApprovalConfig, Config, ConfigError, JobsConfig, ModelConfig, SandboxConfig, ShellConfig,
-    ToolsConfig,
+    ApprovalConfig, Config, ConfigError, JobsConfig, ModelConfig, SandboxConfig, SessionsConfig,
+    ShellConfig, ToolsConfig,
 };
 pub use error::CoreError;
 pub use home::dsh_home;
-pub use log::SessionLog;
+pub use log::{LoadedLog, LogOptions, SessionLog, read_log};
 pub use prompt::system_prompt;
+pub use repair::{NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, repair};
 pub use session::Session;

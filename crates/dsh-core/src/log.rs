@@ -2,7 +2,9 @@
 //!
 //! Nothing is written until the first record, so a run that fails before its first turn leaves
 //! no empty session behind. Each record is written with one `write` on a file opened for
-//! appending, so a crash leaves at most a torn last line, which a reader drops.
+//! appending, so a crash leaves at most a torn last line, which [`read_log`] drops; with
+//! `sessions.fsync` every record is also flushed to the disk before the run goes on. The
+//! session's folder holds a lock while a process writes it (see [`crate::lock`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -13,35 +15,67 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use dsh_protocol::{Record, RecordEnvelope, SessionHeader};
 
 use crate::CoreError;
+use crate::lock::SessionLock;
 
 /// The file a session is written to.
 pub const LOG_FILE: &str = "session.jsonl";
+
+/// How records are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogOptions {
+    /// fsync after every record (`sessions.fsync`), not only a write the kernel holds.
+    pub fsync: bool,
+}
 
 pub struct SessionLog {
     path: PathBuf,
     header: SessionHeader,
     file: Option<File>,
     seq: u64,
+    options: LogOptions,
+    lock: Option<SessionLock>,
 }
 
 impl SessionLog {
     /// A log for a new session under `<home>/sessions/<cwd-slug>/<id>/`.
-    pub fn create(home: &Path, header: SessionHeader) -> Self {
-        let path = home
-            .join("sessions")
-            .join(cwd_slug(&header.cwd))
-            .join(&header.id)
-            .join(LOG_FILE);
+    pub fn create(home: &Path, header: SessionHeader, options: LogOptions) -> Self {
+        let path = session_dir(home, &header.cwd, &header.id).join(LOG_FILE);
         SessionLog {
             path,
             header,
             file: None,
             seq: 0,
+            options,
+            lock: None,
+        }
+    }
+
+    /// A log that goes on after `seq` in an existing file, already locked and cut back to its
+    /// last whole record.
+    pub(crate) fn resume(
+        path: PathBuf,
+        header: SessionHeader,
+        seq: u64,
+        file: File,
+        lock: SessionLock,
+        options: LogOptions,
+    ) -> Self {
+        SessionLog {
+            path,
+            header,
+            file: Some(file),
+            seq,
+            options,
+            lock: Some(lock),
         }
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
     }
 
     /// Appends a record and returns it with its place in the log.
@@ -53,25 +87,35 @@ impl SessionLog {
         };
         let mut line = serde_json::to_vec(&envelope).unwrap_or_default();
         line.push(b'\n');
-        let file = match &mut self.file {
-            Some(file) => file,
-            None => self.file.insert(self.open()?),
+        if self.file.is_none() {
+            let file = self.open()?;
+            self.file = Some(file);
+        }
+        let Some(file) = self.file.as_mut() else {
+            return Err(self.error(std::io::Error::other("the log is not open")));
         };
-        file.write_all(&line).map_err(|source| self.error(source))?;
+        let written = file.write_all(&line).and_then(|()| {
+            if self.options.fsync {
+                file.sync_data()
+            } else {
+                Ok(())
+            }
+        });
+        written.map_err(|source| self.error(source))?;
         self.seq += 1;
         Ok(envelope)
     }
 
-    fn open(&self) -> Result<File, CoreError> {
-        if let Some(dir) = self.path.parent() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(|source| self.error(source))?;
-        }
+    fn open(&mut self) -> Result<File, CoreError> {
+        let dir = self.path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|source| self.error(source))?;
+        self.lock = Some(SessionLock::acquire(&dir, &self.header.id)?);
         let mut file = OpenOptions::new()
-            .create(true)
+            .create_new(true)
             .append(true)
             .mode(0o600)
             .open(&self.path)
@@ -79,6 +123,13 @@ impl SessionLog {
         let mut header = serde_json::to_vec(&self.header).unwrap_or_default();
         header.push(b'\n');
         file.write_all(&header)
+            .and_then(|()| {
+                if self.options.fsync {
+                    file.sync_data()
+                } else {
+                    Ok(())
+                }
+            })
             .map_err(|source| self.error(source))?;
         Ok(file)
     }
@@ -89,6 +140,92 @@ impl SessionLog {
             source,
         }
     }
+}
+
+/// `<home>/sessions/<cwd-slug>/<id>`.
+pub(crate) fn session_dir(home: &Path, cwd: &str, id: &str) -> PathBuf {
+    home.join("sessions").join(cwd_slug(cwd)).join(id)
+}
+
+/// A log read back: the header, every whole record, and where the whole records end.
+#[derive(Debug)]
+pub struct LoadedLog {
+    pub header: SessionHeader,
+    pub records: Vec<RecordEnvelope>,
+    /// Bytes of whole lines; anything after is a torn last line.
+    pub whole_len: u64,
+    /// Whether a torn last line was dropped.
+    pub torn: bool,
+}
+
+/// Reads a log. A last line cut short (no newline, or not valid JSON) is a write the process
+/// died in and is dropped; a damaged line before it is an error, since what follows it cannot
+/// be trusted to continue it.
+pub fn read_log(path: &Path) -> Result<LoadedLog, CoreError> {
+    let damaged = |message: String| CoreError::Damaged {
+        path: path.to_path_buf(),
+        message,
+    };
+    let bytes = std::fs::read(path).map_err(|source| CoreError::Log {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut lines: Vec<(usize, &[u8])> = Vec::new();
+    let mut start = 0;
+    for (i, byte) in bytes.iter().enumerate() {
+        if *byte == b'\n' {
+            lines.push((start, &bytes[start..i]));
+            start = i + 1;
+        }
+    }
+    let mut torn = start < bytes.len();
+    let mut whole_len = start as u64;
+    let Some(((_, first), rest)) = lines.split_first() else {
+        return Err(damaged("it has no header line".into()));
+    };
+    let header: SessionHeader = serde_json::from_slice(first)
+        .map_err(|e| damaged(format!("line 1 is not a session header: {e}")))?;
+    if header.version != dsh_protocol::SESSION_FORMAT_VERSION {
+        return Err(damaged(format!(
+            "it is format version {}, which this dsh ({}) does not read",
+            header.version,
+            env!("CARGO_PKG_VERSION")
+        )));
+    }
+    let mut records = Vec::with_capacity(rest.len());
+    for (index, (offset, line)) in rest.iter().enumerate() {
+        match serde_json::from_slice::<RecordEnvelope>(line) {
+            Ok(record) => {
+                if record.seq != records.len() as u64 + 1 {
+                    return Err(damaged(format!(
+                        "line {} has seq {}, expected {}",
+                        index + 2,
+                        record.seq,
+                        records.len() + 1
+                    )));
+                }
+                records.push(record);
+            }
+            Err(_) if index + 1 == rest.len() => {
+                // A whole line that does not parse can only be the last write, cut and then
+                // followed by nothing: treat it as torn.
+                torn = true;
+                whole_len = *offset as u64;
+            }
+            Err(e) => {
+                return Err(damaged(format!(
+                    "line {} is not a valid record ({e}), and records follow it",
+                    index + 2
+                )));
+            }
+        }
+    }
+    Ok(LoadedLog {
+        header,
+        records,
+        whole_len,
+        torn,
+    })
 }
 
 pub(crate) fn now_ms() -> u64 {
@@ -148,7 +285,7 @@ mod tests {
     fn writes_a_header_then_one_record_per_line() {
         let home = tempfile::tempdir().unwrap();
         let header = SessionHeader::new("session-1".into(), 5, "/w".into());
-        let mut log = SessionLog::create(home.path(), header);
+        let mut log = SessionLog::create(home.path(), header, LogOptions::default());
         assert!(!log.path().exists());
         log.append(Record::TurnStart { turn: 1 }).unwrap();
         let second = log.append(Record::StepStart { turn: 1, step: 1 }).unwrap();

@@ -3,7 +3,8 @@ use std::path::{Path, PathBuf};
 use dsh_protocol::{Message, Record, RecordEnvelope, SessionHeader};
 
 use crate::CoreError;
-use crate::log::{SessionLog, now_ms};
+use crate::lock::SessionLock;
+use crate::log::{LOG_FILE, LogOptions, SessionLog, now_ms, read_log, session_dir};
 
 /// One conversation: its identity, the history the model sees, and the log it is kept in.
 pub struct Session {
@@ -16,16 +17,85 @@ pub struct Session {
 
 impl Session {
     /// A new session with a fresh `session-<uuid>` id, logged under `home`.
-    pub fn create(home: &Path, cwd: PathBuf) -> Self {
+    pub fn create(home: &Path, cwd: PathBuf, options: LogOptions) -> Self {
         let id = format!("session-{}", uuid::Uuid::new_v4());
         let header = SessionHeader::new(id.clone(), now_ms(), cwd.to_string_lossy().into_owned());
         Session {
-            log: SessionLog::create(home, header),
+            log: SessionLog::create(home, header, options),
             id,
             cwd,
             history: Vec::new(),
             last_turn: 0,
         }
+    }
+
+    /// The session `id`, recorded in `cwd`, to go on with: locked against other writers, its
+    /// torn last line cut off, an open turn closed as interrupted (the closing records are
+    /// appended to the log), and the history rebuilt from what was committed.
+    pub fn resume(
+        home: &Path,
+        cwd: PathBuf,
+        id: &str,
+        options: LogOptions,
+    ) -> Result<Session, CoreError> {
+        if id.is_empty() || id == "." || id == ".." || id.contains('/') || id.contains('\0') {
+            return Err(CoreError::BadSessionId(id.to_owned()));
+        }
+        let here = cwd.to_string_lossy().into_owned();
+        let dir = session_dir(home, &here, id);
+        let path = dir.join(LOG_FILE);
+        if !path.is_file() {
+            return Err(match recorded_elsewhere(home, id) {
+                Some(recorded) => CoreError::OtherDirectory {
+                    id: id.to_owned(),
+                    recorded,
+                    here,
+                },
+                None => CoreError::UnknownSession {
+                    id: id.to_owned(),
+                    root: home.join("sessions"),
+                },
+            });
+        }
+        let lock = SessionLock::acquire(&dir, id)?;
+        let loaded = read_log(&path)?;
+        if loaded.header.id != id || loaded.header.cwd != here {
+            return Err(CoreError::OtherDirectory {
+                id: id.to_owned(),
+                recorded: loaded.header.cwd,
+                here,
+            });
+        }
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(|source| CoreError::Log {
+                path: path.clone(),
+                source,
+            })?;
+        if loaded.torn {
+            file.set_len(loaded.whole_len)
+                .map_err(|source| CoreError::Log {
+                    path: path.clone(),
+                    source,
+                })?;
+        }
+        let seq = loaded.records.len() as u64;
+        let mut session = Session {
+            id: id.to_owned(),
+            cwd,
+            history: Vec::new(),
+            last_turn: 0,
+            log: SessionLog::resume(path, loaded.header, seq, file, lock, options),
+        };
+        let closing = crate::repair::repair(&loaded.records);
+        for envelope in loaded.records {
+            session.absorb(&envelope.record);
+        }
+        for record in closing {
+            session.commit(record)?;
+        }
+        Ok(session)
     }
 
     pub fn id(&self) -> &str {
@@ -57,16 +127,31 @@ impl Session {
     /// Commits a record: the log first, then the history the model will see.
     pub(crate) fn commit(&mut self, record: Record) -> Result<RecordEnvelope, CoreError> {
         let envelope = self.log.append(record)?;
-        match &envelope.record {
+        self.absorb(&envelope.record);
+        Ok(envelope)
+    }
+
+    /// What a committed record adds to the history and the turn count.
+    fn absorb(&mut self, record: &Record) {
+        match record {
             Record::UserMessage { message, .. } => self.history.push(message.clone()),
             Record::AssistantMessage(data) => self.history.push(data.message.clone()),
             Record::ToolResult(data) => self.history.push(data.message.clone()),
-            Record::TurnStart { .. }
-            | Record::StepStart { .. }
+            Record::TurnStart { turn } => self.last_turn = self.last_turn.max(*turn),
+            Record::StepStart { .. }
             | Record::ToolCall(_)
             | Record::StepEnd { .. }
             | Record::TurnEnd { .. } => {}
         }
-        Ok(envelope)
     }
+}
+
+/// The working directory a session `id` was recorded in, when it is under another one.
+fn recorded_elsewhere(home: &Path, id: &str) -> Option<String> {
+    let folders = std::fs::read_dir(home.join("sessions")).ok()?;
+    folders
+        .filter_map(Result::ok)
+        .map(|entry| entry.path().join(id).join(LOG_FILE))
+        .filter(|path| path.is_file())
+        .find_map(|path| read_log(&path).ok().map(|log| log.header.cwd))
 }

@@ -110,7 +110,11 @@ async fn run(answers: Vec<Answer>, config: AgentConfig, stop_at: Option<usize>) 
     });
     let tools = ToolRegistry::with_file_tools(true);
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let session = Session::create(home.path(), ws.path().to_path_buf());
+    let session = Session::create(
+        home.path(),
+        ws.path().to_path_buf(),
+        dsh_core::LogOptions::default(),
+    );
     let tool_session = ToolSession::new(
         SandboxPolicy::new(SandboxMode::WorkspaceWrite, ws.path(), Vec::new()),
         SpillStore::new(session.dir().join("spill")),

@@ -12,6 +12,8 @@ pub enum Turn {
     },
     /// Read the request and never answer; the connection stays open until the client closes it.
     Hang,
+    /// Start a streamed answer with this text, then stall: the stream never ends.
+    HangMidStream(String),
 }
 
 /// A streamed answer.
@@ -78,6 +80,11 @@ impl Turn {
 
     pub fn hang() -> Turn {
         Turn::Hang
+    }
+
+    /// An answer that starts streaming `text` and then stalls.
+    pub fn hang_mid_stream(text: &str) -> Turn {
+        Turn::HangMidStream(text.into())
     }
 
     /// Adds reasoning before the answer.

@@ -169,12 +169,27 @@ fn serve(stream: TcpStream, shared: &Shared) {
             let _ = stream.write_all(head.as_bytes());
             let _ = stream.write_all(body.as_bytes());
         }
-        Turn::Hang => {
-            // Hold the request open until the client gives up on it.
-            let mut sink = [0u8; 1024];
-            while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+        Turn::Hang => hold(&mut stream),
+        Turn::HangMidStream(text) => {
+            let head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
+            let chunk = json!({"id":"chatcmpl-test","object":"chat.completion.chunk","model":"m",
+                               "choices":[{"index":0,"delta":{"role":"assistant","content":text},
+                                           "finish_reason":null}]});
+            let started = stream
+                .write_all(head)
+                .and_then(|()| stream.write_all(format!("data: {chunk}\n\n").as_bytes()))
+                .and_then(|()| stream.flush());
+            if started.is_ok() {
+                hold(&mut stream);
+            }
         }
     }
+}
+
+/// Holds the connection open until the client gives up on it.
+fn hold(stream: &mut TcpStream) {
+    let mut sink = [0u8; 1024];
+    while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
 }
 
 fn read_request(stream: &TcpStream) -> Option<Request> {

@@ -43,6 +43,8 @@ pub struct RunArgs {
     pub approval_policy: Option<ApprovalPolicy>,
     /// More writable directories (`--add-dir`, repeatable), as given.
     pub add_dirs: Vec<std::path::PathBuf>,
+    /// The session to continue (`--session-id`), exactly as given.
+    pub session_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +75,7 @@ const VALUED: &[&str] = &[
     "--permission-mode",
     "--approval-policy",
     "--add-dir",
+    "--session-id",
 ];
 
 /// Parses the arguments after the program name. `stdin_is_terminal` decides whether a missing
@@ -109,6 +112,7 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
         permission_mode: None,
         approval_policy: None,
         add_dirs: Vec::new(),
+        session_id: None,
     };
     let mut words: Vec<String> = Vec::new();
     let mut iter = args.into_iter();
@@ -179,6 +183,15 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
                         false,
                     )
                 })?);
+            }
+            "--session-id" => {
+                // The id is opaque: used exactly as given, whitespace included (as the
+                // reference does); an empty one is an error.
+                let id = value("--session-id <id>")?;
+                if id.is_empty() {
+                    return Err(fail("--session-id needs a session id".into(), true));
+                }
+                run.session_id = Some(id);
             }
             "--add-dir" => {
                 let dir = value("--add-dir <dir>")?;
@@ -311,6 +324,7 @@ Options:
                           wider sandbox (headless has no one to ask either way)
       --add-dir <dir>     Another writable directory: absolute, existing, its real
                           path (repeatable)
+      --session-id <id>   Continue that session (from the directory it ran in)
   -h, --help              Print this help
   -V, --version           Print the version
 
@@ -347,6 +361,7 @@ mod tests {
             permission_mode: None,
             approval_policy: None,
             add_dirs: Vec::new(),
+            session_id: None,
         })
     }
 

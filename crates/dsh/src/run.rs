@@ -5,7 +5,7 @@ use std::io::Read as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use dsh_core::{Agent, AgentConfig, Config, Session, Stop, dsh_home};
+use dsh_core::{Agent, AgentConfig, Config, LogOptions, Session, Stop, dsh_home};
 use dsh_llm::{DeepSeek, DeepSeekConfig};
 use dsh_protocol::AbortReason;
 use dsh_sandbox::escalation::ApprovalPolicy;
@@ -134,6 +134,16 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
         (None, None) => ApprovalPolicy::default_for(mode),
     };
     let sandbox = Arc::new(Sandbox::new(sandbox_settings(&files)?));
+    let log_options = LogOptions {
+        fsync: files.sessions.fsync,
+    };
+    // A session to continue is found, locked and repaired before stdin is read or anything is
+    // sent: a wrong id costs nothing.
+    let session = match &args.session_id {
+        Some(id) => Session::resume(&home, cwd.clone(), id, log_options)
+            .map_err(|e| SetupError(e.to_string()))?,
+        None => Session::create(&home, cwd.clone(), log_options),
+    };
     let task = match &args.task {
         TaskSource::Words(task) => task.clone(),
         TaskSource::Stdin => read_stdin_task()?,
@@ -167,7 +177,6 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     // bash is offered in every mode, as the reference does: where no backend can confine a
     // command, each call is refused with SANDBOX_UNAVAILABLE and the model reads why.
     tools.add_shell_tools(confining);
-    let session = Session::create(&home, cwd);
     let mut shell_env = ShellEnv::new(vec![
         ("DSH_HOME".into(), home.clone().into_os_string()),
         ("DSH_SESSION_ID".into(), session.id().into()),

@@ -6,6 +6,7 @@ mod errors;
 mod headless;
 mod json;
 mod sandbox;
+mod sessions;
 mod signals;
 
 use std::path::Path;

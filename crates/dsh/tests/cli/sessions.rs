@@ -1,0 +1,396 @@
+//! Sessions on disk: `--session-id` resume, the lock, the working-directory rule, torn lines,
+//! and a run killed with SIGKILL at many points, each resumed with nothing committed lost.
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use dsh_testkit::{RunOutput, TestEnv, Turn};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use crate::dsh;
+
+/// The one session log's path.
+fn log_path(env: &TestEnv) -> std::path::PathBuf {
+    let sessions = env.home.path().join("sessions");
+    let mut found = Vec::new();
+    for project in std::fs::read_dir(sessions).unwrap() {
+        for session in std::fs::read_dir(project.unwrap().path()).unwrap() {
+            found.push(session.unwrap().path().join("session.jsonl"));
+        }
+    }
+    assert_eq!(found.len(), 1, "{found:?}");
+    found.remove(0)
+}
+
+fn session_id(env: &TestEnv) -> String {
+    log_path(env)
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn records(env: &TestEnv) -> Vec<Value> {
+    std::fs::read_to_string(log_path(env))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_resumed_session_sends_its_history_and_continues_its_turns() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "a.txt"})),
+        Turn::text("first answer"),
+        Turn::text("second answer"),
+    ]);
+    env.write("a.txt", "alpha\n");
+    let out = env.run(dsh(), &["first task"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let id = session_id(&env);
+    let out = env.run(dsh(), &["--json", "--session-id", &id, "second task"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.events()[0]["sessionId"], id);
+    let requests = env.server.requests();
+    let resumed = requests[2].messages();
+    // system, first task, the read call, its result, the first answer, the second task.
+    assert_eq!(resumed.len(), 6, "{resumed:#?}");
+    assert_eq!(resumed[1], json!({"role": "user", "content": "first task"}));
+    assert_eq!(resumed[3]["role"], "tool");
+    assert_eq!(resumed[4]["content"], "first answer");
+    assert_eq!(
+        resumed[5],
+        json!({"role": "user", "content": "second task"})
+    );
+    let turns: Vec<Value> = records(&env)
+        .iter()
+        .filter(|r| r["type"] == "turn/start")
+        .map(|r| r["data"]["turn"].clone())
+        .collect();
+    assert_eq!(turns, vec![json!(1), json!(2)]);
+}
+
+#[test]
+fn unknown_ids_other_directories_and_bad_ids_fail_before_any_request() {
+    let env = TestEnv::new(vec![Turn::text("ok")]);
+    let out = env.run(dsh(), &["--session-id", "session-nope", "go"]);
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr
+            .starts_with("dsh: no session \"session-nope\" in "),
+        "{}",
+        out.stderr
+    );
+    let out = env.run(dsh(), &["--session-id", "../x", "go"]);
+    assert_eq!(out.code(), Some(1));
+    assert!(out.stderr.contains("is not a session id"), "{}", out.stderr);
+    assert!(env.server.requests().is_empty());
+
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let id = session_id(&env);
+    let elsewhere = env.ws_path().join("sub");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let out =
+        RunOutput::of(
+            env.command(dsh())
+                .current_dir(&elsewhere)
+                .args(["--session-id", &id, "go"]),
+        );
+    assert_eq!(out.code(), Some(1));
+    let ws = std::fs::canonicalize(env.ws_path()).unwrap();
+    assert!(
+        out.stderr.contains(&format!(
+            "was recorded in {}, not in this directory",
+            ws.display()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.server.requests().len(), 1);
+}
+
+#[test]
+fn a_session_in_use_is_refused_with_the_holders_pid() {
+    let env = TestEnv::new(vec![Turn::text("ok"), Turn::hang()]);
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let id = session_id(&env);
+    let mut holder = spawn(&env, &["--session-id", &id, "hold it"]);
+    assert!(env.server.wait_for_requests(2, Duration::from_secs(30)));
+    let out = env.run(dsh(), &["--session-id", &id, "go"]);
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.contains(&format!(
+            "session \"{id}\" is in use by another dsh process (pid {})",
+            holder.id()
+        )),
+        "{}",
+        out.stderr
+    );
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    // The kernel dropped the lock with the process: the session can be resumed now.
+    let out = env.run(dsh(), &["--session-id", &id, "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+}
+
+#[test]
+fn a_torn_last_line_is_dropped_and_cut_from_the_file() {
+    let env = TestEnv::new(vec![Turn::text("ok"), Turn::text("again")]);
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let path = log_path(&env);
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str(r#"{"seq":99,"time":1,"type":"turn/sta"#);
+    std::fs::write(&path, &text).unwrap();
+    let out = env.run(dsh(), &["--session-id", &session_id(&env), "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    check_log(&env);
+    // A damaged line with records after it is not guessed at.
+    let mut lines: Vec<String> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    lines[2] = "{not json".into();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let out = env.run(dsh(), &["--session-id", &session_id(&env), "go"]);
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr
+            .contains("is damaged: line 3 is not a valid record"),
+        "{}",
+        out.stderr
+    );
+}
+
+fn spawn(env: &TestEnv, args: &[&str]) -> Child {
+    env.command(dsh())
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Every line parses, `seq` counts from 1, every turn is closed, and every tool call of an
+/// answer has a result.
+fn check_log(env: &TestEnv) {
+    let records = records(env);
+    let mut open_turn = false;
+    let mut unanswered: Vec<String> = Vec::new();
+    for (i, record) in records.iter().enumerate() {
+        assert_eq!(record["seq"], json!(i + 1), "seq of {record}");
+        match record["type"].as_str().unwrap() {
+            "turn/start" => {
+                assert!(!open_turn, "a turn started inside another");
+                open_turn = true;
+            }
+            "turn/end" => {
+                assert!(unanswered.is_empty(), "turn ended with calls unanswered");
+                open_turn = false;
+            }
+            "assistant/message" => {
+                for block in record["data"]["message"]["content"].as_array().unwrap() {
+                    if block["type"] == "tool-call" {
+                        unanswered.push(block["id"].as_str().unwrap().to_owned());
+                    }
+                }
+            }
+            "tool/result" => {
+                let id = record["data"]["message"]["content"][0]["toolCallId"]
+                    .as_str()
+                    .unwrap();
+                unanswered.retain(|u| u != id);
+            }
+            _ => {}
+        }
+    }
+    assert!(!open_turn, "the log ends inside a turn");
+}
+
+/// What the committed records of a log say the model has seen: user texts, the ids of the
+/// calls the model made, and each result's call id and text, in order.
+fn committed_conversation(lines: &[Value]) -> Vec<String> {
+    let mut seen = Vec::new();
+    for record in lines {
+        let message = &record["data"]["message"];
+        match record["type"].as_str().unwrap() {
+            "user/message" => seen.push(format!("user:{}", message["content"][0]["text"])),
+            "assistant/message" => {
+                for block in message["content"].as_array().unwrap() {
+                    if block["type"] == "tool-call" {
+                        seen.push(format!("call:{}", block["id"]));
+                    }
+                }
+            }
+            "tool/result" => {
+                let block = &message["content"][0];
+                seen.push(format!(
+                    "result:{}:{}",
+                    block["toolCallId"], block["content"][0]["text"]
+                ));
+            }
+            _ => {}
+        }
+    }
+    seen
+}
+
+/// The same, read from the chat messages of a request.
+fn sent_conversation(messages: &[Value]) -> Vec<String> {
+    let mut sent = Vec::new();
+    for message in messages {
+        match message["role"].as_str().unwrap() {
+            "user" => sent.push(format!("user:{}", message["content"])),
+            "assistant" => {
+                for call in message["tool_calls"].as_array().into_iter().flatten() {
+                    sent.push(format!("call:{}", call["id"]));
+                }
+            }
+            "tool" => sent.push(format!(
+                "result:{}:{}",
+                message["tool_call_id"], message["content"]
+            )),
+            _ => {}
+        }
+    }
+    sent
+}
+
+/// How a run is killed.
+#[derive(Debug, Clone, Copy)]
+enum KillPoint {
+    /// While the model is asked for step `n` (every earlier record committed).
+    Waiting(usize),
+    /// In the middle of step `n`'s streamed answer.
+    MidStream(usize),
+    /// While step `n`'s tool runs.
+    MidTool(usize),
+}
+
+const STEPS: usize = 20;
+
+/// Step `i`'s call: reads, writes and commands in turn; a command waits for `release` when it
+/// is the one to be killed in.
+fn step_call(i: usize, kill_in_tool: bool) -> Turn {
+    match i % 3 {
+        0 => Turn::tool_call("read", json!({"file_path": "notes.txt"})),
+        1 => Turn::tool_call(
+            "write",
+            json!({"file_path": format!("out-{i}.txt"), "content": format!("step {i}\n")}),
+        ),
+        _ if kill_in_tool => Turn::tool_call(
+            "bash",
+            json!({"command": format!("touch running-{i}; until [ -e release ]; do sleep 0.01; done"),
+                   "description": "wait"}),
+        ),
+        _ => Turn::tool_call(
+            "bash",
+            json!({"command": format!("echo step {i}"), "description": "echo"}),
+        ),
+    }
+}
+
+fn killed_and_resumed(point: KillPoint) {
+    let (at, turn) = match point {
+        KillPoint::Waiting(n) => (n, Turn::hang()),
+        KillPoint::MidStream(n) => (n, Turn::hang_mid_stream("partial answer")),
+        KillPoint::MidTool(n) => (n, step_call(n, true)),
+    };
+    assert!((1..=STEPS).contains(&at));
+    let mut turns: Vec<Turn> = (1..at).map(|i| step_call(i, false)).collect();
+    turns.push(turn);
+    // What the resumed run's first request gets.
+    turns.push(Turn::text("resumed"));
+    let env = TestEnv::new(turns);
+    env.write("notes.txt", "some notes\n");
+    let mut child = spawn(&env, &["--permission-mode", "danger-full-access", "go"]);
+    match point {
+        KillPoint::Waiting(n) | KillPoint::MidStream(n) => {
+            assert!(
+                env.server.wait_for_requests(n, Duration::from_secs(60)),
+                "{point:?}: request {n} never came"
+            );
+        }
+        KillPoint::MidTool(n) => {
+            let marker = env.ws_path().join(format!("running-{n}"));
+            let start = Instant::now();
+            while !marker.exists() {
+                assert!(
+                    start.elapsed() < Duration::from_secs(60),
+                    "{point:?}: tool never ran"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before: Vec<Value> = std::fs::read_to_string(log_path(&env))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let committed = committed_conversation(&before);
+
+    let id = session_id(&env);
+    let out = env.run(
+        dsh(),
+        &[
+            "--permission-mode",
+            "danger-full-access",
+            "--session-id",
+            &id,
+            "after the crash",
+        ],
+    );
+    assert_eq!(out.code(), Some(0), "{point:?}: {}", out.stderr);
+    let requests = env.server.requests();
+    let resumed = requests.last().unwrap();
+    let sent = sent_conversation(resumed.messages());
+    // Every committed record is there, in order, before what the repair added.
+    assert_eq!(
+        &sent[..committed.len()],
+        &committed[..],
+        "{point:?}: the resumed request lost committed records"
+    );
+    assert_eq!(sent.last().unwrap(), "user:\"after the crash\"");
+    // A command killed mid-run has an unknown outcome, said so.
+    if let KillPoint::MidTool(_) = point {
+        assert!(
+            resumed
+                .tool_results()
+                .last()
+                .unwrap()
+                .starts_with("The tool call was interrupted after it was recorded"),
+            "{point:?}"
+        );
+    }
+    check_log(&env);
+}
+
+#[test]
+fn a_run_killed_at_any_point_resumes_with_everything_it_committed() {
+    let mut points = Vec::new();
+    for n in [1, 2, 3, 5, 8, 11, 14, 17, 20] {
+        points.push(KillPoint::Waiting(n));
+    }
+    for n in [1, 4, 7, 10, 13, 16, 19] {
+        points.push(KillPoint::MidStream(n));
+    }
+    for n in [2, 5, 8, 11, 20] {
+        points.push(KillPoint::MidTool(n));
+    }
+    assert!(points.len() >= 20);
+    for point in points {
+        killed_and_resumed(point);
+    }
+}
