@@ -71,6 +71,8 @@ pub struct SessionsConfig {
     /// fsync every record (default false: each record is one write, which survives the
     /// process dying but not the machine losing power).
     pub fsync: bool,
+    /// "none" (plain JSON lines, the default) or "zstd".
+    pub compression: Option<String>,
 }
 
 /// Escalation approvals.

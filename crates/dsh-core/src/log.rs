@@ -20,11 +20,34 @@ use crate::lock::SessionLock;
 /// The file a session is written to.
 pub const LOG_FILE: &str = "session.jsonl";
 
+/// The file of a log written compressed: one Zstandard frame per line.
+pub const LOG_FILE_ZSTD: &str = "session.jsonl.zst";
+
 /// How records are written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LogOptions {
     /// fsync after every record (`sessions.fsync`), not only a write the kernel holds.
     pub fsync: bool,
+    /// Each line as its own Zstandard frame in `session.jsonl.zst` (`sessions.compression =
+    /// "zstd"`), so a torn last frame costs one record, as a torn line does.
+    pub zstd: bool,
+}
+
+/// Whether the log at `path` is the compressed kind.
+pub(crate) fn is_zstd(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n == LOG_FILE_ZSTD)
+}
+
+/// How one line is stored.
+fn encode(path: &Path, line: Vec<u8>) -> Vec<u8> {
+    if is_zstd(path) {
+        ruzstd::encoding::compress_to_vec(
+            line.as_slice(),
+            ruzstd::encoding::CompressionLevel::Fastest,
+        )
+    } else {
+        line
+    }
 }
 
 pub struct SessionLog {
@@ -39,7 +62,12 @@ pub struct SessionLog {
 impl SessionLog {
     /// A log for a new session under `<home>/sessions/<cwd-slug>/<id>/`.
     pub fn create(home: &Path, header: SessionHeader, options: LogOptions) -> Self {
-        let path = session_dir(home, &header.cwd, &header.id).join(LOG_FILE);
+        let file = if options.zstd {
+            LOG_FILE_ZSTD
+        } else {
+            LOG_FILE
+        };
+        let path = session_dir(home, &header.cwd, &header.id).join(file);
         SessionLog {
             path,
             header,
@@ -87,6 +115,7 @@ impl SessionLog {
         };
         let mut line = serde_json::to_vec(&envelope).unwrap_or_default();
         line.push(b'\n');
+        let line = encode(&self.path, line);
         if self.file.is_none() {
             let file = self.open()?;
             self.file = Some(file);
@@ -122,7 +151,7 @@ impl SessionLog {
             .map_err(|source| self.error(source))?;
         let mut header = serde_json::to_vec(&self.header).unwrap_or_default();
         header.push(b'\n');
-        file.write_all(&header)
+        file.write_all(&encode(&self.path, header))
             .and_then(|()| {
                 if self.options.fsync {
                     file.sync_data()
@@ -140,6 +169,62 @@ impl SessionLog {
             source,
         }
     }
+}
+
+/// Lines with the offset each starts at; whether a torn tail follows; where whole lines end.
+type Lines<'a> = (Vec<(u64, std::borrow::Cow<'a, [u8]>)>, bool, u64);
+
+fn plain_lines(bytes: &[u8]) -> Lines<'_> {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    for (i, byte) in bytes.iter().enumerate() {
+        if *byte == b'\n' {
+            lines.push((start as u64, std::borrow::Cow::Borrowed(&bytes[start..i])));
+            start = i + 1;
+        }
+    }
+    (lines, start < bytes.len(), start as u64)
+}
+
+/// The lines of a compressed log, a frame each. A frame cut short at the end of the file is
+/// torn; one that fails with bytes after it is damage.
+fn frames(bytes: &[u8]) -> Result<Lines<'static>, String> {
+    use ruzstd::decoding::{BlockDecodingStrategy, FrameDecoder};
+    let mut decoder = FrameDecoder::new();
+    let mut lines = Vec::new();
+    let mut input = bytes;
+    let mut offset = 0u64;
+    while !input.is_empty() {
+        let mut cursor = input;
+        let decoded = decoder
+            .reset(&mut cursor)
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                while !decoder.is_finished() {
+                    decoder
+                        .decode_blocks(&mut cursor, BlockDecodingStrategy::All)
+                        .map_err(|e| e.to_string())?;
+                }
+                decoder
+                    .collect()
+                    .ok_or_else(|| "a frame decoded to nothing".to_owned())
+            });
+        match decoded {
+            Ok(line) => {
+                lines.push((offset, std::borrow::Cow::Owned(line)));
+                offset += (input.len() - cursor.len()) as u64;
+                input = cursor;
+            }
+            Err(_) if cursor.is_empty() => return Ok((lines, true, offset)),
+            Err(e) => {
+                return Err(format!(
+                    "the compressed frame at byte {offset} cannot be read ({e}), and data \
+                     follows it"
+                ));
+            }
+        }
+    }
+    Ok((lines, false, offset))
 }
 
 /// `<home>/sessions/<cwd-slug>/<id>`.
@@ -170,20 +255,15 @@ pub fn read_log(path: &Path) -> Result<LoadedLog, CoreError> {
         path: path.to_path_buf(),
         source,
     })?;
-    let mut lines: Vec<(usize, &[u8])> = Vec::new();
-    let mut start = 0;
-    for (i, byte) in bytes.iter().enumerate() {
-        if *byte == b'\n' {
-            lines.push((start, &bytes[start..i]));
-            start = i + 1;
-        }
-    }
-    let mut torn = start < bytes.len();
-    let mut whole_len = start as u64;
+    let (lines, mut torn, mut whole_len) = if is_zstd(path) {
+        frames(&bytes).map_err(damaged)?
+    } else {
+        plain_lines(&bytes)
+    };
     let Some(((_, first), rest)) = lines.split_first() else {
         return Err(damaged("it has no header line".into()));
     };
-    let header: SessionHeader = serde_json::from_slice(first)
+    let header: SessionHeader = serde_json::from_slice(first.trim_ascii_end())
         .map_err(|e| damaged(format!("line 1 is not a session header: {e}")))?;
     if header.version != dsh_protocol::SESSION_FORMAT_VERSION {
         return Err(damaged(format!(
@@ -194,7 +274,7 @@ pub fn read_log(path: &Path) -> Result<LoadedLog, CoreError> {
     }
     let mut records = Vec::with_capacity(rest.len());
     for (index, (offset, line)) in rest.iter().enumerate() {
-        match serde_json::from_slice::<RecordEnvelope>(line) {
+        match serde_json::from_slice::<RecordEnvelope>(line.trim_ascii_end()) {
             Ok(record) => {
                 if record.seq != records.len() as u64 + 1 {
                     return Err(damaged(format!(
@@ -210,7 +290,7 @@ pub fn read_log(path: &Path) -> Result<LoadedLog, CoreError> {
                 // A whole line that does not parse can only be the last write, cut and then
                 // followed by nothing: treat it as torn.
                 torn = true;
-                whole_len = *offset as u64;
+                whole_len = *offset;
             }
             Err(e) => {
                 return Err(damaged(format!(
@@ -295,5 +375,49 @@ mod tests {
         assert_eq!(lines.len(), 3);
         assert!(lines[0].starts_with(r#"{"type":"session","version":1,"id":"session-1""#));
         assert!(lines[1].contains(r#""type":"turn/start","data":{"turn":1}"#));
+    }
+
+    fn write_three(zstd: bool) -> (tempfile::TempDir, PathBuf) {
+        let home = tempfile::tempdir().unwrap();
+        let header = SessionHeader::new("session-z".into(), 5, "/w".into());
+        let options = LogOptions { fsync: true, zstd };
+        let mut log = SessionLog::create(home.path(), header, options);
+        for turn in 1..=3 {
+            log.append(Record::TurnStart { turn }).unwrap();
+        }
+        let path = log.path().to_path_buf();
+        (home, path)
+    }
+
+    #[test]
+    fn plain_and_zstd_logs_read_back_the_same() {
+        for zstd in [false, true] {
+            let (_home, path) = write_three(zstd);
+            assert_eq!(is_zstd(&path), zstd);
+            let log = read_log(&path).unwrap();
+            assert_eq!(log.header.id, "session-z");
+            assert_eq!(log.records.len(), 3);
+            assert!(!log.torn);
+            assert_eq!(log.whole_len, std::fs::metadata(&path).unwrap().len());
+        }
+    }
+
+    #[test]
+    fn a_torn_tail_is_dropped_in_either_encoding() {
+        for zstd in [false, true] {
+            let (_home, path) = write_three(zstd);
+            let bytes = std::fs::read(&path).unwrap();
+            let whole = bytes.len() as u64;
+            let mut torn = bytes.clone();
+            // Cut the last record in half.
+            let before_last = read_log(&path).unwrap();
+            torn.truncate(bytes.len() - 7);
+            std::fs::write(&path, &torn).unwrap();
+            let log = read_log(&path).unwrap();
+            assert!(log.torn, "zstd: {zstd}");
+            assert_eq!(log.records.len(), 2, "zstd: {zstd}");
+            assert!(log.whole_len < whole);
+            assert_eq!(log.records[..], before_last.records[..2]);
+        }
     }
 }

@@ -4,7 +4,7 @@ use dsh_protocol::{Message, Record, RecordEnvelope, SessionHeader};
 
 use crate::CoreError;
 use crate::lock::SessionLock;
-use crate::log::{LOG_FILE, LogOptions, SessionLog, now_ms, read_log, session_dir};
+use crate::log::{LOG_FILE, LOG_FILE_ZSTD, LogOptions, SessionLog, now_ms, read_log, session_dir};
 
 /// One conversation: its identity, the history the model sees, and the log it is kept in.
 pub struct Session {
@@ -43,8 +43,7 @@ impl Session {
         }
         let here = cwd.to_string_lossy().into_owned();
         let dir = session_dir(home, &here, id);
-        let path = dir.join(LOG_FILE);
-        if !path.is_file() {
+        let Some(path) = log_file_in(&dir) else {
             return Err(match recorded_elsewhere(home, id) {
                 Some(recorded) => CoreError::OtherDirectory {
                     id: id.to_owned(),
@@ -56,7 +55,7 @@ impl Session {
                     root: home.join("sessions"),
                 },
             });
-        }
+        };
         let lock = SessionLock::acquire(&dir, id)?;
         let loaded = read_log(&path)?;
         if loaded.header.id != id || loaded.header.cwd != here {
@@ -151,7 +150,14 @@ fn recorded_elsewhere(home: &Path, id: &str) -> Option<String> {
     let folders = std::fs::read_dir(home.join("sessions")).ok()?;
     folders
         .filter_map(Result::ok)
-        .map(|entry| entry.path().join(id).join(LOG_FILE))
-        .filter(|path| path.is_file())
+        .filter_map(|entry| log_file_in(&entry.path().join(id)))
         .find_map(|path| read_log(&path).ok().map(|log| log.header.cwd))
+}
+
+/// The log of the session folder `dir`, plain or compressed.
+pub(crate) fn log_file_in(dir: &Path) -> Option<PathBuf> {
+    [LOG_FILE, LOG_FILE_ZSTD]
+        .into_iter()
+        .map(|name| dir.join(name))
+        .find(|path| path.is_file())
 }

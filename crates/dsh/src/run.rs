@@ -136,6 +136,15 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     let sandbox = Arc::new(Sandbox::new(sandbox_settings(&files)?));
     let log_options = LogOptions {
         fsync: files.sessions.fsync,
+        zstd: match files.sessions.compression.as_deref() {
+            None | Some("none") => false,
+            Some("zstd") => true,
+            Some(other) => {
+                return Err(SetupError(format!(
+                    "config sessions.compression: unknown compression \"{other}\": use none or zstd"
+                )));
+            }
+        },
     };
     // A session to continue is found, locked and repaired before stdin is read or anything is
     // sent: a wrong id costs nothing.

@@ -16,7 +16,12 @@ fn log_path(env: &TestEnv) -> std::path::PathBuf {
     let mut found = Vec::new();
     for project in std::fs::read_dir(sessions).unwrap() {
         for session in std::fs::read_dir(project.unwrap().path()).unwrap() {
-            found.push(session.unwrap().path().join("session.jsonl"));
+            let dir = session.unwrap().path();
+            for name in ["session.jsonl", "session.jsonl.zst"] {
+                if dir.join(name).is_file() {
+                    found.push(dir.join(name));
+                }
+            }
         }
     }
     assert_eq!(found.len(), 1, "{found:?}");
@@ -33,12 +38,13 @@ fn session_id(env: &TestEnv) -> String {
         .into_owned()
 }
 
+/// The whole records of the log, plain or compressed, as JSON.
 fn records(env: &TestEnv) -> Vec<Value> {
-    std::fs::read_to_string(log_path(env))
+    dsh_core::read_log(&log_path(env))
         .unwrap()
-        .lines()
-        .skip(1)
-        .map(|l| serde_json::from_str(l).unwrap())
+        .records
+        .iter()
+        .map(|r| serde_json::to_value(r).unwrap())
         .collect()
 }
 
@@ -298,7 +304,7 @@ fn step_call(i: usize, kill_in_tool: bool) -> Turn {
     }
 }
 
-fn killed_and_resumed(point: KillPoint) {
+fn killed_and_resumed(point: KillPoint, zstd: bool) {
     let (at, turn) = match point {
         KillPoint::Waiting(n) => (n, Turn::hang()),
         KillPoint::MidStream(n) => (n, Turn::hang_mid_stream("partial answer")),
@@ -311,7 +317,14 @@ fn killed_and_resumed(point: KillPoint) {
     turns.push(Turn::text("resumed"));
     let env = TestEnv::new(turns);
     env.write("notes.txt", "some notes\n");
-    let mut child = spawn(&env, &["--permission-mode", "danger-full-access", "go"]);
+    env.write("zstd.toml", "[sessions]\ncompression = \"zstd\"\n");
+    let mut args = vec!["--permission-mode", "danger-full-access"];
+    if zstd {
+        args.extend(["--patch", "zstd.toml"]);
+    }
+    let mut first = args.clone();
+    first.push("go");
+    let mut child = spawn(&env, &first);
     match point {
         KillPoint::Waiting(n) | KillPoint::MidStream(n) => {
             assert!(
@@ -333,25 +346,13 @@ fn killed_and_resumed(point: KillPoint) {
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    let before: Vec<Value> = std::fs::read_to_string(log_path(&env))
-        .unwrap()
-        .lines()
-        .skip(1)
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let before = records(&env);
     let committed = committed_conversation(&before);
 
     let id = session_id(&env);
-    let out = env.run(
-        dsh(),
-        &[
-            "--permission-mode",
-            "danger-full-access",
-            "--session-id",
-            &id,
-            "after the crash",
-        ],
-    );
+    let mut resume = args.clone();
+    resume.extend(["--session-id", &id, "after the crash"]);
+    let out = env.run(dsh(), &resume);
     assert_eq!(out.code(), Some(0), "{point:?}: {}", out.stderr);
     let requests = env.server.requests();
     let resumed = requests.last().unwrap();
@@ -391,6 +392,17 @@ fn a_run_killed_at_any_point_resumes_with_everything_it_committed() {
     }
     assert!(points.len() >= 20);
     for point in points {
-        killed_and_resumed(point);
+        killed_and_resumed(point, false);
+    }
+}
+
+#[test]
+fn a_compressed_log_survives_kills_the_same_way() {
+    for point in [
+        KillPoint::Waiting(3),
+        KillPoint::MidStream(4),
+        KillPoint::MidTool(5),
+    ] {
+        killed_and_resumed(point, true);
     }
 }
