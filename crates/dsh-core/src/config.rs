@@ -62,6 +62,8 @@ pub struct SandboxConfig {
     pub network: Option<bool>,
     /// auto (bubblewrap, else Landlock), bubblewrap, or landlock.
     pub backend: Option<String>,
+    /// The bwrap binary to use.
+    pub bwrap: Option<PathBuf>,
 }
 
 /// The session logs.

@@ -102,6 +102,9 @@ pub struct SandboxSettings {
     pub backend: BackendChoice,
     /// Whether confined commands may use the network (default: yes, as the reference).
     pub network: bool,
+    /// The `bwrap` to use (`sandbox.bwrap`), instead of looking in the system folders and on
+    /// `PATH`.
+    pub bwrap: Option<PathBuf>,
 }
 
 impl Default for SandboxSettings {
@@ -109,6 +112,7 @@ impl Default for SandboxSettings {
         SandboxSettings {
             backend: BackendChoice::Auto,
             network: true,
+            bwrap: None,
         }
     }
 }
@@ -175,7 +179,7 @@ fn select(settings: &SandboxSettings) -> Selection {
     for &backend in settings.backend.candidates() {
         let probe = match backend {
             Backend::Bubblewrap => {
-                let (probe, path) = probe_bwrap(settings.network);
+                let (probe, path) = probe_bwrap(settings.network, settings.bwrap.as_deref());
                 if probe.result.is_ok() {
                     bwrap = path;
                 }
@@ -200,12 +204,36 @@ fn select(settings: &SandboxSettings) -> Selection {
     }
 }
 
-fn probe_bwrap(network: bool) -> (Probe, Option<PathBuf>) {
-    let Some(path) = crate::bwrap::locate() else {
+fn probe_bwrap(network: bool, configured: Option<&std::path::Path>) -> (Probe, Option<PathBuf>) {
+    if let Some(path) = configured
+        && !crate::bwrap::is_executable(path)
+    {
         return (
             Probe {
                 backend: Backend::Bubblewrap,
-                result: Err("bwrap is not installed (not found on PATH)".into()),
+                result: Err(format!(
+                    "sandbox.bwrap names {}, which is not an executable file",
+                    path.display()
+                )),
+                remedy: Some(
+                    "point sandbox.bwrap at the bwrap binary, or remove the setting to look in \
+                     the system folders and on PATH"
+                        .into(),
+                ),
+            },
+            None,
+        );
+    }
+    let Some(path) = configured
+        .map(std::path::Path::to_path_buf)
+        .or_else(crate::bwrap::locate)
+    else {
+        return (
+            Probe {
+                backend: Backend::Bubblewrap,
+                result: Err(
+                    "bwrap is not installed (not found in the system folders or on PATH)".into(),
+                ),
                 remedy: Some(
                     "install bubblewrap: apt-get install bubblewrap, dnf install bubblewrap, \
                      or pacman -S bubblewrap"
@@ -257,14 +285,15 @@ fn probe_landlock(network: bool) -> Probe {
     };
     let remedy = match &result {
         Err(_) => Some(
-            "run a kernel with Landlock enabled (Linux 5.13+, landlock in the lsm= boot \
+            "run a kernel with Landlock ABI 3 or later (Linux 6.2+, landlock in the lsm= boot \
              parameter), or install bubblewrap"
                 .into(),
         ),
         Ok(Enforcement::Partial) => Some(format!(
-            "this kernel's Landlock ABI is older than {LANDLOCK_TARGET_ABI}: file writes are \
-             confined, but some protections (truncation, device ioctls, signal and socket \
-             scoping) may be missing; a newer kernel or bubblewrap confines fully"
+            "this kernel's Landlock ABI is older than {LANDLOCK_TARGET_ABI}: file writes and \
+             truncation are confined, but device ioctls (ABI 5) or the scoping of signals and \
+             abstract sockets to the sandbox (ABI 6) may be missing, so a command may signal \
+             host processes; a newer kernel or bubblewrap confines fully"
         )),
         Ok(Enforcement::Full) => None,
     };

@@ -5,8 +5,10 @@
 //! first process), `--die-with-parent`; under `workspace-write` a private tmpfs at `/tmp` and
 //! the writable roots bound read-write over it. We add `--cap-drop ALL` when dsh runs as root
 //! (bwrap would keep every capability, and CAP_SYS_ADMIN remounts `/` read-write),
-//! `--unshare-net` when the network is off, and a private tmpfs at the OS temporary directory
-//! when it is not under `/tmp`.
+//! `--unshare-ipc`, `--unshare-net` when the network is off, a private tmpfs at the OS
+//! temporary directory when it is not under `/tmp`, and we hide the sockets of daemons that
+//! would run commands unconfined (the session's `XDG_RUNTIME_DIR`, the system bus, container
+//! engines).
 
 use std::ffi::OsString;
 use std::io::Read as _;
@@ -19,15 +21,33 @@ use crate::{SandboxMode, SandboxPolicy};
 /// How long the probe may take before bwrap counts as unusable.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// `bwrap` on `PATH`, if there is one.
+/// `bwrap` in a system folder, else on `PATH`. A `PATH` entry that is relative or under a
+/// temporary area is skipped: a command could have planted a `bwrap` there.
 pub(crate) fn locate() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
+    let temp = std::env::temp_dir();
+    let system = ["/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/sbin"].map(PathBuf::from);
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let from_path = std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute() && !dir.starts_with("/tmp") && !dir.starts_with(&temp));
+    system
+        .into_iter()
+        .chain(from_path)
         .map(|dir| dir.join("bwrap"))
         .find(|candidate| is_executable(candidate))
 }
 
-fn is_executable(path: &Path) -> bool {
+/// Unix sockets of host daemons that would run commands for the sandbox unconfined (the
+/// system bus's `systemd-run`, container engines); each that exists is covered with
+/// `/dev/null`.
+const DAEMON_SOCKETS: &[&str] = &[
+    "/run/dbus/system_bus_socket",
+    "/run/systemd/private",
+    "/run/docker.sock",
+    "/run/containerd/containerd.sock",
+    "/run/podman/podman.sock",
+];
+
+pub(crate) fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
@@ -114,23 +134,47 @@ fn profile(mode: SandboxMode, policy: Option<&SandboxPolicy>, network: bool) -> 
     if unsafe { libc::geteuid() } == 0 {
         args.extend(["--cap-drop".into(), "ALL".into()]);
     }
+    // System V IPC objects are the host's otherwise (shared memory a command could attach to).
+    args.push("--unshare-ipc".into());
     if !network {
         args.push("--unshare-net".into());
+    }
+    // The session's runtime folder holds the user's bus and other daemons' sockets.
+    if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute() && dir.is_dir())
+    {
+        args.extend(["--tmpfs".into(), runtime.into_os_string()]);
+    }
+    for socket in DAEMON_SOCKETS {
+        use std::os::unix::fs::FileTypeExt as _;
+        if std::fs::metadata(socket).is_ok_and(|m| m.file_type().is_socket()) {
+            args.extend(["--ro-bind".into(), "/dev/null".into(), (*socket).into()]);
+        }
     }
     let (SandboxMode::WorkspaceWrite, Some(policy)) = (mode, policy) else {
         return args;
     };
     let tmp = Path::new("/tmp");
     let temp_dir = std::fs::canonicalize(std::env::temp_dir()).unwrap_or_else(|_| tmp.into());
-    args.extend(["--tmpfs".into(), "/tmp".into()]);
-    let private_temp = temp_dir != tmp && !temp_dir.starts_with(tmp) && temp_dir.is_dir();
-    if private_temp {
-        args.extend(["--tmpfs".into(), temp_dir.clone().into_os_string()]);
+    // A temporary area is a private tmpfs, unless it is itself the workspace or a granted
+    // folder: then it is bound like any other root.
+    let granted =
+        |dir: &Path| dir == policy.workspace() || policy.extra_roots().iter().any(|r| r == dir);
+    let mut private = Vec::new();
+    if !granted(tmp) {
+        private.push(tmp.to_path_buf());
     }
-    // The temporary areas are private tmpfs mounts; every other root is the host's folder,
-    // bound after the tmpfs so that a workspace under /tmp shows through it.
+    if temp_dir != tmp && !temp_dir.starts_with(tmp) && temp_dir.is_dir() && !granted(&temp_dir) {
+        private.push(temp_dir);
+    }
+    for dir in &private {
+        args.extend(["--tmpfs".into(), dir.clone().into_os_string()]);
+    }
+    // Every other root is the host's folder, bound after the tmpfs so that a workspace under
+    // /tmp shows through it.
     for root in policy.writable_roots() {
-        if root == tmp || *root == temp_dir || !root.is_dir() {
+        if private.contains(root) || !root.is_dir() {
             continue;
         }
         args.extend([
@@ -142,10 +186,21 @@ fn profile(mode: SandboxMode, policy: Option<&SandboxPolicy>, network: bool) -> 
     args
 }
 
-/// Whether a failed run's stderr shows bwrap itself failing (it prints `bwrap: <why>` and
-/// exits 1 before the command starts); the line is returned.
-pub(crate) fn runner_failure(stderr: &str) -> Option<&str> {
-    stderr.lines().find(|line| line.starts_with("bwrap: "))
+/// Whether a failed run shows bwrap itself failing: it prints `bwrap: <why>` as the first
+/// line of stderr and exits 1 before the command starts, so nothing is on stdout. A command
+/// of the user's that runs bwrap and fails the same way is indistinguishable (documented).
+pub(crate) fn runner_failure<'a>(
+    code: Option<i32>,
+    stdout: &str,
+    stderr: &'a str,
+) -> Option<&'a str> {
+    if code != Some(1) || !stdout.is_empty() {
+        return None;
+    }
+    stderr
+        .lines()
+        .find(|line| !line.trim().is_empty())
+        .filter(|line| line.starts_with("bwrap: "))
 }
 
 #[cfg(test)]
@@ -159,7 +214,7 @@ mod tests {
     }
 
     #[test]
-    fn read_only_is_the_reference_profile() {
+    fn read_only_is_the_reference_profile_and_ours() {
         let policy = SandboxPolicy::new(SandboxMode::ReadOnly, Path::new("/w"), Vec::new());
         let argv = wrap(
             Path::new("/usr/bin/bwrap"),
@@ -167,18 +222,22 @@ mod tests {
             true,
             vec!["bash".into(), "-c".into(), "ls".into()],
         );
-        // SAFETY: geteuid cannot fail.
-        let root = if unsafe { libc::geteuid() } == 0 {
-            " --cap-drop ALL"
-        } else {
-            ""
-        };
-        assert_eq!(
-            strings(&argv).join(" "),
-            format!(
+        let text = strings(&argv).join(" ");
+        assert!(
+            text.starts_with(
                 "/usr/bin/bwrap --ro-bind / / --dev /dev --unshare-pid --proc /proc \
-                 --die-with-parent{root} -- bash -c ls"
-            )
+                 --die-with-parent "
+            ),
+            "{text}"
+        );
+        assert!(text.ends_with(" -- bash -c ls"), "{text}");
+        assert!(text.contains(" --unshare-ipc "), "{text}");
+        // SAFETY: geteuid cannot fail.
+        let root = unsafe { libc::geteuid() } == 0;
+        assert_eq!(text.contains(" --cap-drop ALL "), root, "{text}");
+        assert!(
+            !text.contains("--tmpfs /tmp"),
+            "read-only has no private /tmp: {text}"
         );
     }
 
@@ -206,10 +265,30 @@ mod tests {
 
     #[test]
     fn only_bwraps_own_lines_are_runner_failures() {
+        let line = "bwrap: setting up uid map: Permission denied\n";
         assert_eq!(
-            runner_failure("bwrap: setting up uid map: Permission denied\n"),
+            runner_failure(Some(1), "", line),
             Some("bwrap: setting up uid map: Permission denied")
         );
-        assert_eq!(runner_failure("make: *** error: bwrap: no\n"), None);
+        assert_eq!(
+            runner_failure(Some(1), "", "make: *** error: bwrap: no\n"),
+            None
+        );
+        // The command ran (it printed) or failed its own way (another status).
+        assert_eq!(runner_failure(Some(1), "partial output", line), None);
+        assert_eq!(runner_failure(Some(2), "", line), None);
+        assert_eq!(
+            runner_failure(Some(1), "", "warning: x\nbwrap: late\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_workspace_that_is_the_temp_folder_is_bound_not_hidden() {
+        let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, Path::new("/tmp"), Vec::new());
+        let text = strings(&profile(policy.mode(), Some(&policy), true)).join(" ");
+        assert!(!text.contains("--tmpfs /tmp"), "{text}");
+        assert!(text.contains("--bind /tmp /tmp"), "{text}");
+        assert!(text.contains("--unshare-ipc"), "{text}");
     }
 }

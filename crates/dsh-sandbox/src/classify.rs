@@ -28,26 +28,48 @@ pub enum Verdict {
 const EROFS_TEXT: &str = "read-only file system";
 const EACCES_TEXT: &str = "permission denied";
 
-/// Lines showing a bubblewrap denial.
+/// Lines showing a bubblewrap denial: EROFS, unless every path the line names is absolute and
+/// inside the writable roots (a relative one may be relative to wherever the command `cd`-ed).
 pub(crate) fn erofs_denied(output: &[&str], policy: &SandboxPolicy, cwd: &Path) -> bool {
     output.iter().flat_map(|text| text.lines()).any(|line| {
         let lower = line.to_lowercase();
         if !lower.contains(EROFS_TEXT) {
             return false;
         }
-        let paths = mentioned_paths(line);
-        paths.is_empty() || paths.iter().any(|p| !writable(policy, cwd, p))
+        let paths = mentioned_paths(line, true);
+        paths.is_empty()
+            || paths
+                .iter()
+                .any(|p| !Path::new(p).is_absolute() || !writable(policy, cwd, p))
     })
 }
 
-/// Lines showing a Landlock denial: EACCES naming a path outside what the policy grants.
+/// Lines showing a Landlock denial: EACCES for a path (the quoted one, or the field before
+/// `: Permission denied`) that the policy does not let the command write but dsh itself could:
+/// a path nobody could write, or one inside the roots, is the command's own failure. A program
+/// name at the head of the line (`/bin/sh: 1: ./configure: Permission denied`) is not the path.
 pub(crate) fn eacces_denied(output: &[&str], policy: &SandboxPolicy, cwd: &Path) -> bool {
     output.iter().flat_map(|text| text.lines()).any(|line| {
         line.to_lowercase().contains(EACCES_TEXT)
-            && mentioned_paths(line)
+            && mentioned_paths(line, false)
                 .iter()
-                .any(|p| !writable(policy, cwd, p))
+                .any(|p| !writable(policy, cwd, p) && writable_by_us(&cwd.join(p)))
     })
+}
+
+/// Whether dsh's own process could write `path` (or create it in its nearest existing folder).
+fn writable_by_us(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt as _;
+    let path = normalise(path);
+    let existing = path.ancestors().find(|a| a.symlink_metadata().is_ok());
+    let Some(existing) = existing else {
+        return false;
+    };
+    let Ok(c_path) = std::ffi::CString::new(existing.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: access(2) reads the NUL-terminated path and nothing else.
+    unsafe { libc::access(c_path.as_ptr(), libc::W_OK) == 0 }
 }
 
 /// Whether `raw` (absolute, or relative to `cwd`) is writable under `policy`.
@@ -89,10 +111,10 @@ fn real_path(path: &Path) -> PathBuf {
     }
 }
 
-/// The paths an error line names: quoted text (`'x'`, `"x"`, `‘x’`), words that start with `/`,
-/// and the field before `: Permission denied` or `: Read-only file system` (how bash and most
-/// tools print `<path>: <strerror>`).
-fn mentioned_paths(line: &str) -> Vec<String> {
+/// The paths an error line names: quoted text (`'x'`, `"x"`, `‘x’`), the field before
+/// `: Permission denied` or `: Read-only file system` (how bash and most tools print
+/// `<path>: <strerror>`), and with `words`, any word that starts with `/`.
+fn mentioned_paths(line: &str, words: bool) -> Vec<String> {
     let mut found = Vec::new();
     let mut push = |candidate: &str| {
         let candidate = candidate.trim();
@@ -110,7 +132,7 @@ fn mentioned_paths(line: &str) -> Vec<String> {
         }
     }
     for word in line.split(|c: char| c.is_whitespace() || "'\"‘’`,()[]".contains(c)) {
-        if word.starts_with('/') {
+        if words && word.starts_with('/') {
             push(word.trim_end_matches(':'));
         }
     }
@@ -139,26 +161,33 @@ mod tests {
 
     #[test]
     fn paths_are_found_in_the_usual_error_shapes() {
+        let paths = |line| mentioned_paths(line, false);
         assert_eq!(
-            mentioned_paths("bash: line 1: /etc/x: Permission denied"),
+            paths("bash: line 1: /etc/x: Permission denied"),
             vec!["/etc/x"]
         );
         assert_eq!(
-            mentioned_paths("touch: cannot touch '/etc/x': Permission denied"),
+            paths("touch: cannot touch '/etc/x': Permission denied"),
             vec!["/etc/x"]
         );
         assert_eq!(
-            mentioned_paths("mkdir: cannot create directory ‘../up’: Permission denied"),
+            paths("mkdir: cannot create directory ‘../up’: Permission denied"),
             vec!["../up"]
         );
         assert_eq!(
-            mentioned_paths("PermissionError: [Errno 13] Permission denied: '/usr/z'"),
+            paths("PermissionError: [Errno 13] Permission denied: '/usr/z'"),
             vec!["/usr/z"]
         );
         assert_eq!(
-            mentioned_paths("bash: line 1: out.txt: Permission denied"),
+            paths("bash: line 1: out.txt: Permission denied"),
             vec!["out.txt"]
         );
+        // The program at the head of the line is not the path.
+        assert_eq!(
+            paths("/bin/sh: 1: ./configure: Permission denied"),
+            vec!["./configure"]
+        );
+        assert!(paths("/usr/bin/ld: cannot open output file a.out: Permission denied").is_empty());
     }
 
     #[test]
@@ -175,6 +204,7 @@ mod tests {
         assert!(!denied("bash: line 1: ./locked.txt: Permission denied"));
         assert!(!denied("git@github.com: Permission denied (publickey)."));
         assert!(!denied("fatal: Could not read from remote repository."));
+        assert!(!denied("/bin/sh: 1: ./configure: Permission denied"));
     }
 
     #[test]

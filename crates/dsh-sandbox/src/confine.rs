@@ -66,7 +66,7 @@ impl ConfinedCommand {
         match self.backend {
             Backend::None => Verdict::Ran,
             Backend::Bubblewrap => {
-                if let Some(line) = crate::bwrap::runner_failure(stderr) {
+                if let Some(line) = crate::bwrap::runner_failure(code, stdout, stderr) {
                     return Verdict::RunnerFailed(line.to_owned());
                 }
                 if classify::erofs_denied(&[stdout, stderr], &self.policy, cwd) {
@@ -168,6 +168,21 @@ impl Sandbox {
         };
         match backend {
             Backend::Bubblewrap => {
+                // bwrap binds roots by path: one renamed and replaced since the policy was made
+                // (a symlink in its place) must not be bound as it is now.
+                if let Some(moved) = policy.moved_root()
+                    && mode == SandboxMode::WorkspaceWrite
+                {
+                    return Err(SandboxUnavailable::runner_failed(
+                        mode,
+                        format!(
+                            "the writable root {} is no longer the directory that was granted \
+                             (it was moved or replaced during the run); refusing to bind what \
+                             is there now",
+                            moved.display()
+                        ),
+                    ));
+                }
                 let bwrap = self.bwrap_path().unwrap_or(Path::new("bwrap"));
                 Ok(confined(
                     crate::bwrap::wrap(bwrap, policy, network, argv),
@@ -247,6 +262,7 @@ mod tests {
         let sandbox = Sandbox::new(SandboxSettings {
             backend: BackendChoice::Bubblewrap,
             network: true,
+            bwrap: None,
         });
         assert_eq!(sandbox.probes().len(), 1);
         assert_eq!(sandbox.probes()[0].backend, Backend::Bubblewrap);

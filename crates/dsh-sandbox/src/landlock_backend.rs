@@ -14,7 +14,7 @@
 //! with no port allowed (ABI 4), and the seccomp filter refuses every socket that is not a Unix
 //! socket, which also covers UDP and raw sockets on any ABI.
 
-use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::os::fd::{AsFd as _, AsRawFd as _, OwnedFd};
 
 use ::landlock::{
     ABI, Access as _, AccessFs, AccessNet, CompatLevel, Compatible as _, PathBeneath, PathFd,
@@ -56,9 +56,21 @@ pub(crate) fn kernel_abi() -> Result<i32, String> {
     })
 }
 
-/// Whether Landlock can confine commands here, and how fully.
+/// The oldest ABI we confine with: below 3, Landlock cannot refuse `truncate(2)`, so a
+/// command could empty any file outside the roots.
+const MIN_ABI: i32 = 3;
+
+/// Whether Landlock can confine commands here, and how fully: the kernel's ABI, then a real
+/// confined start of `true` (a seccomp policy around dsh, or a kernel that refuses the
+/// restriction, shows here rather than at the first command).
 pub(crate) fn probe(network: bool) -> Result<Enforcement, String> {
     let abi = kernel_abi()?;
+    if abi < MIN_ABI {
+        return Err(format!(
+            "this kernel's Landlock ABI is {abi}, which cannot stop a command from truncating \
+             files outside the workspace; dsh needs ABI {MIN_ABI} (Linux 6.2) or later"
+        ));
+    }
     if !network {
         network_filter().ok_or_else(|| {
             format!(
@@ -69,11 +81,36 @@ pub(crate) fn probe(network: bool) -> Result<Enforcement, String> {
         })?;
         seccomp_available()?;
     }
+    confined_true(network)?;
     Ok(if abi >= TARGET_ABI {
         Enforcement::Full
     } else {
         Enforcement::Partial
     })
+}
+
+/// Runs `true` under a read-only ruleset.
+fn confined_true(network: bool) -> Result<(), String> {
+    use std::os::unix::process::CommandExt as _;
+    let policy = SandboxPolicy::new(SandboxMode::ReadOnly, std::path::Path::new("/"), Vec::new());
+    let restrictions = ChildRestrictions::build(&policy, network)?;
+    let mut command = std::process::Command::new("true");
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: the hook makes raw system calls only (see `ChildRestrictions::apply`).
+    unsafe {
+        command.pre_exec(move || restrictions.apply());
+    }
+    let status = command
+        .status()
+        .map_err(|e| format!("a confined `true` could not start: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("a confined `true` failed ({status})"))
+    }
 }
 
 fn seccomp_available() -> Result<(), String> {
@@ -132,12 +169,14 @@ impl ChildRestrictions {
             }
         }
         if policy.mode() == SandboxMode::WorkspaceWrite {
-            for root in policy.writable_roots() {
-                // A root that does not exist cannot be written anyway; skipping it only
-                // narrows what is granted.
-                let Ok(fd) = PathFd::new(root) else { continue };
+            // The directories pinned when the policy was made, by handle: a root renamed and
+            // replaced by a symlink since then grants nothing new.
+            for root in policy.pinned_roots() {
                 created = created
-                    .add_rule(PathBeneath::new(fd, AccessFs::from_all(FS_ABI)))
+                    .add_rule(PathBeneath::new(
+                        root.handle.as_fd(),
+                        AccessFs::from_all(FS_ABI),
+                    ))
                     .map_err(|e| fail(&e))?;
             }
         }

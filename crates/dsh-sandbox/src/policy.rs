@@ -1,17 +1,46 @@
-use std::os::unix::fs::MetadataExt;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::SandboxMode;
 
 /// The sandbox policy of one call: its mode and, under `workspace-write`, the directories it
 /// may write below.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Each root is pinned when the policy is made: its device and inode, and an `O_PATH` handle
+/// on the directory. A command may rename a root whose parent it can write (a workspace under
+/// `/tmp`) and put a symlink to somewhere else in its place; grants and checks follow the
+/// directory that was granted, never what the path names later.
+#[derive(Debug, Clone)]
 pub struct SandboxPolicy {
     mode: SandboxMode,
     workspace: PathBuf,
     extra_roots: Vec<PathBuf>,
     roots: Vec<PathBuf>,
+    pinned: Arc<Vec<PinnedRoot>>,
 }
+
+/// A writable root as it was when the policy was made.
+#[derive(Debug)]
+pub(crate) struct PinnedRoot {
+    pub(crate) path: PathBuf,
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+    /// The directory itself.
+    pub(crate) handle: OwnedFd,
+}
+
+impl PartialEq for SandboxPolicy {
+    fn eq(&self, other: &Self) -> bool {
+        self.mode == other.mode
+            && self.workspace == other.workspace
+            && self.extra_roots == other.extra_roots
+            && self.roots == other.roots
+    }
+}
+
+impl Eq for SandboxPolicy {}
 
 impl SandboxPolicy {
     /// A policy for `workspace` (canonicalised) and granted `extra_roots` (already real paths).
@@ -32,12 +61,31 @@ impl SandboxPolicy {
                 roots.push(root);
             }
         }
+        let pinned = roots.iter().filter_map(|root| pin(root)).collect();
         SandboxPolicy {
             mode,
             workspace,
             extra_roots,
             roots,
+            pinned: Arc::new(pinned),
         }
+    }
+
+    /// The roots as they were pinned (those that existed as directories then).
+    pub(crate) fn pinned_roots(&self) -> &[PinnedRoot] {
+        &self.pinned
+    }
+
+    /// A pinned root whose path now names another directory (or nothing), if any.
+    pub(crate) fn moved_root(&self) -> Option<&Path> {
+        self.pinned
+            .iter()
+            .find(|root| {
+                std::fs::symlink_metadata(&root.path)
+                    .map(|m| !m.is_dir() || (m.dev(), m.ino()) != (root.dev, root.ino))
+                    .unwrap_or(true)
+            })
+            .map(|root| root.path.as_path())
     }
 
     pub fn mode(&self) -> SandboxMode {
@@ -84,17 +132,34 @@ impl SandboxPolicy {
     }
 
     /// A root reached under another name (a bind mount): an existing ancestor of the path that
-    /// is the same directory, by device and inode, as a root.
+    /// is the same directory, by device and inode, as a root was when the policy was made.
     fn is_aliased_under_a_root(&self, path: &Path) -> bool {
-        let roots: Vec<(u64, u64)> = self
-            .roots
-            .iter()
-            .filter_map(|r| std::fs::metadata(r).ok().map(|m| (m.dev(), m.ino())))
-            .collect();
         path.ancestors()
             .filter_map(|a| std::fs::metadata(a).ok())
-            .any(|m| m.is_dir() && roots.contains(&(m.dev(), m.ino())))
+            .any(|m| {
+                m.is_dir()
+                    && self
+                        .pinned
+                        .iter()
+                        .any(|root| (root.dev, root.ino) == (m.dev(), m.ino()))
+            })
     }
+}
+
+/// Opens and identifies a root directory, without following a symlink in its place.
+fn pin(root: &Path) -> Option<PinnedRoot> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(root)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    Some(PinnedRoot {
+        path: root.to_path_buf(),
+        dev: meta.dev(),
+        ino: meta.ino(),
+        handle: OwnedFd::from(file),
+    })
 }
 
 fn canonical(path: &Path) -> PathBuf {

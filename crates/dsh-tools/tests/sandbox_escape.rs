@@ -86,6 +86,7 @@ fn setup(backend: BackendChoice) -> Option<Suite> {
     let sandbox = Arc::new(Sandbox::new(SandboxSettings {
         backend,
         network: false,
+        bwrap: None,
     }));
     if sandbox.chosen().is_none() {
         let why: Vec<String> = sandbox
@@ -416,6 +417,49 @@ async fn run_suite(backend: BackendChoice) {
         }
     }
     s.check("git config --global", after != before, &r);
+
+    // A Unix socket of a host daemon outside the roots: neither backend refuses connect(2)
+    // to a socket it can see (bubblewrap hides the well-known daemon sockets only).
+    let socket_path = out.join("daemon.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket_path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let _ = s
+        .bash(&format!(
+            "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{}')\"",
+            socket_path.display()
+        ))
+        .await;
+    if listener.accept().is_ok() {
+        s.known_limits
+            .push("connect to a host daemon's Unix socket it can see".into());
+    }
+
+    // 27: last, since it breaks the workspace: rename the workspace away (its parent, /tmp, is
+    // writable) and put a symlink to the outside folder in its place; then write "into the
+    // workspace" with bash and with the write tool.
+    let ws = s.ws.display().to_string();
+    let r = s
+        .bash(&format!(
+            "cd / && mv {ws} {ws}.old && ln -s {o} {ws} && echo swapped"
+        ))
+        .await;
+    let r2 = s.bash("echo x > swapped-bash").await;
+    let r3 = s
+        .call(
+            "write",
+            json!({"file_path": "swapped-write", "content": "x"}),
+        )
+        .await
+        .text();
+    s.check(
+        "swap the workspace for a symlink, then write through it",
+        out.join("swapped-bash").exists() || out.join("swapped-write").exists(),
+        &format!("{r}\n{r2}\n{r3}"),
+    );
+    if std::fs::symlink_metadata(&s.ws).is_ok_and(|m| m.file_type().is_symlink()) {
+        std::fs::remove_file(&s.ws).unwrap();
+        std::fs::rename(format!("{ws}.old"), &s.ws).unwrap();
+    }
 
     s.shell.shutdown().await;
     let _ = std::fs::remove_dir_all(&s.outside);

@@ -296,6 +296,7 @@ pub(crate) fn sandbox_settings(files: &Config) -> Result<SandboxSettings, SetupE
     Ok(SandboxSettings {
         backend,
         network: files.sandbox.network.unwrap_or(true),
+        bwrap: files.sandbox.bwrap.clone(),
     })
 }
 

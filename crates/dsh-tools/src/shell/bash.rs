@@ -214,8 +214,11 @@ async fn timed_out(
 /// A confined command that could not start is the sandbox's failure (the Landlock
 /// restrictions could not be applied, `bwrap` vanished): never retried unconfined.
 fn spawn_failed(confined: &ConfinedCommand, error: std::io::Error) -> ToolError {
-    if confined.backend == Backend::None {
-        return ToolError::plain(format!("cannot start bash: {error}"));
+    // A program that is not there is not the sandbox's fault (the workdir was checked before).
+    if confined.backend == Backend::None || error.kind() == std::io::ErrorKind::NotFound {
+        return ToolError::plain(format!(
+            "cannot start bash: {error}; check that bash is installed and on PATH"
+        ));
     }
     unavailable(SandboxUnavailable::runner_failed(
         confined.mode,

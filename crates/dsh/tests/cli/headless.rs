@@ -328,13 +328,16 @@ fn without_a_usable_backend_bash_is_offered_and_refuses_every_command() {
         ),
         Turn::text("ok"),
     ]);
-    // Forced onto bubblewrap, with no bwrap to be found: nothing can confine the command.
-    env.write("only-bwrap.toml", "[sandbox]\nbackend = \"bubblewrap\"\n");
-    let out = RunOutput::of(env.command(dsh()).env("PATH", "/nonexistent").args([
-        "--patch",
+    // Forced onto bubblewrap, with no bwrap where it is said to be: nothing can confine the
+    // command.
+    env.write(
         "only-bwrap.toml",
-        "go",
-    ]));
+        "[sandbox]\nbackend = \"bubblewrap\"\nbwrap = \"/nonexistent/bwrap\"\n",
+    );
+    let out = RunOutput::of(
+        env.command(dsh())
+            .args(["--patch", "only-bwrap.toml", "go"]),
+    );
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
     let requests = env.server.requests();
     let names = requests[0].tool_names();
@@ -351,8 +354,8 @@ fn without_a_usable_backend_bash_is_offered_and_refuses_every_command() {
     );
     assert!(
         result.ends_with(
-            "(bubblewrap: bwrap is not installed (not found on PATH); `dsh sandbox check` says \
-             what to do)"
+            "(bubblewrap: sandbox.bwrap names /nonexistent/bwrap, which is not an executable \
+             file; `dsh sandbox check` says what to do)"
         ),
         "{result}"
     );

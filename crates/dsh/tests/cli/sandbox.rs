@@ -145,23 +145,24 @@ fn sandbox_check_names_each_backend_and_the_one_used() {
     let out = RunOutput::of(env.command(dsh()).args(["sandbox", "check"]));
     assert!(out.stdout.contains("  bubblewrap  "), "{}", out.stdout);
     assert!(out.stdout.contains("  landlock    "), "{}", out.stdout);
-    // Forced onto bubblewrap with none installed: not usable, what to do, exit 1.
-    env.write("bwrap.toml", "[sandbox]\nbackend = \"bubblewrap\"\n");
-    let out = RunOutput::of(env.command(dsh()).env("PATH", "/nonexistent").args([
-        "sandbox",
-        "check",
-        "--patch",
+    // Forced onto a bubblewrap that is not there: not usable, what to do, exit 1.
+    env.write(
         "bwrap.toml",
-    ]));
+        "[sandbox]\nbackend = \"bubblewrap\"\nbwrap = \"/nonexistent/bwrap\"\n",
+    );
+    let out = RunOutput::of(
+        env.command(dsh())
+            .args(["sandbox", "check", "--patch", "bwrap.toml"]),
+    );
     assert_eq!(out.code(), Some(1), "{}", out.stdout);
     assert!(
         out.stdout
-            .contains("bubblewrap  not usable: bwrap is not installed (not found on PATH)"),
+            .contains("bubblewrap  not usable: sandbox.bwrap names /nonexistent/bwrap"),
         "{}",
         out.stdout
     );
     assert!(
-        out.stdout.contains("what to do: install bubblewrap"),
+        out.stdout.contains("what to do: point sandbox.bwrap"),
         "{}",
         out.stdout
     );
