@@ -10,6 +10,7 @@
 //! run; live reasoning and text arrive as deltas that are shown but never stored.
 
 mod agent;
+mod catalog;
 mod config;
 mod error;
 mod home;
@@ -20,6 +21,7 @@ mod repair;
 mod session;
 
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
+pub use catalog::{SessionSummary, list_sessions, session_log_path};
 pub use config::{
     ApprovalConfig, Config, ConfigError, JobsConfig, ModelConfig, SandboxConfig, SessionsConfig,
     ShellConfig, ToolsConfig,

@@ -38,9 +38,7 @@ impl Session {
         id: &str,
         options: LogOptions,
     ) -> Result<Session, CoreError> {
-        if id.is_empty() || id == "." || id == ".." || id.contains('/') || id.contains('\0') {
-            return Err(CoreError::BadSessionId(id.to_owned()));
-        }
+        check_id(id)?;
         let here = cwd.to_string_lossy().into_owned();
         let dir = session_dir(home, &here, id);
         let Some(path) = log_file_in(&dir) else {
@@ -160,4 +158,12 @@ pub(crate) fn log_file_in(dir: &Path) -> Option<PathBuf> {
         .into_iter()
         .map(|name| dir.join(name))
         .find(|path| path.is_file())
+}
+
+/// An id that can name a session folder: not empty, no `/`, not `.` or `..`.
+pub(crate) fn check_id(id: &str) -> Result<(), CoreError> {
+    if id.is_empty() || id == "." || id == ".." || id.contains('/') || id.contains('\0') {
+        return Err(CoreError::BadSessionId(id.to_owned()));
+    }
+    Ok(())
 }

@@ -26,6 +26,13 @@ pub enum Command {
     SandboxCheck {
         patches: Vec<std::path::PathBuf>,
     },
+    /// `dsh sessions list`: this directory's sessions, newest first.
+    SessionsList,
+    /// `dsh sessions show ID [--json]`: one session's transcript.
+    SessionsShow {
+        id: String,
+        json: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,6 +107,9 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
     }
     if args.first().is_some_and(|a| a == "sandbox") {
         return parse_sandbox(&args[1..]).map_err(|m| fail(m, true));
+    }
+    if args.first().is_some_and(|a| a == "sessions") {
+        return parse_sessions(&args[1..]).map_err(|m| fail(m, true));
     }
 
     let mut run = RunArgs {
@@ -282,6 +292,26 @@ fn parse_sandbox(args: &[String]) -> Result<Command, String> {
     Ok(Command::SandboxCheck { patches })
 }
 
+/// `sessions list` or `sessions show ID [--json]`.
+fn parse_sessions(args: &[String]) -> Result<Command, String> {
+    match args {
+        [verb] if verb == "list" => Ok(Command::SessionsList),
+        [verb, rest @ ..] if verb == "show" => {
+            let json = rest.iter().any(|a| a == "--json");
+            let ids: Vec<&String> = rest.iter().filter(|a| *a != "--json").collect();
+            match ids.as_slice() {
+                [id] if !id.starts_with("--") => Ok(Command::SessionsShow {
+                    id: (*id).clone(),
+                    json,
+                }),
+                _ => Err("`dsh sessions show` needs one session id, and takes --json".into()),
+            }
+        }
+        [verb, ..] if verb == "list" => Err("`dsh sessions list` takes no arguments".into()),
+        _ => Err("`dsh sessions` needs a subcommand: list, or show <id> [--json]".into()),
+    }
+}
+
 fn check_profile(name: &str) -> Result<(), String> {
     match name {
         "" => Err("--profile needs a name".into()),
@@ -306,6 +336,8 @@ diagnostics to stderr; the exit status is 0 only when the task completed.
 Usage:
   dsh [OPTIONS] [TASK...]
   dsh sandbox check [--patch <file>]...       (which sandbox would confine commands)
+  dsh sessions list                           (this directory's sessions, newest first)
+  dsh sessions show <id> [--json]             (one session's transcript)
   dsh --profile headless [OPTIONS] [TASK...]   (the same; as DeepSeek Harness takes it)
   dsh headless [OPTIONS] [TASK...]             (the same)
 

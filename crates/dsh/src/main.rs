@@ -5,6 +5,7 @@
 mod cli;
 mod run;
 mod sandbox_check;
+mod sessions_cmd;
 mod surface;
 
 use std::io::{IsTerminal, Write};
@@ -25,6 +26,8 @@ fn main() -> ExitCode {
         }
         Ok(Command::Run(args)) => ExitCode::from(run::run(args)),
         Ok(Command::SandboxCheck { patches }) => ExitCode::from(sandbox_check::run(&patches)),
+        Ok(Command::SessionsList) => ExitCode::from(sessions_cmd::list()),
+        Ok(Command::SessionsShow { id, json }) => ExitCode::from(sessions_cmd::show(&id, json)),
         Err(usage) => {
             let mut surface = surface::Surface::new(usage.json);
             let hint = if usage.hint { " (see dsh --help)" } else { "" };

@@ -406,3 +406,66 @@ fn a_compressed_log_survives_kills_the_same_way() {
         killed_and_resumed(point, true);
     }
 }
+
+#[test]
+fn sessions_are_listed_newest_first_and_shown_as_a_transcript() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "a.txt"})),
+        Turn::text("It says alpha."),
+        Turn::text("second"),
+    ]);
+    env.write("a.txt", "alpha\n");
+    env.write("zstd.toml", "[sessions]\ncompression = \"zstd\"\n");
+    let out = env.run(dsh(), &["what does a.txt say\nsecond line of the task"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    // A compressed session is listed and shown the same way.
+    let out = env.run(dsh(), &["--patch", "zstd.toml", "another task"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+
+    let list = env.run(dsh(), &["sessions", "list"]);
+    assert_eq!(list.code(), Some(0), "stderr: {}", list.stderr);
+    let lines: Vec<&str> = list.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", list.stdout);
+    assert!(lines[0].starts_with("id "), "{}", list.stdout);
+    assert!(lines[1].ends_with("another task"), "{}", list.stdout);
+    assert!(lines[2].ends_with("what does a.txt say"), "{}", list.stdout);
+    let first_id = lines[2].split_whitespace().next().unwrap();
+    let second_id = lines[1].split_whitespace().next().unwrap();
+
+    let show = env.run(dsh(), &["sessions", "show", first_id]);
+    assert_eq!(show.code(), Some(0), "stderr: {}", show.stderr);
+    for expected in [
+        "── turn 1 ──",
+        "user: what does a.txt say\n  second line of the task",
+        "→ read {\"file_path\":\"a.txt\"}",
+        "← <path>",
+        "assistant: It says alpha.",
+        "[turn 1 ended: completed]",
+    ] {
+        assert!(
+            show.stdout.contains(expected),
+            "{expected:?} in\n{}",
+            show.stdout
+        );
+    }
+    let json = env.run(dsh(), &["sessions", "show", second_id, "--json"]);
+    assert_eq!(json.code(), Some(0), "stderr: {}", json.stderr);
+    let lines: Vec<Value> = json
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["type"], "session");
+    assert_eq!(lines[0]["id"], second_id);
+    assert_eq!(lines[1]["type"], "turn/start");
+
+    let missing = env.run(dsh(), &["sessions", "show", "session-nope"]);
+    assert_eq!(missing.code(), Some(1));
+    assert!(
+        missing
+            .stderr
+            .starts_with("dsh: no session \"session-nope\""),
+        "{}",
+        missing.stderr
+    );
+}

@@ -1,0 +1,91 @@
+//! The sessions of a working directory, for `dsh sessions list` and `dsh sessions show`.
+
+use std::path::{Path, PathBuf};
+
+use dsh_protocol::{Block, Record, RecordEnvelope};
+
+use crate::CoreError;
+use crate::log::{cwd_slug, read_log, session_dir};
+use crate::session::log_file_in;
+
+/// One line of `dsh sessions list`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSummary {
+    pub id: String,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: u64,
+    /// The first line of the first task.
+    pub first_task: String,
+    pub turns: u32,
+    /// Every token the session's requests were billed for, as reported.
+    pub total_tokens: u64,
+    pub path: PathBuf,
+}
+
+/// The sessions recorded in `cwd`, newest first. A log that cannot be read is skipped: one
+/// damaged session must not hide the others.
+pub fn list_sessions(home: &Path, cwd: &Path) -> Vec<SessionSummary> {
+    let folder = home.join("sessions").join(cwd_slug(&cwd.to_string_lossy()));
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return Vec::new();
+    };
+    let mut sessions: Vec<SessionSummary> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| log_file_in(&entry.path()))
+        .filter_map(|path| {
+            let log = read_log(&path).ok()?;
+            Some(summarise(
+                &log.header.id,
+                log.header.created_at,
+                &log.records,
+                path,
+            ))
+        })
+        .collect();
+    sessions.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
+    sessions
+}
+
+fn summarise(
+    id: &str,
+    created_at: u64,
+    records: &[RecordEnvelope],
+    path: PathBuf,
+) -> SessionSummary {
+    let mut first_task = None;
+    let mut turns = 0;
+    let mut total_tokens = 0;
+    for envelope in records {
+        match &envelope.record {
+            Record::TurnStart { .. } => turns += 1,
+            Record::UserMessage { message, .. } if first_task.is_none() => {
+                first_task = message.content.iter().find_map(|block| match block {
+                    Block::Text { text } => Some(text.lines().next().unwrap_or("").to_owned()),
+                    _ => None,
+                });
+            }
+            Record::StepEnd { usage, .. } => total_tokens += usage.total_tokens,
+            _ => {}
+        }
+    }
+    SessionSummary {
+        id: id.to_owned(),
+        created_at,
+        first_task: first_task.unwrap_or_default(),
+        turns,
+        total_tokens,
+        path,
+    }
+}
+
+/// The log of session `id` recorded in `cwd`.
+pub fn session_log_path(home: &Path, cwd: &Path, id: &str) -> Result<PathBuf, CoreError> {
+    crate::session::check_id(id)?;
+    let dir = session_dir(home, &cwd.to_string_lossy(), id);
+    log_file_in(&dir).ok_or_else(|| CoreError::UnknownSession {
+        id: id.to_owned(),
+        root: dir
+            .parent()
+            .map_or_else(|| home.join("sessions"), Path::to_path_buf),
+    })
+}

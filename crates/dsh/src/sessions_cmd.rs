@@ -1,0 +1,220 @@
+//! `dsh sessions list` and `dsh sessions show ID [--json]`: the sessions of this directory,
+//! and one session's transcript, read from its log (plain or compressed).
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+use dsh_core::{dsh_home, list_sessions, read_log, session_log_path};
+use dsh_protocol::{Block, Record, ToolOutputPart};
+
+use crate::surface::Surface;
+
+/// Lines of a tool result shown before the rest is counted.
+const RESULT_LINES: usize = 8;
+
+pub fn list() -> u8 {
+    let (home, cwd) = match locate() {
+        Ok(found) => found,
+        Err(message) => return fail(&message),
+    };
+    let sessions = list_sessions(&home, &cwd);
+    let mut out = String::new();
+    if sessions.is_empty() {
+        let _ = writeln!(out, "no sessions recorded in {}", cwd.display());
+    } else {
+        let _ = writeln!(
+            out,
+            "{:<44}  {:<20}  {:>5}  {:>9}  first task",
+            "id", "created (UTC)", "turns", "tokens"
+        );
+        for s in &sessions {
+            let _ = writeln!(
+                out,
+                "{:<44}  {:<20}  {:>5}  {:>9}  {}",
+                s.id,
+                utc(s.created_at),
+                s.turns,
+                s.total_tokens,
+                clip(&s.first_task, 60)
+            );
+        }
+    }
+    let _ = std::io::stdout().write_all(out.as_bytes());
+    0
+}
+
+pub fn show(id: &str, json: bool) -> u8 {
+    let (home, cwd) = match locate() {
+        Ok(found) => found,
+        Err(message) => return fail(&message),
+    };
+    let log = match session_log_path(&home, &cwd, id).and_then(|path| read_log(&path)) {
+        Ok(log) => log,
+        Err(error) => return fail(&error.to_string()),
+    };
+    let mut out = String::new();
+    if json {
+        // The decoded log: a header line, then one record per line, as the plain format.
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&log.header).unwrap_or_default()
+        );
+        for record in &log.records {
+            let _ = writeln!(out, "{}", serde_json::to_string(record).unwrap_or_default());
+        }
+    } else {
+        let _ = writeln!(
+            out,
+            "{} · {} · created {} UTC · dsh {}",
+            log.header.id,
+            log.header.cwd,
+            utc(log.header.created_at),
+            log.header.dsh
+        );
+        for envelope in &log.records {
+            transcript_line(&mut out, &envelope.record);
+        }
+        if log.torn {
+            out.push_str("\n(the last line of the log was cut off by a crash and is not shown)\n");
+        }
+    }
+    let _ = std::io::stdout().write_all(out.as_bytes());
+    0
+}
+
+fn transcript_line(out: &mut String, record: &Record) {
+    match record {
+        Record::TurnStart { turn } => {
+            let _ = writeln!(out, "\n── turn {turn} ──");
+        }
+        Record::UserMessage { message, .. } => {
+            for block in &message.content {
+                if let Block::Text { text } = block {
+                    let _ = writeln!(out, "user: {}", indent(text));
+                }
+            }
+        }
+        Record::AssistantMessage(data) => {
+            for block in &data.message.content {
+                match block {
+                    Block::Text { text } if !text.trim().is_empty() => {
+                        let _ = writeln!(out, "assistant: {}", indent(text));
+                    }
+                    Block::ToolCall {
+                        name, arguments, ..
+                    } => {
+                        let _ = writeln!(out, "→ {name} {}", clip(arguments, 200));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Record::ToolResult(data) => {
+            for block in &data.message.content {
+                if let Block::ToolResult {
+                    content, is_error, ..
+                } = block
+                {
+                    let text: String = content
+                        .iter()
+                        .map(|part| match part {
+                            ToolOutputPart::Text { text } => text.clone(),
+                            ToolOutputPart::Image { image } => {
+                                format!(
+                                    "[image {} {}x{}]",
+                                    image.media_type, image.width, image.height
+                                )
+                            }
+                        })
+                        .collect();
+                    let mark = if *is_error { "← (error) " } else { "← " };
+                    let lines: Vec<&str> = text.lines().collect();
+                    let shown = lines
+                        .iter()
+                        .take(RESULT_LINES)
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join("\n  ");
+                    let _ = writeln!(out, "{mark}{shown}");
+                    if lines.len() > RESULT_LINES {
+                        let _ = writeln!(out, "  … ({} more lines)", lines.len() - RESULT_LINES);
+                    }
+                }
+            }
+        }
+        Record::TurnEnd { turn, reason } => {
+            let reason = serde_json::to_value(reason)
+                .ok()
+                .and_then(|v| v["kind"].as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let _ = writeln!(out, "[turn {turn} ended: {reason}]");
+        }
+        Record::StepStart { .. } | Record::ToolCall(_) | Record::StepEnd { .. } => {}
+    }
+}
+
+fn locate() -> Result<(std::path::PathBuf, std::path::PathBuf), String> {
+    let home = dsh_home(
+        std::env::var("DSH_HOME").ok().as_deref(),
+        std::env::var_os("HOME")
+            .map(std::path::PathBuf::from)
+            .as_deref(),
+    )
+    .map_err(|e| e.to_string())?;
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot use the working directory: {e}"))?;
+    Ok((home, cwd))
+}
+
+fn fail(message: &str) -> u8 {
+    Surface::new(false).fail(message, message, None);
+    1
+}
+
+fn indent(text: &str) -> String {
+    text.trim_end().replace('\n', "\n  ")
+}
+
+fn clip(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or("");
+    if line.chars().count() <= max && !text.contains('\n') {
+        return line.to_owned();
+    }
+    let cut: String = line.chars().take(max).collect();
+    format!("{cut}…")
+}
+
+/// `YYYY-MM-DD HH:MM:SS` for milliseconds since the epoch, in UTC.
+fn utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (proleptic Gregorian calendar).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates_are_civil_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00");
+        assert_eq!(utc(1_796_363_142_000), "2026-12-03 06:25:42");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00");
+    }
+}
