@@ -32,6 +32,8 @@ pub struct AgentConfig {
     /// to the system prompt: they hold for the whole run, so the prompt stays one cacheable
     /// prefix.
     pub context: Vec<String>,
+    /// The model's context window in tokens; compaction keeps the history inside it.
+    pub context_window: u64,
 }
 
 impl AgentConfig {
@@ -49,6 +51,7 @@ impl AgentConfig {
             max_parallel_tools: 10,
             job_wait: Self::DEFAULT_JOB_WAIT,
             context: Vec::new(),
+            context_window: crate::compaction::DEFAULT_CONTEXT_WINDOW,
         }
     }
 }
@@ -117,6 +120,9 @@ pub struct Agent {
     events: UnboundedSender<AgentEvent>,
     system: String,
     specs: Vec<ToolSpec>,
+    /// The prompt tokens the last answered request reported, and how many history messages
+    /// it carried: the base of the next size measurement.
+    last_prompt: Option<(u64, usize)>,
 }
 
 /// The end of one step.
@@ -150,6 +156,7 @@ impl Agent {
             events,
             system,
             specs,
+            last_prompt: None,
         }
     }
 
@@ -229,7 +236,19 @@ impl Agent {
             }
             step += 1;
             self.commit(Record::StepStart { turn, step })?;
-            let outcome = self.step(turn, step, stop).await?;
+            let mut spent = self.compact(turn, "threshold", stop).await?;
+            let mut outcome = self.step(turn, step, stop).await?;
+            if is_overflow(&outcome) {
+                // The provider says the request does not fit: compact as far as possible and
+                // try the step once more.
+                let (changed, cost) = self.compact_all(turn, stop).await?;
+                spent.add(&cost);
+                if changed {
+                    spent.add(&outcome.usage);
+                    outcome = self.step(turn, step, stop).await?;
+                }
+            }
+            outcome.usage.add(&spent);
             usage.add(&outcome.usage);
             if !outcome.text.is_empty() {
                 text = outcome.text;
@@ -256,6 +275,7 @@ impl Agent {
     }
 
     async fn step(&mut self, turn: u32, step: u32, stop: &Stop) -> Result<StepOutcome, CoreError> {
+        let sent_len = self.session.history().len();
         let request = ModelRequest {
             model: &self.config.model,
             system: &self.system,
@@ -293,6 +313,11 @@ impl Agent {
             }
             Some(Ok(completion)) => completion,
         };
+        let u = completion.usage;
+        self.last_prompt = (u.unreported_calls == 0).then_some((
+            u.input_tokens + u.cache_read_tokens + u.cache_write_tokens,
+            sent_len,
+        ));
         let text = completion.message.text();
         let calls: Vec<(String, String, String)> = completion
             .message
@@ -326,6 +351,125 @@ impl Agent {
             text,
             end,
         })
+    }
+
+    /// The history's size as the next request would carry it.
+    fn pressure(&self) -> u64 {
+        let history = self.session.history();
+        match self.last_prompt {
+            Some((tokens, len)) if len <= history.len() => {
+                tokens + crate::compaction::estimate_tokens(&history[len..])
+            }
+            _ => {
+                crate::compaction::estimate_tokens(history) + (self.system.len() as u64).div_ceil(4)
+            }
+        }
+    }
+
+    /// Compacts when the history has reached its share of the window; returns what the
+    /// summary request cost.
+    async fn compact(&mut self, turn: u32, reason: &str, stop: &Stop) -> Result<Usage, CoreError> {
+        use crate::compaction::{RETAIN_RATIO, TRIGGER_RATIO};
+        let window = self.config.context_window;
+        let limit = (window as f64 * TRIGGER_RATIO) as u64;
+        if self.pressure() < limit {
+            return Ok(Usage::default());
+        }
+        self.prune(turn)?;
+        if self.pressure() < limit {
+            return Ok(Usage::default());
+        }
+        let retain = (window as f64 * RETAIN_RATIO) as u64;
+        Ok(self.summarise(turn, reason, retain, stop).await?.1)
+    }
+
+    /// After an overflow: prunes, and summarises all but the last unit. Returns whether the
+    /// history changed, and what the summary request cost.
+    async fn compact_all(&mut self, turn: u32, stop: &Stop) -> Result<(bool, Usage), CoreError> {
+        let pruned = self.prune(turn)?;
+        let (summarised, usage) = self.summarise(turn, "overflow", 0, stop).await?;
+        Ok((pruned || summarised, usage))
+    }
+
+    /// Cuts long tool results to head and tail; whether any was.
+    fn prune(&mut self, turn: u32) -> Result<bool, CoreError> {
+        let pruned = crate::compaction::prunable(self.session.history());
+        let any = !pruned.is_empty();
+        for (call_id, message) in pruned {
+            self.commit(Record::CompactionPrune(
+                dsh_protocol::CompactionPruneRecord {
+                    turn,
+                    call_id,
+                    message,
+                },
+            ))?;
+        }
+        if any {
+            self.last_prompt = None;
+        }
+        Ok(any)
+    }
+
+    /// Replaces the older history, all but about `retain` tokens, by the model's summary of
+    /// it. A failed summary request, or a summary no smaller than what it condenses, changes
+    /// nothing; its usage is counted either way.
+    async fn summarise(
+        &mut self,
+        turn: u32,
+        reason: &str,
+        retain: u64,
+        stop: &Stop,
+    ) -> Result<(bool, Usage), CoreError> {
+        use crate::compaction::{
+            SUMMARY_INSTRUCTION, SUMMARY_MAX_TOKENS, checkpoint, estimate_tokens, split_point,
+        };
+        let history = self.session.history();
+        let Some(cut) = split_point(history, retain) else {
+            return Ok((false, Usage::default()));
+        };
+        let before = estimate_tokens(history);
+        let condensed = estimate_tokens(&history[..cut]);
+        let mut messages = history[..cut].to_vec();
+        messages.push(Message::user_text(SUMMARY_INSTRUCTION));
+        let request = ModelRequest {
+            model: &self.config.model,
+            system: &self.system,
+            messages: &messages,
+            tools: &self.specs,
+            effort: self.config.effort,
+            max_output_tokens: Some(SUMMARY_MAX_TOKENS),
+        };
+        // The summary is not shown as it streams: it is not an answer to the user.
+        let mut quiet = |_| {};
+        let answer = tokio::select! {
+            biased;
+            () = stop.token().cancelled() => return Ok((false, Usage::unreported())),
+            answer = self.provider.complete(request, &mut quiet) => answer,
+        };
+        let completion = match answer {
+            Ok(completion) => completion,
+            Err(error) => return Ok((false, error.usage)),
+        };
+        let summary = completion.message.text();
+        let replacement = checkpoint(&summary);
+        let replacement_size = estimate_tokens(std::slice::from_ref(&replacement));
+        if summary.trim().is_empty() || replacement_size >= condensed {
+            return Ok((false, completion.usage));
+        }
+        self.commit(Record::CompactionSummary(
+            dsh_protocol::CompactionSummaryRecord {
+                turn,
+                replaced: cut as u32,
+                message: replacement,
+                reason: reason.to_owned(),
+                tokens_before: before,
+                tokens_after: before - condensed + replacement_size,
+                model: self.config.model.clone(),
+                usage: completion.usage,
+            },
+        ))?;
+        self.last_prompt = None;
+        Ok((true, completion.usage))
     }
 
     /// Runs the calls of one answer: a run of consecutive parallel-safe calls together (at most
@@ -488,4 +632,12 @@ fn cut_off_outcome() -> ToolOutcome {
         is_error: true,
         error: Some(ErrorInfo::new("ToolArgsError", "INVALID_ARGS")),
     }
+}
+
+/// Whether a step failed because its request did not fit the context window.
+fn is_overflow(outcome: &StepOutcome) -> bool {
+    matches!(
+        &outcome.end,
+        Some(TurnEndReason::Error { error }) if error.code == FailureCode::ContextWindowExceeded
+    )
 }

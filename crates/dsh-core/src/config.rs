@@ -91,6 +91,8 @@ pub struct ApprovalConfig {
 pub struct ModelConfig {
     /// Whether it accepts images (for `read_image`).
     pub image_input: Option<bool>,
+    /// Its context window in tokens, which compaction keeps the history inside.
+    pub context_window: Option<u64>,
 }
 
 /// A configuration file that cannot be used.
@@ -129,6 +131,14 @@ impl Config {
                 e.message()
             ),
         })
+    }
+
+    /// `model`'s context window: the config's word, else the default.
+    pub fn context_window(&self, model: &str) -> u64 {
+        self.models
+            .get(model)
+            .and_then(|m| m.context_window)
+            .unwrap_or(crate::compaction::DEFAULT_CONTEXT_WINDOW)
     }
 
     /// Whether `model` takes images: the config's word, else `builtin`.

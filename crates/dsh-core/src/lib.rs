@@ -11,6 +11,7 @@
 
 mod agent;
 mod catalog;
+pub mod compaction;
 mod config;
 mod error;
 mod home;

@@ -72,7 +72,9 @@ pub fn repair(records: &[RecordEnvelope]) -> Vec<Record> {
                     }
                 }
             }
-            Record::UserMessage { .. } => {}
+            Record::UserMessage { .. }
+            | Record::CompactionPrune(_)
+            | Record::CompactionSummary(_) => {}
         }
     }
     let Some(turn) = open_turn else {

@@ -1,6 +1,6 @@
 use std::path::{Path, PathBuf};
 
-use dsh_protocol::{Message, Record, RecordEnvelope, SessionHeader};
+use dsh_protocol::{Block, Message, Record, RecordEnvelope, SessionHeader};
 
 use crate::CoreError;
 use crate::lock::SessionLock;
@@ -135,6 +135,20 @@ impl Session {
             Record::AssistantMessage(data) => self.history.push(data.message.clone()),
             Record::ToolResult(data) => self.history.push(data.message.clone()),
             Record::TurnStart { turn } => self.last_turn = self.last_turn.max(*turn),
+            Record::CompactionPrune(data) => {
+                let target = self.history.iter_mut().find(|m| {
+                    m.content.iter().any(|b| {
+                        matches!(b, Block::ToolResult { tool_call_id, .. } if *tool_call_id == data.call_id)
+                    })
+                });
+                if let Some(target) = target {
+                    *target = data.message.clone();
+                }
+            }
+            Record::CompactionSummary(data) => {
+                let replaced = (data.replaced as usize).min(self.history.len());
+                self.history.splice(..replaced, [data.message.clone()]);
+            }
             Record::StepStart { .. }
             | Record::ToolCall(_)
             | Record::StepEnd { .. }

@@ -164,6 +164,8 @@ fn kinds(records: &[Record]) -> Vec<&'static str> {
             Record::ToolResult(_) => "tool/result",
             Record::StepEnd { .. } => "step/end",
             Record::TurnEnd { .. } => "turn/end",
+            Record::CompactionPrune(_) => "compaction/prune",
+            Record::CompactionSummary(_) => "compaction/summary",
         })
         .collect()
 }

@@ -15,8 +15,9 @@ mod usage;
 pub use failure::{ErrorInfo, Failure, FailureCode};
 pub use message::{Block, ImageRef, Message, Role, ToolOutputPart, ToolSpec};
 pub use record::{
-    AbortReason, AssistantMessageRecord, FinishReason, HeaderKind, Record, RecordEnvelope,
-    SESSION_FORMAT_VERSION, SessionHeader, ToolCallRecord, ToolResultRecord, TurnEndReason,
+    AbortReason, AssistantMessageRecord, CompactionPruneRecord, CompactionSummaryRecord,
+    FinishReason, HeaderKind, Record, RecordEnvelope, SESSION_FORMAT_VERSION, SessionHeader,
+    ToolCallRecord, ToolResultRecord, TurnEndReason,
 };
 pub use stream::StreamEvent;
 pub use usage::Usage;

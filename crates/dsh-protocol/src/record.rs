@@ -83,6 +83,39 @@ pub enum Record {
     },
     #[serde(rename = "turn/end")]
     TurnEnd { turn: u32, reason: TurnEndReason },
+    /// A long tool result cut to its head and tail in the history (the log keeps the whole).
+    #[serde(rename = "compaction/prune")]
+    CompactionPrune(CompactionPruneRecord),
+    /// The start of the history replaced by a summary.
+    #[serde(rename = "compaction/summary")]
+    CompactionSummary(CompactionSummaryRecord),
+}
+
+/// One pruned tool result: the result of `call_id` now reads `message`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionPruneRecord {
+    pub turn: u32,
+    pub call_id: String,
+    pub message: Message,
+}
+
+/// The first `replaced` messages of the history, replaced by `message` (a user message holding
+/// the summary). `usage` is what the summary request cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionSummaryRecord {
+    pub turn: u32,
+    pub replaced: u32,
+    pub message: Message,
+    /// `threshold` (the history passed its share of the context window) or `overflow` (the
+    /// provider said the request did not fit).
+    pub reason: String,
+    /// The history's estimated size before and after, in tokens.
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    pub model: String,
+    pub usage: Usage,
 }
 
 /// A committed model answer.

@@ -108,7 +108,11 @@ pub fn project(record: &Record) -> Vec<StreamEvent> {
                 reason: reason.clone(),
             })]
         }
-        Record::UserMessage { .. } => Vec::new(),
+        // Compaction changes what the model is sent, not what happened; its request's usage
+        // is in the step's `step_end`.
+        Record::UserMessage { .. } | Record::CompactionPrune(_) | Record::CompactionSummary(_) => {
+            Vec::new()
+        }
         Record::AssistantMessage(data) => data
             .message
             .content

@@ -169,6 +169,7 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     if let Some(max_steps) = args.max_steps {
         config.max_steps = max_steps;
     }
+    config.context_window = files.context_window(&config.model);
     if let Some(ms) = files.jobs.wait_ms {
         config.job_wait = std::time::Duration::from_millis(ms);
     }

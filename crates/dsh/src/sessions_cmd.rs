@@ -150,6 +150,20 @@ fn transcript_line(out: &mut String, record: &Record) {
                 .unwrap_or_default();
             let _ = writeln!(out, "[turn {turn} ended: {reason}]");
         }
+        Record::CompactionPrune(data) => {
+            let _ = writeln!(
+                out,
+                "[compaction: the result of {} was cut to its head and tail]",
+                data.call_id
+            );
+        }
+        Record::CompactionSummary(data) => {
+            let _ = writeln!(
+                out,
+                "[compaction ({}): {} earlier messages summarised, about {} → {} tokens]",
+                data.reason, data.replaced, data.tokens_before, data.tokens_after
+            );
+        }
         Record::StepStart { .. } | Record::ToolCall(_) | Record::StepEnd { .. } => {}
     }
 }
@@ -214,7 +228,7 @@ mod tests {
     #[test]
     fn utc_dates_are_civil_dates() {
         assert_eq!(utc(0), "1970-01-01 00:00:00");
-        assert_eq!(utc(1_796_363_142_000), "2026-12-03 06:25:42");
+        assert_eq!(utc(1_796_279_142_000), "2026-12-03 06:25:42");
         assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00");
     }
 }

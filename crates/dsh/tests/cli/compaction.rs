@@ -1,0 +1,149 @@
+//! Compaction: a history that reaches its share of the context window is pruned and then
+//! summarised, and a provider's context-window error compacts and retries the step.
+
+use dsh_testkit::{TestEnv, Turn};
+use serde_json::json;
+
+use crate::dsh;
+
+const INSTRUCTION_START: &str = "Stop working on the task for a moment";
+
+fn small_window(env: &TestEnv, tokens: u64) {
+    env.write(
+        "window.toml",
+        &format!("[models.\"deepseek-v4-flash\"]\ncontext_window = {tokens}\n"),
+    );
+}
+
+fn text_of(message: &serde_json::Value) -> String {
+    message["content"].as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn a_long_result_is_pruned_before_anything_is_summarised() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "big.txt"})),
+        Turn::text("done"),
+    ]);
+    // ~20,000 characters read back: over the 8,192-character prune threshold and over 0.8 of
+    // a 5,000-token window, but under it once pruned.
+    let lines: Vec<String> = (0..400)
+        .map(|i| format!("line {i:04} of the big file .........."))
+        .collect();
+    env.write("big.txt", &lines.join("\n"));
+    small_window(&env, 5000);
+    let out = env.run(dsh(), &["--patch", "window.toml", "read it"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 2, "no summary request was needed");
+    let result = &requests[1].tool_results()[0];
+    assert!(
+        result.contains("\n\n[... tool result middle pruned ...]\n\n"),
+        "{result}"
+    );
+    assert!(result.chars().count() < 5200, "{}", result.chars().count());
+    assert!(result.starts_with("<path>"));
+    // The log keeps the whole result, and the prune.
+    let log = env.session_log();
+    assert!(log.contains("line 0200 of the big file"));
+    assert!(log.contains("\"type\":\"compaction/prune\""));
+}
+
+#[test]
+fn a_history_still_too_large_is_summarised_and_the_summary_is_counted() {
+    // Each step writes a 3,000-character file and reads it back: results under the prune
+    // threshold, so only a summary can shrink the history. The server's usage is what dsh
+    // measures by: the last tool-calling answer reports a prompt past 0.8 of the window, so
+    // the summary is asked for right after it.
+    let chunk = "word ".repeat(600);
+    let mut script = Vec::new();
+    for i in 0..3 {
+        script.push(Turn::tool_call(
+            "write",
+            json!({"file_path": format!("f{i}.txt"), "content": chunk}),
+        ));
+        script.push(Turn::tool_call(
+            "read",
+            json!({"file_path": format!("f{i}.txt")}),
+        ));
+    }
+    let last = script.pop().unwrap().usage(5000, 10, 0);
+    script.push(last);
+    script.push(
+        Turn::text("## Goal\n- write and read three files\n## Next\n- (none)").usage(900, 40, 0),
+    );
+    script.push(Turn::text("finished"));
+    let env = TestEnv::new(script);
+    small_window(&env, 6000);
+    let out = env.run(
+        dsh(),
+        &["--json", "--patch", "window.toml", "write and read"],
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let requests = env.server.requests();
+    let summary_at = requests
+        .iter()
+        .position(|r| {
+            r.messages()
+                .last()
+                .is_some_and(|m| text_of(m).starts_with(INSTRUCTION_START))
+        })
+        .expect("a summary request");
+    let next = &requests[summary_at + 1];
+    let first = text_of(&next.messages()[1]);
+    assert!(first.contains("<compacted-summary>\n## Goal"), "{first}");
+    assert!(next.messages().len() < requests[summary_at].messages().len());
+    // The summary's 940 tokens are in the run's total.
+    let events = out.events();
+    let total = events.last().unwrap()["usage"]["totalTokens"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(summary_at, 6);
+    assert_eq!(
+        total,
+        5 * 110 + 5010 + 940 + 110,
+        "{}",
+        events.last().unwrap()
+    );
+    assert!(
+        env.session_log()
+            .contains("\"type\":\"compaction/summary\"")
+    );
+    // A resumed session rebuilds the compacted history, not the original one.
+    let id = events[0]["sessionId"].as_str().unwrap().to_owned();
+    let out = env.run(
+        dsh(),
+        &["--patch", "window.toml", "--session-id", &id, "go on"],
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let all = env.server.requests();
+    let resumed = all.last().unwrap();
+    assert!(text_of(&resumed.messages()[1]).contains("<compacted-summary>"));
+    assert_eq!(
+        resumed.messages().len(),
+        all[summary_at + 1].messages().len() + 2,
+        "the compacted history, the last answer and the new task"
+    );
+}
+
+#[test]
+fn a_context_window_error_compacts_and_retries_the_step() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "a.txt"})),
+        Turn::tool_call("read", json!({"file_path": "a.txt"})),
+        Turn::status(400, "This model's maximum context length is 1000 tokens"),
+        Turn::text("## Goal\n- read a.txt twice"),
+        Turn::text("after compaction"),
+    ]);
+    env.write("a.txt", &"alpha beta gamma delta\n".repeat(40));
+    let out = env.run(dsh(), &["read twice"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.stdout, "after compaction\n");
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 5);
+    assert!(text_of(requests[3].messages().last().unwrap()).starts_with(INSTRUCTION_START));
+    let retried = &requests[4];
+    assert!(text_of(&retried.messages()[1]).contains("<compacted-summary>"));
+    // The last call and its result are kept as they were.
+    assert_eq!(retried.tool_results().len(), 1);
+}
