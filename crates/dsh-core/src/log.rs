@@ -172,23 +172,11 @@ impl SessionLog {
 }
 
 /// Lines with the offset each starts at; whether a torn tail follows; where whole lines end.
-type Lines<'a> = (Vec<(u64, std::borrow::Cow<'a, [u8]>)>, bool, u64);
-
-fn plain_lines(bytes: &[u8]) -> Lines<'_> {
-    let mut lines = Vec::new();
-    let mut start = 0;
-    for (i, byte) in bytes.iter().enumerate() {
-        if *byte == b'\n' {
-            lines.push((start as u64, std::borrow::Cow::Borrowed(&bytes[start..i])));
-            start = i + 1;
-        }
-    }
-    (lines, start < bytes.len(), start as u64)
-}
+type Lines = (Vec<(u64, Vec<u8>)>, bool, u64);
 
 /// The lines of a compressed log, a frame each. A frame cut short at the end of the file is
 /// torn; one that fails with bytes after it is damage.
-fn frames(bytes: &[u8]) -> Result<Lines<'static>, String> {
+fn frames(bytes: &[u8]) -> Result<Lines, String> {
     use ruzstd::decoding::{BlockDecodingStrategy, FrameDecoder};
     let mut decoder = FrameDecoder::new();
     let mut lines = Vec::new();
@@ -211,7 +199,7 @@ fn frames(bytes: &[u8]) -> Result<Lines<'static>, String> {
             });
         match decoded {
             Ok(line) => {
-                lines.push((offset, std::borrow::Cow::Owned(line)));
+                lines.push((offset, line));
                 offset += (input.len() - cursor.len()) as u64;
                 input = cursor;
             }
@@ -251,61 +239,108 @@ pub fn read_log(path: &Path) -> Result<LoadedLog, CoreError> {
         path: path.to_path_buf(),
         message,
     };
-    let bytes = std::fs::read(path).map_err(|source| CoreError::Log {
+    let io = |source| CoreError::Log {
         path: path.to_path_buf(),
         source,
-    })?;
-    let (lines, mut torn, mut whole_len) = if is_zstd(path) {
-        frames(&bytes).map_err(damaged)?
+    };
+    let mut parser = Parser::default();
+    let (torn, whole_len) = if is_zstd(path) {
+        let bytes = std::fs::read(path).map_err(io)?;
+        let (lines, torn, whole) = frames(&bytes).map_err(damaged)?;
+        for (offset, line) in lines {
+            parser.line(offset, &line).map_err(damaged)?;
+        }
+        (torn, whole)
     } else {
-        plain_lines(&bytes)
-    };
-    let Some(((_, first), rest)) = lines.split_first() else {
-        return Err(damaged("it has no header line".into()));
-    };
-    let header: SessionHeader = serde_json::from_slice(first.trim_ascii_end())
-        .map_err(|e| damaged(format!("line 1 is not a session header: {e}")))?;
-    if header.version != dsh_protocol::SESSION_FORMAT_VERSION {
-        return Err(damaged(format!(
-            "it is format version {}, which this dsh ({}) does not read",
-            header.version,
-            env!("CARGO_PKG_VERSION")
-        )));
-    }
-    let mut records = Vec::with_capacity(rest.len());
-    for (index, (offset, line)) in rest.iter().enumerate() {
-        match serde_json::from_slice::<RecordEnvelope>(line.trim_ascii_end()) {
-            Ok(record) => {
-                if record.seq != records.len() as u64 + 1 {
-                    return Err(damaged(format!(
-                        "line {} has seq {}, expected {}",
-                        index + 2,
-                        record.seq,
-                        records.len() + 1
-                    )));
-                }
-                records.push(record);
+        // Line by line, so that a long log is never held twice (as bytes and as records).
+        use std::io::BufRead as _;
+        let file = std::fs::File::open(path).map_err(io)?;
+        let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+        let mut line = Vec::new();
+        let mut offset = 0u64;
+        loop {
+            line.clear();
+            let n = reader.read_until(b'\n', &mut line).map_err(io)?;
+            if n == 0 {
+                break (false, offset);
             }
-            Err(_) if index + 1 == rest.len() => {
-                // A whole line that does not parse can only be the last write, cut and then
-                // followed by nothing: treat it as torn.
-                torn = true;
-                whole_len = *offset;
+            if line.last() != Some(&b'\n') {
+                break (true, offset);
             }
+            parser.line(offset, &line).map_err(damaged)?;
+            offset += n as u64;
+        }
+    };
+    parser.finish(torn, whole_len).map_err(damaged)
+}
+
+/// Reads lines into a header and records; a line that does not parse is an error only once
+/// another line follows it (the last one may be a torn write).
+#[derive(Default)]
+struct Parser {
+    header: Option<SessionHeader>,
+    records: Vec<RecordEnvelope>,
+    lines: usize,
+    /// The last line failed to parse: where it started, and why.
+    failed: Option<(u64, String)>,
+}
+
+impl Parser {
+    fn line(&mut self, offset: u64, line: &[u8]) -> Result<(), String> {
+        self.lines += 1;
+        if let Some((_, e)) = self.failed.take() {
+            return Err(format!(
+                "line {} is not a valid record ({e}), and records follow it",
+                self.lines - 1
+            ));
+        }
+        let line = line.trim_ascii_end();
+        let Some(_) = &self.header else {
+            let header: SessionHeader = serde_json::from_slice(line)
+                .map_err(|e| format!("line 1 is not a session header: {e}"))?;
+            if header.version != dsh_protocol::SESSION_FORMAT_VERSION {
+                return Err(format!(
+                    "it is format version {}, which this dsh ({}) does not read",
+                    header.version,
+                    env!("CARGO_PKG_VERSION")
+                ));
+            }
+            self.header = Some(header);
+            return Ok(());
+        };
+        match serde_json::from_slice::<RecordEnvelope>(line) {
+            Ok(record) if record.seq == self.records.len() as u64 + 1 => {
+                self.records.push(record);
+                Ok(())
+            }
+            Ok(record) => Err(format!(
+                "line {} has seq {}, expected {}",
+                self.lines,
+                record.seq,
+                self.records.len() + 1
+            )),
             Err(e) => {
-                return Err(damaged(format!(
-                    "line {} is not a valid record ({e}), and records follow it",
-                    index + 2
-                )));
+                self.failed = Some((offset, e.to_string()));
+                Ok(())
             }
         }
     }
-    Ok(LoadedLog {
-        header,
-        records,
-        whole_len,
-        torn,
-    })
+
+    fn finish(self, torn: bool, whole_len: u64) -> Result<LoadedLog, String> {
+        let header = self.header.ok_or("it has no header line")?;
+        // A whole line that does not parse can only be the last write, cut and then followed
+        // by nothing: treat it as torn.
+        let (torn, whole_len) = match self.failed {
+            Some((offset, _)) => (true, offset),
+            None => (torn, whole_len),
+        };
+        Ok(LoadedLog {
+            header,
+            records: self.records,
+            whole_len,
+            torn,
+        })
+    }
 }
 
 pub(crate) fn now_ms() -> u64 {

@@ -86,8 +86,9 @@ impl Session {
             log: SessionLog::resume(path, loaded.header, seq, file, lock, options),
         };
         let closing = crate::repair::repair(&loaded.records);
+        // Moved, not cloned: a long session's history is held once.
         for envelope in loaded.records {
-            session.absorb(&envelope.record);
+            session.absorb(envelope.record);
         }
         for record in closing {
             session.commit(record)?;
@@ -124,17 +125,17 @@ impl Session {
     /// Commits a record: the log first, then the history the model will see.
     pub(crate) fn commit(&mut self, record: Record) -> Result<RecordEnvelope, CoreError> {
         let envelope = self.log.append(record)?;
-        self.absorb(&envelope.record);
+        self.absorb(envelope.record.clone());
         Ok(envelope)
     }
 
     /// What a committed record adds to the history and the turn count.
-    fn absorb(&mut self, record: &Record) {
+    fn absorb(&mut self, record: Record) {
         match record {
-            Record::UserMessage { message, .. } => self.history.push(message.clone()),
-            Record::AssistantMessage(data) => self.history.push(data.message.clone()),
-            Record::ToolResult(data) => self.history.push(data.message.clone()),
-            Record::TurnStart { turn } => self.last_turn = self.last_turn.max(*turn),
+            Record::UserMessage { message, .. } => self.history.push(message),
+            Record::AssistantMessage(data) => self.history.push(data.message),
+            Record::ToolResult(data) => self.history.push(data.message),
+            Record::TurnStart { turn } => self.last_turn = self.last_turn.max(turn),
             Record::CompactionPrune(data) => {
                 let target = self.history.iter_mut().find(|m| {
                     m.content.iter().any(|b| {
@@ -142,12 +143,12 @@ impl Session {
                     })
                 });
                 if let Some(target) = target {
-                    *target = data.message.clone();
+                    *target = data.message;
                 }
             }
             Record::CompactionSummary(data) => {
                 let replaced = (data.replaced as usize).min(self.history.len());
-                self.history.splice(..replaced, [data.message.clone()]);
+                self.history.splice(..replaced, [data.message]);
             }
             Record::StepStart { .. }
             | Record::ToolCall(_)

@@ -202,6 +202,149 @@ fn main() {
         "\nOne `bash true` call through the tool path, (10-step run - 0-step run) / 10: {}.",
         per_call.join(", ")
     );
+
+    // Sessions: resuming a long one (exec to first request covers finding, locking, reading,
+    // repairing and rebuilding it), and a long run's memory.
+    println!();
+    println!("| session scenario | exec → first request (ms) | wall time (ms) | peak RSS (MiB) |");
+    println!("|---|---|---|---|");
+    for zstd in [false, true] {
+        let resumed: Vec<Sample> = (0..10)
+            .map(|_| {
+                run_with(
+                    vec![Turn::text("done")],
+                    &|env| write_long_session(env, zstd),
+                    &["--session-id", BENCH_SESSION],
+                )
+            })
+            .collect();
+        let name = if zstd {
+            "resume a 10,000-record session (zstd, 10 runs)"
+        } else {
+            "resume a 10,000-record session (10 runs)"
+        };
+        report(name, &resumed);
+    }
+    let thousand: Vec<Sample> = (0..3)
+        .map(|_| {
+            let mut turns: Vec<Turn> = (0..1000)
+                .map(|i| Turn::tool_call("read", json!({"file_path": format!("f{}.txt", i % 10)})))
+                .collect();
+            turns.push(Turn::text("done"));
+            run_with(
+                turns,
+                &files,
+                &[
+                    "--permission-mode",
+                    "danger-full-access",
+                    "--max-steps",
+                    "2000",
+                ],
+            )
+        })
+        .collect();
+    report("1,000-step `read` run (3 runs)", &thousand);
+}
+
+const BENCH_SESSION: &str = "session-bench";
+
+/// A session of 10,000 records (909 turns of a read and an answer) recorded in `env`'s
+/// workspace.
+fn write_long_session(env: &TestEnv, zstd: bool) {
+    use dsh_protocol::{
+        AssistantMessageRecord, Block, FinishReason, Message, Record, Role, SessionHeader,
+        ToolCallRecord, ToolOutputPart, ToolResultRecord, TurnEndReason, Usage,
+    };
+    let cwd = std::fs::canonicalize(env.ws_path()).unwrap();
+    let header = SessionHeader::new(BENCH_SESSION.into(), 1, cwd.to_string_lossy().into_owned());
+    let options = dsh_core::LogOptions { fsync: false, zstd };
+    let mut log = dsh_core::SessionLog::create(env.home.path(), header, options);
+    let usage = Usage::new(1000, 50, 0, 0, 0);
+    let answer = |turn, step, content| {
+        Record::AssistantMessage(AssistantMessageRecord {
+            turn,
+            step,
+            message: Message {
+                role: Role::Assistant,
+                content,
+            },
+            finish: FinishReason::Stop,
+            provider: "deepseek".into(),
+            model: "deepseek-v4-flash".into(),
+            usage,
+        })
+    };
+    let mut written = 0;
+    let mut turn = 0;
+    while written < 10_000 {
+        turn += 1;
+        let id = format!("call_{turn}");
+        let records = vec![
+            Record::TurnStart { turn },
+            Record::UserMessage {
+                turn,
+                message: Message::user_text(format!("task number {turn}: look at the file")),
+            },
+            Record::StepStart { turn, step: 1 },
+            answer(
+                turn,
+                1,
+                vec![Block::ToolCall {
+                    id: id.clone(),
+                    name: "read".into(),
+                    arguments: r#"{"file_path":"src/lib.rs"}"#.into(),
+                }],
+            ),
+            Record::ToolCall(ToolCallRecord {
+                turn,
+                step: 1,
+                call_id: id.clone(),
+                name: "read".into(),
+                arguments: r#"{"file_path":"src/lib.rs"}"#.into(),
+            }),
+            Record::ToolResult(ToolResultRecord {
+                turn,
+                step: 1,
+                message: Message {
+                    role: Role::User,
+                    content: vec![Block::ToolResult {
+                        tool_call_id: id,
+                        content: vec![ToolOutputPart::Text {
+                            text: "1: some line of source code\n".repeat(20),
+                        }],
+                        is_error: false,
+                    }],
+                },
+                error: None,
+            }),
+            Record::StepEnd {
+                turn,
+                step: 1,
+                usage,
+            },
+            Record::StepStart { turn, step: 2 },
+            answer(
+                turn,
+                2,
+                vec![Block::Text {
+                    text: "The file defines the library's entry points.".into(),
+                }],
+            ),
+            Record::StepEnd {
+                turn,
+                step: 2,
+                usage,
+            },
+            Record::TurnEnd {
+                turn,
+                reason: TurnEndReason::Completed,
+            },
+        ];
+        for record in records {
+            log.append(record).unwrap();
+            written += 1;
+        }
+    }
 }
 
 /// Lines of 64 bytes in the 1 GiB file.
