@@ -22,6 +22,7 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     pub approval: ApprovalConfig,
     pub sessions: SessionsConfig,
+    pub requests: RequestsConfig,
     /// What is known about models by name, over the built-in table.
     pub models: BTreeMap<String, ModelConfig>,
 }
@@ -75,6 +76,23 @@ pub struct SessionsConfig {
     pub fsync: bool,
     /// "none" (plain JSON lines, the default) or "zstd".
     pub compression: Option<String>,
+}
+
+/// Model requests: retries and timeouts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RequestsConfig {
+    /// Attempts after the first for an outage (default 5).
+    pub retries: Option<u32>,
+    /// The first backoff in milliseconds (default 500), doubling up to `retry_max_ms`.
+    pub retry_base_ms: Option<u64>,
+    /// The longest backoff in milliseconds (default 10000).
+    pub retry_max_ms: Option<u64>,
+    /// The longest `Retry-After` honoured, in milliseconds (default 60000).
+    pub retry_after_max_ms: Option<u64>,
+    /// How long a server may stay silent, before its first byte or mid-stream, in
+    /// milliseconds (default 300000).
+    pub idle_timeout_ms: Option<u64>,
 }
 
 /// Escalation approvals.

@@ -113,16 +113,35 @@ impl DeepSeek {
         };
         let refused = |failure| LlmError::new(failure, Usage::default());
 
-        let response = self
+        let idle = self.config.idle_timeout;
+        let sent = self
             .client
             .post(&self.endpoint)
             .header(AUTHORIZATION, self.authorization.clone())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "text/event-stream")
             .body(body)
-            .send()
-            .await
-            .map_err(|e| refused(http::transport_failure(&e, &self.endpoint)))?;
+            .send();
+        // A server that takes the request and never answers is given the same time as a
+        // stream that goes silent; the request may have been billed, nobody says.
+        let response = match tokio::time::timeout(idle, sent).await {
+            Ok(response) => {
+                response.map_err(|e| refused(http::transport_failure(&e, &self.endpoint)))?
+            }
+            Err(_) => {
+                return Err(LlmError::new(
+                    Failure::new(
+                        FailureCode::Timeout,
+                        format!(
+                            "{} did not start answering within {} s",
+                            self.endpoint,
+                            idle.as_secs_f64()
+                        ),
+                    ),
+                    Usage::unreported(),
+                ));
+            }
+        };
         let status = response.status();
         if !status.is_success() {
             let headers = response.headers().clone();
@@ -134,7 +153,6 @@ impl DeepSeek {
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
-        let idle = self.config.idle_timeout;
         let mut assembler = ChatAssembler::default();
 
         if !streamed {
@@ -228,7 +246,11 @@ impl DeepSeek {
         LlmError::new(
             Failure::new(
                 FailureCode::Timeout,
-                format!("{} sent nothing for {} s", self.endpoint, idle.as_secs()),
+                format!(
+                    "{} sent nothing for {} s",
+                    self.endpoint,
+                    idle.as_secs_f64()
+                ),
             ),
             assembler.usage_so_far(),
         )

@@ -11,6 +11,7 @@
 mod chat;
 mod deepseek;
 mod http;
+mod retry;
 pub mod sse;
 
 use std::fmt;
@@ -21,6 +22,7 @@ use std::str::FromStr;
 use dsh_protocol::{Failure, FinishReason, Message, ToolSpec, Usage};
 
 pub use deepseek::{DeepSeek, DeepSeekConfig};
+pub use retry::{RetryNotice, RetryPolicy, Retrying};
 
 /// The DeepSeek API's model catalogue.
 pub mod deepseek_models {
@@ -97,6 +99,9 @@ pub enum StreamDelta {
     Text(String),
     /// Part of a tool call arrived.
     ToolCall,
+    /// The request failed for a reason worth another try, which is about to be made; what
+    /// the failed attempt streamed is discarded.
+    Retry(RetryNotice),
 }
 
 /// A finished answer.

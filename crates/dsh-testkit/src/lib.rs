@@ -18,5 +18,5 @@ mod server;
 
 pub use env::{RunOutput, TestEnv};
 pub use schema::{check_event, events_schema};
-pub use script::{Answer, Turn};
+pub use script::{Answer, Fault, Turn};
 pub use server::{Request, ScriptedServer};

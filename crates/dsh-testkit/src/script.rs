@@ -14,6 +14,24 @@ pub enum Turn {
     Hang,
     /// Start a streamed answer with this text, then stall: the stream never ends.
     HangMidStream(String),
+    /// A fault: the answer is cut short or damaged the way `Fault` says.
+    Fault(Fault),
+    /// Wait this long before answering at all (a slow first byte).
+    Delayed(std::time::Duration, Box<Turn>),
+}
+
+/// A damaged answer.
+#[derive(Debug, Clone)]
+pub enum Fault {
+    /// Start streaming this text, then reset the connection.
+    ResetMidStream(String),
+    /// Stream the whole answer (finish reason and usage included) but close the connection
+    /// before `[DONE]`.
+    ClosedBeforeDone(Answer),
+    /// Send an event that is not JSON.
+    MalformedEvent,
+    /// A stream with nothing in it but `[DONE]`.
+    Empty,
 }
 
 /// A streamed answer.
@@ -80,6 +98,26 @@ impl Turn {
 
     pub fn hang() -> Turn {
         Turn::Hang
+    }
+
+    /// A refusal with headers, e.g. `429` with `Retry-After`.
+    pub fn status_with(status: u16, message: &str, headers: &[(&str, &str)]) -> Turn {
+        let Turn::Status { body, .. } = Turn::status(status, message) else {
+            unreachable!("Turn::status makes a Status")
+        };
+        Turn::Status {
+            status,
+            body,
+            headers: headers
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    /// This turn, sent only after `delay`.
+    pub fn delayed(self, delay: std::time::Duration) -> Turn {
+        Turn::Delayed(delay, Box::new(self))
     }
 
     /// An answer that starts streaming `text` and then stalls.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::{Answer, Turn};
+use crate::{Answer, Fault, Turn};
 
 /// One request as the server received it.
 #[derive(Debug, Clone)]
@@ -149,9 +149,43 @@ fn serve(stream: TcpStream, shared: &Shared) {
         turn
     };
     let mut stream = stream;
+    respond(&mut stream, turn);
+}
+
+const SSE_HEAD: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
+
+fn text_chunk(text: &str) -> String {
+    let chunk = json!({"id":"chatcmpl-test","object":"chat.completion.chunk","model":"m",
+                       "choices":[{"index":0,"delta":{"role":"assistant","content":text},
+                                   "finish_reason":null}]});
+    format!("data: {chunk}\n\n")
+}
+
+fn respond(stream: &mut TcpStream, turn: Turn) {
     match turn {
         Turn::Answer(answer) => {
-            let _ = write_stream(&mut stream, &answer);
+            let _ = write_stream(stream, &answer, true);
+        }
+        Turn::Delayed(delay, turn) => {
+            std::thread::sleep(delay);
+            respond(stream, *turn);
+        }
+        Turn::Fault(Fault::ResetMidStream(text)) => {
+            let _ = stream.write_all(SSE_HEAD);
+            let _ = stream.write_all(text_chunk(&text).as_bytes());
+            let _ = stream.flush();
+            reset(stream);
+        }
+        Turn::Fault(Fault::ClosedBeforeDone(answer)) => {
+            let _ = write_stream(stream, &answer, false);
+        }
+        Turn::Fault(Fault::MalformedEvent) => {
+            let _ = stream.write_all(SSE_HEAD);
+            let _ = stream.write_all(b"data: {\"choices\": [not json\n\n");
+        }
+        Turn::Fault(Fault::Empty) => {
+            let _ = stream.write_all(SSE_HEAD);
+            let _ = stream.write_all(b"data: [DONE]\n\n");
         }
         Turn::Status {
             status,
@@ -169,21 +203,37 @@ fn serve(stream: TcpStream, shared: &Shared) {
             let _ = stream.write_all(head.as_bytes());
             let _ = stream.write_all(body.as_bytes());
         }
-        Turn::Hang => hold(&mut stream),
+        Turn::Hang => hold(stream),
         Turn::HangMidStream(text) => {
-            let head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
-            let chunk = json!({"id":"chatcmpl-test","object":"chat.completion.chunk","model":"m",
-                               "choices":[{"index":0,"delta":{"role":"assistant","content":text},
-                                           "finish_reason":null}]});
             let started = stream
-                .write_all(head)
-                .and_then(|()| stream.write_all(format!("data: {chunk}\n\n").as_bytes()))
+                .write_all(SSE_HEAD)
+                .and_then(|()| stream.write_all(text_chunk(&text).as_bytes()))
                 .and_then(|()| stream.flush());
             if started.is_ok() {
-                hold(&mut stream);
+                hold(stream);
             }
         }
     }
+}
+
+/// Closes the connection with a reset (RST), as a crashed proxy does.
+fn reset(stream: &TcpStream) {
+    use std::os::fd::AsRawFd as _;
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: setsockopt on our own socket, with a valid linger value and its size.
+    unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        );
+    }
+    // Dropped by the caller's caller; the reset goes out at close.
 }
 
 /// Holds the connection open until the client gives up on it.
@@ -229,7 +279,7 @@ fn read_request(stream: &TcpStream) -> Option<Request> {
 
 /// Streams an answer the way chat-completions servers do: a role chunk, reasoning, the text in
 /// 16-character pieces, each tool call, the finish reason, the usage, `[DONE]`.
-fn write_stream(stream: &mut TcpStream, answer: &Answer) -> std::io::Result<()> {
+fn write_stream(stream: &mut TcpStream, answer: &Answer, done: bool) -> std::io::Result<()> {
     stream.write_all(
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
     )?;
@@ -286,6 +336,8 @@ fn write_stream(stream: &mut TcpStream, answer: &Answer) -> std::io::Result<()> 
                              "prompt_tokens_details":{"cached_tokens":cached}}}),
         )?;
     }
-    stream.write_all(b"data: [DONE]\n\n")?;
+    if done {
+        stream.write_all(b"data: [DONE]\n\n")?;
+    }
     stream.flush()
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use dsh_core::{Agent, AgentConfig, Config, LogOptions, Session, Stop, dsh_home};
-use dsh_llm::{DeepSeek, DeepSeekConfig};
+use dsh_llm::{DeepSeek, DeepSeekConfig, RetryPolicy, Retrying};
 use dsh_protocol::AbortReason;
 use dsh_sandbox::escalation::ApprovalPolicy;
 use dsh_sandbox::{BackendChoice, Sandbox, SandboxMode, SandboxPolicy, SandboxSettings};
@@ -109,8 +109,6 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     let base_url = std::env::var("DEEPSEEK_BASE_URL")
         .ok()
         .filter(|v| !v.trim().is_empty());
-    let provider = DeepSeek::new(DeepSeekConfig::new(base_url, api_key))
-        .map_err(|failure| SetupError(failure.message))?;
     let home = dsh_home(
         std::env::var("DSH_HOME").ok().as_deref(),
         std::env::var_os("HOME")
@@ -122,6 +120,23 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
         .map_err(|e| SetupError(format!("cannot use the working directory: {e}")))?;
 
     let files = Config::load(&home, &cwd, &args.patches).map_err(|e| SetupError(e.to_string()))?;
+    let mut deepseek = DeepSeekConfig::new(base_url, api_key);
+    if let Some(ms) = files.requests.idle_timeout_ms {
+        deepseek.idle_timeout = std::time::Duration::from_millis(ms.max(1));
+    }
+    let provider = DeepSeek::new(deepseek).map_err(|failure| SetupError(failure.message))?;
+    let defaults = RetryPolicy::default();
+    let ms = std::time::Duration::from_millis;
+    let retry = RetryPolicy {
+        retries: files.requests.retries.unwrap_or(defaults.retries),
+        base_delay: files.requests.retry_base_ms.map_or(defaults.base_delay, ms),
+        max_delay: files.requests.retry_max_ms.map_or(defaults.max_delay, ms),
+        max_retry_after: files
+            .requests
+            .retry_after_max_ms
+            .map_or(defaults.max_retry_after, ms),
+    };
+    let provider = Retrying::new(Arc::new(provider), retry);
     // The permission settings are checked before stdin is read, so a supervisor's bad grant
     // fails before it has fed the task.
     let mode = permission_mode(args.permission_mode, &files)?;

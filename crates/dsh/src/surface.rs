@@ -65,6 +65,22 @@ impl Surface {
     }
 
     pub fn event(&mut self, event: &AgentEvent) {
+        if let AgentEvent::Delta(StreamDelta::Retry(notice)) = event {
+            if let Surface::Text(text) = self {
+                text.close();
+            }
+            // Not `dsh: <CODE>: ...`: supervisors read that line as the run's failure.
+            let _ = writeln!(
+                std::io::stderr(),
+                "dsh: retrying (attempt {} of {}) in {:.1} s after {}: {}",
+                notice.attempt,
+                notice.attempts,
+                notice.delay.as_secs_f64(),
+                notice.code,
+                notice.message
+            );
+            return;
+        }
         match (self, event) {
             (Surface::Json, AgentEvent::Record(record)) => {
                 for event in project(record) {

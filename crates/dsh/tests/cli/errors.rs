@@ -97,7 +97,13 @@ fn an_unreachable_server_is_a_transport_failure() {
         .unwrap()
         .port();
     let url = format!("http://127.0.0.1:{port}");
-    let out = RunOutput::of(env.command(dsh()).env("DEEPSEEK_BASE_URL", &url).arg("go"));
+    // Without retries, so that the one failure is all there is to read.
+    env.write("no-retries.toml", "[requests]\nretries = 0\n");
+    let out = RunOutput::of(env.command(dsh()).env("DEEPSEEK_BASE_URL", &url).args([
+        "--patch",
+        "no-retries.toml",
+        "go",
+    ]));
     assert_eq!(out.code(), Some(1));
     assert_eq!(
         out.stderr,

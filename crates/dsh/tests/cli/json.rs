@@ -110,7 +110,8 @@ fn long_results_are_cut_in_the_stream_but_not_for_the_model() {
 #[test]
 fn a_failed_turn_still_ends_with_final() {
     let env = TestEnv::new(vec![Turn::status(503, "overloaded")]);
-    let out = env.run(dsh(), &["--json", "go"]);
+    env.write("no-retries.toml", "[requests]\nretries = 0\n");
+    let out = env.run(dsh(), &["--json", "--patch", "no-retries.toml", "go"]);
     assert_eq!(out.code(), Some(1));
     let events = out.events();
     let last = events.last().unwrap();

@@ -4,6 +4,7 @@
 
 mod compaction;
 mod errors;
+mod faults;
 mod headless;
 mod json;
 mod sandbox;

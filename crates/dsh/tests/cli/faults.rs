@@ -1,0 +1,151 @@
+//! Provider faults: each outage is retried and the run ends with the same answer, other
+//! failures end the run with their code, and the usage reported is the sum of what the server
+//! reported for every attempt (a request it reported nothing for is counted as unreported).
+
+use std::time::Duration;
+
+use dsh_testkit::{Answer, Fault, RunOutput, TestEnv, Turn};
+use serde_json::Value;
+
+use crate::dsh;
+
+/// Fast retries and a short silence limit, so the faults play out in milliseconds.
+const FAST: &str = "[requests]\nretry_base_ms = 1\nretry_max_ms = 5\nretry_after_max_ms = 20\nidle_timeout_ms = 300\n";
+
+fn run(turns: Vec<Turn>) -> (TestEnv, RunOutput) {
+    let env = TestEnv::new(turns);
+    env.write("fast.toml", FAST);
+    let out = env.run(dsh(), &["--json", "--patch", "fast.toml", "go"]);
+    (env, out)
+}
+
+fn final_usage(out: &RunOutput) -> Value {
+    out.events().last().unwrap()["usage"].clone()
+}
+
+/// A fault, then an answer the server reports 100 + 10 tokens for.
+fn survives(fault: Turn, unreported: u64, extra_tokens: u64) {
+    let (env, out) = run(vec![fault, Turn::text("same answer")]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let events = out.events();
+    assert_eq!(events.last().unwrap()["text"], "same answer");
+    assert_eq!(env.server.requests().len(), 2);
+    assert!(
+        out.stderr.contains("dsh: retrying (attempt 2 of 6) in "),
+        "{}",
+        out.stderr
+    );
+    let usage = final_usage(&out);
+    assert_eq!(usage["totalTokens"], 110 + extra_tokens, "{usage}");
+    assert_eq!(
+        usage["unreportedCalls"].as_u64().unwrap_or(0),
+        unreported,
+        "{usage}"
+    );
+    // step_end carries the same sum.
+    let step_end = events
+        .iter()
+        .find(|e| e["phase"] == "step_end")
+        .unwrap()
+        .clone();
+    assert_eq!(step_end["usage"], usage);
+}
+
+#[test]
+fn rate_limits_and_server_errors_are_retried_honouring_retry_after() {
+    survives(
+        Turn::status_with(429, "slow down", &[("retry-after", "1")]),
+        0,
+        0,
+    );
+    survives(Turn::status(500, "internal error"), 0, 0);
+    survives(Turn::status(503, "overloaded"), 0, 0);
+}
+
+#[test]
+fn broken_streams_are_retried_and_their_usage_kept() {
+    // Cut before any usage: the attempt is counted as one whose tokens nobody reported.
+    survives(Turn::Fault(Fault::ResetMidStream("partial".into())), 1, 0);
+    survives(Turn::Fault(Fault::Empty), 1, 0);
+    // Closed after the server reported 300 + 20 tokens: those are kept.
+    survives(
+        Turn::Fault(Fault::ClosedBeforeDone(Answer {
+            text: "an answer that never ends".into(),
+            usage: Some((300, 20, 0)),
+            ..Answer::default()
+        })),
+        0,
+        320,
+    );
+}
+
+#[test]
+fn a_server_slower_than_the_idle_limit_is_retried() {
+    survives(
+        Turn::text("too late").delayed(Duration::from_millis(1500)),
+        1,
+        0,
+    );
+}
+
+#[test]
+fn a_usage_less_answer_counts_as_unreported_not_zero() {
+    let (_env, out) = run(vec![Turn::text("ok").without_usage()]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let usage = final_usage(&out);
+    assert_eq!(usage["unreportedCalls"], 1, "{usage}");
+    assert_eq!(usage["totalTokens"], 0, "{usage}");
+}
+
+#[test]
+fn a_malformed_event_is_not_retried_and_ends_with_its_code() {
+    let (env, out) = run(vec![
+        Turn::Fault(Fault::MalformedEvent),
+        Turn::text("never"),
+    ]);
+    assert_eq!(out.code(), Some(1));
+    assert_eq!(env.server.requests().len(), 1);
+    assert!(
+        out.stderr
+            .lines()
+            .any(|l| l.starts_with("dsh: MALFORMED_RESPONSE: ")),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn outages_end_the_run_after_five_retries_with_every_attempt_counted() {
+    let mut turns: Vec<Turn> = (0..6)
+        .map(|_| {
+            Turn::Fault(Fault::ClosedBeforeDone(Answer {
+                text: "x".into(),
+                usage: Some((50, 5, 0)),
+                ..Answer::default()
+            }))
+        })
+        .collect();
+    turns.push(Turn::text("never"));
+    let (env, out) = run(turns);
+    assert_eq!(out.code(), Some(1));
+    assert_eq!(env.server.requests().len(), 6);
+    assert!(
+        out.stderr
+            .lines()
+            .any(|l| l.starts_with("dsh: STREAM_CLOSED: ")),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(final_usage(&out)["totalTokens"], 6 * 55);
+}
+
+#[test]
+fn a_refused_key_is_not_retried() {
+    let (env, out) = run(vec![
+        Turn::status(401, "invalid api key"),
+        Turn::text("never"),
+    ]);
+    assert_eq!(out.code(), Some(1));
+    assert_eq!(env.server.requests().len(), 1);
+    assert!(!out.stderr.contains("retrying"), "{}", out.stderr);
+}
