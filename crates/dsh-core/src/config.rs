@@ -25,6 +25,25 @@ pub struct Config {
     pub requests: RequestsConfig,
     /// What is known about models by name, over the built-in table.
     pub models: BTreeMap<String, ModelConfig>,
+    /// Model routes by name, used as `--model <provider>/<model>`.
+    pub providers: BTreeMap<String, ProviderConfig>,
+}
+
+/// One model route.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// `deepseek` or `openai-completions`.
+    pub kind: String,
+    /// The API root (`/chat/completions` is appended).
+    pub base_url: Option<String>,
+    /// The name of the variable holding the key (never the key); none for a server that
+    /// needs none.
+    pub api_key_env: Option<String>,
+    /// Extra headers sent with every request.
+    pub headers: BTreeMap<String, String>,
+    /// What is known about the route's models.
+    pub models: BTreeMap<String, ModelConfig>,
 }
 
 /// Which optional tools are offered.
@@ -111,6 +130,12 @@ pub struct ModelConfig {
     pub image_input: Option<bool>,
     /// Its context window in tokens, which compaction keeps the history inside.
     pub context_window: Option<u64>,
+    /// The most output tokens to ask for in one answer.
+    pub max_output_tokens: Option<u32>,
+    /// Whether `reasoning_effort` is sent (OpenAI-compatible routes; default false).
+    pub reasoning_effort: Option<bool>,
+    /// `system` (default) or `developer`: the role the system prompt is sent with.
+    pub system_role: Option<String>,
 }
 
 /// A configuration file that cannot be used.
@@ -149,22 +174,6 @@ impl Config {
                 e.message()
             ),
         })
-    }
-
-    /// `model`'s context window: the config's word, else the default.
-    pub fn context_window(&self, model: &str) -> u64 {
-        self.models
-            .get(model)
-            .and_then(|m| m.context_window)
-            .unwrap_or(crate::compaction::DEFAULT_CONTEXT_WINDOW)
-    }
-
-    /// Whether `model` takes images: the config's word, else `builtin`.
-    pub fn image_input(&self, model: &str, builtin: bool) -> bool {
-        self.models
-            .get(model)
-            .and_then(|m| m.image_input)
-            .unwrap_or(builtin)
     }
 }
 
@@ -218,8 +227,7 @@ mod tests {
         let config = Config::load(&home, &ws, &[patch]).unwrap();
         assert_eq!(config.model.as_deref(), Some("b"));
         assert!(config.tools.str_replace_editor);
-        assert!(config.image_input("v", false));
-        assert!(!config.image_input("w", false));
+        assert_eq!(config.models["v"].image_input, Some(true));
     }
 
     #[test]

@@ -24,8 +24,8 @@ mod session;
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
 pub use catalog::{SessionSummary, list_sessions, session_log_path};
 pub use config::{
-    ApprovalConfig, Config, ConfigError, JobsConfig, ModelConfig, RequestsConfig, SandboxConfig,
-    SessionsConfig, ShellConfig, ToolsConfig,
+    ApprovalConfig, Config, ConfigError, JobsConfig, ModelConfig, ProviderConfig, RequestsConfig,
+    SandboxConfig, SessionsConfig, ShellConfig, ToolsConfig,
 };
 pub use error::CoreError;
 pub use home::dsh_home;

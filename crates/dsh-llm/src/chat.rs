@@ -24,6 +24,8 @@ pub(crate) struct BodyOptions {
     /// Send `reasoning_content` back with assistant messages that called tools (DeepSeek
     /// requires it for those and ignores it elsewhere).
     pub echo_reasoning: bool,
+    /// Send the system prompt with the `developer` role.
+    pub developer_role: bool,
 }
 
 #[derive(Serialize)]
@@ -57,6 +59,9 @@ struct Thinking {
 #[serde(tag = "role", rename_all = "lowercase")]
 enum WireMessage<'a> {
     System {
+        content: &'a str,
+    },
+    Developer {
         content: &'a str,
     },
     User {
@@ -128,8 +133,14 @@ struct WireFunction<'a> {
 pub(crate) fn request_body(request: &ModelRequest<'_>, options: BodyOptions) -> Vec<u8> {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if !request.system.is_empty() {
-        messages.push(WireMessage::System {
-            content: request.system,
+        messages.push(if options.developer_role {
+            WireMessage::Developer {
+                content: request.system,
+            }
+        } else {
+            WireMessage::System {
+                content: request.system,
+            }
         });
     }
     for message in request.messages {
@@ -689,6 +700,7 @@ mod tests {
                 thinking: Some(true),
                 reasoning_effort: Some("high"),
                 echo_reasoning: true,
+                developer_role: false,
             },
         );
         let body: Value = serde_json::from_slice(&body).unwrap();

@@ -9,7 +9,8 @@
 //! Cancellation is by dropping the future: the connection is closed with it.
 
 mod chat;
-mod deepseek;
+mod completions;
+pub mod deepseek;
 mod http;
 mod retry;
 pub mod sse;
@@ -21,13 +22,8 @@ use std::str::FromStr;
 
 use dsh_protocol::{Failure, FinishReason, Message, ToolSpec, Usage};
 
-pub use deepseek::{DeepSeek, DeepSeekConfig};
+pub use completions::{ChatCompletions, ChatCompletionsConfig, ChatDialect};
 pub use retry::{RetryNotice, RetryPolicy, Retrying};
-
-/// The DeepSeek API's model catalogue.
-pub mod deepseek_models {
-    pub use crate::deepseek::{IMAGE_MODELS, takes_images};
-}
 
 /// The value sent as `User-Agent`.
 pub const USER_AGENT: &str = concat!("dsh/", env!("CARGO_PKG_VERSION"));

@@ -3,6 +3,7 @@
 //! itself lives in `dsh-core`.
 
 mod cli;
+mod route;
 mod run;
 mod sandbox_check;
 mod sessions_cmd;

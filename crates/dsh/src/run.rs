@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use dsh_core::{Agent, AgentConfig, Config, LogOptions, Session, Stop, dsh_home};
-use dsh_llm::{DeepSeek, DeepSeekConfig, RetryPolicy, Retrying};
+use dsh_llm::{ChatCompletions, RetryPolicy, Retrying};
 use dsh_protocol::AbortReason;
 use dsh_sandbox::escalation::ApprovalPolicy;
 use dsh_sandbox::{BackendChoice, Sandbox, SandboxMode, SandboxPolicy, SandboxSettings};
@@ -100,15 +100,6 @@ type Ready = (
 );
 
 fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
-    let api_key = std::env::var("DEEPSEEK_API_KEY").unwrap_or_default();
-    if api_key.is_empty() {
-        return Err(SetupError(
-            "no API key for provider \"deepseek\": set DEEPSEEK_API_KEY in the environment".into(),
-        ));
-    }
-    let base_url = std::env::var("DEEPSEEK_BASE_URL")
-        .ok()
-        .filter(|v| !v.trim().is_empty());
     let home = dsh_home(
         std::env::var("DSH_HOME").ok().as_deref(),
         std::env::var_os("HOME")
@@ -120,11 +111,17 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
         .map_err(|e| SetupError(format!("cannot use the working directory: {e}")))?;
 
     let files = Config::load(&home, &cwd, &args.patches).map_err(|e| SetupError(e.to_string()))?;
-    let mut deepseek = DeepSeekConfig::new(base_url, api_key);
+    let model_ref = args
+        .model
+        .clone()
+        .or_else(|| files.model.clone())
+        .unwrap_or_else(|| DEFAULT_MODEL.into());
+    let route = crate::route::resolve(&model_ref, &files)?;
+    let mut endpoint = route.provider.clone();
     if let Some(ms) = files.requests.idle_timeout_ms {
-        deepseek.idle_timeout = std::time::Duration::from_millis(ms.max(1));
+        endpoint.idle_timeout = std::time::Duration::from_millis(ms.max(1));
     }
-    let provider = DeepSeek::new(deepseek).map_err(|failure| SetupError(failure.message))?;
+    let provider = ChatCompletions::new(endpoint).map_err(|failure| SetupError(failure.message))?;
     let defaults = RetryPolicy::default();
     let ms = std::time::Duration::from_millis;
     let retry = RetryPolicy {
@@ -172,19 +169,18 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
         TaskSource::Words(task) => task.clone(),
         TaskSource::Stdin => read_stdin_task()?,
     };
-    let model_name = args
-        .model
-        .clone()
-        .or_else(|| files.model.clone())
-        .unwrap_or_else(|| DEFAULT_MODEL.into());
-    let mut config = AgentConfig::new(model_name);
+    let mut config = AgentConfig::new(route.model.clone());
+    config.max_output_tokens = route.model_config.max_output_tokens;
     if let Some(effort) = args.effort {
         config.effort = effort;
     }
     if let Some(max_steps) = args.max_steps {
         config.max_steps = max_steps;
     }
-    config.context_window = files.context_window(&config.model);
+    config.context_window = route
+        .model_config
+        .context_window
+        .unwrap_or(dsh_core::compaction::DEFAULT_CONTEXT_WINDOW);
     if let Some(ms) = files.jobs.wait_ms {
         config.job_wait = std::time::Duration::from_millis(ms);
     }
@@ -216,10 +212,10 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     let shell = Arc::new(Shell::new(shell_env, session.id(), sandbox));
     let model = ModelCaps {
         name: config.model.clone(),
-        image_input: files.image_input(
-            &config.model,
-            dsh_llm::deepseek_models::takes_images(&config.model),
-        ),
+        image_input: route
+            .model_config
+            .image_input
+            .unwrap_or(route.image_default),
     };
     let tool_session =
         ToolSession::new(policy, SpillStore::new(session.dir().join("spill")), model)

@@ -7,6 +7,7 @@ mod errors;
 mod faults;
 mod headless;
 mod json;
+mod providers;
 mod sandbox;
 mod sessions;
 mod signals;

@@ -1,0 +1,345 @@
+//! Streamed chat completions: the DeepSeek API and any OpenAI-compatible server (vLLM,
+//! Ollama, llama.cpp, Fireworks, OpenRouter, OpenAI itself). The dialect decides the few
+//! places they differ: DeepSeek's `thinking` switch and the `reasoning_content` it wants back,
+//! whether `reasoning_effort` is sent, and the role of the system prompt.
+
+use std::time::Duration;
+
+use dsh_protocol::{Failure, FailureCode, Usage};
+use futures_util::StreamExt;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
+
+use crate::chat::{BodyOptions, ChatAssembler, ChatChunk, request_body};
+use crate::http::{self, ErrorContext};
+use crate::{BoxFuture, Completion, DeltaSink, Effort, LlmError, ModelRequest, Provider};
+
+/// Which server family a route talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChatDialect {
+    /// The DeepSeek API: `thinking` on or off, `reasoning_effort`, reasoning echoed back.
+    DeepSeek,
+    /// An OpenAI-compatible server.
+    OpenAi {
+        /// Send `reasoning_effort` (servers that do not know it may refuse the request).
+        reasoning_effort: bool,
+        /// Send the system prompt as a `developer` message (OpenAI's reasoning models).
+        developer_role: bool,
+    },
+}
+
+/// How a chat-completions endpoint is reached.
+#[derive(Debug, Clone)]
+pub struct ChatCompletionsConfig {
+    /// The route's name, as a user refers to it (`deepseek`, `local`).
+    pub name: String,
+    /// The API root; `/chat/completions` is appended.
+    pub base_url: String,
+    /// The key, when the server needs one.
+    pub api_key: Option<String>,
+    /// Where the key came from, named when the server refuses it.
+    pub api_key_env: String,
+    /// Where the base URL came from, named when it looks wrong.
+    pub base_url_source: String,
+    /// A server silent for this long (before its first byte, or mid-stream) is given up as
+    /// `TIMEOUT`.
+    pub idle_timeout: Duration,
+    /// Extra headers sent with every request.
+    pub headers: Vec<(String, String)>,
+    pub dialect: ChatDialect,
+}
+
+impl ChatCompletionsConfig {
+    /// The built-in DeepSeek route.
+    pub fn deepseek(base_url: Option<String>, api_key: String) -> Self {
+        ChatCompletionsConfig {
+            name: "deepseek".into(),
+            base_url: base_url.unwrap_or_else(|| crate::deepseek::DEFAULT_BASE_URL.to_owned()),
+            api_key: Some(api_key),
+            api_key_env: "DEEPSEEK_API_KEY".to_owned(),
+            base_url_source: "DEEPSEEK_BASE_URL".to_owned(),
+            idle_timeout: Duration::from_secs(300),
+            headers: Vec::new(),
+            dialect: ChatDialect::DeepSeek,
+        }
+    }
+}
+
+/// A chat-completions client for one route.
+pub struct ChatCompletions {
+    client: reqwest::Client,
+    endpoint: String,
+    authorization: Option<HeaderValue>,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    config: ChatCompletionsConfig,
+}
+
+impl ChatCompletions {
+    pub fn new(config: ChatCompletionsConfig) -> Result<Self, Failure> {
+        let authorization = match &config.api_key {
+            None => None,
+            Some(key) => {
+                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                    Failure::new(
+                        FailureCode::InvalidCredential,
+                        format!(
+                            "the value of {} cannot be sent in an HTTP header (it holds a line \
+                             break or another control character)",
+                            config.api_key_env
+                        ),
+                    )
+                })?;
+                value.set_sensitive(true);
+                Some(value)
+            }
+        };
+        let headers = config
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                let bad = || {
+                    Failure::new(
+                        FailureCode::InvalidRequest,
+                        format!(
+                            "provider \"{}\": the header \"{name}\" cannot be sent (check its \
+                             name and value in the providers config)",
+                            config.name
+                        ),
+                    )
+                };
+                Ok((
+                    HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?,
+                    HeaderValue::from_str(value).map_err(|_| bad())?,
+                ))
+            })
+            .collect::<Result<Vec<_>, Failure>>()?;
+        let base = config.base_url.trim();
+        let usable = reqwest::Url::parse(base)
+            .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host());
+        if !usable {
+            return Err(Failure::new(
+                FailureCode::InvalidRequest,
+                format!(
+                    "{} is not an http:// or https:// URL: \"{}\"",
+                    config.base_url_source, config.base_url
+                ),
+            ));
+        }
+        let endpoint = format!("{}/chat/completions", base.trim_end_matches('/'));
+        Ok(ChatCompletions {
+            client: http::client()?,
+            endpoint,
+            authorization,
+            headers,
+            config,
+        })
+    }
+
+    async fn run(
+        &self,
+        request: ModelRequest<'_>,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<Completion, LlmError> {
+        let mut on_delta = on_delta;
+        let effort = match request.effort {
+            Effort::Off => None,
+            other => Some(other.as_str()),
+        };
+        let options = match self.config.dialect {
+            ChatDialect::DeepSeek => BodyOptions {
+                thinking: Some(request.effort != Effort::Off),
+                reasoning_effort: effort,
+                echo_reasoning: true,
+                developer_role: false,
+            },
+            ChatDialect::OpenAi {
+                reasoning_effort,
+                developer_role,
+            } => BodyOptions {
+                thinking: None,
+                reasoning_effort: effort.filter(|_| reasoning_effort),
+                echo_reasoning: false,
+                developer_role,
+            },
+        };
+        let body = request_body(&request, options);
+        let ctx = ErrorContext {
+            url: &self.endpoint,
+            model: request.model,
+            api_key_env: &self.config.api_key_env,
+            base_url_source: &self.config.base_url_source,
+        };
+        let refused = |failure| LlmError::new(failure, Usage::default());
+
+        let idle = self.config.idle_timeout;
+        let mut post = self
+            .client
+            .post(&self.endpoint)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream");
+        if let Some(authorization) = &self.authorization {
+            post = post.header(AUTHORIZATION, authorization.clone());
+        }
+        for (name, value) in &self.headers {
+            post = post.header(name.clone(), value.clone());
+        }
+        let sent = post.body(body).send();
+        // A server that takes the request and never answers is given the same time as a
+        // stream that goes silent; the request may have been billed, nobody says.
+        let response = match tokio::time::timeout(idle, sent).await {
+            Ok(response) => {
+                response.map_err(|e| refused(http::transport_failure(&e, &self.endpoint)))?
+            }
+            Err(_) => {
+                return Err(LlmError::new(
+                    Failure::new(
+                        FailureCode::Timeout,
+                        format!(
+                            "{} did not start answering within {} s",
+                            self.endpoint,
+                            idle.as_secs_f64()
+                        ),
+                    ),
+                    Usage::unreported(),
+                ));
+            }
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let headers = response.headers().clone();
+            let text = response.text().await.unwrap_or_default();
+            return Err(refused(http::status_failure(status, &headers, &text, &ctx)));
+        }
+        let streamed = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let mut assembler = ChatAssembler::default();
+
+        if !streamed {
+            // A server that ignores `stream: true` answers with one whole completion.
+            let bytes = match tokio::time::timeout(idle, response.bytes()).await {
+                Ok(Ok(bytes)) => bytes,
+                Ok(Err(e)) => return Err(self.cut_off(&e, &assembler)),
+                Err(_) => return Err(self.silent(idle, &assembler)),
+            };
+            let chunk = parse_chunk(&bytes).map_err(|f| LlmError::new(f, Usage::unreported()))?;
+            self.apply(&mut assembler, chunk, &mut on_delta)?;
+            return assembler
+                .finish()
+                .map_err(|f| LlmError::new(f, Usage::default()));
+        }
+
+        let mut decoder = crate::sse::SseDecoder::new();
+        let mut body = response.bytes_stream();
+        loop {
+            let Ok(next) = tokio::time::timeout(idle, body.next()).await else {
+                return Err(self.silent(idle, &assembler));
+            };
+            let (decoded, ended) = match next {
+                Some(Ok(bytes)) => (decoder.feed(&bytes), false),
+                Some(Err(e)) => return Err(self.cut_off(&e, &assembler)),
+                None => (decoder.finish(), true),
+            };
+            for event in decoded.events {
+                if event.data.trim() == "[DONE]" {
+                    let usage = assembler.usage_so_far();
+                    return assembler.finish().map_err(|f| LlmError::new(f, usage));
+                }
+                let chunk = parse_chunk(event.data.as_bytes())
+                    .map_err(|f| LlmError::new(f, assembler.usage_so_far()))?;
+                self.apply(&mut assembler, chunk, &mut on_delta)?;
+            }
+            if ended {
+                break;
+            }
+        }
+        Err(LlmError::new(
+            Failure::new(
+                FailureCode::StreamClosed,
+                format!(
+                    "the stream from {} ended before the answer was complete",
+                    self.endpoint
+                ),
+            ),
+            assembler.usage_so_far(),
+        ))
+    }
+
+    fn apply(
+        &self,
+        assembler: &mut ChatAssembler,
+        chunk: ChatChunk,
+        on_delta: &mut DeltaSink<'_>,
+    ) -> Result<(), LlmError> {
+        if let Some(error) = &chunk.error {
+            let detail = error
+                .get("message")
+                .and_then(|m| m.as_str())
+                .map_or_else(|| error.to_string(), str::to_owned);
+            return Err(LlmError::new(
+                Failure::new(
+                    FailureCode::Server,
+                    format!("the provider failed while answering: {detail}"),
+                ),
+                assembler.usage_so_far(),
+            ));
+        }
+        assembler.apply(chunk, on_delta);
+        Ok(())
+    }
+
+    fn cut_off(&self, error: &reqwest::Error, assembler: &ChatAssembler) -> LlmError {
+        LlmError::new(
+            Failure::new(
+                FailureCode::StreamClosed,
+                format!(
+                    "the stream from {} broke off: {}",
+                    self.endpoint,
+                    http::root_cause(error)
+                ),
+            ),
+            assembler.usage_so_far(),
+        )
+    }
+
+    fn silent(&self, idle: Duration, assembler: &ChatAssembler) -> LlmError {
+        LlmError::new(
+            Failure::new(
+                FailureCode::Timeout,
+                format!(
+                    "{} sent nothing for {} s",
+                    self.endpoint,
+                    idle.as_secs_f64()
+                ),
+            ),
+            assembler.usage_so_far(),
+        )
+    }
+}
+
+fn parse_chunk(data: &[u8]) -> Result<ChatChunk, Failure> {
+    serde_json::from_slice(data).map_err(|e| {
+        let shown: String = String::from_utf8_lossy(data).chars().take(200).collect();
+        Failure::new(
+            FailureCode::MalformedResponse,
+            format!(
+                "the provider sent an event that is not a chat completion chunk ({e}): {shown}"
+            ),
+        )
+    })
+}
+
+impl Provider for ChatCompletions {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+        on_delta: DeltaSink<'a>,
+    ) -> BoxFuture<'a, Result<Completion, LlmError>> {
+        Box::pin(self.run(request, on_delta))
+    }
+}

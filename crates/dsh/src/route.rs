@@ -1,0 +1,165 @@
+//! Which server a model reference goes to: `--model <provider>/<model>`, or a bare model name
+//! for the built-in DeepSeek route.
+
+use dsh_core::{Config, ModelConfig};
+use dsh_llm::{ChatCompletionsConfig, ChatDialect};
+
+use crate::run::SetupError;
+
+/// A resolved model reference.
+pub(crate) struct Route {
+    pub provider: ChatCompletionsConfig,
+    /// The model's name as the server knows it.
+    pub model: String,
+    /// What is known about the model: the route's table, then the top-level `[models]`.
+    pub model_config: ModelConfig,
+    /// Whether the model takes images when the config does not say.
+    pub image_default: bool,
+}
+
+/// The route of `model_ref`.
+pub(crate) fn resolve(model_ref: &str, files: &Config) -> Result<Route, SetupError> {
+    let fail = |message: String| Err(SetupError(message));
+    let (provider, model) = match model_ref.split_once('/') {
+        Some((provider, model))
+            if files.providers.contains_key(provider) || provider == "deepseek" =>
+        {
+            (provider, model)
+        }
+        Some((provider, _)) => {
+            let mut known: Vec<&str> = files.providers.keys().map(String::as_str).collect();
+            if !known.contains(&"deepseek") {
+                known.insert(0, "deepseek");
+            }
+            return fail(format!(
+                "unknown provider \"{provider}\" in model \"{model_ref}\": declare \
+                 [providers.{provider}] in a config file (see docs/providers.md), or use one of: {}",
+                known.join(", ")
+            ));
+        }
+        None => ("deepseek", model_ref),
+    };
+    if model.trim().is_empty() {
+        return fail(format!(
+            "model \"{model_ref}\" names no model after the provider"
+        ));
+    }
+    let declared = files.providers.get(provider);
+    let table = declared.and_then(|p| p.models.get(model));
+    let top = files.models.get(model);
+    let pick = |f: fn(&ModelConfig) -> Option<_>| table.and_then(f).or_else(|| top.and_then(f));
+    let model_config = ModelConfig {
+        image_input: table
+            .and_then(|m| m.image_input)
+            .or_else(|| top.and_then(|m| m.image_input)),
+        context_window: table
+            .and_then(|m| m.context_window)
+            .or_else(|| top.and_then(|m| m.context_window)),
+        max_output_tokens: table
+            .and_then(|m| m.max_output_tokens)
+            .or_else(|| top.and_then(|m| m.max_output_tokens)),
+        reasoning_effort: pick(|m| m.reasoning_effort),
+        system_role: table
+            .and_then(|m| m.system_role.clone())
+            .or_else(|| top.and_then(|m| m.system_role.clone())),
+    };
+    let kind = declared.map_or("deepseek", |p| {
+        if p.kind.is_empty() && provider == "deepseek" {
+            "deepseek"
+        } else {
+            p.kind.as_str()
+        }
+    });
+    let dialect = match kind {
+        "deepseek" => ChatDialect::DeepSeek,
+        "openai-completions" => ChatDialect::OpenAi {
+            reasoning_effort: model_config.reasoning_effort.unwrap_or(false),
+            developer_role: match model_config.system_role.as_deref() {
+                None | Some("system") => false,
+                Some("developer") => true,
+                Some(other) => {
+                    return fail(format!(
+                        "model \"{model_ref}\": system_role must be system or developer, got \
+                         \"{other}\""
+                    ));
+                }
+            },
+        },
+        "openai-responses" | "anthropic-messages" => {
+            return fail(format!(
+                "provider \"{provider}\": kind \"{kind}\" is not supported by this dsh yet; use \
+                 deepseek, or openai-completions for an OpenAI-compatible server"
+            ));
+        }
+        "" => {
+            return fail(format!(
+                "provider \"{provider}\" needs a kind: deepseek or openai-completions"
+            ));
+        }
+        other => {
+            return fail(format!(
+                "provider \"{provider}\": unknown kind \"{other}\"; use deepseek or \
+                 openai-completions"
+            ));
+        }
+    };
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let (base_url, base_url_source) = if provider == "deepseek" {
+        match env("DEEPSEEK_BASE_URL") {
+            Some(url) => (url, "DEEPSEEK_BASE_URL".to_owned()),
+            None => (
+                declared
+                    .and_then(|p| p.base_url.clone())
+                    .unwrap_or_else(|| dsh_llm::deepseek::DEFAULT_BASE_URL.to_owned()),
+                "providers.deepseek.base_url".to_owned(),
+            ),
+        }
+    } else {
+        match declared.and_then(|p| p.base_url.clone()) {
+            Some(url) => (url, format!("providers.{provider}.base_url")),
+            None => {
+                return fail(format!(
+                    "provider \"{provider}\" needs base_url (the API root, for example \
+                     http://127.0.0.1:8000/v1)"
+                ));
+            }
+        }
+    };
+    let key_env = declared
+        .and_then(|p| p.api_key_env.clone())
+        .or_else(|| (provider == "deepseek").then(|| "DEEPSEEK_API_KEY".to_owned()));
+    let api_key = match &key_env {
+        None => None,
+        Some(name) => match std::env::var(name) {
+            Ok(value) if !value.is_empty() => Some(value),
+            _ => {
+                return fail(format!(
+                    "no API key for provider \"{provider}\": set {name} in the environment"
+                ));
+            }
+        },
+    };
+    let image_default = dialect == ChatDialect::DeepSeek && dsh_llm::deepseek::takes_images(model);
+    Ok(Route {
+        provider: ChatCompletionsConfig {
+            name: provider.to_owned(),
+            base_url,
+            api_key,
+            api_key_env: key_env.unwrap_or_else(|| format!("providers.{provider}.api_key_env")),
+            base_url_source,
+            idle_timeout: std::time::Duration::from_secs(300),
+            headers: declared
+                .map(|p| {
+                    p.headers
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            dialect,
+        },
+        model: model.to_owned(),
+        model_config,
+        image_default,
+    })
+}

@@ -1,0 +1,172 @@
+//! Model routes: `[providers.<name>]` with `--model <provider>/<model>`, an OpenAI-compatible
+//! server (no key, extra headers, its own request shape), and the errors that name the fix.
+
+use dsh_testkit::{RunOutput, TestEnv, Turn};
+use serde_json::json;
+
+use crate::dsh;
+
+fn local_route(env: &TestEnv, extra: &str) {
+    env.write(
+        "local.toml",
+        &format!(
+            "[providers.local]\nkind = \"openai-completions\"\nbase_url = \"{}/v1\"\n\
+             headers = {{ \"X-Title\" = \"dsh\" }}\n{extra}",
+            env.server.base_url()
+        ),
+    );
+}
+
+#[test]
+fn an_openai_compatible_route_gets_its_own_request_shape() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "a.txt"})).reasoning("look at a"),
+        Turn::tool_call("read", json!({"file_path": "a.txt"})),
+        Turn::text("it says alpha"),
+    ]);
+    env.write("a.txt", "alpha\n");
+    local_route(
+        &env,
+        "[providers.local.models.\"qwen3-coder\"]\nmax_output_tokens = 4096\n",
+    );
+    // No key is needed, and none is sent, even with DEEPSEEK_API_KEY set.
+    let out = env.run(
+        dsh(),
+        &[
+            "--json",
+            "--patch",
+            "local.toml",
+            "--model",
+            "local/qwen3-coder",
+            "read a",
+        ],
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.events().last().unwrap()["text"], "it says alpha");
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 3);
+    let first = &requests[0];
+    assert_eq!(first.path, "/v1/chat/completions");
+    assert!(
+        !first.headers.contains_key("authorization"),
+        "{:?}",
+        first.headers
+    );
+    assert_eq!(first.headers["x-title"], "dsh");
+    assert_eq!(first.body["model"], "qwen3-coder");
+    assert_eq!(first.body["max_tokens"], 4096);
+    assert!(first.body.get("thinking").is_none(), "{}", first.body);
+    assert!(
+        first.body.get("reasoning_effort").is_none(),
+        "{}",
+        first.body
+    );
+    assert_eq!(first.messages()[0]["role"], "system");
+    // Reasoning is not echoed back to an OpenAI-compatible server (DeepSeek wants it).
+    let answer = &requests[1].messages()[2];
+    assert_eq!(answer["role"], "assistant");
+    assert!(answer.get("reasoning_content").is_none(), "{answer}");
+    assert_eq!(requests[2].tool_results().len(), 2);
+}
+
+#[test]
+fn reasoning_effort_and_the_developer_role_are_switches_per_model() {
+    let env = TestEnv::new(vec![Turn::text("ok")]);
+    local_route(
+        &env,
+        "[providers.local.models.o4]\nreasoning_effort = true\nsystem_role = \"developer\"\n",
+    );
+    let out = env.run(
+        dsh(),
+        &["--patch", "local.toml", "--model", "local/o4", "go"],
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let body = &env.server.requests()[0].body;
+    assert_eq!(body["reasoning_effort"], "high");
+    assert_eq!(body["messages"][0]["role"], "developer");
+}
+
+#[test]
+fn a_declared_key_variable_is_required_and_sent() {
+    let env = TestEnv::new(vec![Turn::text("ok")]);
+    local_route(&env, "");
+    let text = std::fs::read_to_string(env.ws_path().join("local.toml")).unwrap();
+    env.write(
+        "local.toml",
+        &text.replace(
+            "[providers.local]\n",
+            "[providers.local]\napi_key_env = \"LOCAL_TEST_KEY\"\n",
+        ),
+    );
+    let out = RunOutput::of(env.command(dsh()).env_remove("LOCAL_TEST_KEY").args([
+        "--patch",
+        "local.toml",
+        "--model",
+        "local/m",
+        "go",
+    ]));
+    assert_eq!(out.code(), Some(1));
+    assert_eq!(
+        out.stderr,
+        "dsh: no API key for provider \"local\": set LOCAL_TEST_KEY in the environment\n"
+    );
+    let out = RunOutput::of(env.command(dsh()).env("LOCAL_TEST_KEY", "sk-local").args([
+        "--patch",
+        "local.toml",
+        "--model",
+        "local/m",
+        "go",
+    ]));
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(
+        env.server.requests()[0].headers["authorization"],
+        "Bearer sk-local"
+    );
+}
+
+#[test]
+fn unknown_routes_and_unsupported_kinds_name_the_fix() {
+    let env = TestEnv::new(vec![Turn::text("ok")]);
+    local_route(
+        &env,
+        "[providers.claude]\nkind = \"anthropic-messages\"\nbase_url = \"http://127.0.0.1:9\"\n",
+    );
+    let out = env.run(
+        dsh(),
+        &["--patch", "local.toml", "--model", "nowhere/m", "go"],
+    );
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.starts_with(
+            "dsh: unknown provider \"nowhere\" in model \"nowhere/m\": declare [providers.nowhere]"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("use one of: deepseek, claude, local"),
+        "{}",
+        out.stderr
+    );
+    let out = env.run(
+        dsh(),
+        &["--patch", "local.toml", "--model", "claude/sonnet", "go"],
+    );
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr
+            .contains("kind \"anthropic-messages\" is not supported by this dsh yet"),
+        "{}",
+        out.stderr
+    );
+    // A bare model name and `deepseek/<model>` are the built-in route.
+    let out = env.run(dsh(), &["--model", "deepseek/deepseek-v4-pro", "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(env.server.requests()[0].body["model"], "deepseek-v4-pro");
+    assert!(
+        env.server
+            .requests()
+            .iter()
+            .all(|r| r.path == "/chat/completions")
+    );
+}
