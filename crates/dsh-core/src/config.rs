@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 /// The settings files can give.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// The model to use when `--model` is not given.
@@ -30,7 +30,7 @@ pub struct Config {
 }
 
 /// One model route.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ProviderConfig {
     /// `deepseek` or `openai-completions`.
@@ -47,7 +47,7 @@ pub struct ProviderConfig {
 }
 
 /// Which optional tools are offered.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ToolsConfig {
     /// Offer `str_replace_editor` next to `read`, `write` and `edit`.
@@ -55,7 +55,7 @@ pub struct ToolsConfig {
 }
 
 /// How commands run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ShellConfig {
     /// Name fragments (any case, anywhere in the name) of inherited variables not passed to
@@ -64,7 +64,7 @@ pub struct ShellConfig {
 }
 
 /// Background jobs.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct JobsConfig {
     /// After the model's answer, how long to wait for running jobs so it can answer again
@@ -73,7 +73,7 @@ pub struct JobsConfig {
 }
 
 /// The sandbox of commands and file tools.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SandboxConfig {
     /// The permission mode: read-only, workspace-write or danger-full-access.
@@ -87,7 +87,7 @@ pub struct SandboxConfig {
 }
 
 /// The session logs.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SessionsConfig {
     /// fsync every record (default false: each record is one write, which survives the
@@ -98,7 +98,7 @@ pub struct SessionsConfig {
 }
 
 /// Model requests: retries and timeouts.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RequestsConfig {
     /// Attempts after the first for an outage (default 5).
@@ -115,7 +115,7 @@ pub struct RequestsConfig {
 }
 
 /// Escalation approvals.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ApprovalConfig {
     /// ask or never.
@@ -123,7 +123,7 @@ pub struct ApprovalConfig {
 }
 
 /// What dsh should assume about one model.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ModelConfig {
     /// Whether it accepts images (for `read_image`).
@@ -136,6 +136,8 @@ pub struct ModelConfig {
     pub reasoning_effort: Option<bool>,
     /// `system` (default) or `developer`: the role the system prompt is sent with.
     pub system_role: Option<String>,
+    /// US dollars per million tokens, for `costUsd` in the stream.
+    pub prices: Option<dsh_protocol::Prices>,
 }
 
 /// A configuration file that cannot be used.

@@ -20,4 +20,4 @@ pub use record::{
     ToolCallRecord, ToolResultRecord, TurnEndReason,
 };
 pub use stream::StreamEvent;
-pub use usage::Usage;
+pub use usage::{BilledUsage, Prices, Usage};

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::{Block, ErrorInfo, Record, TurnEndReason, Usage};
+use crate::{BilledUsage, Block, ErrorInfo, Record, TurnEndReason};
 
 /// Longest string or object key kept, in UTF-8 bytes.
 pub const MAX_STRING_BYTES: usize = 8 * 1024;
@@ -57,7 +57,7 @@ pub enum StreamEvent {
         session_id: String,
         reason: Option<TurnEndReason>,
         text: String,
-        usage: Usage,
+        usage: BilledUsage,
     },
     /// A failure outside a turn (bad arguments, no credentials, an unusable session); the stream
     /// then ends without `final`.
@@ -72,10 +72,22 @@ pub enum StreamEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "phase", rename_all = "snake_case")]
 pub enum Status {
-    TurnStart { turn: u32 },
-    StepStart { turn: u32, step: u32 },
-    StepEnd { turn: u32, step: u32, usage: Usage },
-    TurnEnd { turn: u32, reason: TurnEndReason },
+    TurnStart {
+        turn: u32,
+    },
+    StepStart {
+        turn: u32,
+        step: u32,
+    },
+    StepEnd {
+        turn: u32,
+        step: u32,
+        usage: BilledUsage,
+    },
+    TurnEnd {
+        turn: u32,
+        reason: TurnEndReason,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,7 +111,7 @@ pub fn project(record: &Record) -> Vec<StreamEvent> {
             vec![StreamEvent::Status(Status::StepEnd {
                 turn: *turn,
                 step: *step,
-                usage: *usage,
+                usage: BilledUsage::new(*usage, None),
             })]
         }
         Record::TurnEnd { turn, reason } => {
@@ -308,7 +320,7 @@ mod tests {
             session_id: "s".into(),
             reason: Some(TurnEndReason::Completed),
             text: text.clone(),
-            usage: Usage::default(),
+            usage: BilledUsage::default(),
         });
         let value: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(value["text"].as_str().unwrap(), text);

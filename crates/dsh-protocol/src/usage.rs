@@ -71,6 +71,47 @@ impl Usage {
     }
 }
 
+/// Prices of one model, in US dollars per million tokens of each bucket.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Prices {
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: f64,
+    pub cache_write: f64,
+}
+
+impl Prices {
+    /// What `usage` cost. Requests whose usage was not reported cost nothing here, so with
+    /// `unreported_calls` above zero this is a lower bound.
+    pub fn cost_usd(&self, usage: &Usage) -> f64 {
+        (usage.input_tokens as f64 * self.input
+            + usage.output_tokens as f64 * self.output
+            + usage.cache_read_tokens as f64 * self.cache_read
+            + usage.cache_write_tokens as f64 * self.cache_write)
+            / 1_000_000.0
+    }
+}
+
+/// Usage as the stream reports it: the buckets, and the price when the model has one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BilledUsage {
+    #[serde(flatten)]
+    pub usage: Usage,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+impl BilledUsage {
+    pub fn new(usage: Usage, prices: Option<&Prices>) -> Self {
+        BilledUsage {
+            usage,
+            cost_usd: prices.map(|p| p.cost_usd(&usage)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

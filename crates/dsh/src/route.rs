@@ -62,6 +62,9 @@ pub(crate) fn resolve(model_ref: &str, files: &Config) -> Result<Route, SetupErr
         system_role: table
             .and_then(|m| m.system_role.clone())
             .or_else(|| top.and_then(|m| m.system_role.clone())),
+        prices: table
+            .and_then(|m| m.prices)
+            .or_else(|| top.and_then(|m| m.prices)),
     };
     let kind = declared.map_or("deepseek", |p| {
         if p.kind.is_empty() && provider == "deepseek" {

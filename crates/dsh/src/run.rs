@@ -44,13 +44,14 @@ pub fn run(args: RunArgs) -> u8 {
 pub(crate) struct SetupError(pub(crate) String);
 
 async fn run_turn(args: RunArgs, mut surface: Surface) -> u8 {
-    let (task, mut agent, rx, shell) = match set_up(&args) {
+    let (task, mut agent, rx, shell, prices) = match set_up(&args) {
         Ok(ready) => ready,
         Err(SetupError(message)) => {
             surface.fail(&message, &message, None);
             return 1;
         }
     };
+    let mut surface = surface.with_prices(prices);
     let session_id = agent.session().id().to_owned();
     surface.session(&session_id, &agent.session().cwd().to_string_lossy());
 
@@ -97,6 +98,7 @@ type Ready = (
     Agent,
     mpsc::UnboundedReceiver<dsh_core::AgentEvent>,
     Arc<Shell>,
+    Option<dsh_protocol::Prices>,
 );
 
 fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
@@ -231,7 +233,7 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
         session,
         tx,
     );
-    Ok((task, agent, rx, shell))
+    Ok((task, agent, rx, shell, route.model_config.prices))
 }
 
 /// The mode: `--permission-mode`, else `DSH_PERMISSION_MODE`, else `sandbox.mode`, else

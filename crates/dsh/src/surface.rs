@@ -6,15 +6,18 @@ use std::io::Write;
 
 use dsh_core::{AgentEvent, TurnSummary};
 use dsh_llm::StreamDelta;
-use dsh_protocol::stream::{bound_line, project};
-use dsh_protocol::{StreamEvent, TurnEndReason};
+use dsh_protocol::stream::{Status, bound_line, project};
+use dsh_protocol::{BilledUsage, Prices, StreamEvent, TurnEndReason};
 
 /// The heading of a live reasoning section on stderr.
 const REASONING_HEADING: &str = "dsh: reasoning:\n";
 
 pub enum Surface {
     Text(TextSurface),
-    Json,
+    Json {
+        /// The model's prices, for `costUsd`.
+        prices: Option<Prices>,
+    },
 }
 
 #[derive(Default)]
@@ -48,15 +51,23 @@ impl TextSurface {
 impl Surface {
     pub fn new(json: bool) -> Self {
         if json {
-            Surface::Json
+            Surface::Json { prices: None }
         } else {
             Surface::Text(TextSurface::default())
         }
     }
 
+    /// The surface with the model's prices, so that usage in the stream carries `costUsd`.
+    pub fn with_prices(mut self, prices: Option<Prices>) -> Self {
+        if let Surface::Json { prices: slot } = &mut self {
+            *slot = prices;
+        }
+        self
+    }
+
     /// The opening event of a run.
     pub fn session(&mut self, session_id: &str, cwd: &str) {
-        if let Surface::Json = self {
+        if let Surface::Json { .. } = self {
             line(&StreamEvent::Session {
                 session_id: session_id.to_owned(),
                 cwd: cwd.to_owned(),
@@ -82,12 +93,15 @@ impl Surface {
             return;
         }
         match (self, event) {
-            (Surface::Json, AgentEvent::Record(record)) => {
-                for event in project(record) {
+            (Surface::Json { prices }, AgentEvent::Record(record)) => {
+                for mut event in project(record) {
+                    if let StreamEvent::Status(Status::StepEnd { usage, .. }) = &mut event {
+                        *usage = BilledUsage::new(usage.usage, prices.as_ref());
+                    }
                     line(&event);
                 }
             }
-            (Surface::Json, AgentEvent::Delta(_)) => {}
+            (Surface::Json { .. }, AgentEvent::Delta(_)) => {}
             (Surface::Text(text), AgentEvent::Delta(StreamDelta::Reasoning(delta))) => {
                 text.reasoning(delta);
             }
@@ -99,11 +113,11 @@ impl Surface {
     /// failed.
     pub fn finish(&mut self, session_id: &str, summary: &TurnSummary) {
         match self {
-            Surface::Json => line(&StreamEvent::Final {
+            Surface::Json { prices } => line(&StreamEvent::Final {
                 session_id: session_id.to_owned(),
                 reason: Some(summary.reason.clone()),
                 text: summary.text.clone(),
-                usage: summary.usage,
+                usage: BilledUsage::new(summary.usage, prices.as_ref()),
             }),
             Surface::Text(text) => {
                 text.close();
@@ -125,7 +139,7 @@ impl Surface {
             text.close();
         }
         let _ = writeln!(std::io::stderr(), "dsh: {message}");
-        if let Surface::Json = self {
+        if let Surface::Json { .. } = self {
             line(&StreamEvent::Error {
                 message: event_message.to_owned(),
                 code,

@@ -170,3 +170,38 @@ fn unknown_routes_and_unsupported_kinds_name_the_fix() {
             .all(|r| r.path == "/chat/completions")
     );
 }
+
+#[test]
+fn prices_give_cost_in_step_end_and_final_usage() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "a.txt"})).usage(1000, 100, 400),
+        Turn::text("done").usage(2000, 50, 1500),
+    ]);
+    env.write("a.txt", "alpha\n");
+    env.write(
+        "prices.toml",
+        "[models.\"deepseek-v4-flash\".prices]\ninput = 0.5\noutput = 2.0\ncache_read = 0.1\n",
+    );
+    let out = env.run(dsh(), &["--json", "--patch", "prices.toml", "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let events = out.events();
+    let steps: Vec<f64> = events
+        .iter()
+        .filter(|e| e["phase"] == "step_end")
+        .map(|e| e["usage"]["costUsd"].as_f64().unwrap())
+        .collect();
+    // 600 uncached input, 100 output, 400 cached; then 500, 50, 1500.
+    let first = (600.0 * 0.5 + 100.0 * 2.0 + 400.0 * 0.1) / 1e6;
+    let second = (500.0 * 0.5 + 50.0 * 2.0 + 1500.0 * 0.1) / 1e6;
+    assert!((steps[0] - first).abs() < 1e-12, "{steps:?}");
+    assert!((steps[1] - second).abs() < 1e-12, "{steps:?}");
+    let total = events.last().unwrap()["usage"]["costUsd"].as_f64().unwrap();
+    assert!((total - (first + second)).abs() < 1e-12, "{total}");
+    // Without prices there is no cost at all, not a zero.
+    let out = env.run(dsh(), &["--json", "go"]);
+    assert!(
+        out.events().last().unwrap()["usage"]
+            .get("costUsd")
+            .is_none()
+    );
+}
