@@ -168,7 +168,6 @@ impl ChatCompletions {
             api_key_env: &self.config.api_key_env,
             base_url_source: &self.config.base_url_source,
         };
-        let refused = |failure| LlmError::new(failure, Usage::default());
 
         let idle = self.config.idle_timeout;
         let mut post = self
@@ -182,33 +181,7 @@ impl ChatCompletions {
         for (name, value) in &self.headers {
             post = post.header(name.clone(), value.clone());
         }
-        let sent = post.body(body).send();
-        // A server that takes the request and never answers is given the same time as a
-        // stream that goes silent; the request may have been billed, nobody says.
-        let response = match tokio::time::timeout(idle, sent).await {
-            Ok(response) => {
-                response.map_err(|e| refused(http::transport_failure(&e, &self.endpoint)))?
-            }
-            Err(_) => {
-                return Err(LlmError::new(
-                    Failure::new(
-                        FailureCode::Timeout,
-                        format!(
-                            "{} did not start answering within {} s",
-                            self.endpoint,
-                            idle.as_secs_f64()
-                        ),
-                    ),
-                    Usage::unreported(),
-                ));
-            }
-        };
-        let status = response.status();
-        if !status.is_success() {
-            let headers = response.headers().clone();
-            let text = response.text().await.unwrap_or_default();
-            return Err(refused(http::status_failure(status, &headers, &text, &ctx)));
-        }
+        let response = http::send(post.body(body), idle, &ctx).await?;
         let streamed = response
             .headers()
             .get(CONTENT_TYPE)

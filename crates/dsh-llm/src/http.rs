@@ -35,6 +35,43 @@ pub(crate) struct ErrorContext<'a> {
 }
 
 /// A network failure before any response arrived.
+/// Sends a prepared request and waits, at most `idle`, for its status: a refusal (any status
+/// but success) is a failure that cost nothing; no answer in time is a `TIMEOUT` that may have
+/// been billed.
+pub(crate) async fn send(
+    request: reqwest::RequestBuilder,
+    idle: std::time::Duration,
+    ctx: &ErrorContext<'_>,
+) -> Result<reqwest::Response, crate::LlmError> {
+    use dsh_protocol::Usage;
+    let refused = |failure| crate::LlmError::new(failure, Usage::default());
+    let response = match tokio::time::timeout(idle, request.send()).await {
+        Ok(response) => response.map_err(|e| refused(transport_failure(&e, ctx.url)))?,
+        Err(_) => {
+            // A server that takes the request and never answers is given the same time as a
+            // stream that goes silent.
+            return Err(crate::LlmError::new(
+                Failure::new(
+                    FailureCode::Timeout,
+                    format!(
+                        "{} did not start answering within {} s",
+                        ctx.url,
+                        idle.as_secs_f64()
+                    ),
+                ),
+                Usage::unreported(),
+            ));
+        }
+    };
+    let status = response.status();
+    if !status.is_success() {
+        let headers = response.headers().clone();
+        let text = response.text().await.unwrap_or_default();
+        return Err(refused(status_failure(status, &headers, &text, ctx)));
+    }
+    Ok(response)
+}
+
 pub(crate) fn transport_failure(error: &reqwest::Error, url: &str) -> Failure {
     let cause = root_cause(error);
     if error.is_timeout() {

@@ -8,6 +8,7 @@
 //!
 //! Cancellation is by dropping the future: the connection is closed with it.
 
+mod anthropic;
 mod chat;
 mod completions;
 pub mod deepseek;
@@ -22,6 +23,7 @@ use std::str::FromStr;
 
 use dsh_protocol::{Failure, FinishReason, Message, ToolSpec, Usage};
 
+pub use anthropic::{AnthropicConfig, AnthropicMessages};
 pub use completions::{ChatCompletions, ChatCompletionsConfig, ChatDialect};
 pub use retry::{RetryNotice, RetryPolicy, Retrying};
 

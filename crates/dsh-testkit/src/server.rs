@@ -29,13 +29,27 @@ impl Request {
         self.body["messages"].as_array().map_or(&[], Vec::as_slice)
     }
 
-    /// The `content` of every `tool` message, in order.
+    /// The text of every tool result, in order: the `content` of each `tool` message (chat
+    /// completions), or of each `tool_result` block (Anthropic Messages).
     pub fn tool_results(&self) -> Vec<String> {
-        self.messages()
-            .iter()
-            .filter(|m| m["role"] == "tool")
-            .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-            .collect()
+        let mut results = Vec::new();
+        for message in self.messages() {
+            if message["role"] == "tool" {
+                results.push(message["content"].as_str().unwrap_or_default().to_owned());
+            }
+            for block in message["content"].as_array().into_iter().flatten() {
+                if block["type"] == "tool_result" {
+                    let text: String = block["content"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|part| part["text"].as_str())
+                        .collect();
+                    results.push(text);
+                }
+            }
+        }
+        results
     }
 
     /// The names of the tools offered.
@@ -136,6 +150,8 @@ fn serve(stream: TcpStream, shared: &Shared) {
     let Some(request) = read_request(&stream) else {
         return;
     };
+    // The Messages dialect is asked for at `.../messages`; every other path is chat completions.
+    let anthropic = request.path.ends_with("/messages");
     let turn = {
         let mut requests = shared.requests.lock().unwrap();
         let turn = shared
@@ -149,7 +165,7 @@ fn serve(stream: TcpStream, shared: &Shared) {
         turn
     };
     let mut stream = stream;
-    respond(&mut stream, turn);
+    respond(&mut stream, turn, anthropic);
 }
 
 const SSE_HEAD: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
@@ -161,14 +177,17 @@ fn text_chunk(text: &str) -> String {
     format!("data: {chunk}\n\n")
 }
 
-fn respond(stream: &mut TcpStream, turn: Turn) {
+fn respond(stream: &mut TcpStream, turn: Turn, anthropic: bool) {
     match turn {
+        Turn::Answer(answer) if anthropic => {
+            let _ = write_messages_stream(stream, &answer);
+        }
         Turn::Answer(answer) => {
             let _ = write_stream(stream, &answer, true);
         }
         Turn::Delayed(delay, turn) => {
             std::thread::sleep(delay);
-            respond(stream, *turn);
+            respond(stream, *turn, anthropic);
         }
         Turn::Fault(Fault::ResetMidStream(text)) => {
             let _ = stream.write_all(SSE_HEAD);
@@ -279,6 +298,98 @@ fn read_request(stream: &TcpStream) -> Option<Request> {
 
 /// Streams an answer the way chat-completions servers do: a role chunk, reasoning, the text in
 /// 16-character pieces, each tool call, the finish reason, the usage, `[DONE]`.
+/// The answer as an Anthropic Messages stream: thinking (signed), text, then each tool call
+/// with its input in two `input_json_delta` pieces.
+fn write_messages_stream(stream: &mut TcpStream, answer: &Answer) -> std::io::Result<()> {
+    stream.write_all(SSE_HEAD)?;
+    let mut send = |kind: &str, data: Value| -> std::io::Result<()> {
+        stream.write_all(format!("event: {kind}\ndata: {data}\n\n").as_bytes())?;
+        stream.flush()
+    };
+    let (prompt, completion, cached) = answer.usage.unwrap_or((0, 0, 0));
+    let mut start = json!({"type":"message_start","message":{"id":"msg_test","type":"message",
+        "role":"assistant","content":[],"model":"m"}});
+    if answer.usage.is_some() {
+        start["message"]["usage"] = json!({"input_tokens": prompt - cached,
+            "cache_read_input_tokens": cached, "cache_creation_input_tokens": 0, "output_tokens": 1});
+    }
+    send("message_start", start)?;
+    let mut index = 0;
+    if let Some(reasoning) = &answer.reasoning {
+        send(
+            "content_block_start",
+            json!({"type":"content_block_start","index":index,
+            "content_block":{"type":"thinking","thinking":""}}),
+        )?;
+        send(
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":index,
+            "delta":{"type":"thinking_delta","thinking":reasoning}}),
+        )?;
+        send(
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":index,
+            "delta":{"type":"signature_delta","signature":format!("sig-{index}")}}),
+        )?;
+        send(
+            "content_block_stop",
+            json!({"type":"content_block_stop","index":index}),
+        )?;
+        index += 1;
+    }
+    if !answer.text.is_empty() {
+        send(
+            "content_block_start",
+            json!({"type":"content_block_start","index":index,
+            "content_block":{"type":"text","text":""}}),
+        )?;
+        send(
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":index,
+            "delta":{"type":"text_delta","text":answer.text}}),
+        )?;
+        send(
+            "content_block_stop",
+            json!({"type":"content_block_stop","index":index}),
+        )?;
+        index += 1;
+    }
+    for (n, (name, arguments)) in answer.tool_calls.iter().enumerate() {
+        let mut cut = arguments.len() / 2;
+        while !arguments.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        send(
+            "content_block_start",
+            json!({"type":"content_block_start","index":index,
+            "content_block":{"type":"tool_use","id":format!("toolu_{n}_{name}"),"name":name,"input":{}}}),
+        )?;
+        for piece in [&arguments[..cut], &arguments[cut..]] {
+            send(
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":index,
+                "delta":{"type":"input_json_delta","partial_json":piece}}),
+            )?;
+        }
+        send(
+            "content_block_stop",
+            json!({"type":"content_block_stop","index":index}),
+        )?;
+        index += 1;
+    }
+    let stop = match answer.finish.as_deref() {
+        Some("length") => "max_tokens",
+        _ if !answer.tool_calls.is_empty() => "tool_use",
+        _ => "end_turn",
+    };
+    let mut delta = json!({"type":"message_delta","delta":{"stop_reason":stop}});
+    if answer.usage.is_some() {
+        delta["usage"] = json!({"output_tokens": completion});
+    }
+    send("message_delta", delta)?;
+    send("message_stop", json!({"type":"message_stop"}))
+}
+
 fn write_stream(stream: &mut TcpStream, answer: &Answer, done: bool) -> std::io::Result<()> {
     stream.write_all(
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",

@@ -1,14 +1,48 @@
 //! Which server a model reference goes to: `--model <provider>/<model>`, or a bare model name
 //! for the built-in DeepSeek route.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use dsh_core::{Config, ModelConfig};
-use dsh_llm::{ChatCompletionsConfig, ChatDialect};
+use dsh_llm::{
+    AnthropicConfig, AnthropicMessages, ChatCompletions, ChatCompletionsConfig, ChatDialect,
+    Provider,
+};
 
 use crate::run::SetupError;
 
+/// The endpoint of a route, by dialect.
+#[derive(Clone)]
+pub(crate) enum Endpoint {
+    Chat(ChatCompletionsConfig),
+    Anthropic(AnthropicConfig),
+}
+
+impl Endpoint {
+    /// The client, with `idle` as its silence limit.
+    pub fn connect(self, idle: Option<Duration>) -> Result<Arc<dyn Provider>, SetupError> {
+        let fail = |failure: dsh_protocol::Failure| SetupError(failure.message);
+        Ok(match self {
+            Endpoint::Chat(mut config) => {
+                if let Some(idle) = idle {
+                    config.idle_timeout = idle;
+                }
+                Arc::new(ChatCompletions::new(config).map_err(fail)?)
+            }
+            Endpoint::Anthropic(mut config) => {
+                if let Some(idle) = idle {
+                    config.idle_timeout = idle;
+                }
+                Arc::new(AnthropicMessages::new(config).map_err(fail)?)
+            }
+        })
+    }
+}
+
 /// A resolved model reference.
 pub(crate) struct Route {
-    pub provider: ChatCompletionsConfig,
+    pub endpoint: Endpoint,
     /// The model's name as the server knows it.
     pub model: String,
     /// What is known about the model: the route's table, then the top-level `[models]`.
@@ -74,7 +108,7 @@ pub(crate) fn resolve(model_ref: &str, files: &Config) -> Result<Route, SetupErr
         }
     });
     let dialect = match kind {
-        "deepseek" => ChatDialect::DeepSeek,
+        "deepseek" | "anthropic-messages" => ChatDialect::DeepSeek,
         "openai-completions" => ChatDialect::OpenAi {
             reasoning_effort: model_config.reasoning_effort.unwrap_or(false),
             developer_role: match model_config.system_role.as_deref() {
@@ -88,21 +122,22 @@ pub(crate) fn resolve(model_ref: &str, files: &Config) -> Result<Route, SetupErr
                 }
             },
         },
-        "openai-responses" | "anthropic-messages" => {
+        "openai-responses" => {
             return fail(format!(
                 "provider \"{provider}\": kind \"{kind}\" is not supported by this dsh yet; use \
-                 deepseek, or openai-completions for an OpenAI-compatible server"
+                 deepseek, anthropic-messages, or openai-completions for an OpenAI-compatible \
+                 server"
             ));
         }
         "" => {
             return fail(format!(
-                "provider \"{provider}\" needs a kind: deepseek or openai-completions"
+                "provider \"{provider}\" needs a kind: deepseek, openai-completions or anthropic-messages"
             ));
         }
         other => {
             return fail(format!(
-                "provider \"{provider}\": unknown kind \"{other}\"; use deepseek or \
-                 openai-completions"
+                "provider \"{provider}\": unknown kind \"{other}\"; use deepseek, \
+                 openai-completions or anthropic-messages"
             ));
         }
     };
@@ -142,25 +177,42 @@ pub(crate) fn resolve(model_ref: &str, files: &Config) -> Result<Route, SetupErr
             }
         },
     };
-    let image_default = dialect == ChatDialect::DeepSeek && dsh_llm::deepseek::takes_images(model);
-    Ok(Route {
-        provider: ChatCompletionsConfig {
+    let image_default = kind == "deepseek" && dsh_llm::deepseek::takes_images(model);
+    let headers: Vec<(String, String)> = declared
+        .map(|p| {
+            p.headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let api_key_env = key_env.unwrap_or_else(|| format!("providers.{provider}.api_key_env"));
+    let idle_timeout = Duration::from_secs(300);
+    let endpoint = if kind == "anthropic-messages" {
+        Endpoint::Anthropic(AnthropicConfig {
             name: provider.to_owned(),
             base_url,
             api_key,
-            api_key_env: key_env.unwrap_or_else(|| format!("providers.{provider}.api_key_env")),
+            api_key_env,
             base_url_source,
-            idle_timeout: std::time::Duration::from_secs(300),
-            headers: declared
-                .map(|p| {
-                    p.headers
-                        .iter()
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            idle_timeout,
+            headers,
+            thinking: model_config.reasoning_effort.unwrap_or(false),
+        })
+    } else {
+        Endpoint::Chat(ChatCompletionsConfig {
+            name: provider.to_owned(),
+            base_url,
+            api_key,
+            api_key_env,
+            base_url_source,
+            idle_timeout,
+            headers,
             dialect,
-        },
+        })
+    };
+    Ok(Route {
+        endpoint,
         model: model.to_owned(),
         model_config,
         image_default,

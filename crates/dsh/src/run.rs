@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use dsh_core::{Agent, AgentConfig, Config, LogOptions, Session, Stop, dsh_home};
-use dsh_llm::{ChatCompletions, RetryPolicy, Retrying};
+use dsh_llm::{RetryPolicy, Retrying};
 use dsh_protocol::AbortReason;
 use dsh_sandbox::escalation::ApprovalPolicy;
 use dsh_sandbox::{BackendChoice, Sandbox, SandboxMode, SandboxPolicy, SandboxSettings};
@@ -119,11 +119,11 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
         .or_else(|| files.model.clone())
         .unwrap_or_else(|| DEFAULT_MODEL.into());
     let route = crate::route::resolve(&model_ref, &files)?;
-    let mut endpoint = route.provider.clone();
-    if let Some(ms) = files.requests.idle_timeout_ms {
-        endpoint.idle_timeout = std::time::Duration::from_millis(ms.max(1));
-    }
-    let provider = ChatCompletions::new(endpoint).map_err(|failure| SetupError(failure.message))?;
+    let idle = files
+        .requests
+        .idle_timeout_ms
+        .map(|ms| std::time::Duration::from_millis(ms.max(1)));
+    let provider = route.endpoint.clone().connect(idle)?;
     let defaults = RetryPolicy::default();
     let ms = std::time::Duration::from_millis;
     let retry = RetryPolicy {
@@ -135,7 +135,7 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
             .retry_after_max_ms
             .map_or(defaults.max_retry_after, ms),
     };
-    let provider = Retrying::new(Arc::new(provider), retry);
+    let provider = Retrying::new(provider, retry);
     // The permission settings are checked before stdin is read, so a supervisor's bad grant
     // fails before it has fed the task.
     let mode = permission_mode(args.permission_mode, &files)?;

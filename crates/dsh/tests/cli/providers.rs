@@ -129,7 +129,7 @@ fn unknown_routes_and_unsupported_kinds_name_the_fix() {
     let env = TestEnv::new(vec![Turn::text("ok")]);
     local_route(
         &env,
-        "[providers.claude]\nkind = \"anthropic-messages\"\nbase_url = \"http://127.0.0.1:9\"\n",
+        "[providers.claude]\nkind = \"openai-responses\"\nbase_url = \"http://127.0.0.1:9\"\n",
     );
     let out = env.run(
         dsh(),
@@ -155,7 +155,7 @@ fn unknown_routes_and_unsupported_kinds_name_the_fix() {
     assert_eq!(out.code(), Some(1));
     assert!(
         out.stderr
-            .contains("kind \"anthropic-messages\" is not supported by this dsh yet"),
+            .contains("kind \"openai-responses\" is not supported by this dsh yet"),
         "{}",
         out.stderr
     );
@@ -204,4 +204,90 @@ fn prices_give_cost_in_step_end_and_final_usage() {
             .get("costUsd")
             .is_none()
     );
+}
+
+#[test]
+fn an_anthropic_messages_route_runs_a_three_step_session() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "a.txt"}))
+            .reasoning("first look at a")
+            .usage(1200, 40, 1000),
+        Turn::tool_calls(&[
+            ("glob", json!({"pattern": "*.txt"})),
+            ("read", json!({"file_path": "a.txt", "offset": 1})),
+        ]),
+        Turn::text("a.txt says alpha"),
+    ]);
+    env.write("a.txt", "alpha\n");
+    env.write(
+        "claude.toml",
+        &format!(
+            "[providers.claude]\nkind = \"anthropic-messages\"\nbase_url = \"{}/v1\"\n\
+             api_key_env = \"CLAUDE_TEST_KEY\"\n\
+             [providers.claude.models.sonnet]\nreasoning_effort = true\nmax_output_tokens = 16000\n",
+            env.server.base_url()
+        ),
+    );
+    let out = RunOutput::of(env.command(dsh()).env("CLAUDE_TEST_KEY", "sk-ant").args([
+        "--json",
+        "--patch",
+        "claude.toml",
+        "--model",
+        "claude/sonnet",
+        "read a",
+    ]));
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let events = out.events();
+    assert_eq!(events.last().unwrap()["text"], "a.txt says alpha");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "thinking" && e["text"] == "first look at a")
+    );
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 3);
+    let first = &requests[0];
+    assert_eq!(first.path, "/v1/messages");
+    assert_eq!(first.headers["x-api-key"], "sk-ant");
+    assert_eq!(first.headers["anthropic-version"], "2023-06-01");
+    assert!(!first.headers.contains_key("authorization"));
+    assert_eq!(first.body["model"], "sonnet");
+    assert_eq!(first.body["max_tokens"], 16000);
+    assert_eq!(first.body["thinking"]["type"], "enabled");
+    assert!(
+        first.body["system"]
+            .as_str()
+            .unwrap()
+            .starts_with("You are dsh")
+    );
+    assert_eq!(first.messages()[0]["role"], "user");
+    assert!(
+        first.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "read" && t["input_schema"].is_object())
+    );
+    // The thinking block goes back signed, before the tool use, and the result follows.
+    let second = requests[1].messages();
+    assert_eq!(second[1]["role"], "assistant");
+    assert_eq!(
+        second[1]["content"][0],
+        json!({"type": "thinking", "thinking": "first look at a", "signature": "sig-0"})
+    );
+    assert_eq!(second[1]["content"][1]["type"], "tool_use");
+    assert_eq!(
+        second[1]["content"][1]["input"],
+        json!({"file_path": "a.txt"})
+    );
+    assert_eq!(second[2]["content"][0]["type"], "tool_result");
+    // Two results of one answer travel in one user message.
+    let third = requests[2].messages();
+    assert_eq!(third.len(), 5, "{third:#?}");
+    assert_eq!(third[4]["content"].as_array().unwrap().len(), 2);
+    assert_eq!(requests[2].tool_results().len(), 3);
+    // Usage: 200 uncached + 1000 cache read + 40 out, then the default 100 + 10 twice.
+    let usage = &events.last().unwrap()["usage"];
+    assert_eq!(usage["cacheReadTokens"], 1000, "{usage}");
+    assert_eq!(usage["totalTokens"], 1240 + 2 * 110, "{usage}");
 }
