@@ -146,7 +146,13 @@ pub(crate) fn status_failure(
     } else if is_context_overflow(&lower) && (n == 400 || n == 413 || n == 422) {
         (
             FailureCode::ContextWindowExceeded,
-            format!("the request does not fit the model's context window ({said})"),
+            format!(
+                "the request does not fit the model's context window ({said}); if the server \
+                 runs the model with a smaller window than dsh assumes (a local server started \
+                 with a short context), declare it as context_window for model \"{}\" \
+                 (docs/providers.md) so that compaction keeps the history inside it",
+                ctx.model
+            ),
         )
     } else if n == 400 || n == 413 || n == 422 {
         (

@@ -13,6 +13,7 @@ mod chat;
 mod completions;
 pub mod deepseek;
 mod http;
+mod responses;
 mod retry;
 pub mod sse;
 
@@ -25,6 +26,7 @@ use dsh_protocol::{Failure, FinishReason, Message, ToolSpec, Usage};
 
 pub use anthropic::{AnthropicConfig, AnthropicMessages};
 pub use completions::{ChatCompletions, ChatCompletionsConfig, ChatDialect};
+pub use responses::{OpenAiResponses, ResponsesConfig};
 pub use retry::{RetryNotice, RetryPolicy, Retrying};
 
 /// The value sent as `User-Agent`.

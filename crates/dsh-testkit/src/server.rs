@@ -24,9 +24,12 @@ pub struct Request {
 }
 
 impl Request {
-    /// The chat `messages` of the request.
+    /// The chat `messages` of the request (the `input` items, for the Responses API).
     pub fn messages(&self) -> &[Value] {
-        self.body["messages"].as_array().map_or(&[], Vec::as_slice)
+        self.body["messages"]
+            .as_array()
+            .or_else(|| self.body["input"].as_array())
+            .map_or(&[], Vec::as_slice)
     }
 
     /// The text of every tool result, in order: the `content` of each `tool` message (chat
@@ -36,6 +39,9 @@ impl Request {
         for message in self.messages() {
             if message["role"] == "tool" {
                 results.push(message["content"].as_str().unwrap_or_default().to_owned());
+            }
+            if message["type"] == "function_call_output" {
+                results.push(message["output"].as_str().unwrap_or_default().to_owned());
             }
             for block in message["content"].as_array().into_iter().flatten() {
                 if block["type"] == "tool_result" {
@@ -151,7 +157,13 @@ fn serve(stream: TcpStream, shared: &Shared) {
         return;
     };
     // The Messages dialect is asked for at `.../messages`; every other path is chat completions.
-    let anthropic = request.path.ends_with("/messages");
+    let dialect = if request.path.ends_with("/messages") {
+        Dialect::Messages
+    } else if request.path.ends_with("/responses") {
+        Dialect::Responses
+    } else {
+        Dialect::Chat
+    };
     let turn = {
         let mut requests = shared.requests.lock().unwrap();
         let turn = shared
@@ -165,7 +177,15 @@ fn serve(stream: TcpStream, shared: &Shared) {
         turn
     };
     let mut stream = stream;
-    respond(&mut stream, turn, anthropic);
+    respond(&mut stream, turn, dialect);
+}
+
+/// Which API a request was sent to, by its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    Chat,
+    Messages,
+    Responses,
 }
 
 const SSE_HEAD: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
@@ -177,17 +197,20 @@ fn text_chunk(text: &str) -> String {
     format!("data: {chunk}\n\n")
 }
 
-fn respond(stream: &mut TcpStream, turn: Turn, anthropic: bool) {
+fn respond(stream: &mut TcpStream, turn: Turn, dialect: Dialect) {
     match turn {
-        Turn::Answer(answer) if anthropic => {
+        Turn::Answer(answer) if dialect == Dialect::Messages => {
             let _ = write_messages_stream(stream, &answer);
+        }
+        Turn::Answer(answer) if dialect == Dialect::Responses => {
+            let _ = write_responses_stream(stream, &answer);
         }
         Turn::Answer(answer) => {
             let _ = write_stream(stream, &answer, true);
         }
         Turn::Delayed(delay, turn) => {
             std::thread::sleep(delay);
-            respond(stream, *turn, anthropic);
+            respond(stream, *turn, dialect);
         }
         Turn::Fault(Fault::ResetMidStream(text)) => {
             let _ = stream.write_all(SSE_HEAD);
@@ -388,6 +411,53 @@ fn write_messages_stream(stream: &mut TcpStream, answer: &Answer) -> std::io::Re
     }
     send("message_delta", delta)?;
     send("message_stop", json!({"type":"message_stop"}))
+}
+
+/// The answer as an OpenAI Responses stream: reasoning summary, text, then each call with its
+/// arguments in two pieces, then `response.completed` with the usage.
+fn write_responses_stream(stream: &mut TcpStream, answer: &Answer) -> std::io::Result<()> {
+    stream.write_all(SSE_HEAD)?;
+    let mut send = |data: Value| -> std::io::Result<()> {
+        let kind = data["type"].as_str().unwrap_or("").to_owned();
+        stream.write_all(format!("event: {kind}\ndata: {data}\n\n").as_bytes())?;
+        stream.flush()
+    };
+    send(json!({"type":"response.created","response":{"id":"resp_test","status":"in_progress"}}))?;
+    if let Some(reasoning) = &answer.reasoning {
+        send(
+            json!({"type":"response.reasoning_summary_text.delta","item_id":"rs_1","delta":reasoning}),
+        )?;
+    }
+    if !answer.text.is_empty() {
+        send(json!({"type":"response.output_text.delta","item_id":"msg_1","delta":answer.text}))?;
+    }
+    for (n, (name, arguments)) in answer.tool_calls.iter().enumerate() {
+        let item = format!("fc_{n}");
+        send(
+            json!({"type":"response.output_item.added","item":{"type":"function_call","id":item,
+            "call_id":format!("call_{n}_{name}"),"name":name,"arguments":""}}),
+        )?;
+        let mut cut = arguments.len() / 2;
+        while !arguments.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        for piece in [&arguments[..cut], &arguments[cut..]] {
+            send(
+                json!({"type":"response.function_call_arguments.delta","item_id":item,"delta":piece}),
+            )?;
+        }
+    }
+    let mut response = json!({"id":"resp_test","status":"completed"});
+    if answer.finish.as_deref() == Some("length") {
+        response["status"] = json!("incomplete");
+        response["incomplete_details"] = json!({"reason":"max_output_tokens"});
+    }
+    if let Some((prompt, completion, cached)) = answer.usage {
+        response["usage"] = json!({"input_tokens":prompt,"input_tokens_details":{"cached_tokens":cached},
+            "output_tokens":completion,"output_tokens_details":{"reasoning_tokens":0},
+            "total_tokens":prompt + completion});
+    }
+    send(json!({"type":"response.completed","response":response}))
 }
 
 fn write_stream(stream: &mut TcpStream, answer: &Answer, done: bool) -> std::io::Result<()> {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use dsh_core::{Config, ModelConfig};
 use dsh_llm::{
     AnthropicConfig, AnthropicMessages, ChatCompletions, ChatCompletionsConfig, ChatDialect,
-    Provider,
+    OpenAiResponses, Provider, ResponsesConfig,
 };
 
 use crate::run::SetupError;
@@ -17,6 +17,7 @@ use crate::run::SetupError;
 pub(crate) enum Endpoint {
     Chat(ChatCompletionsConfig),
     Anthropic(AnthropicConfig),
+    Responses(ResponsesConfig),
 }
 
 impl Endpoint {
@@ -35,6 +36,12 @@ impl Endpoint {
                     config.idle_timeout = idle;
                 }
                 Arc::new(AnthropicMessages::new(config).map_err(fail)?)
+            }
+            Endpoint::Responses(mut config) => {
+                if let Some(idle) = idle {
+                    config.idle_timeout = idle;
+                }
+                Arc::new(OpenAiResponses::new(config).map_err(fail)?)
             }
         })
     }
@@ -108,7 +115,7 @@ pub(crate) fn resolve(model_ref: &str, files: &Config) -> Result<Route, SetupErr
         }
     });
     let dialect = match kind {
-        "deepseek" | "anthropic-messages" => ChatDialect::DeepSeek,
+        "deepseek" | "anthropic-messages" | "openai-responses" => ChatDialect::DeepSeek,
         "openai-completions" => ChatDialect::OpenAi {
             reasoning_effort: model_config.reasoning_effort.unwrap_or(false),
             developer_role: match model_config.system_role.as_deref() {
@@ -122,22 +129,15 @@ pub(crate) fn resolve(model_ref: &str, files: &Config) -> Result<Route, SetupErr
                 }
             },
         },
-        "openai-responses" => {
-            return fail(format!(
-                "provider \"{provider}\": kind \"{kind}\" is not supported by this dsh yet; use \
-                 deepseek, anthropic-messages, or openai-completions for an OpenAI-compatible \
-                 server"
-            ));
-        }
         "" => {
             return fail(format!(
-                "provider \"{provider}\" needs a kind: deepseek, openai-completions or anthropic-messages"
+                "provider \"{provider}\" needs a kind: deepseek, openai-completions, openai-responses or anthropic-messages"
             ));
         }
         other => {
             return fail(format!(
                 "provider \"{provider}\": unknown kind \"{other}\"; use deepseek, \
-                 openai-completions or anthropic-messages"
+                 openai-completions, openai-responses or anthropic-messages"
             ));
         }
     };
@@ -188,7 +188,18 @@ pub(crate) fn resolve(model_ref: &str, files: &Config) -> Result<Route, SetupErr
         .unwrap_or_default();
     let api_key_env = key_env.unwrap_or_else(|| format!("providers.{provider}.api_key_env"));
     let idle_timeout = Duration::from_secs(300);
-    let endpoint = if kind == "anthropic-messages" {
+    let endpoint = if kind == "openai-responses" {
+        Endpoint::Responses(ResponsesConfig {
+            name: provider.to_owned(),
+            base_url,
+            api_key,
+            api_key_env,
+            base_url_source,
+            idle_timeout,
+            headers,
+            reasoning_effort: model_config.reasoning_effort.unwrap_or(false),
+        })
+    } else if kind == "anthropic-messages" {
         Endpoint::Anthropic(AnthropicConfig {
             name: provider.to_owned(),
             base_url,

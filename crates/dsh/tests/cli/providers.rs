@@ -129,7 +129,7 @@ fn unknown_routes_and_unsupported_kinds_name_the_fix() {
     let env = TestEnv::new(vec![Turn::text("ok")]);
     local_route(
         &env,
-        "[providers.claude]\nkind = \"openai-responses\"\nbase_url = \"http://127.0.0.1:9\"\n",
+        "[providers.claude]\nkind = \"gemini\"\nbase_url = \"http://127.0.0.1:9\"\n",
     );
     let out = env.run(
         dsh(),
@@ -155,7 +155,7 @@ fn unknown_routes_and_unsupported_kinds_name_the_fix() {
     assert_eq!(out.code(), Some(1));
     assert!(
         out.stderr
-            .contains("kind \"openai-responses\" is not supported by this dsh yet"),
+            .contains("unknown kind \"gemini\"; use deepseek, openai-completions, openai-responses or anthropic-messages"),
         "{}",
         out.stderr
     );
@@ -290,4 +290,78 @@ fn an_anthropic_messages_route_runs_a_three_step_session() {
     let usage = &events.last().unwrap()["usage"];
     assert_eq!(usage["cacheReadTokens"], 1000, "{usage}");
     assert_eq!(usage["totalTokens"], 1240 + 2 * 110, "{usage}");
+}
+
+#[test]
+fn an_openai_responses_route_runs_a_three_step_session() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "a.txt"}))
+            .reasoning("read a first")
+            .usage(1000, 30, 600),
+        Turn::tool_calls(&[
+            ("glob", json!({"pattern": "*.txt"})),
+            ("read", json!({"file_path": "a.txt", "offset": 1})),
+        ]),
+        Turn::text("a.txt says alpha"),
+    ]);
+    env.write("a.txt", "alpha\n");
+    env.write(
+        "openai.toml",
+        &format!(
+            "[providers.openai]\nkind = \"openai-responses\"\nbase_url = \"{}/v1\"\n\
+             api_key_env = \"OPENAI_TEST_KEY\"\n\
+             [providers.openai.models.o4]\nreasoning_effort = true\nmax_output_tokens = 5000\n",
+            env.server.base_url()
+        ),
+    );
+    let out = RunOutput::of(env.command(dsh()).env("OPENAI_TEST_KEY", "sk-oai").args([
+        "--json",
+        "--patch",
+        "openai.toml",
+        "--model",
+        "openai/o4",
+        "read a",
+    ]));
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let events = out.events();
+    assert_eq!(events.last().unwrap()["text"], "a.txt says alpha");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "thinking" && e["text"] == "read a first")
+    );
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 3);
+    let first = &requests[0];
+    assert_eq!(first.path, "/v1/responses");
+    assert_eq!(first.headers["authorization"], "Bearer sk-oai");
+    assert_eq!(first.body["model"], "o4");
+    assert_eq!(first.body["store"], false);
+    assert_eq!(first.body["max_output_tokens"], 5000);
+    assert_eq!(first.body["reasoning"]["effort"], "high");
+    assert!(
+        first.body["instructions"]
+            .as_str()
+            .unwrap()
+            .starts_with("You are dsh")
+    );
+    assert_eq!(first.body["input"][0]["content"][0]["type"], "input_text");
+    assert!(
+        first.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["type"] == "function" && t["name"] == "read")
+    );
+    // Calls and results are items; reasoning is not sent back.
+    let second = requests[1].messages();
+    assert_eq!(second.len(), 3, "{second:#?}");
+    assert_eq!(second[1]["type"], "function_call");
+    assert_eq!(second[1]["arguments"], r#"{"file_path":"a.txt"}"#);
+    assert_eq!(second[2]["type"], "function_call_output");
+    assert_eq!(second[2]["call_id"], second[1]["call_id"]);
+    assert_eq!(requests[2].tool_results().len(), 3);
+    let usage = &events.last().unwrap()["usage"];
+    assert_eq!(usage["cacheReadTokens"], 600, "{usage}");
+    assert_eq!(usage["inputTokens"], 400 + 2 * 100, "{usage}");
 }

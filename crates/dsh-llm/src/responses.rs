@@ -1,0 +1,493 @@
+//! The OpenAI Responses API, streamed.
+//!
+//! The system prompt goes in `instructions`; the history is a list of items: user and assistant
+//! messages, `function_call` items for the model's calls and `function_call_output` items for
+//! their results (an image from a result follows as a user message with an `input_image`).
+//! Nothing is stored server-side (`store: false`), so reasoning is not sent back: the API would
+//! need its encrypted form. Usage comes with `response.completed`.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use dsh_protocol::{
+    Block, Failure, FailureCode, FinishReason, Message, Role, ToolOutputPart, Usage,
+};
+use futures_util::StreamExt;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
+use serde_json::{Value, json};
+
+use crate::http::{self, ErrorContext};
+use crate::{
+    BoxFuture, Completion, DeltaSink, Effort, LlmError, ModelRequest, Provider, StreamDelta,
+};
+
+/// How a Responses endpoint is reached.
+#[derive(Debug, Clone)]
+pub struct ResponsesConfig {
+    pub name: String,
+    /// The API root; `/responses` is appended (`https://api.openai.com/v1`).
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub api_key_env: String,
+    pub base_url_source: String,
+    pub idle_timeout: Duration,
+    pub headers: Vec<(String, String)>,
+    /// Send `reasoning.effort` from `--effort`.
+    pub reasoning_effort: bool,
+}
+
+/// A Responses client for one route.
+pub struct OpenAiResponses {
+    client: reqwest::Client,
+    endpoint: String,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    config: ResponsesConfig,
+}
+
+impl OpenAiResponses {
+    pub fn new(config: ResponsesConfig) -> Result<Self, Failure> {
+        let mut headers = Vec::new();
+        if let Some(key) = &config.api_key {
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                Failure::new(
+                    FailureCode::InvalidCredential,
+                    format!(
+                        "the value of {} cannot be sent in an HTTP header (it holds a line break \
+                         or another control character)",
+                        config.api_key_env
+                    ),
+                )
+            })?;
+            value.set_sensitive(true);
+            headers.push((AUTHORIZATION, value));
+        }
+        for (name, value) in &config.headers {
+            let bad = || {
+                Failure::new(
+                    FailureCode::InvalidRequest,
+                    format!(
+                        "provider \"{}\": the header \"{name}\" cannot be sent (check its name \
+                         and value in the providers config)",
+                        config.name
+                    ),
+                )
+            };
+            headers.push((
+                HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?,
+                HeaderValue::from_str(value).map_err(|_| bad())?,
+            ));
+        }
+        let base = config.base_url.trim();
+        let usable = reqwest::Url::parse(base)
+            .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host());
+        if !usable {
+            return Err(Failure::new(
+                FailureCode::InvalidRequest,
+                format!(
+                    "{} is not an http:// or https:// URL: \"{}\"",
+                    config.base_url_source, config.base_url
+                ),
+            ));
+        }
+        Ok(OpenAiResponses {
+            client: http::client()?,
+            endpoint: format!("{}/responses", base.trim_end_matches('/')),
+            headers,
+            config,
+        })
+    }
+
+    async fn run(
+        &self,
+        request: ModelRequest<'_>,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<Completion, LlmError> {
+        let ctx = ErrorContext {
+            url: &self.endpoint,
+            model: request.model,
+            api_key_env: &self.config.api_key_env,
+            base_url_source: &self.config.base_url_source,
+        };
+        let body = request_body(&request, self.config.reasoning_effort);
+        let mut post = self
+            .client
+            .post(&self.endpoint)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream");
+        for (name, value) in &self.headers {
+            post = post.header(name.clone(), value.clone());
+        }
+        let idle = self.config.idle_timeout;
+        let response = http::send(post.body(body), idle, &ctx).await?;
+        let mut answer = Assembler::default();
+        let mut decoder = crate::sse::SseDecoder::new();
+        let mut stream = response.bytes_stream();
+        let fail = |code, message| LlmError::new(Failure::new(code, message), Usage::unreported());
+        loop {
+            let Ok(next) = tokio::time::timeout(idle, stream.next()).await else {
+                return Err(fail(
+                    FailureCode::Timeout,
+                    format!(
+                        "{} sent nothing for {} s",
+                        self.endpoint,
+                        idle.as_secs_f64()
+                    ),
+                ));
+            };
+            let (decoded, ended) = match next {
+                Some(Ok(bytes)) => (decoder.feed(&bytes), false),
+                Some(Err(e)) => {
+                    return Err(fail(
+                        FailureCode::StreamClosed,
+                        format!(
+                            "the stream from {} broke off: {}",
+                            self.endpoint,
+                            http::root_cause(&e)
+                        ),
+                    ));
+                }
+                None => (decoder.finish(), true),
+            };
+            for event in decoded.events {
+                let data: Value = serde_json::from_str(&event.data).map_err(|e| {
+                    let shown: String = event.data.chars().take(200).collect();
+                    fail(
+                        FailureCode::MalformedResponse,
+                        format!("the provider sent an event that is not JSON ({e}): {shown}"),
+                    )
+                })?;
+                if let Some(done) = answer.apply(&data, on_delta)? {
+                    return Ok(done);
+                }
+            }
+            if ended {
+                return Err(fail(
+                    FailureCode::StreamClosed,
+                    format!(
+                        "the stream from {} ended before response.completed",
+                        self.endpoint
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+impl Provider for OpenAiResponses {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+        on_delta: DeltaSink<'a>,
+    ) -> BoxFuture<'a, Result<Completion, LlmError>> {
+        Box::pin(self.run(request, on_delta))
+    }
+}
+
+pub(crate) fn request_body(request: &ModelRequest<'_>, reasoning_effort: bool) -> Vec<u8> {
+    let mut input: Vec<Value> = Vec::new();
+    for message in request.messages {
+        push_items(&mut input, message);
+    }
+    let tools: Vec<Value> = request
+        .tools
+        .iter()
+        .map(|t| {
+            json!({"type": "function", "name": t.name, "description": t.description,
+                   "parameters": t.parameters})
+        })
+        .collect();
+    let mut body = json!({
+        "model": request.model,
+        "input": input,
+        "stream": true,
+        "store": false,
+    });
+    if !request.system.is_empty() {
+        body["instructions"] = json!(request.system);
+    }
+    if !tools.is_empty() {
+        body["tools"] = json!(tools);
+    }
+    if let Some(max) = request.max_output_tokens {
+        body["max_output_tokens"] = json!(max);
+    }
+    if reasoning_effort && request.effort != Effort::Off {
+        body["reasoning"] = json!({"effort": request.effort.as_str()});
+    }
+    serde_json::to_vec(&body).unwrap_or_default()
+}
+
+fn push_items(out: &mut Vec<Value>, message: &Message) {
+    match message.role {
+        Role::User => {
+            let mut images = Vec::new();
+            for block in &message.content {
+                match block {
+                    Block::Text { text } if !text.is_empty() => out.push(
+                        json!({"role": "user", "content": [{"type": "input_text", "text": text}]}),
+                    ),
+                    Block::ToolResult {
+                        tool_call_id,
+                        content,
+                        ..
+                    } => {
+                        let mut text = String::new();
+                        for part in content {
+                            match part {
+                                ToolOutputPart::Text { text: t } => text.push_str(t),
+                                ToolOutputPart::Image { image } => {
+                                    if let Ok(data) = std::fs::read(&image.path) {
+                                        images.push(json!({"type": "input_image", "image_url": format!(
+                                            "data:{};base64,{}",
+                                            image.media_type,
+                                            base64::engine::general_purpose::STANDARD.encode(data)
+                                        )}));
+                                    }
+                                }
+                            }
+                        }
+                        out.push(
+                            json!({"type": "function_call_output", "call_id": tool_call_id,
+                                        "output": text}),
+                        );
+                    }
+                    _ => {}
+                }
+            }
+            if !images.is_empty() {
+                let mut content = vec![
+                    json!({"type": "input_text", "text": "Attached image(s) from tool result:"}),
+                ];
+                content.extend(images);
+                out.push(json!({"role": "user", "content": content}));
+            }
+        }
+        Role::Assistant => {
+            for block in &message.content {
+                match block {
+                    Block::Text { text } if !text.is_empty() => out.push(
+                        json!({"role": "assistant", "content": [{"type": "output_text", "text": text}]}),
+                    ),
+                    Block::ToolCall {
+                        id,
+                        name,
+                        arguments,
+                    } => out.push(json!({"type": "function_call", "call_id": id, "name": name,
+                                         "arguments": arguments})),
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// Builds the answer from the stream's events.
+#[derive(Default)]
+struct Assembler {
+    reasoning: String,
+    text: String,
+    /// Calls in the order they opened: (item id, call id, name, arguments).
+    calls: Vec<(String, String, String, String)>,
+}
+
+impl Assembler {
+    fn apply(
+        &mut self,
+        event: &Value,
+        on_delta: &mut (dyn FnMut(StreamDelta) + Send),
+    ) -> Result<Option<Completion>, LlmError> {
+        let text = |v: &Value| v.as_str().unwrap_or("").to_owned();
+        match event["type"].as_str().unwrap_or("") {
+            "response.output_text.delta" => {
+                let piece = text(&event["delta"]);
+                on_delta(StreamDelta::Text(piece.clone()));
+                self.text.push_str(&piece);
+            }
+            "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
+                let piece = text(&event["delta"]);
+                on_delta(StreamDelta::Reasoning(piece.clone()));
+                self.reasoning.push_str(&piece);
+            }
+            "response.output_item.added" if event["item"]["type"] == "function_call" => {
+                let item = &event["item"];
+                on_delta(StreamDelta::ToolCall);
+                self.calls.push((
+                    text(&item["id"]),
+                    text(&item["call_id"]),
+                    text(&item["name"]),
+                    text(&item["arguments"]),
+                ));
+            }
+            "response.function_call_arguments.delta" => {
+                let id = text(&event["item_id"]);
+                if let Some(call) = self.calls.iter_mut().find(|c| c.0 == id) {
+                    on_delta(StreamDelta::ToolCall);
+                    call.3.push_str(&text(&event["delta"]));
+                }
+            }
+            "response.completed" | "response.incomplete" => {
+                let response = &event["response"];
+                let usage = usage(&response["usage"]);
+                let cut = response["status"] == "incomplete"
+                    || response["incomplete_details"]["reason"] == "max_output_tokens";
+                return self.finish(cut, usage).map(Some);
+            }
+            "response.failed" | "error" => {
+                let error = if event["type"] == "error" {
+                    event
+                } else {
+                    &event["response"]["error"]
+                };
+                let code = match error["code"].as_str().unwrap_or("") {
+                    "rate_limit_exceeded" => FailureCode::RateLimit,
+                    "server_error" | "" => FailureCode::Server,
+                    other => FailureCode::Provider(other.to_uppercase()),
+                };
+                let message = error["message"].as_str().unwrap_or("(no message)");
+                return Err(LlmError::new(
+                    Failure::new(
+                        code,
+                        format!("the provider failed while answering: {message}"),
+                    ),
+                    usage(&event["response"]["usage"]),
+                ));
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    fn finish(&mut self, cut: bool, usage: Usage) -> Result<Completion, LlmError> {
+        let mut content = Vec::new();
+        if !self.reasoning.is_empty() {
+            content.push(Block::Reasoning {
+                text: std::mem::take(&mut self.reasoning),
+                signature: None,
+            });
+        }
+        if !self.text.is_empty() {
+            content.push(Block::Text {
+                text: std::mem::take(&mut self.text),
+            });
+        }
+        let calls = std::mem::take(&mut self.calls);
+        let has_calls = !calls.is_empty();
+        for (_, call_id, name, arguments) in calls {
+            content.push(Block::ToolCall {
+                id: call_id,
+                name,
+                arguments: if arguments.is_empty() {
+                    "{}".to_owned()
+                } else {
+                    arguments
+                },
+            });
+        }
+        if content.is_empty() {
+            return Err(LlmError::new(
+                Failure::new(
+                    FailureCode::EmptyResponse,
+                    "the model answered with nothing: no text, no reasoning, no tool call"
+                        .to_owned(),
+                ),
+                usage,
+            ));
+        }
+        let finish = if cut {
+            FinishReason::MaxTokens
+        } else if has_calls {
+            FinishReason::ToolCalls
+        } else {
+            FinishReason::Stop
+        };
+        Ok(Completion {
+            message: Message {
+                role: Role::Assistant,
+                content,
+            },
+            finish,
+            usage,
+        })
+    }
+}
+
+/// The Responses usage object in our buckets (`input_tokens` includes the cached part).
+fn usage(wire: &Value) -> Usage {
+    if !wire.is_object() {
+        return Usage::unreported();
+    }
+    let count = |v: &Value| v.as_u64().unwrap_or(0);
+    let input = count(&wire["input_tokens"]);
+    let cached = count(&wire["input_tokens_details"]["cached_tokens"]).min(input);
+    Usage::new(
+        input - cached,
+        count(&wire["output_tokens"]),
+        cached,
+        0,
+        count(&wire["output_tokens_details"]["reasoning_tokens"]),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_history_becomes_items_and_usage_splits_the_cache() {
+        let messages = vec![
+            Message::user_text("task"),
+            Message {
+                role: Role::Assistant,
+                content: vec![Block::ToolCall {
+                    id: "call_1".into(),
+                    name: "read".into(),
+                    arguments: r#"{"file_path":"x"}"#.into(),
+                }],
+            },
+            Message {
+                role: Role::User,
+                content: vec![Block::ToolResult {
+                    tool_call_id: "call_1".into(),
+                    content: vec![ToolOutputPart::Text { text: "one".into() }],
+                    is_error: false,
+                }],
+            },
+        ];
+        let request = ModelRequest {
+            model: "m",
+            system: "sys",
+            messages: &messages,
+            tools: &[],
+            effort: Effort::High,
+            max_output_tokens: Some(100),
+        };
+        let body: Value = serde_json::from_slice(&request_body(&request, true)).unwrap();
+        assert_eq!(body["instructions"], "sys");
+        assert_eq!(body["reasoning"]["effort"], "high");
+        assert_eq!(body["store"], false);
+        assert_eq!(body["input"][1]["type"], "function_call");
+        assert_eq!(body["input"][1]["arguments"], r#"{"file_path":"x"}"#);
+        assert_eq!(
+            body["input"][2],
+            json!({"type": "function_call_output", "call_id": "call_1", "output": "one"})
+        );
+        let u = usage(
+            &json!({"input_tokens": 1000, "input_tokens_details": {"cached_tokens": 600},
+                              "output_tokens": 50, "output_tokens_details": {"reasoning_tokens": 20}}),
+        );
+        assert_eq!(
+            (
+                u.input_tokens,
+                u.cache_read_tokens,
+                u.output_tokens,
+                u.reasoning_tokens
+            ),
+            (400, 600, 50, 20)
+        );
+        assert_eq!(usage(&Value::Null).unreported_calls, 1);
+    }
+}
