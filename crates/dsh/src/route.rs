@@ -56,7 +56,13 @@ pub(crate) struct Route {
     pub model_config: ModelConfig,
     /// Whether the model takes images when the config does not say.
     pub image_default: bool,
+    /// The context window assumed when the config declares none: the reference's defaults,
+    /// 1,000,000 for DeepSeek and 262,144 for other routes.
+    pub window_default: u64,
 }
+
+/// The context window assumed for an undeclared model of a route that is not DeepSeek.
+pub(crate) const OTHER_WINDOW_DEFAULT: u64 = 262_144;
 
 /// The route of `model_ref`.
 pub(crate) fn resolve(model_ref: &str, files: &Config) -> Result<Route, SetupError> {
@@ -227,5 +233,10 @@ pub(crate) fn resolve(model_ref: &str, files: &Config) -> Result<Route, SetupErr
         model: model.to_owned(),
         model_config,
         image_default,
+        window_default: if kind == "deepseek" {
+            dsh_core::compaction::DEFAULT_CONTEXT_WINDOW
+        } else {
+            OTHER_WINDOW_DEFAULT
+        },
     })
 }

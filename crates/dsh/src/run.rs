@@ -182,7 +182,7 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     config.context_window = route
         .model_config
         .context_window
-        .unwrap_or(dsh_core::compaction::DEFAULT_CONTEXT_WINDOW);
+        .unwrap_or(route.window_default);
     if let Some(ms) = files.jobs.wait_ms {
         config.job_wait = std::time::Duration::from_millis(ms);
     }
