@@ -13,6 +13,7 @@ mod agent;
 mod catalog;
 pub mod compaction;
 mod config;
+mod dotenv;
 mod error;
 mod home;
 mod lock;
@@ -27,6 +28,7 @@ pub use config::{
     ApprovalConfig, Config, ConfigError, JobsConfig, ModelConfig, ProviderConfig, RequestsConfig,
     SandboxConfig, SessionsConfig, ShellConfig, ToolsConfig,
 };
+pub use dotenv::{Credentials, DotenvError, EnvSource};
 pub use error::CoreError;
 pub use home::dsh_home;
 pub use log::{LoadedLog, LogOptions, SessionLog, read_log};

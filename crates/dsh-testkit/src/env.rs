@@ -66,6 +66,26 @@ impl TestEnv {
         RunOutput::of(self.command(bin).args(args))
     }
 
+    /// Every session log under the home, concatenated (empty when there is none).
+    pub fn session_logs(&self) -> String {
+        let mut text = String::new();
+        let Ok(projects) = std::fs::read_dir(self.home.path().join("sessions")) else {
+            return text;
+        };
+        for project in projects.flatten() {
+            for session in std::fs::read_dir(project.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                if let Ok(log) = std::fs::read_to_string(session.path().join("session.jsonl")) {
+                    text.push_str(&log);
+                }
+            }
+        }
+        text
+    }
+
     /// The text of the one session log under the home (panics unless there is exactly one).
     pub fn session_log(&self) -> String {
         let mut logs = Vec::new();

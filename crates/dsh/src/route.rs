@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use dsh_core::{Config, ModelConfig};
+use dsh_core::{Config, Credentials, EnvSource, ModelConfig};
 use dsh_llm::{
     AnthropicConfig, AnthropicMessages, ChatCompletions, ChatCompletionsConfig, ChatDialect,
     OpenAiResponses, Provider, ResponsesConfig,
@@ -65,7 +65,11 @@ pub(crate) struct Route {
 pub(crate) const OTHER_WINDOW_DEFAULT: u64 = 262_144;
 
 /// The route of `model_ref`.
-pub(crate) fn resolve(model_ref: &str, files: &Config) -> Result<Route, SetupError> {
+pub(crate) fn resolve(
+    model_ref: &str,
+    files: &Config,
+    credentials: &Credentials,
+) -> Result<Route, SetupError> {
     let fail = |message: String| Err(SetupError(message));
     let (provider, model) = match model_ref.split_once('/') {
         Some((provider, model))
@@ -174,8 +178,14 @@ pub(crate) fn resolve(model_ref: &str, files: &Config) -> Result<Route, SetupErr
         .or_else(|| (provider == "deepseek").then(|| "DEEPSEEK_API_KEY".to_owned()));
     let api_key = match &key_env {
         None => None,
-        Some(name) => match std::env::var(name) {
-            Ok(value) if !value.is_empty() => Some(value),
+        Some(name) => match credentials.get(name) {
+            Some((value, _)) if !value.is_empty() => Some(value),
+            Some((_, EnvSource::Launch)) => {
+                return fail(format!(
+                    "no API key for provider \"{provider}\": {name} is exported empty, which \
+                     also hides any .env file; set it, or unset it to use a .env file"
+                ));
+            }
             _ => {
                 return fail(format!(
                     "no API key for provider \"{provider}\": set {name} in the environment"

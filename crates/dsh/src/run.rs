@@ -5,7 +5,7 @@ use std::io::Read as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use dsh_core::{Agent, AgentConfig, Config, LogOptions, Session, Stop, dsh_home};
+use dsh_core::{Agent, AgentConfig, Config, Credentials, LogOptions, Session, Stop, dsh_home};
 use dsh_llm::{RetryPolicy, Retrying};
 use dsh_protocol::AbortReason;
 use dsh_sandbox::escalation::ApprovalPolicy;
@@ -118,7 +118,8 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
         .clone()
         .or_else(|| files.model.clone())
         .unwrap_or_else(|| DEFAULT_MODEL.into());
-    let route = crate::route::resolve(&model_ref, &files)?;
+    let credentials = Credentials::load(&cwd, &home).map_err(|e| SetupError(e.to_string()))?;
+    let route = crate::route::resolve(&model_ref, &files, &credentials)?;
     let idle = files
         .requests
         .idle_timeout_ms

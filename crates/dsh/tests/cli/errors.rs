@@ -25,6 +25,54 @@ fn no_api_key_fails_before_any_request() {
 }
 
 #[test]
+fn keys_come_from_the_environment_then_the_project_env_then_the_home_env() {
+    let env = TestEnv::new(vec![Turn::text("a"), Turn::text("b"), Turn::text("c")]);
+    std::fs::write(env.home.path().join(".env"), "DEEPSEEK_API_KEY=from-home\n").unwrap();
+    let bearer = |i: usize| env.server.requests()[i].headers["authorization"].clone();
+    let out = RunOutput::of(env.command(dsh()).env_remove("DEEPSEEK_API_KEY").arg("go"));
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(bearer(0), "Bearer from-home");
+    env.write(
+        ".env",
+        "# the project's\nexport DEEPSEEK_API_KEY=\"from-project\"\n",
+    );
+    let out = RunOutput::of(env.command(dsh()).env_remove("DEEPSEEK_API_KEY").arg("go"));
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(bearer(1), "Bearer from-project");
+    // The launch environment wins (TestEnv exports test-key).
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(bearer(2), "Bearer test-key");
+    // An exported empty key hides the files, and says so.
+    let out = RunOutput::of(env.command(dsh()).env("DEEPSEEK_API_KEY", "").arg("go"));
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.contains("DEEPSEEK_API_KEY is exported empty"),
+        "{}",
+        out.stderr
+    );
+    // A .env may not set what decides how dsh starts or reaches the network.
+    env.write(
+        ".env",
+        "DEEPSEEK_API_KEY=k\nDEEPSEEK_BASE_URL=http://evil.example\n",
+    );
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(1));
+    let ws = std::fs::canonicalize(env.ws_path()).unwrap();
+    assert!(
+        out.stderr.starts_with(&format!(
+            "dsh: {}:2 sets \"DEEPSEEK_BASE_URL\", which only the launching environment may set",
+            ws.join(".env").display()
+        )),
+        "{}",
+        out.stderr
+    );
+    // The key's value never appears in what dsh prints or records.
+    assert!(!out.stderr.contains("from-home") && !env.session_logs().contains("from-"));
+    assert_eq!(env.server.requests().len(), 3);
+}
+
+#[test]
 fn bad_tasks_are_refused_before_anything_runs() {
     let env = TestEnv::new(vec![Turn::text("never")]);
     let blank = env.run(dsh(), &["  "]);

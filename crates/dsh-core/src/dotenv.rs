@@ -1,0 +1,277 @@
+//! Credentials from `.env` files: a key is read from the launch environment, then
+//! `<cwd>/.env`, then `$DSH_HOME/.env` (skipped when the working directory is the home). A
+//! variable exported in the environment, even empty, shadows the files.
+//!
+//! The files are read for credentials only: nothing in them is copied into dsh's own
+//! environment, so commands never inherit them, and a file may not set a name that decides how
+//! a process starts or reaches the network (`PATH`, proxies, base URLs, `DSH_*`, ...).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Names a `.env` file may not set (compared without case), as the reference reserves them.
+const RESERVED: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USERPROFILE",
+    "SHELL",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "NODE_EXTRA_CA_CERTS",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "BASH_ENV",
+    "ENV",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PYTHONSTARTUP",
+    "PYTHONPATH",
+    "RUBYOPT",
+    "RUBYLIB",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "PYTHONHOME",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_PAGER",
+    "GIT_EDITOR",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_COUNT",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "BROWSER",
+    "DEEPSEEK_BASE_URL",
+    "DEEPSEEK_SEARCH_BASE_URL",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "NODE_TLS_REJECT_UNAUTHORIZED",
+];
+const RESERVED_PREFIXES: &[&str] = &["DSH_", "XDG_", "DYLD_", "BASH_FUNC_"];
+
+/// Where a value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnvSource {
+    Launch,
+    File(PathBuf),
+}
+
+/// The credentials a run may read, by variable name.
+#[derive(Debug, Clone, Default)]
+pub struct Credentials {
+    files: BTreeMap<String, (String, PathBuf)>,
+}
+
+/// A `.env` file that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DotenvError {
+    #[error(
+        "{}:{line} sets \"{name}\", which only the launching environment may set (it decides \
+         how this process starts, where its code and instructions load from, or how it reaches \
+         the network); export {name} instead of putting it in a .env file",
+        path.display()
+    )]
+    Reserved {
+        path: PathBuf,
+        line: usize,
+        name: String,
+    },
+    #[error(
+        "{}:{line} is not NAME=value (a variable name of letters, digits and _, then =, then the \
+         value; # starts a comment)",
+        path.display()
+    )]
+    Syntax { path: PathBuf, line: usize },
+    #[error("cannot read {}: {reason}", path.display())]
+    Unreadable { path: PathBuf, reason: String },
+}
+
+impl Credentials {
+    /// Reads `<cwd>/.env` and `$DSH_HOME/.env` (both checked before either is used).
+    pub fn load(cwd: &Path, home: &Path) -> Result<Credentials, DotenvError> {
+        let mut files = BTreeMap::new();
+        let mut paths = vec![cwd.join(".env")];
+        if cwd != home {
+            paths.push(home.join(".env"));
+        }
+        for path in paths {
+            for (name, value) in parse_file(&path)? {
+                // The earlier (more specific) file wins.
+                files.entry(name).or_insert((value, path.clone()));
+            }
+        }
+        Ok(Credentials { files })
+    }
+
+    /// The value of `name` and where it came from: the launch environment, else the files.
+    pub fn get(&self, name: &str) -> Option<(String, EnvSource)> {
+        if let Some(value) = std::env::var_os(name) {
+            return Some((value.to_string_lossy().into_owned(), EnvSource::Launch));
+        }
+        self.files
+            .get(name)
+            .map(|(value, path)| (value.clone(), EnvSource::File(path.clone())))
+    }
+}
+
+fn parse_file(path: &Path) -> Result<Vec<(String, String)>, DotenvError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(DotenvError::Unreadable {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            });
+        }
+    };
+    parse(&text, path)
+}
+
+/// `NAME=value` lines; `export ` before a name, blank lines and `#` comments are allowed;
+/// values may be quoted (`'...'` taken as is, `"..."` with `\n`, `\"` and `\\`).
+pub(crate) fn parse(text: &str, path: &Path) -> Result<Vec<(String, String)>, DotenvError> {
+    let mut out = Vec::new();
+    for (index, raw) in text.lines().enumerate() {
+        let line = index + 1;
+        let trimmed = raw.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let trimmed = trimmed
+            .strip_prefix("export ")
+            .unwrap_or(trimmed)
+            .trim_start();
+        let syntax = || DotenvError::Syntax {
+            path: path.to_path_buf(),
+            line,
+        };
+        let (name, value) = trimmed.split_once('=').ok_or_else(syntax)?;
+        let name = name.trim();
+        let valid = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(syntax());
+        }
+        let upper = name.to_ascii_uppercase();
+        if RESERVED.contains(&upper.as_str())
+            || RESERVED_PREFIXES.iter().any(|p| upper.starts_with(p))
+        {
+            return Err(DotenvError::Reserved {
+                path: path.to_path_buf(),
+                line,
+                name: name.to_owned(),
+            });
+        }
+        out.push((name.to_owned(), unquote(value.trim()).ok_or_else(syntax)?));
+    }
+    Ok(out)
+}
+
+fn unquote(value: &str) -> Option<String> {
+    if let Some(inner) = value.strip_prefix('\'') {
+        return inner.strip_suffix('\'').map(str::to_owned);
+    }
+    if let Some(inner) = value.strip_prefix('"') {
+        let inner = inner.strip_suffix('"')?;
+        let mut out = String::new();
+        let mut chars = inner.chars();
+        while let Some(c) = chars.next() {
+            if c == '\\' {
+                match chars.next() {
+                    Some('n') => out.push('\n'),
+                    Some(other) => out.push(other),
+                    None => out.push('\\'),
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        return Some(out);
+    }
+    // An unquoted value ends at a ` #` comment.
+    Some(match value.find(" #") {
+        Some(at) => value[..at].trim_end().to_owned(),
+        None => value.to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_usual_forms() {
+        let text =
+            "# keys\nexport A_KEY=one\nB='two #x'\nC=\"th\\\"ree\\n\"\nD=four # note\n\nE=\n";
+        let values = parse(text, Path::new("/w/.env")).unwrap();
+        assert_eq!(
+            values,
+            vec![
+                ("A_KEY".into(), "one".into()),
+                ("B".into(), "two #x".into()),
+                ("C".into(), "th\"ree\n".into()),
+                ("D".into(), "four".into()),
+                ("E".into(), String::new()),
+            ]
+        );
+    }
+
+    #[test]
+    fn reserved_names_and_bad_lines_name_the_file_and_line() {
+        let error = parse("OK=1\nhttps_proxy=http://x\n", Path::new("/w/.env")).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "/w/.env:2 sets \"https_proxy\", which only the launching environment may set (it \
+             decides how this process starts, where its code and instructions load from, or how \
+             it reaches the network); export https_proxy instead of putting it in a .env file"
+        );
+        assert!(matches!(
+            parse("DSH_HOME=/x\n", Path::new("/e")),
+            Err(DotenvError::Reserved { line: 1, .. })
+        ));
+        assert_eq!(
+            parse("just words\n", Path::new("/e")),
+            Err(DotenvError::Syntax {
+                path: "/e".into(),
+                line: 1
+            })
+        );
+    }
+
+    #[test]
+    fn the_project_file_wins_over_the_home_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cwd, home) = (dir.path().join("ws"), dir.path().join("home"));
+        std::fs::create_dir_all(&cwd).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(cwd.join(".env"), "DOTENV_TEST_KEY=project\n").unwrap();
+        std::fs::write(
+            home.join(".env"),
+            "DOTENV_TEST_KEY=home\nDOTENV_TEST_OTHER=h\n",
+        )
+        .unwrap();
+        let creds = Credentials::load(&cwd, &home).unwrap();
+        assert_eq!(
+            creds.get("DOTENV_TEST_KEY"),
+            Some(("project".into(), EnvSource::File(cwd.join(".env"))))
+        );
+        assert_eq!(creds.get("DOTENV_TEST_OTHER").unwrap().0, "h");
+        assert_eq!(creds.get("DOTENV_TEST_ABSENT"), None);
+    }
+}
