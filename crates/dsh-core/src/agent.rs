@@ -34,6 +34,8 @@ pub struct AgentConfig {
     pub context: Vec<String>,
     /// The model's context window in tokens; compaction keeps the history inside it.
     pub context_window: u64,
+    /// Workspace instructions (AGENTS.md), sent once after the next task.
+    pub instructions: Option<String>,
 }
 
 impl AgentConfig {
@@ -52,6 +54,7 @@ impl AgentConfig {
             job_wait: Self::DEFAULT_JOB_WAIT,
             context: Vec::new(),
             context_window: crate::compaction::DEFAULT_CONTEXT_WINDOW,
+            instructions: None,
         }
     }
 }
@@ -212,6 +215,12 @@ impl Agent {
             turn,
             message: Message::user_text(task),
         })?;
+        if let Some(instructions) = self.config.instructions.take() {
+            self.commit(Record::UserMessage {
+                turn,
+                message: Message::user_text(instructions),
+            })?;
+        }
         let mut usage = Usage::default();
         let mut text = String::new();
         let mut step = 0;

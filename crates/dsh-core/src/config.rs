@@ -23,6 +23,7 @@ pub struct Config {
     pub approval: ApprovalConfig,
     pub sessions: SessionsConfig,
     pub requests: RequestsConfig,
+    pub instructions: InstructionsConfig,
     /// What is known about models by name, over the built-in table.
     pub models: BTreeMap<String, ModelConfig>,
     /// Model routes by name, used as `--model <provider>/<model>`.
@@ -112,6 +113,19 @@ pub struct RequestsConfig {
     /// How long a server may stay silent, before its first byte or mid-stream, in
     /// milliseconds (default 300000).
     pub idle_timeout_ms: Option<u64>,
+}
+
+/// Workspace instructions (AGENTS.md).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct InstructionsConfig {
+    /// Send them (default true).
+    pub enabled: Option<bool>,
+    /// The most bytes the instructions message may take, frame included (default 65536).
+    pub max_bytes: Option<usize>,
+    /// Names that mark the project root (default [".git"]; [] makes the working directory the
+    /// root).
+    pub root_markers: Option<Vec<String>>,
 }
 
 /// Escalation approvals.

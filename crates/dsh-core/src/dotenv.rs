@@ -90,12 +90,6 @@ pub enum DotenvError {
         line: usize,
         name: String,
     },
-    #[error(
-        "{}:{line} is not NAME=value (a variable name of letters, digits and _, then =, then the \
-         value; # starts a comment)",
-        path.display()
-    )]
-    Syntax { path: PathBuf, line: usize },
     #[error("cannot read {}: {reason}", path.display())]
     Unreadable { path: PathBuf, reason: String },
 }
@@ -143,7 +137,9 @@ fn parse_file(path: &Path) -> Result<Vec<(String, String)>, DotenvError> {
 }
 
 /// `NAME=value` lines; `export ` before a name, blank lines and `#` comments are allowed;
-/// values may be quoted (`'...'` taken as is, `"..."` with `\n`, `\"` and `\\`).
+/// values may be quoted (`'...'` taken as is, `"..."` with `\n`, `\"` and `\\`). A line that is
+/// not an assignment is skipped, as dotenv readers do: a project's `.env` is often written for
+/// other tools, and what dsh cannot read it does not use.
 pub(crate) fn parse(text: &str, path: &Path) -> Result<Vec<(String, String)>, DotenvError> {
     let mut out = Vec::new();
     for (index, raw) in text.lines().enumerate() {
@@ -156,17 +152,15 @@ pub(crate) fn parse(text: &str, path: &Path) -> Result<Vec<(String, String)>, Do
             .strip_prefix("export ")
             .unwrap_or(trimmed)
             .trim_start();
-        let syntax = || DotenvError::Syntax {
-            path: path.to_path_buf(),
-            line,
+        let Some((name, value)) = trimmed.split_once('=') else {
+            continue;
         };
-        let (name, value) = trimmed.split_once('=').ok_or_else(syntax)?;
         let name = name.trim();
         let valid = !name.is_empty()
             && !name.starts_with(|c: char| c.is_ascii_digit())
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !valid {
-            return Err(syntax());
+            continue;
         }
         let upper = name.to_ascii_uppercase();
         if RESERVED.contains(&upper.as_str())
@@ -178,7 +172,9 @@ pub(crate) fn parse(text: &str, path: &Path) -> Result<Vec<(String, String)>, Do
                 name: name.to_owned(),
             });
         }
-        out.push((name.to_owned(), unquote(value.trim()).ok_or_else(syntax)?));
+        if let Some(value) = unquote(value.trim()) {
+            out.push((name.to_owned(), value));
+        }
     }
     Ok(out)
 }
@@ -245,12 +241,10 @@ mod tests {
             parse("DSH_HOME=/x\n", Path::new("/e")),
             Err(DotenvError::Reserved { line: 1, .. })
         ));
+        // Lines that are not assignments are skipped, not fatal.
         assert_eq!(
-            parse("just words\n", Path::new("/e")),
-            Err(DotenvError::Syntax {
-                path: "/e".into(),
-                line: 1
-            })
+            parse("x\njust words\nA='unclosed\nB=1\n", Path::new("/e")),
+            Ok(vec![("B".into(), "1".into())])
         );
     }
 

@@ -16,6 +16,7 @@ mod config;
 mod dotenv;
 mod error;
 mod home;
+pub mod instructions;
 mod lock;
 mod log;
 mod prompt;
@@ -25,8 +26,8 @@ mod session;
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
 pub use catalog::{SessionSummary, list_sessions, session_log_path};
 pub use config::{
-    ApprovalConfig, Config, ConfigError, JobsConfig, ModelConfig, ProviderConfig, RequestsConfig,
-    SandboxConfig, SessionsConfig, ShellConfig, ToolsConfig,
+    ApprovalConfig, Config, ConfigError, InstructionsConfig, JobsConfig, ModelConfig,
+    ProviderConfig, RequestsConfig, SandboxConfig, SessionsConfig, ShellConfig, ToolsConfig,
 };
 pub use dotenv::{Credentials, DotenvError, EnvSource};
 pub use error::CoreError;

@@ -5,6 +5,7 @@ use std::io::Read as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 
+use dsh_core::instructions::InstructionSettings;
 use dsh_core::{Agent, AgentConfig, Config, Credentials, LogOptions, Session, Stop, dsh_home};
 use dsh_llm::{RetryPolicy, Retrying};
 use dsh_protocol::AbortReason;
@@ -179,6 +180,28 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     }
     if let Some(max_steps) = args.max_steps {
         config.max_steps = max_steps;
+    }
+    // A new session gets the workspace instructions after its first task; a resumed one
+    // already has them in its history.
+    if args.session_id.is_none() {
+        let defaults = InstructionSettings::default();
+        let settings = InstructionSettings {
+            enabled: files.instructions.enabled.unwrap_or(defaults.enabled),
+            max_bytes: files.instructions.max_bytes.unwrap_or(defaults.max_bytes),
+            root_markers: files
+                .instructions
+                .root_markers
+                .clone()
+                .unwrap_or(defaults.root_markers),
+        };
+        let default_home =
+            std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".dsh"));
+        let shown = if default_home.as_deref() == Some(home.as_path()) {
+            "~/.dsh".to_owned()
+        } else {
+            "$DSH_HOME".to_owned()
+        };
+        config.instructions = dsh_core::instructions::baseline(&cwd, &home, &shown, &settings);
     }
     config.context_window = route
         .model_config

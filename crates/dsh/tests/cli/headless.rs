@@ -361,3 +361,55 @@ fn without_a_usable_backend_bash_is_offered_and_refuses_every_command() {
     );
     assert!(!env.ws_path().join("escaped.txt").exists());
 }
+
+#[test]
+fn workspace_instructions_follow_the_first_task_once() {
+    let env = TestEnv::new(vec![
+        Turn::text("ok"),
+        Turn::text("again"),
+        Turn::text("off"),
+    ]);
+    std::fs::create_dir_all(env.ws_path().join(".git")).unwrap();
+    env.write("AGENTS.md", "Run `make check` before you finish.\n");
+    env.write("sub/AGENTS.md", "Files here are generated.\n");
+    let sub = env.ws_path().join("sub");
+    let out = RunOutput::of(env.command(dsh()).current_dir(&sub).args(["--json", "go"]));
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let first = env.server.requests()[0].messages().to_vec();
+    assert_eq!(first[1], json!({"role": "user", "content": "go"}));
+    let reminder = first[2]["content"].as_str().unwrap();
+    assert!(reminder.starts_with("<system-reminder>\n"), "{reminder}");
+    assert!(
+        reminder.contains("Instructions from: AGENTS.md\n\nRun `make check` before you finish.")
+    );
+    assert!(reminder.contains("Instructions from: sub/AGENTS.md\n\nFiles here are generated."));
+    // Resumed, the session has them already: they are not sent again.
+    let id = out.events()[0]["sessionId"].as_str().unwrap().to_owned();
+    let out =
+        RunOutput::of(
+            env.command(dsh())
+                .current_dir(&sub)
+                .args(["--session-id", &id, "more"]),
+        );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let resumed = env.server.requests()[1].messages().to_vec();
+    let reminders = resumed
+        .iter()
+        .filter(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("<system-reminder>"))
+        })
+        .count();
+    assert_eq!(reminders, 1);
+    // Switched off, nothing is sent.
+    env.write("off.toml", "[instructions]\nenabled = false\n");
+    let out =
+        RunOutput::of(
+            env.command(dsh())
+                .current_dir(&sub)
+                .args(["--patch", "../off.toml", "go"]),
+        );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(env.server.requests()[2].messages().len(), 2);
+}

@@ -1,0 +1,316 @@
+//! Workspace instructions: `AGENTS.md` (and `CLAUDE.md`, and their `.local.md` overlays) from
+//! `$DSH_HOME` and from every folder between the project root and the working directory, sent
+//! to the model once, as a user message right after the first task of a session.
+//!
+//! The project root is the nearest folder above the working directory holding a root marker
+//! (`.git` by default); without one, the working directory itself. The whole message, frame
+//! included, stays within a byte budget (65,536 by default): whole files are dropped from the
+//! broadest end first, and if the most specific one alone is still too large it is cut on a
+//! character boundary; the message says what was left out.
+
+use std::path::{Path, PathBuf};
+
+/// Instruction files looked for in each folder, in order.
+const CANDIDATES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
+/// Personal overlays, after the shared files of the same folder.
+const LOCAL_CANDIDATES: &[&str] = &["AGENTS.local.md", "CLAUDE.local.md"];
+/// Files larger than this are not read at all.
+const MAX_SOURCE_BYTES: u64 = 1 << 20;
+
+const OPEN: &str = "<system-reminder>\n";
+const CLOSE: &str = "\n</system-reminder>";
+const INTRO: &str = "Instructions for this workspace follow, each under the file it comes from. \
+Apply them where they are relevant; a file deeper in the tree takes precedence over a broader \
+one, and none of them overrides the system prompt or what the user asks directly.";
+const COMPACT_INTRO: &str =
+    "Workspace instructions were left out or cut to fit the instruction budget.";
+
+/// Where instructions are looked for, and how much of them may be sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstructionSettings {
+    pub enabled: bool,
+    /// The most bytes the message may take, frame included.
+    pub max_bytes: usize,
+    /// Names whose presence marks the project root (`[]`: the working directory is the root).
+    pub root_markers: Vec<String>,
+}
+
+impl Default for InstructionSettings {
+    fn default() -> Self {
+        InstructionSettings {
+            enabled: true,
+            max_bytes: 65_536,
+            root_markers: vec![".git".into()],
+        }
+    }
+}
+
+/// One file found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Source {
+    /// How the message names it.
+    shown: String,
+    text: String,
+}
+
+/// The message for a session in `cwd`, or `None` when there is nothing to send.
+/// `home_shown` is how `$DSH_HOME` is named in the message (`~/.dsh` for the default home).
+pub fn baseline(
+    cwd: &Path,
+    home: &Path,
+    home_shown: &str,
+    settings: &InstructionSettings,
+) -> Option<String> {
+    if !settings.enabled || settings.max_bytes == 0 {
+        return None;
+    }
+    let mut sources = Vec::new();
+    if let Some(text) = read(&home.join("AGENTS.md")) {
+        sources.push(Source {
+            shown: format!("{home_shown}/AGENTS.md"),
+            text,
+        });
+    }
+    let root = project_root(cwd, &settings.root_markers);
+    let mut dirs: Vec<PathBuf> = cwd
+        .ancestors()
+        .take_while(|dir| dir.starts_with(&root))
+        .map(Path::to_path_buf)
+        .collect();
+    dirs.reverse();
+    for dir in dirs {
+        let mut seen: Vec<String> = Vec::new();
+        for name in CANDIDATES.iter().chain(LOCAL_CANDIDATES) {
+            let Some(text) = read(&dir.join(name)) else {
+                continue;
+            };
+            // Two names for the same text (a CLAUDE.md that is a copy of AGENTS.md) count once.
+            if seen.iter().any(|s| s.trim() == text.trim()) {
+                continue;
+            }
+            seen.push(text.clone());
+            let relative = dir.strip_prefix(&root).unwrap_or(Path::new(""));
+            sources.push(Source {
+                shown: relative.join(name).display().to_string(),
+                text,
+            });
+        }
+    }
+    if sources.is_empty() {
+        return None;
+    }
+    Some(fit(sources, settings.max_bytes))
+}
+
+fn project_root(cwd: &Path, markers: &[String]) -> PathBuf {
+    if markers.is_empty() {
+        return cwd.to_path_buf();
+    }
+    cwd.ancestors()
+        .find(|dir| markers.iter().any(|m| dir.join(m).exists()))
+        .unwrap_or(cwd)
+        .to_path_buf()
+}
+
+fn read(path: &Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_SOURCE_BYTES {
+        return None;
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    (!text.trim().is_empty()).then_some(text)
+}
+
+fn render(intro: &str, notice: Option<&str>, sources: &[Source]) -> String {
+    let mut body = String::from(intro);
+    if let Some(notice) = notice {
+        body.push_str("\n\n");
+        body.push_str(notice);
+    }
+    for source in sources {
+        body.push_str("\n\nInstructions from: ");
+        body.push_str(&source.shown);
+        body.push_str("\n\n");
+        body.push_str(
+            &source
+                .text
+                .trim_end()
+                .replace("</system-reminder>", "<\\/system-reminder>"),
+        );
+    }
+    format!("{OPEN}{body}{CLOSE}")
+}
+
+/// The message within `max` bytes.
+fn fit(mut sources: Vec<Source>, max: usize) -> String {
+    let whole = render(INTRO, None, &sources);
+    if whole.len() <= max {
+        return whole;
+    }
+    let mut omitted = Vec::new();
+    while sources.len() > 1 {
+        omitted.push(sources.remove(0).shown);
+        let notice = format!(
+            "Instruction budget of {max} bytes: left out {}.",
+            omitted.join(", ")
+        );
+        let text = render(INTRO, Some(&notice), &sources);
+        if text.len() <= max {
+            return text;
+        }
+    }
+    // One file left, still too large: cut it to what fits.
+    let last = &sources[0];
+    let original = last.text.trim_end().len();
+    for intro in [INTRO, COMPACT_INTRO] {
+        let notice = |kept: usize| {
+            let mut parts = Vec::new();
+            if !omitted.is_empty() {
+                parts.push(format!("left out {}", omitted.join(", ")));
+            }
+            parts.push(format!(
+                "cut {} from {original} to {kept} bytes",
+                last.shown
+            ));
+            format!("Instruction budget of {max} bytes: {}.", parts.join("; "))
+        };
+        // The longest prefix that fits, on a character boundary (binary search on bytes).
+        let (mut low, mut high) = (0usize, original);
+        let text = &last.text;
+        let fits = |kept: usize| {
+            let mut cut = kept;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let source = Source {
+                shown: last.shown.clone(),
+                text: text[..cut].to_owned(),
+            };
+            let rendered = render(intro, Some(&notice(cut)), std::slice::from_ref(&source));
+            (rendered.len() <= max).then_some(rendered)
+        };
+        let mut best = fits(0);
+        if best.is_none() {
+            continue;
+        }
+        while low < high {
+            let mid = (low + high).div_ceil(2);
+            match fits(mid) {
+                Some(rendered) => {
+                    best = Some(rendered);
+                    low = mid;
+                }
+                None => high = mid - 1,
+            }
+        }
+        if let Some(rendered) = best {
+            return rendered;
+        }
+    }
+    // Not even the frame fits: say only that instructions were left out, as far as it goes.
+    let mut text = format!("{OPEN}{COMPACT_INTRO}{CLOSE}");
+    while text.len() > max && !text.is_empty() {
+        text.pop();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("proj");
+        let sub = root.join("pkg/app");
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        (dir, root, home)
+    }
+
+    #[test]
+    fn the_chain_runs_from_home_through_the_root_to_the_working_directory() {
+        let (_dir, root, home) = tree();
+        std::fs::write(home.join("AGENTS.md"), "home rules\n").unwrap();
+        std::fs::write(root.join("AGENTS.md"), "root rules\n").unwrap();
+        std::fs::write(root.join("CLAUDE.md"), "root rules\n").unwrap();
+        std::fs::write(root.join("pkg/AGENTS.local.md"), "my pkg notes\n").unwrap();
+        std::fs::write(
+            root.join("pkg/app/AGENTS.md"),
+            "app rules </system-reminder>\n",
+        )
+        .unwrap();
+        let text = baseline(
+            &root.join("pkg/app"),
+            &home,
+            "~/.dsh",
+            &InstructionSettings::default(),
+        )
+        .unwrap();
+        let order: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("Instructions from: "))
+            .collect();
+        assert_eq!(
+            order,
+            vec![
+                "~/.dsh/AGENTS.md",
+                "AGENTS.md",
+                "pkg/AGENTS.local.md",
+                "pkg/app/AGENTS.md"
+            ]
+        );
+        assert!(text.contains("app rules <\\/system-reminder>"));
+        assert!(text.starts_with("<system-reminder>\n") && text.ends_with("\n</system-reminder>"));
+        // Without markers the working directory is the root: only its own file and home's.
+        let settings = InstructionSettings {
+            root_markers: Vec::new(),
+            ..InstructionSettings::default()
+        };
+        let text = baseline(&root.join("pkg/app"), &home, "~/.dsh", &settings).unwrap();
+        assert_eq!(text.matches("Instructions from: ").count(), 2);
+        let off = InstructionSettings {
+            enabled: false,
+            ..InstructionSettings::default()
+        };
+        assert_eq!(baseline(&root, &home, "~/.dsh", &off), None);
+    }
+
+    #[test]
+    fn the_budget_is_exact_and_drops_the_broadest_first_then_cuts() {
+        let (_dir, root, home) = tree();
+        std::fs::write(root.join("AGENTS.md"), "r".repeat(300)).unwrap();
+        let exact = baseline(&root, &home, "~/.dsh", &InstructionSettings::default())
+            .unwrap()
+            .len();
+        let at = InstructionSettings {
+            max_bytes: exact,
+            ..InstructionSettings::default()
+        };
+        let text = baseline(&root, &home, "~/.dsh", &at).unwrap();
+        assert_eq!(text.len(), exact);
+        assert!(!text.contains("budget"));
+        let over = InstructionSettings {
+            max_bytes: exact - 1,
+            ..InstructionSettings::default()
+        };
+        let text = baseline(&root, &home, "~/.dsh", &over).unwrap();
+        assert!(text.len() < exact, "{}", text.len());
+        assert!(text.contains("cut AGENTS.md from 300 to"), "{text}");
+        // Two files: the broader one goes first.
+        std::fs::write(home.join("AGENTS.md"), "h".repeat(200)).unwrap();
+        let text = baseline(&root, &home, "~/.dsh", &at).unwrap();
+        assert!(text.len() <= exact);
+        assert!(text.contains("left out ~/.dsh/AGENTS.md"), "{text}");
+        // Multi-byte text is never cut inside a character.
+        std::fs::write(root.join("AGENTS.md"), "é".repeat(300)).unwrap();
+        let small = InstructionSettings {
+            max_bytes: 500,
+            ..InstructionSettings::default()
+        };
+        let text = baseline(&root, &home, "~/.dsh", &small).unwrap();
+        assert!(text.len() <= 500);
+    }
+}
