@@ -126,6 +126,8 @@ pub struct Agent {
     /// The prompt tokens the last answered request reported, and how many history messages
     /// it carried: the base of the next size measurement.
     last_prompt: Option<(u64, usize)>,
+    /// The history's length when a summary last failed: not retried before it grows.
+    summary_failed_at: Option<usize>,
 }
 
 /// The end of one step.
@@ -160,6 +162,7 @@ impl Agent {
             system,
             specs,
             last_prompt: None,
+            summary_failed_at: None,
         }
     }
 
@@ -388,6 +391,10 @@ impl Agent {
         if self.pressure() < limit {
             return Ok(Usage::default());
         }
+        // A summary that failed is not asked for again until the history has grown.
+        if self.summary_failed_at == Some(self.session.history().len()) {
+            return Ok(Usage::default());
+        }
         let retain = (window as f64 * RETAIN_RATIO) as u64;
         Ok(self.summarise(turn, reason, retain, stop).await?.1)
     }
@@ -404,10 +411,11 @@ impl Agent {
     fn prune(&mut self, turn: u32) -> Result<bool, CoreError> {
         let pruned = crate::compaction::prunable(self.session.history());
         let any = !pruned.is_empty();
-        for (call_id, message) in pruned {
+        for (index, call_id, message) in pruned {
             self.commit(Record::CompactionPrune(
                 dsh_protocol::CompactionPruneRecord {
                     turn,
+                    index: index as u32,
                     call_id,
                     message,
                 },
@@ -445,7 +453,8 @@ impl Agent {
             system: &self.system,
             messages: &messages,
             tools: &self.specs,
-            effort: self.config.effort,
+            // Thinking would eat the summary's output budget; the summary needs none.
+            effort: Effort::Off,
             max_output_tokens: Some(SUMMARY_MAX_TOKENS),
         };
         // The summary is not shown as it streams: it is not an answer to the user.
@@ -457,12 +466,21 @@ impl Agent {
         };
         let completion = match answer {
             Ok(completion) => completion,
-            Err(error) => return Ok((false, error.usage)),
+            Err(error) => {
+                self.summary_failed_at = Some(self.session.history().len());
+                return Ok((false, error.usage));
+            }
         };
         let summary = completion.message.text();
         let replacement = checkpoint(&summary);
         let replacement_size = estimate_tokens(std::slice::from_ref(&replacement));
-        if summary.trim().is_empty() || replacement_size >= condensed {
+        // A summary cut at its output limit is half a checkpoint: it would replace the history
+        // for good, so it is not used.
+        if summary.trim().is_empty()
+            || completion.finish == FinishReason::MaxTokens
+            || replacement_size >= condensed
+        {
+            self.summary_failed_at = Some(self.session.history().len());
             return Ok((false, completion.usage));
         }
         self.commit(Record::CompactionSummary(

@@ -75,10 +75,10 @@ fn message_tokens(message: &Message) -> u64 {
     (chars as u64).div_ceil(4) + 4
 }
 
-/// The tool results to prune: (call id, the message that replaces its result).
-pub fn prunable(history: &[Message]) -> Vec<(String, Message)> {
+/// The tool results to prune: (history index, call id, the message that replaces it).
+pub fn prunable(history: &[Message]) -> Vec<(usize, String, Message)> {
     let mut pruned = Vec::new();
-    for message in history {
+    for (index, message) in history.iter().enumerate() {
         let mut changed = false;
         let content: Vec<Block> = message
             .content
@@ -117,6 +117,7 @@ pub fn prunable(history: &[Message]) -> Vec<(String, Message)> {
         });
         if let Some(id) = id {
             pruned.push((
+                index,
                 id,
                 Message {
                     role: message.role,
@@ -230,7 +231,7 @@ mod tests {
         ];
         let pruned = prunable(&history);
         assert_eq!(pruned.len(), 1);
-        assert_eq!(pruned[0].0, "a");
+        assert_eq!((pruned[0].0, pruned[0].1.as_str()), (2, "a"));
     }
 
     #[test]

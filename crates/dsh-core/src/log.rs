@@ -328,12 +328,11 @@ impl Parser {
 
     fn finish(self, torn: bool, whole_len: u64) -> Result<LoadedLog, String> {
         let header = self.header.ok_or("it has no header line")?;
-        // A whole line that does not parse can only be the last write, cut and then followed
-        // by nothing: treat it as torn.
-        let (torn, whole_len) = match self.failed {
-            Some((offset, _)) => (true, offset),
-            None => (torn, whole_len),
-        };
+        // A line that ends with its newline was written whole: one that does not parse is
+        // damage (or a newer dsh's record), not a torn write, and is never cut.
+        if let Some((_, e)) = self.failed {
+            return Err(format!("line {} is not a valid record ({e})", self.lines));
+        }
         Ok(LoadedLog {
             header,
             records: self.records,

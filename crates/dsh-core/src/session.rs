@@ -137,13 +137,15 @@ impl Session {
             Record::ToolResult(data) => self.history.push(data.message),
             Record::TurnStart { turn } => self.last_turn = self.last_turn.max(turn),
             Record::CompactionPrune(data) => {
-                let target = self.history.iter_mut().find(|m| {
+                // By position: call ids are not unique for servers that send none.
+                let index = data.index as usize;
+                let answers = self.history.get(index).is_some_and(|m| {
                     m.content.iter().any(|b| {
                         matches!(b, Block::ToolResult { tool_call_id, .. } if *tool_call_id == data.call_id)
                     })
                 });
-                if let Some(target) = target {
-                    *target = data.message;
+                if answers {
+                    self.history[index] = data.message;
                 }
             }
             Record::CompactionSummary(data) => {

@@ -42,6 +42,9 @@ struct ChatRequest<'a> {
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+    /// OpenAI's reasoning models refuse `max_tokens` and take this instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -143,9 +146,31 @@ pub(crate) fn request_body(request: &ModelRequest<'_>, options: BodyOptions) -> 
             }
         });
     }
+    // Images from tool results follow the whole run of tool messages they came with: a user
+    // message between two tool messages would leave the second call unanswered.
+    let mut pending_images: Vec<WireMessage<'_>> = Vec::new();
     for message in request.messages {
+        let is_result = message
+            .content
+            .iter()
+            .any(|b| matches!(b, Block::ToolResult { .. }));
+        if !is_result {
+            messages.append(&mut pending_images);
+        }
+        let start = messages.len();
         push_message(&mut messages, message, options);
+        if is_result {
+            let mut i = start;
+            while i < messages.len() {
+                if matches!(messages[i], WireMessage::UserParts { .. }) {
+                    pending_images.push(messages.remove(i));
+                } else {
+                    i += 1;
+                }
+            }
+        }
     }
+    messages.append(&mut pending_images);
     let body = ChatRequest {
         model: request.model,
         messages,
@@ -169,7 +194,11 @@ pub(crate) fn request_body(request: &ModelRequest<'_>, options: BodyOptions) -> 
                 },
             })
             .collect(),
-        max_tokens: request.max_output_tokens,
+        // The developer role marks OpenAI's reasoning models, which refuse `max_tokens`.
+        max_tokens: request
+            .max_output_tokens
+            .filter(|_| !options.developer_role),
+        max_completion_tokens: request.max_output_tokens.filter(|_| options.developer_role),
     };
     // Serialising plain structs of strings and JSON values cannot fail.
     serde_json::to_vec(&body).unwrap_or_default()
@@ -545,6 +574,76 @@ mod tests {
     use dsh_protocol::{ToolOutputPart, ToolSpec};
     use pretty_assertions::assert_eq;
     use serde_json::{Value, json};
+
+    #[test]
+    fn images_wait_until_the_run_of_tool_messages_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let png = dir.path().join("a.png");
+        std::fs::write(&png, b"png").unwrap();
+        let result = |id: &str, image: bool| Message {
+            role: Role::User,
+            content: vec![Block::ToolResult {
+                tool_call_id: id.into(),
+                content: if image {
+                    vec![ToolOutputPart::Image {
+                        image: dsh_protocol::ImageRef {
+                            attachment_id: "att".into(),
+                            path: png.clone(),
+                            media_type: "image/png".into(),
+                            bytes: 3,
+                            width: 1,
+                            height: 1,
+                        },
+                    }]
+                } else {
+                    vec![ToolOutputPart::Text { text: "ok".into() }]
+                },
+                is_error: false,
+            }],
+        };
+        let messages = vec![
+            Message::user_text("go"),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    Block::ToolCall {
+                        id: "a".into(),
+                        name: "read_image".into(),
+                        arguments: "{}".into(),
+                    },
+                    Block::ToolCall {
+                        id: "b".into(),
+                        name: "read".into(),
+                        arguments: "{}".into(),
+                    },
+                ],
+            },
+            result("a", true),
+            result("b", false),
+        ];
+        let request = ModelRequest {
+            model: "m",
+            system: "",
+            messages: &messages,
+            tools: &[],
+            effort: crate::Effort::Off,
+            max_output_tokens: None,
+        };
+        let options = BodyOptions {
+            thinking: None,
+            reasoning_effort: None,
+            echo_reasoning: false,
+            developer_role: false,
+        };
+        let body: Value = serde_json::from_slice(&request_body(&request, options)).unwrap();
+        let roles: Vec<&str> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, vec!["user", "assistant", "tool", "tool", "user"]);
+    }
 
     fn chunk(value: Value) -> ChatChunk {
         serde_json::from_value(value).unwrap()

@@ -156,7 +156,7 @@ impl ChatCompletions {
                 developer_role,
             } => BodyOptions {
                 thinking: None,
-                reasoning_effort: effort.filter(|_| reasoning_effort),
+                reasoning_effort: openai_effort(request.effort).filter(|_| reasoning_effort),
                 echo_reasoning: false,
                 developer_role,
             },
@@ -198,9 +198,8 @@ impl ChatCompletions {
             };
             let chunk = parse_chunk(&bytes).map_err(|f| LlmError::new(f, Usage::unreported()))?;
             self.apply(&mut assembler, chunk, &mut on_delta)?;
-            return assembler
-                .finish()
-                .map_err(|f| LlmError::new(f, Usage::default()));
+            let usage = assembler.usage_so_far();
+            return assembler.finish().map_err(|f| LlmError::new(f, usage));
         }
 
         let mut decoder = crate::sse::SseDecoder::new();
@@ -314,5 +313,14 @@ impl Provider for ChatCompletions {
         on_delta: DeltaSink<'a>,
     ) -> BoxFuture<'a, Result<Completion, LlmError>> {
         Box::pin(self.run(request, on_delta))
+    }
+}
+
+/// The effort in OpenAI's words: it has no `max`, so that is its highest, `high`.
+pub(crate) fn openai_effort(effort: Effort) -> Option<&'static str> {
+    match effort {
+        Effort::Off => None,
+        Effort::Low => Some("low"),
+        Effort::High | Effort::Max => Some("high"),
     }
 }

@@ -66,7 +66,12 @@ pub(crate) async fn send(
     let status = response.status();
     if !status.is_success() {
         let headers = response.headers().clone();
-        let text = response.text().await.unwrap_or_default();
+        // A refusal whose body never comes is still a refusal: read it for `idle` at most.
+        let text = tokio::time::timeout(idle, response.text())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
         return Err(refused(status_failure(status, &headers, &text, ctx)));
     }
     Ok(response)

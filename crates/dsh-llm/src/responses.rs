@@ -17,9 +17,7 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderVal
 use serde_json::{Value, json};
 
 use crate::http::{self, ErrorContext};
-use crate::{
-    BoxFuture, Completion, DeltaSink, Effort, LlmError, ModelRequest, Provider, StreamDelta,
-};
+use crate::{BoxFuture, Completion, DeltaSink, LlmError, ModelRequest, Provider, StreamDelta};
 
 /// How a Responses endpoint is reached.
 #[derive(Debug, Clone)]
@@ -215,8 +213,10 @@ pub(crate) fn request_body(request: &ModelRequest<'_>, reasoning_effort: bool) -
     if let Some(max) = request.max_output_tokens {
         body["max_output_tokens"] = json!(max);
     }
-    if reasoning_effort && request.effort != Effort::Off {
-        body["reasoning"] = json!({"effort": request.effort.as_str()});
+    if let Some(effort) =
+        crate::completions::openai_effort(request.effort).filter(|_| reasoning_effort)
+    {
+        body["reasoning"] = json!({"effort": effort});
     }
     serde_json::to_vec(&body).unwrap_or_default()
 }
@@ -435,6 +435,7 @@ fn usage(wire: &Value) -> Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Effort;
 
     #[test]
     fn the_history_becomes_items_and_usage_splits_the_cache() {

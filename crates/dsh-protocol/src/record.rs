@@ -96,6 +96,8 @@ pub enum Record {
 #[serde(rename_all = "camelCase")]
 pub struct CompactionPruneRecord {
     pub turn: u32,
+    /// The pruned message's place in the history.
+    pub index: u32,
     pub call_id: String,
     pub message: Message,
 }
