@@ -325,6 +325,8 @@ impl Agent {
             }
             Some(Ok(completion)) => completion,
         };
+        // The size measurement takes the answering attempt alone; billing takes them all.
+        let billed = completion.billed();
         let u = completion.usage;
         self.last_prompt = (u.unreported_calls == 0).then_some((
             u.input_tokens + u.cache_read_tokens + u.cache_write_tokens,
@@ -343,7 +345,7 @@ impl Agent {
             finish: completion.finish,
             provider: self.provider.name().to_owned(),
             model: self.config.model.clone(),
-            usage: completion.usage,
+            usage: billed,
         }))?;
         let end = if calls.is_empty() {
             Some(if completion.finish == FinishReason::MaxTokens {
@@ -359,7 +361,7 @@ impl Agent {
             stop.is_requested().then(|| stop.turn_end())
         };
         Ok(StepOutcome {
-            usage: completion.usage,
+            usage: billed,
             text,
             end,
         })
@@ -481,7 +483,7 @@ impl Agent {
             || replacement_size >= condensed
         {
             self.summary_failed_at = Some(self.session.history().len());
-            return Ok((false, completion.usage));
+            return Ok((false, completion.billed()));
         }
         self.commit(Record::CompactionSummary(
             dsh_protocol::CompactionSummaryRecord {
@@ -492,11 +494,11 @@ impl Agent {
                 tokens_before: before,
                 tokens_after: before - condensed + replacement_size,
                 model: self.config.model.clone(),
-                usage: completion.usage,
+                usage: completion.billed(),
             },
         ))?;
         self.last_prompt = None;
-        Ok((true, completion.usage))
+        Ok((true, completion.billed()))
     }
 
     /// Runs the calls of one answer: a run of consecutive parallel-safe calls together (at most

@@ -68,6 +68,7 @@ fn text(t: &str) -> Completion {
         },
         finish: FinishReason::Stop,
         usage: Usage::new(10, 2, 0, 0, 0),
+        retried: Usage::default(),
     }
 }
 
@@ -86,6 +87,7 @@ fn calls(calls: &[(&str, &str, &str)], finish: FinishReason) -> Completion {
         },
         finish,
         usage: Usage::new(5, 1, 1, 0, 0),
+        retried: Usage::default(),
     }
 }
 

@@ -518,6 +518,7 @@ impl Assembler {
             },
             finish,
             usage: self.usage(),
+            retried: Usage::default(),
         })
     }
 }

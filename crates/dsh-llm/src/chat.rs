@@ -564,6 +564,7 @@ impl ChatAssembler {
             },
             finish,
             usage,
+            retried: Usage::default(),
         })
     }
 }

@@ -110,7 +110,19 @@ pub struct Completion {
     /// The assistant message: reasoning, text and tool-call blocks in the order they opened.
     pub message: Message,
     pub finish: FinishReason,
+    /// What the attempt that produced the answer cost.
     pub usage: Usage,
+    /// What earlier attempts of the same request cost (retried outages); billed too.
+    pub retried: Usage,
+}
+
+impl Completion {
+    /// Everything the request cost: its answer and the attempts before it.
+    pub fn billed(&self) -> Usage {
+        let mut total = self.usage;
+        total.add(&self.retried);
+        total
+    }
 }
 
 /// A request that did not produce an answer.

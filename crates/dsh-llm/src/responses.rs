@@ -411,6 +411,7 @@ impl Assembler {
             },
             finish,
             usage,
+            retried: Usage::default(),
         })
     }
 }

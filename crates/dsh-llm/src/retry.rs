@@ -2,8 +2,9 @@
 //! another try (`RATE_LIMIT`, `SERVER`, `TIMEOUT`, `TRANSPORT`, `EMPTY_RESPONSE`,
 //! `STREAM_CLOSED`) is sent again, up to [`RetryPolicy::retries`] more times, after the
 //! server's `Retry-After` or an exponential backoff with jitter. An attempt cut off mid-stream
-//! is discarded whole (its deltas were for display only). Every attempt's reported usage is
-//! added to what the request finally returns, so nothing billed is dropped.
+//! is discarded whole (its deltas were for display only). Every failed attempt's reported
+//! usage comes back with the answer (`Completion::retried`) or the final error, so nothing
+//! billed is dropped.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -87,7 +88,7 @@ impl Retrying {
         loop {
             match self.inner.complete(request, &mut *on_delta).await {
                 Ok(mut completion) => {
-                    completion.usage.add(&spent);
+                    completion.retried.add(&spent);
                     return Ok(completion);
                 }
                 Err(mut error) if !error.failure.code.is_outage() || attempt >= attempts => {
