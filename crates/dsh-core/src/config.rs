@@ -24,6 +24,7 @@ pub struct Config {
     pub sessions: SessionsConfig,
     pub requests: RequestsConfig,
     pub instructions: InstructionsConfig,
+    pub skills: SkillsConfig,
     /// What is known about models by name, over the built-in table.
     pub models: BTreeMap<String, ModelConfig>,
     /// Model routes by name, used as `--model <provider>/<model>`.
@@ -126,6 +127,14 @@ pub struct InstructionsConfig {
     /// Names that mark the project root (default [".git"]; [] makes the working directory the
     /// root).
     pub root_markers: Option<Vec<String>>,
+}
+
+/// Skills.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SkillsConfig {
+    /// More folders of skills, after the project's and before the user's.
+    pub dirs: Vec<PathBuf>,
 }
 
 /// Escalation approvals.

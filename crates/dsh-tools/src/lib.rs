@@ -24,6 +24,7 @@ mod registry;
 mod schema;
 mod search;
 mod shell;
+pub mod skill;
 mod spill;
 mod str_replace_editor;
 mod write;

@@ -218,6 +218,11 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     ));
     let confining = mode != SandboxMode::DangerFullAccess;
     let mut tools = ToolRegistry::with_file_tools(confining);
+    let skills = dsh_tools::skill::discover(&skill_roots(&cwd, &home, &files));
+    if let Some(catalog) = dsh_tools::skill::catalog(&skills) {
+        config.context.push(catalog);
+        tools.register(Box::new(dsh_tools::skill::SkillTool::new(skills)));
+    }
     if files.tools.str_replace_editor {
         tools.register(Box::new(StrReplaceEditor::default()));
     }
@@ -336,6 +341,27 @@ pub(crate) fn sandbox_settings(files: &Config) -> Result<SandboxSettings, SetupE
         network: files.sandbox.network.unwrap_or(true),
         bwrap: files.sandbox.bwrap.clone(),
     })
+}
+
+/// Where skills are looked for, in rank order: the project's `.dsh/skills` and
+/// `.agents/skills` (the project root being the nearest folder with `.git`, else the working
+/// directory), `skills.dirs` from the config, `$DSH_HOME/skills`, `~/.agents/skills`.
+fn skill_roots(
+    cwd: &std::path::Path,
+    home: &std::path::Path,
+    files: &Config,
+) -> Vec<std::path::PathBuf> {
+    let root = cwd
+        .ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .unwrap_or(cwd);
+    let mut roots = vec![root.join(".dsh/skills"), root.join(".agents/skills")];
+    roots.extend(files.skills.dirs.iter().map(|d| cwd.join(d)));
+    roots.push(home.join("skills"));
+    if let Some(user) = std::env::var_os("HOME") {
+        roots.push(std::path::PathBuf::from(user).join(".agents/skills"));
+    }
+    roots
 }
 
 /// The whole of stdin, verbatim (a trailing newline included).

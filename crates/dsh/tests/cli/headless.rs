@@ -413,3 +413,51 @@ fn workspace_instructions_follow_the_first_task_once() {
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
     assert_eq!(env.server.requests()[2].messages().len(), 2);
 }
+
+#[test]
+fn skills_are_listed_in_the_system_prompt_and_loaded_with_the_skill_tool() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("skill", json!({"name": "release"})),
+        Turn::tool_call("skill", json!({"name": "nope"})),
+        Turn::text("done"),
+    ]);
+    env.write(
+        ".dsh/skills/release/SKILL.md",
+        "---\nname: release\ndescription: Cut a release of the project\n---\nRun scripts/release.sh, then tag.\n",
+    );
+    env.write(
+        "more/lint.md",
+        "---\nname: lint\ndescription: Run every linter\n---\nclippy, fmt\n",
+    );
+    env.write("skills.toml", "[skills]\ndirs = [\"more\"]\n");
+    let out = env.run(dsh(), &["--patch", "skills.toml", "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let requests = env.server.requests();
+    assert!(requests[0].tool_names().contains(&"skill".to_owned()));
+    let system = requests[0].messages()[0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        system.contains("- `release`: Cut a release of the project\n"),
+        "{system}"
+    );
+    assert!(system.contains("- `lint`: Run every linter\n"), "{system}");
+    let ws = std::fs::canonicalize(env.ws_path()).unwrap();
+    let loaded = &requests[1].tool_results()[0];
+    assert_eq!(
+        loaded,
+        &format!(
+            "<skill_content name=\"release\">\n<skill_resources>\nBase directory for this skill: \
+             {}\nResolve relative paths mentioned by this skill against the base directory \
+             before using them. Load referenced resources only as needed.\n</skill_resources>\n\n\
+             <skill_instructions>\nRun scripts/release.sh, then tag.\n</skill_instructions>\n\
+             </skill_content>",
+            ws.join(".dsh/skills/release").display()
+        )
+    );
+    assert_eq!(
+        requests[2].tool_results()[1],
+        "Error: unknown skill \"nope\": the skills are release, lint"
+    );
+}
