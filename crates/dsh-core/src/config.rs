@@ -172,20 +172,64 @@ pub struct ConfigError {
 }
 
 impl Config {
-    /// Loads and merges the layers for a run in `cwd`.
-    pub fn load(home: &Path, cwd: &Path, patches: &[PathBuf]) -> Result<Config, ConfigError> {
-        let mut merged = toml::Table::new();
+    /// The layers for a run in `cwd`, lowest first: each file and its table (`None` when an
+    /// optional file is absent).
+    pub fn layers(
+        home: &Path,
+        cwd: &Path,
+        patches: &[PathBuf],
+    ) -> Result<Vec<(PathBuf, Option<toml::Table>)>, ConfigError> {
+        let mut layers = Vec::new();
         for optional in [
             home.join("config.toml"),
             cwd.join(".dsh").join("config.toml"),
         ] {
-            if let Some(layer) = read_layer(&optional, false)? {
-                merge(&mut merged, layer);
-            }
+            let table = read_layer(&optional, false)?;
+            layers.push((optional, table));
         }
         for patch in patches {
-            if let Some(layer) = read_layer(patch, true)? {
-                merge(&mut merged, layer);
+            let table = read_layer(patch, true)?;
+            layers.push((patch.clone(), table));
+        }
+        Ok(layers)
+    }
+
+    /// Every value the layers set, as `(dotted key, TOML value, file)`, each from the last
+    /// layer that set it.
+    pub fn provenance(layers: &[(PathBuf, Option<toml::Table>)]) -> Vec<(String, String, PathBuf)> {
+        fn leaves(prefix: &str, table: &toml::Table, out: &mut Vec<(String, toml::Value)>) {
+            for (key, value) in table {
+                let path = if prefix.is_empty() {
+                    quote_key(key)
+                } else {
+                    format!("{prefix}.{}", quote_key(key))
+                };
+                match value {
+                    toml::Value::Table(inner) => leaves(&path, inner, out),
+                    other => out.push((path, other.clone())),
+                }
+            }
+        }
+        let mut set: Vec<(String, String, PathBuf)> = Vec::new();
+        for (path, table) in layers {
+            let Some(table) = table else { continue };
+            let mut found = Vec::new();
+            leaves("", table, &mut found);
+            for (key, value) in found {
+                set.retain(|(k, _, _)| *k != key);
+                set.push((key, render_value(&value), path.clone()));
+            }
+        }
+        set.sort_by(|a, b| a.0.cmp(&b.0));
+        set
+    }
+
+    /// Loads and merges the layers for a run in `cwd`.
+    pub fn load(home: &Path, cwd: &Path, patches: &[PathBuf]) -> Result<Config, ConfigError> {
+        let mut merged = toml::Table::new();
+        for (_, table) in Config::layers(home, cwd, patches)? {
+            if let Some(table) = table {
+                merge(&mut merged, table);
             }
         }
         Config::deserialize(merged).map_err(|e| ConfigError {
@@ -202,6 +246,46 @@ impl Config {
     }
 }
 
+/// A value as TOML writes it (strings quoted, arrays and tables inline).
+fn render_value(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(text) => format!("{text:?}"),
+        toml::Value::Integer(n) => n.to_string(),
+        toml::Value::Float(f) => f.to_string(),
+        toml::Value::Boolean(b) => b.to_string(),
+        toml::Value::Datetime(d) => d.to_string(),
+        toml::Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(render_value)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        toml::Value::Table(table) => format!(
+            "{{ {} }}",
+            table
+                .iter()
+                .map(|(k, v)| format!("{} = {}", quote_key(k), render_value(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// A key as TOML writes it in a dotted path: bare when it can be.
+fn quote_key(key: &str) -> String {
+    if !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        key.to_owned()
+    } else {
+        format!("{key:?}")
+    }
+}
+
 fn read_layer(path: &Path, required: bool) -> Result<Option<toml::Table>, ConfigError> {
     let fail = |message: String| ConfigError {
         path: path.to_path_buf(),
@@ -213,8 +297,17 @@ fn read_layer(path: &Path, required: bool) -> Result<Option<toml::Table>, Config
         Err(e) => return Err(fail(format!("cannot be read: {e}"))),
     };
     let table: toml::Table = toml::from_str(&text).map_err(|e| fail(e.to_string()))?;
-    // Checked per layer too, so the error names the file that has the bad key.
-    Config::deserialize(table.clone()).map_err(|e| fail(e.message().to_owned()))?;
+    // Checked per layer too, from the text, so the error names the file, the line and the key.
+    if let Err(e) = toml::from_str::<Config>(&text) {
+        let at = e
+            .span()
+            .map(|span| {
+                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                format!("line {line}: ")
+            })
+            .unwrap_or_default();
+        return Err(fail(format!("{at}{}", e.message())));
+    }
     Ok(Some(table))
 }
 
@@ -274,7 +367,7 @@ mod tests {
         assert!(
             error
                 .to_string()
-                .contains("unknown field `str_replace_edtor`"),
+                .contains("line 2: unknown field `str_replace_edtor`"),
             "{error}"
         );
         let missing = dir.path().join("missing.toml");

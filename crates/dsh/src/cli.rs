@@ -26,6 +26,8 @@ pub enum Command {
     SandboxCheck {
         patches: Vec<std::path::PathBuf>,
     },
+    /// `--dump-config`: the merged settings and where each came from.
+    DumpConfig(RunArgs),
     /// `dsh sessions list`: this directory's sessions, newest first.
     SessionsList,
     /// `dsh sessions show ID [--json]`: one session's transcript.
@@ -125,6 +127,7 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
         session_id: None,
     };
     let mut words: Vec<String> = Vec::new();
+    let mut dump_config = false;
     let mut iter = args.into_iter();
     while let Some(arg) = iter.next() {
         if arg == "--" {
@@ -221,12 +224,16 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
                 return Err(fail(format!("option '{name}' takes no value"), true));
             }
             "--json" => run.json = true,
+            "--dump-config" if !has_inline => dump_config = true,
             "-h" | "--help" => return Ok(Command::Help),
             "-V" | "--version" => return Ok(Command::Version),
             _ => return Err(fail(format!("unknown option '{arg}'"), true)),
         }
     }
 
+    if dump_config {
+        return Ok(Command::DumpConfig(run));
+    }
     run.task = if words.is_empty() {
         if stdin_is_terminal {
             return Err(fail(TASK_REQUIRED.into(), false));
@@ -357,6 +364,7 @@ Options:
       --add-dir <dir>     Another writable directory: absolute, existing, its real
                           path (repeatable)
       --session-id <id>   Continue that session (from the directory it ran in)
+      --dump-config       Print the merged settings and where each came from, and exit
   -h, --help              Print this help
   -V, --version           Print the version
 

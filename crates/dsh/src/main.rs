@@ -3,6 +3,7 @@
 //! itself lives in `dsh-core`.
 
 mod cli;
+mod dump_config;
 mod route;
 mod run;
 mod sandbox_check;
@@ -27,6 +28,7 @@ fn main() -> ExitCode {
         }
         Ok(Command::Run(args)) => ExitCode::from(run::run(args)),
         Ok(Command::SandboxCheck { patches }) => ExitCode::from(sandbox_check::run(&patches)),
+        Ok(Command::DumpConfig(args)) => ExitCode::from(dump_config::run(&args)),
         Ok(Command::SessionsList) => ExitCode::from(sessions_cmd::list()),
         Ok(Command::SessionsShow { id, json }) => ExitCode::from(sessions_cmd::show(&id, json)),
         Err(usage) => {

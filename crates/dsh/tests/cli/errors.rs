@@ -192,7 +192,7 @@ fn a_patch_file_turns_on_str_replace_editor_and_a_bad_one_is_named() {
     assert_eq!(out.code(), Some(1));
     assert!(
         out.stderr.starts_with(&format!(
-            "dsh: config file {}: unknown field `str_replace`",
+            "dsh: config file {}: line 2: unknown field `str_replace`",
             patch.display()
         )),
         "{}",
@@ -203,4 +203,75 @@ fn a_patch_file_turns_on_str_replace_editor_and_a_bad_one_is_named() {
         1,
         "nothing was sent for the bad run"
     );
+}
+
+#[test]
+fn dump_config_shows_each_value_with_the_layer_it_came_from() {
+    let env = TestEnv::new(vec![]);
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "model = \"home\"\n[jobs]\nwait_ms = 1\n[sandbox]\nmode = \"read-only\"\n",
+    )
+    .unwrap();
+    env.write(
+        ".dsh/config.toml",
+        "model = \"workspace\"\n[shell]\nscrub = [\"KEY\"]\n",
+    );
+    env.write("one.toml", "model = \"patch-one\"\n[jobs]\nwait_ms = 2\n");
+    env.write("two.toml", "[jobs]\nwait_ms = 3\n");
+    let out = RunOutput::of(env.command(dsh()).args([
+        "--dump-config",
+        "--patch",
+        "one.toml",
+        "--patch",
+        "two.toml",
+    ]));
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let line = |key: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{key} = ")))
+            .unwrap_or_else(|| panic!("{key} in {}", out.stdout))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    // Later files win key by key; an untouched key keeps its lower layer.
+    assert_eq!(line("model"), "model = \"patch-one\" # one.toml");
+    assert_eq!(line("jobs.wait_ms"), "jobs.wait_ms = 3 # two.toml");
+    assert!(
+        line("shell.scrub").ends_with(".dsh/config.toml"),
+        "{}",
+        line("shell.scrub")
+    );
+    assert!(
+        line("sandbox.mode").ends_with("config.toml"),
+        "{}",
+        line("sandbox.mode")
+    );
+    // The environment beats the files, and a flag beats the environment.
+    let out2 = RunOutput::of(
+        env.command(dsh())
+            .env("DSH_PERMISSION_MODE", "workspace-write")
+            .args(["--dump-config", "--model", "flag"]),
+    );
+    assert!(
+        out2.stdout.contains("# DSH_PERMISSION_MODE"),
+        "{}",
+        out2.stdout
+    );
+    assert!(out2.stdout.contains("model = \"flag\""), "{}", out2.stdout);
+    let out3 = RunOutput::of(
+        env.command(dsh())
+            .env("DSH_PERMISSION_MODE", "workspace-write")
+            .args(["--dump-config", "--permission-mode", "danger-full-access"]),
+    );
+    assert!(
+        out3.stdout
+            .contains("sandbox.mode = \"danger-full-access\""),
+        "{}",
+        out3.stdout
+    );
+    // No key's value is ever printed: the config holds variable names only.
+    assert!(!out.stdout.contains("test-key"));
 }
