@@ -36,6 +36,9 @@ pub struct AgentConfig {
     pub context_window: u64,
     /// Workspace instructions (AGENTS.md), sent once after the next task.
     pub instructions: Option<String>,
+    /// How instruction files below the working directory are found as the file tools reach
+    /// them; `None` looks for none.
+    pub nested_instructions: Option<crate::instructions::InstructionSettings>,
 }
 
 impl AgentConfig {
@@ -55,6 +58,7 @@ impl AgentConfig {
             context: Vec::new(),
             context_window: crate::compaction::DEFAULT_CONTEXT_WINDOW,
             instructions: None,
+            nested_instructions: None,
         }
     }
 }
@@ -128,6 +132,8 @@ pub struct Agent {
     last_prompt: Option<(u64, usize)>,
     /// The history's length when a summary last failed: not retried before it grows.
     summary_failed_at: Option<usize>,
+    /// Folders already looked at for nested instruction files.
+    probed: std::collections::HashSet<std::path::PathBuf>,
 }
 
 /// The end of one step.
@@ -163,6 +169,7 @@ impl Agent {
             specs,
             last_prompt: None,
             summary_failed_at: None,
+            probed: std::collections::HashSet::new(),
         }
     }
 
@@ -356,6 +363,7 @@ impl Agent {
         } else {
             let cut_off = completion.finish == FinishReason::MaxTokens;
             self.run_tools(turn, step, &calls, cut_off, stop).await?;
+            self.deliver_nested_instructions(turn, &calls)?;
             // The results go back to the model in the next step, even after a cut-off answer:
             // only a step without tool calls ends the turn.
             stop.is_requested().then(|| stop.turn_end())
@@ -603,6 +611,47 @@ impl Agent {
         outcome: ToolOutcome,
     ) -> Result<(), CoreError> {
         self.commit(result_record(turn, step, id, outcome))
+    }
+
+    /// Instruction files in folders the file tools just reached, as user messages after the
+    /// results.
+    fn deliver_nested_instructions(
+        &mut self,
+        turn: u32,
+        calls: &[(String, String, String)],
+    ) -> Result<(), CoreError> {
+        let Some(settings) = self.config.nested_instructions.clone() else {
+            return Ok(());
+        };
+        let cwd = self.session.cwd().to_path_buf();
+        let mut messages = Vec::new();
+        for (_, name, arguments) in calls {
+            if !matches!(
+                name.as_str(),
+                "read" | "write" | "edit" | "read_image" | "str_replace_editor"
+            ) {
+                continue;
+            }
+            let Ok(args) = serde_json::from_str::<serde_json::Value>(arguments) else {
+                continue;
+            };
+            let Some(path) = args["file_path"].as_str().or_else(|| args["path"].as_str()) else {
+                continue;
+            };
+            messages.extend(crate::instructions::nested(
+                &cwd,
+                std::path::Path::new(path),
+                &mut self.probed,
+                &settings,
+            ));
+        }
+        for text in messages {
+            self.commit(Record::UserMessage {
+                turn,
+                message: Message::user_text(text),
+            })?;
+        }
+        Ok(())
     }
 
     /// Tells the model, before its next request, which background jobs have finished.

@@ -102,6 +102,92 @@ pub fn baseline(
     Some(fit(sources, settings.max_bytes))
 }
 
+/// Instructions in folders below `cwd` that the file tools reached with `file`: each folder
+/// between `cwd` (not included: the baseline has it) and the file's folder is looked at once
+/// (`probed` remembers), and each instruction file found becomes one message.
+pub fn nested(
+    cwd: &Path,
+    file: &Path,
+    probed: &mut std::collections::HashSet<PathBuf>,
+    settings: &InstructionSettings,
+) -> Vec<String> {
+    if !settings.enabled || settings.max_bytes == 0 {
+        return Vec::new();
+    }
+    let file = if file.is_absolute() {
+        file.to_path_buf()
+    } else {
+        cwd.join(file)
+    };
+    let Some(parent) = file.parent() else {
+        return Vec::new();
+    };
+    let Ok(below) = parent.strip_prefix(cwd) else {
+        return Vec::new();
+    };
+    let mut messages = Vec::new();
+    let mut dir = cwd.to_path_buf();
+    for part in below.components() {
+        dir.push(part);
+        if !probed.insert(dir.clone()) {
+            continue;
+        }
+        let relative = dir.strip_prefix(cwd).unwrap_or(&dir).display().to_string();
+        let mut seen: Vec<String> = Vec::new();
+        for name in CANDIDATES.iter().chain(LOCAL_CANDIDATES) {
+            let Some(text) = read(&dir.join(name)) else {
+                continue;
+            };
+            if seen.iter().any(|s| s.trim() == text.trim()) {
+                continue;
+            }
+            seen.push(text.clone());
+            let header = format!(
+                "Additional instructions from: {relative}/{name}\n\nThey apply to work under \
+                 `{relative}`, over broader instructions; none of them overrides the system prompt \
+                 or what the user asks directly."
+            );
+            let source = Source {
+                shown: format!("{relative}/{name}"),
+                text,
+            };
+            messages.push(fit_nested(&header, source, settings.max_bytes));
+        }
+    }
+    messages
+}
+
+/// One nested file's message within `max` bytes, its text cut on a character boundary if it
+/// must be (the frame and header are never cut).
+fn fit_nested(header: &str, source: Source, max: usize) -> String {
+    let body = |text: &str| {
+        format!(
+            "{OPEN}{header}\n\n{}{CLOSE}",
+            text.trim_end()
+                .replace("</system-reminder>", "<\\/system-reminder>")
+        )
+    };
+    let whole = body(&source.text);
+    if whole.len() <= max {
+        return whole;
+    }
+    let mut cut = max
+        .saturating_sub(whole.len() - source.text.len())
+        .min(source.text.len());
+    while cut > 0 && !source.text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let mut text = body(&source.text[..cut]);
+    while text.len() > max && cut > 0 {
+        cut -= 1;
+        while cut > 0 && !source.text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text = body(&source.text[..cut]);
+    }
+    text
+}
+
 fn project_root(cwd: &Path, markers: &[String]) -> PathBuf {
     if markers.is_empty() {
         return cwd.to_path_buf();
@@ -218,6 +304,33 @@ fn fit(mut sources: Vec<Source>, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nested_files_are_found_once_per_folder_as_the_tools_reach_them() {
+        let (_dir, root, _home) = tree();
+        std::fs::write(root.join("pkg/AGENTS.md"), "pkg rules\n").unwrap();
+        std::fs::write(root.join("pkg/app/AGENTS.md"), "app rules\n").unwrap();
+        let mut probed = std::collections::HashSet::new();
+        let settings = InstructionSettings::default();
+        let first = nested(&root, Path::new("pkg/app/main.rs"), &mut probed, &settings);
+        assert_eq!(first.len(), 2);
+        assert!(first[0].contains("Additional instructions from: pkg/AGENTS.md"));
+        assert!(first[1].contains("`pkg/app`") && first[1].contains("app rules"));
+        assert!(nested(&root, &root.join("pkg/app/lib.rs"), &mut probed, &settings).is_empty());
+        assert!(nested(&root, Path::new("/elsewhere/x"), &mut probed, &settings).is_empty());
+        let tiny = InstructionSettings {
+            max_bytes: 400,
+            ..InstructionSettings::default()
+        };
+        std::fs::create_dir_all(root.join("pkg/big")).unwrap();
+        std::fs::write(root.join("pkg/big/AGENTS.md"), "é".repeat(500)).unwrap();
+        let cut = nested(&root, Path::new("pkg/big/x"), &mut probed, &tiny);
+        assert!(
+            cut[0].len() <= 400 && cut[0].contains('é'),
+            "{}",
+            cut[0].len()
+        );
+    }
 
     fn tree() -> (tempfile::TempDir, PathBuf, PathBuf) {
         let dir = tempfile::tempdir().unwrap();

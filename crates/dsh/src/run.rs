@@ -183,17 +183,17 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     }
     // A new session gets the workspace instructions after its first task; a resumed one
     // already has them in its history.
+    let defaults = InstructionSettings::default();
+    let settings = InstructionSettings {
+        enabled: files.instructions.enabled.unwrap_or(defaults.enabled),
+        max_bytes: files.instructions.max_bytes.unwrap_or(defaults.max_bytes),
+        root_markers: files
+            .instructions
+            .root_markers
+            .clone()
+            .unwrap_or(defaults.root_markers),
+    };
     if args.session_id.is_none() {
-        let defaults = InstructionSettings::default();
-        let settings = InstructionSettings {
-            enabled: files.instructions.enabled.unwrap_or(defaults.enabled),
-            max_bytes: files.instructions.max_bytes.unwrap_or(defaults.max_bytes),
-            root_markers: files
-                .instructions
-                .root_markers
-                .clone()
-                .unwrap_or(defaults.root_markers),
-        };
         let default_home =
             std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".dsh"));
         let shown = if default_home.as_deref() == Some(home.as_path()) {
@@ -203,6 +203,7 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
         };
         config.instructions = dsh_core::instructions::baseline(&cwd, &home, &shown, &settings);
     }
+    config.nested_instructions = Some(settings);
     config.context_window = route
         .model_config
         .context_window

@@ -461,3 +461,36 @@ fn skills_are_listed_in_the_system_prompt_and_loaded_with_the_skill_tool() {
         "Error: unknown skill \"nope\": the skills are release, lint"
     );
 }
+
+#[test]
+fn instructions_below_the_working_directory_join_when_the_file_tools_reach_them() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "pkg/app/main.c"})),
+        Turn::tool_call("read", json!({"file_path": "pkg/app/main.c"})),
+        Turn::text("done"),
+    ]);
+    env.write("pkg/app/main.c", "int main;\n");
+    env.write("pkg/app/AGENTS.md", "Keep main.c C89.\n");
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let requests = env.server.requests();
+    let second = requests[1].messages();
+    let last = second.last().unwrap()["content"].as_str().unwrap();
+    assert!(
+        last.starts_with("<system-reminder>\nAdditional instructions from: pkg/app/AGENTS.md\n"),
+        "{last}"
+    );
+    assert!(last.contains("Keep main.c C89."));
+    // Sent once: the second read of the same folder adds nothing.
+    let count = |r: &dsh_testkit::Request| {
+        r.messages()
+            .iter()
+            .filter(|m| {
+                m["content"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("pkg/app/AGENTS.md"))
+            })
+            .count()
+    };
+    assert_eq!(count(&requests[2]), 1);
+}
