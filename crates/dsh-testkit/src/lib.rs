@@ -20,3 +20,25 @@ pub use env::{RunOutput, TestEnv};
 pub use schema::{check_event, events_schema};
 pub use script::{Answer, Fault, Turn};
 pub use server::{Request, ScriptedServer};
+
+/// A folder for test files that must lie outside every writable root of the default sandbox
+/// policy (so not under `/tmp` or the OS temporary directory): the test crate's
+/// `CARGO_TARGET_TMPDIR` when the checkout itself is not under one of those, else `/var/tmp`,
+/// else `$HOME`.
+pub fn scratch_outside_temp(cargo_target_tmpdir: &str) -> std::path::PathBuf {
+    let temp = std::fs::canonicalize(std::env::temp_dir()).unwrap_or_else(|_| "/tmp".into());
+    let outside = |dir: &std::path::Path| !dir.starts_with("/tmp") && !dir.starts_with(&temp);
+    [
+        Some(std::path::PathBuf::from(cargo_target_tmpdir)),
+        Some(std::path::PathBuf::from("/var/tmp")),
+        std::env::var_os("HOME").map(std::path::PathBuf::from),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|dir| {
+        std::fs::create_dir_all(&dir).ok()?;
+        std::fs::canonicalize(dir).ok()
+    })
+    .find(|dir| outside(dir))
+    .expect("a folder outside /tmp and the temporary directory for test files")
+}

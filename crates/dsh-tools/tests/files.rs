@@ -25,9 +25,9 @@ impl Fixture {
     }
 
     fn with_mode(mode: SandboxMode) -> Fixture {
-        // Outside every writable root: Cargo's scratch folder under target/, not the system
-        // temp directory.
-        let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        // Outside every writable root: not the system temp directory.
+        let base = dsh_testkit::scratch_outside_temp(env!("CARGO_TARGET_TMPDIR"));
+        let base = base.as_path();
         let ws = tempfile::Builder::new()
             .prefix("ws-")
             .tempdir_in(base)

@@ -67,19 +67,13 @@ impl Suite {
 
 /// A folder that is not under any root the policy grants (so not under /tmp either).
 fn outside_base(policy: &SandboxPolicy) -> PathBuf {
-    let candidates = [
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
-        PathBuf::from("/var/tmp"),
-        std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .unwrap_or_default(),
-    ];
-    candidates
-        .into_iter()
-        .filter(|c| c.is_dir())
-        .map(|c| std::fs::canonicalize(c).unwrap())
-        .find(|c| !policy.allows_write(&c.join("x")))
-        .expect("a folder outside the writable roots to test against")
+    let base = dsh_testkit::scratch_outside_temp(env!("CARGO_TARGET_TMPDIR"));
+    assert!(
+        !policy.allows_write(&base.join("x")),
+        "{} is writable",
+        base.display()
+    );
+    base
 }
 
 fn setup(backend: BackendChoice) -> Option<Suite> {

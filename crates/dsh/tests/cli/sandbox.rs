@@ -110,7 +110,10 @@ fn bad_permission_settings_fail_before_any_request() {
 
 #[test]
 fn an_added_directory_is_writable_by_the_file_tools() {
-    let granted = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let granted = tempfile::tempdir_in(dsh_testkit::scratch_outside_temp(env!(
+        "CARGO_TARGET_TMPDIR"
+    )))
+    .unwrap();
     let granted = std::fs::canonicalize(granted.path()).unwrap();
     let target = granted.join("note.txt");
     let env = TestEnv::new(vec![
