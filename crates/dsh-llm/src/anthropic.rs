@@ -299,8 +299,14 @@ fn wire_message(message: &Message) -> (&'static str, Vec<Value>) {
                     // A thinking block goes back only with its signature: without one the
                     // API refuses it, and it did not come from this API.
                     Block::Reasoning {
+                        signature: Some(data),
+                        redacted: true,
+                        ..
+                    } => blocks.push(json!({"type": "redacted_thinking", "data": data})),
+                    Block::Reasoning {
                         text,
                         signature: Some(signature),
+                        redacted: false,
                     } => blocks.push(
                         json!({"type": "thinking", "thinking": text, "signature": signature}),
                     ),
@@ -404,6 +410,13 @@ impl Assembler {
                             .as_str()
                             .filter(|s| !s.is_empty())
                             .map(str::to_owned),
+                        redacted: false,
+                    },
+                    // Encrypted reasoning: nothing to show, but it must go back unchanged.
+                    "redacted_thinking" => Block::Reasoning {
+                        text: String::new(),
+                        signature: Some(text("data")),
+                        redacted: true,
                     },
                     "tool_use" => {
                         on_delta(StreamDelta::ToolCall);
@@ -537,6 +550,12 @@ mod tests {
                     Block::Reasoning {
                         text: "think".into(),
                         signature: Some("sig".into()),
+                        redacted: false,
+                    },
+                    Block::Reasoning {
+                        text: String::new(),
+                        signature: Some("opaque".into()),
+                        redacted: true,
                     },
                     Block::ToolCall {
                         id: "a".into(),
@@ -587,7 +606,11 @@ mod tests {
             wire[1]["content"][0],
             json!({"type": "thinking", "thinking": "think", "signature": "sig"})
         );
-        assert_eq!(wire[1]["content"][2]["input"], json!({}));
+        assert_eq!(
+            wire[1]["content"][1],
+            json!({"type": "redacted_thinking", "data": "opaque"})
+        );
+        assert_eq!(wire[1]["content"][3]["input"], json!({}));
         assert_eq!(wire[2]["content"].as_array().unwrap().len(), 2);
         assert_eq!(wire[2]["content"][1]["is_error"], true);
     }

@@ -543,6 +543,7 @@ impl ChatAssembler {
                 PendingBlock::Reasoning(text) => Block::Reasoning {
                     text,
                     signature: None,
+                    redacted: false,
                 },
                 PendingBlock::Text(text) => Block::Text { text },
                 PendingBlock::ToolCall {
@@ -683,7 +684,8 @@ mod tests {
             vec![
                 Block::Reasoning {
                     text: "think hard".into(),
-                    signature: None
+                    signature: None,
+                    redacted: false,
                 },
                 Block::Text { text: "ok".into() },
                 Block::ToolCall {
@@ -750,6 +752,7 @@ mod tests {
                     Block::Reasoning {
                         text: "plan".into(),
                         signature: None,
+                        redacted: false,
                     },
                     Block::ToolCall {
                         id: "c1".into(),
@@ -774,6 +777,7 @@ mod tests {
                     Block::Reasoning {
                         text: "done".into(),
                         signature: None,
+                        redacted: false,
                     },
                     Block::Text {
                         text: "answer".into(),

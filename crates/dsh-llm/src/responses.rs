@@ -367,6 +367,7 @@ impl Assembler {
             content.push(Block::Reasoning {
                 text: std::mem::take(&mut self.reasoning),
                 signature: None,
+                redacted: false,
             });
         }
         if !self.text.is_empty() {

@@ -63,6 +63,10 @@ pub enum Block {
         text: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signature: Option<String>,
+        /// Reasoning the provider sent encrypted (Anthropic's `redacted_thinking`): no text,
+        /// and `signature` holds the opaque data to send back unchanged.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        redacted: bool,
     },
     /// A tool call as the model sent it: `arguments` is the raw argument text, never re-encoded,
     /// so that what is sent back is byte-identical to what the model produced.
