@@ -412,9 +412,42 @@ impl Agent {
     /// After an overflow: prunes, and summarises all but the last unit. Returns whether the
     /// history changed, and what the summary request cost.
     async fn compact_all(&mut self, turn: u32, stop: &Stop) -> Result<(bool, Usage), CoreError> {
-        let pruned = self.prune(turn)?;
-        let (summarised, usage) = self.summarise(turn, "overflow", 0, stop).await?;
-        Ok((pruned || summarised, usage))
+        use crate::compaction::{estimate_tokens, head_cut, split_point};
+        let mut changed = self.prune(turn)?;
+        let mut spent = Usage::default();
+        // The history just overflowed, so a request for all of it would too: summarise the
+        // oldest half, then the oldest half of what is left, a few times.
+        for _ in 0..3 {
+            let history = self.session.history();
+            let half = estimate_tokens(history) / 2;
+            let Some(last_unit) = split_point(history, 0) else {
+                break;
+            };
+            // At least the oldest whole unit, even when it alone is more than half.
+            let first_unit = (2..history.len())
+                .find(|&i| {
+                    !history[i]
+                        .content
+                        .iter()
+                        .any(|b| matches!(b, Block::ToolResult { .. }))
+                })
+                .unwrap_or(last_unit);
+            let cut = head_cut(history, half)
+                .unwrap_or(0)
+                .max(first_unit)
+                .min(last_unit);
+            // A head of one message (the last round's checkpoint) is not worth a request.
+            if cut < 2 {
+                break;
+            }
+            let (summarised, usage) = self.summarise_head(turn, "overflow", cut, stop).await?;
+            spent.add(&usage);
+            if !summarised {
+                break;
+            }
+            changed = true;
+        }
+        Ok((changed, spent))
     }
 
     /// Cuts long tool results to head and tail; whether any was.
@@ -447,13 +480,24 @@ impl Agent {
         retain: u64,
         stop: &Stop,
     ) -> Result<(bool, Usage), CoreError> {
-        use crate::compaction::{
-            SUMMARY_INSTRUCTION, SUMMARY_MAX_TOKENS, checkpoint, estimate_tokens, split_point,
-        };
-        let history = self.session.history();
-        let Some(cut) = split_point(history, retain) else {
+        let Some(cut) = crate::compaction::split_point(self.session.history(), retain) else {
             return Ok((false, Usage::default()));
         };
+        self.summarise_head(turn, reason, cut, stop).await
+    }
+
+    /// Replaces the first `cut` messages of the history by the model's summary of them.
+    async fn summarise_head(
+        &mut self,
+        turn: u32,
+        reason: &str,
+        cut: usize,
+        stop: &Stop,
+    ) -> Result<(bool, Usage), CoreError> {
+        use crate::compaction::{
+            SUMMARY_INSTRUCTION, SUMMARY_MAX_TOKENS, checkpoint, estimate_tokens,
+        };
+        let history = self.session.history();
         let before = estimate_tokens(history);
         let condensed = estimate_tokens(&history[..cut]);
         let mut messages = history[..cut].to_vec();

@@ -164,6 +164,24 @@ pub fn split_point(history: &[Message], retain: u64) -> Option<usize> {
     (cut >= 1).then_some(cut)
 }
 
+/// The longest head of `history` of at most `budget` estimated tokens that ends at a unit
+/// boundary (never between a call and its result); `None` when not even one unit fits.
+pub fn head_cut(history: &[Message], budget: u64) -> Option<usize> {
+    let mut size = 0u64;
+    let mut best = None;
+    for (index, message) in history.iter().enumerate() {
+        size += message_tokens(message);
+        if size > budget {
+            break;
+        }
+        let next = index + 1;
+        if next < history.len() && !is_tool_result(&history[next]) {
+            best = Some(next);
+        }
+    }
+    best
+}
+
 fn is_tool_result(message: &Message) -> bool {
     message
         .content
@@ -253,6 +271,9 @@ mod tests {
         assert_eq!(cut, 3);
         // Keeping nothing still keeps the last call with its result.
         assert_eq!(split_point(&history, 0), Some(5));
+        // A head within a budget also ends before a call, never inside call and result.
+        assert_eq!(head_cut(&history, 1100), Some(3));
+        assert_eq!(head_cut(&history, 3), None);
         assert_eq!(split_point(&history[..1], 10), None);
     }
 }
