@@ -11,11 +11,10 @@ use base64::Engine as _;
 use dsh_protocol::{
     Block, Failure, FailureCode, FinishReason, Message, Role, ToolOutputPart, Usage,
 };
-use futures_util::StreamExt;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
+use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
-use crate::http::{self, ErrorContext};
+use crate::http;
 use crate::{
     BoxFuture, Completion, DeltaSink, Effort, LlmError, ModelRequest, Provider, StreamDelta,
 };
@@ -42,67 +41,27 @@ pub struct AnthropicConfig {
 
 /// A Messages client for one route.
 pub struct AnthropicMessages {
-    client: reqwest::Client,
-    endpoint: String,
-    headers: Vec<(HeaderName, HeaderValue)>,
+    endpoint: http::Endpoint,
     config: AnthropicConfig,
 }
 
 impl AnthropicMessages {
     pub fn new(config: AnthropicConfig) -> Result<Self, Failure> {
-        let bad = |what: &str| {
-            Failure::new(
-                FailureCode::InvalidRequest,
-                format!(
-                    "provider \"{}\": {what} cannot be sent in an HTTP header",
-                    config.name
-                ),
-            )
-        };
-        let mut headers = vec![(
-            HeaderName::from_static("anthropic-version"),
-            HeaderValue::from_static(ANTHROPIC_VERSION),
-        )];
-        if let Some(key) = &config.api_key {
-            let mut value = HeaderValue::from_str(key).map_err(|_| {
-                Failure::new(
-                    FailureCode::InvalidCredential,
-                    format!(
-                        "the value of {} cannot be sent in an HTTP header (it holds a line break \
-                         or another control character)",
-                        config.api_key_env
-                    ),
-                )
-            })?;
-            value.set_sensitive(true);
-            headers.push((HeaderName::from_static("x-api-key"), value));
-        }
-        for (name, value) in &config.headers {
-            headers.push((
-                HeaderName::from_bytes(name.as_bytes())
-                    .map_err(|_| bad(&format!("the header \"{name}\"")))?,
-                HeaderValue::from_str(value)
-                    .map_err(|_| bad(&format!("the value of \"{name}\"")))?,
-            ));
-        }
-        let base = config.base_url.trim();
-        let usable = reqwest::Url::parse(base)
-            .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host());
-        if !usable {
-            return Err(Failure::new(
-                FailureCode::InvalidRequest,
-                format!(
-                    "{} is not an http:// or https:// URL: \"{}\"",
-                    config.base_url_source, config.base_url
-                ),
-            ));
-        }
-        Ok(AnthropicMessages {
-            client: http::client()?,
-            endpoint: format!("{}/messages", base.trim_end_matches('/')),
-            headers,
-            config,
-        })
+        let endpoint = http::Endpoint::new(http::EndpointSpec {
+            route: &config.name,
+            base_url: &config.base_url,
+            base_url_source: &config.base_url_source,
+            path: "/messages",
+            api_key: config.api_key.as_deref(),
+            api_key_env: &config.api_key_env,
+            key_header: http::KeyHeader::Named("x-api-key"),
+            fixed_headers: vec![(
+                HeaderName::from_static("anthropic-version"),
+                HeaderValue::from_static(ANTHROPIC_VERSION),
+            )],
+            extra_headers: &config.headers,
+        })?;
+        Ok(AnthropicMessages { endpoint, config })
     }
 
     async fn run(
@@ -110,62 +69,19 @@ impl AnthropicMessages {
         request: ModelRequest<'_>,
         on_delta: DeltaSink<'_>,
     ) -> Result<Completion, LlmError> {
-        let ctx = ErrorContext {
-            url: &self.endpoint,
-            model: request.model,
-            api_key_env: &self.config.api_key_env,
-            base_url_source: &self.config.base_url_source,
-        };
         let body = request_body(&request, self.config.thinking);
-        let mut post = self
-            .client
-            .post(&self.endpoint)
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream");
-        for (name, value) in &self.headers {
-            post = post.header(name.clone(), value.clone());
-        }
         let idle = self.config.idle_timeout;
-        let response = http::send(post.body(body), idle, &ctx).await?;
+        let response = self.endpoint.post(body, request.model, idle).await?;
         let mut answer = Assembler::default();
-        let mut decoder = crate::sse::SseDecoder::new();
-        let mut stream = response.bytes_stream();
-        loop {
-            let Ok(next) = tokio::time::timeout(idle, stream.next()).await else {
-                return Err(self.fail(
-                    FailureCode::Timeout,
-                    format!(
-                        "{} sent nothing for {} s",
-                        self.endpoint,
-                        idle.as_secs_f64()
-                    ),
-                    &answer,
-                ));
-            };
-            let (decoded, ended) = match next {
-                Some(Ok(bytes)) => (decoder.feed(&bytes), false),
-                Some(Err(e)) => {
-                    return Err(self.fail(
-                        FailureCode::StreamClosed,
-                        format!(
-                            "the stream from {} broke off: {}",
-                            self.endpoint,
-                            http::root_cause(&e)
-                        ),
-                        &answer,
-                    ));
-                }
-                None => (decoder.finish(), true),
-            };
-            for event in decoded.events {
-                let data: Value = serde_json::from_str(&event.data).map_err(|e| {
-                    let shown: String = event.data.chars().take(200).collect();
-                    self.fail(
-                        FailureCode::MalformedResponse,
-                        format!("the provider sent an event that is not JSON ({e}): {shown}"),
-                        &answer,
-                    )
-                })?;
+        let mut events = http::EventStream::new(response, idle, self.endpoint.url());
+        while let Some(batch) = events
+            .next()
+            .await
+            .map_err(|f| LlmError::new(f, answer.usage()))?
+        {
+            for event in batch {
+                let data =
+                    http::parse_event(&event.data).map_err(|f| LlmError::new(f, answer.usage()))?;
                 if let Some(done) = answer
                     .apply(&data, on_delta)
                     .map_err(|f| LlmError::new(f, answer.usage()))?
@@ -173,17 +89,15 @@ impl AnthropicMessages {
                     return Ok(done);
                 }
             }
-            if ended {
-                return Err(self.fail(
-                    FailureCode::StreamClosed,
-                    format!(
-                        "the stream from {} ended before message_stop",
-                        self.endpoint
-                    ),
-                    &answer,
-                ));
-            }
         }
+        Err(self.fail(
+            FailureCode::StreamClosed,
+            format!(
+                "the stream from {} ended before message_stop",
+                self.endpoint.url()
+            ),
+            &answer,
+        ))
     }
 
     fn fail(&self, code: FailureCode, message: String, answer: &Assembler) -> LlmError {

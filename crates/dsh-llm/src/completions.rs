@@ -6,11 +6,10 @@
 use std::time::Duration;
 
 use dsh_protocol::{Failure, FailureCode, Usage};
-use futures_util::StreamExt;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
+use reqwest::header::CONTENT_TYPE;
 
 use crate::chat::{BodyOptions, ChatAssembler, ChatChunk, request_body};
-use crate::http::{self, ErrorContext};
+use crate::http;
 use crate::{BoxFuture, Completion, DeltaSink, Effort, LlmError, ModelRequest, Provider};
 
 /// Which server family a route talks to.
@@ -66,72 +65,24 @@ impl ChatCompletionsConfig {
 
 /// A chat-completions client for one route.
 pub struct ChatCompletions {
-    client: reqwest::Client,
-    endpoint: String,
-    authorization: Option<HeaderValue>,
-    headers: Vec<(HeaderName, HeaderValue)>,
+    endpoint: http::Endpoint,
     config: ChatCompletionsConfig,
 }
 
 impl ChatCompletions {
     pub fn new(config: ChatCompletionsConfig) -> Result<Self, Failure> {
-        let authorization = match &config.api_key {
-            None => None,
-            Some(key) => {
-                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                    Failure::new(
-                        FailureCode::InvalidCredential,
-                        format!(
-                            "the value of {} cannot be sent in an HTTP header (it holds a line \
-                             break or another control character)",
-                            config.api_key_env
-                        ),
-                    )
-                })?;
-                value.set_sensitive(true);
-                Some(value)
-            }
-        };
-        let headers = config
-            .headers
-            .iter()
-            .map(|(name, value)| {
-                let bad = || {
-                    Failure::new(
-                        FailureCode::InvalidRequest,
-                        format!(
-                            "provider \"{}\": the header \"{name}\" cannot be sent (check its \
-                             name and value in the providers config)",
-                            config.name
-                        ),
-                    )
-                };
-                Ok((
-                    HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?,
-                    HeaderValue::from_str(value).map_err(|_| bad())?,
-                ))
-            })
-            .collect::<Result<Vec<_>, Failure>>()?;
-        let base = config.base_url.trim();
-        let usable = reqwest::Url::parse(base)
-            .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host());
-        if !usable {
-            return Err(Failure::new(
-                FailureCode::InvalidRequest,
-                format!(
-                    "{} is not an http:// or https:// URL: \"{}\"",
-                    config.base_url_source, config.base_url
-                ),
-            ));
-        }
-        let endpoint = format!("{}/chat/completions", base.trim_end_matches('/'));
-        Ok(ChatCompletions {
-            client: http::client()?,
-            endpoint,
-            authorization,
-            headers,
-            config,
-        })
+        let endpoint = http::Endpoint::new(http::EndpointSpec {
+            route: &config.name,
+            base_url: &config.base_url,
+            base_url_source: &config.base_url_source,
+            path: "/chat/completions",
+            api_key: config.api_key.as_deref(),
+            api_key_env: &config.api_key_env,
+            key_header: http::KeyHeader::Bearer,
+            fixed_headers: Vec::new(),
+            extra_headers: &config.headers,
+        })?;
+        Ok(ChatCompletions { endpoint, config })
     }
 
     async fn run(
@@ -162,26 +113,8 @@ impl ChatCompletions {
             },
         };
         let body = request_body(&request, options);
-        let ctx = ErrorContext {
-            url: &self.endpoint,
-            model: request.model,
-            api_key_env: &self.config.api_key_env,
-            base_url_source: &self.config.base_url_source,
-        };
-
         let idle = self.config.idle_timeout;
-        let mut post = self
-            .client
-            .post(&self.endpoint)
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream");
-        if let Some(authorization) = &self.authorization {
-            post = post.header(AUTHORIZATION, authorization.clone());
-        }
-        for (name, value) in &self.headers {
-            post = post.header(name.clone(), value.clone());
-        }
-        let response = http::send(post.body(body), idle, &ctx).await?;
+        let response = self.endpoint.post(body, request.model, idle).await?;
         let streamed = response
             .headers()
             .get(CONTENT_TYPE)
@@ -202,18 +135,13 @@ impl ChatCompletions {
             return assembler.finish().map_err(|f| LlmError::new(f, usage));
         }
 
-        let mut decoder = crate::sse::SseDecoder::new();
-        let mut body = response.bytes_stream();
-        loop {
-            let Ok(next) = tokio::time::timeout(idle, body.next()).await else {
-                return Err(self.silent(idle, &assembler));
-            };
-            let (decoded, ended) = match next {
-                Some(Ok(bytes)) => (decoder.feed(&bytes), false),
-                Some(Err(e)) => return Err(self.cut_off(&e, &assembler)),
-                None => (decoder.finish(), true),
-            };
-            for event in decoded.events {
+        let mut events = http::EventStream::new(response, idle, self.endpoint.url());
+        while let Some(batch) = events
+            .next()
+            .await
+            .map_err(|f| LlmError::new(f, assembler.usage_so_far()))?
+        {
+            for event in batch {
                 if event.data.trim() == "[DONE]" {
                     let usage = assembler.usage_so_far();
                     return assembler.finish().map_err(|f| LlmError::new(f, usage));
@@ -222,16 +150,13 @@ impl ChatCompletions {
                     .map_err(|f| LlmError::new(f, assembler.usage_so_far()))?;
                 self.apply(&mut assembler, chunk, &mut on_delta)?;
             }
-            if ended {
-                break;
-            }
         }
         Err(LlmError::new(
             Failure::new(
                 FailureCode::StreamClosed,
                 format!(
                     "the stream from {} ended before the answer was complete",
-                    self.endpoint
+                    self.endpoint.url()
                 ),
             ),
             assembler.usage_so_far(),
@@ -263,28 +188,14 @@ impl ChatCompletions {
 
     fn cut_off(&self, error: &reqwest::Error, assembler: &ChatAssembler) -> LlmError {
         LlmError::new(
-            Failure::new(
-                FailureCode::StreamClosed,
-                format!(
-                    "the stream from {} broke off: {}",
-                    self.endpoint,
-                    http::root_cause(error)
-                ),
-            ),
+            http::broken(self.endpoint.url(), error),
             assembler.usage_so_far(),
         )
     }
 
     fn silent(&self, idle: Duration, assembler: &ChatAssembler) -> LlmError {
         LlmError::new(
-            Failure::new(
-                FailureCode::Timeout,
-                format!(
-                    "{} sent nothing for {} s",
-                    self.endpoint,
-                    idle.as_secs_f64()
-                ),
-            ),
+            http::silent(self.endpoint.url(), idle),
             assembler.usage_so_far(),
         )
     }

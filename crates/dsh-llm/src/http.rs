@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use dsh_protocol::{Failure, FailureCode};
 use reqwest::StatusCode;
-use reqwest::header::HeaderMap;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
 /// How long to wait for a connection before calling the server unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -35,10 +35,202 @@ pub(crate) struct ErrorContext<'a> {
 }
 
 /// A network failure before any response arrived.
+/// How a route's key goes on the wire.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum KeyHeader {
+    /// `Authorization: Bearer <key>` (OpenAI, DeepSeek).
+    Bearer,
+    /// The key alone under this header (`x-api-key` for Anthropic).
+    Named(&'static str),
+}
+
+/// What an [`Endpoint`] is made from.
+pub(crate) struct EndpointSpec<'a> {
+    /// The route's name, for errors about its settings.
+    pub route: &'a str,
+    pub base_url: &'a str,
+    pub base_url_source: &'a str,
+    /// Appended to the base URL (`/chat/completions`).
+    pub path: &'a str,
+    pub api_key: Option<&'a str>,
+    pub api_key_env: &'a str,
+    pub key_header: KeyHeader,
+    /// Headers the dialect always sends.
+    pub fixed_headers: Vec<(HeaderName, HeaderValue)>,
+    /// Headers from the route's config.
+    pub extra_headers: &'a [(String, String)],
+}
+
+/// One route's endpoint: its URL and every header its requests carry, checked once when the
+/// route is set up, the same way for every dialect.
+pub(crate) struct Endpoint {
+    client: reqwest::Client,
+    url: String,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    api_key_env: String,
+    base_url_source: String,
+}
+
+impl Endpoint {
+    pub(crate) fn new(spec: EndpointSpec<'_>) -> Result<Self, Failure> {
+        let base = spec.base_url.trim();
+        let usable = reqwest::Url::parse(base)
+            .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host());
+        if !usable {
+            return Err(Failure::new(
+                FailureCode::InvalidRequest,
+                format!(
+                    "{} is not an http:// or https:// URL: \"{}\"",
+                    spec.base_url_source, spec.base_url
+                ),
+            ));
+        }
+        let mut headers = spec.fixed_headers;
+        if let Some(key) = spec.api_key {
+            let (name, text) = match spec.key_header {
+                KeyHeader::Bearer => (AUTHORIZATION, format!("Bearer {key}")),
+                KeyHeader::Named(name) => (HeaderName::from_static(name), key.to_owned()),
+            };
+            let mut value = HeaderValue::from_str(&text).map_err(|_| {
+                Failure::new(
+                    FailureCode::InvalidCredential,
+                    format!(
+                        "the value of {} cannot be sent in an HTTP header (it holds a line break \
+                         or another control character)",
+                        spec.api_key_env
+                    ),
+                )
+            })?;
+            value.set_sensitive(true);
+            headers.push((name, value));
+        }
+        for (name, value) in spec.extra_headers {
+            let bad = || {
+                Failure::new(
+                    FailureCode::InvalidRequest,
+                    format!(
+                        "provider \"{}\": the header \"{name}\" cannot be sent (check its name \
+                         and value in the providers config)",
+                        spec.route
+                    ),
+                )
+            };
+            headers.push((
+                HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?,
+                HeaderValue::from_str(value).map_err(|_| bad())?,
+            ));
+        }
+        Ok(Endpoint {
+            client: client()?,
+            url: format!("{}{}", base.trim_end_matches('/'), spec.path),
+            headers,
+            api_key_env: spec.api_key_env.to_owned(),
+            base_url_source: spec.base_url_source.to_owned(),
+        })
+    }
+
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Posts a JSON body asking for an event stream, and waits for the status as [`send`].
+    pub(crate) async fn post(
+        &self,
+        body: Vec<u8>,
+        model: &str,
+        idle: std::time::Duration,
+    ) -> Result<reqwest::Response, crate::LlmError> {
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream");
+        for (name, value) in &self.headers {
+            request = request.header(name.clone(), value.clone());
+        }
+        let ctx = ErrorContext {
+            url: &self.url,
+            model,
+            api_key_env: &self.api_key_env,
+            base_url_source: &self.base_url_source,
+        };
+        send(request.body(body), idle, &ctx).await
+    }
+}
+
+/// A server silent past the limit.
+pub(crate) fn silent(url: &str, idle: Duration) -> Failure {
+    Failure::new(
+        FailureCode::Timeout,
+        format!("{url} sent nothing for {} s", idle.as_secs_f64()),
+    )
+}
+
+/// A stream that broke off.
+pub(crate) fn broken(url: &str, error: &reqwest::Error) -> Failure {
+    Failure::new(
+        FailureCode::StreamClosed,
+        format!("the stream from {url} broke off: {}", root_cause(error)),
+    )
+}
+
+/// One event's data as JSON.
+pub(crate) fn parse_event(data: &str) -> Result<serde_json::Value, Failure> {
+    serde_json::from_str(data).map_err(|e| {
+        let shown: String = data.chars().take(200).collect();
+        Failure::new(
+            FailureCode::MalformedResponse,
+            format!("the provider sent an event that is not JSON ({e}): {shown}"),
+        )
+    })
+}
+
+/// A response's event stream, read batch by batch within the silence limit.
+pub(crate) struct EventStream {
+    body: std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+    decoder: crate::sse::SseDecoder,
+    idle: Duration,
+    url: String,
+    ended: bool,
+}
+
+impl EventStream {
+    pub(crate) fn new(response: reqwest::Response, idle: Duration, url: &str) -> Self {
+        EventStream {
+            body: Box::pin(response.bytes_stream()),
+            decoder: crate::sse::SseDecoder::new(),
+            idle,
+            url: url.to_owned(),
+            ended: false,
+        }
+    }
+
+    /// The next events; `Ok(None)` once the stream has ended. A silent or broken stream is a
+    /// failure, which the caller prices with what it has seen.
+    pub(crate) async fn next(&mut self) -> Result<Option<Vec<crate::sse::SseEvent>>, Failure> {
+        use futures_util::StreamExt as _;
+        if self.ended {
+            return Ok(None);
+        }
+        let Ok(next) = tokio::time::timeout(self.idle, self.body.next()).await else {
+            return Err(silent(&self.url, self.idle));
+        };
+        let decoded = match next {
+            Some(Ok(bytes)) => self.decoder.feed(&bytes),
+            Some(Err(e)) => return Err(broken(&self.url, &e)),
+            None => {
+                self.ended = true;
+                self.decoder.finish()
+            }
+        };
+        Ok(Some(decoded.events))
+    }
+}
+
 /// Sends a prepared request and waits, at most `idle`, for its status: a refusal (any status
 /// but success) is a failure that cost nothing; no answer in time is a `TIMEOUT` that may have
 /// been billed.
-pub(crate) async fn send(
+async fn send(
     request: reqwest::RequestBuilder,
     idle: std::time::Duration,
     ctx: &ErrorContext<'_>,

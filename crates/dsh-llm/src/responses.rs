@@ -12,11 +12,9 @@ use base64::Engine as _;
 use dsh_protocol::{
     Block, Failure, FailureCode, FinishReason, Message, Role, ToolOutputPart, Usage,
 };
-use futures_util::StreamExt;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
-use crate::http::{self, ErrorContext};
+use crate::http;
 use crate::{BoxFuture, Completion, DeltaSink, LlmError, ModelRequest, Provider, StreamDelta};
 
 /// How a Responses endpoint is reached.
@@ -36,63 +34,24 @@ pub struct ResponsesConfig {
 
 /// A Responses client for one route.
 pub struct OpenAiResponses {
-    client: reqwest::Client,
-    endpoint: String,
-    headers: Vec<(HeaderName, HeaderValue)>,
+    endpoint: http::Endpoint,
     config: ResponsesConfig,
 }
 
 impl OpenAiResponses {
     pub fn new(config: ResponsesConfig) -> Result<Self, Failure> {
-        let mut headers = Vec::new();
-        if let Some(key) = &config.api_key {
-            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                Failure::new(
-                    FailureCode::InvalidCredential,
-                    format!(
-                        "the value of {} cannot be sent in an HTTP header (it holds a line break \
-                         or another control character)",
-                        config.api_key_env
-                    ),
-                )
-            })?;
-            value.set_sensitive(true);
-            headers.push((AUTHORIZATION, value));
-        }
-        for (name, value) in &config.headers {
-            let bad = || {
-                Failure::new(
-                    FailureCode::InvalidRequest,
-                    format!(
-                        "provider \"{}\": the header \"{name}\" cannot be sent (check its name \
-                         and value in the providers config)",
-                        config.name
-                    ),
-                )
-            };
-            headers.push((
-                HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?,
-                HeaderValue::from_str(value).map_err(|_| bad())?,
-            ));
-        }
-        let base = config.base_url.trim();
-        let usable = reqwest::Url::parse(base)
-            .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host());
-        if !usable {
-            return Err(Failure::new(
-                FailureCode::InvalidRequest,
-                format!(
-                    "{} is not an http:// or https:// URL: \"{}\"",
-                    config.base_url_source, config.base_url
-                ),
-            ));
-        }
-        Ok(OpenAiResponses {
-            client: http::client()?,
-            endpoint: format!("{}/responses", base.trim_end_matches('/')),
-            headers,
-            config,
-        })
+        let endpoint = http::Endpoint::new(http::EndpointSpec {
+            route: &config.name,
+            base_url: &config.base_url,
+            base_url_source: &config.base_url_source,
+            path: "/responses",
+            api_key: config.api_key.as_deref(),
+            api_key_env: &config.api_key_env,
+            key_header: http::KeyHeader::Bearer,
+            fixed_headers: Vec::new(),
+            extra_headers: &config.headers,
+        })?;
+        Ok(OpenAiResponses { endpoint, config })
     }
 
     async fn run(
@@ -100,74 +59,28 @@ impl OpenAiResponses {
         request: ModelRequest<'_>,
         on_delta: DeltaSink<'_>,
     ) -> Result<Completion, LlmError> {
-        let ctx = ErrorContext {
-            url: &self.endpoint,
-            model: request.model,
-            api_key_env: &self.config.api_key_env,
-            base_url_source: &self.config.base_url_source,
-        };
         let body = request_body(&request, self.config.reasoning_effort);
-        let mut post = self
-            .client
-            .post(&self.endpoint)
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream");
-        for (name, value) in &self.headers {
-            post = post.header(name.clone(), value.clone());
-        }
         let idle = self.config.idle_timeout;
-        let response = http::send(post.body(body), idle, &ctx).await?;
+        let response = self.endpoint.post(body, request.model, idle).await?;
         let mut answer = Assembler::default();
-        let mut decoder = crate::sse::SseDecoder::new();
-        let mut stream = response.bytes_stream();
-        let fail = |code, message| LlmError::new(Failure::new(code, message), Usage::unreported());
-        loop {
-            let Ok(next) = tokio::time::timeout(idle, stream.next()).await else {
-                return Err(fail(
-                    FailureCode::Timeout,
-                    format!(
-                        "{} sent nothing for {} s",
-                        self.endpoint,
-                        idle.as_secs_f64()
-                    ),
-                ));
-            };
-            let (decoded, ended) = match next {
-                Some(Ok(bytes)) => (decoder.feed(&bytes), false),
-                Some(Err(e)) => {
-                    return Err(fail(
-                        FailureCode::StreamClosed,
-                        format!(
-                            "the stream from {} broke off: {}",
-                            self.endpoint,
-                            http::root_cause(&e)
-                        ),
-                    ));
-                }
-                None => (decoder.finish(), true),
-            };
-            for event in decoded.events {
-                let data: Value = serde_json::from_str(&event.data).map_err(|e| {
-                    let shown: String = event.data.chars().take(200).collect();
-                    fail(
-                        FailureCode::MalformedResponse,
-                        format!("the provider sent an event that is not JSON ({e}): {shown}"),
-                    )
-                })?;
+        // Responses reports usage only when it completes: a failure before that is unreported.
+        let fail = |failure| LlmError::new(failure, Usage::unreported());
+        let mut events = http::EventStream::new(response, idle, self.endpoint.url());
+        while let Some(batch) = events.next().await.map_err(fail)? {
+            for event in batch {
+                let data = http::parse_event(&event.data).map_err(fail)?;
                 if let Some(done) = answer.apply(&data, on_delta)? {
                     return Ok(done);
                 }
             }
-            if ended {
-                return Err(fail(
-                    FailureCode::StreamClosed,
-                    format!(
-                        "the stream from {} ended before response.completed",
-                        self.endpoint
-                    ),
-                ));
-            }
         }
+        Err(fail(Failure::new(
+            FailureCode::StreamClosed,
+            format!(
+                "the stream from {} ended before response.completed",
+                self.endpoint.url()
+            ),
+        )))
     }
 }
 
