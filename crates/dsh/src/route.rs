@@ -13,7 +13,6 @@ use dsh_llm::{
 use crate::run::SetupError;
 
 /// The endpoint of a route, by dialect.
-#[derive(Clone)]
 pub(crate) enum Endpoint {
     Chat(ChatCompletionsConfig),
     Anthropic(AnthropicConfig),
@@ -21,28 +20,13 @@ pub(crate) enum Endpoint {
 }
 
 impl Endpoint {
-    /// The client, with `idle` as its silence limit.
-    pub fn connect(self, idle: Option<Duration>) -> Result<Arc<dyn Provider>, SetupError> {
+    /// The client.
+    pub fn connect(self) -> Result<Arc<dyn Provider>, SetupError> {
         let fail = |failure: dsh_protocol::Failure| SetupError(failure.message);
         Ok(match self {
-            Endpoint::Chat(mut config) => {
-                if let Some(idle) = idle {
-                    config.idle_timeout = idle;
-                }
-                Arc::new(ChatCompletions::new(config).map_err(fail)?)
-            }
-            Endpoint::Anthropic(mut config) => {
-                if let Some(idle) = idle {
-                    config.idle_timeout = idle;
-                }
-                Arc::new(AnthropicMessages::new(config).map_err(fail)?)
-            }
-            Endpoint::Responses(mut config) => {
-                if let Some(idle) = idle {
-                    config.idle_timeout = idle;
-                }
-                Arc::new(OpenAiResponses::new(config).map_err(fail)?)
-            }
+            Endpoint::Chat(config) => Arc::new(ChatCompletions::new(config).map_err(fail)?),
+            Endpoint::Anthropic(config) => Arc::new(AnthropicMessages::new(config).map_err(fail)?),
+            Endpoint::Responses(config) => Arc::new(OpenAiResponses::new(config).map_err(fail)?),
         })
     }
 }
@@ -203,7 +187,13 @@ pub(crate) fn resolve(
         })
         .unwrap_or_default();
     let api_key_env = key_env.unwrap_or_else(|| format!("providers.{provider}.api_key_env"));
-    let idle_timeout = Duration::from_secs(300);
+    // How long the server may stay silent: `requests.idle_timeout_ms`, else 300 s.
+    let idle_timeout = files
+        .requests
+        .idle_timeout_ms
+        .map_or(Duration::from_secs(300), |ms| {
+            Duration::from_millis(ms.max(1))
+        });
     let endpoint = if kind == "openai-responses" {
         Endpoint::Responses(ResponsesConfig {
             name: provider.to_owned(),

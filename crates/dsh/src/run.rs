@@ -121,11 +121,7 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
         .unwrap_or_else(|| DEFAULT_MODEL.into());
     let credentials = Credentials::load(&cwd, &home).map_err(|e| SetupError(e.to_string()))?;
     let route = crate::route::resolve(&model_ref, &files, &credentials)?;
-    let idle = files
-        .requests
-        .idle_timeout_ms
-        .map(|ms| std::time::Duration::from_millis(ms.max(1)));
-    let provider = route.endpoint.clone().connect(idle)?;
+    let provider = route.endpoint.connect()?;
     let defaults = RetryPolicy::default();
     let ms = std::time::Duration::from_millis;
     let retry = RetryPolicy {
