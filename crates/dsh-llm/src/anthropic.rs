@@ -7,7 +7,6 @@
 
 use std::time::Duration;
 
-use base64::Engine as _;
 use dsh_protocol::{
     Block, Failure, FailureCode, FinishReason, Message, Role, ToolOutputPart, Usage,
 };
@@ -253,17 +252,13 @@ fn wire_message(message: &Message) -> (&'static str, Vec<Value>) {
 fn result_part(part: &ToolOutputPart) -> Value {
     match part {
         ToolOutputPart::Text { text } => json!({"type": "text", "text": text}),
-        ToolOutputPart::Image { image } => match std::fs::read(&image.path) {
+        ToolOutputPart::Image { image } => match crate::chat::image_base64(image) {
             Ok(data) => json!({"type": "image", "source": {
                 "type": "base64",
                 "media_type": image.media_type,
-                "data": base64::engine::general_purpose::STANDARD.encode(data),
+                "data": data,
             }}),
-            Err(error) => json!({"type": "text", "text": format!(
-                "[image {} omitted: its stored copy {} could not be read ({error})]",
-                image.attachment_id,
-                image.path.display()
-            )}),
+            Err(line) => json!({"type": "text", "text": line}),
         },
     }
 }

@@ -204,10 +204,25 @@ pub(crate) fn request_body(request: &ModelRequest<'_>, options: BodyOptions) -> 
     serde_json::to_vec(&body).unwrap_or_default()
 }
 
+/// A stored image's bytes in base64, or, when its copy cannot be read, the line the model gets
+/// instead (every dialect says it the same way).
+pub(crate) fn image_base64(image: &ImageRef) -> Result<String, String> {
+    std::fs::read(&image.path)
+        .map(|data| base64::engine::general_purpose::STANDARD.encode(data))
+        .map_err(|error| {
+            format!(
+                "[image {} omitted: its stored copy {} could not be read ({error}); read the \
+                 image file again if it is still needed]",
+                image.attachment_id,
+                image.path.display()
+            )
+        })
+}
+
 /// The line a tool result gets for an image it carries, and the image itself as a data URL
 /// (none, with the reason in the line, when its stored copy cannot be read).
 fn image_part(image: &ImageRef) -> (String, Option<WirePart>) {
-    match std::fs::read(&image.path) {
+    match image_base64(image) {
         Ok(data) => (
             format!(
                 "Image {}; request image {}x{}px.",
@@ -215,23 +230,11 @@ fn image_part(image: &ImageRef) -> (String, Option<WirePart>) {
             ),
             Some(WirePart::ImageUrl {
                 image_url: WireImageUrl {
-                    url: format!(
-                        "data:{};base64,{}",
-                        image.media_type,
-                        base64::engine::general_purpose::STANDARD.encode(data)
-                    ),
+                    url: format!("data:{};base64,{data}", image.media_type),
                 },
             }),
         ),
-        Err(error) => (
-            format!(
-                "[image {} omitted: its stored copy {} could not be read ({error}); read the \
-                 image file again if it is still needed]",
-                image.attachment_id,
-                image.path.display()
-            ),
-            None,
-        ),
+        Err(line) => (line, None),
     }
 }
 

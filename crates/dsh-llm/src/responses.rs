@@ -8,7 +8,6 @@
 
 use std::time::Duration;
 
-use base64::Engine as _;
 use dsh_protocol::{
     Block, Failure, FailureCode, FinishReason, Message, Role, ToolOutputPart, Usage,
 };
@@ -153,12 +152,12 @@ fn push_items(out: &mut Vec<Value>, message: &Message) {
                             match part {
                                 ToolOutputPart::Text { text: t } => text.push_str(t),
                                 ToolOutputPart::Image { image } => {
-                                    if let Ok(data) = std::fs::read(&image.path) {
-                                        images.push(json!({"type": "input_image", "image_url": format!(
-                                            "data:{};base64,{}",
-                                            image.media_type,
-                                            base64::engine::general_purpose::STANDARD.encode(data)
-                                        )}));
+                                    match crate::chat::image_base64(image) {
+                                        Ok(data) => images.push(json!({
+                                            "type": "input_image",
+                                            "image_url": format!("data:{};base64,{data}", image.media_type),
+                                        })),
+                                        Err(line) => text.push_str(&line),
                                     }
                                 }
                             }
