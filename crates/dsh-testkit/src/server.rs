@@ -258,6 +258,16 @@ fn respond(stream: &mut TcpStream, turn: Turn, dialect: Dialect) {
     }
 }
 
+/// A call's argument text in two pieces, cut on a character boundary near the middle: every
+/// dialect streams arguments in pieces, as real servers do.
+fn halves(arguments: &str) -> (&str, &str) {
+    let mut cut = arguments.len() / 2;
+    while !arguments.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    arguments.split_at(cut)
+}
+
 /// Closes the connection with a reset (RST), as a crashed proxy does.
 fn reset(stream: &TcpStream) {
     use std::os::fd::AsRawFd as _;
@@ -378,16 +388,13 @@ fn write_messages_stream(stream: &mut TcpStream, answer: &Answer) -> std::io::Re
         index += 1;
     }
     for (n, (name, arguments)) in answer.tool_calls.iter().enumerate() {
-        let mut cut = arguments.len() / 2;
-        while !arguments.is_char_boundary(cut) {
-            cut -= 1;
-        }
+        let (head, tail) = halves(arguments);
         send(
             "content_block_start",
             json!({"type":"content_block_start","index":index,
             "content_block":{"type":"tool_use","id":format!("toolu_{n}_{name}"),"name":name,"input":{}}}),
         )?;
-        for piece in [&arguments[..cut], &arguments[cut..]] {
+        for piece in [head, tail] {
             send(
                 "content_block_delta",
                 json!({"type":"content_block_delta","index":index,
@@ -437,11 +444,8 @@ fn write_responses_stream(stream: &mut TcpStream, answer: &Answer) -> std::io::R
             json!({"type":"response.output_item.added","item":{"type":"function_call","id":item,
             "call_id":format!("call_{n}_{name}"),"name":name,"arguments":""}}),
         )?;
-        let mut cut = arguments.len() / 2;
-        while !arguments.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        for piece in [&arguments[..cut], &arguments[cut..]] {
+        let (head, tail) = halves(arguments);
+        for piece in [head, tail] {
             send(
                 json!({"type":"response.function_call_arguments.delta","item_id":item,"delta":piece}),
             )?;
@@ -486,17 +490,14 @@ fn write_stream(stream: &mut TcpStream, answer: &Answer, done: bool) -> std::io:
     // Each call arrives in pieces, as real servers send them: the id and name with the first
     // half of the arguments, then the rest under the same index.
     for (index, (name, arguments)) in answer.tool_calls.iter().enumerate() {
-        let mut cut = arguments.len() / 2;
-        while !arguments.is_char_boundary(cut) {
-            cut -= 1;
-        }
+        let (head, tail) = halves(arguments);
         send(delta(
             json!({"tool_calls":[{"index":index,"id":format!("call_{index}_{}", name),"type":"function",
-                                  "function":{"name":name,"arguments":&arguments[..cut]}}]}),
+                                  "function":{"name":name,"arguments":head}}]}),
             Value::Null,
         ))?;
         send(delta(
-            json!({"tool_calls":[{"index":index,"function":{"arguments":&arguments[cut..]}}]}),
+            json!({"tool_calls":[{"index":index,"function":{"arguments":tail}}]}),
             Value::Null,
         ))?;
     }
