@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-use dsh_core::{Config, dsh_home};
+use dsh_core::Config;
 
 use crate::cli::RunArgs;
 use crate::surface::Surface;
@@ -24,15 +24,7 @@ pub fn run(args: &RunArgs) -> u8 {
 }
 
 fn render(args: &RunArgs) -> Result<String, String> {
-    let home = dsh_home(
-        std::env::var("DSH_HOME").ok().as_deref(),
-        std::env::var_os("HOME")
-            .map(std::path::PathBuf::from)
-            .as_deref(),
-    )
-    .map_err(|e| e.to_string())?;
-    let cwd =
-        std::env::current_dir().map_err(|e| format!("cannot use the working directory: {e}"))?;
+    let (home, cwd) = crate::place::home_and_cwd()?;
     let layers = Config::layers(&home, &cwd, &args.patches).map_err(|e| e.to_string())?;
     // The merge is checked as a run would check it.
     Config::load(&home, &cwd, &args.patches).map_err(|e| e.to_string())?;

@@ -4,6 +4,7 @@
 
 mod cli;
 mod dump_config;
+mod place;
 mod route;
 mod run;
 mod sandbox_check;

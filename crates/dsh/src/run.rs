@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use dsh_core::instructions::InstructionSettings;
-use dsh_core::{Agent, AgentConfig, Config, Credentials, LogOptions, Session, Stop, dsh_home};
+use dsh_core::{Agent, AgentConfig, Config, Credentials, LogOptions, Session, Stop};
 use dsh_llm::{RetryPolicy, Retrying};
 use dsh_protocol::AbortReason;
 use dsh_sandbox::escalation::ApprovalPolicy;
@@ -103,15 +103,7 @@ type Ready = (
 );
 
 fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
-    let home = dsh_home(
-        std::env::var("DSH_HOME").ok().as_deref(),
-        std::env::var_os("HOME")
-            .map(std::path::PathBuf::from)
-            .as_deref(),
-    )
-    .map_err(|e| SetupError(e.to_string()))?;
-    let cwd = std::env::current_dir()
-        .map_err(|e| SetupError(format!("cannot use the working directory: {e}")))?;
+    let (home, cwd) = crate::place::home_and_cwd().map_err(SetupError)?;
 
     let files = Config::load(&home, &cwd, &args.patches).map_err(|e| SetupError(e.to_string()))?;
     let model_ref = args

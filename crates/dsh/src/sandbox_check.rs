@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use dsh_core::{Config, dsh_home};
+use dsh_core::Config;
 use dsh_sandbox::{Enforcement, Sandbox};
 
 /// Prints the report to stdout; the status is 0 when some backend can confine commands.
@@ -22,15 +22,7 @@ pub fn run(patches: &[std::path::PathBuf]) -> u8 {
 }
 
 fn report(patches: &[std::path::PathBuf]) -> Result<(String, bool), String> {
-    let home = dsh_home(
-        std::env::var("DSH_HOME").ok().as_deref(),
-        std::env::var_os("HOME")
-            .map(std::path::PathBuf::from)
-            .as_deref(),
-    )
-    .map_err(|e| e.to_string())?;
-    let cwd =
-        std::env::current_dir().map_err(|e| format!("cannot use the working directory: {e}"))?;
+    let (home, cwd) = crate::place::home_and_cwd()?;
     let files = Config::load(&home, &cwd, patches).map_err(|e| e.to_string())?;
     let settings = crate::run::sandbox_settings(&files).map_err(|e| e.0)?;
     let sandbox = Sandbox::new(settings.clone());

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-use dsh_core::{dsh_home, list_sessions, read_log, session_log_path};
+use dsh_core::{list_sessions, read_log, session_log_path};
 use dsh_protocol::{Block, Record, ToolOutputPart};
 
 use crate::surface::Surface;
@@ -13,7 +13,7 @@ use crate::surface::Surface;
 const RESULT_LINES: usize = 8;
 
 pub fn list() -> u8 {
-    let (home, cwd) = match locate() {
+    let (home, cwd) = match crate::place::home_and_cwd() {
         Ok(found) => found,
         Err(message) => return fail(&message),
     };
@@ -44,7 +44,7 @@ pub fn list() -> u8 {
 }
 
 pub fn show(id: &str, json: bool) -> u8 {
-    let (home, cwd) = match locate() {
+    let (home, cwd) = match crate::place::home_and_cwd() {
         Ok(found) => found,
         Err(message) => return fail(&message),
     };
@@ -166,19 +166,6 @@ fn transcript_line(out: &mut String, record: &Record) {
         }
         Record::StepStart { .. } | Record::ToolCall(_) | Record::StepEnd { .. } => {}
     }
-}
-
-fn locate() -> Result<(std::path::PathBuf, std::path::PathBuf), String> {
-    let home = dsh_home(
-        std::env::var("DSH_HOME").ok().as_deref(),
-        std::env::var_os("HOME")
-            .map(std::path::PathBuf::from)
-            .as_deref(),
-    )
-    .map_err(|e| e.to_string())?;
-    let cwd =
-        std::env::current_dir().map_err(|e| format!("cannot use the working directory: {e}"))?;
-    Ok((home, cwd))
 }
 
 fn fail(message: &str) -> u8 {
