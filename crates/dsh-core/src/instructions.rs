@@ -188,7 +188,9 @@ fn fit_nested(header: &str, source: Source, max: usize) -> String {
     text
 }
 
-fn project_root(cwd: &Path, markers: &[String]) -> PathBuf {
+/// The nearest folder at or above `cwd` holding one of `markers`; `cwd` itself when none does
+/// (or there are no markers).
+pub fn project_root(cwd: &Path, markers: &[String]) -> PathBuf {
     if markers.is_empty() {
         return cwd.to_path_buf();
     }

@@ -340,10 +340,7 @@ fn skill_roots(
     home: &std::path::Path,
     files: &Config,
 ) -> Vec<std::path::PathBuf> {
-    let root = cwd
-        .ancestors()
-        .find(|dir| dir.join(".git").exists())
-        .unwrap_or(cwd);
+    let root = dsh_core::instructions::project_root(cwd, &[".git".to_owned()]);
     let mut roots = vec![root.join(".dsh/skills"), root.join(".agents/skills")];
     roots.extend(files.skills.dirs.iter().map(|d| cwd.join(d)));
     roots.push(home.join("skills"));
