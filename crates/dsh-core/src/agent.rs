@@ -412,7 +412,7 @@ impl Agent {
     /// After an overflow: prunes, and summarises all but the last unit. Returns whether the
     /// history changed, and what the summary request cost.
     async fn compact_all(&mut self, turn: u32, stop: &Stop) -> Result<(bool, Usage), CoreError> {
-        use crate::compaction::{estimate_tokens, head_cut, split_point};
+        use crate::compaction::{estimate_tokens, head_cut, is_tool_result, split_point};
         let mut changed = self.prune(turn)?;
         let mut spent = Usage::default();
         // The history just overflowed, so a request for all of it would too: summarise the
@@ -425,12 +425,7 @@ impl Agent {
             };
             // At least the oldest whole unit, even when it alone is more than half.
             let first_unit = (2..history.len())
-                .find(|&i| {
-                    !history[i]
-                        .content
-                        .iter()
-                        .any(|b| matches!(b, Block::ToolResult { .. }))
-                })
+                .find(|&i| !is_tool_result(&history[i]))
                 .unwrap_or(last_unit);
             let cut = head_cut(history, half)
                 .unwrap_or(0)

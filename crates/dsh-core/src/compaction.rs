@@ -182,7 +182,8 @@ pub fn head_cut(history: &[Message], budget: u64) -> Option<usize> {
     best
 }
 
-fn is_tool_result(message: &Message) -> bool {
+/// Whether `message` carries tool results (and so belongs to the answer before it).
+pub(crate) fn is_tool_result(message: &Message) -> bool {
     message
         .content
         .iter()
