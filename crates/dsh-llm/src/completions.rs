@@ -47,22 +47,6 @@ pub struct ChatCompletionsConfig {
     pub dialect: ChatDialect,
 }
 
-impl ChatCompletionsConfig {
-    /// The built-in DeepSeek route.
-    pub fn deepseek(base_url: Option<String>, api_key: String) -> Self {
-        ChatCompletionsConfig {
-            name: "deepseek".into(),
-            base_url: base_url.unwrap_or_else(|| crate::deepseek::DEFAULT_BASE_URL.to_owned()),
-            api_key: Some(api_key),
-            api_key_env: "DEEPSEEK_API_KEY".to_owned(),
-            base_url_source: "DEEPSEEK_BASE_URL".to_owned(),
-            idle_timeout: Duration::from_secs(300),
-            headers: Vec::new(),
-            dialect: ChatDialect::DeepSeek,
-        }
-    }
-}
-
 /// A chat-completions client for one route.
 pub struct ChatCompletions {
     endpoint: http::Endpoint,
