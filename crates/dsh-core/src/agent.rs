@@ -294,6 +294,10 @@ impl Agent {
     }
 
     async fn step(&mut self, turn: u32, step: u32, stop: &Stop) -> Result<StepOutcome, CoreError> {
+        // Tools that became ready since the last request (a slow MCP server) join this one.
+        if self.tools.take_joins() {
+            self.specs = self.tools.specs();
+        }
         let sent_len = self.session.history().len();
         let request = ModelRequest {
             model: &self.config.model,

@@ -25,6 +25,7 @@ pub struct Config {
     pub requests: RequestsConfig,
     pub instructions: InstructionsConfig,
     pub skills: SkillsConfig,
+    pub mcp: McpConfig,
     /// What is known about models by name, over the built-in table.
     pub models: BTreeMap<String, ModelConfig>,
     /// Model routes by name, used as `--model <provider>/<model>`.
@@ -135,6 +136,44 @@ pub struct InstructionsConfig {
 pub struct SkillsConfig {
     /// More folders of skills, after the project's and before the user's.
     pub dirs: Vec<PathBuf>,
+}
+
+/// MCP servers whose tools the model is offered.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpConfig {
+    /// How long the first request waits for servers that may start late, in milliseconds
+    /// (default 3000); their tools join a later request when they are ready.
+    pub startup_grace_ms: Option<u64>,
+    /// The servers by name; the name is the middle of their tools' names
+    /// (`mcp__<name>__<tool>`).
+    pub servers: BTreeMap<String, McpServerConfig>,
+}
+
+/// One MCP server: `command` (a child process on stdio) or `url` (streamable HTTP).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// The program to start, looked up on PATH.
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    /// Variables set for it, over the inherited environment (which loses secrets and `DSH_*`).
+    pub env: BTreeMap<String, String>,
+    /// Where it starts, relative to the working directory (default: the working directory).
+    pub cwd: Option<PathBuf>,
+    /// The endpoint of a streamable-HTTP server.
+    pub url: Option<String>,
+    /// Headers sent with every HTTP request.
+    pub headers: BTreeMap<String, String>,
+    /// How long one tool call may take, in milliseconds (default 60000).
+    pub call_timeout_ms: Option<u64>,
+    /// How long starting and listing tools may take, in milliseconds (default 60000).
+    pub startup_timeout_ms: Option<u64>,
+    /// Stop the run before its task when the server cannot start (default false: run
+    /// without its tools, with a warning).
+    pub fail_on_startup_error: Option<bool>,
+    /// false leaves a server of a lower layer out.
+    pub enabled: Option<bool>,
 }
 
 /// Escalation approvals.

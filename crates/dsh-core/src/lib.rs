@@ -26,8 +26,9 @@ mod session;
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
 pub use catalog::{SessionSummary, list_sessions, session_log_path};
 pub use config::{
-    ApprovalConfig, Config, ConfigError, InstructionsConfig, JobsConfig, ModelConfig,
-    ProviderConfig, RequestsConfig, SandboxConfig, SessionsConfig, ShellConfig, ToolsConfig,
+    ApprovalConfig, Config, ConfigError, InstructionsConfig, JobsConfig, McpConfig,
+    McpServerConfig, ModelConfig, ProviderConfig, RequestsConfig, SandboxConfig, SessionsConfig,
+    ShellConfig, ToolsConfig,
 };
 pub use dotenv::{Credentials, DotenvError, EnvSource};
 pub use error::CoreError;

@@ -57,7 +57,7 @@ impl Edit {
 }
 
 impl Tool for Edit {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "edit"
     }
 

@@ -46,7 +46,7 @@ pub use observe::{Observation, ObservationMap, Version};
 pub use path::{Target, resolve};
 pub use read::Read;
 pub use read_image::ReadImage;
-pub use registry::{ToolOutcome, ToolRegistry};
+pub use registry::{ToolGroup, ToolOutcome, ToolRegistry};
 pub use schema::{Arguments, Param, ParamType, Parameters};
 pub use search::glob::Glob;
 pub use search::grep::Grep;
@@ -159,7 +159,7 @@ pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolErr
 /// A tool the model can call.
 pub trait Tool: Send + Sync {
     /// The name the model calls it by.
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &str;
 
     /// What the model is told the tool does.
     fn description(&self) -> &str;

@@ -60,7 +60,7 @@ impl Default for Read {
 }
 
 impl Tool for Read {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "read"
     }
 

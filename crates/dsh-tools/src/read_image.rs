@@ -41,7 +41,7 @@ impl Default for ReadImage {
 }
 
 impl Tool for ReadImage {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "read_image"
     }
 

@@ -3,6 +3,7 @@ use std::panic::AssertUnwindSafe;
 use dsh_protocol::{ErrorInfo, ToolOutputPart, ToolSpec};
 use futures_util::FutureExt;
 use serde_json::{Map, Value};
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::{Tool, ToolContext, ToolError, ToolOutput};
 
@@ -43,7 +44,23 @@ impl ToolOutcome {
 #[derive(Default)]
 pub struct ToolRegistry {
     /// Sorted by name: the order the schemas are sent in, stable across runs for prompt caching.
-    tools: Vec<Box<dyn Tool>>,
+    tools: Vec<Entry>,
+    /// Where groups that arrive during the session come from.
+    joins: Option<UnboundedReceiver<ToolGroup>>,
+}
+
+struct Entry {
+    tool: Box<dyn Tool>,
+    /// The group that brought it, if any.
+    group: Option<String>,
+}
+
+/// Tools that arrive, or change, while the session runs: an MCP server's tools once it is
+/// ready, and again whenever it says its list changed. A group replaces every tool the same
+/// group brought before.
+pub struct ToolGroup {
+    pub name: String,
+    pub tools: Vec<Box<dyn Tool>>,
 }
 
 impl ToolRegistry {
@@ -75,16 +92,49 @@ impl ToolRegistry {
 
     /// Adds a tool; a tool of the same name is replaced.
     pub fn register(&mut self, tool: Box<dyn Tool>) {
-        self.tools.retain(|t| t.name() != tool.name());
-        self.tools.push(tool);
-        self.tools.sort_by(|a, b| a.name().cmp(b.name()));
+        self.insert(tool, None);
+    }
+
+    fn insert(&mut self, tool: Box<dyn Tool>, group: Option<String>) {
+        self.tools.retain(|e| e.tool.name() != tool.name());
+        self.tools.push(Entry { tool, group });
+        self.tools.sort_by(|a, b| a.tool.name().cmp(b.tool.name()));
+    }
+
+    /// Puts a group's tools in place of the ones it brought before.
+    pub fn set_group(&mut self, group: ToolGroup) {
+        self.tools
+            .retain(|e| e.group.as_deref() != Some(group.name.as_str()));
+        for tool in group.tools {
+            self.insert(tool, Some(group.name.clone()));
+        }
+    }
+
+    /// Takes groups from `joins` whenever [`ToolRegistry::take_joins`] is called.
+    pub fn follow(&mut self, joins: UnboundedReceiver<ToolGroup>) {
+        self.joins = Some(joins);
+    }
+
+    /// Puts in place the groups that arrived since the last call; whether anything did.
+    pub fn take_joins(&mut self) -> bool {
+        let mut arrived = Vec::new();
+        if let Some(joins) = &mut self.joins {
+            while let Ok(group) = joins.try_recv() {
+                arrived.push(group);
+            }
+        }
+        let changed = !arrived.is_empty();
+        for group in arrived {
+            self.set_group(group);
+        }
+        changed
     }
 
     /// The schemas sent to the model.
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.tools
             .iter()
-            .map(|tool| ToolSpec {
+            .map(|Entry { tool, .. }| ToolSpec {
                 name: tool.name().to_owned(),
                 description: tool.description().to_owned(),
                 parameters: tool.parameters().json_schema().clone(),
@@ -94,18 +144,18 @@ impl ToolRegistry {
 
     /// The system-prompt advice of every tool that has some, in tool order.
     pub fn guidance(&self) -> impl Iterator<Item = &str> + '_ {
-        self.tools.iter().filter_map(|t| t.guidance())
+        self.tools.iter().filter_map(|e| e.tool.guidance())
     }
 
-    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.tools.iter().map(|t| t.name())
+    pub fn names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.tools.iter().map(|e| e.tool.name())
     }
 
     fn find(&self, name: &str) -> Option<&dyn Tool> {
         self.tools
             .iter()
-            .find(|t| t.name() == name)
-            .map(AsRef::as_ref)
+            .find(|e| e.tool.name() == name)
+            .map(|e| e.tool.as_ref())
     }
 
     /// Whether a call may run next to other parallel-safe calls: only a known tool that says so,
@@ -200,7 +250,7 @@ pub(crate) async fn blocking<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Read;
+    use crate::{Read, Tool};
 
     fn ctx(dir: &std::path::Path) -> ToolContext {
         crate::testing::context(dir)
@@ -243,6 +293,29 @@ mod tests {
             .execute("read", r#"{"file_path":"a"}"#, &context)
             .await;
         assert_eq!(outcome.text(), "Error: tool call aborted");
+    }
+
+    #[test]
+    fn a_group_replaces_what_it_brought_before_and_nothing_else() {
+        let group = |names: &[&str]| ToolGroup {
+            name: "g".into(),
+            tools: names
+                .iter()
+                .map(|_| Box::new(Read::default()) as Box<dyn Tool>)
+                .collect(),
+        };
+        let mut registry = registry();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        registry.follow(rx);
+        assert!(!registry.take_joins());
+        tx.send(group(&["read"])).unwrap();
+        assert!(registry.take_joins());
+        // The group's `read` replaced the built-in one of the same name; an empty group then
+        // takes away what it brought.
+        assert_eq!(registry.names().collect::<Vec<_>>(), ["read"]);
+        tx.send(group(&[])).unwrap();
+        assert!(registry.take_joins());
+        assert_eq!(registry.names().count(), 0);
     }
 
     #[test]

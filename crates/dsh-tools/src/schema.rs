@@ -21,7 +21,7 @@ pub enum ParamType {
 }
 
 impl ParamType {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         match self {
             ParamType::String => "string",
             ParamType::Number => "number",
@@ -150,6 +150,15 @@ impl Parameters {
         }
     }
 
+    /// A schema written by someone else (an MCP server's tool): sent to the model as given,
+    /// and only checked to be an object here; whoever declared it checks the rest.
+    pub fn declared(schema: Value) -> Self {
+        Parameters {
+            params: Vec::new(),
+            schema,
+        }
+    }
+
     /// The JSON Schema sent to the model.
     pub fn json_schema(&self) -> &Value {
         &self.schema
@@ -220,6 +229,11 @@ impl Arguments {
 
     pub fn get(&self, name: &str) -> Option<&Value> {
         self.0.get(name)
+    }
+
+    /// The arguments as the model sent them.
+    pub fn into_map(self) -> Map<String, Value> {
+        self.0
     }
 
     /// A number that must be a whole number of at least 1 (`2.0` counts as 2).

@@ -175,7 +175,7 @@ impl SkillTool {
 }
 
 impl Tool for SkillTool {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "skill"
     }
 

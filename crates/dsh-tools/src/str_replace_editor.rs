@@ -74,7 +74,7 @@ impl Default for StrReplaceEditor {
 }
 
 impl Tool for StrReplaceEditor {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "str_replace_editor"
     }
 

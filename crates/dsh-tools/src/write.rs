@@ -40,7 +40,7 @@ impl Write {
 }
 
 impl Tool for Write {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "write"
     }
 

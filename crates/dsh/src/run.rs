@@ -45,7 +45,14 @@ pub fn run(args: RunArgs) -> u8 {
 pub(crate) struct SetupError(pub(crate) String);
 
 async fn run_turn(args: RunArgs, mut surface: Surface) -> u8 {
-    let (task, mut agent, rx, shell, prices) = match set_up(&args) {
+    let Ready {
+        task,
+        mut agent,
+        events: rx,
+        shell,
+        prices,
+        mcp,
+    } = match set_up(&args).await {
         Ok(ready) => ready,
         Err(SetupError(message)) => {
             surface.fail(&message, &message, None);
@@ -63,8 +70,8 @@ async fn run_turn(args: RunArgs, mut surface: Surface) -> u8 {
     let turn = async {
         let result = agent.run(task, &stop).await;
         drop(agent); // closes the event channel, ending the renderer below
-        // Nothing a command started outlives the run.
-        shell.shutdown().await;
+        // Nothing a command or a server started outlives the run.
+        tokio::join!(shell.shutdown(), mcp.shutdown());
         result
     };
     let render = async {
@@ -94,15 +101,17 @@ async fn run_turn(args: RunArgs, mut surface: Surface) -> u8 {
     }
 }
 
-type Ready = (
-    String,
-    Agent,
-    mpsc::UnboundedReceiver<dsh_core::AgentEvent>,
-    Arc<Shell>,
-    Option<dsh_protocol::Prices>,
-);
+/// What a run needs once it is set up.
+struct Ready {
+    task: String,
+    agent: Agent,
+    events: mpsc::UnboundedReceiver<dsh_core::AgentEvent>,
+    shell: Arc<Shell>,
+    prices: Option<dsh_protocol::Prices>,
+    mcp: dsh_mcp::McpServers,
+}
 
-fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
+async fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     let (home, cwd) = crate::place::home_and_cwd().map_err(SetupError)?;
 
     let files = Config::load(&home, &cwd, &args.patches).map_err(|e| SetupError(e.to_string()))?;
@@ -157,10 +166,36 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
             .map_err(|e| SetupError(e.to_string()))?,
         None => Session::create(&home, cwd.clone(), log_options),
     };
+    let mut shell_env = ShellEnv::new(vec![
+        ("DSH_HOME".into(), home.clone().into_os_string()),
+        ("DSH_SESSION_ID".into(), session.id().into()),
+        (
+            "DSH_SESSION_JSONL".into(),
+            session.log_path().as_os_str().to_owned(),
+        ),
+    ]);
+    if let Some(scrub) = &files.shell.scrub {
+        shell_env.scrub = scrub.iter().map(|s| s.to_uppercase()).collect();
+    }
+    // MCP servers start now, so they get ready while the task is read.
+    let (notices, mut notice_lines) = mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        while let Some(line) = notice_lines.recv().await {
+            crate::surface::notice(&line);
+        }
+    });
+    let (mcp_startup, mcp_joins) =
+        dsh_mcp::McpStartup::begin(crate::mcp::servers(&files, &cwd, &shell_env)?, notices);
     let task = match &args.task {
         TaskSource::Words(task) => task.clone(),
-        TaskSource::Stdin => read_stdin_task()?,
+        TaskSource::Stdin => tokio::task::spawn_blocking(read_stdin_task)
+            .await
+            .map_err(|e| SetupError(format!("cannot read the task from stdin: {e}")))??,
     };
+    let mcp_ready = mcp_startup
+        .ready(crate::mcp::grace(&files), mcp_joins)
+        .await
+        .map_err(|e| SetupError(e.to_string()))?;
     let mut config = AgentConfig::new(route.model.clone());
     config.max_output_tokens = route.model_config.max_output_tokens;
     if let Some(effort) = args.effort {
@@ -218,17 +253,10 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     // bash is offered in every mode, as the reference does: where no backend can confine a
     // command, each call is refused with SANDBOX_UNAVAILABLE and the model reads why.
     tools.add_shell_tools(confining);
-    let mut shell_env = ShellEnv::new(vec![
-        ("DSH_HOME".into(), home.clone().into_os_string()),
-        ("DSH_SESSION_ID".into(), session.id().into()),
-        (
-            "DSH_SESSION_JSONL".into(),
-            session.log_path().as_os_str().to_owned(),
-        ),
-    ]);
-    if let Some(scrub) = &files.shell.scrub {
-        shell_env.scrub = scrub.iter().map(|s| s.to_uppercase()).collect();
+    for group in mcp_ready.groups {
+        tools.set_group(group);
     }
+    tools.follow(mcp_ready.joins);
     let shell = Arc::new(Shell::new(shell_env, session.id(), sandbox));
     let model = ModelCaps {
         name: config.model.clone(),
@@ -251,7 +279,14 @@ fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
         session,
         tx,
     );
-    Ok((task, agent, rx, shell, route.model_config.prices))
+    Ok(Ready {
+        task,
+        agent,
+        events: rx,
+        shell,
+        prices: route.model_config.prices,
+        mcp: mcp_ready.servers,
+    })
 }
 
 /// The mode: `--permission-mode`, else `DSH_PERMISSION_MODE`, else `sandbox.mode`, else

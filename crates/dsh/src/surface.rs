@@ -155,3 +155,8 @@ fn line(event: &StreamEvent) {
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
 }
+
+/// A line for the user from outside the turn (an MCP server's output or state), on stderr.
+pub fn notice(line: &str) {
+    let _ = writeln!(std::io::stderr(), "dsh: {line}");
+}

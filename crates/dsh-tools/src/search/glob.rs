@@ -50,7 +50,7 @@ impl Default for Glob {
 }
 
 impl Tool for Glob {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "glob"
     }
 

@@ -58,7 +58,7 @@ impl Default for Grep {
 }
 
 impl Tool for Grep {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "grep"
     }
 

@@ -72,7 +72,7 @@ impl Bash {
 }
 
 impl Tool for Bash {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "bash"
     }
 

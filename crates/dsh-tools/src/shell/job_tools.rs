@@ -61,7 +61,7 @@ impl Default for JobOutput {
 }
 
 impl Tool for JobOutput {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "job_output"
     }
 
@@ -137,7 +137,7 @@ impl Default for JobList {
 }
 
 impl Tool for JobList {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "job_list"
     }
 
@@ -185,7 +185,7 @@ impl Default for JobKill {
 }
 
 impl Tool for JobKill {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "job_kill"
     }
 

@@ -7,6 +7,7 @@ mod errors;
 mod faults;
 mod headless;
 mod json;
+mod mcp;
 mod providers;
 mod sandbox;
 mod sessions;

@@ -1,0 +1,107 @@
+//! An MCP server's tool as a dsh [`Tool`].
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use dsh_protocol::ToolOutputPart;
+use dsh_tools::{Arguments, Parameters, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
+use serde_json::Value;
+
+use crate::content::{ImageAdmission, project};
+use crate::link::Link;
+use crate::name::public_tool_name;
+
+/// One tool of one server. Calls are exclusive: dsh knows nothing of what they touch.
+pub(crate) struct McpTool {
+    /// The name the model calls it by.
+    name: String,
+    /// The server's own name for it, the one sent in `tools/call`.
+    raw: String,
+    description: String,
+    parameters: Parameters,
+    link: Arc<Link>,
+}
+
+/// The server's listed tools as dsh tools; a list naming a tool twice is refused whole.
+pub(crate) fn bridge(
+    link: &Arc<Link>,
+    listed: Vec<rmcp::model::Tool>,
+) -> Result<Vec<Box<dyn Tool>>, String> {
+    let mut seen = HashSet::new();
+    let mut tools: Vec<Box<dyn Tool>> = Vec::new();
+    for tool in listed {
+        let name = public_tool_name(&link.server.name, &tool.name);
+        if !seen.insert(name.clone()) {
+            return Err(format!(
+                "it listed the tool \"{}\" more than once, which makes its list unusable",
+                tool.name
+            ));
+        }
+        tools.push(Box::new(McpTool {
+            name,
+            raw: tool.name.to_string(),
+            description: tool.description.map(|d| d.to_string()).unwrap_or_default(),
+            parameters: Parameters::declared(Value::Object((*tool.input_schema).clone())),
+            link: link.clone(),
+        }));
+    }
+    Ok(tools)
+}
+
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> &Parameters {
+        &self.parameters
+    }
+
+    fn call<'a>(&'a self, args: Arguments, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let result = self
+                .link
+                .call(&self.raw, args.into_map())
+                .await
+                .map_err(ToolError::plain)?;
+            let content: Vec<Value> = result
+                .content
+                .iter()
+                .filter_map(|block| serde_json::to_value(block).ok())
+                .collect();
+            let session = &ctx.session;
+            let images = match (&session.attachments, session.model.image_input) {
+                (Some(store), true) => ImageAdmission::Allowed(store),
+                (None, _) => ImageAdmission::Refused("no attachment store is mounted".into()),
+                (Some(_), false) => ImageAdmission::Refused(format!(
+                    "model \"{}\" does not declare image input",
+                    session.model.name
+                )),
+            };
+            if result.is_error == Some(true) {
+                // An error result is text: images in it are described, not shown.
+                let refused = ImageAdmission::Refused("the result is an error".into());
+                let parts = project(
+                    &content,
+                    result.structured_content.as_ref(),
+                    &self.raw,
+                    &refused,
+                );
+                let text: Vec<&str> = parts.iter().map(ToolOutputPart::text).collect();
+                return Err(ToolError::plain(text.join("\n")));
+            }
+            Ok(ToolOutput {
+                parts: project(
+                    &content,
+                    result.structured_content.as_ref(),
+                    &self.raw,
+                    &images,
+                ),
+            })
+        })
+    }
+}
