@@ -16,6 +16,8 @@ use serde::Deserialize;
 pub struct Config {
     /// The model to use when `--model` is not given.
     pub model: Option<String>,
+    /// The reasoning effort when `--effort` is not given: off, low, high or max.
+    pub effort: Option<String>,
     pub tools: ToolsConfig,
     pub shell: ShellConfig,
     pub jobs: JobsConfig,
@@ -136,6 +138,8 @@ pub struct InstructionsConfig {
 pub struct SkillsConfig {
     /// More folders of skills, after the project's and before the user's.
     pub dirs: Vec<PathBuf>,
+    /// Whether the project's and the user's folders are read around `dirs` (default true).
+    pub default_roots: Option<bool>,
 }
 
 /// MCP servers whose tools the model is offered.
@@ -210,32 +214,72 @@ pub struct ConfigError {
     pub message: String,
 }
 
+/// One configuration layer: a file, what it sets (`None` when an optional file is absent),
+/// and notes on what it asked for that dsh has no part for (reference row lists only).
+#[derive(Debug, Clone)]
+pub struct Layer {
+    pub path: PathBuf,
+    pub table: Option<toml::Table>,
+    /// Whether it was a reference row list (else TOML).
+    pub rows: bool,
+    pub notes: Vec<String>,
+}
+
 impl Config {
-    /// The layers for a run in `cwd`, lowest first: each file and its table (`None` when an
-    /// optional file is absent).
-    pub fn layers(
-        home: &Path,
-        cwd: &Path,
-        patches: &[PathBuf],
-    ) -> Result<Vec<(PathBuf, Option<toml::Table>)>, ConfigError> {
+    /// The layers for a run in `cwd`, lowest first. A `--patch` file is TOML, or the
+    /// reference's YAML row list ([`crate::rows`]), translated onto the same keys.
+    pub fn layers(home: &Path, cwd: &Path, patches: &[PathBuf]) -> Result<Vec<Layer>, ConfigError> {
         let mut layers = Vec::new();
         for optional in [
             home.join("config.toml"),
             cwd.join(".dsh").join("config.toml"),
         ] {
             let table = read_layer(&optional, false)?;
-            layers.push((optional, table));
+            layers.push(Layer {
+                path: optional,
+                table,
+                rows: false,
+                notes: Vec::new(),
+            });
         }
+        let context = crate::rows::RowContext {
+            home: home.to_path_buf(),
+            cwd: cwd.to_path_buf(),
+        };
+        let mut index = crate::rows::RowIndex::default();
         for patch in patches {
-            let table = read_layer(patch, true)?;
-            layers.push((patch.clone(), table));
+            let fail = |message: String| ConfigError {
+                path: patch.clone(),
+                message,
+            };
+            let text =
+                std::fs::read_to_string(patch).map_err(|e| fail(format!("cannot be read: {e}")))?;
+            if crate::rows::is_row_list(patch, &text) {
+                let rows = crate::rows::translate(&text, &context, &mut index).map_err(fail)?;
+                // What the rows became is checked as a TOML file would be.
+                Config::deserialize(rows.table.clone())
+                    .map_err(|e| fail(format!("translates to a bad setting: {}", e.message())))?;
+                layers.push(Layer {
+                    path: patch.clone(),
+                    table: Some(rows.table),
+                    rows: true,
+                    notes: rows.notes,
+                });
+            } else {
+                layers.push(Layer {
+                    path: patch.clone(),
+                    table: read_layer(patch, true)?,
+                    rows: false,
+                    notes: Vec::new(),
+                });
+            }
         }
         Ok(layers)
     }
 
     /// Every value the layers set, as `(dotted key, TOML value, file)`, each from the last
     /// layer that set it.
-    pub fn provenance(layers: &[(PathBuf, Option<toml::Table>)]) -> Vec<(String, String, PathBuf)> {
+    pub fn provenance(layers: &[Layer]) -> Vec<(String, String, PathBuf)> {
         fn leaves(prefix: &str, table: &toml::Table, out: &mut Vec<(String, toml::Value)>) {
             for (key, value) in table {
                 let path = if prefix.is_empty() {
@@ -250,7 +294,7 @@ impl Config {
             }
         }
         let mut set: Vec<(String, String, PathBuf)> = Vec::new();
-        for (path, table) in layers {
+        for Layer { path, table, .. } in layers {
             let Some(table) = table else { continue };
             let mut found = Vec::new();
             leaves("", table, &mut found);
@@ -266,7 +310,7 @@ impl Config {
     /// Loads and merges the layers for a run in `cwd`.
     pub fn load(home: &Path, cwd: &Path, patches: &[PathBuf]) -> Result<Config, ConfigError> {
         let mut merged = toml::Table::new();
-        for (_, table) in Config::layers(home, cwd, patches)? {
+        for Layer { table, .. } in Config::layers(home, cwd, patches)? {
             if let Some(table) = table {
                 merge(&mut merged, table);
             }

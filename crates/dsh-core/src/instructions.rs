@@ -11,9 +11,9 @@
 use std::path::{Path, PathBuf};
 
 /// Instruction files looked for in each folder, in order.
-const CANDIDATES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
+pub(crate) const CANDIDATES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
 /// Personal overlays, after the shared files of the same folder.
-const LOCAL_CANDIDATES: &[&str] = &["AGENTS.local.md", "CLAUDE.local.md"];
+pub(crate) const LOCAL_CANDIDATES: &[&str] = &["AGENTS.local.md", "CLAUDE.local.md"];
 /// Files larger than this are not read at all.
 const MAX_SOURCE_BYTES: u64 = 1 << 20;
 

@@ -21,12 +21,13 @@ mod lock;
 mod log;
 mod prompt;
 mod repair;
+pub mod rows;
 mod session;
 
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
 pub use catalog::{SessionSummary, list_sessions, session_log_path};
 pub use config::{
-    ApprovalConfig, Config, ConfigError, InstructionsConfig, JobsConfig, McpConfig,
+    ApprovalConfig, Config, ConfigError, InstructionsConfig, JobsConfig, Layer, McpConfig,
     McpServerConfig, ModelConfig, ProviderConfig, RequestsConfig, SandboxConfig, SessionsConfig,
     ShellConfig, ToolsConfig,
 };

@@ -355,7 +355,7 @@ Options:
       --model <name>      Model to use (default: deepseek-v4-flash)
       --effort <level>    Reasoning effort: off, low, high or max (default: high)
       --max-steps <n>     Stop a turn after this many model requests (default: 500)
-      --patch <file>      Apply a TOML config file over the others (repeatable)
+      --patch <file>      Apply a config file (TOML or YAML rows) over the others (repeatable)
       --permission-mode <mode>
                           read-only, workspace-write (default) or danger-full-access
       --approval-policy <policy>

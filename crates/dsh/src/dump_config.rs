@@ -30,9 +30,16 @@ fn render(args: &RunArgs) -> Result<String, String> {
     Config::load(&home, &cwd, &args.patches).map_err(|e| e.to_string())?;
     let mut out =
         String::from("# dsh settings: files lowest first, then the environment, then flags\n");
-    for (path, table) in &layers {
-        let state = if table.is_some() { "read" } else { "absent" };
-        let _ = writeln!(out, "#   {} ({state})", path.display());
+    for layer in &layers {
+        let state = match (&layer.table, layer.rows) {
+            (Some(_), true) => "read: reference rows",
+            (Some(_), false) => "read",
+            (None, _) => "absent",
+        };
+        let _ = writeln!(out, "#   {} ({state})", layer.path.display());
+        for note in &layer.notes {
+            let _ = writeln!(out, "#     note: {note}");
+        }
     }
     let mut rows: Vec<(String, String, String)> = Config::provenance(&layers)
         .into_iter()

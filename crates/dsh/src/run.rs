@@ -198,8 +198,16 @@ async fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
         .map_err(|e| SetupError(e.to_string()))?;
     let mut config = AgentConfig::new(route.model.clone());
     config.max_output_tokens = route.model_config.max_output_tokens;
-    if let Some(effort) = args.effort {
-        config.effort = effort;
+    match (args.effort, &files.effort) {
+        (Some(effort), _) => config.effort = effort,
+        (None, Some(level)) => {
+            config.effort = level.parse().map_err(|_| {
+                SetupError(format!(
+                    "config effort: \"{level}\" is not an effort level: use off, low, high or max"
+                ))
+            })?;
+        }
+        (None, None) => {}
     }
     if let Some(max_steps) = args.max_steps {
         config.max_steps = max_steps;
@@ -369,15 +377,20 @@ pub(crate) fn sandbox_settings(files: &Config) -> Result<SandboxSettings, SetupE
 
 /// Where skills are looked for, in rank order: the project's `.dsh/skills` and
 /// `.agents/skills` (the project root being the nearest folder with `.git`, else the working
-/// directory), `skills.dirs` from the config, `$DSH_HOME/skills`, `~/.agents/skills`.
+/// directory), `skills.dirs` from the config, `$DSH_HOME/skills`, `~/.agents/skills`; only
+/// `skills.dirs` when `skills.default_roots` is false.
 fn skill_roots(
     cwd: &std::path::Path,
     home: &std::path::Path,
     files: &Config,
 ) -> Vec<std::path::PathBuf> {
+    let dirs = files.skills.dirs.iter().map(|d| cwd.join(d));
+    if files.skills.default_roots == Some(false) {
+        return dirs.collect();
+    }
     let root = dsh_core::instructions::project_root(cwd, &[".git".to_owned()]);
     let mut roots = vec![root.join(".dsh/skills"), root.join(".agents/skills")];
-    roots.extend(files.skills.dirs.iter().map(|d| cwd.join(d)));
+    roots.extend(dirs);
     roots.push(home.join("skills"));
     if let Some(user) = std::env::var_os("HOME") {
         roots.push(std::path::PathBuf::from(user).join(".agents/skills"));

@@ -8,6 +8,7 @@ mod faults;
 mod headless;
 mod json;
 mod mcp;
+mod patches;
 mod providers;
 mod sandbox;
 mod sessions;

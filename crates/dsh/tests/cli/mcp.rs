@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::dsh;
 
 /// The reference server's executable, when installed.
-fn everything() -> Option<PathBuf> {
+pub fn everything() -> Option<PathBuf> {
     let found = std::env::var_os("PATH").and_then(|path| {
         std::env::split_paths(&path)
             .map(|dir| dir.join("mcp-server-everything"))

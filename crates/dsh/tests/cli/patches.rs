@@ -1,0 +1,174 @@
+//! The reference's YAML patch rows (`--patch layer.yml`), translated onto dsh's keys.
+
+use dsh_testkit::{RunOutput, TestEnv, Turn};
+use serde_json::json;
+
+use crate::dsh;
+
+const SUPERVISOR: &str = include_str!("../fixtures/supervisor.patch.yml");
+
+#[test]
+fn a_supervisor_s_row_layer_drives_a_session() {
+    let Some(server) = crate::mcp::everything() else {
+        return;
+    };
+    let env = TestEnv::new(vec![
+        Turn::tool_call("mcp__hermit__echo", json!({"message": "from the adapter"})),
+        Turn::text("done"),
+    ]);
+    env.write("layer.yml", SUPERVISOR);
+    // The workspace is inside a repository whose instructions and skills must not reach it.
+    env.write(".git/HEAD", "ref: refs/heads/main\n");
+    env.write("AGENTS.md", "REPOSITORY RULES\n");
+    env.write(
+        ".agents/skills/repo-skill/SKILL.md",
+        "---\nname: repo-skill\ndescription: from the repository\n---\nbody\n",
+    );
+    env.write("task/AGENTS.md", "TASK RULES\n");
+    env.write(
+        "task/.dsh/skills/deploy/SKILL.md",
+        "---\nname: deploy\ndescription: Deploy the adapter\n---\nsteps\n",
+    );
+    let layer = env.ws_path().join("layer.yml");
+    let out = RunOutput::of(
+        env.command(dsh())
+            .current_dir(env.ws_path().join("task"))
+            .env("HERMIT_BASE_URL", format!("{}/v1", env.server.base_url()))
+            .env("HERMIT_MCP_COMMAND", &server)
+            .env("HERMIT_DSH_NO_KEY", "local")
+            .args(["--patch", layer.to_str().unwrap(), "--json", "go"]),
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let requests = env.server.requests();
+    let first = &requests[0];
+    assert_eq!(first.path, "/v1/chat/completions");
+    assert_eq!(first.headers["authorization"], "Bearer local");
+    assert_eq!(first.body["model"], "scripted-model");
+    assert!(first.body.get("reasoning_effort").is_none());
+    assert_eq!(first.body["max_tokens"], 8192);
+    let names = first.tool_names();
+    assert!(names.contains(&"mcp__hermit__echo".to_owned()), "{names:?}");
+    assert!(names.contains(&"skill".to_owned()), "{names:?}");
+    let sent = first.body.to_string();
+    assert!(sent.contains("TASK RULES"));
+    assert!(sent.contains("deploy"));
+    assert!(!sent.contains("REPOSITORY RULES"));
+    assert!(!sent.contains("repo-skill"));
+    assert_eq!(requests[1].tool_results(), ["Echo: from the adapter"]);
+    // Plain transcripts.
+    let logs = env.session_logs();
+    assert!(logs.contains("\"turn/start\""), "{logs}");
+    let dirs: Vec<_> = walk(&env.home.path().join("sessions"));
+    assert!(
+        dirs.iter().any(|p| p.ends_with("session.jsonl")),
+        "{dirs:?}"
+    );
+    assert!(!dirs.iter().any(|p| p.to_string_lossy().ends_with(".zst")));
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn dump_config_shows_what_the_rows_became_and_what_was_switched_off() {
+    let env = TestEnv::new(Vec::new());
+    env.write("layer.yml", SUPERVISOR);
+    let out = RunOutput::of(
+        env.command(dsh())
+            .env("HERMIT_BASE_URL", "http://127.0.0.1:9/v1")
+            .env("HERMIT_MCP_COMMAND", "/opt/tools/server")
+            .args(["--patch", "layer.yml", "--dump-config"]),
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let home = env.home.path().display().to_string();
+    let text = out.stdout.replace(&home, "$HOME");
+    insta::assert_snapshot!(text.replace(&env.ws.path().display().to_string(), "$WS"));
+}
+
+#[test]
+fn rows_dsh_cannot_honour_are_errors_naming_the_row_and_line() {
+    let env = TestEnv::new(vec![Turn::text("never")]);
+    for (yaml, expected) in [
+        (
+            "- id: tool-subagent\n  disabled: false\n",
+            "line 1: row tool-subagent is a part dsh does not have; only `disabled: true` is accepted for it",
+        ),
+        (
+            "- id: tool-bash\n  disabled: true\n",
+            "line 1: row tool-bash cannot be switched off: dsh always has this part",
+        ),
+        (
+            "- id: session-title\n  disabled: true\n- id: agent-default-model\n  config:\n    provider: p\n    model: m\n    temperature: 1\n",
+            "line 3: the field temperature of row agent-default-model has no translation onto dsh's keys",
+        ),
+        (
+            "- insert:\n    - id: x\n      name: '@deepseek-ai/dsh-lsp-stdio'\n",
+            "line 2: inserted row of package \"@deepseek-ai/dsh-lsp-stdio\" has no translation onto dsh",
+        ),
+        (
+            "- id: llm-pi-ai\n  config:\n    providers:\n      r:\n        baseURL: http://h\n",
+            "providers.r names no api: dsh has no model catalog",
+        ),
+        (
+            "- id: session-persistence-jsonl\n  config:\n    root: /elsewhere\n",
+            "root \"/elsewhere\": dsh keeps sessions in $DSH_HOME/sessions",
+        ),
+        (
+            "- id: agent-default-model\n  config:\n    provider: !!js ctx.headlessStartup.provider\n    model: m\n",
+            "has the value !!js ctx.headlessStartup.provider, which dsh cannot evaluate",
+        ),
+        (
+            "- id: agent-default-model\n  config:\n    provider: p\n    model: m\n    reasoningEffort: medium\n",
+            "reasoningEffort \"medium\" is not an effort dsh has (off, low, high, max)",
+        ),
+        (
+            "# nothing\n",
+            "is empty: a patch file is a YAML list of rows; write [] for an empty layer",
+        ),
+        (
+            "- id: agent\n  intercept: {}\n",
+            "the row field `intercept` is not supported",
+        ),
+        (
+            "- id: tool-web\n  config:\n    search: true\n",
+            "row tool-web: dsh has no web tools",
+        ),
+    ] {
+        env.write("layer.yml", yaml);
+        let out = env.run(dsh(), &["--patch", "layer.yml", "go"]);
+        assert_eq!(out.code(), Some(1), "{yaml}");
+        assert!(
+            out.stderr.contains("config file layer.yml: ") && out.stderr.contains(expected),
+            "{yaml}: {}",
+            out.stderr
+        );
+    }
+    assert!(env.server.requests().is_empty());
+}
+
+#[test]
+fn later_rows_target_rows_an_earlier_layer_inserted() {
+    let env = TestEnv::new(vec![Turn::text("fine")]);
+    env.write(
+        "a.yml",
+        "- insert:\n    - id: my-tools\n      name: '@deepseek-ai/dsh-mcp-client'\n      config:\n        serverName: tools\n        transport: stdio\n        command: dsh-test-no-such-server\n        failOnStartupError: true\n",
+    );
+    env.write("b.yml", "- id: my-tools\n  disabled: true\n");
+    // The first layer alone fails the run at start; the second switches the server off.
+    let out = env.run(dsh(), &["--patch", "a.yml", "go"]);
+    assert_eq!(out.code(), Some(1));
+    assert!(out.stderr.contains("MCP server \"tools\" could not start"));
+    let out = env.run(dsh(), &["--patch", "a.yml", "--patch", "b.yml", "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.stdout, "fine\n");
+}
