@@ -35,7 +35,7 @@ pub struct AgentConfig {
     /// The model's context window in tokens; compaction keeps the history inside it.
     pub context_window: u64,
     /// Workspace instructions (AGENTS.md), sent once after the next task.
-    pub instructions: Option<String>,
+    pub instructions: Option<crate::instructions::Delivery>,
     /// How instruction files below the working directory are found as the file tools reach
     /// them; `None` looks for none.
     pub nested_instructions: Option<crate::instructions::InstructionSettings>,
@@ -224,11 +224,13 @@ impl Agent {
         self.commit(Record::UserMessage {
             turn,
             message: Message::user_text(task),
+            instructions: None,
         })?;
-        if let Some(instructions) = self.config.instructions.take() {
+        if let Some(delivery) = self.config.instructions.take() {
             self.commit(Record::UserMessage {
                 turn,
-                message: Message::user_text(instructions),
+                message: Message::user_text(delivery.text),
+                instructions: Some(delivery.files),
             })?;
         }
         let mut usage = Usage::default();
@@ -686,12 +688,14 @@ impl Agent {
                 std::path::Path::new(path),
                 &mut self.probed,
                 &settings,
+                self.session.loaded_instructions(),
             ));
         }
-        for text in messages {
+        for delivery in messages {
             self.commit(Record::UserMessage {
                 turn,
-                message: Message::user_text(text),
+                message: Message::user_text(delivery.text),
+                instructions: Some(delivery.files),
             })?;
         }
         Ok(())
@@ -709,6 +713,7 @@ impl Agent {
         self.commit(Record::UserMessage {
             turn,
             message: Message::user_text(notices.join("\n")),
+            instructions: None,
         })
     }
 

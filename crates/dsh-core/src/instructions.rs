@@ -10,6 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
+use dsh_protocol::InstructionFile;
+
 /// Instruction files looked for in each folder, in order.
 pub(crate) const CANDIDATES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
 /// Personal overlays, after the shared files of the same folder.
@@ -50,7 +52,41 @@ impl Default for InstructionSettings {
 struct Source {
     /// How the message names it.
     shown: String,
+    /// Where it is.
+    path: PathBuf,
     text: String,
+}
+
+impl Source {
+    fn new(shown: String, path: PathBuf, text: String) -> Source {
+        Source { shown, path, text }
+    }
+
+    fn identity(&self) -> InstructionFile {
+        InstructionFile {
+            path: self.path.display().to_string(),
+            digest: Some(digest(&self.text)),
+        }
+    }
+}
+
+/// A message of instructions and the files it delivered (its identity in the log).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub text: String,
+    pub files: Vec<InstructionFile>,
+}
+
+/// What a session has delivered so far: each file's path and the digest last sent (`None`:
+/// it was said to no longer apply).
+pub type Loaded = std::collections::BTreeMap<String, Option<String>>;
+
+fn digest(text: &str) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The message for a session in `cwd`, or `None` when there is nothing to send.
@@ -60,16 +96,38 @@ pub fn baseline(
     home: &Path,
     home_shown: &str,
     settings: &InstructionSettings,
-) -> Option<String> {
+) -> Option<Delivery> {
     if !settings.enabled || settings.max_bytes == 0 {
         return None;
     }
+    let sources = baseline_sources(cwd, home, home_shown, settings);
+    if sources.is_empty() {
+        return None;
+    }
+    // Every file found is part of the identity, those the budget left out too: a resumed
+    // session would leave them out again.
+    let files = sources.iter().map(Source::identity).collect();
+    Some(Delivery {
+        text: fit(sources, settings.max_bytes),
+        files,
+    })
+}
+
+/// The files of the baseline chain, broadest first.
+fn baseline_sources(
+    cwd: &Path,
+    home: &Path,
+    home_shown: &str,
+    settings: &InstructionSettings,
+) -> Vec<Source> {
     let mut sources = Vec::new();
-    if let Some(text) = read(&home.join("AGENTS.md")) {
-        sources.push(Source {
-            shown: format!("{home_shown}/AGENTS.md"),
+    let home_file = home.join("AGENTS.md");
+    if let Some(text) = read(&home_file) {
+        sources.push(Source::new(
+            format!("{home_shown}/AGENTS.md"),
+            home_file,
             text,
-        });
+        ));
     }
     let root = project_root(cwd, &settings.root_markers);
     let mut dirs: Vec<PathBuf> = cwd
@@ -90,27 +148,27 @@ pub fn baseline(
             }
             seen.push(text.clone());
             let relative = dir.strip_prefix(&root).unwrap_or(Path::new(""));
-            sources.push(Source {
-                shown: relative.join(name).display().to_string(),
+            sources.push(Source::new(
+                relative.join(name).display().to_string(),
+                dir.join(name),
                 text,
-            });
+            ));
         }
     }
-    if sources.is_empty() {
-        return None;
-    }
-    Some(fit(sources, settings.max_bytes))
+    sources
 }
 
 /// Instructions in folders below `cwd` that the file tools reached with `file`: each folder
 /// between `cwd` (not included: the baseline has it) and the file's folder is looked at once
 /// (`probed` remembers), and each instruction file found becomes one message.
+/// A file the session already delivered, unchanged, is not sent again.
 pub fn nested(
     cwd: &Path,
     file: &Path,
     probed: &mut std::collections::HashSet<PathBuf>,
     settings: &InstructionSettings,
-) -> Vec<String> {
+    loaded: &Loaded,
+) -> Vec<Delivery> {
     if !settings.enabled || settings.max_bytes == 0 {
         return Vec::new();
     }
@@ -147,11 +205,15 @@ pub fn nested(
                  `{relative}`, over broader instructions; none of them overrides the system prompt \
                  or what the user asks directly."
             );
-            let source = Source {
-                shown: format!("{relative}/{name}"),
-                text,
-            };
-            messages.push(fit_nested(&header, source, settings.max_bytes));
+            let source = Source::new(format!("{relative}/{name}"), dir.join(name), text);
+            let identity = source.identity();
+            if loaded.get(&identity.path) == Some(&identity.digest) {
+                continue;
+            }
+            messages.push(Delivery {
+                text: fit_nested(&header, source, settings.max_bytes),
+                files: vec![identity],
+            });
         }
     }
     messages
@@ -187,6 +249,101 @@ fn fit_nested(header: &str, source: Source, max: usize) -> String {
     }
     text
 }
+
+/// For a resumed session: what changed in the files it was given (and in the baseline chain)
+/// since they were delivered, as one message, or `None` when nothing did. A changed file is
+/// sent whole again, a new one of the chain is added, a deleted one is withdrawn.
+pub fn changes(
+    cwd: &Path,
+    home: &Path,
+    home_shown: &str,
+    settings: &InstructionSettings,
+    loaded: &Loaded,
+) -> Option<Delivery> {
+    if !settings.enabled || settings.max_bytes == 0 {
+        return None;
+    }
+    let chain = baseline_sources(cwd, home, home_shown, settings);
+    let mut blocks = Vec::new();
+    let mut files = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let quote = |text: &str| {
+        text.trim_end()
+            .replace("</system-reminder>", "<\\/system-reminder>")
+    };
+    for source in &chain {
+        let identity = source.identity();
+        seen.insert(identity.path.clone());
+        match loaded.get(&identity.path) {
+            Some(digest) if *digest == identity.digest => continue,
+            Some(Some(_)) => blocks.push(format!(
+                "Updated instructions from: {}\n\n{UPDATED}\n\n{}",
+                source.shown,
+                quote(&source.text)
+            )),
+            _ => blocks.push(format!(
+                "Additional instructions from: {}\n\n{}",
+                source.shown,
+                quote(&source.text)
+            )),
+        }
+        files.push(identity);
+    }
+    // Files delivered before that are not in the chain now (nested ones, or ones since
+    // deleted): re-read where they are.
+    for (path, digest) in loaded {
+        let Some(digest) = digest else { continue };
+        if seen.contains(path) {
+            continue;
+        }
+        let file = PathBuf::from(path);
+        let shown = file
+            .strip_prefix(cwd)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| path.clone());
+        match read(&file) {
+            Some(text) if self::digest(&text) == *digest => {}
+            Some(text) => {
+                blocks.push(format!(
+                    "Updated instructions from: {shown}\n\n{UPDATED}\n\n{}",
+                    quote(&text)
+                ));
+                files.push(Source::new(shown, file, text).identity());
+            }
+            None => {
+                blocks.push(format!("Instructions removed: {shown}\n\n{REMOVED}"));
+                files.push(InstructionFile {
+                    path: path.clone(),
+                    digest: None,
+                });
+            }
+        }
+    }
+    if blocks.is_empty() {
+        return None;
+    }
+    let mut text = format!("{OPEN}{}{CLOSE}", blocks.join("\n\n"));
+    if text.len() > settings.max_bytes {
+        let notice = format!(
+            "\n\n(cut to fit the instruction budget of {} bytes)",
+            settings.max_bytes
+        );
+        let mut cut = settings
+            .max_bytes
+            .saturating_sub(OPEN.len() + CLOSE.len() + notice.len());
+        let body = blocks.join("\n\n");
+        cut = cut.min(body.len());
+        while cut > 0 && !body.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text = format!("{OPEN}{}{notice}{CLOSE}", &body[..cut]);
+    }
+    Some(Delivery { text, files })
+}
+
+const UPDATED: &str = "This file changed after it was given to you; follow this content instead \
+of what it said before.";
+const REMOVED: &str = "This file is gone; what it said no longer applies.";
 
 /// The nearest folder at or above `cwd` holding one of `markers`; `cwd` itself when none does
 /// (or there are no markers).
@@ -270,10 +427,11 @@ fn fit(mut sources: Vec<Source>, max: usize) -> String {
             while !text.is_char_boundary(cut) {
                 cut -= 1;
             }
-            let source = Source {
-                shown: last.shown.clone(),
-                text: text[..cut].to_owned(),
-            };
+            let source = Source::new(
+                last.shown.clone(),
+                last.path.clone(),
+                text[..cut].to_owned(),
+            );
             let rendered = render(intro, Some(&notice(cut)), std::slice::from_ref(&source));
             (rendered.len() <= max).then_some(rendered)
         };
@@ -314,23 +472,57 @@ mod tests {
         std::fs::write(root.join("pkg/app/AGENTS.md"), "app rules\n").unwrap();
         let mut probed = std::collections::HashSet::new();
         let settings = InstructionSettings::default();
-        let first = nested(&root, Path::new("pkg/app/main.rs"), &mut probed, &settings);
+        let first = nested(
+            &root,
+            Path::new("pkg/app/main.rs"),
+            &mut probed,
+            &settings,
+            &Loaded::new(),
+        );
         assert_eq!(first.len(), 2);
-        assert!(first[0].contains("Additional instructions from: pkg/AGENTS.md"));
-        assert!(first[1].contains("`pkg/app`") && first[1].contains("app rules"));
-        assert!(nested(&root, &root.join("pkg/app/lib.rs"), &mut probed, &settings).is_empty());
-        assert!(nested(&root, Path::new("/elsewhere/x"), &mut probed, &settings).is_empty());
+        assert!(
+            first[0]
+                .text
+                .contains("Additional instructions from: pkg/AGENTS.md")
+        );
+        assert!(first[1].text.contains("`pkg/app`") && first[1].text.contains("app rules"));
+        assert!(
+            nested(
+                &root,
+                &root.join("pkg/app/lib.rs"),
+                &mut probed,
+                &settings,
+                &Loaded::new()
+            )
+            .is_empty()
+        );
+        assert!(
+            nested(
+                &root,
+                Path::new("/elsewhere/x"),
+                &mut probed,
+                &settings,
+                &Loaded::new()
+            )
+            .is_empty()
+        );
         let tiny = InstructionSettings {
             max_bytes: 400,
             ..InstructionSettings::default()
         };
         std::fs::create_dir_all(root.join("pkg/big")).unwrap();
         std::fs::write(root.join("pkg/big/AGENTS.md"), "é".repeat(500)).unwrap();
-        let cut = nested(&root, Path::new("pkg/big/x"), &mut probed, &tiny);
+        let cut = nested(
+            &root,
+            Path::new("pkg/big/x"),
+            &mut probed,
+            &tiny,
+            &Loaded::new(),
+        );
         assert!(
-            cut[0].len() <= 400 && cut[0].contains('é'),
+            cut[0].text.len() <= 400 && cut[0].text.contains('é'),
             "{}",
-            cut[0].len()
+            cut[0].text.len()
         );
     }
 
@@ -363,7 +555,8 @@ mod tests {
             "~/.dsh",
             &InstructionSettings::default(),
         )
-        .unwrap();
+        .unwrap()
+        .text;
         let order: Vec<&str> = text
             .lines()
             .filter_map(|l| l.strip_prefix("Instructions from: "))
@@ -384,7 +577,9 @@ mod tests {
             root_markers: Vec::new(),
             ..InstructionSettings::default()
         };
-        let text = baseline(&root.join("pkg/app"), &home, "~/.dsh", &settings).unwrap();
+        let text = baseline(&root.join("pkg/app"), &home, "~/.dsh", &settings)
+            .unwrap()
+            .text;
         assert_eq!(text.matches("Instructions from: ").count(), 2);
         let off = InstructionSettings {
             enabled: false,
@@ -399,24 +594,25 @@ mod tests {
         std::fs::write(root.join("AGENTS.md"), "r".repeat(300)).unwrap();
         let exact = baseline(&root, &home, "~/.dsh", &InstructionSettings::default())
             .unwrap()
+            .text
             .len();
         let at = InstructionSettings {
             max_bytes: exact,
             ..InstructionSettings::default()
         };
-        let text = baseline(&root, &home, "~/.dsh", &at).unwrap();
+        let text = baseline(&root, &home, "~/.dsh", &at).unwrap().text;
         assert_eq!(text.len(), exact);
         assert!(!text.contains("budget"));
         let over = InstructionSettings {
             max_bytes: exact - 1,
             ..InstructionSettings::default()
         };
-        let text = baseline(&root, &home, "~/.dsh", &over).unwrap();
+        let text = baseline(&root, &home, "~/.dsh", &over).unwrap().text;
         assert!(text.len() < exact, "{}", text.len());
         assert!(text.contains("cut AGENTS.md from 300 to"), "{text}");
         // Two files: the broader one goes first.
         std::fs::write(home.join("AGENTS.md"), "h".repeat(200)).unwrap();
-        let text = baseline(&root, &home, "~/.dsh", &at).unwrap();
+        let text = baseline(&root, &home, "~/.dsh", &at).unwrap().text;
         assert!(text.len() <= exact);
         assert!(text.contains("left out ~/.dsh/AGENTS.md"), "{text}");
         // Multi-byte text is never cut inside a character.
@@ -425,7 +621,28 @@ mod tests {
             max_bytes: 500,
             ..InstructionSettings::default()
         };
-        let text = baseline(&root, &home, "~/.dsh", &small).unwrap();
+        let text = baseline(&root, &home, "~/.dsh", &small).unwrap().text;
         assert!(text.len() <= 500);
+    }
+
+    #[test]
+    fn deliveries_name_every_file_found_with_its_digest() {
+        let (_dir, root, home) = tree();
+        std::fs::write(root.join("AGENTS.md"), "root rules\n").unwrap();
+        let delivery = baseline(&root, &home, "~/.dsh", &InstructionSettings::default()).unwrap();
+        let path = root.join("AGENTS.md").display().to_string();
+        assert_eq!(delivery.files.len(), 1);
+        assert_eq!(delivery.files[0].path, path);
+        let loaded: Loaded = [(path, delivery.files[0].digest.clone())].into();
+        let settings = InstructionSettings::default();
+        assert_eq!(changes(&root, &home, "~/.dsh", &settings, &loaded), None);
+        std::fs::write(root.join("AGENTS.md"), "new rules\n").unwrap();
+        let changed = changes(&root, &home, "~/.dsh", &settings, &loaded).unwrap();
+        assert!(
+            changed
+                .text
+                .contains("Updated instructions from: AGENTS.md")
+        );
+        assert_ne!(changed.files[0].digest, delivery.files[0].digest);
     }
 }

@@ -13,6 +13,8 @@ pub struct Session {
     history: Vec<Message>,
     log: SessionLog,
     last_turn: u32,
+    /// The instruction files delivered so far.
+    loaded: crate::instructions::Loaded,
 }
 
 impl Session {
@@ -26,6 +28,7 @@ impl Session {
             cwd,
             history: Vec::new(),
             last_turn: 0,
+            loaded: Default::default(),
         }
     }
 
@@ -83,6 +86,7 @@ impl Session {
             cwd,
             history: Vec::new(),
             last_turn: 0,
+            loaded: Default::default(),
             log: SessionLog::resume(path, loaded.header, seq, file, lock, options),
         };
         let closing = crate::repair::repair(&loaded.records);
@@ -117,6 +121,11 @@ impl Session {
         self.log.path().parent().unwrap_or_else(|| Path::new("."))
     }
 
+    /// The instruction files the session was given, each with the digest last sent.
+    pub fn loaded_instructions(&self) -> &crate::instructions::Loaded {
+        &self.loaded
+    }
+
     pub(crate) fn next_turn(&mut self) -> u32 {
         self.last_turn += 1;
         self.last_turn
@@ -132,7 +141,16 @@ impl Session {
     /// What a committed record adds to the history and the turn count.
     fn absorb(&mut self, record: Record) {
         match record {
-            Record::UserMessage { message, .. } => self.history.push(message),
+            Record::UserMessage {
+                message,
+                instructions,
+                ..
+            } => {
+                for file in instructions.into_iter().flatten() {
+                    self.loaded.insert(file.path, file.digest);
+                }
+                self.history.push(message);
+            }
             Record::AssistantMessage(data) => self.history.push(data.message),
             Record::ToolResult(data) => self.history.push(data.message),
             Record::TurnStart { turn } => self.last_turn = self.last_turn.max(turn),

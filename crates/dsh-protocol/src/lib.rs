@@ -16,8 +16,8 @@ pub use failure::{ErrorInfo, Failure, FailureCode};
 pub use message::{Block, ImageRef, Message, Role, ToolOutputPart, ToolSpec};
 pub use record::{
     AbortReason, AssistantMessageRecord, CompactionPruneRecord, CompactionSummaryRecord,
-    FinishReason, HeaderKind, Record, RecordEnvelope, SESSION_FORMAT_VERSION, SessionHeader,
-    ToolCallRecord, ToolResultRecord, TurnEndReason,
+    FinishReason, HeaderKind, InstructionFile, Record, RecordEnvelope, SESSION_FORMAT_VERSION,
+    SessionHeader, ToolCallRecord, ToolResultRecord, TurnEndReason,
 };
 pub use stream::StreamEvent;
 pub use usage::{BilledUsage, Prices, Usage};

@@ -65,7 +65,14 @@ pub enum Record {
     #[serde(rename = "turn/start")]
     TurnStart { turn: u32 },
     #[serde(rename = "user/message")]
-    UserMessage { turn: u32, message: Message },
+    UserMessage {
+        turn: u32,
+        message: Message,
+        /// For a message of workspace instructions: the files it delivered, so a resumed
+        /// session sends only what changed since.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        instructions: Option<Vec<InstructionFile>>,
+    },
     #[serde(rename = "step/start")]
     StepStart { turn: u32, step: u32 },
     #[serde(rename = "assistant/message")]
@@ -89,6 +96,16 @@ pub enum Record {
     /// The start of the history replaced by a summary.
     #[serde(rename = "compaction/summary")]
     CompactionSummary(CompactionSummaryRecord),
+}
+
+/// One instruction file as a message delivered it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstructionFile {
+    /// Its absolute path.
+    pub path: String,
+    /// The sha256 (hex) of what was delivered; `None`: the message said it no longer applies.
+    pub digest: Option<String>,
 }
 
 /// One pruned tool result: the result of `call_id` now reads `message`.

@@ -318,6 +318,7 @@ fn write_long_session(env: &TestEnv, zstd: bool) {
             Record::UserMessage {
                 turn,
                 message: Message::user_text(format!("task number {turn}: look at the file")),
+                instructions: None,
             },
             Record::StepStart { turn, step: 1 },
             answer(

@@ -212,8 +212,8 @@ async fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     if let Some(max_steps) = args.max_steps {
         config.max_steps = max_steps;
     }
-    // A new session gets the workspace instructions after its first task; a resumed one
-    // already has them in its history.
+    // A new session gets the workspace instructions after its first task; a resumed one has
+    // them in its history and gets only what changed since, after its new task.
     let defaults = InstructionSettings::default();
     let settings = InstructionSettings {
         enabled: files.instructions.enabled.unwrap_or(defaults.enabled),
@@ -224,16 +224,23 @@ async fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
             .clone()
             .unwrap_or(defaults.root_markers),
     };
-    if args.session_id.is_none() {
-        let default_home =
-            std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".dsh"));
-        let shown = if default_home.as_deref() == Some(home.as_path()) {
-            "~/.dsh".to_owned()
-        } else {
-            "$DSH_HOME".to_owned()
-        };
-        config.instructions = dsh_core::instructions::baseline(&cwd, &home, &shown, &settings);
-    }
+    let default_home = std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".dsh"));
+    let shown = if default_home.as_deref() == Some(home.as_path()) {
+        "~/.dsh"
+    } else {
+        "$DSH_HOME"
+    };
+    config.instructions = if args.session_id.is_none() {
+        dsh_core::instructions::baseline(&cwd, &home, shown, &settings)
+    } else {
+        dsh_core::instructions::changes(
+            &cwd,
+            &home,
+            shown,
+            &settings,
+            session.loaded_instructions(),
+        )
+    };
     config.nested_instructions = Some(settings);
     config.context_window = route
         .model_config

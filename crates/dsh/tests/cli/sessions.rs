@@ -469,3 +469,90 @@ fn sessions_are_listed_newest_first_and_shown_as_a_transcript() {
         missing.stderr
     );
 }
+
+#[test]
+fn a_resumed_session_gets_only_the_instructions_that_changed() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "pkg/x.txt"})),
+        Turn::text("first answer"),
+        Turn::text("second answer"),
+        Turn::tool_call("read", json!({"file_path": "pkg/x.txt"})),
+        Turn::text("third answer"),
+    ]);
+    env.write("AGENTS.md", "rules v1\n");
+    env.write("pkg/AGENTS.md", "pkg rules\n");
+    env.write("pkg/x.txt", "x\n");
+    let out = env.run(dsh(), &["first task"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let id = session_id(&env);
+    let delivered = records(&env)
+        .into_iter()
+        .filter(|r| r["data"]["instructions"].is_array())
+        .count();
+    assert_eq!(delivered, 2, "the baseline and pkg/AGENTS.md");
+
+    // One file changed, one deleted, one new in the chain.
+    env.write("AGENTS.md", "rules v2\n");
+    std::fs::remove_file(env.ws.path().join("pkg/AGENTS.md")).unwrap();
+    env.write("CLAUDE.md", "claude rules\n");
+    let out = env.run(dsh(), &["--session-id", &id, "second task"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let requests = env.server.requests();
+    let messages = requests[2].messages();
+    let last = messages.last().unwrap()["content"].as_str().unwrap();
+    assert_eq!(
+        messages[messages.len() - 2]["content"],
+        "second task",
+        "the changes follow the task"
+    );
+    assert!(last.starts_with("<system-reminder>\n"), "{last}");
+    assert!(
+        last.contains("Updated instructions from: AGENTS.md\n\n"),
+        "{last}"
+    );
+    assert!(last.contains("rules v2"), "{last}");
+    assert!(
+        last.contains("Additional instructions from: CLAUDE.md\n\nclaude rules"),
+        "{last}"
+    );
+    assert!(
+        last.contains("Instructions removed: pkg/AGENTS.md"),
+        "{last}"
+    );
+    assert!(!last.contains("rules v1"), "{last}");
+
+    // Nothing changed since: no message (the removed file stays withdrawn).
+    let out = env.run(dsh(), &["--session-id", &id, "third task"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let requests = env.server.requests();
+    let messages = requests[3].messages();
+    assert_eq!(messages.last().unwrap()["content"], "third task");
+    let after_read = requests[4].messages();
+    assert_eq!(after_read.last().unwrap()["role"], "tool");
+}
+
+#[test]
+fn a_nested_file_delivered_before_a_resume_is_not_sent_again() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "pkg/x.txt"})),
+        Turn::text("first answer"),
+        Turn::tool_call("read", json!({"file_path": "pkg/x.txt"})),
+        Turn::text("second answer"),
+    ]);
+    env.write("pkg/AGENTS.md", "pkg rules\n");
+    env.write("pkg/x.txt", "x\n");
+    let out = env.run(dsh(), &["first task"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let first = env.server.requests()[1].messages().to_vec();
+    assert!(
+        first.last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .contains("Additional instructions from: pkg/AGENTS.md")
+    );
+    let out = env.run(dsh(), &["--session-id", &session_id(&env), "again"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let requests = env.server.requests();
+    let resumed = requests[3].messages();
+    assert_eq!(resumed.last().unwrap()["role"], "tool", "no second copy");
+}
