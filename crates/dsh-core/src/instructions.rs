@@ -21,9 +21,11 @@ const MAX_SOURCE_BYTES: u64 = 1 << 20;
 
 const OPEN: &str = "<system-reminder>\n";
 const CLOSE: &str = "\n</system-reminder>";
+/// 235 bytes, so that the frame around one root `AGENTS.md` is 304 bytes, as the reference's
+/// is: a supervisor that sizes files for the reference's budget sizes them right for ours.
 const INTRO: &str = "Instructions for this workspace follow, each under the file it comes from. \
-Apply them where they are relevant; a file deeper in the tree takes precedence over a broader \
-one, and none of them overrides the system prompt or what the user asks directly.";
+Apply them wherever relevant; a file deeper in the tree takes precedence over broader ones, and \
+none overrides the system prompt or what the user asks directly.";
 const COMPACT_INTRO: &str =
     "Workspace instructions were left out or cut to fit the instruction budget.";
 
@@ -623,6 +625,16 @@ mod tests {
         };
         let text = baseline(&root, &home, "~/.dsh", &small).unwrap().text;
         assert!(text.len() <= 500);
+    }
+
+    #[test]
+    fn the_frame_around_one_root_file_is_the_reference_s_304_bytes() {
+        let (_dir, root, home) = tree();
+        std::fs::write(root.join("AGENTS.md"), "x").unwrap();
+        let text = baseline(&root, &home, "~/.dsh", &InstructionSettings::default())
+            .unwrap()
+            .text;
+        assert_eq!(text.len() - 1, 304);
     }
 
     #[test]
