@@ -66,8 +66,10 @@ impl Request {
                 tools
                     .iter()
                     .map(|t| {
+                        // Chat completions nest the name; Responses and Messages do not.
                         t["function"]["name"]
                             .as_str()
+                            .or_else(|| t["name"].as_str())
                             .unwrap_or_default()
                             .to_owned()
                     })
@@ -78,6 +80,8 @@ impl Request {
 }
 
 struct Shared {
+    /// `Some(steps)`: answer like [`ScriptedServer::shell_session`], not from `turns`.
+    shell_steps: Option<usize>,
     turns: Mutex<VecDeque<Turn>>,
     requests: Mutex<Vec<Request>>,
     arrived: Condvar,
@@ -93,9 +97,24 @@ pub struct ScriptedServer {
 impl ScriptedServer {
     /// Starts a server that answers requests with `turns` in order, then with `done`.
     pub fn start(turns: Vec<Turn>) -> ScriptedServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        Self::launch(turns, None, 0)
+    }
+
+    /// Starts a server that plays a session of `steps` steps with any coding agent, for
+    /// benchmarks against other agents: while a request carries fewer than `steps - 1` tool
+    /// results, it asks for the command `true` with whichever shell tool the agent offers
+    /// (`bash`, `shell`, `shell_command` or `exec_command`); then it answers `done`. Stateless,
+    /// so retries, several agents and extra requests (titles, summaries) are all fine.
+    /// `port` 0 picks a free one.
+    pub fn shell_session(steps: usize, port: u16) -> ScriptedServer {
+        Self::launch(Vec::new(), Some(steps), port)
+    }
+
+    fn launch(turns: Vec<Turn>, shell_steps: Option<usize>, port: u16) -> ScriptedServer {
+        let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind a loopback port");
         let port = listener.local_addr().unwrap().port();
         let shared = Arc::new(Shared {
+            shell_steps,
             turns: Mutex::new(turns.into()),
             requests: Mutex::new(Vec::new()),
             arrived: Condvar::new(),
@@ -164,20 +183,57 @@ fn serve(stream: TcpStream, shared: &Shared) {
     } else {
         Dialect::Chat
     };
+    if request.method != "POST" {
+        let mut stream = stream;
+        let _ = stream
+            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        return;
+    }
     let turn = {
         let mut requests = shared.requests.lock().unwrap();
-        let turn = shared
-            .turns
-            .lock()
-            .unwrap()
-            .pop_front()
-            .unwrap_or_else(|| Turn::text("done"));
+        let turn = match shared.shell_steps {
+            Some(steps) => shell_turn(&request, steps),
+            None => shared
+                .turns
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or_else(|| Turn::text("done")),
+        };
         requests.push(request);
         shared.arrived.notify_all();
         turn
     };
     let mut stream = stream;
     respond(&mut stream, turn, dialect);
+}
+
+/// The next answer of a shell session of `steps` steps.
+fn shell_turn(request: &Request, steps: usize) -> Turn {
+    let results = request.tool_results();
+    if results.len() + 1 >= steps {
+        // A run whose calls the agent refused is not a run of the scenario: say so.
+        let refused = results
+            .iter()
+            .any(|r| r.contains("invalid arguments") || r.contains("unknown tool"));
+        return Turn::text(if refused { "tool calls failed" } else { "done" });
+    }
+    let names = request.tool_names();
+    let has = |name: &str| names.iter().any(|n| n == name);
+    if has("bash") {
+        Turn::tool_call(
+            "bash",
+            json!({"command": "true", "description": "Run true"}),
+        )
+    } else if has("shell_command") {
+        Turn::tool_call("shell_command", json!({"command": "true"}))
+    } else if has("exec_command") {
+        Turn::tool_call("exec_command", json!({"cmd": "true"}))
+    } else if has("shell") {
+        Turn::tool_call("shell", json!({"command": ["true"]}))
+    } else {
+        Turn::text("done")
+    }
 }
 
 /// Which API a request was sent to, by its path.
@@ -435,21 +491,35 @@ fn write_responses_stream(stream: &mut TcpStream, answer: &Answer) -> std::io::R
             json!({"type":"response.reasoning_summary_text.delta","item_id":"rs_1","delta":reasoning}),
         )?;
     }
+    // Each item is announced, streamed and then sent whole, as OpenAI's server does (clients
+    // such as Codex read the whole item from `response.output_item.done`).
     if !answer.text.is_empty() {
+        let message = |text: &str| {
+            json!({"type":"message","id":"msg_1","role":"assistant","status":"completed",
+                   "content":[{"type":"output_text","text":text,"annotations":[]}]})
+        };
+        send(json!({"type":"response.output_item.added","output_index":0,"item":message("")}))?;
         send(json!({"type":"response.output_text.delta","item_id":"msg_1","delta":answer.text}))?;
+        send(
+            json!({"type":"response.output_item.done","output_index":0,"item":message(&answer.text)}),
+        )?;
     }
     for (n, (name, arguments)) in answer.tool_calls.iter().enumerate() {
         let item = format!("fc_{n}");
-        send(
-            json!({"type":"response.output_item.added","item":{"type":"function_call","id":item,
-            "call_id":format!("call_{n}_{name}"),"name":name,"arguments":""}}),
-        )?;
+        let call = |arguments: &str| {
+            json!({"type":"function_call","id":item,"call_id":format!("call_{n}_{name}"),
+                   "name":name,"arguments":arguments,"status":"completed"})
+        };
+        send(json!({"type":"response.output_item.added","output_index":n + 1,"item":call("")}))?;
         let (head, tail) = halves(arguments);
         for piece in [head, tail] {
             send(
                 json!({"type":"response.function_call_arguments.delta","item_id":item,"delta":piece}),
             )?;
         }
+        send(
+            json!({"type":"response.output_item.done","output_index":n + 1,"item":call(arguments)}),
+        )?;
     }
     let mut response = json!({"id":"resp_test","status":"completed"});
     if answer.finish.as_deref() == Some("length") {

@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""dsh side by side with other coding agents, against the same scripted model server.
+
+Run by bench/peers.sh (which builds dsh and the server and, with --install, installs the
+peers). Each agent runs a 0-step task (the model answers at once) and a 10-step task (the
+model asks for the shell command `true` nine times, with whichever shell tool the agent
+offers, then answers). Rounds alternate the agents; each round times one run of each agent and
+measures the memory of another (the sampling would slow the timed run). Medians of the rounds,
+and each agent's ratio to dsh, are printed as a Markdown section.
+"""
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PEERS = ROOT / "target" / "peers"
+ROUNDS = int(os.environ.get("PEERS_ROUNDS", "5"))
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def server(steps):
+    """The scripted server for a session of `steps` steps: (process, base URL)."""
+    proc = subprocess.Popen(
+        [str(ROOT / "target/release/scripted-server"), str(steps)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    url = proc.stdout.readline().strip()
+    return proc, url
+
+
+def tree_rss(pid):
+    """Resident memory of a process and all its descendants, in bytes."""
+    total, stack = 0, [pid]
+    while stack:
+        p = stack.pop()
+        try:
+            with open(f"/proc/{p}/statm") as f:
+                total += int(f.read().split()[1]) * PAGE
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    stack.extend(int(c) for c in f.read().split())
+        except (FileNotFoundError, ProcessLookupError, PermissionError, ValueError):
+            continue
+    return total
+
+
+def run(agent, url, measure_memory):
+    """One run: (wall seconds, peak tree RSS bytes or None, ok)."""
+    work = Path(tempfile.mkdtemp(prefix="peers-ws-"))
+    home = Path(tempfile.mkdtemp(prefix="peers-home-"))
+    argv, env = agent["command"](url, work, home)
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("DSH_", "DEEPSEEK_"))}
+    full_env.update(env)
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        argv,
+        cwd=work,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    peak = 0
+    if measure_memory:
+        while proc.poll() is None:
+            peak = max(peak, tree_rss(proc.pid))
+            time.sleep(0.002)
+    out, _ = proc.communicate(timeout=300)
+    wall = time.perf_counter() - start
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(home, ignore_errors=True)
+    ok = proc.returncode == 0 and b"done" in out
+    return wall, (peak if measure_memory else None), ok
+
+
+def dsh(url, work, home):
+    return [str(ROOT / "target/release/dsh"), "run the task"], {
+        "DEEPSEEK_BASE_URL": url,
+        "DEEPSEEK_API_KEY": "x",
+        "DSH_HOME": str(home),
+    }
+
+
+def codex_home(url):
+    # Codex refuses to set up its sandbox helpers under a temporary folder.
+    home = PEERS / "codex-home"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(
+        'model = "scripted-model"\nmodel_provider = "scripted"\n\n'
+        "[model_providers.scripted]\n"
+        f'name = "scripted"\nbase_url = "{url}/v1"\nwire_api = "responses"\n'
+    )
+    return home
+
+
+def codex(url, work, home):
+    binary = shutil.which("codex", path=f"{PEERS / 'npm/node_modules/.bin'}:{os.environ['PATH']}")
+    argv = [binary, "exec", "--skip-git-repo-check", "-s", "workspace-write", "run the task"]
+    return argv, {"CODEX_HOME": str(codex_home(url))}
+
+
+def reference(url, work, home):
+    binary = PEERS / "npm/node_modules/.bin/dsh"
+    return [str(binary), "--profile", "headless", "run the task"], {
+        "DEEPSEEK_BASE_URL": url,
+        "DEEPSEEK_API_KEY": "x",
+        "DSH_HOME": str(home),
+    }
+
+
+def version(argv):
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout
+        return out.strip().splitlines()[0] if out.strip() else "?"
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+
+
+def agents():
+    found = [{"name": "dsh (this repository)", "command": dsh, "version": version([str(ROOT / "target/release/dsh"), "--version"])}]
+    codex_bin = shutil.which("codex", path=f"{PEERS / 'npm/node_modules/.bin'}:{os.environ['PATH']}")
+    if codex_bin:
+        found.append({"name": "Codex CLI (`@openai/codex`)", "command": codex, "version": version([codex_bin, "--version"])})
+    ref = PEERS / "npm/node_modules/.bin/dsh"
+    if ref.exists():
+        found.append({"name": "DeepSeek Harness (`@deepseek-ai/dsh`, the reference)", "command": reference, "version": version([str(ref), "--version"])})
+    return found
+
+
+def main():
+    found = agents()
+    scenarios = [("0-step", 1), ("10-step", 10)]
+    results = {}
+    for label, steps in scenarios:
+        proc, url = server(steps)
+        try:
+            for round_no in range(ROUNDS):
+                order = found[round_no % len(found):] + found[: round_no % len(found)]
+                for agent in order:
+                    wall, _, ok_t = run(agent, url, False)
+                    _, peak, ok_m = run(agent, url, True)
+                    slot = results.setdefault((agent["name"], label), {"wall": [], "rss": [], "ok": True})
+                    slot["wall"].append(wall)
+                    slot["rss"].append(peak)
+                    slot["ok"] = slot["ok"] and ok_t and ok_m
+        finally:
+            proc.stdin.close()
+            proc.wait()
+    base = found[0]["name"]
+    lines = [
+        "## Side by side with other agents (`bench/peers.sh`)",
+        "",
+        f"Each agent against the same scripted model server on loopback, {ROUNDS} alternating rounds,",
+        "medians; the ratio is the agent's median over dsh's. 0-step: the model answers at once;",
+        "10-step: it asks for the shell command `true` nine times (each agent's own shell tool, run",
+        "in its own sandbox: dsh and Codex `workspace-write`), then answers. Wall time is exec to",
+        "exit; memory is the peak resident size of the agent's whole process tree (launcher,",
+        "agent, sandbox and shell), sampled every 2 ms in a separate run.",
+        "",
+        "| agent | version | 0-step wall (ms) | 0-step memory (MiB) | 10-step wall (ms) | 10-step memory (MiB) |",
+        "|---|---|---|---|---|---|",
+    ]
+    med = lambda xs: statistics.median(xs)
+    for agent in found:
+        cells = []
+        for label, _ in scenarios:
+            slot = results[(agent["name"], label)]
+            ref = results[(base, label)]
+            wall, rss = med(slot["wall"]) * 1000, med(slot["rss"]) / 2**20
+            bwall, brss = med(ref["wall"]) * 1000, med(ref["rss"]) / 2**20
+            flag = "" if slot["ok"] else " (failed runs)"
+            if agent["name"] == base:
+                cells += [f"{wall:.0f}{flag}", f"{rss:.1f}"]
+            else:
+                cells += [f"{wall:.0f} ({wall / bwall:.0f}x){flag}", f"{rss:.1f} ({rss / brss:.0f}x)"]
+        lines.append(f"| {agent['name']} | {agent['version']} | " + " | ".join(cells) + " |")
+    missing = []
+    if not any("Codex" in a["name"] for a in found):
+        missing.append("Codex CLI")
+    if not any("reference" in a["name"] for a in found):
+        missing.append("the reference")
+    if missing:
+        lines += ["", f"Not installed, so not measured: {', '.join(missing)} (`bench/peers.sh --install`)."]
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

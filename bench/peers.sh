@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# dsh side by side with other coding agents against the scripted model server; writes the
+# result into docs/performance.md (between the peers markers). Not part of CI.
+# Usage: bench/peers.sh [--install]   (--install: npm-install the peers into target/peers/npm)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CODEX_VERSION=0.171.0
+REFERENCE_VERSION=0.1.0-rc.8
+
+if [ "${1:-}" = "--install" ]; then
+  mkdir -p target/peers/npm
+  npm install --no-audit --no-fund --prefix target/peers/npm "@openai/codex@${CODEX_VERSION}"
+  # The reference's dependency tree takes npm several minutes to resolve.
+  npm install --no-audit --no-fund --prefix target/peers/npm "@deepseek-ai/dsh@${REFERENCE_VERSION}" ||
+    echo "bench/peers.sh: the reference could not be installed; it is left out" >&2
+fi
+
+cargo build --release --locked -q -p dsh -p dsh-testkit --bin dsh --bin scripted-server
+python3 bench/peers.py | tee /dev/stderr | python3 bench/section.py peers
