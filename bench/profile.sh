@@ -25,7 +25,8 @@ for entry in "${variants[@]}"; do
   env $settings cargo build --release --locked -q -p dsh --bin dsh --target-dir "$dir"
   built=$(( $(date +%s) - start ))
   size=$(( $(stat -c %s "$dir/release/dsh") / 1024 ))
-  ms=$(python3 - "$dir/release/dsh" <<'PY'
+  binary="$PWD/$dir/release/dsh"
+  ms=$(python3 - "$binary" <<'PY'
 import os, statistics, subprocess, sys, tempfile, time
 server = subprocess.Popen(["target/release/scripted-server", "1"], stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, text=True)
