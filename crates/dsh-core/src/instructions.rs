@@ -224,13 +224,7 @@ pub fn nested(
 /// One nested file's message within `max` bytes, its text cut on a character boundary if it
 /// must be (the frame and header are never cut).
 fn fit_nested(header: &str, source: Source, max: usize) -> String {
-    let body = |text: &str| {
-        format!(
-            "{OPEN}{header}\n\n{}{CLOSE}",
-            text.trim_end()
-                .replace("</system-reminder>", "<\\/system-reminder>")
-        )
-    };
+    let body = |text: &str| format!("{OPEN}{header}\n\n{}{CLOSE}", quoted(text));
     let whole = body(&source.text);
     if whole.len() <= max {
         return whole;
@@ -269,10 +263,6 @@ pub fn changes(
     let mut blocks = Vec::new();
     let mut files = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    let quote = |text: &str| {
-        text.trim_end()
-            .replace("</system-reminder>", "<\\/system-reminder>")
-    };
     for source in &chain {
         let identity = source.identity();
         seen.insert(identity.path.clone());
@@ -281,12 +271,12 @@ pub fn changes(
             Some(Some(_)) => blocks.push(format!(
                 "Updated instructions from: {}\n\n{UPDATED}\n\n{}",
                 source.shown,
-                quote(&source.text)
+                quoted(&source.text)
             )),
             _ => blocks.push(format!(
                 "Additional instructions from: {}\n\n{}",
                 source.shown,
-                quote(&source.text)
+                quoted(&source.text)
             )),
         }
         files.push(identity);
@@ -308,7 +298,7 @@ pub fn changes(
             Some(text) => {
                 blocks.push(format!(
                     "Updated instructions from: {shown}\n\n{UPDATED}\n\n{}",
-                    quote(&text)
+                    quoted(&text)
                 ));
                 files.push(Source::new(shown, file, text).identity());
             }
@@ -347,6 +337,13 @@ const UPDATED: &str = "This file changed after it was given to you; follow this 
 of what it said before.";
 const REMOVED: &str = "This file is gone; what it said no longer applies.";
 
+/// A file's text as it goes inside the reminder: trailing space dropped, and a literal
+/// closing tag escaped so the file cannot end the reminder early.
+fn quoted(text: &str) -> String {
+    text.trim_end()
+        .replace("</system-reminder>", "<\\/system-reminder>")
+}
+
 /// The nearest folder at or above `cwd` holding one of `markers`; `cwd` itself when none does
 /// (or there are no markers).
 pub fn project_root(cwd: &Path, markers: &[String]) -> PathBuf {
@@ -378,12 +375,7 @@ fn render(intro: &str, notice: Option<&str>, sources: &[Source]) -> String {
         body.push_str("\n\nInstructions from: ");
         body.push_str(&source.shown);
         body.push_str("\n\n");
-        body.push_str(
-            &source
-                .text
-                .trim_end()
-                .replace("</system-reminder>", "<\\/system-reminder>"),
-        );
+        body.push_str(&quoted(&source.text));
     }
     format!("{OPEN}{body}{CLOSE}")
 }
