@@ -21,23 +21,18 @@ fn main() -> std::process::ExitCode {
     };
     let server = dsh_testkit::ScriptedServer::shell_session(steps.max(1), port);
     let mut out = std::io::stdout();
+    let _ = writeln!(out, "{}", server.base_url());
+    let _ = out.flush();
+    // Whoever started it stops it by closing our stdin (or killing us).
+    let _ = std::io::stdin().read_to_end(&mut Vec::new());
     if let Some(path) = std::env::var_os("SCRIPTED_SERVER_LOG") {
-        // Every request so far, one JSON body per line, written when the server stops.
-        let _ = writeln!(out, "{}", server.base_url());
-        let _ = out.flush();
-        let _ = std::io::stdin().read_to_end(&mut Vec::new());
+        // Every request it served, one per line: the path, then the JSON body.
         let lines: Vec<String> = server
             .requests()
             .iter()
             .map(|r| format!("{} {}", r.path, r.body))
             .collect();
         let _ = std::fs::write(path, lines.join("\n") + "\n");
-        return std::process::ExitCode::SUCCESS;
     }
-    let _ = writeln!(out, "{}", server.base_url());
-    let _ = out.flush();
-    // Whoever started it stops it by closing our stdin (or killing us).
-    let _ = std::io::stdin().read_to_end(&mut Vec::new());
-    drop(server);
     std::process::ExitCode::SUCCESS
 }
