@@ -12,8 +12,8 @@ use serde_json::Value;
 const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/webp", "image/gif"];
 
 /// Whether images of a result may be shown, and where they are kept.
-pub(crate) enum ImageAdmission<'a> {
-    Allowed(&'a AttachmentStore),
+pub(crate) enum ImageAdmission {
+    Allowed(AttachmentStore),
     /// Why not, as the model is told.
     Refused(String),
 }
@@ -25,7 +25,7 @@ pub(crate) fn project(
     content: &[Value],
     structured: Option<&Value>,
     raw: &str,
-    images: &ImageAdmission<'_>,
+    images: &ImageAdmission,
 ) -> Vec<ToolOutputPart> {
     let mut image_for = admit_images(content, images);
     let mut parts = Vec::new();
@@ -103,7 +103,7 @@ fn embedded_resource(resource: Option<&Value>) -> String {
 /// the result a note, so the model never sees half a set without knowing.
 fn admit_images(
     content: &[Value],
-    images: &ImageAdmission<'_>,
+    images: &ImageAdmission,
 ) -> std::collections::HashMap<usize, Result<ToolOutputPart, String>> {
     let blocks: Vec<(usize, &serde_json::Map<String, Value>)> = content
         .iter()
@@ -135,7 +135,7 @@ fn admit_images(
             .collect();
     }
     let store = match images {
-        ImageAdmission::Allowed(store) => *store,
+        ImageAdmission::Allowed(store) => store,
         ImageAdmission::Refused(reason) => {
             return blocks
                 .iter()
@@ -179,6 +179,10 @@ fn decode(block: &serde_json::Map<String, Value>) -> Result<Vec<u8>, &'static st
         .get("data")
         .and_then(Value::as_str)
         .ok_or(not_base64)?;
+    // Checked before decoding: a server can send any amount.
+    if data.len() as u64 / 4 * 3 > dsh_tools::MAX_IMAGE_SOURCE_BYTES {
+        return Err("the image is larger than 20 MiB");
+    }
     let engine = base64::engine::general_purpose::STANDARD;
     let bytes = engine.decode(data).map_err(|_| not_base64)?;
     if engine.encode(&bytes) != data {
@@ -206,7 +210,7 @@ mod tests {
         parts.iter().map(|p| p.text().to_owned()).collect()
     }
 
-    fn refused() -> ImageAdmission<'static> {
+    fn refused() -> ImageAdmission {
         ImageAdmission::Refused("model \"m\" does not declare image input".into())
     }
 
@@ -286,7 +290,7 @@ mod tests {
             json!({"type": "image", "mimeType": "image/png", "data": data}),
             json!({"type": "text", "text": "after"}),
         ];
-        let parts = project(&content, None, "t", &ImageAdmission::Allowed(&store));
+        let parts = project(&content, None, "t", &ImageAdmission::Allowed(store));
         assert_eq!(parts.len(), 3);
         assert_eq!(parts[0].text(), "before");
         assert!(matches!(&parts[1], ToolOutputPart::Image { image } if image.width == 1));

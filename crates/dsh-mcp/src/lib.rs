@@ -19,12 +19,12 @@ mod tool;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dsh_tools::ToolGroup;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
-use tokio::task::JoinHandle;
+use tokio::task::{AbortHandle, JoinHandle};
 
 pub use name::{public_tool_name, valid_server_name};
 
@@ -33,7 +33,7 @@ use link::Link;
 /// One configured server.
 #[derive(Debug, Clone)]
 pub struct McpServer {
-    /// The namespace of its tools' names (`[A-Za-z0-9_-]{1,32}`).
+    /// The namespace of its tools' names (see [`valid_server_name`]).
     pub name: String,
     pub transport: Transport,
     /// How long one tool call may take.
@@ -70,20 +70,29 @@ pub struct McpStartupError {
     pub reason: String,
 }
 
+/// The servers of a run, from before they start to after they are stopped: a handle the run
+/// keeps on every path out, so no server outlives it. Cloning it gives another handle to the
+/// same servers.
+#[derive(Clone, Default)]
+pub struct McpServers {
+    inner: Arc<Mutex<Started>>,
+}
+
+#[derive(Default)]
+struct Started {
+    links: Vec<Arc<Link>>,
+    /// The start-up tasks, stopped first so none spawns a server after the stop.
+    starts: Vec<AbortHandle>,
+}
+
 /// The servers, starting.
 pub struct McpStartup {
     starting: Vec<(Arc<Link>, JoinHandle<Listing>)>,
-    joins: UnboundedSender<ToolGroup>,
     notices: UnboundedSender<String>,
 }
 
 /// A server's tools, or why it could not start.
-type Listing = Result<Vec<Box<dyn dsh_tools::Tool>>, String>;
-
-/// The servers of a running session, for stopping them at its end.
-pub struct McpServers {
-    links: Vec<Arc<Link>>,
-}
+type Listing = Result<ToolGroup, String>;
 
 /// What [`McpStartup::ready`] has for the first request.
 pub struct McpReady {
@@ -91,17 +100,19 @@ pub struct McpReady {
     pub groups: Vec<ToolGroup>,
     /// Where the tools of later servers, and changed lists, arrive.
     pub joins: UnboundedReceiver<ToolGroup>,
-    pub servers: McpServers,
 }
 
 impl McpStartup {
-    /// Starts every server at once; `notices` gets lines for the user (the servers' stderr,
-    /// late starts, failures). Must be called within a Tokio runtime.
+    /// Starts every server at once, each registered with `handle` before it spawns anything;
+    /// `notices` gets lines for the user (the servers' stderr, late starts, failures). Must be
+    /// called within a Tokio runtime.
     pub fn begin(
+        handle: &McpServers,
         servers: Vec<McpServer>,
         notices: UnboundedSender<String>,
     ) -> (McpStartup, UnboundedReceiver<ToolGroup>) {
         let (joins, joined) = unbounded_channel();
+        let mut started = handle.lock();
         let starting = servers
             .into_iter()
             .map(|server| {
@@ -110,22 +121,18 @@ impl McpStartup {
                     let link = link.clone();
                     tokio::spawn(async move { link.start().await })
                 };
+                started.links.push(link.clone());
+                started.starts.push(task.abort_handle());
                 (link, task)
             })
             .collect();
-        (
-            McpStartup {
-                starting,
-                joins,
-                notices,
-            },
-            joined,
-        )
+        (McpStartup { starting, notices }, joined)
     }
 
     /// Waits for every server that must start, and up to `grace` for the others. A server
     /// still starting after that joins later through `joined` (or, failing, says so in a
-    /// notice). Fails with the first server that had to start and did not.
+    /// notice). Fails with the first server that had to start and did not; stopping the
+    /// servers is then, as always, the handle's [`McpServers::shutdown`].
     pub async fn ready(
         self,
         grace: Duration,
@@ -133,9 +140,7 @@ impl McpStartup {
     ) -> Result<McpReady, McpStartupError> {
         let deadline = tokio::time::Instant::now() + grace;
         let mut groups = Vec::new();
-        let mut links = Vec::new();
         for (link, mut task) in self.starting {
-            links.push(link.clone());
             let name = link.server.name.clone();
             let outcome = if link.server.fail_on_startup_error {
                 Some((&mut task).await)
@@ -143,33 +148,32 @@ impl McpStartup {
                 tokio::time::timeout_at(deadline, &mut task).await.ok()
             };
             let Some(outcome) = outcome else {
-                let joins = self.joins.clone();
                 let notices = self.notices.clone();
                 let _ = notices.send(format!(
                     "mcp {name}: still starting; its tools join when it is ready"
                 ));
                 tokio::spawn(async move {
                     match task.await {
-                        Ok(Ok(tools)) => {
+                        Ok(Ok(group)) => {
                             // The tools first: whoever reads the notice finds them there.
-                            let line = format!("mcp {name}: ready with {} tools", tools.len());
-                            let _ = joins.send(ToolGroup { name, tools });
+                            let line =
+                                format!("mcp {name}: ready with {} tools", group.tools.len());
+                            link.publish(group);
                             let _ = notices.send(line);
                         }
                         Ok(Err(reason)) => {
                             let _ = notices.send(failed(&name, &reason));
                         }
+                        // Stopped by the shutdown.
                         Err(_) => {}
                     }
                 });
                 continue;
             };
             match outcome.map_err(|e| format!("its start-up failed inside dsh: {e}")) {
-                Ok(Ok(tools)) => groups.push(ToolGroup { name, tools }),
+                Ok(Ok(group)) => groups.push(group),
                 Ok(Err(reason)) | Err(reason) => {
                     if link.server.fail_on_startup_error {
-                        let servers = McpServers { links };
-                        servers.shutdown().await;
                         return Err(McpStartupError {
                             server: name,
                             reason,
@@ -182,7 +186,6 @@ impl McpStartup {
         Ok(McpReady {
             groups,
             joins: joined,
-            servers: McpServers { links },
         })
     }
 }
@@ -192,8 +195,37 @@ fn failed(name: &str, reason: &str) -> String {
 }
 
 impl McpServers {
-    /// Stops every server (their input closed, then killed if they linger).
+    fn lock(&self) -> std::sync::MutexGuard<'_, Started> {
+        // A panic elsewhere while the list was held leaves it whole: keep using it.
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Stops every server, those still starting included, and forwards their last stderr
+    /// lines. Each is given its stop sequence at once: input closed and a moment to exit,
+    /// then SIGTERM to its process group, then SIGKILL: about 2.5 s at most, however the
+    /// servers behave. No server starts after this is called.
     pub async fn shutdown(&self) {
-        futures_util::future::join_all(self.links.iter().map(|link| link.shutdown())).await;
+        let links = {
+            let mut started = self.lock();
+            for start in started.starts.drain(..) {
+                start.abort();
+            }
+            started.links.clone()
+        };
+        futures_util::future::join_all(links.iter().map(|link| link.shutdown())).await;
+    }
+
+    /// Kills every server's process group at once, without waiting: for a process about to
+    /// exit (a second Ctrl-C).
+    pub fn kill_now(&self) {
+        let started = self.lock();
+        for start in &started.starts {
+            start.abort();
+        }
+        for link in &started.links {
+            link.kill_now();
+        }
     }
 }

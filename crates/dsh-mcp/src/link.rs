@@ -1,24 +1,37 @@
-//! One server's connection: started, listed, called, restarted when a call finds it gone.
+//! One server's connection: started, listed, called, restarted when a call finds it gone, and
+//! stopped with its whole process group.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
 };
 use rmcp::service::{NotificationContext, Peer, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
-use tokio::io::AsyncBufReadExt;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::task::JoinHandle;
 
 use crate::{McpServer, Transport};
-use dsh_tools::{Tool, ToolGroup};
+use dsh_tools::ToolGroup;
 
 /// How many of a server's last stderr lines an error quotes.
 const STDERR_TAIL: usize = 8;
+/// The longest stderr line passed on; a longer one is passed on in pieces.
+const STDERR_LINE: u64 = 8 * 1024;
+/// How long a stopping server has to exit once its input is closed, before SIGTERM.
+const EXIT_WAIT: Duration = Duration::from_millis(1000);
+/// How long it has after SIGTERM, before SIGKILL.
+const TERM_WAIT: Duration = Duration::from_millis(1000);
+/// How long the stop waits for the last stderr lines once the group is gone.
+const STDERR_WAIT: Duration = Duration::from_millis(300);
+/// How long an HTTP session has to close.
+const HTTP_CLOSE_WAIT: Duration = Duration::from_millis(1000);
 
 type Running = RunningService<RoleClient, Handler>;
 
@@ -26,11 +39,38 @@ type Running = RunningService<RoleClient, Handler>;
 pub(crate) struct Link {
     pub(crate) server: McpServer,
     running: tokio::sync::Mutex<Option<Running>>,
+    /// The stdio server's process; `closed` once the link is stopped, after which nothing is
+    /// spawned again. A plain mutex, so the second Ctrl-C can kill without an await.
+    process: Mutex<ProcessSlot>,
+    /// The tasks passing the server's stderr on, waited for when it stops.
+    stderr_tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Numbers each listing of the tools as it starts, so an older list that arrives late
+    /// never replaces a newer one.
+    listings: AtomicU64,
     /// Where a new tool list goes when the server says its list changed.
     joins: UnboundedSender<ToolGroup>,
     /// Lines for the user: the server's stderr, re-syncs, failures.
     notices: UnboundedSender<String>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
+}
+
+#[derive(Default)]
+struct ProcessSlot {
+    closed: bool,
+    current: Option<ServerProcess>,
+}
+
+/// A stdio server's child, the leader of its own process group.
+struct ServerProcess {
+    child: tokio::process::Child,
+    group: libc::pid_t,
+    /// Set once the stop sequence has run, so dropping it sends nothing.
+    stopped: bool,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // What a panicking holder left is still the truth about the processes: keep using it.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Link {
@@ -42,6 +82,9 @@ impl Link {
         Arc::new(Link {
             server,
             running: tokio::sync::Mutex::new(None),
+            process: Mutex::new(ProcessSlot::default()),
+            stderr_tasks: Mutex::new(Vec::new()),
+            listings: AtomicU64::new(0),
             joins,
             notices,
             stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
@@ -49,11 +92,11 @@ impl Link {
     }
 
     /// Connects and lists the tools, within the server's startup timeout.
-    pub(crate) async fn start(self: &Arc<Self>) -> Result<Vec<Box<dyn Tool>>, String> {
+    pub(crate) async fn start(self: &Arc<Self>) -> Result<ToolGroup, String> {
         let limit = self.server.startup_timeout;
         let started = tokio::time::timeout(limit, async {
             let peer = self.connect().await?;
-            list_tools(self, &peer).await
+            self.list_tools(&peer).await
         })
         .await;
         match started {
@@ -64,6 +107,11 @@ impl Link {
                 self.stderr_note()
             )),
         }
+    }
+
+    /// Sends a listing to the registry, which keeps the newest.
+    pub(crate) fn publish(&self, group: ToolGroup) {
+        let _ = self.joins.send(group);
     }
 
     /// Calls `raw` with `arguments` within the call timeout, restarting the connection first
@@ -106,11 +154,32 @@ impl Link {
         }
     }
 
-    /// Stops the server: closes its input and waits a moment, then kills it.
+    /// Stops the server for good: the client closed (for stdio, the server's input), then the
+    /// process group's stop sequence, then the last stderr lines passed on.
     pub(crate) async fn shutdown(&self) {
-        if let Some(mut running) = self.running.lock().await.take() {
-            let _ = tokio::time::timeout(Duration::from_secs(5), running.close()).await;
+        let process = {
+            let mut slot = lock(&self.process);
+            slot.closed = true;
+            slot.current.take()
+        };
+        if let Some(running) = self.running.lock().await.take() {
+            let _ = tokio::time::timeout(HTTP_CLOSE_WAIT, running.cancel()).await;
         }
+        if let Some(process) = process {
+            process.stop().await;
+        }
+        let tasks: Vec<_> = lock(&self.stderr_tasks).drain(..).collect();
+        for task in tasks {
+            let _ = tokio::time::timeout(STDERR_WAIT, task).await;
+        }
+    }
+
+    /// SIGKILL to the server's process group, now.
+    pub(crate) fn kill_now(&self) {
+        let mut slot = lock(&self.process);
+        slot.closed = true;
+        // Dropping it kills the group.
+        slot.current = None;
     }
 
     async fn live_peer(&self) -> Option<Peer<RoleClient>> {
@@ -121,11 +190,16 @@ impl Link {
             .map(|r| r.peer().clone())
     }
 
-    /// Starts the transport and the MCP handshake; the running client replaces any old one.
+    /// Starts the transport and the MCP handshake; the running client replaces any old one,
+    /// whose process is stopped first.
     async fn connect(self: &Arc<Self>) -> Result<Peer<RoleClient>, String> {
         let handler = Handler {
             link: Arc::downgrade(self),
         };
+        let old_client = self.running.lock().await.take();
+        if let Some(old) = old_client {
+            let _ = tokio::time::timeout(HTTP_CLOSE_WAIT, old.cancel()).await;
+        }
         let running = match &self.server.transport {
             Transport::Stdio {
                 command,
@@ -133,26 +207,53 @@ impl Link {
                 env,
                 cwd,
             } => {
+                let old_process = lock(&self.process).current.take();
+                if let Some(old) = old_process {
+                    old.stop().await;
+                }
                 let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).env_clear().envs(env.iter().cloned());
-                cmd.current_dir(cwd);
-                // Its own process group: a Ctrl-C at the terminal stops dsh, which then stops
-                // the server, rather than reaching the server first.
-                cmd.process_group(0);
-                let (transport, stderr) = TokioChildProcess::builder(cmd)
+                cmd.args(args)
+                    .env_clear()
+                    .envs(env.iter().cloned())
+                    .current_dir(cwd)
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
                     .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .map_err(|e| {
+                    // Its own process group: a Ctrl-C at the terminal reaches dsh, which then
+                    // stops the group, the server's own children included.
+                    .process_group(0)
+                    .kill_on_drop(true);
+                let (stdout, stdin) = {
+                    // Spawned and recorded under the lock, so a stop either finds it or
+                    // keeps it from being spawned at all.
+                    let mut slot = lock(&self.process);
+                    if slot.closed {
+                        return Err("dsh is stopping".into());
+                    }
+                    let mut child = cmd.spawn().map_err(|e| {
                         format!(
                             "cannot run \"{}\": {e}; check the server's command",
                             command.to_string_lossy()
                         )
                     })?;
-                if let Some(stderr) = stderr {
+                    let pipes = (child.stdout.take(), child.stdin.take(), child.stderr.take());
+                    let group = child
+                        .id()
+                        .and_then(|pid| libc::pid_t::try_from(pid).ok())
+                        .unwrap_or(0);
+                    slot.current = Some(ServerProcess {
+                        child,
+                        group,
+                        stopped: false,
+                    });
+                    let (Some(stdout), Some(stdin), Some(stderr)) = pipes else {
+                        return Err("its pipes could not be set up".into());
+                    };
                     self.follow_stderr(stderr);
-                }
+                    (stdout, stdin)
+                };
                 handler
-                    .serve(transport)
+                    .serve((stdout, stdin))
                     .await
                     .map_err(|e| format!("{e}{}", self.stderr_note()))?
             }
@@ -169,42 +270,70 @@ impl Link {
                     config.custom_headers.insert(name, value);
                 }
                 let transport = StreamableHttpClientTransport::with_client(client, config);
-                handler
-                    .serve(transport)
-                    .await
-                    .map_err(|e| format!("{e} (at {url})"))?
+                handler.serve(transport).await.map_err(|e| {
+                    format!(
+                        "{} (at {})",
+                        hide_url_secrets(&e.to_string(), url),
+                        shown_url(url)
+                    )
+                })?
             }
         };
         let peer = running.peer().clone();
-        if let Some(mut old) = self.running.lock().await.replace(running) {
-            let _ = tokio::time::timeout(Duration::from_secs(1), old.close()).await;
-        }
+        *self.running.lock().await = Some(running);
         Ok(peer)
     }
 
-    /// Forwards the server's stderr as notices and keeps its last lines for errors.
+    /// Lists every page of the server's tools, numbered when the listing starts.
+    async fn list_tools(self: &Arc<Self>, peer: &Peer<RoleClient>) -> Result<ToolGroup, String> {
+        let listing = self.listings.fetch_add(1, Ordering::SeqCst) + 1;
+        let listed = peer
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("listing its tools failed: {e}"))?;
+        Ok(ToolGroup {
+            name: self.server.name.clone(),
+            listing,
+            tools: crate::tool::bridge(self, listed)?,
+        })
+    }
+
+    /// Forwards the server's stderr as notices and keeps its last lines for errors. It reads
+    /// to the end whatever the bytes are: a server whose stderr is left unread blocks, or
+    /// dies of SIGPIPE once the pipe is closed.
     fn follow_stderr(&self, stderr: tokio::process::ChildStderr) {
         let tail = self.stderr_tail.clone();
         let notices = self.notices.clone();
         let name = self.server.name.clone();
-        tokio::spawn(async move {
-            let mut lines = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
+        let task = tokio::spawn(async move {
+            let mut reader = tokio::io::BufReader::new(stderr);
+            let mut bytes = Vec::new();
+            loop {
+                bytes.clear();
+                match (&mut reader)
+                    .take(STDERR_LINE)
+                    .read_until(b'\n', &mut bytes)
+                    .await
+                {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                let line = String::from_utf8_lossy(&bytes);
+                let line = line.trim_end_matches(['\n', '\r']).to_owned();
                 let _ = notices.send(format!("mcp {name}: {line}"));
-                let Ok(mut tail) = tail.lock() else { break };
+                let mut tail = lock(&tail);
                 if tail.len() == STDERR_TAIL {
                     tail.pop_front();
                 }
                 tail.push_back(line);
             }
         });
+        lock(&self.stderr_tasks).push(task);
     }
 
     /// The server's last stderr lines, for an error message; empty when it wrote none.
     fn stderr_note(&self) -> String {
-        let Ok(tail) = self.stderr_tail.lock() else {
-            return String::new();
-        };
+        let tail = lock(&self.stderr_tail);
         if tail.is_empty() {
             return String::new();
         }
@@ -213,16 +342,82 @@ impl Link {
     }
 }
 
-/// Lists every page of the server's tools as dsh tools.
-async fn list_tools(
-    link: &Arc<Link>,
-    peer: &Peer<RoleClient>,
-) -> Result<Vec<Box<dyn Tool>>, String> {
-    let listed = peer
-        .list_all_tools()
-        .await
-        .map_err(|e| format!("listing its tools failed: {e}"))?;
-    crate::tool::bridge(link, listed)
+impl ServerProcess {
+    /// The stop sequence. The server's input is closed by now (its client is gone), so a
+    /// well-behaved server is already exiting; one that is not gets SIGTERM, then SIGKILL.
+    /// Whatever it left running in its group is killed last.
+    async fn stop(mut self) {
+        if tokio::time::timeout(EXIT_WAIT, self.child.wait())
+            .await
+            .is_err()
+        {
+            signal_group(self.group, libc::SIGTERM);
+            if tokio::time::timeout(TERM_WAIT, self.child.wait())
+                .await
+                .is_err()
+            {
+                signal_group(self.group, libc::SIGKILL);
+                let _ = tokio::time::timeout(TERM_WAIT, self.child.wait()).await;
+            }
+        }
+        signal_group(self.group, libc::SIGKILL);
+        self.stopped = true;
+    }
+}
+
+impl Drop for ServerProcess {
+    /// The last resort, when the stop sequence never ran (a second signal, a run that ends
+    /// by another path): the whole group is killed at once. The child's own kill-on-drop
+    /// covers a group that could not be read.
+    fn drop(&mut self) {
+        if !self.stopped {
+            signal_group(self.group, libc::SIGKILL);
+        }
+    }
+}
+
+fn signal_group(group: libc::pid_t, signal: libc::c_int) {
+    if group > 0 {
+        // SAFETY: killpg takes plain integers; the group is one this process created and the
+        // worst outcome of a group already gone is ESRCH, which is ignored.
+        unsafe {
+            libc::killpg(group, signal);
+        }
+    }
+}
+
+/// A URL as errors show it: without its query or user part, which may carry a token.
+pub(crate) fn shown_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) => {
+            let hidden = parsed.query().is_some() || !parsed.username().is_empty();
+            parsed.set_query(None);
+            parsed.set_fragment(None);
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            if hidden {
+                format!("{parsed} (query and credentials not shown)")
+            } else {
+                parsed.to_string()
+            }
+        }
+        Err(_) => "the configured url".into(),
+    }
+}
+
+/// `message` with the query and password of `url` taken out wherever it quotes them (an HTTP
+/// library's error names the URL it failed on).
+pub(crate) fn hide_url_secrets(message: &str, url: &str) -> String {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return message.to_owned();
+    };
+    let mut out = message.to_owned();
+    for secret in [parsed.query(), parsed.password()].into_iter().flatten() {
+        if !secret.is_empty() {
+            out = out.replace(secret, "[hidden]");
+        }
+    }
+    out
 }
 
 /// A reqwest client for streamable HTTP, with the same TLS set-up as the model clients.
@@ -259,17 +454,14 @@ impl ClientHandler for Handler {
         let Some(link) = self.link.upgrade() else {
             return;
         };
-        match list_tools(&link, &context.peer).await {
-            Ok(tools) => {
+        match link.list_tools(&context.peer).await {
+            Ok(group) => {
                 let line = format!(
                     "mcp {}: tool list changed, now {} tools",
                     link.server.name,
-                    tools.len()
+                    group.tools.len()
                 );
-                let _ = link.joins.send(ToolGroup {
-                    name: link.server.name.clone(),
-                    tools,
-                });
+                link.publish(group);
                 let _ = link.notices.send(line);
             }
             Err(e) => {
@@ -287,5 +479,33 @@ impl ClientHandler for Handler {
             ClientCapabilities::default(),
             Implementation::new("dsh", env!("CARGO_PKG_VERSION")),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_in_errors_keep_no_token() {
+        assert_eq!(
+            shown_url("https://mcp.example.com/v1?token=s3cret"),
+            "https://mcp.example.com/v1 (query and credentials not shown)"
+        );
+        assert_eq!(
+            shown_url("https://user:pw@mcp.example.com/"),
+            "https://mcp.example.com/ (query and credentials not shown)"
+        );
+        assert_eq!(
+            hide_url_secrets(
+                "error sending request for url (https://h/v1?token=s3cret)",
+                "https://h/v1?token=s3cret"
+            ),
+            "error sending request for url (https://h/v1?[hidden])"
+        );
+        assert_eq!(
+            shown_url("http://127.0.0.1:9/mcp"),
+            "http://127.0.0.1:9/mcp"
+        );
     }
 }

@@ -42,12 +42,17 @@ pub fn public_tool_name(server: &str, raw: &str) -> String {
     format!("{head}_{}", &hash[..HASH_DIGITS])
 }
 
-/// Whether `name` may name a server: 1 to 32 of `[A-Za-z0-9_-]`.
+/// Whether `name` may name a server: 1 to 32 of `[A-Za-z0-9_-]`, with no `__` and no `_` at
+/// the end. The first `__` after `mcp__` then always ends the server's name, so two servers
+/// can never offer tools under the same name (`a__b` + `c` against `a` + `b__c`, or `a_` +
+/// `_b` against `a` + `__b`).
 pub fn valid_server_name(name: &str) -> bool {
     (1..=32).contains(&name.len())
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && !name.contains("__")
+        && !name.ends_with('_')
 }
 
 #[cfg(test)]
@@ -84,5 +89,8 @@ mod tests {
         assert!(!valid_server_name(""));
         assert!(!valid_server_name("a.b"));
         assert!(!valid_server_name(&"a".repeat(33)));
+        assert!(valid_server_name("_a_b"));
+        assert!(!valid_server_name("a__b"));
+        assert!(!valid_server_name("a_"));
     }
 }

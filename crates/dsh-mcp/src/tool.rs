@@ -48,6 +48,12 @@ pub(crate) fn bridge(
     Ok(tools)
 }
 
+fn has_images(content: &[Value]) -> bool {
+    content
+        .iter()
+        .any(|block| block.get("type").and_then(Value::as_str) == Some("image"))
+}
+
 impl Tool for McpTool {
     fn name(&self) -> &str {
         &self.name
@@ -75,33 +81,36 @@ impl Tool for McpTool {
                 .collect();
             let session = &ctx.session;
             let images = match (&session.attachments, session.model.image_input) {
-                (Some(store), true) => ImageAdmission::Allowed(store),
+                (_, _) if result.is_error == Some(true) => {
+                    // An error result is text: images in it are described, not shown.
+                    ImageAdmission::Refused("the result is an error".into())
+                }
+                (Some(store), true) => ImageAdmission::Allowed(store.clone()),
                 (None, _) => ImageAdmission::Refused("no attachment store is mounted".into()),
                 (Some(_), false) => ImageAdmission::Refused(format!(
                     "model \"{}\" does not declare image input",
                     session.model.name
                 )),
             };
+            let structured = result.structured_content;
+            let raw = self.raw.clone();
+            let parts = if matches!(images, ImageAdmission::Allowed(_)) && has_images(&content) {
+                // Decoding and resizing images is CPU work: kept off the async thread.
+                tokio::task::spawn_blocking(move || {
+                    project(&content, structured.as_ref(), &raw, &images)
+                })
+                .await
+                .map_err(|e| {
+                    ToolError::plain(format!("the result's images could not be read: {e}"))
+                })?
+            } else {
+                project(&content, structured.as_ref(), &raw, &images)
+            };
             if result.is_error == Some(true) {
-                // An error result is text: images in it are described, not shown.
-                let refused = ImageAdmission::Refused("the result is an error".into());
-                let parts = project(
-                    &content,
-                    result.structured_content.as_ref(),
-                    &self.raw,
-                    &refused,
-                );
                 let text: Vec<&str> = parts.iter().map(ToolOutputPart::text).collect();
                 return Err(ToolError::plain(text.join("\n")));
             }
-            Ok(ToolOutput {
-                parts: project(
-                    &content,
-                    result.structured_content.as_ref(),
-                    &self.raw,
-                    &images,
-                ),
-            })
+            Ok(ToolOutput { parts })
         })
     }
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use dsh_mcp::{McpServer, McpStartup, Transport};
+use dsh_mcp::{McpServer, McpServers, McpStartup, Transport};
 use dsh_sandbox::{SandboxMode, SandboxPolicy};
 use dsh_tools::{ModelCaps, SpillStore, ToolContext, ToolRegistry, ToolSession};
 
@@ -73,8 +73,12 @@ async fn a_server_slower_than_the_grace_period_joins_later() {
     // It starts only once the test says so, whatever the machine's speed.
     let script = "while [ ! -e go ]; do sleep 0.02; done; exec \"$SERVER\" stdio";
     let (notices, mut lines) = tokio::sync::mpsc::unbounded_channel();
-    let (startup, joined) =
-        McpStartup::begin(vec![wrapped("late", script, &server, dir.path())], notices);
+    let servers = McpServers::default();
+    let (startup, joined) = McpStartup::begin(
+        &servers,
+        vec![wrapped("late", script, &server, dir.path())],
+        notices,
+    );
     let ready = startup
         .ready(Duration::from_millis(50), joined)
         .await
@@ -96,7 +100,7 @@ async fn a_server_slower_than_the_grace_period_joins_later() {
     }
     assert!(registry.take_joins());
     assert!(registry.names().any(|n| n == "mcp__late__echo"));
-    ready.servers.shutdown().await;
+    servers.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -106,8 +110,12 @@ async fn a_call_that_finds_its_server_gone_restarts_it() {
     // Each start appends its process id, so the test can kill the running one.
     let script = "echo $$ >> pids; exec \"$SERVER\" stdio";
     let (notices, _lines) = tokio::sync::mpsc::unbounded_channel();
-    let (startup, joined) =
-        McpStartup::begin(vec![wrapped("again", script, &server, dir.path())], notices);
+    let servers = McpServers::default();
+    let (startup, joined) = McpStartup::begin(
+        &servers,
+        vec![wrapped("again", script, &server, dir.path())],
+        notices,
+    );
     let ready = startup
         .ready(Duration::from_secs(30), joined)
         .await
@@ -140,5 +148,111 @@ async fn a_call_that_finds_its_server_gone_restarts_it() {
     assert_eq!(outcome.text(), "Echo: one");
     let starts = std::fs::read_to_string(dir.path().join("pids")).unwrap();
     assert_eq!(starts.lines().count(), 2);
-    ready.servers.shutdown().await;
+    servers.shutdown().await;
+}
+
+/// Whether `pid` is a live process (a zombie awaiting its parent counts as gone).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Waits, up to 10 s, for `pid` to be gone; SIGKILL takes effect soon, not at once.
+async fn gone(pid: i32) -> bool {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while alive(pid) {
+        if tokio::time::Instant::now() > deadline {
+            return false;
+        }
+        tokio::task::yield_now().await;
+    }
+    true
+}
+
+/// The pids a script announced on stderr as `pid N` (forwarded as notices).
+async fn announced(
+    lines: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    name: &str,
+    count: usize,
+) -> Vec<i32> {
+    let prefix = format!("mcp {name}: pid ");
+    let mut pids = Vec::new();
+    while pids.len() < count {
+        let line = lines.recv().await.unwrap();
+        if let Some(pid) = line.strip_prefix(&prefix) {
+            pids.push(pid.trim().parse().unwrap());
+        }
+    }
+    pids
+}
+
+fn silent(name: &str, script: &str, dir: &Path) -> McpServer {
+    McpServer {
+        name: name.into(),
+        transport: Transport::Stdio {
+            command: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: std::env::vars_os().collect(),
+            cwd: dir.to_path_buf(),
+        },
+        call_timeout: Duration::from_secs(30),
+        startup_timeout: Duration::from_secs(600),
+        fail_on_startup_error: false,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_still_starting_is_stopped_with_everything_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    // It never answers, ignores SIGTERM and has a child of its own in its group.
+    let script = "trap '' TERM; sleep 600 & echo \"pid $!\" >&2; echo \"pid $$\" >&2; wait";
+    let (notices, mut lines) = tokio::sync::mpsc::unbounded_channel();
+    let servers = McpServers::default();
+    let (_startup, _joined) =
+        McpStartup::begin(&servers, vec![silent("mute", script, dir.path())], notices);
+    let pids = announced(&mut lines, "mute", 2).await;
+    assert!(pids.iter().all(|&pid| alive(pid)));
+    servers.shutdown().await;
+    for pid in pids {
+        assert!(gone(pid).await, "process {pid} outlived the shutdown");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_now_takes_the_whole_group_without_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "sleep 600 & echo \"pid $!\" >&2; echo \"pid $$\" >&2; wait";
+    let (notices, mut lines) = tokio::sync::mpsc::unbounded_channel();
+    let servers = McpServers::default();
+    let (_startup, _joined) =
+        McpStartup::begin(&servers, vec![silent("quick", script, dir.path())], notices);
+    let pids = announced(&mut lines, "quick", 2).await;
+    servers.kill_now();
+    for pid in pids {
+        assert!(gone(pid).await, "process {pid} outlived kill_now");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stderr_that_is_not_utf8_is_passed_on_and_read_to_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "printf 'bad \\377\\376 bytes\\n' >&2; echo after >&2; echo \"pid $$\" >&2; \
+                  exec sleep 600";
+    let (notices, mut lines) = tokio::sync::mpsc::unbounded_channel();
+    let servers = McpServers::default();
+    let (_startup, _joined) =
+        McpStartup::begin(&servers, vec![silent("bytes", script, dir.path())], notices);
+    assert_eq!(
+        lines.recv().await.unwrap(),
+        "mcp bytes: bad \u{fffd}\u{fffd} bytes"
+    );
+    assert_eq!(lines.recv().await.unwrap(), "mcp bytes: after");
+    let pids = announced(&mut lines, "bytes", 1).await;
+    servers.shutdown().await;
+    assert!(gone(pids[0]).await);
 }

@@ -39,7 +39,9 @@ use dsh_sandbox::SandboxPolicy;
 use dsh_sandbox::escalation::{ApprovalPolicy, Approver};
 use tokio_util::sync::CancellationToken;
 
-pub use attachments::{AttachmentStore, ImageError, StoredImage};
+pub use attachments::{
+    AttachmentStore, ImageError, MAX_SOURCE_BYTES as MAX_IMAGE_SOURCE_BYTES, StoredImage,
+};
 pub use edit::Edit;
 pub use error::{ToolError, fs_code};
 pub use observe::{Observation, ObservationMap, Version};

@@ -47,6 +47,8 @@ pub struct ToolRegistry {
     tools: Vec<Entry>,
     /// Where groups that arrive during the session come from.
     joins: Option<UnboundedReceiver<ToolGroup>>,
+    /// The listing of each group in place.
+    listings: std::collections::HashMap<String, u64>,
 }
 
 struct Entry {
@@ -60,6 +62,9 @@ struct Entry {
 /// group brought before.
 pub struct ToolGroup {
     pub name: String,
+    /// Which listing of the group this is, counted up by whoever lists it: a group older than
+    /// the one in place (a slow listing overtaken by a newer one) is dropped.
+    pub listing: u64,
     pub tools: Vec<Box<dyn Tool>>,
 }
 
@@ -101,8 +106,15 @@ impl ToolRegistry {
         self.tools.sort_by(|a, b| a.tool.name().cmp(b.tool.name()));
     }
 
-    /// Puts a group's tools in place of the ones it brought before.
+    /// Puts a group's tools in place of the ones it brought before, unless the group in place
+    /// is a newer listing.
     pub fn set_group(&mut self, group: ToolGroup) {
+        match self.listings.get(&group.name) {
+            Some(&current) if current > group.listing => return,
+            _ => {
+                self.listings.insert(group.name.clone(), group.listing);
+            }
+        }
         self.tools
             .retain(|e| e.group.as_deref() != Some(group.name.as_str()));
         for tool in group.tools {
@@ -297,8 +309,9 @@ mod tests {
 
     #[test]
     fn a_group_replaces_what_it_brought_before_and_nothing_else() {
-        let group = |names: &[&str]| ToolGroup {
+        let group = |names: &[&str], listing: u64| ToolGroup {
             name: "g".into(),
+            listing,
             tools: names
                 .iter()
                 .map(|_| Box::new(Read::default()) as Box<dyn Tool>)
@@ -308,13 +321,17 @@ mod tests {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         registry.follow(rx);
         assert!(!registry.take_joins());
-        tx.send(group(&["read"])).unwrap();
+        tx.send(group(&["read"], 1)).unwrap();
         assert!(registry.take_joins());
         // The group's `read` replaced the built-in one of the same name; an empty group then
         // takes away what it brought.
         assert_eq!(registry.names().collect::<Vec<_>>(), ["read"]);
-        tx.send(group(&[])).unwrap();
+        tx.send(group(&[], 3)).unwrap();
         assert!(registry.take_joins());
+        assert_eq!(registry.names().count(), 0);
+        // A listing older than the one in place arrives late: it changes nothing.
+        tx.send(group(&["read"], 2)).unwrap();
+        registry.take_joins();
         assert_eq!(registry.names().count(), 0);
     }
 

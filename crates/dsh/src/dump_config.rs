@@ -1,6 +1,8 @@
 //! `--dump-config`: the settings a run would use, each with the layer it came from: the config
 //! files (lowest first), then the environment, then the flags. Keys are never shown: the config
-//! holds only the names of the variables that carry them.
+//! holds only the names of the variables that carry them. Values that often carry a secret
+//! themselves (an MCP server's `env` and `headers`, a route's `headers`, a URL's query or
+//! password) are shown as `[hidden]`; the keys and the layer that set them still show.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -43,7 +45,10 @@ fn render(args: &RunArgs) -> Result<String, String> {
     }
     let mut rows: Vec<(String, String, String)> = Config::provenance(&layers)
         .into_iter()
-        .map(|(key, value, path)| (key, value, path.display().to_string()))
+        .map(|(key, value, path)| {
+            let value = shown_value(&key, value);
+            (key, value, path.display().to_string())
+        })
         .collect();
     let mut set = |key: &str, value: String, source: &str| {
         rows.retain(|(k, _, _)| k != key);
@@ -106,4 +111,86 @@ fn render(args: &RunArgs) -> Result<String, String> {
     }
     out.push_str("# anything not listed has its default (docs/config.md)\n");
     Ok(out)
+}
+
+/// A value as `--dump-config` shows it, secrets taken out.
+fn shown_value(key: &str, value: String) -> String {
+    let parts: Vec<&str> = key.split('.').collect();
+    let secret_map = matches!(
+        parts.as_slice(),
+        ["mcp", "servers", _, "env" | "headers", _, ..] | ["providers", _, "headers", _, ..]
+    );
+    if secret_map {
+        return "\"[hidden]\"".into();
+    }
+    if matches!(parts.last(), Some(&("url" | "base_url")))
+        && let Some(url) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"'))
+        && let Some(shown) = url_without_secrets(url)
+    {
+        return format!("{shown:?}");
+    }
+    value
+}
+
+/// `url` with its query and password replaced by `[hidden]`, when it has either.
+fn url_without_secrets(url: &str) -> Option<String> {
+    let (head, query) = match url.split_once('?') {
+        Some((head, query)) if !query.is_empty() => (head, Some(query)),
+        _ => (url, None),
+    };
+    let (scheme, rest) = head.split_once("://")?;
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let authority = match authority.rsplit_once('@') {
+        Some((user, host)) if user.contains(':') => {
+            let name = user.split(':').next().unwrap_or("");
+            Some(format!("{name}:[hidden]@{host}"))
+        }
+        _ => None,
+    };
+    if query.is_none() && authority.is_none() {
+        return None;
+    }
+    let authority = authority.unwrap_or_else(|| rest[..rest.len() - path.len()].to_owned());
+    let query = if query.is_some() { "?[hidden]" } else { "" };
+    Some(format!("{scheme}://{authority}{path}{query}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_values_are_hidden_and_their_keys_kept() {
+        assert_eq!(
+            shown_value("mcp.servers.gh.env.GITHUB_TOKEN", "\"ghp_x\"".into()),
+            "\"[hidden]\""
+        );
+        assert_eq!(
+            shown_value(
+                "mcp.servers.gh.headers.Authorization",
+                "\"Bearer x\"".into()
+            ),
+            "\"[hidden]\""
+        );
+        assert_eq!(
+            shown_value("providers.p.headers.X-Key", "\"k\"".into()),
+            "\"[hidden]\""
+        );
+        assert_eq!(
+            shown_value("mcp.servers.gh.url", "\"https://h/mcp?token=t\"".into()),
+            "\"https://h/mcp?[hidden]\""
+        );
+        assert_eq!(
+            shown_value("providers.p.base_url", "\"https://u:pw@h:8/v1\"".into()),
+            "\"https://u:[hidden]@h:8/v1\""
+        );
+        assert_eq!(
+            shown_value("mcp.servers.gh.url", "\"http://127.0.0.1:9/mcp\"".into()),
+            "\"http://127.0.0.1:9/mcp\""
+        );
+        assert_eq!(
+            shown_value("mcp.servers.gh.command", "\"npx\"".into()),
+            "\"npx\""
+        );
+    }
 }

@@ -43,8 +43,8 @@ fn server_of(
     let fail = |what: String| SetupError(format!("config mcp.servers.{name}: {what}"));
     if !dsh_mcp::valid_server_name(name) {
         return Err(fail(
-            "the name must be 1 to 32 letters, digits, `_` or `-` (it becomes part of each \
-             tool's name)"
+            "the name must be 1 to 32 letters, digits, `_` or `-`, without `__` and not \
+             ending in `_` (it becomes part of each tool's name, mcp__<server>__<tool>)"
                 .into(),
         ));
     }

@@ -38,21 +38,55 @@ pub fn run(args: RunArgs) -> u8 {
             return 1;
         }
     };
-    runtime.block_on(run_turn(args, surface))
+    let status = runtime.block_on(run_turn(args, surface));
+    // Everything the run started has been stopped and waited for; a task still reading stdin
+    // (a run stopped during its set-up) must not hold the exit.
+    runtime.shutdown_background();
+    status
 }
 
 /// A failure before the agent runs, reported as `dsh: <message>`.
 pub(crate) struct SetupError(pub(crate) String);
 
-async fn run_turn(args: RunArgs, mut surface: Surface) -> u8 {
+async fn run_turn(args: RunArgs, surface: Surface) -> u8 {
+    // The servers' handle and the signal watcher come first: whatever the run has started by
+    // the time it ends, however it ends, is stopped.
+    let stop = Stop::new();
+    let signalled = Arc::new(AtomicI32::new(0));
+    let mcp = dsh_mcp::McpServers::default();
+    let watcher = tokio::spawn(watch_signals(stop.clone(), signalled.clone(), mcp.clone()));
+    let notices = Notices::start();
+    let status = set_up_and_run(&args, surface, &stop, &mcp, notices.sender()).await;
+    mcp.shutdown().await;
+    notices.finish().await;
+    watcher.abort();
+    // A stopped run never reports success, whatever the turn managed before the signal.
+    match signalled.load(Ordering::SeqCst) {
+        0 => status,
+        signal => exit_status_for(signal),
+    }
+}
+
+async fn set_up_and_run(
+    args: &RunArgs,
+    mut surface: Surface,
+    stop: &Stop,
+    mcp: &dsh_mcp::McpServers,
+    notices: mpsc::UnboundedSender<String>,
+) -> u8 {
+    let set_up = tokio::select! {
+        ready = set_up(args, mcp, notices) => ready,
+        () = stop.token().cancelled() => Err(SetupError(
+            "stopped by a signal before the task was sent".into(),
+        )),
+    };
     let Ready {
         task,
         mut agent,
         events: rx,
         shell,
         prices,
-        mcp,
-    } = match set_up(&args).await {
+    } = match set_up {
         Ok(ready) => ready,
         Err(SetupError(message)) => {
             surface.fail(&message, &message, None);
@@ -63,12 +97,8 @@ async fn run_turn(args: RunArgs, mut surface: Surface) -> u8 {
     let session_id = agent.session().id().to_owned();
     surface.session(&session_id, &agent.session().cwd().to_string_lossy());
 
-    let stop = Stop::new();
-    let signalled = Arc::new(AtomicI32::new(0));
-    let watcher = tokio::spawn(watch_signals(stop.clone(), signalled.clone()));
-
     let turn = async {
-        let result = agent.run(task, &stop).await;
+        let result = agent.run(task, stop).await;
         drop(agent); // closes the event channel, ending the renderer below
         // Nothing a command or a server started outlives the run.
         tokio::join!(shell.shutdown(), mcp.shutdown());
@@ -81,9 +111,7 @@ async fn run_turn(args: RunArgs, mut surface: Surface) -> u8 {
         }
     };
     let (result, ()) = tokio::join!(turn, render);
-    watcher.abort();
-
-    let status = match result {
+    match result {
         Ok(summary) => {
             surface.finish(&session_id, &summary);
             if summary.reason.is_completed() { 0 } else { 1 }
@@ -93,11 +121,47 @@ async fn run_turn(args: RunArgs, mut surface: Surface) -> u8 {
             surface.fail(&message, &message, None);
             1
         }
-    };
-    // A stopped run never reports success, whatever the turn managed before the signal.
-    match signalled.load(Ordering::SeqCst) {
-        0 => status,
-        signal => exit_status_for(signal),
+    }
+}
+
+/// The lines for the user that come from outside the agent's events (the MCP servers'
+/// stderr, late starts), printed as they come and, at the end, to the last one.
+struct Notices {
+    tx: mpsc::UnboundedSender<String>,
+    flush: tokio::sync::oneshot::Sender<()>,
+    printer: tokio::task::JoinHandle<()>,
+}
+
+impl Notices {
+    fn start() -> Notices {
+        let (tx, mut lines) = mpsc::unbounded_channel::<String>();
+        let (flush, mut flushed) = tokio::sync::oneshot::channel::<()>();
+        let printer = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    biased;
+                    line = lines.recv() => match line {
+                        Some(line) => crate::surface::notice(&line),
+                        None => return,
+                    },
+                    _ = &mut flushed => break,
+                }
+            }
+            while let Ok(line) = lines.try_recv() {
+                crate::surface::notice(&line);
+            }
+        });
+        Notices { tx, flush, printer }
+    }
+
+    fn sender(&self) -> mpsc::UnboundedSender<String> {
+        self.tx.clone()
+    }
+
+    /// Prints what is still queued and stops; called once every source is stopped.
+    async fn finish(self) {
+        let _ = self.flush.send(());
+        let _ = self.printer.await;
     }
 }
 
@@ -108,10 +172,13 @@ struct Ready {
     events: mpsc::UnboundedReceiver<dsh_core::AgentEvent>,
     shell: Arc<Shell>,
     prices: Option<dsh_protocol::Prices>,
-    mcp: dsh_mcp::McpServers,
 }
 
-async fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
+async fn set_up(
+    args: &RunArgs,
+    mcp: &dsh_mcp::McpServers,
+    notices: mpsc::UnboundedSender<String>,
+) -> Result<Ready, SetupError> {
     let (home, cwd) = crate::place::home_and_cwd().map_err(SetupError)?;
 
     let files = Config::load(&home, &cwd, &args.patches).map_err(|e| SetupError(e.to_string()))?;
@@ -177,15 +244,18 @@ async fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
     if let Some(scrub) = &files.shell.scrub {
         shell_env.scrub = scrub.iter().map(|s| s.to_uppercase()).collect();
     }
+    let effort = match (args.effort, &files.effort) {
+        (Some(effort), _) => Some(effort),
+        (None, Some(level)) => Some(level.parse().map_err(|_| {
+            SetupError(format!(
+                "config effort: \"{level}\" is not an effort level: use off, low, high or max"
+            ))
+        })?),
+        (None, None) => None,
+    };
     // MCP servers start now, so they get ready while the task is read.
-    let (notices, mut notice_lines) = mpsc::unbounded_channel::<String>();
-    tokio::spawn(async move {
-        while let Some(line) = notice_lines.recv().await {
-            crate::surface::notice(&line);
-        }
-    });
     let (mcp_startup, mcp_joins) =
-        dsh_mcp::McpStartup::begin(crate::mcp::servers(&files, &cwd, &shell_env)?, notices);
+        dsh_mcp::McpStartup::begin(mcp, crate::mcp::servers(&files, &cwd, &shell_env)?, notices);
     let task = match &args.task {
         TaskSource::Words(task) => task.clone(),
         TaskSource::Stdin => tokio::task::spawn_blocking(read_stdin_task)
@@ -198,16 +268,8 @@ async fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
         .map_err(|e| SetupError(e.to_string()))?;
     let mut config = AgentConfig::new(route.model.clone());
     config.max_output_tokens = route.model_config.max_output_tokens;
-    match (args.effort, &files.effort) {
-        (Some(effort), _) => config.effort = effort,
-        (None, Some(level)) => {
-            config.effort = level.parse().map_err(|_| {
-                SetupError(format!(
-                    "config effort: \"{level}\" is not an effort level: use off, low, high or max"
-                ))
-            })?;
-        }
-        (None, None) => {}
+    if let Some(effort) = effort {
+        config.effort = effort;
     }
     if let Some(max_steps) = args.max_steps {
         config.max_steps = max_steps;
@@ -300,7 +362,6 @@ async fn set_up(args: &RunArgs) -> Result<Ready, SetupError> {
         events: rx,
         shell,
         prices: route.model_config.prices,
-        mcp: mcp_ready.servers,
     })
 }
 
@@ -419,8 +480,9 @@ fn read_stdin_task() -> Result<String, SetupError> {
     Ok(task)
 }
 
-/// The first SIGINT or SIGTERM stops the run cleanly; a second one ends the process at once.
-async fn watch_signals(stop: Stop, signalled: Arc<AtomicI32>) {
+/// The first SIGINT or SIGTERM stops the run cleanly; a second one kills the MCP servers'
+/// process groups and ends the process at once.
+async fn watch_signals(stop: Stop, signalled: Arc<AtomicI32>, mcp: dsh_mcp::McpServers) {
     let (Ok(mut interrupt), Ok(mut terminate)) = (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
@@ -439,6 +501,7 @@ async fn watch_signals(stop: Stop, signalled: Arc<AtomicI32>) {
         _ = interrupt.recv() => libc::SIGINT,
         _ = terminate.recv() => libc::SIGTERM,
     };
+    mcp.kill_now();
     std::process::exit(i32::from(exit_status_for(second)));
 }
 

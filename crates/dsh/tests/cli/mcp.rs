@@ -262,6 +262,11 @@ fn bad_server_entries_are_refused_with_the_key() {
             "config mcp.servers.a.b: the name must be 1 to 32 letters",
         ),
         (
+            "[mcp.servers.a__b]\ncommand = \"x\"\n",
+            "config mcp.servers.a__b: the name must be 1 to 32 letters, digits, `_` or `-`, \
+             without `__`",
+        ),
+        (
             "[mcp.servers.a]\nurl = \"ftp://h\"\n",
             "url \"ftp://h\" is not an http:// or https:// address",
         ),
@@ -272,4 +277,172 @@ fn bad_server_entries_are_refused_with_the_key() {
         assert!(out.stderr.contains(expected), "{toml}: {}", out.stderr);
     }
     assert!(env.server.requests().is_empty());
+}
+
+/// Whether `pid` is a live process (a zombie counts as gone).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// Waits up to 10 s for `pid` to be gone: a killed process dies soon, not at once.
+fn gone(pid: i32) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alive(pid) {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::yield_now();
+    }
+    true
+}
+
+#[test]
+fn a_signal_while_a_required_server_starts_stops_the_run_and_the_server_s_group() {
+    let env = TestEnv::new(vec![Turn::text("never")]);
+    // It never answers, ignores SIGTERM, and has a child of its own.
+    config(
+        &env,
+        "[mcp.servers.mute]\ncommand = \"sh\"\nargs = [\"-c\", \"trap '' TERM; sleep 600 & echo \\\"pid $!\\\" >&2; echo \\\"pid $$\\\" >&2; wait\"]\nfail_on_startup_error = true\n",
+    );
+    let mut child = env
+        .command(dsh())
+        .args(["--json", "go"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut pids = Vec::new();
+    while pids.len() < 2 {
+        let line = lines.next().expect("dsh ended early").unwrap();
+        if let Some(pid) = line.strip_prefix("dsh: mcp mute: pid ") {
+            pids.push(pid.trim().parse::<i32>().unwrap());
+        }
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "stderr: {rest:?}");
+    assert!(
+        rest.iter()
+            .any(|l| l == "dsh: stopped by a signal before the task was sent"),
+        "{rest:?}"
+    );
+    for pid in pids {
+        assert!(gone(pid), "process {pid} outlived dsh");
+    }
+    assert!(env.server.requests().is_empty());
+}
+
+/// A loopback TCP proxy that keeps a copy of everything the client sent.
+struct Tap {
+    port: u16,
+    sent: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+impl Tap {
+    fn to(upstream: u16) -> Tap {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let copy = sent.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(mut client) = client else { return };
+                let Ok(mut server) = std::net::TcpStream::connect(("127.0.0.1", upstream)) else {
+                    return;
+                };
+                let (mut client_read, mut server_read) =
+                    (client.try_clone().unwrap(), server.try_clone().unwrap());
+                let copy = copy.clone();
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 8192];
+                    while let Ok(n @ 1..) = client_read.read(&mut buf) {
+                        copy.lock().unwrap().extend_from_slice(&buf[..n]);
+                        if server.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = server.shutdown(std::net::Shutdown::Write);
+                });
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut server_read, &mut client);
+                    let _ = client.shutdown(std::net::Shutdown::Write);
+                });
+            }
+        });
+        Tap { port, sent }
+    }
+
+    fn sent(&self) -> String {
+        String::from_utf8_lossy(&self.sent.lock().unwrap()).into_owned()
+    }
+}
+
+#[test]
+fn configured_headers_are_sent_to_an_http_server() {
+    let Some(server) = everything() else { return };
+    let http = HttpServer::start(&server);
+    let tap = Tap::to(http.port);
+    let env = TestEnv::new(vec![
+        Turn::tool_call("mcp__web__echo", json!({"message": "tapped"})),
+        Turn::text("done"),
+    ]);
+    config(
+        &env,
+        &format!(
+            "[mcp.servers.web]\nurl = \"http://127.0.0.1:{}/mcp\"\nheaders = {{ X-Dsh-Test = \"header-value-1\" }}\n",
+            tap.port
+        ),
+    );
+    let out = env.run(dsh(), &["use the tool"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(result_text(&env.server.requests()[1], 0), "Echo: tapped");
+    let sent = tap.sent().to_ascii_lowercase();
+    // Every request of the session carries it: the handshake, the listing and the call.
+    let posts = sent.matches("post /mcp http/1.1").count();
+    assert!(posts >= 3, "{sent}");
+    assert_eq!(
+        sent.matches("x-dsh-test: header-value-1").count(),
+        sent.matches(" /mcp http/1.1").count(),
+        "{sent}"
+    );
+}
+
+#[test]
+fn dump_config_hides_what_servers_are_given_but_names_it() {
+    let env = TestEnv::new(vec![]);
+    config(
+        &env,
+        "[mcp.servers.gh]\ncommand = \"gh-mcp\"\nenv = { GITHUB_TOKEN = \"ghp_secret1\" }\n\
+         [mcp.servers.web]\nurl = \"https://mcp.example.com/v1?key=secret2\"\nheaders = { Authorization = \"Bearer secret3\" }\n",
+    );
+    let out = env.run(dsh(), &["--dump-config"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    for secret in ["secret1", "secret2", "secret3"] {
+        assert!(
+            !out.stdout.contains(secret),
+            "{secret} shown:\n{}",
+            out.stdout
+        );
+    }
+    for shown in [
+        "mcp.servers.gh.env.GITHUB_TOKEN = \"[hidden]\"",
+        "mcp.servers.web.headers.Authorization = \"[hidden]\"",
+        "mcp.servers.web.url = \"https://mcp.example.com/v1?[hidden]\"",
+        "mcp.servers.gh.command = \"gh-mcp\"",
+    ] {
+        assert!(
+            out.stdout.contains(shown),
+            "{shown} not in:\n{}",
+            out.stdout
+        );
+    }
 }
