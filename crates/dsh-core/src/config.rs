@@ -140,6 +140,8 @@ pub struct SkillsConfig {
     pub dirs: Vec<PathBuf>,
     /// Whether the project's and the user's folders are read around `dirs` (default true).
     pub default_roots: Option<bool>,
+    /// Whether skills are offered at all (default true).
+    pub enabled: Option<bool>,
 }
 
 /// MCP servers whose tools the model is offered.
@@ -223,6 +225,9 @@ pub struct Layer {
     /// Whether it was a reference row list (else TOML).
     pub rows: bool,
     pub notes: Vec<String>,
+    /// Keys whose values from earlier layers it discards before its own apply (a reference
+    /// row's `config` replaces the row's whole configuration).
+    pub replaces: Vec<Vec<String>>,
 }
 
 impl Config {
@@ -240,6 +245,7 @@ impl Config {
                 table,
                 rows: false,
                 notes: Vec::new(),
+                replaces: Vec::new(),
             });
         }
         let context = crate::rows::RowContext {
@@ -264,6 +270,7 @@ impl Config {
                     table: Some(rows.table),
                     rows: true,
                     notes: rows.notes,
+                    replaces: rows.replaces,
                 });
             } else {
                 layers.push(Layer {
@@ -271,6 +278,7 @@ impl Config {
                     table: read_layer(patch, true)?,
                     rows: false,
                     notes: Vec::new(),
+                    replaces: Vec::new(),
                 });
             }
         }
@@ -294,7 +302,22 @@ impl Config {
             }
         }
         let mut set: Vec<(String, String, PathBuf)> = Vec::new();
-        for Layer { path, table, .. } in layers {
+        for Layer {
+            path,
+            table,
+            replaces,
+            ..
+        } in layers
+        {
+            for replaced in replaces {
+                let key = replaced
+                    .iter()
+                    .map(|k| quote_key(k))
+                    .collect::<Vec<_>>()
+                    .join(".");
+                let below = format!("{key}.");
+                set.retain(|(k, _, _)| *k != key && !k.starts_with(&below));
+            }
             let Some(table) = table else { continue };
             let mut found = Vec::new();
             leaves("", table, &mut found);
@@ -310,7 +333,13 @@ impl Config {
     /// Loads and merges the layers for a run in `cwd`.
     pub fn load(home: &Path, cwd: &Path, patches: &[PathBuf]) -> Result<Config, ConfigError> {
         let mut merged = toml::Table::new();
-        for Layer { table, .. } in Config::layers(home, cwd, patches)? {
+        for Layer {
+            table, replaces, ..
+        } in Config::layers(home, cwd, patches)?
+        {
+            for replaced in &replaces {
+                crate::rows::remove_path(&mut merged, replaced);
+            }
             if let Some(table) = table {
                 merge(&mut merged, table);
             }

@@ -44,6 +44,10 @@ pub struct RowPatch {
     pub table: toml::Table,
     /// What it asked for that dsh has no part for, for `--dump-config`.
     pub notes: Vec<String>,
+    /// Keys whose values from earlier layers this file discards before its own apply: a row's
+    /// `config` is the row's whole configuration in the reference, so what it leaves out goes
+    /// back to the default rather than keeping an earlier file's value.
+    pub replaces: Vec<Vec<String>>,
 }
 
 /// Whether `text` at `path` is a row list rather than TOML: a `.yml`/`.yaml` name, or a first
@@ -89,6 +93,8 @@ pub fn translate(
         patch: RowPatch::default(),
         text,
         context,
+        next: 0,
+        current: None,
     };
     for row in rows {
         let row = to_json(row, context).map_err(|e| format!("a row {e}"))?;
@@ -104,6 +110,11 @@ struct Translation<'a> {
     patch: RowPatch,
     text: &'a str,
     context: &'a RowContext,
+    /// The 0-based line where the next row is looked for: rows come in file order, so two
+    /// rows naming the same id are told apart.
+    next: usize,
+    /// The line of the row being translated, when it could be found.
+    current: Option<usize>,
 }
 
 /// Reference rows for parts dsh does not have: switching them off changes nothing.
@@ -218,43 +229,40 @@ const BASE_KINDS: &[&str] = &[
 
 impl Translation<'_> {
     fn row(&mut self, row: &Map<String, Value>, index: &mut RowIndex) -> Result<(), String> {
+        self.locate(row);
         for key in row.keys() {
             if !matches!(
                 key.as_str(),
                 "id" | "name" | "config" | "disabled" | "insert"
             ) {
-                return Err(self.at(
-                    row,
-                    format!(
-                        "the row field `{key}` is not supported: dsh composes no plugin tree, so \
+                return Err(self.at(format!(
+                    "the row field `{key}` is not supported: dsh composes no plugin tree, so \
                          only `config`, `disabled` and `insert` rows are translated"
-                    ),
-                ));
+                )));
             }
         }
         if let Some(insert) = row.get("insert") {
             let Value::Array(entries) = insert else {
-                return Err(self.at(row, "`insert` must be a list of rows".into()));
+                return Err(self.at("`insert` must be a list of rows".into()));
             };
             for entry in entries {
                 let Value::Object(entry) = entry else {
-                    return Err(self.at(row, "each inserted row must be a mapping".into()));
+                    return Err(self.at("each inserted row must be a mapping".into()));
                 };
                 self.inserted(entry, index)?;
             }
             return Ok(());
         }
         let Some(id) = row.get("id").and_then(Value::as_str) else {
-            return Err(self.at(
-                row,
-                "a row needs an `id` (the row it changes) or an `insert` list".into(),
-            ));
+            return Err(
+                self.at("a row needs an `id` (the row it changes) or an `insert` list".into())
+            );
         };
         let disabled = self.disabled(row)?;
         let config = row.get("config");
         if let Some(target) = index.inserted.get(id).cloned() {
             return match target {
-                Inserted::Mcp(server) => self.mcp_row(row, &server, config, disabled),
+                Inserted::Mcp(server) => self.mcp_row(&server, config, disabled),
                 Inserted::Other(kind) => self.kind(row, kind, config, disabled),
             };
         }
@@ -267,13 +275,10 @@ impl Translation<'_> {
                     self.note(format!("row {id}: switched off; dsh has no such part"));
                     Ok(())
                 }
-                _ => Err(self.at(
-                    row,
-                    format!(
-                        "row {id} is a part dsh does not have; only `disabled: true` is accepted \
+                _ => Err(self.at(format!(
+                    "row {id} is a part dsh does not have; only `disabled: true` is accepted \
                          for it"
-                    ),
-                )),
+                ))),
             };
         }
         if FIXED_PARTS.contains(&id) {
@@ -282,17 +287,13 @@ impl Translation<'_> {
                     self.note(format!("row {id}: on, as it always is in dsh"));
                     Ok(())
                 }
-                (Some(true), _) => Err(self.at(
-                    row,
-                    format!("row {id} cannot be switched off: dsh always has this part"),
-                )),
-                _ => Err(self.at(
-                    row,
-                    format!(
-                        "row {id} has no translation onto dsh's keys; set the matching key in a \
+                (Some(true), _) => Err(self.at(format!(
+                    "row {id} cannot be switched off: dsh always has this part"
+                ))),
+                _ => Err(self.at(format!(
+                    "row {id} has no translation onto dsh's keys; set the matching key in a \
                          TOML layer instead (docs/config.md lists them)"
-                    ),
-                )),
+                ))),
             };
         }
         match (disabled, config) {
@@ -300,34 +301,28 @@ impl Translation<'_> {
                 self.note(format!("row {id}: switched off; dsh has no such row"));
                 Ok(())
             }
-            _ => Err(self.at(
-                row,
-                format!(
-                    "row {id} is unknown to dsh; docs/config.md lists the reference rows dsh \
+            _ => Err(self.at(format!(
+                "row {id} is unknown to dsh; docs/config.md lists the reference rows dsh \
                      translates"
-                ),
-            )),
+            ))),
         }
     }
 
     fn inserted(&mut self, entry: &Map<String, Value>, index: &mut RowIndex) -> Result<(), String> {
+        self.locate(entry);
         let package = entry.get("name").and_then(Value::as_str).unwrap_or("");
         let Some(kind) = kind_of_package(package) else {
-            return Err(self.at(
-                entry,
-                format!(
-                    "inserted row of package \"{package}\" has no translation onto dsh; dsh \
+            return Err(self.at(format!(
+                "inserted row of package \"{package}\" has no translation onto dsh; dsh \
                      translates MCP servers (@deepseek-ai/dsh-mcp-client) and the rows in \
                      docs/config.md"
-                ),
-            ));
+            )));
         };
         for key in entry.keys() {
             if !matches!(key.as_str(), "id" | "name" | "config" | "disabled") {
-                return Err(self.at(
-                    entry,
-                    format!("the row field `{key}` is not supported in an inserted row"),
-                ));
+                return Err(self.at(format!(
+                    "the row field `{key}` is not supported in an inserted row"
+                )));
             }
         }
         let disabled = self.disabled(entry)?;
@@ -336,14 +331,14 @@ impl Translation<'_> {
             let server = config
                 .and_then(|c| c.get("serverName"))
                 .and_then(Value::as_str)
-                .ok_or_else(|| self.at(entry, "an MCP row needs config.serverName".into()))?
+                .ok_or_else(|| self.at("an MCP row needs config.serverName".into()))?
                 .to_owned();
             if let Some(id) = entry.get("id").and_then(Value::as_str) {
                 index
                     .inserted
                     .insert(id.to_owned(), Inserted::Mcp(server.clone()));
             }
-            return self.mcp_row(entry, &server, config, disabled);
+            return self.mcp_row(&server, config, disabled);
         }
         if let Some(id) = entry.get("id").and_then(Value::as_str) {
             index.inserted.insert(id.to_owned(), Inserted::Other(kind));
@@ -361,18 +356,21 @@ impl Translation<'_> {
         let empty = Value::Object(Map::new());
         let config = config.unwrap_or(&empty);
         let Value::Object(fields) = config else {
-            return Err(self.at(row, format!("row {kind}: `config` must be a mapping")));
+            return Err(self.at(format!("row {kind}: `config` must be a mapping")));
         };
         match (kind, disabled) {
-            ("agent-instructions", Some(true)) => {
-                self.set(&["instructions", "enabled"], false.into());
-                return Ok(());
+            ("agent-instructions", Some(off)) => {
+                self.set(&["instructions", "enabled"], (!off).into());
+                if off {
+                    return Ok(());
+                }
             }
-            ("skill-filesystem" | "skill" | "tool-skill", Some(true)) => {
-                self.set(&["skills", "default_roots"], false.into());
-                self.set(&["skills", "dirs"], toml::Value::Array(Vec::new()));
-                self.note(format!("row {kind}: switched off; no skills are offered"));
-                return Ok(());
+            ("skill-filesystem" | "skill" | "tool-skill", Some(off)) => {
+                self.set(&["skills", "enabled"], (!off).into());
+                if off {
+                    self.note(format!("row {kind}: switched off; no skills are offered"));
+                    return Ok(());
+                }
             }
             ("tool-str-replace-editor", Some(off)) => {
                 self.set(&["tools", "str_replace_editor"], (!off).into());
@@ -383,12 +381,30 @@ impl Translation<'_> {
                 return Ok(());
             }
             (_, Some(true)) => {
-                return Err(self.at(
-                    row,
-                    format!("row {kind} cannot be switched off: dsh always has this part"),
-                ));
+                return Err(self.at(format!(
+                    "row {kind} cannot be switched off: dsh always has this part"
+                )));
             }
             _ => {}
+        }
+        if row.contains_key("config") {
+            let owned: &[&[&str]] = match kind {
+                "agent-default-model" => &[&["model"]],
+                "skill-filesystem" => &[&["skills", "default_roots"], &["skills", "dirs"]],
+                "agent-instructions" => &[
+                    &["instructions", "max_bytes"],
+                    &["instructions", "root_markers"],
+                ],
+                "session-persistence-jsonl" => &[&["sessions", "compression"]],
+                "sandbox-policy" => &[&["sandbox", "mode"]],
+                // The model routes merge route by route and model by model (each names its
+                // own keys), as the reference's settings layers do; `effort` is shared by
+                // two rows, so neither takes it from the other.
+                _ => &[],
+            };
+            for key in owned {
+                self.replace(key);
+            }
         }
         let mut fields = Fields {
             kind,
@@ -408,9 +424,7 @@ impl Translation<'_> {
                         self.note("row session-telemetry-otel: off; dsh sends no telemetry".into());
                     }
                     Some(mode) => {
-                        return Err(self.at(
-                            row,
-                            format!("row session-telemetry-otel: mode {mode} is not possible: dsh sends no telemetry"),
+                        return Err(self.at(format!("row session-telemetry-otel: mode {mode} is not possible: dsh sends no telemetry"),
                         ));
                     }
                 }
@@ -420,7 +434,6 @@ impl Translation<'_> {
             "tool-web" => {
                 if fields.bool("search")? != Some(false) || fields.bool("fetch")? != Some(false) {
                     return Err(self.at(
-                        row,
                         "row tool-web: dsh has no web tools; set search and fetch to false or \
                          switch the row off"
                             .into(),
@@ -433,9 +446,7 @@ impl Translation<'_> {
             "skill" | "tool-skill" | "tool-str-replace-editor" => Ok(()),
             _ => Ok(()),
         };
-        result
-            .and_then(|()| fields.done())
-            .map_err(|e| self.at(row, e))
+        result.and_then(|()| fields.done()).map_err(|e| self.at(e))
     }
 
     fn default_model(&mut self, fields: &mut Fields) -> Result<(), String> {
@@ -655,7 +666,6 @@ impl Translation<'_> {
 
     fn mcp_row(
         &mut self,
-        row: &Map<String, Value>,
         server: &str,
         config: Option<&Value>,
         disabled: Option<bool>,
@@ -667,15 +677,32 @@ impl Translation<'_> {
             return Ok(());
         };
         let Value::Object(map) = config else {
-            return Err(self.at(row, "the MCP row's `config` must be a mapping".into()));
+            return Err(self.at("the MCP row's `config` must be a mapping".into()));
         };
+        if let Some(named) = map.get("serverName")
+            && named.as_str() != Some(server)
+        {
+            return Err(self.at(format!(
+                "the row's serverName {named} differs from the server \"{server}\" it \
+                     targets; a server keeps its name (insert a new row for another server)"
+            )));
+        }
+        // The row's config is the server's whole configuration: an earlier file's command,
+        // url, env or headers do not survive it (a stdio server can become an HTTP one).
+        for field in MCP_SERVER_FIELDS {
+            self.replace(&["mcp", "servers", server, field]);
+        }
         let mut fields = Fields {
             kind: "mcp-client",
             map: map.clone(),
         };
         let result = (|| {
             fields.ignore("serverName");
-            let transport = fields.string("transport")?.unwrap_or_default();
+            let Some(transport) = fields.string("transport")? else {
+                return Err(
+                    "needs `transport`: stdio (with command) or streamable-http (with url)".into(),
+                );
+            };
             let mut put = |field: &str, value: toml::Value| {
                 self.set(&["mcp", "servers", server, field], value);
             };
@@ -714,7 +741,7 @@ impl Translation<'_> {
             fields.ignore("reconnect");
             fields.done()
         })();
-        result.map_err(|e| self.at(row, format!("MCP server {server}: {e}")))
+        result.map_err(|e| self.at(format!("MCP server {server}: {e}")))
     }
 
     fn skills(&mut self, fields: &mut Fields) -> Result<(), String> {
@@ -744,11 +771,8 @@ impl Translation<'_> {
 
     fn instructions(&mut self, fields: &mut Fields) -> Result<(), String> {
         if let Some(max) = fields.integer_signed("maxBytes")? {
-            if max <= 0 {
-                self.set(&["instructions", "enabled"], false.into());
-            } else {
-                self.set(&["instructions", "max_bytes"], max.into());
-            }
+            // No budget is no instructions; `instructions.enabled` stays the row's `disabled`.
+            self.set(&["instructions", "max_bytes"], max.max(0).into());
         }
         if let Some(markers) = fields.string_list("projectRootMarkers")? {
             self.set(&["instructions", "root_markers"], markers.into());
@@ -820,7 +844,7 @@ impl Translation<'_> {
         match row.get("disabled") {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(_) => Err(self.at(row, "`disabled` must be true or false".into())),
+            Some(_) => Err(self.at("`disabled` must be true or false".into())),
         }
     }
 
@@ -844,14 +868,16 @@ impl Translation<'_> {
         table.insert((*last).to_owned(), value);
     }
 
-    fn note(&mut self, note: String) {
-        if !self.patch.notes.contains(&note) {
-            self.patch.notes.push(note);
+    /// Finds the line of `row` (by its id or its serverName) from `next` on; it is the
+    /// current row from now.
+    fn locate(&mut self, row: &Map<String, Value>) {
+        self.current = self.line_of(row);
+        if let Some(line) = self.current {
+            self.next = line + 1;
         }
     }
 
-    /// `message`, prefixed with the line of the row where it can be found.
-    fn at(&self, row: &Map<String, Value>, message: String) -> String {
+    fn line_of(&self, row: &Map<String, Value>) -> Option<usize> {
         let needle = row
             .get("id")
             .and_then(Value::as_str)
@@ -861,21 +887,69 @@ impl Translation<'_> {
                     .and_then(|c| c.get("serverName"))
                     .and_then(Value::as_str)
                     .map(|s| format!("serverName: {s}"))
-            });
-        let line = needle.and_then(|needle| {
-            self.text
-                .lines()
-                .position(|l| {
-                    let l = l.trim().trim_start_matches("- ").trim();
-                    l == needle
-                        || l.trim_matches(|c| c == '\'' || c == '"') == needle
-                        || l.replace(['\'', '"'], "") == needle
-                })
-                .map(|i| i + 1)
-        });
-        match line {
+            })?;
+        self.text
+            .lines()
+            .enumerate()
+            .skip(self.next)
+            .find(|(_, l)| {
+                let l = l.trim().trim_start_matches("- ").trim();
+                l == needle
+                    || l.trim_matches(|c| c == '\'' || c == '"') == needle
+                    || l.replace(['\'', '"'], "") == needle
+            })
+            .map(|(i, _)| i)
+    }
+
+    /// Discards `path`'s value from earlier layers, and from earlier rows of this file.
+    fn replace(&mut self, path: &[&str]) {
+        let owned: Vec<String> = path.iter().map(|p| (*p).to_owned()).collect();
+        remove_path(&mut self.patch.table, &owned);
+        if !self.patch.replaces.contains(&owned) {
+            self.patch.replaces.push(owned);
+        }
+    }
+
+    fn note(&mut self, note: String) {
+        if !self.patch.notes.contains(&note) {
+            self.patch.notes.push(note);
+        }
+    }
+
+    /// `message`, prefixed with the line of the current row when it was found.
+    fn at(&self, message: String) -> String {
+        match self.current.map(|i| i + 1) {
             Some(line) => format!("line {line}: {message}"),
             None => message,
+        }
+    }
+}
+
+/// The keys of `[mcp.servers.<name>]` an MCP row's `config` sets (all but `enabled`, which is
+/// the row's `disabled`).
+const MCP_SERVER_FIELDS: [&str; 9] = [
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "call_timeout_ms",
+    "startup_timeout_ms",
+    "fail_on_startup_error",
+];
+
+/// Removes the value at `path` from `table`, if it is there.
+pub fn remove_path(table: &mut toml::Table, path: &[String]) {
+    match path {
+        [] => {}
+        [last] => {
+            table.remove(last);
+        }
+        [first, rest @ ..] => {
+            if let Some(toml::Value::Table(inner)) = table.get_mut(first) {
+                remove_path(inner, rest);
+            }
         }
     }
 }

@@ -446,12 +446,15 @@ pub(crate) fn sandbox_settings(files: &Config) -> Result<SandboxSettings, SetupE
 /// Where skills are looked for, in rank order: the project's `.dsh/skills` and
 /// `.agents/skills` (the project root being the nearest folder with `.git`, else the working
 /// directory), `skills.dirs` from the config, `$DSH_HOME/skills`, `~/.agents/skills`; only
-/// `skills.dirs` when `skills.default_roots` is false.
+/// `skills.dirs` when `skills.default_roots` is false; none when `skills.enabled` is false.
 fn skill_roots(
     cwd: &std::path::Path,
     home: &std::path::Path,
     files: &Config,
 ) -> Vec<std::path::PathBuf> {
+    if files.skills.enabled == Some(false) {
+        return Vec::new();
+    }
     let dirs = files.skills.dirs.iter().map(|d| cwd.join(d));
     if files.skills.default_roots == Some(false) {
         return dirs.collect();

@@ -143,6 +143,14 @@ fn rows_dsh_cannot_honour_are_errors_naming_the_row_and_line() {
             "- id: tool-web\n  config:\n    search: true\n",
             "row tool-web: dsh has no web tools",
         ),
+        (
+            "- insert:\n    - name: '@deepseek-ai/dsh-mcp-client'\n      config:\n        serverName: tools\n        command: x\n",
+            "MCP server tools: needs `transport`: stdio (with command) or streamable-http (with url)",
+        ),
+        (
+            "- insert:\n    - id: t\n      name: '@deepseek-ai/dsh-mcp-client'\n      config:\n        serverName: tools\n        transport: stdio\n        command: x\n- id: t\n  config:\n    serverName: other\n    transport: stdio\n    command: y\n",
+            "line 8: the row's serverName \"other\" differs from the server \"tools\" it targets",
+        ),
     ] {
         env.write("layer.yml", yaml);
         let out = env.run(dsh(), &["--patch", "layer.yml", "go"]);
@@ -171,4 +179,71 @@ fn later_rows_target_rows_an_earlier_layer_inserted() {
     let out = env.run(dsh(), &["--patch", "a.yml", "--patch", "b.yml", "go"]);
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
     assert_eq!(out.stdout, "fine\n");
+}
+
+/// The settings a run would use, as `--dump-config` prints them.
+fn dumped(env: &TestEnv, patches: &[&str]) -> String {
+    let mut args = vec!["--dump-config"];
+    for patch in patches {
+        args.extend(["--patch", patch]);
+    }
+    let out = env.run(dsh(), &args);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    out.stdout
+}
+
+#[test]
+fn a_later_row_s_config_replaces_the_row_s_whole_configuration() {
+    let env = TestEnv::new(vec![Turn::text("fine")]);
+    env.write(
+        "a.yml",
+        "- insert:\n    - id: my-tools\n      name: '@deepseek-ai/dsh-mcp-client'\n      config:\n        serverName: tools\n        transport: stdio\n        command: local-tools\n        args: [serve]\n        env: {A: b}\n- id: agent-instructions\n  config:\n    maxBytes: 1000\n    projectRootMarkers: [.hg]\n",
+    );
+    env.write(
+        "b.yml",
+        "- id: my-tools\n  config:\n    serverName: tools\n    transport: streamable-http\n    url: http://127.0.0.1:9/mcp\n- id: agent-instructions\n  config:\n    maxBytes: 2000\n",
+    );
+    let text = dumped(&env, &["a.yml", "b.yml"]);
+    // A stdio server became an HTTP one: nothing of its stdio set-up is left to clash.
+    assert!(
+        text.contains("mcp.servers.tools.url = \"http://127.0.0.1:9/mcp\""),
+        "{text}"
+    );
+    for gone in [
+        "tools.command",
+        "tools.args",
+        "tools.env",
+        "root_markers",
+        "1000",
+    ] {
+        assert!(!text.contains(gone), "{gone} survived:\n{text}");
+    }
+    assert!(text.contains("instructions.max_bytes = 2000"), "{text}");
+    // A run with both layers goes ahead: the server is optional and nothing listens there.
+    let out = env.run(dsh(), &["--patch", "a.yml", "--patch", "b.yml", "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(
+        out.stderr.contains("dsh: mcp tools: could not start"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn disabled_false_switches_instructions_and_skills_back_on() {
+    let env = TestEnv::new(vec![]);
+    env.write(
+        "off.yml",
+        "- id: agent-instructions\n  disabled: true\n- id: skill-filesystem\n  disabled: true\n",
+    );
+    env.write(
+        "on.yml",
+        "- id: agent-instructions\n  disabled: false\n- id: skill-filesystem\n  disabled: false\n",
+    );
+    let off = dumped(&env, &["off.yml"]);
+    assert!(off.contains("instructions.enabled = false"), "{off}");
+    assert!(off.contains("skills.enabled = false"), "{off}");
+    let on = dumped(&env, &["off.yml", "on.yml"]);
+    assert!(on.contains("instructions.enabled = true"), "{on}");
+    assert!(on.contains("skills.enabled = true"), "{on}");
 }
