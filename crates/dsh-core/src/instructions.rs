@@ -39,6 +39,13 @@ pub struct InstructionSettings {
     pub root_markers: Vec<String>,
 }
 
+impl InstructionSettings {
+    /// Whether any instructions are given: switched on, with a budget above nothing.
+    pub fn active(&self) -> bool {
+        self.enabled && self.max_bytes > 0
+    }
+}
+
 impl Default for InstructionSettings {
     fn default() -> Self {
         InstructionSettings {
@@ -83,6 +90,13 @@ pub struct Delivery {
 /// it was said to no longer apply).
 pub type Loaded = std::collections::BTreeMap<String, Option<String>>;
 
+/// Whether `text` is a delivery of workspace instructions (the baseline message), as every
+/// version of dsh has framed it.
+pub fn is_delivery(text: &str) -> bool {
+    text.strip_prefix(OPEN)
+        .is_some_and(|rest| rest.starts_with("Instructions for this workspace follow"))
+}
+
 fn digest(text: &str) -> String {
     use sha2::Digest as _;
     sha2::Sha256::digest(text.as_bytes())
@@ -99,7 +113,7 @@ pub fn baseline(
     home_shown: &str,
     settings: &InstructionSettings,
 ) -> Option<Delivery> {
-    if !settings.enabled || settings.max_bytes == 0 {
+    if !settings.active() {
         return None;
     }
     let sources = baseline_sources(cwd, home, home_shown, settings);
@@ -171,7 +185,7 @@ pub fn nested(
     settings: &InstructionSettings,
     loaded: &Loaded,
 ) -> Vec<Delivery> {
-    if !settings.enabled || settings.max_bytes == 0 {
+    if !settings.active() {
         return Vec::new();
     }
     let file = if file.is_absolute() {
@@ -229,21 +243,25 @@ fn fit_nested(header: &str, source: Source, max: usize) -> String {
     if whole.len() <= max {
         return whole;
     }
-    let mut cut = max
-        .saturating_sub(whole.len() - source.text.len())
-        .min(source.text.len());
-    while cut > 0 && !source.text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    let mut text = body(&source.text[..cut]);
-    while text.len() > max && cut > 0 {
-        cut -= 1;
-        while cut > 0 && !source.text.is_char_boundary(cut) {
-            cut -= 1;
+    // Quoting can change the length (an escaped closing tag), so the cut is checked whole.
+    let mut cut = max.saturating_sub(whole.len() - source.text.len());
+    loop {
+        let kept = prefix_within(&source.text, cut);
+        let text = body(kept);
+        if text.len() <= max || kept.is_empty() {
+            return text;
         }
-        text = body(&source.text[..cut]);
+        cut = kept.len() - 1;
     }
-    text
+}
+
+/// The longest start of `text` of at most `max` bytes that ends on a character boundary.
+fn prefix_within(text: &str, max: usize) -> &str {
+    let mut cut = max.min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &text[..cut]
 }
 
 /// For a resumed session: what changed in the files it was given (and in the baseline chain)
@@ -256,7 +274,7 @@ pub fn changes(
     settings: &InstructionSettings,
     loaded: &Loaded,
 ) -> Option<Delivery> {
-    if !settings.enabled || settings.max_bytes == 0 {
+    if !settings.active() {
         return None;
     }
     let chain = baseline_sources(cwd, home, home_shown, settings);
@@ -320,15 +338,11 @@ pub fn changes(
             "\n\n(cut to fit the instruction budget of {} bytes)",
             settings.max_bytes
         );
-        let mut cut = settings
+        let room = settings
             .max_bytes
             .saturating_sub(OPEN.len() + CLOSE.len() + notice.len());
         let body = blocks.join("\n\n");
-        cut = cut.min(body.len());
-        while cut > 0 && !body.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text = format!("{OPEN}{}{notice}{CLOSE}", &body[..cut]);
+        text = format!("{OPEN}{}{notice}{CLOSE}", prefix_within(&body, room));
     }
     Some(Delivery { text, files })
 }
@@ -648,5 +662,40 @@ mod tests {
                 .contains("Updated instructions from: AGENTS.md")
         );
         assert_ne!(changed.files[0].digest, delivery.files[0].digest);
+    }
+
+    #[test]
+    fn changes_over_the_budget_are_cut_on_a_character_and_say_so() {
+        let (_dir, root, home) = tree();
+        std::fs::write(root.join("AGENTS.md"), "old\n").unwrap();
+        let delivery = baseline(&root, &home, "~/.dsh", &InstructionSettings::default()).unwrap();
+        let loaded: Loaded = delivery
+            .files
+            .iter()
+            .map(|f| (f.path.clone(), f.digest.clone()))
+            .collect();
+        std::fs::write(root.join("AGENTS.md"), "é".repeat(2000)).unwrap();
+        let small = InstructionSettings {
+            max_bytes: 777,
+            ..InstructionSettings::default()
+        };
+        let changed = changes(&root, &home, "~/.dsh", &small, &loaded).unwrap();
+        assert!(changed.text.len() <= 777, "{}", changed.text.len());
+        assert!(changed.text.len() >= 775, "cut no more than a character");
+        assert!(
+            changed
+                .text
+                .ends_with("(cut to fit the instruction budget of 777 bytes)\n</system-reminder>"),
+            "{}",
+            changed.text
+        );
+        // The file counts as delivered in its new state: the next resume sends nothing.
+        assert_eq!(changed.files.len(), 1);
+        let after: Loaded = changed
+            .files
+            .iter()
+            .map(|f| (f.path.clone(), f.digest.clone()))
+            .collect();
+        assert_eq!(changes(&root, &home, "~/.dsh", &small, &after), None);
     }
 }

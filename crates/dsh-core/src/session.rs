@@ -15,6 +15,9 @@ pub struct Session {
     last_turn: u32,
     /// The instruction files delivered so far.
     loaded: crate::instructions::Loaded,
+    /// Whether instructions were delivered without a record of the files (a session logged
+    /// before dsh kept one): what was sent then cannot be compared with the files now.
+    untracked_instructions: bool,
 }
 
 impl Session {
@@ -29,6 +32,7 @@ impl Session {
             history: Vec::new(),
             last_turn: 0,
             loaded: Default::default(),
+            untracked_instructions: false,
         }
     }
 
@@ -87,6 +91,7 @@ impl Session {
             history: Vec::new(),
             last_turn: 0,
             loaded: Default::default(),
+            untracked_instructions: false,
             log: SessionLog::resume(path, loaded.header, seq, file, lock, options),
         };
         let closing = crate::repair::repair(&loaded.records);
@@ -126,6 +131,12 @@ impl Session {
         &self.loaded
     }
 
+    /// Whether every instruction message of the session says which files it delivered; not
+    /// so for a session logged before dsh recorded them.
+    pub fn instructions_tracked(&self) -> bool {
+        !self.untracked_instructions
+    }
+
     pub(crate) fn next_turn(&mut self) -> u32 {
         self.last_turn += 1;
         self.last_turn
@@ -146,8 +157,19 @@ impl Session {
                 instructions,
                 ..
             } => {
-                for file in instructions.into_iter().flatten() {
-                    self.loaded.insert(file.path, file.digest);
+                match instructions {
+                    Some(files) => {
+                        for file in files {
+                            self.loaded.insert(file.path, file.digest);
+                        }
+                    }
+                    None => {
+                        if message.content.iter().any(|block| {
+                            matches!(block, Block::Text { text } if crate::instructions::is_delivery(text))
+                        }) {
+                            self.untracked_instructions = true;
+                        }
+                    }
                 }
                 self.history.push(message);
             }

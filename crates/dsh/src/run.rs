@@ -294,6 +294,10 @@ async fn set_up(
     };
     config.instructions = if args.session_id.is_none() {
         dsh_core::instructions::baseline(&cwd, &home, shown, &settings)
+    } else if !session.instructions_tracked() {
+        // Logged before dsh recorded which files it delivered: what the model was given cannot
+        // be compared with the files now, and sending them all again would repeat them.
+        None
     } else {
         dsh_core::instructions::changes(
             &cwd,

@@ -556,3 +556,47 @@ fn a_nested_file_delivered_before_a_resume_is_not_sent_again() {
     let resumed = requests[3].messages();
     assert_eq!(resumed.last().unwrap()["role"], "tool", "no second copy");
 }
+
+#[test]
+fn a_session_logged_before_instructions_were_tracked_gets_none_again_on_resume() {
+    let env = TestEnv::new(vec![
+        Turn::text("first answer"),
+        Turn::text("second answer"),
+    ]);
+    env.write("AGENTS.md", "rules v1\n");
+    let out = env.run(dsh(), &["first task"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    // Made into a log of an older dsh, whose instruction messages named no files.
+    let path = log_path(&env);
+    let log = std::fs::read_to_string(&path).unwrap();
+    let mut stripped = 0;
+    let legacy: String = log
+        .lines()
+        .map(|line| {
+            let mut record: Value = serde_json::from_str(line).unwrap();
+            if let Some(data) = record.get_mut("data").and_then(Value::as_object_mut)
+                && data.remove("instructions").is_some()
+            {
+                stripped += 1;
+            }
+            format!("{record}\n")
+        })
+        .collect();
+    assert_eq!(stripped, 1);
+    std::fs::write(&path, legacy).unwrap();
+    env.write("AGENTS.md", "rules v2\n");
+    let out = env.run(dsh(), &["--session-id", &session_id(&env), "second task"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let requests = env.server.requests();
+    let messages = requests[1].messages();
+    assert_eq!(messages.last().unwrap()["content"], "second task");
+    let reminders = messages
+        .iter()
+        .filter(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("<system-reminder>"))
+        })
+        .count();
+    assert_eq!(reminders, 1, "only the first delivery, not a second copy");
+}
