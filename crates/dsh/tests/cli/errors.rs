@@ -275,3 +275,39 @@ fn dump_config_shows_each_value_with_the_layer_it_came_from() {
     // No key's value is ever printed: the config holds variable names only.
     assert!(!out.stdout.contains("test-key"));
 }
+
+#[test]
+fn a_bad_effort_in_the_config_fails_before_the_task_is_read_from_stdin() {
+    let env = TestEnv::new(vec![Turn::text("never")]);
+    env.write(".dsh/config.toml", "effort = \"medium\"\n");
+    let mut child = env
+        .command(dsh())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Stdin stays open: a dsh that read it first would wait for a task that never comes.
+    let _stdin = child.stdin.take();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("dsh waited for stdin before checking effort");
+        }
+        std::thread::yield_now();
+    };
+    assert_eq!(status.code(), Some(1));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(
+        stderr.contains(
+            "config effort: \"medium\" is not an effort level: use off, low, high or max"
+        ),
+        "{stderr}"
+    );
+    assert!(env.server.requests().is_empty());
+}

@@ -446,3 +446,23 @@ fn dump_config_hides_what_servers_are_given_but_names_it() {
         );
     }
 }
+
+#[test]
+fn what_a_server_writes_while_it_is_stopped_is_printed_before_dsh_exits() {
+    let env = TestEnv::new(vec![Turn::text("fine")]);
+    // It never answers; told to stop, it says goodbye on stderr.
+    config(
+        &env,
+        "[mcp]\nstartup_grace_ms = 1\n[mcp.servers.bye]\ncommand = \"sh\"\nargs = [\"-c\", \"trap 'echo goodbye from the server >&2; exit 0' TERM; while :; do sleep 1; done\"]\n",
+    );
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.stdout, "fine\n");
+    assert!(
+        out.stderr
+            .lines()
+            .any(|l| l == "dsh: mcp bye: goodbye from the server"),
+        "{}",
+        out.stderr
+    );
+}
