@@ -98,11 +98,7 @@ pub fn is_delivery(text: &str) -> bool {
 }
 
 fn digest(text: &str) -> String {
-    use sha2::Digest as _;
-    sha2::Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    dsh_tools::sha256_hex(text.as_bytes())
 }
 
 /// The message for a session in `cwd`, or `None` when there is nothing to send.

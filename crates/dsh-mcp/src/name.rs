@@ -1,7 +1,5 @@
 //! The names MCP tools are offered under.
 
-use sha2::{Digest, Sha256};
-
 /// The longest function name the providers accept.
 const MAX_NAME: usize = 64;
 /// Hex digits of the identity hash appended to a name that had to change.
@@ -27,15 +25,8 @@ pub fn public_tool_name(server: &str, raw: &str) -> String {
     if normalized == joined && normalized.len() <= MAX_NAME {
         return normalized;
     }
-    let mut hasher = Sha256::new();
-    hasher.update(server.as_bytes());
-    hasher.update([0]);
-    hasher.update(raw.as_bytes());
-    let hash: String = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let identity = [server.as_bytes(), &[0], raw.as_bytes()].concat();
+    let hash = dsh_tools::sha256_hex(&identity);
     // Every character is ASCII now, so byte and character positions agree.
     let keep = MAX_NAME - HASH_DIGITS - 1;
     let head = &normalized[..normalized.len().min(keep)];

@@ -65,7 +65,7 @@ impl AttachmentStore {
     /// Admits, normalises and stores one image.
     pub fn save_image(&self, data: &[u8]) -> Result<StoredImage, ImageError> {
         let normal = normalise(data)?;
-        let digest = hex(&Sha256::digest(&normal.data));
+        let digest = sha256_hex(&normal.data);
         let dir = self.root.join("v1").join("objects").join(&digest[..2]);
         let path = dir.join(&digest);
         if !path.exists() {
@@ -105,8 +105,13 @@ fn write_object(dir: &std::path::Path, path: &std::path::Path, data: &[u8]) -> s
     Ok(())
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// The sha256 of `bytes` in lower-case hex: the name of a stored object, and the digest
+/// dsh records wherever it must tell whether content changed.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 struct Normalised {

@@ -41,6 +41,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use attachments::{
     AttachmentStore, ImageError, MAX_SOURCE_BYTES as MAX_IMAGE_SOURCE_BYTES, StoredImage,
+    sha256_hex,
 };
 pub use edit::Edit;
 pub use error::{ToolError, fs_code};
