@@ -115,9 +115,13 @@ fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let from = CString::new(from.as_os_str().as_bytes())?;
     let to = CString::new(to.as_os_str().as_bytes())?;
-    // SAFETY: both paths are NUL-terminated C strings that outlive the call.
+    // The system call itself rather than libc's wrapper, which musl (the static build) does
+    // not have.
+    // SAFETY: both paths are NUL-terminated C strings that outlive the call; the other
+    // arguments are plain integers.
     let rc = unsafe {
-        libc::renameat2(
+        libc::syscall(
+            libc::SYS_renameat2,
             libc::AT_FDCWD,
             from.as_ptr(),
             libc::AT_FDCWD,
