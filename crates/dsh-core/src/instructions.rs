@@ -90,12 +90,35 @@ pub struct Delivery {
 /// it was said to no longer apply).
 pub type Loaded = std::collections::BTreeMap<String, Option<String>>;
 
-/// Whether `text` is a delivery of workspace instructions (the baseline message), as every
-/// version of dsh has framed it.
-pub fn is_delivery(text: &str) -> bool {
-    text.strip_prefix(OPEN)
-        .is_some_and(|rest| rest.starts_with("Instructions for this workspace follow"))
+/// The digest recorded for a file a session was given before dsh recorded digests: it was
+/// delivered, but what it said then is not known.
+pub const DIGEST_UNKNOWN: &str = "unknown";
+
+/// What an instruction message delivered, read from its text alone (for a message logged
+/// before dsh recorded its files), as every version of dsh has framed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UntrackedDelivery {
+    /// The baseline message: its files cannot be told apart from its text.
+    Baseline,
+    /// A nested file's message, the file named relative to the session's directory.
+    Nested(String),
 }
+
+impl UntrackedDelivery {
+    pub fn read(text: &str) -> Option<UntrackedDelivery> {
+        let rest = text.strip_prefix(OPEN)?;
+        if rest.starts_with("Instructions for this workspace follow") {
+            return Some(UntrackedDelivery::Baseline);
+        }
+        let (file, _) = rest
+            .strip_prefix(NESTED_HEADER)?
+            .split_once("\n\nThey apply to work under ")?;
+        Some(UntrackedDelivery::Nested(file.to_owned()))
+    }
+}
+
+/// How a nested file's message begins, before the file's name.
+const NESTED_HEADER: &str = "Additional instructions from: ";
 
 fn digest(text: &str) -> String {
     dsh_tools::sha256_hex(text.as_bytes())
@@ -213,13 +236,19 @@ pub fn nested(
             }
             seen.push(text.clone());
             let header = format!(
-                "Additional instructions from: {relative}/{name}\n\nThey apply to work under \
+                "{NESTED_HEADER}{relative}/{name}\n\nThey apply to work under \
                  `{relative}`, over broader instructions; none of them overrides the system prompt \
                  or what the user asks directly."
             );
             let source = Source::new(format!("{relative}/{name}"), dir.join(name), text);
             let identity = source.identity();
-            if loaded.get(&identity.path) == Some(&identity.digest) {
+            let delivered = match loaded.get(&identity.path) {
+                Some(Some(digest)) => {
+                    Some(digest) == identity.digest.as_ref() || digest == DIGEST_UNKNOWN
+                }
+                _ => false,
+            };
+            if delivered {
                 continue;
             }
             messages.push(Delivery {
@@ -468,6 +497,35 @@ fn fit(mut sources: Vec<Source>, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deliveries_logged_without_their_files_are_read_from_their_text() {
+        let root = tempfile::tempdir().unwrap();
+        let settings = InstructionSettings::default();
+        std::fs::create_dir(root.path().join("pkg")).unwrap();
+        std::fs::write(root.path().join("AGENTS.md"), "root rules\n").unwrap();
+        std::fs::write(root.path().join("pkg/AGENTS.md"), "pkg rules\n").unwrap();
+        let home = root.path().join("home");
+        let base = baseline(root.path(), &home, "~/.dsh", &settings).unwrap();
+        assert_eq!(
+            UntrackedDelivery::read(&base.text),
+            Some(UntrackedDelivery::Baseline)
+        );
+        let mut probed = std::collections::HashSet::new();
+        let nested = nested(
+            root.path(),
+            &root.path().join("pkg/x.rs"),
+            &mut probed,
+            &settings,
+            &Loaded::new(),
+        );
+        assert_eq!(
+            UntrackedDelivery::read(&nested[0].text),
+            Some(UntrackedDelivery::Nested("pkg/AGENTS.md".into()))
+        );
+        assert_eq!(UntrackedDelivery::read("<system-reminder>\nsomething else"), None);
+        assert_eq!(UntrackedDelivery::read("Additional instructions from: x"), None);
+    }
 
     #[test]
     fn nested_files_are_found_once_per_folder_as_the_tools_reach_them() {

@@ -164,10 +164,20 @@ impl Session {
                         }
                     }
                     None => {
-                        if message.content.iter().any(|block| {
-                            matches!(block, Block::Text { text } if crate::instructions::is_delivery(text))
-                        }) {
+                        use crate::instructions::{DIGEST_UNKNOWN, UntrackedDelivery};
+                        let texts = message.content.iter().filter_map(|block| match block {
+                            Block::Text { text } => Some(text),
+                            _ => None,
+                        });
+                        for delivery in texts.filter_map(|t| UntrackedDelivery::read(t)) {
                             self.untracked_instructions = true;
+                            if let UntrackedDelivery::Nested(file) = delivery {
+                                // Delivered: not to be sent again when the tools reach it.
+                                let path = self.cwd.join(file).display().to_string();
+                                self.loaded
+                                    .entry(path)
+                                    .or_insert_with(|| Some(DIGEST_UNKNOWN.into()));
+                            }
                         }
                     }
                 }

@@ -58,6 +58,9 @@ pub(crate) struct Link {
 struct ProcessSlot {
     closed: bool,
     current: Option<ServerProcess>,
+    /// The groups of processes taken out to be stopped and not yet gone: a second Ctrl-C
+    /// during their stop sequence kills them too.
+    stopping: Vec<libc::pid_t>,
 }
 
 /// A stdio server's child, the leader of its own process group.
@@ -144,7 +147,15 @@ impl Link {
         let limit = self.server.call_timeout;
         match tokio::time::timeout(limit, peer.call_tool(params)).await {
             Ok(Ok(result)) => Ok(result),
-            Ok(Err(error)) => Err(call_error(&self.server.name, &error)),
+            Ok(Err(error)) => {
+                if matches!(
+                    error,
+                    rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
+                ) {
+                    self.drop_connection().await;
+                }
+                Err(self.redact(call_error(&self.server.name, &error)))
+            }
             Err(_) => Err(format!(
                 "MCP error -32001: Request timed out after {} ms (call_timeout_ms of MCP server \
                  \"{}\")",
@@ -157,16 +168,12 @@ impl Link {
     /// Stops the server for good: the client closed (for stdio, the server's input), then the
     /// process group's stop sequence, then the last stderr lines passed on.
     pub(crate) async fn shutdown(&self) {
-        let process = {
-            let mut slot = lock(&self.process);
-            slot.closed = true;
-            slot.current.take()
-        };
+        let process = self.take_process(true);
         if let Some(running) = self.running.lock().await.take() {
             let _ = tokio::time::timeout(HTTP_CLOSE_WAIT, running.cancel()).await;
         }
         if let Some(process) = process {
-            process.stop().await;
+            self.stop_process(process).await;
         }
         let tasks: Vec<_> = lock(&self.stderr_tasks).drain(..).collect();
         for task in tasks {
@@ -180,6 +187,44 @@ impl Link {
         slot.closed = true;
         // Dropping it kills the group.
         slot.current = None;
+        for group in &slot.stopping {
+            signal_group(*group, libc::SIGKILL);
+        }
+    }
+
+    /// Takes the current process out to be stopped, its group still known to
+    /// [`Link::kill_now`] until [`Link::stop_process`] is done; `close` also keeps any new
+    /// one from being spawned.
+    fn take_process(&self, close: bool) -> Option<ServerProcess> {
+        let mut slot = lock(&self.process);
+        slot.closed |= close;
+        let process = slot.current.take()?;
+        slot.stopping.push(process.group);
+        Some(process)
+    }
+
+    async fn stop_process(&self, process: ServerProcess) {
+        let group = process.group;
+        process.stop().await;
+        lock(&self.process).stopping.retain(|g| *g != group);
+    }
+
+    /// Forgets a connection that failed under a call, so the next call connects again. A
+    /// stdio transport notices a dead server by itself; an HTTP one keeps its session and
+    /// would fail every later call the same way.
+    async fn drop_connection(&self) {
+        if let Some(running) = self.running.lock().await.take() {
+            let _ = tokio::time::timeout(HTTP_CLOSE_WAIT, running.cancel()).await;
+        }
+    }
+
+    /// `message` as errors may show it: an HTTP server's URL secrets (query, password) taken
+    /// out wherever a library quoted the URL.
+    fn redact(&self, message: String) -> String {
+        match &self.server.transport {
+            Transport::Http { url, .. } => hide_url_secrets(&message, url),
+            Transport::Stdio { .. } => message,
+        }
     }
 
     async fn live_peer(&self) -> Option<Peer<RoleClient>> {
@@ -207,9 +252,8 @@ impl Link {
                 env,
                 cwd,
             } => {
-                let old_process = lock(&self.process).current.take();
-                if let Some(old) = old_process {
-                    old.stop().await;
+                if let Some(old) = self.take_process(false) {
+                    self.stop_process(old).await;
                 }
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args)
@@ -223,7 +267,17 @@ impl Link {
                     // stops the group, the server's own children included.
                     .process_group(0)
                     .kill_on_drop(true);
-                let (stdout, stdin) = {
+                // SAFETY: between fork and exec the hook makes one system call, prctl.
+                unsafe {
+                    cmd.pre_exec(|| {
+                        // A dsh killed outright (SIGKILL from a supervisor) takes the server
+                        // with it. The signal follows the spawning thread, a runtime thread
+                        // (never the blocking pool's), which lives as long as the runtime.
+                        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                        Ok(())
+                    });
+                }
+                let (stdout, stdin, stderr_closed) = {
                     // Spawned and recorded under the lock, so a stop either finds it or
                     // keeps it from being spawned at all.
                     let mut slot = lock(&self.process);
@@ -249,13 +303,17 @@ impl Link {
                     let (Some(stdout), Some(stdin), Some(stderr)) = pipes else {
                         return Err("its pipes could not be set up".into());
                     };
-                    self.follow_stderr(stderr);
-                    (stdout, stdin)
+                    (stdout, stdin, self.follow_stderr(stderr))
                 };
-                handler
-                    .serve((stdout, stdin))
-                    .await
-                    .map_err(|e| format!("{e}{}", self.stderr_note()))?
+                match handler.serve((stdout, stdin)).await {
+                    Ok(running) => running,
+                    Err(e) => {
+                        // A server that failed at once may not have had its last words read
+                        // yet: they are what tells the user why.
+                        let _ = tokio::time::timeout(STDERR_WAIT, stderr_closed).await;
+                        return Err(format!("{e}{}", self.stderr_note()));
+                    }
+                }
             }
             Transport::Http { url, headers } => {
                 let client = http_client()?;
@@ -290,7 +348,9 @@ impl Link {
         let listed = peer
             .list_all_tools()
             .await
-            .map_err(|e| format!("listing its tools failed: {e}"))?;
+            .map_err(|e| {
+                self.redact(format!("listing its tools failed: {e}{}", self.stderr_note()))
+            })?;
         Ok(ToolGroup {
             name: self.server.name.clone(),
             listing,
@@ -300,11 +360,15 @@ impl Link {
 
     /// Forwards the server's stderr as notices and keeps its last lines for errors. It reads
     /// to the end whatever the bytes are: a server whose stderr is left unread blocks, or
-    /// dies of SIGPIPE once the pipe is closed.
-    fn follow_stderr(&self, stderr: tokio::process::ChildStderr) {
+    /// dies of SIGPIPE once the pipe is closed. The receiver hears when the pipe is closed.
+    fn follow_stderr(
+        &self,
+        stderr: tokio::process::ChildStderr,
+    ) -> tokio::sync::oneshot::Receiver<()> {
         let tail = self.stderr_tail.clone();
         let notices = self.notices.clone();
         let name = self.server.name.clone();
+        let (closed, on_closed) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(async move {
             let mut reader = tokio::io::BufReader::new(stderr);
             let mut bytes = Vec::new();
@@ -327,8 +391,10 @@ impl Link {
                 }
                 tail.push_back(line);
             }
+            let _ = closed.send(());
         });
         lock(&self.stderr_tasks).push(task);
+        on_closed
     }
 
     /// The server's last stderr lines, for an error message; empty when it wrote none.

@@ -94,8 +94,9 @@ impl Tool for McpTool {
             };
             let structured = result.structured_content;
             let raw = self.raw.clone();
-            let parts = if matches!(images, ImageAdmission::Allowed(_)) && has_images(&content) {
-                // Decoding and resizing images is CPU work: kept off the async thread.
+            let parts = if has_images(&content) {
+                // Checking base64 (up to 20 MiB an image, admitted or not) and resizing are
+                // CPU work: kept off the async thread, which also serves signals and stderr.
                 tokio::task::spawn_blocking(move || {
                     project(&content, structured.as_ref(), &raw, &images)
                 })

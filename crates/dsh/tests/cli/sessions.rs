@@ -560,13 +560,18 @@ fn a_nested_file_delivered_before_a_resume_is_not_sent_again() {
 #[test]
 fn a_session_logged_before_instructions_were_tracked_gets_none_again_on_resume() {
     let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "pkg/x.txt"})),
         Turn::text("first answer"),
+        Turn::tool_call("read", json!({"file_path": "pkg/x.txt"})),
         Turn::text("second answer"),
     ]);
     env.write("AGENTS.md", "rules v1\n");
+    env.write("pkg/AGENTS.md", "pkg rules v1\n");
+    env.write("pkg/x.txt", "x\n");
     let out = env.run(dsh(), &["first task"]);
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
-    // Made into a log of an older dsh, whose instruction messages named no files.
+    // Made into a log of an older dsh, whose instruction messages named no files: the
+    // baseline message and the nested file's.
     let path = log_path(&env);
     let log = std::fs::read_to_string(&path).unwrap();
     let mut stripped = 0;
@@ -582,21 +587,27 @@ fn a_session_logged_before_instructions_were_tracked_gets_none_again_on_resume()
             format!("{record}\n")
         })
         .collect();
-    assert_eq!(stripped, 1);
+    assert_eq!(stripped, 2);
     std::fs::write(&path, legacy).unwrap();
     env.write("AGENTS.md", "rules v2\n");
     let out = env.run(dsh(), &["--session-id", &session_id(&env), "second task"]);
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
     let requests = env.server.requests();
-    let messages = requests[1].messages();
-    assert_eq!(messages.last().unwrap()["content"], "second task");
-    let reminders = messages
-        .iter()
-        .filter(|m| {
-            m["content"]
-                .as_str()
-                .is_some_and(|c| c.starts_with("<system-reminder>"))
-        })
-        .count();
-    assert_eq!(reminders, 1, "only the first delivery, not a second copy");
+    let reminders = |messages: &[Value]| {
+        messages
+            .iter()
+            .filter(|m| {
+                m["content"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("<system-reminder>"))
+            })
+            .count()
+    };
+    let resumed = requests[2].messages();
+    assert_eq!(resumed.last().unwrap()["content"], "second task");
+    assert_eq!(reminders(resumed), 2, "the first deliveries only");
+    // Reading in pkg again does not bring its AGENTS.md a second time.
+    let after_read = requests[3].messages();
+    assert_eq!(after_read.last().unwrap()["role"], "tool");
+    assert_eq!(reminders(after_read), 2, "no second copy of pkg/AGENTS.md");
 }
