@@ -523,8 +523,14 @@ mod tests {
             UntrackedDelivery::read(&nested[0].text),
             Some(UntrackedDelivery::Nested("pkg/AGENTS.md".into()))
         );
-        assert_eq!(UntrackedDelivery::read("<system-reminder>\nsomething else"), None);
-        assert_eq!(UntrackedDelivery::read("Additional instructions from: x"), None);
+        assert_eq!(
+            UntrackedDelivery::read("<system-reminder>\nsomething else"),
+            None
+        );
+        assert_eq!(
+            UntrackedDelivery::read("Additional instructions from: x"),
+            None
+        );
     }
 
     #[test]

@@ -954,6 +954,18 @@ pub fn remove_path(table: &mut toml::Table, path: &[String]) {
     }
 }
 
+/// What kind of YAML value `value` is, for an error that must not quote it.
+fn value_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "nothing",
+        Value::Bool(_) => "true or false",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
 fn kind_static(id: &str) -> &'static str {
     BASE_KINDS
         .iter()
@@ -1034,6 +1046,8 @@ impl Fields {
         }
     }
 
+    /// A mapping of names to strings (a server's `env` or `headers`). Its values often carry
+    /// secrets, so an error names what kind of value was wrong, never the value.
     fn string_map(&mut self, key: &str) -> Result<Option<toml::Value>, String> {
         match self.take(key) {
             None => Ok(None),
@@ -1045,14 +1059,20 @@ impl Fields {
                         Value::Number(n) => n.to_string(),
                         Value::Bool(b) => b.to_string(),
                         other => {
-                            return Err(format!("{key}.{name} must be a string, got {other}"));
+                            return Err(format!(
+                                "{key}.{name} must be a string, got {}",
+                                value_kind(&other)
+                            ));
                         }
                     };
                     table.insert(name, value.into());
                 }
                 Ok(Some(toml::Value::Table(table)))
             }
-            Some(other) => Err(format!("{key} must be a mapping, got {other}")),
+            Some(other) => Err(format!(
+                "{key} must be a mapping of names to strings, got {}",
+                value_kind(&other)
+            )),
         }
     }
 

@@ -6,7 +6,8 @@
 //! must start (`fail_on_startup_error`) and gives the others a short grace period; a server
 //! ready later sends its tools as a [`ToolGroup`] that joins the next request. A server that
 //! says its tool list changed is listed again the same way. A call that finds its server gone
-//! restarts it once. Every failure of a call, from a timeout to the server's own error result,
+//! restarts it once; one whose connection fails under it drops the connection, so the next
+//! call connects afresh. Every failure of a call, from a timeout to the server's own error result,
 //! is a tool error the model reads.
 //!
 //! Servers are not confined by dsh's sandbox: like the model's provider, they are part of the
@@ -204,8 +205,9 @@ impl McpServers {
 
     /// Stops every server, those still starting included, and forwards their last stderr
     /// lines. Each is given its stop sequence at once: input closed and a moment to exit,
-    /// then SIGTERM to its process group, then SIGKILL: about 2.5 s at most, however the
-    /// servers behave. No server starts after this is called.
+    /// then SIGTERM to its process group, then SIGKILL: about 2 s for a server that ignores
+    /// both, 4.3 s at most however the servers behave. No server starts after this is called;
+    /// [`McpServers::kill_now`] still reaches every group while this runs.
     pub async fn shutdown(&self) {
         let links = {
             let mut started = self.lock();

@@ -345,12 +345,12 @@ impl Link {
     /// Lists every page of the server's tools, numbered when the listing starts.
     async fn list_tools(self: &Arc<Self>, peer: &Peer<RoleClient>) -> Result<ToolGroup, String> {
         let listing = self.listings.fetch_add(1, Ordering::SeqCst) + 1;
-        let listed = peer
-            .list_all_tools()
-            .await
-            .map_err(|e| {
-                self.redact(format!("listing its tools failed: {e}{}", self.stderr_note()))
-            })?;
+        let listed = peer.list_all_tools().await.map_err(|e| {
+            self.redact(format!(
+                "listing its tools failed: {e}{}",
+                self.stderr_note()
+            ))
+        })?;
         Ok(ToolGroup {
             name: self.server.name.clone(),
             listing,

@@ -5,32 +5,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_mcp::{McpServer, McpServers, McpStartup, Transport};
 use dsh_sandbox::{SandboxMode, SandboxPolicy};
+use dsh_testkit::mcp::{HttpServer, everything};
 use dsh_tools::{ModelCaps, SpillStore, ToolContext, ToolRegistry, ToolSession};
-
-fn everything() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join("mcp-server-everything"))
-            .find(|candidate| candidate.is_file())
-    });
-    if found.is_none() {
-        assert!(
-            std::env::var("DSH_TEST_REQUIRE_MCP").as_deref() != Ok("1"),
-            "mcp-server-everything is required"
-        );
-        #[allow(clippy::print_stderr)]
-        {
-            eprintln!("skipped: mcp-server-everything is not installed");
-        }
-    }
-    found
-}
 
 /// A server started by `sh -c script`; `$SERVER` is the reference server.
 fn wrapped(name: &str, script: &str, server: &Path, dir: &Path) -> McpServer {
@@ -255,4 +237,71 @@ async fn stderr_that_is_not_utf8_is_passed_on_and_read_to_the_end() {
     let pids = announced(&mut lines, "bytes", 1).await;
     servers.shutdown().await;
     assert!(gone(pids[0]).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_now_during_the_stop_sequence_takes_the_groups_being_stopped() {
+    use futures_util::FutureExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    // It ignores its input closing and SIGTERM, so its stop sequence takes seconds.
+    let script = "trap '' TERM; sleep 600 & echo \"pid $!\" >&2; echo \"pid $$\" >&2; wait";
+    let (notices, mut lines) = tokio::sync::mpsc::unbounded_channel();
+    let servers = McpServers::default();
+    let (_startup, _joined) =
+        McpStartup::begin(&servers, vec![silent("slow", script, dir.path())], notices);
+    let pids = announced(&mut lines, "slow", 2).await;
+    // One poll starts the stop sequence: the process is taken out to be stopped. The stop is
+    // kept, not polled again, so only kill_now can end the processes while it waits.
+    let mut stop = Box::pin(servers.shutdown());
+    assert!((&mut stop).now_or_never().is_none());
+    servers.kill_now();
+    for pid in pids {
+        assert!(gone(pid).await, "process {pid} outlived kill_now");
+    }
+    drop(stop);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_server_that_went_away_is_connected_again_without_its_url_token_shown() {
+    let Some(server) = everything() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let http = HttpServer::start(&server);
+    let port = http.port;
+    let token = "s3cret-token-7";
+    let web = McpServer {
+        name: "web".into(),
+        transport: Transport::Http {
+            url: format!("http://127.0.0.1:{port}/mcp?token={token}"),
+            headers: Vec::new(),
+        },
+        call_timeout: Duration::from_secs(30),
+        startup_timeout: Duration::from_secs(30),
+        fail_on_startup_error: true,
+    };
+    let (notices, _lines) = tokio::sync::mpsc::unbounded_channel();
+    let servers = McpServers::default();
+    let (startup, joined) = McpStartup::begin(&servers, vec![web], notices);
+    let ready = startup
+        .ready(Duration::from_secs(30), joined)
+        .await
+        .unwrap();
+    let mut registry = ToolRegistry::new();
+    for group in ready.groups {
+        registry.set_group(group);
+    }
+    let ctx = context(dir.path());
+    let args = r#"{"message":"one"}"#;
+    assert_eq!(
+        registry.execute("mcp__web__echo", args, &ctx).await.text(),
+        "Echo: one"
+    );
+    drop(http);
+    let lost = registry.execute("mcp__web__echo", args, &ctx).await;
+    assert!(lost.is_error, "{}", lost.text());
+    assert!(!lost.text().contains(token), "{}", lost.text());
+    // Back on the same port: the next call connects again.
+    let _http = HttpServer::start_on(&server, port);
+    let back = registry.execute("mcp__web__echo", args, &ctx).await;
+    assert_eq!(back.text(), "Echo: one");
+    servers.shutdown().await;
 }

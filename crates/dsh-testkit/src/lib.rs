@@ -6,12 +6,14 @@
 //! * [`TestEnv`]: a temporary workspace and home wired to a server, and a way to run the real
 //!   `dsh` binary in them ([`RunOutput`], whose JSON events are checked against the published
 //!   schema, `docs/events.schema.json`).
+//! * [`mcp`]: the official MCP reference server, over stdio or streamable HTTP.
 //!
 //! Everything here panics on unexpected failures: it exists to fail tests loudly.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod env;
+pub mod mcp;
 mod schema;
 mod script;
 mod server;

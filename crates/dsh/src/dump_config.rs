@@ -115,7 +115,8 @@ fn render(args: &RunArgs) -> Result<String, String> {
 
 /// A value as `--dump-config` shows it, secrets taken out.
 fn shown_value(key: &str, value: String) -> String {
-    let parts: Vec<&str> = key.split('.').collect();
+    let parts = key_parts(key);
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
     let secret_map = matches!(
         parts.as_slice(),
         ["mcp", "servers", _, "env" | "headers", _, ..] | ["providers", _, "headers", _, ..]
@@ -132,7 +133,26 @@ fn shown_value(key: &str, value: String) -> String {
     value
 }
 
-/// `url` with its query and password replaced by `[hidden]`, when it has either.
+/// The names of a dotted key, where a name with other characters than letters, digits, `_`
+/// and `-` is quoted (as `Config::provenance` writes them).
+fn key_parts(key: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut part = String::new();
+    let mut chars = key.chars();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => quoted = !quoted,
+            '\\' if quoted => part.extend(chars.next()),
+            '.' if !quoted => parts.push(std::mem::take(&mut part)),
+            c => part.push(c),
+        }
+    }
+    parts.push(part);
+    parts
+}
+
+/// `url` with its query and user part replaced by `[hidden]`, when it has either.
 fn url_without_secrets(url: &str) -> Option<String> {
     let (head, query) = match url.split_once('?') {
         Some((head, query)) if !query.is_empty() => (head, Some(query)),
@@ -140,13 +160,10 @@ fn url_without_secrets(url: &str) -> Option<String> {
     };
     let (scheme, rest) = head.split_once("://")?;
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let authority = match authority.rsplit_once('@') {
-        Some((user, host)) if user.contains(':') => {
-            let name = user.split(':').next().unwrap_or("");
-            Some(format!("{name}:[hidden]@{host}"))
-        }
-        _ => None,
-    };
+    // A user name alone can be the token (`https://TOKEN@host`): the whole user part goes.
+    let authority = authority
+        .rsplit_once('@')
+        .map(|(_, host)| format!("[hidden]@{host}"));
     if query.is_none() && authority.is_none() {
         return None;
     }
@@ -182,7 +199,20 @@ mod tests {
         );
         assert_eq!(
             shown_value("providers.p.base_url", "\"https://u:pw@h:8/v1\"".into()),
-            "\"https://u:[hidden]@h:8/v1\""
+            "\"https://[hidden]@h:8/v1\""
+        );
+        assert_eq!(
+            shown_value("mcp.servers.gh.url", "\"https://ghp_t0ken@h/mcp\"".into()),
+            "\"https://[hidden]@h/mcp\""
+        );
+        // A quoted name with a dot in it is still one name.
+        assert_eq!(
+            shown_value("mcp.servers.\"my.srv\".env.TOKEN", "\"s\"".into()),
+            "\"[hidden]\""
+        );
+        assert_eq!(
+            shown_value("mcp.servers.\"a\\\"b.c\".headers.X", "\"s\"".into()),
+            "\"[hidden]\""
         );
         assert_eq!(
             shown_value("mcp.servers.gh.url", "\"http://127.0.0.1:9/mcp\"".into()),

@@ -71,10 +71,12 @@ fn server_of(
             }
         }
         (None, Some(url)) => {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(fail(format!(
-                    "url \"{url}\" is not an http:// or https:// address"
-                )));
+            let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+            if !matches!(scheme.as_deref(), Some("http" | "https")) {
+                // Not quoted: a URL can carry a token, and errors are not the place for it.
+                return Err(fail(
+                    "url is not an http:// or https:// address; give the server's full URL".into(),
+                ));
             }
             if !config.args.is_empty() || !config.env.is_empty() || config.cwd.is_some() {
                 return Err(fail(

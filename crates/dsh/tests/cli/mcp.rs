@@ -5,33 +5,15 @@
 //! (set by `.ci/run`), which makes its absence a failure.
 
 use std::io::BufRead;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 
 use dsh_testkit::{TestEnv, Turn};
 use serde_json::{Value, json};
 
 use crate::dsh;
 
-/// The reference server's executable, when installed.
-pub fn everything() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join("mcp-server-everything"))
-            .find(|candidate| candidate.is_file())
-    });
-    if found.is_none() {
-        assert!(
-            std::env::var("DSH_TEST_REQUIRE_MCP").as_deref() != Ok("1"),
-            "mcp-server-everything is required (npm install -g @modelcontextprotocol/server-everything)"
-        );
-        #[allow(clippy::print_stderr)]
-        {
-            eprintln!("skipped: mcp-server-everything is not installed");
-        }
-    }
-    found
-}
+use dsh_testkit::mcp::HttpServer;
+pub use dsh_testkit::mcp::everything;
 
 fn config(env: &TestEnv, toml: &str) {
     env.write(".dsh/config.toml", toml);
@@ -96,51 +78,6 @@ fn a_stdio_server_s_tools_are_offered_and_called() {
     assert!(printed.get("MCP_TEST_SECRET_TOKEN").is_none(), "{printed}");
     assert!(printed.get("DSH_HOME").is_none(), "{printed}");
     assert!(printed.get("DEEPSEEK_API_KEY").is_none(), "{printed}");
-}
-
-/// `mcp-server-everything streamableHttp` on a free loopback port, stopped when dropped.
-struct HttpServer {
-    child: Child,
-    port: u16,
-}
-
-impl HttpServer {
-    fn start(server: &std::path::Path) -> HttpServer {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut child = Command::new(server)
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // It says when it listens; everything before that line is start-up noise.
-        let stderr = child.stderr.take().unwrap();
-        let mut lines = std::io::BufReader::new(stderr).lines();
-        loop {
-            let line = lines
-                .next()
-                .expect("the server ended before listening")
-                .unwrap();
-            if line.contains("listening on port") {
-                break;
-            }
-        }
-        std::thread::spawn(move || for _ in lines {});
-        HttpServer { child, port }
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[test]
@@ -267,14 +204,15 @@ fn bad_server_entries_are_refused_with_the_key() {
              without `__`",
         ),
         (
-            "[mcp.servers.a]\nurl = \"ftp://h\"\n",
-            "url \"ftp://h\" is not an http:// or https:// address",
+            "[mcp.servers.a]\nurl = \"ftp://h/?key=secret1\"\n",
+            "config mcp.servers.a: url is not an http:// or https:// address",
         ),
     ] {
         config(&env, toml);
         let out = env.run(dsh(), &["go"]);
         assert_eq!(out.code(), Some(1), "{toml}");
         assert!(out.stderr.contains(expected), "{toml}: {}", out.stderr);
+        assert!(!out.stderr.contains("secret1"), "{}", out.stderr);
     }
     assert!(env.server.requests().is_empty());
 }

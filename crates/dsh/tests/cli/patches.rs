@@ -151,6 +151,11 @@ fn rows_dsh_cannot_honour_are_errors_naming_the_row_and_line() {
             "- insert:\n    - id: t\n      name: '@deepseek-ai/dsh-mcp-client'\n      config:\n        serverName: tools\n        transport: stdio\n        command: x\n- id: t\n  config:\n    serverName: other\n    transport: stdio\n    command: y\n",
             "line 8: the row's serverName \"other\" differs from the server \"tools\" it targets",
         ),
+        (
+            // Values of env and headers are not quoted back: they carry secrets.
+            "- insert:\n    - name: '@deepseek-ai/dsh-mcp-client'\n      config:\n        serverName: tools\n        transport: stdio\n        command: x\n        env: [GITHUB_TOKEN=ghp_secret1]\n",
+            "env must be a mapping of names to strings, got a list",
+        ),
     ] {
         env.write("layer.yml", yaml);
         let out = env.run(dsh(), &["--patch", "layer.yml", "go"]);
@@ -160,6 +165,7 @@ fn rows_dsh_cannot_honour_are_errors_naming_the_row_and_line() {
             "{yaml}: {}",
             out.stderr
         );
+        assert!(!out.stderr.contains("ghp_secret1"), "{}", out.stderr);
     }
     assert!(env.server.requests().is_empty());
 }
