@@ -4,8 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each benchmark also appends its figures here, for the targets table.
+export DSH_BENCH_SUMMARY
+DSH_BENCH_SUMMARY=$(mktemp)
+trap 'rm -f "$DSH_BENCH_SUMMARY"' EXIT
 out=$(cargo bench -p dsh --bench startup 2>/dev/null)
 search=$(bench/search.sh)
+targets=$(python3 bench/targets.py "$DSH_BENCH_SUMMARY")
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)
 cores=$(nproc)
 mem=$(free -g | awk '/^Mem:/ {print $2 " GiB"}')
@@ -18,17 +23,16 @@ kept=$(sed -n '/<!-- [a-z]*:start -->/,/<!-- [a-z]*:end -->/p' docs/performance.
 {
   echo "# Performance"
   echo
-  echo "Written by \`bench/run.sh\`; do not edit by hand. Targets: the first request on the wire"
-  echo "within 20 ms of exec, a 10-step session within 50 ms of harness time, peak RSS under 15 MB"
-  echo "(and under 50 MB reading a 1 GiB file); glob and grep within 1.2x of rg; one confined"
-  echo "\`bash true\` under 10 ms (bubblewrap) and under 3 ms of sandbox cost (Landlock); resuming a"
-  echo "10,000-record session under 100 ms; a 1,000-step run's memory no more than its history."
-  echo "The model is the scripted server of \`dsh-testkit\` on loopback, which answers at once, so"
-  echo "the times are dsh's own."
+  echo "Written by \`bench/run.sh\` (the targets, start-up, the tool path, sandbox cost, session"
+  echo "load and search), \`bench/peers.sh\` and \`bench/profile.sh\` (their own sections); do not"
+  echo "edit by hand. The model is the scripted server of \`dsh-testkit\` on loopback, which"
+  echo "answers at once, so the times are dsh's own."
   echo
   echo "- Date: $(date -u +%Y-%m-%d)"
   echo "- Machine: ${cpu}, ${cores} cores, ${mem}, ${kernel}"
   echo "- Binary: release profile, $((size / 1024)) KiB"
+  echo
+  echo "$targets"
   echo
   echo "## Start-up and the tool path (\`cargo bench -p dsh --bench startup\`)"
   echo

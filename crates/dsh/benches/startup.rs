@@ -111,7 +111,30 @@ fn median(mut values: Vec<f64>) -> (f64, f64, f64) {
     )
 }
 
-fn report(name: &str, samples: &[Sample]) {
+/// The medians of one scenario, for the targets summary.
+#[derive(Clone, Copy)]
+struct Medians {
+    first_request_ms: f64,
+    wall_ms: f64,
+    peak_rss_mib: f64,
+}
+
+/// Figures for `bench/targets.py`, which sets them against the targets: one JSON object a
+/// line, appended to the file `DSH_BENCH_SUMMARY` names (when it does).
+fn record(metric: &str, value: f64) {
+    use std::io::Write as _;
+    let Some(path) = std::env::var_os("DSH_BENCH_SUMMARY") else {
+        return;
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    writeln!(file, "{}", json!({"metric": metric, "value": value})).unwrap();
+}
+
+fn report(name: &str, samples: &[Sample]) -> Medians {
     let ms = |f: &dyn Fn(&Sample) -> Duration| {
         median(
             samples
@@ -131,6 +154,11 @@ fn report(name: &str, samples: &[Sample]) {
     println!(
         "| {name} | {first:.1} ({first_min:.1}–{first_max:.1}) | {wall:.1} ({wall_min:.1}–{wall_max:.1}) | {rss:.1} ({rss_min:.1}–{rss_max:.1}) |"
     );
+    Medians {
+        first_request_ms: first,
+        wall_ms: wall,
+        peak_rss_mib: rss,
+    }
 }
 
 fn main() {
@@ -178,9 +206,13 @@ fn main() {
     println!("Median of {RUNS} runs (fastest–slowest in brackets).\n");
     println!("| scenario | exec → first request (ms) | wall time (ms) | peak RSS (MiB) |");
     println!("|---|---|---|---|");
-    report("0-step run", &zero);
-    report("10-step `read` run", &ten);
-    report("1 GiB `read` (3 runs)", &huge);
+    let zero_medians = report("0-step run", &zero);
+    let ten_medians = report("10-step `read` run", &ten);
+    let huge_medians = report("1 GiB `read` (3 runs)", &huge);
+    record("first_request_ms", zero_medians.first_request_ms);
+    record("ten_read_wall_ms", ten_medians.wall_ms);
+    record("huge_read_rss_mib", huge_medians.peak_rss_mib);
+    let mut peak_rss = zero_medians.peak_rss_mib.max(ten_medians.peak_rss_mib);
     let bash_turns = || {
         let mut turns: Vec<Turn> = (0..10)
             .map(|_| Turn::tool_call("bash", json!({"command": "true", "description": "bench"})))
@@ -214,9 +246,15 @@ fn main() {
         let runs: Vec<Sample> = (0..RUNS)
             .map(|_| run_with(bash_turns(), &|_| {}, &args))
             .collect();
-        report(&format!("10-step `bash true` run ({name})"), &runs);
+        let medians = report(&format!("10-step `bash true` run ({name})"), &runs);
+        peak_rss = peak_rss.max(medians.peak_rss_mib);
         let call = (wall_ms(&runs) - zero_wall) / 10.0;
         let unconfined = *unconfined.get_or_insert(call);
+        if let Some(backend) = backend {
+            record(&format!("bash10_{backend}_wall_ms"), medians.wall_ms);
+            record(&format!("bash_{backend}_call_ms"), call);
+            record(&format!("bash_{backend}_cost_ms"), call - unconfined);
+        }
         per_call.push(if backend.is_none() {
             format!("{name} {call:.1} ms")
         } else {
@@ -230,6 +268,7 @@ fn main() {
         "\nOne `bash true` call through the tool path, (10-step run - 0-step run) / 10: {}.",
         per_call.join(", ")
     );
+    record("peak_rss_mib", peak_rss);
 
     // Sessions: resuming a long one (exec to first request covers finding, locking, reading,
     // repairing and rebuilding it), and a long run's memory.
@@ -251,7 +290,9 @@ fn main() {
         } else {
             "resume a 10,000-record session (10 runs)"
         };
-        report(name, &resumed);
+        // Exec to the first request: finding, locking, reading, repairing and rebuilding.
+        let loaded = report(name, &resumed).first_request_ms;
+        record(if zstd { "resume_zstd_ms" } else { "resume_ms" }, loaded);
     }
     let thousand: Vec<Sample> = (0..3)
         .map(|_| {
@@ -271,7 +312,8 @@ fn main() {
             )
         })
         .collect();
-    report("1,000-step `read` run (3 runs)", &thousand);
+    let long_run = report("1,000-step `read` run (3 runs)", &thousand);
+    record("thousand_rss_mib", long_run.peak_rss_mib);
     let cpu = median(thousand.iter().map(|s| s.cpu.as_secs_f64()).collect()).0;
     println!(
         "\nThe 1,000-step run sends the whole history each step (2.5 GB of requests in all); \
