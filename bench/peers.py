@@ -198,7 +198,7 @@ def main():
                 cells += [f"{wall:.0f} ({wall / bwall:.0f}x)", f"{rss:.1f} ({rss / brss:.0f}x)"]
         lines.append(f"| {agent['name']} | {agent['version']} | " + " | ".join(cells) + " |")
     if notes:
-        lines += ["", "Failed runs (the first failure of each; see docs/performance.md's notes):"]
+        lines += ["", "Runs that did not finish the task are not compared; the first failure of each:"]
         lines += [f"- {note}" for note in dict.fromkeys(notes)]
     missing = []
     if not any("Codex" in a["name"] for a in found):
