@@ -188,16 +188,33 @@ fn silent(name: &str, script: &str, dir: &Path) -> McpServer {
     }
 }
 
+/// A script that never answers, ignores SIGTERM and has a child of its own in its group; it
+/// announces both pids.
+const STUBBORN: &str = "trap '' TERM; sleep 600 & echo \"pid $!\" >&2; echo \"pid $$\" >&2; wait";
+
+/// A `silent` server started under its own handle; its notices, and the first `count` pids
+/// its script announced.
+async fn started(
+    name: &str,
+    script: &str,
+    count: usize,
+    dir: &Path,
+) -> (
+    McpServers,
+    tokio::sync::mpsc::UnboundedReceiver<String>,
+    Vec<i32>,
+) {
+    let (notices, mut lines) = tokio::sync::mpsc::unbounded_channel();
+    let servers = McpServers::default();
+    let _ = McpStartup::begin(&servers, vec![silent(name, script, dir)], notices);
+    let pids = announced(&mut lines, name, count).await;
+    (servers, lines, pids)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_still_starting_is_stopped_with_everything_it_started() {
     let dir = tempfile::tempdir().unwrap();
-    // It never answers, ignores SIGTERM and has a child of its own in its group.
-    let script = "trap '' TERM; sleep 600 & echo \"pid $!\" >&2; echo \"pid $$\" >&2; wait";
-    let (notices, mut lines) = tokio::sync::mpsc::unbounded_channel();
-    let servers = McpServers::default();
-    let (_startup, _joined) =
-        McpStartup::begin(&servers, vec![silent("mute", script, dir.path())], notices);
-    let pids = announced(&mut lines, "mute", 2).await;
+    let (servers, _lines, pids) = started("mute", STUBBORN, 2, dir.path()).await;
     assert!(pids.iter().all(|&pid| alive(pid)));
     servers.shutdown().await;
     for pid in pids {
@@ -209,11 +226,7 @@ async fn a_server_still_starting_is_stopped_with_everything_it_started() {
 async fn kill_now_takes_the_whole_group_without_waiting() {
     let dir = tempfile::tempdir().unwrap();
     let script = "sleep 600 & echo \"pid $!\" >&2; echo \"pid $$\" >&2; wait";
-    let (notices, mut lines) = tokio::sync::mpsc::unbounded_channel();
-    let servers = McpServers::default();
-    let (_startup, _joined) =
-        McpStartup::begin(&servers, vec![silent("quick", script, dir.path())], notices);
-    let pids = announced(&mut lines, "quick", 2).await;
+    let (servers, _lines, pids) = started("quick", script, 2, dir.path()).await;
     servers.kill_now();
     for pid in pids {
         assert!(gone(pid).await, "process {pid} outlived kill_now");
@@ -244,12 +257,7 @@ async fn kill_now_during_the_stop_sequence_takes_the_groups_being_stopped() {
     use futures_util::FutureExt as _;
     let dir = tempfile::tempdir().unwrap();
     // It ignores its input closing and SIGTERM, so its stop sequence takes seconds.
-    let script = "trap '' TERM; sleep 600 & echo \"pid $!\" >&2; echo \"pid $$\" >&2; wait";
-    let (notices, mut lines) = tokio::sync::mpsc::unbounded_channel();
-    let servers = McpServers::default();
-    let (_startup, _joined) =
-        McpStartup::begin(&servers, vec![silent("slow", script, dir.path())], notices);
-    let pids = announced(&mut lines, "slow", 2).await;
+    let (servers, _lines, pids) = started("slow", STUBBORN, 2, dir.path()).await;
     // One poll starts the stop sequence: the process is taken out to be stopped. The stop is
     // kept, not polled again, so only kill_now can end the processes while it waits.
     let mut stop = Box::pin(servers.shutdown());

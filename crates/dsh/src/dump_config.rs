@@ -178,49 +178,48 @@ mod tests {
 
     #[test]
     fn secret_values_are_hidden_and_their_keys_kept() {
-        assert_eq!(
-            shown_value("mcp.servers.gh.env.GITHUB_TOKEN", "\"ghp_x\"".into()),
-            "\"[hidden]\""
-        );
-        assert_eq!(
-            shown_value(
-                "mcp.servers.gh.headers.Authorization",
-                "\"Bearer x\"".into()
+        for (key, value, shown) in [
+            (
+                "mcp.servers.gh.env.GITHUB_TOKEN",
+                "\"ghp_x\"",
+                "\"[hidden]\"",
             ),
-            "\"[hidden]\""
-        );
-        assert_eq!(
-            shown_value("providers.p.headers.X-Key", "\"k\"".into()),
-            "\"[hidden]\""
-        );
-        assert_eq!(
-            shown_value("mcp.servers.gh.url", "\"https://h/mcp?token=t\"".into()),
-            "\"https://h/mcp?[hidden]\""
-        );
-        assert_eq!(
-            shown_value("providers.p.base_url", "\"https://u:pw@h:8/v1\"".into()),
-            "\"https://[hidden]@h:8/v1\""
-        );
-        assert_eq!(
-            shown_value("mcp.servers.gh.url", "\"https://ghp_t0ken@h/mcp\"".into()),
-            "\"https://[hidden]@h/mcp\""
-        );
-        // A quoted name with a dot in it is still one name.
-        assert_eq!(
-            shown_value("mcp.servers.\"my.srv\".env.TOKEN", "\"s\"".into()),
-            "\"[hidden]\""
-        );
-        assert_eq!(
-            shown_value("mcp.servers.\"a\\\"b.c\".headers.X", "\"s\"".into()),
-            "\"[hidden]\""
-        );
-        assert_eq!(
-            shown_value("mcp.servers.gh.url", "\"http://127.0.0.1:9/mcp\"".into()),
-            "\"http://127.0.0.1:9/mcp\""
-        );
-        assert_eq!(
-            shown_value("mcp.servers.gh.command", "\"npx\"".into()),
-            "\"npx\""
-        );
+            (
+                "mcp.servers.gh.headers.Authorization",
+                "\"Bearer x\"",
+                "\"[hidden]\"",
+            ),
+            ("providers.p.headers.X-Key", "\"k\"", "\"[hidden]\""),
+            (
+                "mcp.servers.gh.url",
+                "\"https://h/mcp?token=t\"",
+                "\"https://h/mcp?[hidden]\"",
+            ),
+            (
+                "providers.p.base_url",
+                "\"https://u:pw@h:8/v1\"",
+                "\"https://[hidden]@h:8/v1\"",
+            ),
+            (
+                "mcp.servers.gh.url",
+                "\"https://ghp_t0ken@h/mcp\"",
+                "\"https://[hidden]@h/mcp\"",
+            ),
+            // A quoted name with a dot in it is still one name.
+            ("mcp.servers.\"my.srv\".env.TOKEN", "\"s\"", "\"[hidden]\""),
+            (
+                "mcp.servers.\"a\\\"b.c\".headers.X",
+                "\"s\"",
+                "\"[hidden]\"",
+            ),
+            (
+                "mcp.servers.gh.url",
+                "\"http://127.0.0.1:9/mcp\"",
+                "\"http://127.0.0.1:9/mcp\"",
+            ),
+            ("mcp.servers.gh.command", "\"npx\"", "\"npx\""),
+        ] {
+            assert_eq!(shown_value(key, value.into()), shown, "{key}");
+        }
     }
 }
