@@ -278,6 +278,67 @@ fn a_signal_while_a_required_server_starts_stops_the_run_and_the_server_s_group(
     assert!(env.server.requests().is_empty());
 }
 
+/// The pids a server script wrote to `file` in the workspace, once it has written them.
+fn pids_in(env: &TestEnv, file: &str) -> Vec<i32> {
+    let path = env.ws_path().join(file);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&path)
+            && text.ends_with('\n')
+        {
+            return text
+                .split_whitespace()
+                .map(|p| p.parse().unwrap())
+                .collect();
+        }
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn a_required_server_that_fails_takes_the_other_servers_down_with_the_run() {
+    let env = TestEnv::new(vec![Turn::text("never")]);
+    // `mute` ignores SIGTERM and has a child; `broken` must start, and fails once `mute` runs.
+    config(
+        &env,
+        "[mcp.servers.mute]\ncommand = \"sh\"\nargs = [\"-c\", \"trap '' TERM; sleep 600 & echo \\\"$! $$\\\" > mute.pids; wait\"]\n\n\
+         [mcp.servers.broken]\ncommand = \"sh\"\nargs = [\"-c\", \"while [ ! -s mute.pids ]; do sleep 0.01; done; echo giving up >&2; exit 3\"]\nfail_on_startup_error = true\n",
+    );
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(1), "stderr: {}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("dsh: MCP server \"broken\" could not start: "),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("giving up"), "{}", out.stderr);
+    for pid in pids_in(&env, "mute.pids") {
+        assert!(gone(pid), "process {pid} outlived dsh");
+    }
+    assert!(env.server.requests().is_empty());
+}
+
+#[test]
+fn a_stdio_server_does_not_outlive_a_dsh_killed_outright() {
+    let env = TestEnv::new(vec![Turn::text("never")]);
+    // It never answers, so dsh waits for it until it is killed.
+    config(
+        &env,
+        "[mcp.servers.mute]\ncommand = \"sh\"\nargs = [\"-c\", \"echo $$ > mute.pids; exec sleep 600\"]\nfail_on_startup_error = true\n",
+    );
+    let mut child = env
+        .command(dsh())
+        .arg("go")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pids = pids_in(&env, "mute.pids");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(gone(pids[0]), "the server outlived a killed dsh");
+}
+
 /// A loopback TCP proxy that keeps a copy of everything the client sent.
 struct Tap {
     port: u16,
