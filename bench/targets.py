@@ -23,6 +23,8 @@ TARGETS = [
     ("grep_vs_rg", "`grep` over 100,000 files, against rg", "≤ 1.2x", 1.2, "x"),
     ("resume_ms", "resume a 10,000-record session (exec to first request)", "< 100 ms", 100, "ms"),
     ("resume_zstd_ms", "the same, log compressed with zstd", "< 100 ms", 100, "ms"),
+    # No fixed figure: the memory should be the history held (the tables below).
+    ("thousand_rss_mib", "peak RSS of a 1,000-step `read` run", "its history", None, "MB"),
 ]
 
 
@@ -47,6 +49,9 @@ def main():
         if metric.endswith("_mib"):
             value *= MB_PER_MIB
         shown = f"{value:.2f}x" if unit == "x" else f"{value:.1f} {unit}"
+        if limit is None:
+            print(f"| {what} | {goal} | {shown} | reported |")
+            continue
         met = value <= limit if unit == "x" else value < limit
         verdict = "met" if met else f"missed by {value - limit:.1f}{'x' if unit == 'x' else ' ' + unit}"
         print(f"| {what} | {goal} | {shown} | {verdict} |")

@@ -35,10 +35,19 @@ const HTTP_CLOSE_WAIT: Duration = Duration::from_millis(1000);
 
 type Running = RunningService<RoleClient, Handler>;
 
+/// The running client of one connection, numbered so a failed call drops only the connection
+/// it used, never a newer one.
+struct Connection {
+    number: u64,
+    client: Running,
+}
+
 /// A server and, while it is connected, the running client.
 pub(crate) struct Link {
     pub(crate) server: McpServer,
-    running: tokio::sync::Mutex<Option<Running>>,
+    running: tokio::sync::Mutex<Option<Connection>>,
+    /// Numbers the connections.
+    connections: AtomicU64,
     /// The stdio server's process; `closed` once the link is stopped, after which nothing is
     /// spawned again. A plain mutex, so the second Ctrl-C can kill without an await.
     process: Mutex<ProcessSlot>,
@@ -85,6 +94,7 @@ impl Link {
         Arc::new(Link {
             server,
             running: tokio::sync::Mutex::new(None),
+            connections: AtomicU64::new(0),
             process: Mutex::new(ProcessSlot::default()),
             stderr_tasks: Mutex::new(Vec::new()),
             listings: AtomicU64::new(0),
@@ -98,7 +108,7 @@ impl Link {
     pub(crate) async fn start(self: &Arc<Self>) -> Result<ToolGroup, String> {
         let limit = self.server.startup_timeout;
         let started = tokio::time::timeout(limit, async {
-            let peer = self.connect().await?;
+            let (_, peer) = self.connect().await?;
             self.list_tools(&peer).await
         })
         .await;
@@ -124,8 +134,8 @@ impl Link {
         raw: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> Result<CallToolResult, String> {
-        let peer = match self.live_peer().await {
-            Some(peer) => peer,
+        let (connection, peer) = match self.live_peer().await {
+            Some(live) => live,
             None => tokio::time::timeout(self.server.startup_timeout, self.connect())
                 .await
                 .map_err(|_| {
@@ -152,7 +162,7 @@ impl Link {
                     error,
                     rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
                 ) {
-                    self.drop_connection().await;
+                    self.drop_connection(connection).await;
                 }
                 Err(self.redact(call_error(&self.server.name, &error)))
             }
@@ -169,16 +179,17 @@ impl Link {
     /// process group's stop sequence, then the last stderr lines passed on.
     pub(crate) async fn shutdown(&self) {
         let process = self.take_process(true);
-        if let Some(running) = self.running.lock().await.take() {
-            let _ = tokio::time::timeout(HTTP_CLOSE_WAIT, running.cancel()).await;
+        let connection = self.running.lock().await.take();
+        if let Some(connection) = connection {
+            let _ = tokio::time::timeout(HTTP_CLOSE_WAIT, connection.client.cancel()).await;
         }
         if let Some(process) = process {
             self.stop_process(process).await;
         }
+        // Together: a pipe still held open by a process that left the group costs the wait
+        // once, not once per restart.
         let tasks: Vec<_> = lock(&self.stderr_tasks).drain(..).collect();
-        for task in tasks {
-            let _ = tokio::time::timeout(STDERR_WAIT, task).await;
-        }
+        let _ = tokio::time::timeout(STDERR_WAIT, futures_util::future::join_all(tasks)).await;
     }
 
     /// SIGKILL to the server's process group, now.
@@ -204,17 +215,33 @@ impl Link {
     }
 
     async fn stop_process(&self, process: ServerProcess) {
-        let group = process.group;
+        /// Forgets the group however the stop ends, finished or dropped half-way (a call's
+        /// reconnect that timed out, a run stopped by a signal; the process's own drop kills
+        /// the group then): a forgotten pid that was reused must never be signalled.
+        struct Forget<'a>(&'a Link, libc::pid_t);
+        impl Drop for Forget<'_> {
+            fn drop(&mut self) {
+                lock(&self.0.process).stopping.retain(|g| *g != self.1);
+            }
+        }
+        let _forget = Forget(self, process.group);
         process.stop().await;
-        lock(&self.process).stopping.retain(|g| *g != group);
     }
 
     /// Forgets a connection that failed under a call, so the next call connects again. A
     /// stdio transport notices a dead server by itself; an HTTP one keeps its session and
     /// would fail every later call the same way.
-    async fn drop_connection(&self) {
-        if let Some(running) = self.running.lock().await.take() {
-            let _ = tokio::time::timeout(HTTP_CLOSE_WAIT, running.cancel()).await;
+    async fn drop_connection(&self, number: u64) {
+        let connection = {
+            let mut running = self.running.lock().await;
+            if running.as_ref().is_some_and(|c| c.number == number) {
+                running.take()
+            } else {
+                None
+            }
+        };
+        if let Some(connection) = connection {
+            let _ = tokio::time::timeout(HTTP_CLOSE_WAIT, connection.client.cancel()).await;
         }
     }
 
@@ -227,23 +254,24 @@ impl Link {
         }
     }
 
-    async fn live_peer(&self) -> Option<Peer<RoleClient>> {
+    /// The current connection's number and peer, while it is alive.
+    async fn live_peer(&self) -> Option<(u64, Peer<RoleClient>)> {
         let running = self.running.lock().await;
         running
             .as_ref()
-            .filter(|r| !r.is_closed() && !r.peer().is_transport_closed())
-            .map(|r| r.peer().clone())
+            .filter(|c| !c.client.is_closed() && !c.client.peer().is_transport_closed())
+            .map(|c| (c.number, c.client.peer().clone()))
     }
 
     /// Starts the transport and the MCP handshake; the running client replaces any old one,
     /// whose process is stopped first.
-    async fn connect(self: &Arc<Self>) -> Result<Peer<RoleClient>, String> {
+    async fn connect(self: &Arc<Self>) -> Result<(u64, Peer<RoleClient>), String> {
         let handler = Handler {
             link: Arc::downgrade(self),
         };
-        let old_client = self.running.lock().await.take();
-        if let Some(old) = old_client {
-            let _ = tokio::time::timeout(HTTP_CLOSE_WAIT, old.cancel()).await;
+        let old = self.running.lock().await.take();
+        if let Some(old) = old {
+            let _ = tokio::time::timeout(HTTP_CLOSE_WAIT, old.client.cancel()).await;
         }
         let running = match &self.server.transport {
             Transport::Stdio {
@@ -267,13 +295,19 @@ impl Link {
                     // stops the group, the server's own children included.
                     .process_group(0)
                     .kill_on_drop(true);
-                // SAFETY: between fork and exec the hook makes one system call, prctl.
+                let dsh = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
+                // SAFETY: between fork and exec the hook makes system calls only: prctl,
+                // getppid and, for an orphan, _exit.
                 unsafe {
-                    cmd.pre_exec(|| {
+                    cmd.pre_exec(move || {
                         // A dsh killed outright (SIGKILL from a supervisor) takes the server
                         // with it. The signal follows the spawning thread, a runtime thread
                         // (never the blocking pool's), which lives as long as the runtime.
                         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                        // Killed before the line above took effect: no server for nobody.
+                        if libc::getppid() != dsh {
+                            libc::_exit(1);
+                        }
                         Ok(())
                     });
                 }
@@ -338,8 +372,12 @@ impl Link {
             }
         };
         let peer = running.peer().clone();
-        *self.running.lock().await = Some(running);
-        Ok(peer)
+        let number = self.connections.fetch_add(1, Ordering::SeqCst);
+        *self.running.lock().await = Some(Connection {
+            number,
+            client: running,
+        });
+        Ok((number, peer))
     }
 
     /// Lists every page of the server's tools, numbered when the listing starts.
