@@ -32,6 +32,22 @@ fn wrapped(name: &str, script: &str, server: &Path, dir: &Path) -> McpServer {
     }
 }
 
+/// `server` started and listed, its tools in a registry.
+async fn ready(server: McpServer) -> (McpServers, ToolRegistry) {
+    let (notices, _lines) = tokio::sync::mpsc::unbounded_channel();
+    let servers = McpServers::default();
+    let (startup, joined) = McpStartup::begin(&servers, vec![server], notices);
+    let ready = startup
+        .ready(Duration::from_secs(30), joined)
+        .await
+        .unwrap();
+    let mut registry = ToolRegistry::new();
+    for group in ready.groups {
+        registry.set_group(group);
+    }
+    (servers, registry)
+}
+
 fn context(dir: &Path) -> ToolContext {
     ToolContext {
         call_id: "c1".into(),
@@ -91,21 +107,7 @@ async fn a_call_that_finds_its_server_gone_restarts_it() {
     let dir = tempfile::tempdir().unwrap();
     // Each start appends its process id, so the test can kill the running one.
     let script = "echo $$ >> pids; exec \"$SERVER\" stdio";
-    let (notices, _lines) = tokio::sync::mpsc::unbounded_channel();
-    let servers = McpServers::default();
-    let (startup, joined) = McpStartup::begin(
-        &servers,
-        vec![wrapped("again", script, &server, dir.path())],
-        notices,
-    );
-    let ready = startup
-        .ready(Duration::from_secs(30), joined)
-        .await
-        .unwrap();
-    let mut registry = ToolRegistry::new();
-    for group in ready.groups {
-        registry.set_group(group);
-    }
+    let (servers, registry) = ready(wrapped("again", script, &server, dir.path())).await;
     let ctx = context(dir.path());
     let args = r#"{"message":"one"}"#;
     let first = registry.execute("mcp__again__echo", args, &ctx).await;
@@ -286,17 +288,7 @@ async fn an_http_server_that_went_away_is_connected_again_without_its_url_token_
         startup_timeout: Duration::from_secs(30),
         fail_on_startup_error: true,
     };
-    let (notices, _lines) = tokio::sync::mpsc::unbounded_channel();
-    let servers = McpServers::default();
-    let (startup, joined) = McpStartup::begin(&servers, vec![web], notices);
-    let ready = startup
-        .ready(Duration::from_secs(30), joined)
-        .await
-        .unwrap();
-    let mut registry = ToolRegistry::new();
-    for group in ready.groups {
-        registry.set_group(group);
-    }
+    let (servers, registry) = ready(web).await;
     let ctx = context(dir.path());
     let args = r#"{"message":"one"}"#;
     assert_eq!(
