@@ -42,6 +42,13 @@ struct Connection {
     client: Running,
 }
 
+impl Connection {
+    /// Ends the session (for stdio, closes the server's input), within [`HTTP_CLOSE_WAIT`].
+    async fn close(self) {
+        let _ = tokio::time::timeout(HTTP_CLOSE_WAIT, self.client.cancel()).await;
+    }
+}
+
 /// A server and, while it is connected, the running client.
 pub(crate) struct Link {
     pub(crate) server: McpServer,
@@ -181,7 +188,7 @@ impl Link {
         let process = self.take_process(true);
         let connection = self.running.lock().await.take();
         if let Some(connection) = connection {
-            let _ = tokio::time::timeout(HTTP_CLOSE_WAIT, connection.client.cancel()).await;
+            connection.close().await;
         }
         if let Some(process) = process {
             self.stop_process(process).await;
@@ -241,7 +248,7 @@ impl Link {
             }
         };
         if let Some(connection) = connection {
-            let _ = tokio::time::timeout(HTTP_CLOSE_WAIT, connection.client.cancel()).await;
+            connection.close().await;
         }
     }
 
@@ -271,7 +278,7 @@ impl Link {
         };
         let old = self.running.lock().await.take();
         if let Some(old) = old {
-            let _ = tokio::time::timeout(HTTP_CLOSE_WAIT, old.client.cancel()).await;
+            old.close().await;
         }
         let running = match &self.server.transport {
             Transport::Stdio {

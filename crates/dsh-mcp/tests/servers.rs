@@ -12,6 +12,7 @@ use std::time::Duration;
 use dsh_mcp::{McpServer, McpServers, McpStartup, Transport};
 use dsh_sandbox::{SandboxMode, SandboxPolicy};
 use dsh_testkit::mcp::{HttpServer, everything};
+use dsh_testkit::process_alive as alive;
 use dsh_tools::{ModelCaps, SpillStore, ToolContext, ToolRegistry, ToolSession};
 
 /// A server started by `sh -c script`; `$SERVER` is the reference server.
@@ -133,17 +134,6 @@ async fn a_call_that_finds_its_server_gone_restarts_it() {
     let starts = std::fs::read_to_string(dir.path().join("pids")).unwrap();
     assert_eq!(starts.lines().count(), 2);
     servers.shutdown().await;
-}
-
-/// Whether `pid` is a live process (a zombie awaiting its parent counts as gone).
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
 }
 
 /// Waits, up to 10 s, for `pid` to be gone; SIGKILL takes effect soon, not at once.

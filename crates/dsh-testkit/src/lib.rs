@@ -44,3 +44,13 @@ pub fn scratch_outside_temp(cargo_target_tmpdir: &str) -> std::path::PathBuf {
     .find(|dir| outside(dir))
     .expect("a folder outside /tmp and the temporary directory for test files")
 }
+
+/// Whether `pid` is a live process; a zombie awaiting its parent counts as gone.
+pub fn process_alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the command name, which ends at the last ')'.
+        !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    })
+}

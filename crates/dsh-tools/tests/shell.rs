@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dsh_sandbox::{SandboxMode, SandboxPolicy};
+use dsh_testkit::process_alive as alive;
 use dsh_tools::{
     ModelCaps, Shell, ShellEnv, SpillStore, ToolContext, ToolOutcome, ToolRegistry, ToolSession,
 };
@@ -272,15 +273,6 @@ async fn a_finished_job_is_announced_once() {
             .text(),
         "out\n[stderr]\nerr\n[status: completed, exit code: 3]"
     );
-}
-
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| rest.starts_with('Z')),
-        Err(_) => false,
-    }
 }
 
 #[tokio::test]

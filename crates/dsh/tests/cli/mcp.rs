@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use crate::dsh;
 
-use dsh_testkit::mcp::HttpServer;
-pub use dsh_testkit::mcp::everything;
+use dsh_testkit::mcp::{HttpServer, everything};
+use dsh_testkit::process_alive as alive;
 
 fn config(env: &TestEnv, toml: &str) {
     env.write(".dsh/config.toml", toml);
@@ -215,16 +215,6 @@ fn bad_server_entries_are_refused_with_the_key() {
         assert!(!out.stderr.contains("secret1"), "{}", out.stderr);
     }
     assert!(env.server.requests().is_empty());
-}
-
-/// Whether `pid` is a live process (a zombie counts as gone).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        !stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z'))
-    })
 }
 
 /// Waits up to 10 s for `pid` to be gone: a killed process dies soon, not at once.

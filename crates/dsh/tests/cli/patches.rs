@@ -9,7 +9,7 @@ const SUPERVISOR: &str = include_str!("../fixtures/supervisor.patch.yml");
 
 #[test]
 fn a_supervisor_s_row_layer_drives_a_session() {
-    let Some(server) = crate::mcp::everything() else {
+    let Some(server) = dsh_testkit::mcp::everything() else {
         return;
     };
     let env = TestEnv::new(vec![
