@@ -73,6 +73,8 @@ pub enum EnvSource {
 /// The credentials a run may read, by variable name.
 #[derive(Debug, Clone, Default)]
 pub struct Credentials {
+    /// The launch environment's values, which win over the files.
+    launch: BTreeMap<String, String>,
     files: BTreeMap<String, (String, PathBuf)>,
 }
 
@@ -95,8 +97,13 @@ pub enum DotenvError {
 }
 
 impl Credentials {
-    /// Reads `<cwd>/.env` and `$DSH_HOME/.env` (both checked before either is used).
-    pub fn load(cwd: &Path, home: &Path) -> Result<Credentials, DotenvError> {
+    /// Reads `<cwd>/.env` and `$DSH_HOME/.env` (both checked before either is used), under
+    /// the launch environment `env`.
+    pub fn load(
+        cwd: &Path,
+        home: &Path,
+        env: &crate::Environment,
+    ) -> Result<Credentials, DotenvError> {
         let mut files = BTreeMap::new();
         let mut paths = vec![cwd.join(".env")];
         if cwd != home {
@@ -108,13 +115,16 @@ impl Credentials {
                 files.entry(name).or_insert((value, path.clone()));
             }
         }
-        Ok(Credentials { files })
+        Ok(Credentials {
+            launch: env.snapshot(),
+            files,
+        })
     }
 
     /// The value of `name` and where it came from: the launch environment, else the files.
     pub fn get(&self, name: &str) -> Option<(String, EnvSource)> {
-        if let Some(value) = std::env::var_os(name) {
-            return Some((value.to_string_lossy().into_owned(), EnvSource::Launch));
+        if let Some(value) = self.launch.get(name) {
+            return Some((value.clone(), EnvSource::Launch));
         }
         self.files
             .get(name)
@@ -260,12 +270,18 @@ mod tests {
             "DOTENV_TEST_KEY=home\nDOTENV_TEST_OTHER=h\n",
         )
         .unwrap();
-        let creds = Credentials::load(&cwd, &home).unwrap();
+        let launch =
+            crate::Environment::from_pairs([("DOTENV_TEST_OTHER".to_owned(), String::new())]);
+        let creds = Credentials::load(&cwd, &home, &launch).unwrap();
         assert_eq!(
             creds.get("DOTENV_TEST_KEY"),
             Some(("project".into(), EnvSource::File(cwd.join(".env"))))
         );
-        assert_eq!(creds.get("DOTENV_TEST_OTHER").unwrap().0, "h");
+        // An exported variable wins, even empty.
+        assert_eq!(
+            creds.get("DOTENV_TEST_OTHER"),
+            Some((String::new(), EnvSource::Launch))
+        );
         assert_eq!(creds.get("DOTENV_TEST_ABSENT"), None);
     }
 }

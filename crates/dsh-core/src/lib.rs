@@ -10,9 +10,10 @@
 //! run; live reasoning and text arrive as deltas that are shown but never stored.
 
 mod agent;
+mod builder;
 mod catalog;
 pub mod compaction;
-mod config;
+pub mod config;
 mod dotenv;
 mod error;
 mod home;
@@ -21,17 +22,21 @@ mod lock;
 mod log;
 mod prompt;
 mod repair;
-pub mod rows;
 mod session;
 
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
+pub use builder::{AgentBuilder, Processes, Run, StartedRun};
+
+/// What `dsh sandbox check` prints for these settings, and whether any backend can confine
+/// commands here.
+pub fn sandbox_report(settings: &Settings) -> (String, bool) {
+    dsh_sandbox::Sandbox::new(settings.sandbox()).report()
+}
 pub use catalog::{SessionSummary, list_sessions, session_log_path};
-pub use config::{
-    ApprovalConfig, Config, ConfigError, InstructionsConfig, JobsConfig, Layer, McpConfig,
-    McpServerConfig, ModelConfig, ProviderConfig, RequestsConfig, SandboxConfig, SessionsConfig,
-    ShellConfig, ToolsConfig,
-};
+pub use config::{Config, ConfigError, ConfigFiles, Environment, Flags, Settings, SetupError};
 pub use dotenv::{Credentials, DotenvError, EnvSource};
+/// Live pieces of an answer, as [`AgentEvent::Delta`] carries them.
+pub use dsh_llm::StreamDelta;
 pub use error::CoreError;
 pub use home::dsh_home;
 pub use log::{LoadedLog, LogOptions, SessionLog, read_log};

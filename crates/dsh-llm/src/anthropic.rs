@@ -5,8 +5,6 @@
 //! with their signatures unchanged, as the API requires across tool-use turns. Usage comes in
 //! `message_start` (input, cache read, cache creation) and `message_delta` (output, cumulative).
 
-use std::time::Duration;
-
 use dsh_protocol::{
     Block, Failure, FailureCode, FinishReason, Message, Role, ToolOutputPart, Usage,
 };
@@ -15,7 +13,8 @@ use serde_json::{Value, json};
 
 use crate::http;
 use crate::{
-    BoxFuture, Completion, DeltaSink, Effort, LlmError, ModelRequest, Provider, StreamDelta,
+    BoxFuture, Completion, DeltaSink, Effort, EndpointConfig, LlmError, ModelRequest, Provider,
+    StreamDelta,
 };
 
 /// The API version sent with every request.
@@ -23,17 +22,11 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// Output tokens asked for when the model declares none (the API requires a number).
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
-/// How a Messages endpoint is reached.
+/// A Messages route: where it is, and whether thinking is asked for.
 #[derive(Debug, Clone)]
 pub struct AnthropicConfig {
-    pub name: String,
-    /// The API root; `/messages` is appended (`https://api.anthropic.com/v1`).
-    pub base_url: String,
-    pub api_key: Option<String>,
-    pub api_key_env: String,
-    pub base_url_source: String,
-    pub idle_timeout: Duration,
-    pub headers: Vec<(String, String)>,
+    /// `/messages` is appended to its base URL (`https://api.anthropic.com/v1`).
+    pub endpoint: EndpointConfig,
     /// Send `thinking` with a budget from the effort.
     pub thinking: bool,
 }
@@ -46,20 +39,15 @@ pub struct AnthropicMessages {
 
 impl AnthropicMessages {
     pub fn new(config: AnthropicConfig) -> Result<Self, Failure> {
-        let endpoint = http::Endpoint::new(http::EndpointSpec {
-            route: &config.name,
-            base_url: &config.base_url,
-            base_url_source: &config.base_url_source,
-            path: "/messages",
-            api_key: config.api_key.as_deref(),
-            api_key_env: &config.api_key_env,
-            key_header: http::KeyHeader::Named("x-api-key"),
-            fixed_headers: vec![(
+        let endpoint = http::Endpoint::new(
+            &config.endpoint,
+            "/messages",
+            http::KeyHeader::Named("x-api-key"),
+            vec![(
                 HeaderName::from_static("anthropic-version"),
                 HeaderValue::from_static(ANTHROPIC_VERSION),
             )],
-            extra_headers: &config.headers,
-        })?;
+        )?;
         Ok(AnthropicMessages { endpoint, config })
     }
 
@@ -69,7 +57,7 @@ impl AnthropicMessages {
         on_delta: DeltaSink<'_>,
     ) -> Result<Completion, LlmError> {
         let body = request_body(&request, self.config.thinking);
-        let idle = self.config.idle_timeout;
+        let idle = self.config.endpoint.idle_timeout;
         let response = self.endpoint.post(body, request.model, idle).await?;
         let mut answer = Assembler::default();
         let mut events = http::EventStream::new(response, idle, self.endpoint.url());
@@ -106,7 +94,7 @@ impl AnthropicMessages {
 
 impl Provider for AnthropicMessages {
     fn name(&self) -> &str {
-        &self.config.name
+        &self.config.endpoint.name
     }
 
     fn complete<'a>(

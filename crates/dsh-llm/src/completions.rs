@@ -10,7 +10,9 @@ use reqwest::header::CONTENT_TYPE;
 
 use crate::chat::{BodyOptions, ChatAssembler, ChatChunk, request_body};
 use crate::http;
-use crate::{BoxFuture, Completion, DeltaSink, Effort, LlmError, ModelRequest, Provider};
+use crate::{
+    BoxFuture, Completion, DeltaSink, Effort, EndpointConfig, LlmError, ModelRequest, Provider,
+};
 
 /// Which server family a route talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,24 +28,11 @@ pub enum ChatDialect {
     },
 }
 
-/// How a chat-completions endpoint is reached.
+/// A chat-completions route: where it is, and its dialect.
 #[derive(Debug, Clone)]
 pub struct ChatCompletionsConfig {
-    /// The route's name, as a user refers to it (`deepseek`, `local`).
-    pub name: String,
-    /// The API root; `/chat/completions` is appended.
-    pub base_url: String,
-    /// The key, when the server needs one.
-    pub api_key: Option<String>,
-    /// Where the key came from, named when the server refuses it.
-    pub api_key_env: String,
-    /// Where the base URL came from, named when it looks wrong.
-    pub base_url_source: String,
-    /// A server silent for this long (before its first byte, or mid-stream) is given up as
-    /// `TIMEOUT`.
-    pub idle_timeout: Duration,
-    /// Extra headers sent with every request.
-    pub headers: Vec<(String, String)>,
+    /// `/chat/completions` is appended to its base URL.
+    pub endpoint: EndpointConfig,
     pub dialect: ChatDialect,
 }
 
@@ -55,17 +44,12 @@ pub struct ChatCompletions {
 
 impl ChatCompletions {
     pub fn new(config: ChatCompletionsConfig) -> Result<Self, Failure> {
-        let endpoint = http::Endpoint::new(http::EndpointSpec {
-            route: &config.name,
-            base_url: &config.base_url,
-            base_url_source: &config.base_url_source,
-            path: "/chat/completions",
-            api_key: config.api_key.as_deref(),
-            api_key_env: &config.api_key_env,
-            key_header: http::KeyHeader::Bearer,
-            fixed_headers: Vec::new(),
-            extra_headers: &config.headers,
-        })?;
+        let endpoint = http::Endpoint::new(
+            &config.endpoint,
+            "/chat/completions",
+            http::KeyHeader::Bearer,
+            Vec::new(),
+        )?;
         Ok(ChatCompletions { endpoint, config })
     }
 
@@ -97,7 +81,7 @@ impl ChatCompletions {
             },
         };
         let body = request_body(&request, options);
-        let idle = self.config.idle_timeout;
+        let idle = self.config.endpoint.idle_timeout;
         let response = self.endpoint.post(body, request.model, idle).await?;
         let streamed = response
             .headers()
@@ -199,7 +183,7 @@ fn parse_chunk(data: &[u8]) -> Result<ChatChunk, Failure> {
 
 impl Provider for ChatCompletions {
     fn name(&self) -> &str {
-        &self.config.name
+        &self.config.endpoint.name
     }
 
     fn complete<'a>(

@@ -4,6 +4,8 @@
 use std::time::Duration;
 
 use dsh_protocol::{Failure, FailureCode};
+
+use crate::EndpointConfig;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
@@ -44,23 +46,6 @@ pub(crate) enum KeyHeader {
     Named(&'static str),
 }
 
-/// What an [`Endpoint`] is made from.
-pub(crate) struct EndpointSpec<'a> {
-    /// The route's name, for errors about its settings.
-    pub route: &'a str,
-    pub base_url: &'a str,
-    pub base_url_source: &'a str,
-    /// Appended to the base URL (`/chat/completions`).
-    pub path: &'a str,
-    pub api_key: Option<&'a str>,
-    pub api_key_env: &'a str,
-    pub key_header: KeyHeader,
-    /// Headers the dialect always sends.
-    pub fixed_headers: Vec<(HeaderName, HeaderValue)>,
-    /// Headers from the route's config.
-    pub extra_headers: &'a [(String, String)],
-}
-
 /// One route's endpoint: its URL and every header its requests carry, checked once when the
 /// route is set up, the same way for every dialect.
 pub(crate) struct Endpoint {
@@ -72,7 +57,14 @@ pub(crate) struct Endpoint {
 }
 
 impl Endpoint {
-    pub(crate) fn new(spec: EndpointSpec<'_>) -> Result<Self, Failure> {
+    /// `path` is appended to the base URL (`/chat/completions`); `fixed_headers` are the ones
+    /// the wire format always sends.
+    pub(crate) fn new(
+        spec: &EndpointConfig,
+        path: &str,
+        key_header: KeyHeader,
+        fixed_headers: Vec<(HeaderName, HeaderValue)>,
+    ) -> Result<Self, Failure> {
         let base = spec.base_url.trim();
         let usable = reqwest::Url::parse(base)
             .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host());
@@ -85,11 +77,11 @@ impl Endpoint {
                 ),
             ));
         }
-        let mut headers = spec.fixed_headers;
-        if let Some(key) = spec.api_key {
-            let (name, text) = match spec.key_header {
+        let mut headers = fixed_headers;
+        if let Some(key) = &spec.api_key {
+            let (name, text) = match key_header {
                 KeyHeader::Bearer => (AUTHORIZATION, format!("Bearer {key}")),
-                KeyHeader::Named(name) => (HeaderName::from_static(name), key.to_owned()),
+                KeyHeader::Named(name) => (HeaderName::from_static(name), key.clone()),
             };
             let mut value = HeaderValue::from_str(&text).map_err(|_| {
                 Failure::new(
@@ -104,14 +96,14 @@ impl Endpoint {
             value.set_sensitive(true);
             headers.push((name, value));
         }
-        for (name, value) in spec.extra_headers {
+        for (name, value) in &spec.headers {
             let bad = || {
                 Failure::new(
                     FailureCode::InvalidRequest,
                     format!(
                         "provider \"{}\": the header \"{name}\" cannot be sent (check its name \
                          and value in the providers config)",
-                        spec.route
+                        spec.name
                     ),
                 )
             };
@@ -122,10 +114,10 @@ impl Endpoint {
         }
         Ok(Endpoint {
             client: client()?,
-            url: format!("{}{}", base.trim_end_matches('/'), spec.path),
+            url: format!("{}{path}", base.trim_end_matches('/')),
             headers,
-            api_key_env: spec.api_key_env.to_owned(),
-            base_url_source: spec.base_url_source.to_owned(),
+            api_key_env: spec.api_key_env.clone(),
+            base_url_source: spec.base_url_source.clone(),
         })
     }
 

@@ -29,6 +29,64 @@ pub use completions::{ChatCompletions, ChatCompletionsConfig, ChatDialect};
 pub use responses::{OpenAiResponses, ResponsesConfig};
 pub use retry::{RetryNotice, RetryPolicy, Retrying};
 
+/// Where a route's server is and how it is reached: what every wire format shares.
+#[derive(Debug, Clone)]
+pub struct EndpointConfig {
+    /// The route's name, as a user refers to it (`deepseek`, `local`).
+    pub name: String,
+    /// The API root; each wire format appends its own path.
+    pub base_url: String,
+    /// The key, when the server needs one.
+    pub api_key: Option<String>,
+    /// Where the key came from, named when the server refuses it.
+    pub api_key_env: String,
+    /// Where the base URL came from, named when it looks wrong.
+    pub base_url_source: String,
+    /// A server silent for this long (before its first byte, or mid-stream) is given up as
+    /// `TIMEOUT`.
+    pub idle_timeout: std::time::Duration,
+    /// Extra headers sent with every request.
+    pub headers: Vec<(String, String)>,
+}
+
+/// The wire format a route speaks, with the options only that format has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireFormat {
+    /// Chat completions (`/chat/completions`): DeepSeek's or an OpenAI-compatible server's.
+    ChatCompletions(ChatDialect),
+    /// Anthropic Messages (`/messages`); `thinking` asks for a thinking budget from the effort.
+    AnthropicMessages { thinking: bool },
+    /// OpenAI Responses (`/responses`); `reasoning_effort` sends the effort.
+    OpenAiResponses { reasoning_effort: bool },
+}
+
+/// The client for a route.
+pub fn connect(
+    endpoint: EndpointConfig,
+    format: WireFormat,
+) -> Result<std::sync::Arc<dyn Provider>, Failure> {
+    Ok(match format {
+        WireFormat::ChatCompletions(dialect) => {
+            std::sync::Arc::new(ChatCompletions::new(ChatCompletionsConfig {
+                endpoint,
+                dialect,
+            })?)
+        }
+        WireFormat::AnthropicMessages { thinking } => {
+            std::sync::Arc::new(AnthropicMessages::new(AnthropicConfig {
+                endpoint,
+                thinking,
+            })?)
+        }
+        WireFormat::OpenAiResponses { reasoning_effort } => {
+            std::sync::Arc::new(OpenAiResponses::new(ResponsesConfig {
+                endpoint,
+                reasoning_effort,
+            })?)
+        }
+    })
+}
+
 /// The value sent as `User-Agent`.
 pub const USER_AGENT: &str = concat!("dsh/", env!("CARGO_PKG_VERSION"));
 

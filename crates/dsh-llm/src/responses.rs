@@ -6,27 +6,21 @@
 //! Nothing is stored server-side (`store: false`), so reasoning is not sent back: the API would
 //! need its encrypted form. Usage comes with `response.completed`.
 
-use std::time::Duration;
-
 use dsh_protocol::{
     Block, Failure, FailureCode, FinishReason, Message, Role, ToolOutputPart, Usage,
 };
 use serde_json::{Value, json};
 
 use crate::http;
-use crate::{BoxFuture, Completion, DeltaSink, LlmError, ModelRequest, Provider, StreamDelta};
+use crate::{
+    BoxFuture, Completion, DeltaSink, EndpointConfig, LlmError, ModelRequest, Provider, StreamDelta,
+};
 
-/// How a Responses endpoint is reached.
+/// A Responses route: where it is, and whether the effort is sent.
 #[derive(Debug, Clone)]
 pub struct ResponsesConfig {
-    pub name: String,
-    /// The API root; `/responses` is appended (`https://api.openai.com/v1`).
-    pub base_url: String,
-    pub api_key: Option<String>,
-    pub api_key_env: String,
-    pub base_url_source: String,
-    pub idle_timeout: Duration,
-    pub headers: Vec<(String, String)>,
+    /// `/responses` is appended to its base URL (`https://api.openai.com/v1`).
+    pub endpoint: EndpointConfig,
     /// Send `reasoning.effort` from `--effort`.
     pub reasoning_effort: bool,
 }
@@ -39,17 +33,12 @@ pub struct OpenAiResponses {
 
 impl OpenAiResponses {
     pub fn new(config: ResponsesConfig) -> Result<Self, Failure> {
-        let endpoint = http::Endpoint::new(http::EndpointSpec {
-            route: &config.name,
-            base_url: &config.base_url,
-            base_url_source: &config.base_url_source,
-            path: "/responses",
-            api_key: config.api_key.as_deref(),
-            api_key_env: &config.api_key_env,
-            key_header: http::KeyHeader::Bearer,
-            fixed_headers: Vec::new(),
-            extra_headers: &config.headers,
-        })?;
+        let endpoint = http::Endpoint::new(
+            &config.endpoint,
+            "/responses",
+            http::KeyHeader::Bearer,
+            Vec::new(),
+        )?;
         Ok(OpenAiResponses { endpoint, config })
     }
 
@@ -59,7 +48,7 @@ impl OpenAiResponses {
         on_delta: DeltaSink<'_>,
     ) -> Result<Completion, LlmError> {
         let body = request_body(&request, self.config.reasoning_effort);
-        let idle = self.config.idle_timeout;
+        let idle = self.config.endpoint.idle_timeout;
         let response = self.endpoint.post(body, request.model, idle).await?;
         let mut answer = Assembler::default();
         // Responses reports usage only when it completes: a failure before that is unreported.
@@ -85,7 +74,7 @@ impl OpenAiResponses {
 
 impl Provider for OpenAiResponses {
     fn name(&self) -> &str {
-        &self.config.name
+        &self.config.endpoint.name
     }
 
     fn complete<'a>(

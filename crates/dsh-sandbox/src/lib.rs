@@ -17,6 +17,7 @@ pub mod escalation;
 mod landlock_backend;
 mod mode;
 mod policy;
+mod report;
 
 pub use backend::{
     Backend, BackendChoice, Enforcement, Probe, Sandbox, SandboxSettings, UnknownBackend,

@@ -8,9 +8,8 @@
 use std::ffi::OsString;
 use std::str::FromStr;
 
-use dsh_llm::Effort;
-use dsh_sandbox::SandboxMode;
-use dsh_sandbox::escalation::ApprovalPolicy;
+use dsh_core::Flags;
+use dsh_core::config::{ApprovalPolicy, Effort, SandboxMode};
 
 /// The example every "task required" message gives.
 pub const TASK_REQUIRED: &str =
@@ -41,19 +40,8 @@ pub enum Command {
 pub struct RunArgs {
     pub json: bool,
     pub task: TaskSource,
-    pub model: Option<String>,
-    pub effort: Option<Effort>,
-    pub max_steps: Option<u32>,
-    /// Configuration patch files, applied in order over the config files.
-    pub patches: Vec<std::path::PathBuf>,
-    /// What commands and file tools may change.
-    pub permission_mode: Option<SandboxMode>,
-    /// Whether escalation requests may be put to an approver.
-    pub approval_policy: Option<ApprovalPolicy>,
-    /// More writable directories (`--add-dir`, repeatable), as given.
-    pub add_dirs: Vec<std::path::PathBuf>,
-    /// The session to continue (`--session-id`), exactly as given.
-    pub session_id: Option<String>,
+    /// The settings the command line gives, resolved over the files by core.
+    pub flags: Flags,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,14 +105,7 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
     let mut run = RunArgs {
         json: false,
         task: TaskSource::Stdin,
-        model: None,
-        effort: None,
-        max_steps: None,
-        patches: Vec::new(),
-        permission_mode: None,
-        approval_policy: None,
-        add_dirs: Vec::new(),
-        session_id: None,
+        flags: Flags::default(),
     };
     let mut words: Vec<String> = Vec::new();
     let mut dump_config = false;
@@ -160,16 +141,16 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
                 if model.trim().is_empty() {
                     return Err(fail("--model needs a model name".into(), true));
                 }
-                run.model = Some(model);
+                run.flags.model = Some(model);
             }
             "--effort" => {
                 let level = value("--effort <level>")?;
-                run.effort =
+                run.flags.effort =
                     Some(Effort::from_str(&level).map_err(|e| fail(e.to_string(), false))?);
             }
             "--max-steps" => {
                 let n = value("--max-steps <n>")?;
-                run.max_steps = Some(parse_positive(&n).ok_or_else(|| {
+                run.flags.max_steps = Some(parse_positive(&n).ok_or_else(|| {
                     fail(
                         format!("--max-steps needs a positive whole number, got \"{n}\""),
                         false,
@@ -178,7 +159,7 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
             }
             "--permission-mode" => {
                 let mode = value("--permission-mode <mode>")?;
-                run.permission_mode = Some(mode.parse::<SandboxMode>().map_err(|_| {
+                run.flags.permission_mode = Some(mode.parse::<SandboxMode>().map_err(|_| {
                     fail(
                         format!(
                             "--permission-mode must be read-only, workspace-write or \
@@ -190,12 +171,13 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
             }
             "--approval-policy" => {
                 let policy = value("--approval-policy <policy>")?;
-                run.approval_policy = Some(policy.parse::<ApprovalPolicy>().map_err(|_| {
-                    fail(
-                        format!("--approval-policy must be ask or never, got \"{policy}\""),
-                        false,
-                    )
-                })?);
+                run.flags.approval_policy =
+                    Some(policy.parse::<ApprovalPolicy>().map_err(|_| {
+                        fail(
+                            format!("--approval-policy must be ask or never, got \"{policy}\""),
+                            false,
+                        )
+                    })?);
             }
             "--session-id" => {
                 // The id is opaque: used exactly as given, whitespace included (as the
@@ -204,21 +186,21 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
                 if id.is_empty() {
                     return Err(fail("--session-id needs a session id".into(), true));
                 }
-                run.session_id = Some(id);
+                run.flags.session_id = Some(id);
             }
             "--add-dir" => {
                 let dir = value("--add-dir <dir>")?;
                 if dir.trim().is_empty() {
                     return Err(fail("--add-dir needs a directory".into(), true));
                 }
-                run.add_dirs.push(dir.into());
+                run.flags.add_dirs.push(dir.into());
             }
             "--patch" => {
                 let file = value("--patch <file>")?;
                 if file.trim().is_empty() {
                     return Err(fail("--patch needs a file name".into(), true));
                 }
-                run.patches.push(file.into());
+                run.flags.patches.push(file.into());
             }
             "--json" | "-h" | "--help" | "-V" | "--version" if has_inline => {
                 return Err(fail(format!("option '{name}' takes no value"), true));
@@ -394,14 +376,7 @@ mod tests {
         Command::Run(RunArgs {
             json: false,
             task: TaskSource::Words(task.into()),
-            model: None,
-            effort: None,
-            max_steps: None,
-            patches: Vec::new(),
-            permission_mode: None,
-            approval_policy: None,
-            add_dirs: Vec::new(),
-            session_id: None,
+            flags: Flags::default(),
         })
     }
 
@@ -480,9 +455,9 @@ mod tests {
         else {
             panic!()
         };
-        assert_eq!(run.model.as_deref(), Some("m2"));
-        assert_eq!(run.effort, Some(Effort::Off));
-        assert_eq!(run.max_steps, Some(3));
+        assert_eq!(run.flags.model.as_deref(), Some("m2"));
+        assert_eq!(run.flags.effort, Some(Effort::Off));
+        assert_eq!(run.flags.max_steps, Some(3));
         assert!(
             parse_args(&["--effort", "huge", "x"])
                 .unwrap_err()

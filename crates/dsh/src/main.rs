@@ -4,9 +4,7 @@
 
 mod cli;
 mod dump_config;
-mod mcp;
 mod place;
-mod route;
 mod run;
 mod sandbox_check;
 mod sessions_cmd;

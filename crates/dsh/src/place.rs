@@ -9,7 +9,11 @@ pub(crate) fn home_and_cwd() -> Result<(PathBuf, PathBuf), String> {
         std::env::var_os("HOME").map(PathBuf::from).as_deref(),
     )
     .map_err(|e| e.to_string())?;
-    let cwd =
-        std::env::current_dir().map_err(|e| format!("cannot use the working directory: {e}"))?;
-    Ok((home, cwd))
+    Ok((home, cwd().map_err(|e| e.0)?))
+}
+
+/// The working directory.
+pub(crate) fn cwd() -> Result<PathBuf, dsh_core::SetupError> {
+    std::env::current_dir()
+        .map_err(|e| dsh_core::SetupError(format!("cannot use the working directory: {e}")))
 }

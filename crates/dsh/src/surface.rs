@@ -4,8 +4,8 @@
 
 use std::io::Write;
 
+use dsh_core::StreamDelta;
 use dsh_core::{AgentEvent, TurnSummary};
-use dsh_llm::StreamDelta;
 use dsh_protocol::stream::{Status, bound_line, project};
 use dsh_protocol::{BilledUsage, Prices, StreamEvent, TurnEndReason};
 

@@ -305,7 +305,7 @@ fn a_bad_effort_in_the_config_fails_before_the_task_is_read_from_stdin() {
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(
         stderr.contains(
-            "config effort: \"medium\" is not an effort level: use off, low, high or max"
+            ".dsh/config.toml: line 1: unknown reasoning effort \"medium\": use off, low, high or max"
         ),
         "{stderr}"
     );

@@ -12,6 +12,7 @@ mod patches;
 mod providers;
 mod sandbox;
 mod sessions;
+mod settings;
 mod signals;
 
 use std::path::Path;

@@ -219,11 +219,18 @@ fn a_later_row_s_config_replaces_the_row_s_whole_configuration() {
         "tools.command",
         "tools.args",
         "tools.env",
-        "root_markers",
-        "1000",
+        ".hg",
+        "max_bytes = 1000",
     ] {
         assert!(!text.contains(gone), "{gone} survived:\n{text}");
     }
+    // What the row left out went back to its default.
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("instructions.root_markers = [\".git\"]")
+                && l.ends_with("# default")),
+        "{text}"
+    );
     assert!(text.contains("instructions.max_bytes = 2000"), "{text}");
     // A run with both layers goes ahead: the server is optional and nothing listens there.
     let out = env.run(dsh(), &["--patch", "a.yml", "--patch", "b.yml", "go"]);

@@ -129,7 +129,7 @@ fn unknown_routes_and_unsupported_kinds_name_the_fix() {
     let env = TestEnv::new(vec![Turn::text("ok")]);
     local_route(
         &env,
-        "[providers.claude]\nkind = \"gemini\"\nbase_url = \"http://127.0.0.1:9\"\n",
+        "[providers.claude]\nkind = \"anthropic-messages\"\nbase_url = \"http://127.0.0.1:9\"\n",
     );
     let out = env.run(
         dsh(),
@@ -148,14 +148,18 @@ fn unknown_routes_and_unsupported_kinds_name_the_fix() {
         "{}",
         out.stderr
     );
-    let out = env.run(
-        dsh(),
-        &["--patch", "local.toml", "--model", "claude/sonnet", "go"],
+    // An unknown kind is refused where it is written, whichever model the run asks for.
+    local_route(
+        &env,
+        "[providers.claude]\nkind = \"gemini\"\nbase_url = \"http://127.0.0.1:9\"\n",
     );
+    let out = env.run(dsh(), &["--patch", "local.toml", "go"]);
     assert_eq!(out.code(), Some(1));
     assert!(
-        out.stderr
-            .contains("unknown kind \"gemini\"; use deepseek, openai-completions, openai-responses or anthropic-messages"),
+        out.stderr.contains(
+            "local.toml: line 6: unknown provider kind \"gemini\": use deepseek, \
+             openai-completions, openai-responses or anthropic-messages"
+        ),
         "{}",
         out.stderr
     );

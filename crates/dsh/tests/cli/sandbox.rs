@@ -100,8 +100,9 @@ fn bad_permission_settings_fail_before_any_request() {
     let out = env.run(dsh(), &["--patch", "bad.toml", "go"]);
     assert_eq!(out.code(), Some(1));
     assert!(
-        out.stderr
-            .contains("config sandbox.backend: unknown sandbox backend \"chroot\": use auto, bubblewrap or landlock"),
+        out.stderr.contains(
+            "bad.toml: line 2: unknown sandbox backend \"chroot\": use auto, bubblewrap or landlock"
+        ),
         "{}",
         out.stderr
     );

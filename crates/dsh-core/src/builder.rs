@@ -1,0 +1,293 @@
+//! Building a run from its [`Settings`]: the model's client, the sandbox, the shell, the tools,
+//! MCP servers, skills, workspace instructions and the session. Every front end (headless
+//! text, `--json`, and later the terminal UI and the ACP server) builds its run here, so they
+//! differ only in how they render events and where input comes from.
+//!
+//! Building is two steps, so a front end can read its task in between:
+//! [`AgentBuilder::start`] does everything that may fail without the task (a bad key, a
+//! session that cannot be resumed) and starts the MCP servers, which get ready while the task
+//! is read; [`StartedRun::finish`] waits for them and assembles the agent.
+
+use std::ffi::OsString;
+use std::sync::Arc;
+
+use dsh_llm::{Provider, Retrying};
+use dsh_mcp::{McpServer, McpServers, McpStartup, Transport};
+use dsh_protocol::Prices;
+use dsh_sandbox::{Sandbox, SandboxMode, SandboxPolicy};
+use dsh_tools::ToolGroup;
+use dsh_tools::{
+    AttachmentStore, ModelCaps, Shell, ShellEnv, SpillStore, StrReplaceEditor, ToolRegistry,
+    ToolSession,
+};
+use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
+
+use crate::config::{Compression, McpTransport, Settings, SetupError};
+use crate::{Agent, AgentConfig, AgentEvent, LogOptions, Session};
+
+/// Builds one run.
+#[derive(Debug)]
+pub struct AgentBuilder {
+    settings: Settings,
+}
+
+/// A run whose session is open and whose MCP servers are starting.
+pub struct StartedRun {
+    settings: Settings,
+    provider: Arc<dyn Provider>,
+    sandbox: Arc<Sandbox>,
+    session: Session,
+    shell_env: ShellEnv,
+    mcp: McpServers,
+    mcp_startup: McpStartup,
+    mcp_joins: UnboundedReceiver<ToolGroup>,
+}
+
+/// A run ready for its task.
+pub struct Run {
+    pub agent: Agent,
+    /// What the agent reports; ends when the agent is dropped.
+    pub events: UnboundedReceiver<AgentEvent>,
+    /// The model's prices, for `costUsd`.
+    pub prices: Option<Prices>,
+    processes: Processes,
+}
+
+/// What a run started outside the agent: commands' processes and MCP servers.
+#[derive(Clone)]
+pub struct Processes {
+    shell: Arc<Shell>,
+    mcp: McpServers,
+}
+
+impl Processes {
+    /// Stops every process a command or a server started, and waits for them.
+    pub async fn shutdown(&self) {
+        tokio::join!(self.shell.shutdown(), self.mcp.shutdown());
+    }
+}
+
+impl Run {
+    /// The processes to stop once the agent is done.
+    pub fn processes(&self) -> Processes {
+        self.processes.clone()
+    }
+}
+
+impl AgentBuilder {
+    pub fn new(settings: Settings) -> Self {
+        AgentBuilder { settings }
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Connects the model's client, opens the session (a resumed one is found, locked and
+    /// repaired: a wrong id costs nothing) and starts the MCP servers, registered with `mcp`
+    /// before anything spawns so that whoever holds it can stop them, however the run ends.
+    /// `notices` gets lines for the user from outside the agent's events (servers' stderr).
+    /// Must be called within a Tokio runtime.
+    pub fn start(
+        self,
+        mcp: &McpServers,
+        notices: UnboundedSender<String>,
+    ) -> Result<StartedRun, SetupError> {
+        let settings = self.settings;
+        let provider = settings.route.connect(settings.idle_timeout.value)?;
+        let provider: Arc<dyn Provider> = Arc::new(Retrying::new(provider, settings.retry));
+        let sandbox = Arc::new(Sandbox::new(settings.sandbox()));
+        let log_options = LogOptions {
+            fsync: settings.fsync.value,
+            zstd: settings.compression.value == Compression::Zstd,
+        };
+        let home = &settings.home.value;
+        let session = match &settings.session_id {
+            Some(id) => Session::resume(home, settings.cwd.clone(), id, log_options)
+                .map_err(|e| SetupError(e.to_string()))?,
+            None => Session::create(home, settings.cwd.clone(), log_options),
+        };
+        let mut shell_env = ShellEnv::new(vec![
+            ("DSH_HOME".into(), home.clone().into_os_string()),
+            ("DSH_SESSION_ID".into(), session.id().into()),
+            (
+                "DSH_SESSION_JSONL".into(),
+                session.log_path().as_os_str().to_owned(),
+            ),
+        ]);
+        shell_env.scrub.clone_from(&settings.scrub.value);
+        let servers = settings
+            .mcp_servers
+            .iter()
+            .map(|server| McpServer {
+                name: server.name.clone(),
+                transport: transport(&server.transport, &shell_env),
+                call_timeout: server.call_timeout,
+                startup_timeout: server.startup_timeout,
+                fail_on_startup_error: server.fail_on_startup_error,
+            })
+            .collect();
+        let (mcp_startup, mcp_joins) = McpStartup::begin(mcp, servers, notices);
+        Ok(StartedRun {
+            settings,
+            provider,
+            sandbox,
+            session,
+            shell_env,
+            mcp: mcp.clone(),
+            mcp_startup,
+            mcp_joins,
+        })
+    }
+}
+
+impl StartedRun {
+    pub fn session_id(&self) -> &str {
+        self.session.id()
+    }
+
+    /// Waits for the MCP servers that must start (and up to `mcp.startup_grace_ms` for the
+    /// others), then assembles the agent: its tools, system prompt context, instructions and
+    /// skills.
+    pub async fn finish(self) -> Result<Run, SetupError> {
+        let StartedRun {
+            settings,
+            provider,
+            sandbox,
+            session,
+            shell_env,
+            mcp,
+            mcp_startup,
+            mcp_joins,
+        } = self;
+        let mcp_ready = mcp_startup
+            .ready(settings.mcp_grace.value, mcp_joins)
+            .await
+            .map_err(|e| SetupError(e.to_string()))?;
+        let route = &settings.route;
+        let mut config = AgentConfig::new(route.model.clone());
+        config.max_output_tokens = route.max_output_tokens.value;
+        config.effort = settings.effort.value;
+        config.max_steps = settings.max_steps.value;
+        config.context_window = route.context_window.value;
+        config.job_wait = settings.job_wait.value;
+        // A new session gets the workspace instructions after its first task; a resumed one
+        // has them in its history and gets only what changed since, after its new task.
+        let (cwd, home) = (&settings.cwd, &settings.home.value);
+        let shown = settings.home_shown();
+        let instructions = &settings.instructions;
+        config.instructions = if settings.session_id.is_none() {
+            crate::instructions::baseline(cwd, home, shown, instructions)
+        } else if !session.instructions_tracked() {
+            // Logged before dsh recorded which files it delivered: what the model was given
+            // cannot be compared with the files now, and sending them all again would repeat
+            // them.
+            None
+        } else {
+            crate::instructions::changes(
+                cwd,
+                home,
+                shown,
+                instructions,
+                session.loaded_instructions(),
+            )
+        };
+        config.nested_instructions = Some(instructions.clone());
+        let mode = settings.permission_mode.value;
+        let approval = settings.approval.value;
+        let policy = SandboxPolicy::new(mode, cwd, settings.add_dirs.value.clone());
+        config.context.push(dsh_sandbox::runtime_context(
+            &policy,
+            settings.network.value,
+            approval,
+        ));
+        let (mut tools, catalog) = base_tools(&settings);
+        config.context.extend(catalog);
+        for group in mcp_ready.groups {
+            tools.set_group(group);
+        }
+        tools.follow(mcp_ready.joins);
+        let shell = Arc::new(Shell::new(shell_env, session.id(), sandbox));
+        let model = ModelCaps {
+            name: config.model.clone(),
+            image_input: route.image_input.value,
+        };
+        let tool_session =
+            ToolSession::new(policy, SpillStore::new(session.dir().join("spill")), model)
+                .with_attachments(AttachmentStore::new(home.join("attachments")))
+                .with_approval(approval)
+                .with_shell(shell.clone());
+        let (tx, events) = mpsc::unbounded_channel();
+        let agent = Agent::new(provider, tools, Arc::new(tool_session), config, session, tx);
+        Ok(Run {
+            agent,
+            events,
+            prices: route.prices.value,
+            processes: Processes { shell, mcp },
+        })
+    }
+}
+
+/// The tools a run offers before its MCP servers join, and the skill catalog for the system
+/// prompt when there are skills.
+fn base_tools(settings: &Settings) -> (ToolRegistry, Option<String>) {
+    let confining = settings.permission_mode.value != SandboxMode::DangerFullAccess;
+    let mut tools = ToolRegistry::with_file_tools(confining);
+    let skills = dsh_tools::skill::discover(&settings.skill_roots());
+    let catalog = dsh_tools::skill::catalog(&skills);
+    if catalog.is_some() {
+        tools.register(Box::new(dsh_tools::skill::SkillTool::new(skills)));
+    }
+    if settings.str_replace_editor.value {
+        tools.register(Box::new(StrReplaceEditor::default()));
+    }
+    // bash is offered in every mode, as the reference does: where no backend can confine a
+    // command, each call is refused with SANDBOX_UNAVAILABLE and the model reads why.
+    tools.add_shell_tools(confining);
+    (tools, catalog)
+}
+
+/// The names of the tools a run with these settings offers: the built-in ones, then each MCP
+/// server's as `mcp__<server>__*` (their tools are known once the server has started).
+pub(crate) fn offered_tools(settings: &Settings) -> Vec<String> {
+    let (tools, _) = base_tools(settings);
+    let mut names: Vec<String> = tools.names().map(str::to_owned).collect();
+    names.extend(
+        settings
+            .mcp_servers
+            .iter()
+            .map(|server| format!("mcp__{}__*", server.name)),
+    );
+    names
+}
+
+/// What `dsh-mcp` starts for a server. A stdio server inherits the environment commands get
+/// (secrets and `DSH_*` scrubbed) plus its own `env`.
+fn transport(transport: &McpTransport, shell_env: &ShellEnv) -> Transport {
+    match transport {
+        McpTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut inherited: Vec<(OsString, OsString)> = std::env::vars_os()
+                .filter(|(name, _)| !shell_env.scrubs(name))
+                .collect();
+            for (key, value) in env {
+                inherited.retain(|(name, _)| name.as_os_str() != key.as_str());
+                inherited.push((key.into(), value.into()));
+            }
+            Transport::Stdio {
+                command: command.into(),
+                args: args.iter().map(Into::into).collect(),
+                env: inherited,
+                cwd: cwd.clone(),
+            }
+        }
+        McpTransport::Http { url, headers } => Transport::Http {
+            url: url.clone(),
+            headers: headers.clone(),
+        },
+    }
+}

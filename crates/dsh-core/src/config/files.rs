@@ -1,0 +1,301 @@
+//! What the configuration files can say, as types: a value of the wrong type or an unknown
+//! name (a mode, a kind, an effort) is refused when the file is read, with its file and line.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use dsh_llm::Effort;
+use dsh_sandbox::escalation::ApprovalPolicy;
+use dsh_sandbox::{BackendChoice, SandboxMode};
+use serde::{Deserialize, Deserializer};
+
+/// The settings files can give.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// The model to use when `--model` is not given.
+    pub model: Option<String>,
+    /// The reasoning effort when `--effort` is not given: off, low, high or max.
+    #[serde(deserialize_with = "parsed")]
+    pub effort: Option<Effort>,
+    pub tools: ToolsConfig,
+    pub shell: ShellConfig,
+    pub jobs: JobsConfig,
+    pub sandbox: SandboxConfig,
+    pub approval: ApprovalConfig,
+    pub sessions: SessionsConfig,
+    pub requests: RequestsConfig,
+    pub instructions: InstructionsConfig,
+    pub skills: SkillsConfig,
+    pub mcp: McpConfig,
+    /// What is known about models by name, over the built-in table.
+    pub models: BTreeMap<String, ModelConfig>,
+    /// Model routes by name, used as `--model <provider>/<model>`.
+    pub providers: BTreeMap<String, ProviderConfig>,
+}
+
+/// One model route.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// The wire format; `deepseek` when the route is named `deepseek` and gives none.
+    #[serde(deserialize_with = "parsed")]
+    pub kind: Option<ProviderKind>,
+    /// The API root (`/chat/completions` is appended).
+    pub base_url: Option<String>,
+    /// The name of the variable holding the key (never the key); none for a server that
+    /// needs none.
+    pub api_key_env: Option<String>,
+    /// Extra headers sent with every request.
+    pub headers: BTreeMap<String, String>,
+    /// What is known about the route's models.
+    pub models: BTreeMap<String, ModelConfig>,
+}
+
+/// Which optional tools are offered.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolsConfig {
+    /// Offer `str_replace_editor` next to `read`, `write` and `edit`.
+    pub str_replace_editor: Option<bool>,
+}
+
+/// How commands run.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ShellConfig {
+    /// Name fragments (any case, anywhere in the name) of inherited variables not passed to
+    /// commands; replaces the default list when given.
+    pub scrub: Option<Vec<String>>,
+}
+
+/// Background jobs.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JobsConfig {
+    /// After the model's answer, how long to wait for running jobs so it can answer again
+    /// with their results (milliseconds; default 60000, 0 to not wait).
+    pub wait_ms: Option<u64>,
+}
+
+/// The sandbox of commands and file tools.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// The permission mode: read-only, workspace-write or danger-full-access.
+    #[serde(deserialize_with = "parsed")]
+    pub mode: Option<SandboxMode>,
+    /// Whether confined commands may use the network (default true).
+    pub network: Option<bool>,
+    /// auto (bubblewrap, else Landlock), bubblewrap, or landlock.
+    #[serde(deserialize_with = "parsed")]
+    pub backend: Option<BackendChoice>,
+    /// The bwrap binary to use.
+    pub bwrap: Option<PathBuf>,
+}
+
+/// The session logs.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionsConfig {
+    /// fsync every record (default false: each record is one write, which survives the
+    /// process dying but not the machine losing power).
+    pub fsync: Option<bool>,
+    /// "none" (plain JSON lines, the default) or "zstd".
+    #[serde(deserialize_with = "parsed")]
+    pub compression: Option<Compression>,
+}
+
+/// Model requests: retries and timeouts.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RequestsConfig {
+    /// Attempts after the first for an outage (default 5).
+    pub retries: Option<u32>,
+    /// The first backoff in milliseconds (default 500), doubling up to `retry_max_ms`.
+    pub retry_base_ms: Option<u64>,
+    /// The longest backoff in milliseconds (default 10000).
+    pub retry_max_ms: Option<u64>,
+    /// The longest `Retry-After` honoured, in milliseconds (default 60000).
+    pub retry_after_max_ms: Option<u64>,
+    /// How long a server may stay silent, before its first byte or mid-stream, in
+    /// milliseconds (default 300000).
+    pub idle_timeout_ms: Option<u64>,
+}
+
+/// Workspace instructions (AGENTS.md).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct InstructionsConfig {
+    /// Send them (default true).
+    pub enabled: Option<bool>,
+    /// The most bytes the instructions message may take, frame included (default 65536).
+    pub max_bytes: Option<usize>,
+    /// Names that mark the project root (default [".git"]; [] makes the working directory the
+    /// root).
+    pub root_markers: Option<Vec<String>>,
+}
+
+/// Skills.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SkillsConfig {
+    /// More folders of skills, after the project's and before the user's.
+    pub dirs: Vec<PathBuf>,
+    /// Whether the project's and the user's folders are read around `dirs` (default true).
+    pub default_roots: Option<bool>,
+    /// Whether skills are offered at all (default true).
+    pub enabled: Option<bool>,
+}
+
+/// MCP servers whose tools the model is offered.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpConfig {
+    /// How long the first request waits for servers that may start late, in milliseconds
+    /// (default 3000); their tools join a later request when they are ready.
+    pub startup_grace_ms: Option<u64>,
+    /// The servers by name; the name is the middle of their tools' names
+    /// (`mcp__<name>__<tool>`).
+    pub servers: BTreeMap<String, McpServerConfig>,
+}
+
+/// One MCP server: `command` (a child process on stdio) or `url` (streamable HTTP).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// The program to start, looked up on PATH.
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    /// Variables set for it, over the inherited environment (which loses secrets and `DSH_*`).
+    pub env: BTreeMap<String, String>,
+    /// Where it starts, relative to the working directory (default: the working directory).
+    pub cwd: Option<PathBuf>,
+    /// The endpoint of a streamable-HTTP server.
+    pub url: Option<String>,
+    /// Headers sent with every HTTP request.
+    pub headers: BTreeMap<String, String>,
+    /// How long one tool call may take, in milliseconds (default 60000).
+    pub call_timeout_ms: Option<u64>,
+    /// How long starting and listing tools may take, in milliseconds (default 60000).
+    pub startup_timeout_ms: Option<u64>,
+    /// Stop the run before its task when the server cannot start (default false: run
+    /// without its tools, with a warning).
+    pub fail_on_startup_error: Option<bool>,
+    /// false leaves a server of a lower layer out.
+    pub enabled: Option<bool>,
+}
+
+/// Escalation approvals.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApprovalConfig {
+    /// ask or never.
+    #[serde(deserialize_with = "parsed")]
+    pub policy: Option<ApprovalPolicy>,
+}
+
+/// What dsh should assume about one model.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Whether it accepts images (for `read_image`).
+    pub image_input: Option<bool>,
+    /// Its context window in tokens, which compaction keeps the history inside.
+    pub context_window: Option<u64>,
+    /// The most output tokens to ask for in one answer.
+    pub max_output_tokens: Option<u32>,
+    /// Whether `reasoning_effort` is sent (OpenAI-compatible routes; default false).
+    pub reasoning_effort: Option<bool>,
+    /// `system` (default) or `developer`: the role the system prompt is sent with.
+    #[serde(deserialize_with = "parsed")]
+    pub system_role: Option<SystemRole>,
+    /// US dollars per million tokens, for `costUsd` in the stream.
+    pub prices: Option<dsh_protocol::Prices>,
+}
+
+/// Reads an enum-like value through its `FromStr`, whose error (which names the choices) is
+/// the file's error.
+fn parsed<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr,
+    T::Err: fmt::Display,
+{
+    let text = String::deserialize(deserializer)?;
+    text.parse().map(Some).map_err(serde::de::Error::custom)
+}
+
+/// Declares an enum read from and shown as fixed names, with the error that lists them.
+macro_rules! named_enum {
+    ($(#[$doc:meta])* $name:ident, $what:literal { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant),+
+        }
+
+        impl $name {
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+
+            fn from_str(text: &str) -> Result<Self, String> {
+                match text {
+                    $($text => Ok($name::$variant),)+
+                    other => Err(format!(
+                        concat!("unknown ", $what, " \"{}\": use ", named_enum!(@list $($text),+)),
+                        other
+                    )),
+                }
+            }
+        }
+    };
+    (@list $only:literal) => { $only };
+    (@list $first:literal, $last:literal) => { concat!($first, " or ", $last) };
+    (@list $first:literal, $($rest:literal),+) => { concat!($first, ", ", named_enum!(@list $($rest),+)) };
+}
+
+named_enum! {
+    /// The wire format of a model route (`providers.<name>.kind`).
+    ProviderKind, "provider kind" {
+        /// The DeepSeek API (chat completions with its reasoning switch).
+        DeepSeek = "deepseek",
+        OpenAiCompletions = "openai-completions",
+        OpenAiResponses = "openai-responses",
+        AnthropicMessages = "anthropic-messages",
+    }
+}
+
+named_enum! {
+    /// How session logs are written (`sessions.compression`).
+    Compression, "compression" {
+        /// Plain JSON lines, `session.jsonl`.
+        None = "none",
+        /// One Zstandard frame per line, `session.jsonl.zst`.
+        Zstd = "zstd",
+    }
+}
+
+named_enum! {
+    /// The role the system prompt is sent with on an OpenAI-compatible route.
+    SystemRole, "system role" {
+        System = "system",
+        /// OpenAI's reasoning models.
+        Developer = "developer",
+    }
+}

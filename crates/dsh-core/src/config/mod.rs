@@ -1,0 +1,29 @@
+//! Settings: what the configuration files say ([`Config`], typed, read as layers by
+//! [`ConfigFiles`]), the reference's patch rows translated onto the same keys ([`rows`]), and
+//! [`Settings::resolve`], the one place that holds every default and every precedence rule
+//! (files, then the environment, then flags), model routing included ([`Route`]).
+
+mod files;
+mod layers;
+mod route;
+pub mod rows;
+mod settings;
+mod shown;
+
+pub use files::{
+    ApprovalConfig, Compression, Config, InstructionsConfig, JobsConfig, McpConfig,
+    McpServerConfig, ModelConfig, ProviderConfig, ProviderKind, RequestsConfig, SandboxConfig,
+    SessionsConfig, ShellConfig, SkillsConfig, SystemRole, ToolsConfig,
+};
+pub use layers::{ConfigError, ConfigFiles, Layer};
+pub use route::{ApiKey, OTHER_WINDOW_DEFAULT, Route};
+pub use settings::{
+    DEFAULT_MODEL, Environment, Flags, McpServerSettings, McpTransport, Settings, SetupError,
+    Source, Sourced,
+};
+pub use shown::SettingRow;
+
+// The value types of settings that flags also set, so a front end parses them as core reads them.
+pub use dsh_llm::Effort;
+pub use dsh_sandbox::SandboxMode;
+pub use dsh_sandbox::escalation::ApprovalPolicy;

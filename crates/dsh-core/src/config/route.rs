@@ -1,0 +1,312 @@
+//! Which server a model reference goes to: `--model <provider>/<model>`, or a bare model name
+//! for the built-in DeepSeek route; and what is known about the model there.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh_llm::{ChatDialect, EndpointConfig, Provider, WireFormat};
+use dsh_protocol::Prices;
+
+use super::files::{ModelConfig, ProviderKind, SystemRole};
+use super::layers::quote_key;
+use super::settings::{Environment, Resolver, SetupError, Source, Sourced};
+use crate::{Credentials, EnvSource};
+
+/// The context window assumed for an undeclared model of a route that is not DeepSeek.
+pub const OTHER_WINDOW_DEFAULT: u64 = 262_144;
+
+/// A resolved model reference.
+#[derive(Debug, Clone)]
+pub struct Route {
+    /// The route's name (`deepseek`, or a `[providers.<name>]`).
+    pub provider: String,
+    pub kind: Sourced<ProviderKind>,
+    /// The model's name as the server knows it.
+    pub model: String,
+    pub base_url: Sourced<String>,
+    /// The route's key.
+    pub api_key: ApiKey,
+    /// Extra headers sent with every request.
+    pub headers: Vec<(String, String)>,
+    /// 1,000,000 for DeepSeek and 262,144 for other routes unless declared.
+    pub context_window: Sourced<u64>,
+    /// `None` leaves the server's default.
+    pub max_output_tokens: Sourced<Option<u32>>,
+    pub image_input: Sourced<bool>,
+    /// Whether the effort is sent (OpenAI-compatible routes; thinking for Anthropic).
+    pub reasoning_effort: Sourced<bool>,
+    pub system_role: Sourced<SystemRole>,
+    /// US dollars per million tokens, for `costUsd`.
+    pub prices: Sourced<Option<Prices>>,
+}
+
+/// A route's key: looked up at resolution, required only when the run connects, so that
+/// `--dump-config` can say it is missing instead of failing.
+#[derive(Debug, Clone)]
+pub enum ApiKey {
+    /// The route declares no key variable: its server needs none.
+    NotNeeded,
+    Found {
+        /// The variable that holds it.
+        env: String,
+        value: String,
+        from: EnvSource,
+    },
+    /// What to tell the user.
+    Missing { env: String, message: String },
+}
+
+impl Route {
+    /// The route of `model_ref` under the files' `[providers]` and `[models]`.
+    pub(super) fn resolve(
+        r: &mut Resolver<'_>,
+        model_ref: &Sourced<String>,
+        env: &Environment,
+        credentials: &Credentials,
+    ) -> Result<Route, SetupError> {
+        let chosen = model_ref.source.clone();
+        let model_ref = model_ref.value.as_str();
+        let files = r.files().config();
+        let fail = |message: String| Err(SetupError(message));
+        let (provider, model) = match model_ref.split_once('/') {
+            Some((provider, model))
+                if files.providers.contains_key(provider) || provider == "deepseek" =>
+            {
+                (provider, model)
+            }
+            Some((provider, _)) => {
+                let mut known: Vec<&str> = files.providers.keys().map(String::as_str).collect();
+                if !known.contains(&"deepseek") {
+                    known.insert(0, "deepseek");
+                }
+                return fail(format!(
+                    "unknown provider \"{provider}\" in model \"{model_ref}\": declare \
+                     [providers.{provider}] in a config file (see docs/providers.md), or use one \
+                     of: {}",
+                    known.join(", ")
+                ));
+            }
+            None => ("deepseek", model_ref),
+        };
+        if model.trim().is_empty() {
+            return fail(format!(
+                "model \"{model_ref}\" names no model after the provider"
+            ));
+        }
+        let declared = files.providers.get(provider);
+        let route_key = format!("providers.{}", quote_key(provider));
+        let kind = match declared.and_then(|p| p.kind) {
+            Some(kind) => Sourced::new(
+                kind,
+                Source::File(r.files().source_of(&format!("{route_key}.kind"))),
+            ),
+            None if provider == "deepseek" => Sourced::new(ProviderKind::DeepSeek, Source::Default),
+            None => {
+                return fail(format!(
+                    "provider \"{provider}\" needs a kind: deepseek, openai-completions, \
+                     openai-responses or anthropic-messages"
+                ));
+            }
+        };
+        r.record(
+            "route.provider",
+            &Sourced::new(provider.to_owned(), chosen.clone()),
+        );
+        r.record("route.kind", &kind);
+        r.record("route.model", &Sourced::new(model.to_owned(), chosen));
+
+        let base_url = if provider == "deepseek"
+            && let Some(url) = env.get("DEEPSEEK_BASE_URL")
+        {
+            Sourced::new(url.to_owned(), Source::Env("DEEPSEEK_BASE_URL"))
+        } else {
+            let key = format!("{route_key}.base_url");
+            match r.file(&key, declared.and_then(|p| p.base_url.clone())) {
+                Some(url) => url,
+                None if provider == "deepseek" => Sourced::new(
+                    dsh_llm::deepseek::DEFAULT_BASE_URL.to_owned(),
+                    Source::Default,
+                ),
+                None => {
+                    return fail(format!(
+                        "provider \"{provider}\" needs base_url (the API root, for example \
+                         http://127.0.0.1:8000/v1)"
+                    ));
+                }
+            }
+        };
+        r.record("route.base_url", &base_url);
+
+        let key_env = declared
+            .and_then(|p| p.api_key_env.clone())
+            .or_else(|| (provider == "deepseek").then(|| "DEEPSEEK_API_KEY".to_owned()));
+        let api_key = match key_env {
+            None => ApiKey::NotNeeded,
+            Some(name) => match credentials.get(&name) {
+                Some((value, from)) if !value.is_empty() => ApiKey::Found {
+                    env: name,
+                    value,
+                    from,
+                },
+                Some((_, EnvSource::Launch)) => ApiKey::Missing {
+                    message: format!(
+                        "no API key for provider \"{provider}\": {name} is exported empty, which \
+                         also hides any .env file; set it, or unset it to use a .env file"
+                    ),
+                    env: name,
+                },
+                _ => ApiKey::Missing {
+                    message: format!(
+                        "no API key for provider \"{provider}\": set {name} in the environment"
+                    ),
+                    env: name,
+                },
+            },
+        };
+        r.record_text("route.api_key", api_key.shown(), api_key.source());
+
+        // What is known about the model: the route's table, then the top-level `[models]`.
+        let table = declared.and_then(|p| p.models.get(model));
+        let top = files.models.get(model);
+        let table_key = format!("{route_key}.models.{}", quote_key(model));
+        let top_key = format!("models.{}", quote_key(model));
+        let tables = [(table_key, table), (top_key, top)];
+        let is_deepseek = kind.value == ProviderKind::DeepSeek;
+        let context_window = r.setting(
+            "route.context_window",
+            from_tables(r, &tables, "context_window", |m| m.context_window),
+            if is_deepseek {
+                crate::compaction::DEFAULT_CONTEXT_WINDOW
+            } else {
+                OTHER_WINDOW_DEFAULT
+            },
+        );
+        let max_output_tokens = r.setting(
+            "route.max_output_tokens",
+            from_tables(r, &tables, "max_output_tokens", |m| {
+                m.max_output_tokens.map(Some)
+            }),
+            None,
+        );
+        r.none_means(&max_output_tokens, "the server's default");
+        let image_input = r.setting(
+            "route.image_input",
+            from_tables(r, &tables, "image_input", |m| m.image_input),
+            is_deepseek && dsh_llm::deepseek::takes_images(model),
+        );
+        let reasoning_effort = r.setting(
+            "route.reasoning_effort",
+            from_tables(r, &tables, "reasoning_effort", |m| m.reasoning_effort),
+            // The DeepSeek API always gets the effort (and its thinking switch).
+            is_deepseek,
+        );
+        let system_role = r.setting(
+            "route.system_role",
+            from_tables(r, &tables, "system_role", |m| m.system_role),
+            SystemRole::System,
+        );
+        let prices = r.setting(
+            "route.prices",
+            from_tables(r, &tables, "prices", |m| m.prices.map(Some)),
+            None,
+        );
+        r.none_means(&prices, "none declared: no costUsd");
+        let headers = declared
+            .map(|p| {
+                p.headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Route {
+            provider: provider.to_owned(),
+            kind,
+            model: model.to_owned(),
+            base_url,
+            api_key,
+            headers,
+            context_window,
+            max_output_tokens,
+            image_input,
+            reasoning_effort,
+            system_role,
+            prices,
+        })
+    }
+
+    /// The client for this route; fails when the route's key is missing.
+    pub fn connect(&self, idle_timeout: Duration) -> Result<Arc<dyn Provider>, SetupError> {
+        let (api_key, api_key_env) = match &self.api_key {
+            ApiKey::NotNeeded => (None, format!("providers.{}.api_key_env", self.provider)),
+            ApiKey::Found { env, value, .. } => (Some(value.clone()), env.clone()),
+            ApiKey::Missing { message, .. } => return Err(SetupError(message.clone())),
+        };
+        let base_url_source = match self.base_url.source {
+            Source::Env(name) => name.to_owned(),
+            _ => format!("providers.{}.base_url", self.provider),
+        };
+        let endpoint = EndpointConfig {
+            name: self.provider.clone(),
+            base_url: self.base_url.value.clone(),
+            api_key,
+            api_key_env,
+            base_url_source,
+            idle_timeout,
+            headers: self.headers.clone(),
+        };
+        let effort = self.reasoning_effort.value;
+        let format = match self.kind.value {
+            ProviderKind::DeepSeek => WireFormat::ChatCompletions(ChatDialect::DeepSeek),
+            ProviderKind::OpenAiCompletions => WireFormat::ChatCompletions(ChatDialect::OpenAi {
+                reasoning_effort: effort,
+                developer_role: self.system_role.value == SystemRole::Developer,
+            }),
+            ProviderKind::OpenAiResponses => WireFormat::OpenAiResponses {
+                reasoning_effort: effort,
+            },
+            ProviderKind::AnthropicMessages => WireFormat::AnthropicMessages { thinking: effort },
+        };
+        dsh_llm::connect(endpoint, format).map_err(|failure| SetupError(failure.message))
+    }
+}
+
+impl ApiKey {
+    /// The row's value: never the key itself.
+    fn shown(&self) -> String {
+        match self {
+            ApiKey::NotNeeded => "\"none (the route declares no api_key_env)\"".to_owned(),
+            ApiKey::Found { .. } => "\"[hidden]\"".to_owned(),
+            ApiKey::Missing { env, .. } => format!("\"not set: {env}\""),
+        }
+    }
+
+    fn source(&self) -> String {
+        match self {
+            ApiKey::NotNeeded => Source::Default.to_string(),
+            ApiKey::Found {
+                env,
+                from: EnvSource::Launch,
+                ..
+            } => env.clone(),
+            ApiKey::Found {
+                env,
+                from: EnvSource::File(path),
+                ..
+            } => format!("{env} in {}", path.display()),
+            ApiKey::Missing { env, .. } => env.clone(),
+        }
+    }
+}
+
+/// A model field as the route's table declares it, then the top-level `[models]` table.
+fn from_tables<T>(
+    r: &Resolver<'_>,
+    tables: &[(String, Option<&ModelConfig>); 2],
+    field: &str,
+    get: impl Fn(&ModelConfig) -> Option<T>,
+) -> [Option<Sourced<T>>; 2] {
+    tables
+        .each_ref()
+        .map(|(key, table)| r.file(&format!("{key}.{field}"), table.and_then(&get)))
+}

@@ -1,0 +1,767 @@
+//! The settings of one run, resolved once: every default and every precedence rule lives here.
+//!
+//! Precedence, lowest first: the built-in default, the config files (`$DSH_HOME/config.toml`,
+//! `.dsh/config.toml`, each `--patch`), the environment (`DSH_PERMISSION_MODE`,
+//! `DEEPSEEK_BASE_URL`), then the flags. Each resolved value carries the layer it came from
+//! ([`Source`]), and [`Settings::rows`] lists them all for `--dump-config`: what it prints is
+//! what a run uses, because a run is built from the same object.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use dsh_llm::{Effort, RetryPolicy};
+use dsh_sandbox::escalation::ApprovalPolicy;
+use dsh_sandbox::{BackendChoice, SandboxMode, SandboxSettings};
+
+use super::files::{Compression, Config, McpServerConfig};
+use super::layers::{ConfigFiles, quote_key};
+use super::route::Route;
+use super::shown::{SettingRow, Shown};
+use crate::instructions::InstructionSettings;
+
+/// The model used when none is named.
+pub const DEFAULT_MODEL: &str = "deepseek-v4-flash";
+/// The default of an MCP server's `call_timeout_ms` and `startup_timeout_ms`.
+const MCP_TIMEOUT_MS: u64 = 60_000;
+/// The default of `mcp.startup_grace_ms`.
+const MCP_GRACE_MS: u64 = 3_000;
+/// The default of `requests.idle_timeout_ms`.
+const IDLE_TIMEOUT_MS: u64 = 300_000;
+
+/// Where a value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// dsh's built-in default.
+    Default,
+    /// The config file (or patch) that set it last.
+    File(PathBuf),
+    /// An environment variable.
+    Env(&'static str),
+    /// A command-line flag.
+    Flag(&'static str),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Default => f.write_str("default"),
+            Source::File(path) => write!(f, "{}", path.display()),
+            Source::Env(name) | Source::Flag(name) => f.write_str(name),
+        }
+    }
+}
+
+/// A resolved value and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sourced<T> {
+    pub value: T,
+    pub source: Source,
+}
+
+impl<T> Sourced<T> {
+    pub fn new(value: T, source: Source) -> Self {
+        Sourced { value, source }
+    }
+
+    fn default(value: T) -> Self {
+        Sourced::new(value, Source::Default)
+    }
+}
+
+/// What the command line sets; `None` (or empty) leaves a value to the lower layers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Flags {
+    pub model: Option<String>,
+    pub effort: Option<Effort>,
+    pub max_steps: Option<u32>,
+    /// `--patch` files, applied in order over the config files.
+    pub patches: Vec<PathBuf>,
+    pub permission_mode: Option<SandboxMode>,
+    pub approval_policy: Option<ApprovalPolicy>,
+    /// More writable directories (`--add-dir`), as given.
+    pub add_dirs: Vec<PathBuf>,
+    /// The session to continue (`--session-id`).
+    pub session_id: Option<String>,
+}
+
+/// The process environment as the settings read it: a snapshot, so a run and `--dump-config`
+/// (and tests) resolve from the same values.
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    vars: BTreeMap<String, String>,
+}
+
+impl Environment {
+    /// This process's environment (names or values that are not UTF-8 are left out: none that
+    /// dsh reads can be).
+    pub fn from_process() -> Self {
+        Environment::from_pairs(std::env::vars_os().filter_map(|(name, value)| {
+            Some((name.into_string().ok()?, value.into_string().ok()?))
+        }))
+    }
+
+    pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Self {
+        Environment {
+            vars: pairs.into_iter().collect(),
+        }
+    }
+
+    /// The value of `name` as exported, empty included.
+    pub fn raw(&self, name: &str) -> Option<&str> {
+        self.vars.get(name).map(String::as_str)
+    }
+
+    pub(crate) fn snapshot(&self) -> BTreeMap<String, String> {
+        self.vars.clone()
+    }
+
+    /// The value of `name` when it is set to something other than blanks.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.raw(name).filter(|v| !v.trim().is_empty())
+    }
+}
+
+/// A setting that cannot be used, or a run that cannot be set up: said as `dsh: <message>`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SetupError(pub String);
+
+impl From<super::layers::ConfigError> for SetupError {
+    fn from(e: super::layers::ConfigError) -> Self {
+        SetupError(e.to_string())
+    }
+}
+
+impl From<crate::DotenvError> for SetupError {
+    fn from(e: crate::DotenvError) -> Self {
+        SetupError(e.to_string())
+    }
+}
+
+impl From<crate::CoreError> for SetupError {
+    fn from(e: crate::CoreError) -> Self {
+        SetupError(e.to_string())
+    }
+}
+
+/// One MCP server as the run will start it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpServerSettings {
+    pub name: String,
+    pub transport: McpTransport,
+    pub call_timeout: Duration,
+    pub startup_timeout: Duration,
+    pub fail_on_startup_error: bool,
+}
+
+/// How an MCP server is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum McpTransport {
+    /// A child process; `env` is set over what it inherits (secrets and `DSH_*` scrubbed).
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+        cwd: PathBuf,
+    },
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+/// Everything a run is built from.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// dsh's home (`$DSH_HOME`, else `~/.dsh`).
+    pub home: Sourced<PathBuf>,
+    /// The working directory: the workspace.
+    pub cwd: PathBuf,
+    /// The user's home folder (`HOME`), for `~/.agents/skills` and how paths are shown.
+    pub user_home: Option<PathBuf>,
+    /// The config files read, lowest first.
+    pub files: ConfigFiles,
+    /// The model reference as given (`<provider>/<model>` or a DeepSeek model name).
+    pub model: Sourced<String>,
+    /// Where the model is served and what it can do.
+    pub route: Route,
+    pub effort: Sourced<Effort>,
+    pub max_steps: Sourced<u32>,
+    pub permission_mode: Sourced<SandboxMode>,
+    pub approval: Sourced<ApprovalPolicy>,
+    pub add_dirs: Sourced<Vec<PathBuf>>,
+    pub sandbox_backend: Sourced<BackendChoice>,
+    pub network: Sourced<bool>,
+    pub bwrap: Sourced<Option<PathBuf>>,
+    pub str_replace_editor: Sourced<bool>,
+    /// Name fragments of inherited variables kept from commands (upper case).
+    pub scrub: Sourced<Vec<String>>,
+    pub job_wait: Sourced<Duration>,
+    pub fsync: Sourced<bool>,
+    pub compression: Sourced<Compression>,
+    pub retry: RetryPolicy,
+    pub idle_timeout: Sourced<Duration>,
+    pub instructions: InstructionSettings,
+    pub skills_enabled: Sourced<bool>,
+    pub skills_default_roots: Sourced<bool>,
+    pub skills_dirs: Sourced<Vec<PathBuf>>,
+    pub mcp_grace: Sourced<Duration>,
+    /// The enabled servers, in name order.
+    pub mcp_servers: Vec<McpServerSettings>,
+    /// The session to continue; `None` starts a new one.
+    pub session_id: Option<String>,
+    rows: Vec<SettingRow>,
+}
+
+impl Settings {
+    /// Reads the config files for a run in `cwd` and resolves the settings.
+    pub fn load(cwd: PathBuf, env: &Environment, flags: &Flags) -> Result<Settings, SetupError> {
+        let home = home(env)?;
+        let files = ConfigFiles::load(&home.value, &cwd, &flags.patches)?;
+        Settings::resolve(files, home, env, flags)
+    }
+
+    /// Applies the environment and the flags over the files, and the defaults under them.
+    pub fn resolve(
+        files: ConfigFiles,
+        home: Sourced<PathBuf>,
+        env: &Environment,
+        flags: &Flags,
+    ) -> Result<Settings, SetupError> {
+        let mut r = Resolver {
+            files: &files,
+            rows: Vec::new(),
+        };
+        let config: &Config = files.config();
+        let cwd = files.cwd().to_path_buf();
+        r.record("home", &home);
+        let model = r.setting(
+            "model",
+            [
+                flag(flags.model.clone(), "--model"),
+                r.file("model", config.model.clone()),
+            ],
+            DEFAULT_MODEL.to_owned(),
+        );
+        let credentials = crate::Credentials::load(&cwd, &home.value, env)?;
+        let idle_ms = r.setting(
+            "requests.idle_timeout_ms",
+            [r.file("requests.idle_timeout_ms", config.requests.idle_timeout_ms)],
+            IDLE_TIMEOUT_MS,
+        );
+        let idle_timeout =
+            Sourced::new(Duration::from_millis(idle_ms.value.max(1)), idle_ms.source);
+        let route = Route::resolve(&mut r, &model, env, &credentials)?;
+        let effort = r.setting(
+            "effort",
+            [
+                flag(flags.effort, "--effort"),
+                r.file("effort", config.effort),
+            ],
+            Effort::default(),
+        );
+        let max_steps = r.setting(
+            "max_steps",
+            [flag(flags.max_steps, "--max-steps")],
+            crate::AgentConfig::DEFAULT_MAX_STEPS,
+        );
+        let env_mode = match env.get("DSH_PERMISSION_MODE") {
+            None => None,
+            Some(value) => Some(Sourced::new(
+                value.trim().parse::<SandboxMode>().map_err(|_| {
+                    SetupError(format!(
+                        "DSH_PERMISSION_MODE must be read-only, workspace-write or \
+                         danger-full-access, got \"{value}\""
+                    ))
+                })?,
+                Source::Env("DSH_PERMISSION_MODE"),
+            )),
+        };
+        let permission_mode = r.setting(
+            "sandbox.mode",
+            [
+                flag(flags.permission_mode, "--permission-mode"),
+                env_mode,
+                r.file("sandbox.mode", config.sandbox.mode),
+            ],
+            SandboxMode::WorkspaceWrite,
+        );
+        let approval = r.setting(
+            "approval.policy",
+            [
+                flag(flags.approval_policy, "--approval-policy"),
+                r.file("approval.policy", config.approval.policy),
+            ],
+            ApprovalPolicy::default_for(permission_mode.value),
+        );
+        let add_dirs = match flags.add_dirs.as_slice() {
+            [] => None,
+            dirs => Some(check_add_dirs(dirs)?),
+        };
+        let add_dirs = r.setting(
+            "sandbox.add_dirs",
+            [flag(add_dirs, "--add-dir")],
+            Vec::new(),
+        );
+        let sandbox_backend = r.setting(
+            "sandbox.backend",
+            [r.file("sandbox.backend", config.sandbox.backend)],
+            BackendChoice::Auto,
+        );
+        let network = r.setting(
+            "sandbox.network",
+            [r.file("sandbox.network", config.sandbox.network)],
+            true,
+        );
+        let bwrap = r.setting(
+            "sandbox.bwrap",
+            [r.file("sandbox.bwrap", config.sandbox.bwrap.clone().map(Some))],
+            None,
+        );
+        r.none_means(&bwrap, "looked up: the system folders, then PATH");
+        let str_replace_editor = r.setting(
+            "tools.str_replace_editor",
+            [r.file("tools.str_replace_editor", config.tools.str_replace_editor)],
+            false,
+        );
+        let scrub = r.setting(
+            "shell.scrub",
+            [r.file(
+                "shell.scrub",
+                config
+                    .shell
+                    .scrub
+                    .as_ref()
+                    .map(|s| s.iter().map(|f| f.to_uppercase()).collect()),
+            )],
+            dsh_tools::DEFAULT_SCRUB
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+        );
+        let job_wait = r.millis(
+            "jobs.wait_ms",
+            config.jobs.wait_ms,
+            crate::AgentConfig::DEFAULT_JOB_WAIT,
+        );
+        let fsync = r.setting(
+            "sessions.fsync",
+            [r.file("sessions.fsync", config.sessions.fsync)],
+            false,
+        );
+        let compression = r.setting(
+            "sessions.compression",
+            [r.file("sessions.compression", config.sessions.compression)],
+            Compression::None,
+        );
+        let defaults = RetryPolicy::default();
+        let requests = &config.requests;
+        let retry = RetryPolicy {
+            retries: r
+                .setting(
+                    "requests.retries",
+                    [r.file("requests.retries", requests.retries)],
+                    defaults.retries,
+                )
+                .value,
+            base_delay: r
+                .millis(
+                    "requests.retry_base_ms",
+                    requests.retry_base_ms,
+                    defaults.base_delay,
+                )
+                .value,
+            max_delay: r
+                .millis(
+                    "requests.retry_max_ms",
+                    requests.retry_max_ms,
+                    defaults.max_delay,
+                )
+                .value,
+            max_retry_after: r
+                .millis(
+                    "requests.retry_after_max_ms",
+                    requests.retry_after_max_ms,
+                    defaults.max_retry_after,
+                )
+                .value,
+        };
+        let defaults = InstructionSettings::default();
+        let instructions = InstructionSettings {
+            enabled: r
+                .setting(
+                    "instructions.enabled",
+                    [r.file("instructions.enabled", config.instructions.enabled)],
+                    defaults.enabled,
+                )
+                .value,
+            max_bytes: r
+                .setting(
+                    "instructions.max_bytes",
+                    [r.file("instructions.max_bytes", config.instructions.max_bytes)],
+                    defaults.max_bytes,
+                )
+                .value,
+            root_markers: r
+                .setting(
+                    "instructions.root_markers",
+                    [r.file(
+                        "instructions.root_markers",
+                        config.instructions.root_markers.clone(),
+                    )],
+                    defaults.root_markers,
+                )
+                .value,
+        };
+        let skills_enabled = r.setting(
+            "skills.enabled",
+            [r.file("skills.enabled", config.skills.enabled)],
+            true,
+        );
+        let skills_default_roots = r.setting(
+            "skills.default_roots",
+            [r.file("skills.default_roots", config.skills.default_roots)],
+            true,
+        );
+        let skills_dirs = r.setting(
+            "skills.dirs",
+            [r.file(
+                "skills.dirs",
+                (!config.skills.dirs.is_empty()).then(|| config.skills.dirs.clone()),
+            )],
+            Vec::new(),
+        );
+        let mcp_grace = r.millis(
+            "mcp.startup_grace_ms",
+            config.mcp.startup_grace_ms,
+            Duration::from_millis(MCP_GRACE_MS),
+        );
+        let mcp_servers = config
+            .mcp
+            .servers
+            .iter()
+            .filter(|(_, server)| server.enabled != Some(false))
+            .map(|(name, server)| mcp_server(&mut r, name, server, &cwd))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut rows = r.rows;
+        // What the files set that no setting above reads on its own (routes and models not
+        // in use, MCP servers' commands and secrets) is shown as the files give it.
+        for (key, value, path) in files.provenance() {
+            let covered = rows.iter().any(|row| {
+                key == row.key
+                    || key
+                        .strip_prefix(row.key.as_str())
+                        .is_some_and(|rest| rest.starts_with('.'))
+            });
+            if !covered {
+                rows.push(SettingRow::new(key, value, &Source::File(path)));
+            }
+        }
+        if let Some(id) = &flags.session_id {
+            rows.push(SettingRow::new(
+                "session".to_owned(),
+                id.shown(),
+                &Source::Flag("--session-id"),
+            ));
+        }
+        rows.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(Settings {
+            home,
+            cwd,
+            user_home: env.get("HOME").map(PathBuf::from),
+            model,
+            route,
+            effort,
+            max_steps,
+            permission_mode,
+            approval,
+            add_dirs,
+            sandbox_backend,
+            network,
+            bwrap,
+            str_replace_editor,
+            scrub,
+            job_wait,
+            fsync,
+            compression,
+            retry,
+            idle_timeout,
+            instructions,
+            skills_enabled,
+            skills_default_roots,
+            skills_dirs,
+            mcp_grace,
+            mcp_servers,
+            session_id: flags.session_id.clone(),
+            files,
+            rows,
+        })
+    }
+
+    /// Every value in effect with its source, by key, secrets hidden: what `--dump-config`
+    /// prints. `tools` is what the model is offered, as the run's builder assembles it.
+    pub fn rows(&self) -> Vec<SettingRow> {
+        let mut rows = self.rows.clone();
+        rows.push(SettingRow::described(
+            "tools".to_owned(),
+            crate::builder::offered_tools(self).shown(),
+            "from sandbox.mode, tools.*, skills.* and mcp.servers".to_owned(),
+        ));
+        rows.sort_by(|a, b| a.key.cmp(&b.key));
+        rows
+    }
+
+    /// The sandbox's own settings.
+    pub fn sandbox(&self) -> SandboxSettings {
+        SandboxSettings {
+            backend: self.sandbox_backend.value,
+            network: self.network.value,
+            bwrap: self.bwrap.value.clone(),
+        }
+    }
+
+    /// How dsh's home is named to the model: `~/.dsh` when it is the default one.
+    pub fn home_shown(&self) -> &'static str {
+        let default = self.user_home.as_ref().map(|h| h.join(".dsh"));
+        if default.as_deref() == Some(self.home.value.as_path()) {
+            "~/.dsh"
+        } else {
+            "$DSH_HOME"
+        }
+    }
+
+    /// Where skills are looked for, in rank order: the project's `.dsh/skills` and
+    /// `.agents/skills` (the project root being the nearest folder with `.git`, else the
+    /// working directory), `skills.dirs`, `$DSH_HOME/skills`, `~/.agents/skills`; only
+    /// `skills.dirs` when `skills.default_roots` is false; none when `skills.enabled` is false.
+    pub fn skill_roots(&self) -> Vec<PathBuf> {
+        if !self.skills_enabled.value {
+            return Vec::new();
+        }
+        let dirs = self.skills_dirs.value.iter().map(|d| self.cwd.join(d));
+        if !self.skills_default_roots.value {
+            return dirs.collect();
+        }
+        let root = crate::instructions::project_root(&self.cwd, &[".git".to_owned()]);
+        let mut roots = vec![root.join(".dsh/skills"), root.join(".agents/skills")];
+        roots.extend(dirs);
+        roots.push(self.home.value.join("skills"));
+        if let Some(user) = &self.user_home {
+            roots.push(user.join(".agents/skills"));
+        }
+        roots
+    }
+}
+
+/// dsh's home: `DSH_HOME`, else `~/.dsh`.
+fn home(env: &Environment) -> Result<Sourced<PathBuf>, SetupError> {
+    let path = crate::dsh_home(env.raw("DSH_HOME"), env.get("HOME").map(Path::new))?;
+    Ok(match env.get("DSH_HOME") {
+        Some(_) => Sourced::new(path, Source::Env("DSH_HOME")),
+        None => Sourced::default(path),
+    })
+}
+
+fn flag<T>(value: Option<T>, name: &'static str) -> Option<Sourced<T>> {
+    value.map(|v| Sourced::new(v, Source::Flag(name)))
+}
+
+/// Picks values and records each one as a row.
+pub(super) struct Resolver<'a> {
+    files: &'a ConfigFiles,
+    rows: Vec<SettingRow>,
+}
+
+impl<'a> Resolver<'a> {
+    /// The files' value of `key`, with the file that set it.
+    pub(super) fn file<T>(&self, key: &str, value: Option<T>) -> Option<Sourced<T>> {
+        value.map(|v| Sourced::new(v, Source::File(self.files.source_of(key))))
+    }
+
+    /// The first value given, highest layer first, else the default; recorded under `key`.
+    pub(super) fn setting<T: Shown, const N: usize>(
+        &mut self,
+        key: &str,
+        layers: [Option<Sourced<T>>; N],
+        default: T,
+    ) -> Sourced<T> {
+        let value = layers
+            .into_iter()
+            .flatten()
+            .next()
+            .unwrap_or_else(|| Sourced::default(default));
+        self.record(key, &value);
+        value
+    }
+
+    /// A file value in milliseconds.
+    fn millis(&mut self, key: &str, value: Option<u64>, default: Duration) -> Sourced<Duration> {
+        let ms = self.setting(
+            key,
+            [self.file(key, value)],
+            u64::try_from(default.as_millis()).unwrap_or(u64::MAX),
+        );
+        Sourced::new(Duration::from_millis(ms.value), ms.source)
+    }
+
+    pub(super) fn record<T: Shown>(&mut self, key: &str, value: &Sourced<T>) {
+        self.rows.push(SettingRow::new(
+            key.to_owned(),
+            value.value.shown(),
+            &value.source,
+        ));
+    }
+
+    /// Says what the last recorded value means when it is none (`"none"` alone says little).
+    pub(super) fn none_means<T>(&mut self, value: &Sourced<Option<T>>, meaning: &str) {
+        if value.value.is_none()
+            && let Some(row) = self.rows.last_mut()
+        {
+            row.value = format!("{meaning:?}");
+        }
+    }
+
+    /// A row whose value and source are said in words.
+    pub(super) fn record_text(&mut self, key: &str, value: String, source: String) {
+        self.rows
+            .push(SettingRow::described(key.to_owned(), value, source));
+    }
+
+    pub(super) fn files(&self) -> &'a ConfigFiles {
+        self.files
+    }
+}
+
+/// `--add-dir` grants: each an absolute path to an existing directory, given as its real path
+/// (a symlinked or relative spelling could later point somewhere else).
+fn check_add_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, SetupError> {
+    dirs.iter()
+        .map(|dir| {
+            let shown = dir.display();
+            if !dir.is_absolute() {
+                return Err(SetupError(format!(
+                    "--add-dir \"{shown}\" is not an absolute path; give the directory's full \
+                     real path"
+                )));
+            }
+            let real = std::fs::canonicalize(dir).map_err(|e| {
+                SetupError(format!(
+                    "--add-dir \"{shown}\" cannot be used: {}; give an existing directory",
+                    match e.kind() {
+                        std::io::ErrorKind::NotFound => "it does not exist".to_owned(),
+                        _ => e.to_string(),
+                    }
+                ))
+            })?;
+            if !real.is_dir() {
+                return Err(SetupError(format!(
+                    "--add-dir \"{shown}\" is not a directory; give a directory to make writable"
+                )));
+            }
+            if real != *dir {
+                return Err(SetupError(format!(
+                    "--add-dir \"{shown}\" is not a physical path: it resolves to \"{}\"; \
+                     give that path instead",
+                    real.display()
+                )));
+            }
+            Ok(real)
+        })
+        .collect()
+}
+
+/// One configured MCP server, checked; its defaults recorded.
+fn mcp_server(
+    r: &mut Resolver<'_>,
+    name: &str,
+    config: &McpServerConfig,
+    cwd: &Path,
+) -> Result<McpServerSettings, SetupError> {
+    let fail = |what: String| SetupError(format!("config mcp.servers.{name}: {what}"));
+    if !dsh_mcp::valid_server_name(name) {
+        return Err(fail(
+            "the name must be 1 to 32 letters, digits, `_` or `-`, without `__` and not \
+             ending in `_` (it becomes part of each tool's name, mcp__<server>__<tool>)"
+                .into(),
+        ));
+    }
+    let transport = match (&config.command, &config.url) {
+        (Some(command), None) => {
+            if !config.headers.is_empty() {
+                return Err(fail("headers are for url servers; remove them".into()));
+            }
+            McpTransport::Stdio {
+                command: command.clone(),
+                args: config.args.clone(),
+                env: config
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+                cwd: config
+                    .cwd
+                    .as_ref()
+                    .map_or_else(|| cwd.to_path_buf(), |dir| cwd.join(dir)),
+            }
+        }
+        (None, Some(url)) => {
+            let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+            if !matches!(scheme.as_deref(), Some("http" | "https")) {
+                // Not quoted: a URL can carry a token, and errors are not the place for it.
+                return Err(fail(
+                    "url is not an http:// or https:// address; give the server's full URL".into(),
+                ));
+            }
+            if !config.args.is_empty() || !config.env.is_empty() || config.cwd.is_some() {
+                return Err(fail(
+                    "args, env and cwd are for command servers; remove them".into(),
+                ));
+            }
+            McpTransport::Http {
+                url: url.clone(),
+                headers: config
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            }
+        }
+        (Some(_), Some(_)) => {
+            return Err(fail(
+                "give either command (a stdio server) or url (an HTTP server), not both".into(),
+            ));
+        }
+        (None, None) => {
+            return Err(fail(
+                "give command (a stdio server) or url (an HTTP server)".into(),
+            ));
+        }
+    };
+    let prefix = format!("mcp.servers.{}", quote_key(name));
+    let mut timeout = |field: &str, value: Option<u64>| {
+        if value == Some(0) {
+            return Err(fail(format!("{field} must be more than 0")));
+        }
+        Ok(r.millis(
+            &format!("{prefix}.{field}"),
+            value,
+            Duration::from_millis(MCP_TIMEOUT_MS),
+        )
+        .value)
+    };
+    let call_timeout = timeout("call_timeout_ms", config.call_timeout_ms)?;
+    let startup_timeout = timeout("startup_timeout_ms", config.startup_timeout_ms)?;
+    let key = format!("{prefix}.fail_on_startup_error");
+    let fail_on_startup_error = r
+        .setting(&key, [r.file(&key, config.fail_on_startup_error)], false)
+        .value;
+    Ok(McpServerSettings {
+        name: name.to_owned(),
+        transport,
+        call_timeout,
+        startup_timeout,
+        fail_on_startup_error,
+    })
+}

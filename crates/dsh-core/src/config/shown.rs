@@ -1,0 +1,239 @@
+//! Settings as `--dump-config` shows them: `key = value`, the value written as TOML would write
+//! it, each with its source. Keys are never shown (the config holds only the names of the
+//! variables that carry them); values that often carry a secret themselves (an MCP server's
+//! `env` and `headers`, a route's `headers`, a URL's query or user part) are `[hidden]`, while
+//! their keys and the layer that set them still show.
+
+use std::path::PathBuf;
+
+use super::settings::Source;
+
+/// One value in effect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingRow {
+    /// The dotted key (`sandbox.mode`, `mcp.servers.gh.url`).
+    pub key: String,
+    /// The value as TOML writes it, secrets hidden.
+    pub value: String,
+    /// Where it came from: `default`, a file's path, a variable or a flag.
+    pub source: String,
+    /// Whether it is dsh's built-in default.
+    pub is_default: bool,
+}
+
+impl SettingRow {
+    pub(super) fn new(key: String, value: String, source: &Source) -> Self {
+        let value = shown_value(&key, value);
+        SettingRow {
+            key,
+            value,
+            source: source.to_string(),
+            is_default: *source == Source::Default,
+        }
+    }
+
+    pub(super) fn described(key: String, value: String, source: String) -> Self {
+        SettingRow {
+            key,
+            value,
+            source,
+            is_default: false,
+        }
+    }
+}
+
+/// A value written as TOML writes it.
+pub trait Shown {
+    fn shown(&self) -> String;
+}
+
+impl Shown for String {
+    fn shown(&self) -> String {
+        format!("{self:?}")
+    }
+}
+
+impl Shown for PathBuf {
+    fn shown(&self) -> String {
+        self.display().to_string().shown()
+    }
+}
+
+macro_rules! shown_plain {
+    ($($t:ty),*) => {$(
+        impl Shown for $t {
+            fn shown(&self) -> String {
+                self.to_string()
+            }
+        }
+    )*};
+}
+shown_plain!(bool, u32, u64, usize, f64);
+
+macro_rules! shown_named {
+    ($($t:ty),*) => {$(
+        impl Shown for $t {
+            fn shown(&self) -> String {
+                format!("{:?}", self.as_str())
+            }
+        }
+    )*};
+}
+shown_named!(
+    dsh_llm::Effort,
+    dsh_sandbox::SandboxMode,
+    dsh_sandbox::escalation::ApprovalPolicy,
+    super::files::ProviderKind,
+    super::files::Compression,
+    super::files::SystemRole
+);
+
+impl Shown for dsh_sandbox::BackendChoice {
+    fn shown(&self) -> String {
+        let name = match self {
+            dsh_sandbox::BackendChoice::Auto => "auto",
+            dsh_sandbox::BackendChoice::Bubblewrap => "bubblewrap",
+            dsh_sandbox::BackendChoice::Landlock => "landlock",
+        };
+        format!("{name:?}")
+    }
+}
+
+impl<T: Shown> Shown for Vec<T> {
+    fn shown(&self) -> String {
+        format!(
+            "[{}]",
+            self.iter().map(Shown::shown).collect::<Vec<_>>().join(", ")
+        )
+    }
+}
+
+/// `None` is shown as what it means where it is used, by the caller's row; alone it is "none".
+impl<T: Shown> Shown for Option<T> {
+    fn shown(&self) -> String {
+        match self {
+            Some(value) => value.shown(),
+            None => "\"none\"".to_owned(),
+        }
+    }
+}
+
+impl Shown for dsh_protocol::Prices {
+    fn shown(&self) -> String {
+        format!(
+            "{{ input = {}, output = {}, cache_read = {}, cache_write = {} }}",
+            self.input, self.output, self.cache_read, self.cache_write
+        )
+    }
+}
+
+/// A value as `--dump-config` shows it, secrets taken out.
+fn shown_value(key: &str, value: String) -> String {
+    let parts = key_parts(key);
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let secret_map = matches!(
+        parts.as_slice(),
+        ["mcp", "servers", _, "env" | "headers", _, ..] | ["providers", _, "headers", _, ..]
+    );
+    if secret_map {
+        return "\"[hidden]\"".into();
+    }
+    if matches!(parts.last(), Some(&("url" | "base_url")))
+        && let Some(url) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"'))
+        && let Some(shown) = url_without_secrets(url)
+    {
+        return format!("{shown:?}");
+    }
+    value
+}
+
+/// The names of a dotted key, where a name with other characters than letters, digits, `_`
+/// and `-` is quoted (as `Config::provenance` writes them).
+fn key_parts(key: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut part = String::new();
+    let mut chars = key.chars();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => quoted = !quoted,
+            '\\' if quoted => part.extend(chars.next()),
+            '.' if !quoted => parts.push(std::mem::take(&mut part)),
+            c => part.push(c),
+        }
+    }
+    parts.push(part);
+    parts
+}
+
+/// `url` with its query and user part replaced by `[hidden]`, when it has either.
+fn url_without_secrets(url: &str) -> Option<String> {
+    let (head, query) = match url.split_once('?') {
+        Some((head, query)) if !query.is_empty() => (head, Some(query)),
+        _ => (url, None),
+    };
+    let (scheme, rest) = head.split_once("://")?;
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    // A user name alone can be the token (`https://TOKEN@host`): the whole user part goes.
+    let authority = authority
+        .rsplit_once('@')
+        .map(|(_, host)| format!("[hidden]@{host}"));
+    if query.is_none() && authority.is_none() {
+        return None;
+    }
+    let authority = authority.unwrap_or_else(|| rest[..rest.len() - path.len()].to_owned());
+    let query = if query.is_some() { "?[hidden]" } else { "" };
+    Some(format!("{scheme}://{authority}{path}{query}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_values_are_hidden_and_their_keys_kept() {
+        for (key, value, shown) in [
+            (
+                "mcp.servers.gh.env.GITHUB_TOKEN",
+                "\"ghp_x\"",
+                "\"[hidden]\"",
+            ),
+            (
+                "mcp.servers.gh.headers.Authorization",
+                "\"Bearer x\"",
+                "\"[hidden]\"",
+            ),
+            ("providers.p.headers.X-Key", "\"k\"", "\"[hidden]\""),
+            (
+                "mcp.servers.gh.url",
+                "\"https://h/mcp?token=t\"",
+                "\"https://h/mcp?[hidden]\"",
+            ),
+            (
+                "providers.p.base_url",
+                "\"https://u:pw@h:8/v1\"",
+                "\"https://[hidden]@h:8/v1\"",
+            ),
+            (
+                "mcp.servers.gh.url",
+                "\"https://ghp_t0ken@h/mcp\"",
+                "\"https://[hidden]@h/mcp\"",
+            ),
+            // A quoted name with a dot in it is still one name.
+            ("mcp.servers.\"my.srv\".env.TOKEN", "\"s\"", "\"[hidden]\""),
+            (
+                "mcp.servers.\"a\\\"b.c\".headers.X",
+                "\"s\"",
+                "\"[hidden]\"",
+            ),
+            (
+                "mcp.servers.gh.url",
+                "\"http://127.0.0.1:9/mcp\"",
+                "\"http://127.0.0.1:9/mcp\"",
+            ),
+            ("mcp.servers.gh.command", "\"npx\"", "\"npx\""),
+        ] {
+            assert_eq!(shown_value(key, value.into()), shown, "{key}");
+        }
+    }
+}
