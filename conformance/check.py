@@ -8,7 +8,8 @@ two parts:
 
 1. The tool schemas dsh offers are compared with the reference's (`run.py tools`). A tool dsh
    does not offer yet is listed; a tool it offers with a different schema fails the check.
-2. Every case whose scripted calls use only tools dsh offers (or names the reference does not
+2. Every case (the corpus's, then ours in conformance/cases) whose scripted calls use only tools
+   dsh offers (or names the reference does not
    have, which must fail as unknown tools) is run with `run.py check`, with the deliberate
    differences of conformance/differences.txt. Cases that need a tool dsh lacks are listed as
    skipped.
@@ -57,17 +58,20 @@ def main():
     reference_tools = {t["name"] for t in json.load(open(os.path.join(corpus, "tools.json")))["tools"]}
 
     selected, skipped = [], []
-    cases = os.path.join(corpus, "cases")
-    for name in sorted(os.listdir(cases)):
-        script = os.path.join(cases, name, "script.json")
-        if not os.path.isfile(script):
-            continue
-        called = {c["name"] for t in json.load(open(script))["turns"] for c in t.get("tool_calls", [])}
-        needed = (called & reference_tools) & missing
-        (skipped if needed else selected).append((name, needed))
+    # The reference's recorded cases, then ours (conformance/cases: behaviours the recorded
+    # corpus does not pin, with results written from the reference's source).
+    for cases in (os.path.join(corpus, "cases"), os.path.join(HERE, "cases")):
+        for name in sorted(os.listdir(cases)):
+            script = os.path.join(cases, name, "script.json")
+            if not os.path.isfile(script):
+                continue
+            called = {c["name"] for t in json.load(open(script))["turns"]
+                      for c in t.get("tool_calls", [])}
+            needed = (called & reference_tools) & missing
+            (skipped if needed else selected).append((os.path.join(cases, name), needed))
     if skipped:
         print("skipped (tools not offered yet): " + ", ".join(
-            "%s [%s]" % (n, ",".join(sorted(t))) for n, t in skipped))
+            "%s [%s]" % (os.path.basename(n), ",".join(sorted(t))) for n, t in skipped))
     if not selected:
         print("conformance: no case can run yet")
         return 1 if schema_failures else 0
@@ -76,7 +80,7 @@ def main():
          "--differences", os.path.join(HERE, "differences.txt"),
          # Our spill files live in the session folder under DSH_HOME, not in a temp dir.
          "--spill-regex", SPILL_REGEX]
-        + [os.path.join(cases, n) for n, _ in selected])
+        + [path for path, _ in selected])
     if schema_failures:
         print("conformance: tool schemas differ: " + ", ".join(schema_failures))
     return 1 if (check.returncode or schema_failures) else 0

@@ -179,8 +179,8 @@ fn edit_file(
     let text = text.replace("\r\n", "\n");
     let old = change.old.replace("\r\n", "\n");
     let new = change.new.replace("\r\n", "\n");
-    let starts: Vec<usize> = text.match_indices(old.as_str()).map(|(at, _)| at).collect();
-    if starts.is_empty() {
+    let matches = text.matches(old.as_str()).count();
+    if matches == 0 {
         return Err(ToolError::fs(
             fs_code::EDIT_NOT_FOUND,
             format!(
@@ -189,19 +189,19 @@ fn edit_file(
             ),
         ));
     }
-    if starts.len() > 1 && !change.replace_all {
+    if matches > 1 && !change.replace_all {
         return Err(ToolError::fs(
             fs_code::AMBIGUOUS_EDIT,
             format!(
-                "old_string matched {} times in \"{shown}\"; provide a more specific old_string or set replace_all to true ({})",
-                starts.len(),
-                match_lines(&text, &starts)
+                "old_string matched {matches} times in \"{shown}\"; provide a more specific \
+                 old_string or set replace_all to true"
             ),
         ));
     }
     let mut edited = text.replace(old.as_str(), &new);
     if crlf {
-        edited = edited.replace('\n', "\r\n");
+        // A replacement can join a lone CR to a LF; that pair is one line end too.
+        edited = edited.replace("\r\n", "\n").replace('\n', "\r\n");
     }
     let out = format!("{bom}{edited}");
     publish(
@@ -231,23 +231,6 @@ fn is_crlf(text: &str) -> bool {
     crlf > lf
 }
 
-/// "at lines 1, 4 and 9" (the first ten).
-fn match_lines(text: &str, starts: &[usize]) -> String {
-    let mut lines = Vec::new();
-    let (mut line, mut scanned) = (1, 0);
-    for &at in starts.iter().take(10) {
-        line += text[scanned..at].matches('\n').count();
-        scanned = at;
-        lines.push(line.to_string());
-    }
-    let more = if starts.len() > 10 {
-        format!(" and {} more", starts.len() - 10)
-    } else {
-        String::new()
-    };
-    format!("matches start at lines {}{more}", lines.join(", "))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,13 +240,5 @@ mod tests {
         assert!(is_crlf("a\r\nb\r\nc\nd\r\n"));
         assert!(!is_crlf("a\r\nb\n"));
         assert!(!is_crlf("no newline"));
-    }
-
-    #[test]
-    fn lists_where_matches_start() {
-        assert_eq!(
-            match_lines("x\nfoo\nx\nfoo", &[2, 10]),
-            "matches start at lines 2, 4"
-        );
     }
 }

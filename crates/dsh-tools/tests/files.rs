@@ -264,10 +264,20 @@ async fn edit_keeps_crlf_files_crlf_and_a_bom_in_place() {
         std::fs::read(f.path("c.txt")).unwrap(),
         b"\xEF\xBB\xBF1\r\n2\r\nthree\r\n"
     );
+    // A replacement ending in a lone CR before a line end makes one CRLF, not CR CR LF.
+    f.call(
+        "edit",
+        json!({"file_path": "c.txt", "old_string": "2", "new_string": "two\r"}),
+    )
+    .await;
+    assert_eq!(
+        std::fs::read(f.path("c.txt")).unwrap(),
+        b"\xEF\xBB\xBF1\r\ntwo\r\nthree\r\n"
+    );
 }
 
 #[tokio::test]
-async fn ambiguous_and_missing_text_say_where_to_look() {
+async fn ambiguous_and_missing_text_say_what_to_do() {
     let f = Fixture::new();
     f.put("m.txt", b"foo 1\nfoo 2\n    indented\n");
     f.call("read", json!({"file_path": "m.txt"})).await;
@@ -277,7 +287,19 @@ async fn ambiguous_and_missing_text_say_where_to_look() {
             json!({"file_path": "m.txt", "old_string": "foo", "new_string": "bar"})
         )
         .await,
-        "Error: old_string matched 2 times in \"<WS>/m.txt\"; provide a more specific old_string or set replace_all to true (matches start at lines 1, 2)"
+        "Error: old_string matched 2 times in \"<WS>/m.txt\"; provide a more specific old_string or set replace_all to true"
+    );
+    // Two matches on one line count twice, as the reference counts them, and the text names
+    // no lines.
+    f.put("two.txt", b"aa aa\n");
+    f.call("read", json!({"file_path": "two.txt"})).await;
+    assert_eq!(
+        f.result(
+            "edit",
+            json!({"file_path": "two.txt", "old_string": "aa", "new_string": "b"})
+        )
+        .await,
+        "Error: old_string matched 2 times in \"<WS>/two.txt\"; provide a more specific old_string or set replace_all to true"
     );
     assert_eq!(
         f.result("edit", json!({"file_path": "m.txt", "old_string": "  indented", "new_string": "x", "replace_all": false})).await,

@@ -203,7 +203,7 @@ async fn read_only_denies_the_workspace_too(backend: BackendChoice) {
     );
 }
 
-async fn a_background_denial_is_marked_once_when_it_ends(backend: BackendChoice) {
+async fn a_background_denial_is_marked_on_every_read_once_it_ends(backend: BackendChoice) {
     let Some(sh) = sh(Options::new(backend)) else {
         return;
     };
@@ -225,11 +225,18 @@ async fn a_background_denial_is_marked_once_when_it_ends(backend: BackendChoice)
         )),
         "{first}"
     );
-    let again = sh
-        .call("job_output", json!({"job_id": "bash-1"}))
-        .await
-        .text();
-    assert_eq!(again, "(no new output)\n[status: completed, exit code: 1]");
+    // As the reference does: the facts of a settled job are repeated with each read, in place
+    // of "(no new output)".
+    for _ in 0..2 {
+        let again = sh
+            .call("job_output", json!({"job_id": "bash-1"}))
+            .await
+            .text();
+        assert_eq!(
+            again,
+            format!("{DENIED}\n{HINT}\n[status: completed, exit code: 1]")
+        );
+    }
 }
 
 async fn escalation_follows_the_approval_policy(backend: BackendChoice) {
@@ -292,6 +299,6 @@ per_backend!(
     denials_are_marked_and_own_failures_are_not,
     the_network_is_on_by_default_and_off_on_request,
     read_only_denies_the_workspace_too,
-    a_background_denial_is_marked_once_when_it_ends,
+    a_background_denial_is_marked_on_every_read_once_it_ends,
     escalation_follows_the_approval_policy,
 );

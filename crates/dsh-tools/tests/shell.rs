@@ -128,19 +128,47 @@ async fn results_have_the_reference_shape_and_marker_order() {
 }
 
 #[tokio::test]
-async fn long_streams_keep_their_tail_on_a_character_boundary() {
+async fn long_streams_keep_their_last_bytes_and_show_a_cut_character() {
     let sh = Sh::new();
-    // 70,000 bytes of two-byte characters, then a marker line.
+    // 70,005 bytes of two-byte characters, then a marker line: the last 64,000 bytes start on
+    // the second byte of an é, which reads as U+FFFD, as the reference shows it.
     let text = sh
         .bash("python3 -c \"import sys; sys.stdout.write('é'*35000 + '\\nend\\n')\"")
         .await;
     // Over 50,000 bytes, the result itself is cut to a head and a tail by the spill policy.
-    assert!(text.starts_with('é'), "cut inside a character");
+    assert!(text.starts_with("\u{FFFD}é"), "{}", &text[..20]);
     let (_, notice) = text
         .split_once("end\n\n[output truncated; full output: ")
         .unwrap();
     let path = notice.split_once(']').unwrap().0;
     assert_eq!(std::fs::read(path).unwrap().len(), 70_005);
+}
+
+/// A job that prints fast and much, read once when it has ended: the result holds what it
+/// printed last, then the lossy notice and the status, whatever the spill policy cut.
+#[tokio::test]
+async fn a_flood_read_at_the_end_keeps_what_the_job_printed_last() {
+    let sh = Sh::new();
+    sh.call(
+        "bash",
+        json!({"command": "seq 1 200000", "description": "x", "run_in_background": true}),
+    )
+    .await;
+    let text = sh
+        .call("job_output", json!({"job_id": "bash-1", "wait": true}))
+        .await
+        .text();
+    let (_, end) = text.split_once("199999\n200000\n").unwrap();
+    let (notice, rest) = end.split_once('\n').unwrap();
+    let path = notice
+        .strip_prefix("[some output was dropped from memory; full output: ")
+        .and_then(|p| p.strip_suffix(']'))
+        .unwrap();
+    assert!(path.ends_with("stdout.log"), "{path}");
+    assert!(
+        rest.starts_with("[status: completed, exit code: 0]\n\n(Omitted "),
+        "{rest}"
+    );
 }
 
 #[tokio::test]
@@ -309,7 +337,9 @@ async fn a_loud_job_keeps_memory_bounded_and_its_output_on_disk() {
         .split_once("[some output was dropped from memory; full output: ")
         .unwrap();
     assert_eq!(kept.len(), 64_001, "the kept tail and a line end");
-    let path = rest.split(", ").next().unwrap();
+    // Only the stream that has a saved copy is named (stderr was empty).
+    let path = rest.strip_suffix(']').unwrap();
+    assert!(!path.contains(", "), "{path}");
     assert_eq!(std::fs::metadata(path).unwrap().len(), 10_000_000);
     assert_eq!(job.status().describe(), "completed, exit code: 0");
 }

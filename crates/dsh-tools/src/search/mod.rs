@@ -52,17 +52,14 @@ impl SearchRoot {
             .as_ref()
             .map_or_else(|| cwd.to_path_buf(), |r| cwd.join(r));
         if let Err(error) = std::fs::metadata(&walk) {
+            // What the reference shows: ripgrep's exit status and its walk error, which names
+            // the path as given.
             let shown = raw.as_deref().unwrap_or(cwd).display();
-            let hint = if error.kind() == std::io::ErrorKind::NotFound {
-                "; give an existing file or directory, absolute or relative to the workspace"
-            } else {
-                ""
-            };
             return Err(search_error(
                 "SEARCH_FAILED",
                 format!(
-                    "{tool} cannot search {shown}: {}{hint}",
-                    crate::path::io_reason(&error)
+                    "{tool} search failed (exit 2): rg: {shown}: IO error for operation on \
+                     {shown}: {error}"
                 ),
             ));
         }
@@ -219,15 +216,22 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_root_is_named_with_a_hint() {
+    fn a_missing_root_is_reported_as_ripgrep_reports_it() {
         let dir = tempfile::tempdir().unwrap();
         let error = SearchRoot::new("grep", dir.path(), Some("nope")).unwrap_err();
         assert_eq!(
             error.message,
-            "grep cannot search nope: no such file or directory; give an existing file or \
-             directory, absolute or relative to the workspace"
+            "grep search failed (exit 2): rg: nope: IO error for operation on nope: No such \
+             file or directory (os error 2)"
         );
         assert_eq!(error.code(), Some("SEARCH_FAILED"));
+        std::fs::write(dir.path().join("a.txt"), "a").unwrap();
+        let error = SearchRoot::new("glob", dir.path(), Some("a.txt/x")).unwrap_err();
+        assert_eq!(
+            error.message,
+            "glob search failed (exit 2): rg: a.txt/x: IO error for operation on a.txt/x: Not a \
+             directory (os error 20)"
+        );
     }
 
     #[tokio::test]

@@ -99,17 +99,26 @@ impl StreamCapture {
         self.total > self.kept.len() as u64
     }
 
-    /// The full copy's path, or `(unavailable)`.
-    pub fn spill_path(&self) -> String {
+    /// The full copy's path, when there is one.
+    pub fn spill_file(&self) -> Option<String> {
         match &self.spill {
-            Spill::Open(_, path) => path.display().to_string(),
-            _ => "(unavailable)".to_owned(),
+            Spill::Open(_, path) => Some(path.display().to_string()),
+            _ => None,
         }
     }
 
-    /// The kept tail as text, starting at a character boundary.
+    /// The full copy's path, or `(unavailable)`.
+    pub fn spill_path(&self) -> String {
+        self.spill_file()
+            .unwrap_or_else(|| "(unavailable)".to_owned())
+    }
+
+    /// The kept tail as text. The window is cut byte-exactly, as the reference's is: a character
+    /// cut in two at its start reads as one U+FFFD per byte left of it, so the model sees that
+    /// something was cut there.
     pub fn text(&self) -> String {
-        decode(&self.kept.iter().copied().collect::<Vec<u8>>())
+        let (a, b) = self.kept.as_slices();
+        String::from_utf8_lossy(&[a, b].concat()).into_owned()
     }
 
     /// What was written since byte `cursor` of the stream; `lossy` when some of it is no longer
@@ -123,16 +132,6 @@ impl StreamCapture {
         let bytes: Vec<u8> = self.kept.iter().skip(skip).copied().collect();
         (String::from_utf8_lossy(&bytes).into_owned(), false)
     }
-}
-
-/// Bytes as text, without the broken start of a character cut by the window.
-fn decode(bytes: &[u8]) -> String {
-    let start = bytes
-        .iter()
-        .take(3)
-        .take_while(|b| (**b & 0xC0) == 0x80)
-        .count();
-    String::from_utf8_lossy(&bytes[start..]).into_owned()
 }
 
 #[cfg(test)]
@@ -160,6 +159,27 @@ mod tests {
             std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
             0o600
         );
+    }
+
+    #[test]
+    fn a_character_cut_by_the_window_reads_as_replacement_characters() {
+        for (text, kept) in [
+            // 80,001 bytes: the window starts on the second byte of an é.
+            (
+                "é".repeat(40_000) + "\n",
+                format!("\u{FFFD}{}\n", "é".repeat(31_999)),
+            ),
+            // 120,001 bytes of 3-byte characters: it starts on the second of three.
+            (
+                "中".repeat(40_000) + "a\n",
+                format!("\u{FFFD}\u{FFFD}{}a\n", "中".repeat(21_332)),
+            ),
+        ] {
+            let mut capture = StreamCapture::new(None);
+            capture.push(text.as_bytes());
+            assert_eq!(capture.text(), kept);
+            assert_eq!(capture.since(0), (kept, true));
+        }
     }
 
     #[test]

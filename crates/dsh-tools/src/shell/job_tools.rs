@@ -100,6 +100,7 @@ impl Tool for JobOutput {
                 };
                 job.wait(Duration::from_secs_f64(ms / 1000.0)).await;
             }
+            // The status is taken first: once it says the job ended, all its output is in.
             let status = job.status();
             let mut text = job.read();
             if text.is_empty() {
@@ -107,12 +108,6 @@ impl Tool for JobOutput {
             }
             if !text.ends_with('\n') {
                 text.push('\n');
-            }
-            if !status.is_live() {
-                for marker in job.sandbox_markers() {
-                    text.push_str(&marker);
-                    text.push('\n');
-                }
             }
             text.push_str(&format!("[status: {}]", status.describe()));
             if !status.is_live() {

@@ -100,8 +100,9 @@ pub struct Job {
     pub label: String,
     process: Arc<ShellProcess>,
     sandbox: Arc<SandboxFacts>,
-    /// The sandbox markers were shown (they are shown once, with the job's end).
-    sandbox_shown: AtomicBool,
+    /// The sandbox's notices once the job has ended (a denial, or the runner's failure),
+    /// worked out once and repeated on every read after that, as the reference does.
+    sandbox_notices: std::sync::OnceLock<Vec<String>>,
     /// Bytes of stdout and stderr already read.
     cursors: Mutex<(u64, u64)>,
     /// The model has seen how it ended (or ended it); no notice is due.
@@ -118,13 +119,15 @@ impl Job {
         }
     }
 
-    /// What is new on its streams: stdout, then `[stderr]` and stderr.
+    /// What is new on its streams: stdout, then `[stderr]` and stderr; then, each on its own
+    /// line, a notice when some of it is no longer in memory, and once the job has ended the
+    /// sandbox's notices (on every read).
     pub fn read(&self) -> String {
         let mut cursors = self
             .cursors
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (out, err, lossy, paths) = {
+        let (out, err, lossy, spills) = {
             let stdout = self
                 .process
                 .stdout
@@ -138,12 +141,11 @@ impl Job {
             let (out, lossy_out) = stdout.since(cursors.0);
             let (err, lossy_err) = stderr.since(cursors.1);
             *cursors = (stdout.total(), stderr.total());
-            (
-                out,
-                err,
-                lossy_out || lossy_err,
-                (stdout.spill_path(), stderr.spill_path()),
-            )
+            let spills: Vec<String> = [stdout.spill_file(), stderr.spill_file()]
+                .into_iter()
+                .flatten()
+                .collect();
+            (out, err, lossy_out || lossy_err, spills)
         };
         let mut text = out;
         if !err.is_empty() {
@@ -153,37 +155,54 @@ impl Job {
             text.push_str("[stderr]\n");
             text.push_str(&err);
         }
+        let mut notices = Vec::new();
         if lossy {
+            let paths = if spills.is_empty() {
+                "(unavailable)".to_owned()
+            } else {
+                spills.join(", ")
+            };
+            notices.push(format!(
+                "[some output was dropped from memory; full output: {paths}]"
+            ));
+        }
+        notices.extend(self.sandbox_notices());
+        if !notices.is_empty() {
             if !text.is_empty() && !text.ends_with('\n') {
                 text.push('\n');
             }
-            text.push_str(&format!(
-                "[some output was dropped from memory; full output: {}, {}]",
-                paths.0, paths.1
-            ));
+            text.push_str(&notices.join("\n"));
         }
         text
     }
 
-    /// Once the job has ended, the first call returns its sandbox markers (a denial, or the
-    /// runner's failure); later calls return nothing.
-    pub fn sandbox_markers(&self) -> Vec<String> {
+    /// Once the job has ended: the denial marker (and the escalation hint, when offered) or
+    /// the runner's failure; nothing while it runs.
+    fn sandbox_notices(&self) -> Vec<String> {
         let Some(exit) = self.process.exit() else {
             return Vec::new();
         };
-        if self.sandbox_shown.swap(true, Ordering::SeqCst) {
-            return Vec::new();
-        }
-        let text = |capture: &Mutex<super::capture::StreamCapture>| {
-            capture
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .text()
-        };
-        let (stdout, stderr) = (text(&self.process.stdout), text(&self.process.stderr));
-        self.sandbox
-            .markers(exit, &stdout, &stderr)
-            .unwrap_or_else(|failure| vec![format!("[sandbox: {failure}]")])
+        self.sandbox_notices
+            .get_or_init(|| {
+                let text = |capture: &Mutex<super::capture::StreamCapture>| {
+                    capture
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .text()
+                };
+                let (stdout, stderr) = (text(&self.process.stdout), text(&self.process.stderr));
+                self.sandbox
+                    .markers(exit, &stdout, &stderr)
+                    .unwrap_or_else(|failure| {
+                        vec![format!(
+                            "[sandbox: the sandbox runner itself failed under {} mode — the \
+                             command did not run; this is a sandbox problem, not a command \
+                             failure]",
+                            failure.mode
+                        )]
+                    })
+            })
+            .clone()
     }
 
     /// Waits until it ends or `limit` passes.
@@ -268,7 +287,7 @@ impl JobRegistry {
             label: label.to_owned(),
             process,
             sandbox,
-            sandbox_shown: AtomicBool::new(false),
+            sandbox_notices: std::sync::OnceLock::new(),
             cursors: Mutex::new((0, 0)),
             reported: AtomicBool::new(false),
             noticed: AtomicBool::new(false),
