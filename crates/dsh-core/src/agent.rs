@@ -8,11 +8,12 @@ use dsh_protocol::{
     AbortReason, AssistantMessageRecord, Block, Failure, FailureCode, FinishReason, Message,
     Record, Role, ToolCallRecord, ToolOutputPart, ToolResultRecord, ToolSpec, TurnEndReason, Usage,
 };
-use dsh_tools::{ErrorInfo, ToolContext, ToolOutcome, ToolRegistry, ToolSession};
+use dsh_tools::{ErrorInfo, PreparedCall, ToolContext, ToolOutcome, ToolRegistry, ToolSession};
 use futures_util::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+use crate::compaction::{Compactor, History};
 use crate::{CoreError, Session};
 
 /// How the agent drives the model.
@@ -127,11 +128,8 @@ pub struct Agent {
     events: UnboundedSender<AgentEvent>,
     system: String,
     specs: Vec<ToolSpec>,
-    /// The prompt tokens the last answered request reported, and how many history messages
-    /// it carried: the base of the next size measurement.
-    last_prompt: Option<(u64, usize)>,
-    /// The history's length when a summary last failed: not retried before it grows.
-    summary_failed_at: Option<usize>,
+    /// Keeps the history inside the context window.
+    compactor: Compactor,
     /// Folders already looked at for nested instruction files.
     probed: std::collections::HashSet<std::path::PathBuf>,
 }
@@ -152,7 +150,7 @@ impl Agent {
         session: Session,
         events: UnboundedSender<AgentEvent>,
     ) -> Self {
-        let mut system = crate::system_prompt(&config.model, session.cwd(), &tools);
+        let mut system = crate::prompt::system_prompt(&config.model, session.cwd(), &tools);
         for fact in &config.context {
             system.push_str("\n\n");
             system.push_str(fact);
@@ -162,19 +160,33 @@ impl Agent {
             provider,
             tools,
             tool_session,
+            compactor: Compactor::new(config.context_window),
             config,
             session,
             events,
             system,
             specs,
-            last_prompt: None,
-            summary_failed_at: None,
             probed: std::collections::HashSet::new(),
         }
     }
 
     pub fn session(&self) -> &Session {
         &self.session
+    }
+
+    /// The compactor, and the history it works on with what it needs to ask for a summary.
+    fn compaction(&mut self) -> (&mut Compactor, History<'_>) {
+        (
+            &mut self.compactor,
+            History {
+                session: &mut self.session,
+                events: &self.events,
+                provider: self.provider.as_ref(),
+                model: &self.config.model,
+                system: &self.system,
+                specs: &self.specs,
+            },
+        )
     }
 
     /// Runs the task: one turn, then, while background jobs still run, waits (up to
@@ -257,12 +269,14 @@ impl Agent {
             }
             step += 1;
             self.commit(Record::StepStart { turn, step })?;
-            let mut spent = self.compact(turn, "threshold", stop).await?;
+            let (compactor, history) = self.compaction();
+            let mut spent = compactor.compact(history, turn, "threshold", stop).await?;
             let mut outcome = self.step(turn, step, stop).await?;
             if is_overflow(&outcome) {
                 // The provider says the request does not fit: compact as far as possible and
                 // try the step once more.
-                let (changed, cost) = self.compact_all(turn, stop).await?;
+                let (compactor, history) = self.compaction();
+                let (changed, cost) = compactor.compact_all(history, turn, stop).await?;
                 spent.add(&cost);
                 if changed {
                     spent.add(&outcome.usage);
@@ -340,11 +354,7 @@ impl Agent {
         };
         // The size measurement takes the answering attempt alone; billing takes them all.
         let billed = completion.billed();
-        let u = completion.usage;
-        self.last_prompt = (u.unreported_calls == 0).then_some((
-            u.input_tokens + u.cache_read_tokens + u.cache_write_tokens,
-            sent_len,
-        ));
+        self.compactor.measured(&completion.usage, sent_len);
         let text = completion.message.text();
         let calls: Vec<(String, String, String)> = completion
             .message
@@ -368,8 +378,17 @@ impl Agent {
             })
         } else {
             let cut_off = completion.finish == FinishReason::MaxTokens;
-            self.run_tools(turn, step, &calls, cut_off, stop).await?;
-            self.deliver_nested_instructions(turn, &calls)?;
+            let prepared: Vec<PreparedCall> = calls
+                .iter()
+                .map(|(_, name, arguments)| self.tools.prepare(name, arguments))
+                .collect();
+            let touched: Vec<String> = prepared
+                .iter()
+                .filter_map(|call| call.touched_path().map(str::to_owned))
+                .collect();
+            self.run_tools(turn, step, &calls, prepared, cut_off, stop)
+                .await?;
+            self.deliver_nested_instructions(turn, &touched)?;
             // The results go back to the model in the next step, even after a cut-off answer:
             // only a step without tool calls ends the turn.
             stop.is_requested().then(|| stop.turn_end())
@@ -381,179 +400,6 @@ impl Agent {
         })
     }
 
-    /// The history's size as the next request would carry it.
-    fn pressure(&self) -> u64 {
-        let history = self.session.history();
-        match self.last_prompt {
-            Some((tokens, len)) if len <= history.len() => {
-                tokens + crate::compaction::estimate_tokens(&history[len..])
-            }
-            _ => {
-                crate::compaction::estimate_tokens(history) + (self.system.len() as u64).div_ceil(4)
-            }
-        }
-    }
-
-    /// Compacts when the history has reached its share of the window; returns what the
-    /// summary request cost.
-    async fn compact(&mut self, turn: u32, reason: &str, stop: &Stop) -> Result<Usage, CoreError> {
-        use crate::compaction::{RETAIN_RATIO, TRIGGER_RATIO};
-        let window = self.config.context_window;
-        let limit = (window as f64 * TRIGGER_RATIO) as u64;
-        if self.pressure() < limit {
-            return Ok(Usage::default());
-        }
-        self.prune(turn)?;
-        if self.pressure() < limit {
-            return Ok(Usage::default());
-        }
-        // A summary that failed is not asked for again until the history has grown.
-        if self.summary_failed_at == Some(self.session.history().len()) {
-            return Ok(Usage::default());
-        }
-        let retain = (window as f64 * RETAIN_RATIO) as u64;
-        Ok(self.summarise(turn, reason, retain, stop).await?.1)
-    }
-
-    /// After an overflow: prunes, and summarises all but the last unit. Returns whether the
-    /// history changed, and what the summary request cost.
-    async fn compact_all(&mut self, turn: u32, stop: &Stop) -> Result<(bool, Usage), CoreError> {
-        use crate::compaction::{estimate_tokens, head_cut, is_tool_result, split_point};
-        let mut changed = self.prune(turn)?;
-        let mut spent = Usage::default();
-        // The history just overflowed, so a request for all of it would too: summarise the
-        // oldest half, then the oldest half of what is left, a few times.
-        for _ in 0..3 {
-            let history = self.session.history();
-            let half = estimate_tokens(history) / 2;
-            let Some(last_unit) = split_point(history, 0) else {
-                break;
-            };
-            // At least the oldest whole unit, even when it alone is more than half.
-            let first_unit = (2..history.len())
-                .find(|&i| !is_tool_result(&history[i]))
-                .unwrap_or(last_unit);
-            let cut = head_cut(history, half)
-                .unwrap_or(0)
-                .max(first_unit)
-                .min(last_unit);
-            // A head of one message (the last round's checkpoint) is not worth a request.
-            if cut < 2 {
-                break;
-            }
-            let (summarised, usage) = self.summarise_head(turn, "overflow", cut, stop).await?;
-            spent.add(&usage);
-            if !summarised {
-                break;
-            }
-            changed = true;
-        }
-        Ok((changed, spent))
-    }
-
-    /// Cuts long tool results to head and tail; whether any was.
-    fn prune(&mut self, turn: u32) -> Result<bool, CoreError> {
-        let pruned = crate::compaction::prunable(self.session.history());
-        let any = !pruned.is_empty();
-        for (index, call_id, message) in pruned {
-            self.commit(Record::CompactionPrune(
-                dsh_protocol::CompactionPruneRecord {
-                    turn,
-                    index: index as u32,
-                    call_id,
-                    message,
-                },
-            ))?;
-        }
-        if any {
-            self.last_prompt = None;
-        }
-        Ok(any)
-    }
-
-    /// Replaces the older history, all but about `retain` tokens, by the model's summary of
-    /// it. A failed summary request, or a summary no smaller than what it condenses, changes
-    /// nothing; its usage is counted either way.
-    async fn summarise(
-        &mut self,
-        turn: u32,
-        reason: &str,
-        retain: u64,
-        stop: &Stop,
-    ) -> Result<(bool, Usage), CoreError> {
-        let Some(cut) = crate::compaction::split_point(self.session.history(), retain) else {
-            return Ok((false, Usage::default()));
-        };
-        self.summarise_head(turn, reason, cut, stop).await
-    }
-
-    /// Replaces the first `cut` messages of the history by the model's summary of them.
-    async fn summarise_head(
-        &mut self,
-        turn: u32,
-        reason: &str,
-        cut: usize,
-        stop: &Stop,
-    ) -> Result<(bool, Usage), CoreError> {
-        use crate::compaction::{
-            SUMMARY_INSTRUCTION, SUMMARY_MAX_TOKENS, checkpoint, estimate_tokens,
-        };
-        let history = self.session.history();
-        let before = estimate_tokens(history);
-        let condensed = estimate_tokens(&history[..cut]);
-        let mut messages = history[..cut].to_vec();
-        messages.push(Message::user_text(SUMMARY_INSTRUCTION));
-        let request = ModelRequest {
-            model: &self.config.model,
-            system: &self.system,
-            messages: &messages,
-            tools: &self.specs,
-            // Thinking would eat the summary's output budget; the summary needs none.
-            effort: Effort::Off,
-            max_output_tokens: Some(SUMMARY_MAX_TOKENS),
-        };
-        // The summary is not shown as it streams: it is not an answer to the user.
-        let mut quiet = |_| {};
-        let answer = tokio::select! {
-            biased;
-            () = stop.token().cancelled() => return Ok((false, Usage::unreported())),
-            answer = self.provider.complete(request, &mut quiet) => answer,
-        };
-        let completion = match answer {
-            Ok(completion) => completion,
-            Err(error) => {
-                self.summary_failed_at = Some(self.session.history().len());
-                return Ok((false, error.usage));
-            }
-        };
-        let summary = completion.message.text();
-        let replacement = checkpoint(&summary);
-        let replacement_size = estimate_tokens(std::slice::from_ref(&replacement));
-        // A summary cut at its output limit is half a checkpoint: it would replace the history
-        // for good, so it is not used.
-        if summary.trim().is_empty()
-            || completion.finish == FinishReason::MaxTokens
-            || replacement_size >= condensed
-        {
-            self.summary_failed_at = Some(self.session.history().len());
-            return Ok((false, completion.billed()));
-        }
-        self.commit(Record::CompactionSummary(
-            dsh_protocol::CompactionSummaryRecord {
-                turn,
-                replaced: cut as u32,
-                message: replacement,
-                reason: reason.to_owned(),
-                tokens_before: before,
-                tokens_after: before - condensed + replacement_size,
-                model: self.config.model.clone(),
-                usage: completion.billed(),
-            },
-        ))?;
-        self.last_prompt = None;
-        Ok((true, completion.billed()))
-    }
-
     /// Runs the calls of one answer: a run of consecutive parallel-safe calls together (at most
     /// `max_parallel_tools` in flight), any other call alone; results committed in call order.
     async fn run_tools(
@@ -561,6 +407,7 @@ impl Agent {
         turn: u32,
         step: u32,
         calls: &[(String, String, String)],
+        prepared: Vec<PreparedCall>,
         cut_off: bool,
         stop: &Stop,
     ) -> Result<(), CoreError> {
@@ -570,8 +417,9 @@ impl Agent {
             cancel: stop.token().clone(),
             session: self.tool_session.clone(),
         };
+        let mut prepared = prepared.into_iter().peekable();
         let mut next = 0;
-        while next < calls.len() {
+        while let Some(call) = prepared.next() {
             if stop.is_requested() {
                 for (id, name, arguments) in &calls[next..] {
                     self.commit_call(turn, step, id, name, arguments)?;
@@ -585,35 +433,32 @@ impl Agent {
                 return Ok(());
             }
             let (id, name, arguments) = &calls[next];
-            if cut_off && serde_json::from_str::<serde_json::Value>(arguments).is_err() {
+            if cut_off && !call.arguments_are_json() {
                 self.commit_call(turn, step, id, name, arguments)?;
                 self.commit_result(turn, step, id, cut_off_outcome())?;
                 next += 1;
                 continue;
             }
-            let group_end = if self.tools.is_parallel_safe(name, arguments) {
-                next + calls[next..]
-                    .iter()
-                    .take_while(|(_, name, args)| self.tools.is_parallel_safe(name, args))
-                    .count()
-            } else {
-                next + 1
-            };
-            let group = &calls[next..group_end];
+            let mut group = vec![call];
+            if group[0].parallel_safe() {
+                while let Some(more) = prepared.next_if(PreparedCall::parallel_safe) {
+                    group.push(more);
+                }
+            }
+            let group_end = next + group.len();
             // The whole group is recorded as started before it runs: its calls are read-only,
             // so a crash in between costs nothing but a re-run.
-            for (id, name, arguments) in group {
+            for (id, name, arguments) in &calls[next..group_end] {
                 self.commit_call(turn, step, id, name, arguments)?;
             }
-            let tools = &self.tools;
             let ctx = &ctx;
-            let mut outcomes = futures_util::stream::iter(group)
-                .map(|(id, name, arguments)| {
+            let mut outcomes = futures_util::stream::iter(calls[next..group_end].iter().zip(group))
+                .map(|((id, _, _), call)| {
                     let ctx = ToolContext {
                         call_id: id.clone(),
                         ..ctx.clone()
                     };
-                    async move { tools.execute(name, arguments, &ctx).await }
+                    async move { call.run(&ctx).await }
                 })
                 .buffered(self.config.max_parallel_tools.max(1));
             let mut position = next;
@@ -658,31 +503,19 @@ impl Agent {
         self.commit(result_record(turn, step, id, outcome))
     }
 
-    /// Instruction files in folders the file tools just reached, as user messages after the
-    /// results.
+    /// Instruction files in folders the file tools just reached (`touched`: the paths their
+    /// calls worked on), as user messages after the results.
     fn deliver_nested_instructions(
         &mut self,
         turn: u32,
-        calls: &[(String, String, String)],
+        touched: &[String],
     ) -> Result<(), CoreError> {
         let Some(settings) = self.config.nested_instructions.clone() else {
             return Ok(());
         };
         let cwd = self.session.cwd().to_path_buf();
         let mut messages = Vec::new();
-        for (_, name, arguments) in calls {
-            if !matches!(
-                name.as_str(),
-                "read" | "write" | "edit" | "read_image" | "str_replace_editor"
-            ) {
-                continue;
-            }
-            let Ok(args) = serde_json::from_str::<serde_json::Value>(arguments) else {
-                continue;
-            };
-            let Some(path) = args["file_path"].as_str().or_else(|| args["path"].as_str()) else {
-                continue;
-            };
+        for path in touched {
             messages.extend(crate::instructions::nested(
                 &cwd,
                 std::path::Path::new(path),
@@ -722,7 +555,7 @@ impl Agent {
     }
 }
 
-fn commit(
+pub(crate) fn commit(
     session: &mut Session,
     events: &UnboundedSender<AgentEvent>,
     record: Record,

@@ -12,12 +12,12 @@
 mod agent;
 mod builder;
 mod catalog;
-pub mod compaction;
+mod compaction;
 pub mod config;
 mod dotenv;
 mod error;
 mod home;
-pub mod instructions;
+mod instructions;
 mod lock;
 mod log;
 mod prompt;
@@ -26,12 +26,6 @@ mod session;
 
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
 pub use builder::{AgentBuilder, Processes, Run, StartedRun};
-
-/// What `dsh sandbox check` prints for these settings, and whether any backend can confine
-/// commands here.
-pub fn sandbox_report(settings: &Settings) -> (String, bool) {
-    dsh_sandbox::Sandbox::new(settings.sandbox()).report()
-}
 pub use catalog::{SessionSummary, list_sessions, session_log_path};
 pub use config::{Config, ConfigError, ConfigFiles, Environment, Flags, Settings, SetupError};
 pub use dotenv::{Credentials, DotenvError, EnvSource};
@@ -39,7 +33,12 @@ pub use dotenv::{Credentials, DotenvError, EnvSource};
 pub use dsh_llm::StreamDelta;
 pub use error::CoreError;
 pub use home::dsh_home;
+pub use instructions::InstructionSettings;
 pub use log::{LoadedLog, LogOptions, SessionLog, read_log};
-pub use prompt::system_prompt;
-pub use repair::{NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, repair};
 pub use session::Session;
+
+/// What `dsh sandbox check` prints for these settings, and whether any backend can confine
+/// commands here.
+pub fn sandbox_report(settings: &Settings) -> (String, bool) {
+    dsh_sandbox::Sandbox::new(settings.sandbox()).report()
+}

@@ -69,6 +69,10 @@ impl Tool for Edit {
         &self.parameters
     }
 
+    fn touched_path<'a>(&self, args: &'a Arguments) -> Option<&'a str> {
+        args.str("file_path")
+    }
+
     fn guidance(&self) -> Option<&str> {
         Some(
             "`edit` replaces old_string with new_string; old_string must match the file exactly \

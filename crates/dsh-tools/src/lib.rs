@@ -49,7 +49,7 @@ pub use observe::{Observation, ObservationMap, Version};
 pub use path::{Target, resolve};
 pub use read::Read;
 pub use read_image::ReadImage;
-pub use registry::{ToolGroup, ToolOutcome, ToolRegistry};
+pub use registry::{PreparedCall, ToolGroup, ToolOutcome, ToolRegistry};
 pub use schema::{Arguments, Param, ParamType, Parameters};
 pub use search::glob::Glob;
 pub use search::grep::Grep;
@@ -178,6 +178,20 @@ pub trait Tool: Send + Sync {
     /// Whether calls may run alongside other parallel-safe calls (they neither change state nor
     /// depend on the order of other calls). Exclusive by default.
     fn parallel_safe(&self) -> bool {
+        false
+    }
+
+    /// The file or folder a call works on, as the model gave it, when the tool works on one:
+    /// the agent then looks for instruction files (nested `AGENTS.md`) in its folder.
+    fn touched_path<'a>(&self, args: &'a Arguments) -> Option<&'a str> {
+        let _ = args;
+        None
+    }
+
+    /// Whether the tool keeps its results within bounds itself (paging, caps with their own
+    /// notes), so the registry must not spill them: a spill would only send the model to read
+    /// the spill file.
+    fn bounds_own_output(&self) -> bool {
         false
     }
 

@@ -72,6 +72,15 @@ impl Tool for Read {
         &self.parameters
     }
 
+    fn touched_path<'a>(&self, args: &'a Arguments) -> Option<&'a str> {
+        args.str("file_path")
+    }
+
+    /// Pages by line window and caps bytes itself, with notes that say how to read on.
+    fn bounds_own_output(&self) -> bool {
+        true
+    }
+
     fn guidance(&self) -> Option<&str> {
         Some(
             "Look at files with `read` instead of `cat`, `head` or `sed` in a shell. Lines come \

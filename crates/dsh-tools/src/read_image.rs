@@ -56,6 +56,10 @@ impl Tool for ReadImage {
         &self.parameters
     }
 
+    fn touched_path<'a>(&self, args: &'a Arguments) -> Option<&'a str> {
+        args.str("file_path")
+    }
+
     fn parallel_safe(&self) -> bool {
         true
     }

@@ -1,11 +1,12 @@
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use dsh_protocol::{ErrorInfo, ToolOutputPart, ToolSpec};
 use futures_util::FutureExt;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::{Arguments, Tool, ToolContext, ToolError, ToolOutput};
 
 /// The result of one call, ready to be sent back to the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,7 +53,7 @@ pub struct ToolRegistry {
 }
 
 struct Entry {
-    tool: Box<dyn Tool>,
+    tool: Arc<dyn Tool>,
     /// The group that brought it, if any.
     group: Option<String>,
 }
@@ -102,7 +103,10 @@ impl ToolRegistry {
 
     fn insert(&mut self, tool: Box<dyn Tool>, group: Option<String>) {
         self.tools.retain(|e| e.tool.name() != tool.name());
-        self.tools.push(Entry { tool, group });
+        self.tools.push(Entry {
+            tool: Arc::from(tool),
+            group,
+        });
         self.tools.sort_by(|a, b| a.tool.name().cmp(b.tool.name()));
     }
 
@@ -163,59 +167,95 @@ impl ToolRegistry {
         self.tools.iter().map(|e| e.tool.name())
     }
 
-    fn find(&self, name: &str) -> Option<&dyn Tool> {
-        self.tools
-            .iter()
-            .find(|e| e.tool.name() == name)
-            .map(|e| e.tool.as_ref())
-    }
-
-    /// Whether a call may run next to other parallel-safe calls: only a known tool that says so,
-    /// called with valid arguments.
-    pub fn is_parallel_safe(&self, name: &str, arguments: &str) -> bool {
-        self.find(name).is_some_and(|tool| {
-            tool.parallel_safe()
-                && tool
-                    .parameters()
-                    .validate(parse_arguments(arguments))
-                    .is_ok()
-        })
+    /// Looks a call's tool up and parses and checks its arguments, once: what the agent then
+    /// asks of the call (may it run in parallel, which path does it touch) and running it use
+    /// the same parsed arguments.
+    pub fn prepare(&self, name: &str, arguments: &str) -> PreparedCall {
+        let Some(tool) = self.tools.iter().find(|e| e.tool.name() == name) else {
+            return PreparedCall {
+                name: name.to_owned(),
+                json: !parse_arguments(arguments).is_string(),
+                checked: Err(ToolError::coded(
+                    "ToolNotFoundError",
+                    "UNKNOWN_TOOL",
+                    format!("unknown tool \"{name}\""),
+                )),
+            };
+        };
+        let value = parse_arguments(arguments);
+        PreparedCall {
+            name: name.to_owned(),
+            json: !value.is_string(),
+            checked: tool
+                .tool
+                .parameters()
+                .validate(value)
+                .map(|args| (tool.tool.clone(), args)),
+        }
     }
 
     /// Runs one call. Every failure, from an unknown tool to a panic inside one, becomes an
     /// error result.
     pub async fn execute(&self, name: &str, arguments: &str, ctx: &ToolContext) -> ToolOutcome {
-        let Some(tool) = self.find(name) else {
-            return ToolOutcome::failure(ToolError::coded(
-                "ToolNotFoundError",
-                "UNKNOWN_TOOL",
-                format!("unknown tool \"{name}\""),
-            ));
-        };
-        let args = match tool.parameters().validate(parse_arguments(arguments)) {
-            Ok(args) => args,
+        self.prepare(name, arguments).run(ctx).await
+    }
+}
+
+/// One call whose tool was looked up and whose arguments were parsed and checked; an unknown
+/// tool or bad arguments are kept as the error the call answers with.
+pub struct PreparedCall {
+    name: String,
+    /// Whether the argument text was JSON at all (an answer cut off mid-call leaves it torn).
+    json: bool,
+    checked: Result<(Arc<dyn Tool>, Arguments), ToolError>,
+}
+
+impl PreparedCall {
+    /// Whether it may run next to other parallel-safe calls: a known tool that says so, with
+    /// valid arguments.
+    pub fn parallel_safe(&self) -> bool {
+        self.checked
+            .as_ref()
+            .is_ok_and(|(tool, _)| tool.parallel_safe())
+    }
+
+    /// Whether its argument text parsed as JSON (empty text counts as `{}`).
+    pub fn arguments_are_json(&self) -> bool {
+        self.json
+    }
+
+    /// The file or folder it works on, when its tool works on one.
+    pub fn touched_path(&self) -> Option<&str> {
+        let (tool, args) = self.checked.as_ref().ok()?;
+        tool.touched_path(args)
+    }
+
+    /// Runs it. A panic inside the tool, or the run being stopped, is an error result too.
+    pub async fn run(self, ctx: &ToolContext) -> ToolOutcome {
+        let name = self.name;
+        let (tool, args) = match self.checked {
+            Ok(checked) => checked,
             Err(error) => return ToolOutcome::failure(error),
         };
         let run = AssertUnwindSafe(tool.call(args, ctx)).catch_unwind();
         let result = tokio::select! {
             biased;
             () = ctx.cancel.cancelled() => Err(ToolError::coded("AbortError", "ABORTED", "tool call aborted")),
-            result = run => result.unwrap_or_else(|panic| Err(panicked(name, &panic))),
+            result = run => result.unwrap_or_else(|panic| Err(panicked(&name, &panic))),
         };
         let mut outcome = match result {
             Ok(output) => ToolOutcome::success(output),
             Err(error) => ToolOutcome::failure(error),
         };
-        // `read` bounds itself: spilling it would only send the model to read the spill file.
         // An image result is small text next to an image, which a spill would lose.
         let has_image = outcome
             .parts
             .iter()
             .any(|p| matches!(p, ToolOutputPart::Image { .. }));
-        if name != "read"
+        if !tool.bounds_own_output()
             && !has_image
             && let Some(preview) =
-                crate::spill::spill_preview(&ctx.session.spill, name, &outcome.text())
+                crate::spill::spill_preview(&ctx.session.spill, &name, &outcome.text())
         {
             outcome.parts = vec![ToolOutputPart::Text { text: preview }];
         }
@@ -338,8 +378,16 @@ mod tests {
     #[test]
     fn only_valid_calls_of_parallel_safe_tools_run_in_parallel() {
         let registry = registry();
-        assert!(registry.is_parallel_safe("read", r#"{"file_path":"a"}"#));
-        assert!(!registry.is_parallel_safe("read", r#"{"file_path":1}"#));
-        assert!(!registry.is_parallel_safe("nope", "{}"));
+        let read = registry.prepare("read", r#"{"file_path":"a"}"#);
+        assert!(read.parallel_safe());
+        assert_eq!(read.touched_path(), Some("a"));
+        assert!(
+            !registry
+                .prepare("read", r#"{"file_path":1}"#)
+                .parallel_safe()
+        );
+        assert!(!registry.prepare("nope", "{}").parallel_safe());
+        assert!(!registry.prepare("read", "{\"file_").arguments_are_json());
+        assert!(registry.prepare("read", "").arguments_are_json());
     }
 }

@@ -94,6 +94,10 @@ impl Tool for StrReplaceEditor {
         &self.parameters
     }
 
+    fn touched_path<'a>(&self, args: &'a Arguments) -> Option<&'a str> {
+        args.str("path")
+    }
+
     fn call<'a>(&'a self, args: Arguments, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let command = args.str("command").unwrap_or_default().to_owned();

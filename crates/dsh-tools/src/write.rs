@@ -52,6 +52,10 @@ impl Tool for Write {
         &self.parameters
     }
 
+    fn touched_path<'a>(&self, args: &'a Arguments) -> Option<&'a str> {
+        args.str("file_path")
+    }
+
     fn guidance(&self) -> Option<&str> {
         Some(
             "`write` creates a file or replaces all of it; an existing file must be read first, \

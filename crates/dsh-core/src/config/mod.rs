@@ -6,7 +6,7 @@
 mod files;
 mod layers;
 mod route;
-pub mod rows;
+mod rows;
 mod settings;
 mod shown;
 

@@ -10,6 +10,10 @@
 //! is tried once more. Both steps are records in the log, so a resumed session rebuilds the
 //! same history.
 
+mod compactor;
+
+pub(crate) use compactor::{Compactor, History};
+
 use dsh_protocol::{Block, Message, Role, ToolOutputPart};
 
 /// The share of the context window at which compaction starts.

@@ -1,0 +1,233 @@
+//! The [`Compactor`]: keeps a session's history inside the model's context window, from one
+//! request to the next. It measures the history as the next request would carry it (the last
+//! answered request's reported prompt size plus an estimate of what came after), prunes long
+//! tool results when it reaches its share of the window, and then has the model summarise the
+//! oldest part.
+
+use dsh_llm::{Effort, ModelRequest, Provider};
+use dsh_protocol::{
+    CompactionPruneRecord, CompactionSummaryRecord, FinishReason, Message, Record, ToolSpec, Usage,
+};
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::{
+    RETAIN_RATIO, SUMMARY_INSTRUCTION, SUMMARY_MAX_TOKENS, TRIGGER_RATIO, checkpoint,
+    estimate_tokens, head_cut, is_tool_result, prunable, split_point,
+};
+use crate::agent::commit;
+use crate::{AgentEvent, CoreError, Session, Stop};
+
+/// What compaction works on: the session (whose log records each change) and what it needs to
+/// ask the model for a summary, as the agent's requests are made.
+pub(crate) struct History<'a> {
+    pub session: &'a mut Session,
+    pub events: &'a UnboundedSender<AgentEvent>,
+    pub provider: &'a dyn Provider,
+    pub model: &'a str,
+    pub system: &'a str,
+    pub specs: &'a [ToolSpec],
+}
+
+impl History<'_> {
+    fn commit(&mut self, record: Record) -> Result<(), CoreError> {
+        commit(self.session, self.events, record)
+    }
+}
+
+/// The state compaction keeps between requests.
+#[derive(Debug)]
+pub(crate) struct Compactor {
+    /// The model's context window in tokens.
+    window: u64,
+    /// The prompt tokens the last answered request reported, and how many history messages
+    /// it carried: the base of the next size measurement.
+    last_prompt: Option<(u64, usize)>,
+    /// The history's length when a summary last failed: not retried before it grows.
+    summary_failed_at: Option<usize>,
+}
+
+impl Compactor {
+    pub(crate) fn new(window: u64) -> Self {
+        Compactor {
+            window,
+            last_prompt: None,
+            summary_failed_at: None,
+        }
+    }
+
+    /// After an answered request that carried `sent_len` messages: what it reported is the
+    /// base of the next measurement (an attempt that reported nothing leaves none).
+    pub(crate) fn measured(&mut self, usage: &Usage, sent_len: usize) {
+        self.last_prompt = (usage.unreported_calls == 0).then_some((
+            usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+            sent_len,
+        ));
+    }
+
+    /// The history's size as the next request would carry it.
+    fn pressure(&self, h: &History<'_>) -> u64 {
+        let history = h.session.history();
+        match self.last_prompt {
+            Some((tokens, len)) if len <= history.len() => {
+                tokens + estimate_tokens(&history[len..])
+            }
+            _ => estimate_tokens(history) + (h.system.len() as u64).div_ceil(4),
+        }
+    }
+
+    /// Compacts when the history has reached its share of the window; returns what the
+    /// summary request cost.
+    pub(crate) async fn compact(
+        &mut self,
+        mut h: History<'_>,
+        turn: u32,
+        reason: &str,
+        stop: &Stop,
+    ) -> Result<Usage, CoreError> {
+        let limit = (self.window as f64 * TRIGGER_RATIO) as u64;
+        if self.pressure(&h) < limit {
+            return Ok(Usage::default());
+        }
+        self.prune(&mut h, turn)?;
+        if self.pressure(&h) < limit {
+            return Ok(Usage::default());
+        }
+        // A summary that failed is not asked for again until the history has grown.
+        if self.summary_failed_at == Some(h.session.history().len()) {
+            return Ok(Usage::default());
+        }
+        let retain = (self.window as f64 * RETAIN_RATIO) as u64;
+        let Some(cut) = split_point(h.session.history(), retain) else {
+            return Ok(Usage::default());
+        };
+        Ok(self
+            .summarise_head(&mut h, turn, reason, cut, stop)
+            .await?
+            .1)
+    }
+
+    /// After an overflow: prunes, and summarises all but the last unit. Returns whether the
+    /// history changed, and what the summary requests cost.
+    pub(crate) async fn compact_all(
+        &mut self,
+        mut h: History<'_>,
+        turn: u32,
+        stop: &Stop,
+    ) -> Result<(bool, Usage), CoreError> {
+        let mut changed = self.prune(&mut h, turn)?;
+        let mut spent = Usage::default();
+        // The history just overflowed, so a request for all of it would too: summarise the
+        // oldest half, then the oldest half of what is left, a few times.
+        for _ in 0..3 {
+            let history = h.session.history();
+            let half = estimate_tokens(history) / 2;
+            let Some(last_unit) = split_point(history, 0) else {
+                break;
+            };
+            // At least the oldest whole unit, even when it alone is more than half.
+            let first_unit = (2..history.len())
+                .find(|&i| !is_tool_result(&history[i]))
+                .unwrap_or(last_unit);
+            let cut = head_cut(history, half)
+                .unwrap_or(0)
+                .max(first_unit)
+                .min(last_unit);
+            // A head of one message (the last round's checkpoint) is not worth a request.
+            if cut < 2 {
+                break;
+            }
+            let (summarised, usage) = self
+                .summarise_head(&mut h, turn, "overflow", cut, stop)
+                .await?;
+            spent.add(&usage);
+            if !summarised {
+                break;
+            }
+            changed = true;
+        }
+        Ok((changed, spent))
+    }
+
+    /// Cuts long tool results to head and tail; whether any was.
+    fn prune(&mut self, h: &mut History<'_>, turn: u32) -> Result<bool, CoreError> {
+        let pruned = prunable(h.session.history());
+        let any = !pruned.is_empty();
+        for (index, call_id, message) in pruned {
+            h.commit(Record::CompactionPrune(CompactionPruneRecord {
+                turn,
+                index: index as u32,
+                call_id,
+                message,
+            }))?;
+        }
+        if any {
+            self.last_prompt = None;
+        }
+        Ok(any)
+    }
+
+    /// Replaces the first `cut` messages of the history by the model's summary of them. A
+    /// failed summary request, or a summary no smaller than what it condenses, changes
+    /// nothing; its usage is counted either way.
+    async fn summarise_head(
+        &mut self,
+        h: &mut History<'_>,
+        turn: u32,
+        reason: &str,
+        cut: usize,
+        stop: &Stop,
+    ) -> Result<(bool, Usage), CoreError> {
+        let history = h.session.history();
+        let before = estimate_tokens(history);
+        let condensed = estimate_tokens(&history[..cut]);
+        let mut messages = history[..cut].to_vec();
+        messages.push(Message::user_text(SUMMARY_INSTRUCTION));
+        let request = ModelRequest {
+            model: h.model,
+            system: h.system,
+            messages: &messages,
+            tools: h.specs,
+            // Thinking would eat the summary's output budget; the summary needs none.
+            effort: Effort::Off,
+            max_output_tokens: Some(SUMMARY_MAX_TOKENS),
+        };
+        // The summary is not shown as it streams: it is not an answer to the user.
+        let mut quiet = |_| {};
+        let answer = tokio::select! {
+            biased;
+            () = stop.token().cancelled() => return Ok((false, Usage::unreported())),
+            answer = h.provider.complete(request, &mut quiet) => answer,
+        };
+        let completion = match answer {
+            Ok(completion) => completion,
+            Err(error) => {
+                self.summary_failed_at = Some(h.session.history().len());
+                return Ok((false, error.usage));
+            }
+        };
+        let summary = completion.message.text();
+        let replacement = checkpoint(&summary);
+        let replacement_size = estimate_tokens(std::slice::from_ref(&replacement));
+        // A summary cut at its output limit is half a checkpoint: it would replace the history
+        // for good, so it is not used.
+        if summary.trim().is_empty()
+            || completion.finish == FinishReason::MaxTokens
+            || replacement_size >= condensed
+        {
+            self.summary_failed_at = Some(h.session.history().len());
+            return Ok((false, completion.billed()));
+        }
+        h.commit(Record::CompactionSummary(CompactionSummaryRecord {
+            turn,
+            replaced: cut as u32,
+            message: replacement,
+            reason: reason.to_owned(),
+            tokens_before: before,
+            tokens_after: before - condensed + replacement_size,
+            model: h.model.to_owned(),
+            usage: completion.billed(),
+        }))?;
+        self.last_prompt = None;
+        Ok((true, completion.billed()))
+    }
+}
