@@ -177,8 +177,55 @@ pub(crate) fn parse_event(data: &str) -> Result<serde_json::Value, Failure> {
     })
 }
 
+/// How one wire format builds an answer from its server-sent events.
+pub(crate) trait StreamedAnswer {
+    /// What the stream must reach before it ends, named when it does not (`message_stop`).
+    const END: &'static str;
+
+    /// Takes one event's data; the finished answer once it is complete.
+    fn event(
+        &mut self,
+        data: &str,
+        on_delta: &mut crate::DeltaSink<'_>,
+    ) -> Result<Option<crate::Completion>, crate::LlmError>;
+
+    /// What the answer has billed so far, for a failure's usage.
+    fn usage(&self) -> dsh_protocol::Usage;
+}
+
+/// Reads `response` as server-sent events into `answer` until it is complete. A stream that
+/// goes silent for `idle`, breaks, or ends before [`StreamedAnswer::END`] is a failure priced
+/// with what the answer had billed by then.
+pub(crate) async fn read_answer<A: StreamedAnswer>(
+    response: reqwest::Response,
+    idle: Duration,
+    url: &str,
+    answer: &mut A,
+    on_delta: &mut crate::DeltaSink<'_>,
+) -> Result<crate::Completion, crate::LlmError> {
+    let mut events = EventStream::new(response, idle, url);
+    while let Some(batch) = events
+        .next()
+        .await
+        .map_err(|f| crate::LlmError::new(f, answer.usage()))?
+    {
+        for event in batch {
+            if let Some(done) = answer.event(&event.data, on_delta)? {
+                return Ok(done);
+            }
+        }
+    }
+    Err(crate::LlmError::new(
+        Failure::new(
+            FailureCode::StreamClosed,
+            format!("the stream from {url} ended before {}", A::END),
+        ),
+        answer.usage(),
+    ))
+}
+
 /// A response's event stream, read batch by batch within the silence limit.
-pub(crate) struct EventStream {
+struct EventStream {
     body: std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
     decoder: crate::sse::SseDecoder,
     idle: Duration,
@@ -187,7 +234,7 @@ pub(crate) struct EventStream {
 }
 
 impl EventStream {
-    pub(crate) fn new(response: reqwest::Response, idle: Duration, url: &str) -> Self {
+    fn new(response: reqwest::Response, idle: Duration, url: &str) -> Self {
         EventStream {
             body: Box::pin(response.bytes_stream()),
             decoder: crate::sse::SseDecoder::new(),
@@ -199,7 +246,7 @@ impl EventStream {
 
     /// The next events; `Ok(None)` once the stream has ended. A silent or broken stream is a
     /// failure, which the caller prices with what it has seen.
-    pub(crate) async fn next(&mut self) -> Result<Option<Vec<crate::sse::SseEvent>>, Failure> {
+    async fn next(&mut self) -> Result<Option<Vec<crate::sse::SseEvent>>, Failure> {
         use futures_util::StreamExt as _;
         if self.ended {
             return Ok(None);

@@ -8,12 +8,11 @@
 //!
 //! Cancellation is by dropping the future: the connection is closed with it.
 
-mod anthropic;
-mod chat;
-mod completions;
+mod anthropic_messages;
+mod chat_completions;
 pub mod deepseek;
 mod http;
-mod responses;
+mod openai_responses;
 mod retry;
 pub mod sse;
 
@@ -24,9 +23,9 @@ use std::str::FromStr;
 
 use dsh_protocol::{Failure, FinishReason, Message, ToolSpec, Usage};
 
-pub use anthropic::{AnthropicConfig, AnthropicMessages};
-pub use completions::{ChatCompletions, ChatCompletionsConfig, ChatDialect};
-pub use responses::{OpenAiResponses, ResponsesConfig};
+pub use anthropic_messages::{AnthropicConfig, AnthropicMessages};
+pub use chat_completions::{ChatCompletions, ChatCompletionsConfig, ChatDialect};
+pub use openai_responses::{OpenAiResponses, ResponsesConfig};
 pub use retry::{RetryNotice, RetryPolicy, Retrying};
 
 /// Where a route's server is and how it is reached: what every wire format shares.

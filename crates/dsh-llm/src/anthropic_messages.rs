@@ -59,36 +59,15 @@ impl AnthropicMessages {
         let body = request_body(&request, self.config.thinking);
         let idle = self.config.endpoint.idle_timeout;
         let response = self.endpoint.post(body, request.model, idle).await?;
-        let mut answer = Assembler::default();
-        let mut events = http::EventStream::new(response, idle, self.endpoint.url());
-        while let Some(batch) = events
-            .next()
-            .await
-            .map_err(|f| LlmError::new(f, answer.usage()))?
-        {
-            for event in batch {
-                let data =
-                    http::parse_event(&event.data).map_err(|f| LlmError::new(f, answer.usage()))?;
-                if let Some(done) = answer
-                    .apply(&data, on_delta)
-                    .map_err(|f| LlmError::new(f, answer.usage()))?
-                {
-                    return Ok(done);
-                }
-            }
-        }
-        Err(self.fail(
-            FailureCode::StreamClosed,
-            format!(
-                "the stream from {} ended before message_stop",
-                self.endpoint.url()
-            ),
-            &answer,
-        ))
-    }
-
-    fn fail(&self, code: FailureCode, message: String, answer: &Assembler) -> LlmError {
-        LlmError::new(Failure::new(code, message), answer.usage())
+        let mut on_delta = on_delta;
+        http::read_answer(
+            response,
+            idle,
+            self.endpoint.url(),
+            &mut Assembler::default(),
+            &mut on_delta,
+        )
+        .await
     }
 }
 
@@ -240,7 +219,7 @@ fn wire_message(message: &Message) -> (&'static str, Vec<Value>) {
 fn result_part(part: &ToolOutputPart) -> Value {
     match part {
         ToolOutputPart::Text { text } => json!({"type": "text", "text": text}),
-        ToolOutputPart::Image { image } => match crate::chat::image_base64(image) {
+        ToolOutputPart::Image { image } => match crate::chat_completions::image_base64(image) {
             Ok(data) => json!({"type": "image", "source": {
                 "type": "base64",
                 "media_type": image.media_type,
@@ -262,6 +241,25 @@ struct Assembler {
     output: u64,
     reported: bool,
     stop: Option<String>,
+}
+
+impl http::StreamedAnswer for Assembler {
+    const END: &'static str = "message_stop";
+
+    fn event(
+        &mut self,
+        data: &str,
+        on_delta: &mut DeltaSink<'_>,
+    ) -> Result<Option<Completion>, LlmError> {
+        let fail = |f| LlmError::new(f, self.usage());
+        let event = http::parse_event(data).map_err(fail)?;
+        self.apply(&event, on_delta)
+            .map_err(|f| LlmError::new(f, self.usage()))
+    }
+
+    fn usage(&self) -> Usage {
+        Assembler::usage(self)
+    }
 }
 
 impl Assembler {

@@ -50,25 +50,15 @@ impl OpenAiResponses {
         let body = request_body(&request, self.config.reasoning_effort);
         let idle = self.config.endpoint.idle_timeout;
         let response = self.endpoint.post(body, request.model, idle).await?;
-        let mut answer = Assembler::default();
-        // Responses reports usage only when it completes: a failure before that is unreported.
-        let fail = |failure| LlmError::new(failure, Usage::unreported());
-        let mut events = http::EventStream::new(response, idle, self.endpoint.url());
-        while let Some(batch) = events.next().await.map_err(fail)? {
-            for event in batch {
-                let data = http::parse_event(&event.data).map_err(fail)?;
-                if let Some(done) = answer.apply(&data, on_delta)? {
-                    return Ok(done);
-                }
-            }
-        }
-        Err(fail(Failure::new(
-            FailureCode::StreamClosed,
-            format!(
-                "the stream from {} ended before response.completed",
-                self.endpoint.url()
-            ),
-        )))
+        let mut on_delta = on_delta;
+        http::read_answer(
+            response,
+            idle,
+            self.endpoint.url(),
+            &mut Assembler::default(),
+            &mut on_delta,
+        )
+        .await
     }
 }
 
@@ -115,7 +105,7 @@ pub(crate) fn request_body(request: &ModelRequest<'_>, reasoning_effort: bool) -
         body["max_output_tokens"] = json!(max);
     }
     if let Some(effort) =
-        crate::completions::openai_effort(request.effort).filter(|_| reasoning_effort)
+        crate::chat_completions::openai_effort(request.effort).filter(|_| reasoning_effort)
     {
         body["reasoning"] = json!({"effort": effort});
     }
@@ -141,7 +131,7 @@ fn push_items(out: &mut Vec<Value>, message: &Message) {
                             match part {
                                 ToolOutputPart::Text { text: t } => text.push_str(t),
                                 ToolOutputPart::Image { image } => {
-                                    match crate::chat::image_base64(image) {
+                                    match crate::chat_completions::image_base64(image) {
                                         Ok(data) => images.push(json!({
                                             "type": "input_image",
                                             "image_url": format!("data:{};base64,{data}", image.media_type),
@@ -193,6 +183,24 @@ struct Assembler {
     text: String,
     /// Calls in the order they opened: (item id, call id, name, arguments).
     calls: Vec<(String, String, String, String)>,
+}
+
+impl http::StreamedAnswer for Assembler {
+    const END: &'static str = "response.completed";
+
+    fn event(
+        &mut self,
+        data: &str,
+        on_delta: &mut DeltaSink<'_>,
+    ) -> Result<Option<Completion>, LlmError> {
+        let event = http::parse_event(data).map_err(|f| LlmError::new(f, self.usage()))?;
+        self.apply(&event, on_delta)
+    }
+
+    /// Responses reports usage only when it completes: a failure before that is unreported.
+    fn usage(&self) -> Usage {
+        Usage::unreported()
+    }
 }
 
 impl Assembler {

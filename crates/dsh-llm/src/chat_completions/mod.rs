@@ -3,16 +3,17 @@
 //! places they differ: DeepSeek's `thinking` switch and the `reasoning_content` it wants back,
 //! whether `reasoning_effort` is sent, and the role of the system prompt.
 
-use std::time::Duration;
-
 use dsh_protocol::{Failure, FailureCode, Usage};
 use reqwest::header::CONTENT_TYPE;
 
-use crate::chat::{BodyOptions, ChatAssembler, ChatChunk, request_body};
+mod wire;
+
 use crate::http;
 use crate::{
     BoxFuture, Completion, DeltaSink, Effort, EndpointConfig, LlmError, ModelRequest, Provider,
 };
+pub(crate) use wire::image_base64;
+use wire::{BodyOptions, ChatAssembler, ChatChunk, request_body};
 
 /// Which server family a route talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,55 +89,43 @@ impl ChatCompletions {
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
-        let mut assembler = ChatAssembler::default();
-
+        let mut answer = ChatAssembler::default();
         if !streamed {
             // A server that ignores `stream: true` answers with one whole completion.
             let bytes = match tokio::time::timeout(idle, response.bytes()).await {
                 Ok(Ok(bytes)) => bytes,
-                Ok(Err(e)) => return Err(self.cut_off(&e, &assembler)),
-                Err(_) => return Err(self.silent(idle, &assembler)),
+                Ok(Err(e)) => {
+                    return Err(LlmError::new(
+                        http::broken(self.endpoint.url(), &e),
+                        answer.usage_so_far(),
+                    ));
+                }
+                Err(_) => {
+                    return Err(LlmError::new(
+                        http::silent(self.endpoint.url(), idle),
+                        answer.usage_so_far(),
+                    ));
+                }
             };
             let chunk = parse_chunk(&bytes).map_err(|f| LlmError::new(f, Usage::unreported()))?;
-            self.apply(&mut assembler, chunk, &mut on_delta)?;
-            let usage = assembler.usage_so_far();
-            return assembler.finish().map_err(|f| LlmError::new(f, usage));
+            answer.chunk(chunk, &mut on_delta)?;
+            let usage = answer.usage_so_far();
+            return answer.finish().map_err(|f| LlmError::new(f, usage));
         }
-
-        let mut events = http::EventStream::new(response, idle, self.endpoint.url());
-        while let Some(batch) = events
-            .next()
-            .await
-            .map_err(|f| LlmError::new(f, assembler.usage_so_far()))?
-        {
-            for event in batch {
-                if event.data.trim() == "[DONE]" {
-                    let usage = assembler.usage_so_far();
-                    return assembler.finish().map_err(|f| LlmError::new(f, usage));
-                }
-                let chunk = parse_chunk(event.data.as_bytes())
-                    .map_err(|f| LlmError::new(f, assembler.usage_so_far()))?;
-                self.apply(&mut assembler, chunk, &mut on_delta)?;
-            }
-        }
-        Err(LlmError::new(
-            Failure::new(
-                FailureCode::StreamClosed,
-                format!(
-                    "the stream from {} ended before the answer was complete",
-                    self.endpoint.url()
-                ),
-            ),
-            assembler.usage_so_far(),
-        ))
+        http::read_answer(
+            response,
+            idle,
+            self.endpoint.url(),
+            &mut answer,
+            &mut on_delta,
+        )
+        .await
     }
+}
 
-    fn apply(
-        &self,
-        assembler: &mut ChatAssembler,
-        chunk: ChatChunk,
-        on_delta: &mut DeltaSink<'_>,
-    ) -> Result<(), LlmError> {
+impl ChatAssembler {
+    /// Takes one chunk, or the error a server sends in place of one.
+    fn chunk(&mut self, chunk: ChatChunk, on_delta: &mut DeltaSink<'_>) -> Result<(), LlmError> {
         if let Some(error) = &chunk.error {
             let detail = error
                 .get("message")
@@ -147,25 +136,37 @@ impl ChatCompletions {
                     FailureCode::Server,
                     format!("the provider failed while answering: {detail}"),
                 ),
-                assembler.usage_so_far(),
+                self.usage_so_far(),
             ));
         }
-        assembler.apply(chunk, on_delta);
+        self.apply(chunk, on_delta);
         Ok(())
     }
+}
 
-    fn cut_off(&self, error: &reqwest::Error, assembler: &ChatAssembler) -> LlmError {
-        LlmError::new(
-            http::broken(self.endpoint.url(), error),
-            assembler.usage_so_far(),
-        )
+impl http::StreamedAnswer for ChatAssembler {
+    const END: &'static str = "the answer was complete";
+
+    fn event(
+        &mut self,
+        data: &str,
+        on_delta: &mut DeltaSink<'_>,
+    ) -> Result<Option<Completion>, LlmError> {
+        if data.trim() == "[DONE]" {
+            let usage = self.usage_so_far();
+            return std::mem::take(self)
+                .finish()
+                .map(Some)
+                .map_err(|f| LlmError::new(f, usage));
+        }
+        let chunk =
+            parse_chunk(data.as_bytes()).map_err(|f| LlmError::new(f, self.usage_so_far()))?;
+        self.chunk(chunk, on_delta)?;
+        Ok(None)
     }
 
-    fn silent(&self, idle: Duration, assembler: &ChatAssembler) -> LlmError {
-        LlmError::new(
-            http::silent(self.endpoint.url(), idle),
-            assembler.usage_so_far(),
-        )
+    fn usage(&self) -> Usage {
+        self.usage_so_far()
     }
 }
 
