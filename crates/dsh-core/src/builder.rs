@@ -96,7 +96,7 @@ impl AgentBuilder {
         let settings = self.settings;
         let provider = settings.route.connect(settings.idle_timeout.value)?;
         let provider: Arc<dyn Provider> = Arc::new(Retrying::new(provider, settings.retry));
-        let sandbox = Arc::new(Sandbox::new(settings.sandbox()));
+        let sandbox = Arc::new(Sandbox::new(settings.sandbox.clone()));
         let log_options = LogOptions {
             fsync: settings.fsync.value,
             zstd: settings.compression.value == Compression::Zstd,
@@ -198,7 +198,7 @@ impl StartedRun {
         let policy = SandboxPolicy::new(mode, cwd, settings.add_dirs.value.clone());
         config.context.push(dsh_sandbox::runtime_context(
             &policy,
-            settings.network.value,
+            settings.sandbox.network,
             approval,
         ));
         let (mut tools, catalog) = base_tools(&settings);

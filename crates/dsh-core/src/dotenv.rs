@@ -71,7 +71,7 @@ pub enum EnvSource {
 }
 
 /// The credentials a run may read, by variable name.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Credentials {
     /// The launch environment's values, which win over the files.
     launch: BTreeMap<String, String>,
@@ -94,6 +94,22 @@ pub enum DotenvError {
     },
     #[error("cannot read {}: {reason}", path.display())]
     Unreadable { path: PathBuf, reason: String },
+}
+
+/// Names and where they came from only: the values are secrets.
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field(
+                "files",
+                &self
+                    .files
+                    .iter()
+                    .map(|(k, (_, p))| (k, p))
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 impl Credentials {

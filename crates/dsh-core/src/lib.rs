@@ -37,8 +37,13 @@ pub use instructions::InstructionSettings;
 pub use log::{LoadedLog, LogOptions, SessionLog, read_log};
 pub use session::Session;
 
-/// What `dsh sandbox check` prints for these settings, and whether any backend can confine
-/// commands here.
-pub fn sandbox_report(settings: &Settings) -> (String, bool) {
-    dsh_sandbox::Sandbox::new(settings.sandbox()).report()
+/// What `dsh sandbox check` prints for the sandbox settings of a run in `cwd` (only the config
+/// files' `[sandbox]` is read), and whether any backend can confine commands here.
+pub fn sandbox_report(
+    cwd: std::path::PathBuf,
+    env: &Environment,
+    patches: &[std::path::PathBuf],
+) -> Result<(String, bool), SetupError> {
+    let settings = config::sandbox_only(cwd, env, patches)?;
+    Ok(dsh_sandbox::Sandbox::new(settings).report())
 }

@@ -251,8 +251,7 @@ impl http::StreamedAnswer for Assembler {
         data: &str,
         on_delta: &mut DeltaSink<'_>,
     ) -> Result<Option<Completion>, LlmError> {
-        let fail = |f| LlmError::new(f, self.usage());
-        let event = http::parse_event(data).map_err(fail)?;
+        let event = http::parse_event(data).map_err(|f| LlmError::new(f, self.usage()))?;
         self.apply(&event, on_delta)
             .map_err(|f| LlmError::new(f, self.usage()))
     }

@@ -23,13 +23,15 @@ use std::str::FromStr;
 
 use dsh_protocol::{Failure, FinishReason, Message, ToolSpec, Usage};
 
-pub use anthropic_messages::{AnthropicConfig, AnthropicMessages};
+pub use anthropic_messages::{
+    AnthropicConfig, AnthropicMessages, DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT_MAX_TOKENS,
+};
 pub use chat_completions::{ChatCompletions, ChatCompletionsConfig, ChatDialect};
 pub use openai_responses::{OpenAiResponses, ResponsesConfig};
 pub use retry::{RetryNotice, RetryPolicy, Retrying};
 
 /// Where a route's server is and how it is reached: what every wire format shares.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct EndpointConfig {
     /// The route's name, as a user refers to it (`deepseek`, `local`).
     pub name: String,
@@ -46,6 +48,27 @@ pub struct EndpointConfig {
     pub idle_timeout: std::time::Duration,
     /// Extra headers sent with every request.
     pub headers: Vec<(String, String)>,
+}
+
+/// The key and header values are secrets: only their presence and names are shown.
+impl fmt::Debug for EndpointConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EndpointConfig")
+            .field("name", &self.name)
+            .field("base_url_source", &self.base_url_source)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[hidden]"))
+            .field("api_key_env", &self.api_key_env)
+            .field("idle_timeout", &self.idle_timeout)
+            .field(
+                "headers",
+                &self
+                    .headers
+                    .iter()
+                    .map(|(name, _)| name)
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 /// The wire format a route speaks, with the options only that format has.

@@ -174,7 +174,7 @@ impl ToolRegistry {
         let Some(tool) = self.tools.iter().find(|e| e.tool.name() == name) else {
             return PreparedCall {
                 name: name.to_owned(),
-                json: !parse_arguments(arguments).is_string(),
+                json: parse_arguments(arguments).1,
                 checked: Err(ToolError::coded(
                     "ToolNotFoundError",
                     "UNKNOWN_TOOL",
@@ -182,10 +182,10 @@ impl ToolRegistry {
                 )),
             };
         };
-        let value = parse_arguments(arguments);
+        let (value, json) = parse_arguments(arguments);
         PreparedCall {
             name: name.to_owned(),
-            json: !value.is_string(),
+            json,
             checked: tool
                 .tool
                 .parameters()
@@ -205,7 +205,8 @@ impl ToolRegistry {
 /// tool or bad arguments are kept as the error the call answers with.
 pub struct PreparedCall {
     name: String,
-    /// Whether the argument text was JSON at all (an answer cut off mid-call leaves it torn).
+    /// Whether the argument text is whole JSON (an answer cut off mid-call leaves it torn, or
+    /// empty when it was cut right after the tool's name).
     json: bool,
     checked: Result<(Arc<dyn Tool>, Arguments), ToolError>,
 }
@@ -219,7 +220,8 @@ impl PreparedCall {
             .is_ok_and(|(tool, _)| tool.parallel_safe())
     }
 
-    /// Whether its argument text parsed as JSON (empty text counts as `{}`).
+    /// Whether its argument text is whole JSON: not torn, not empty (running the call still
+    /// reads empty text as `{}`).
     pub fn arguments_are_json(&self) -> bool {
         self.json
     }
@@ -263,13 +265,14 @@ impl PreparedCall {
     }
 }
 
-/// Arguments as the executor reads them: empty text is `{}`; text that is not JSON stays a
-/// string, which then fails validation as a non-object.
-fn parse_arguments(arguments: &str) -> Value {
-    if arguments.trim().is_empty() {
-        return Value::Object(Map::new());
+/// Arguments as the executor reads them, and whether the text was whole JSON: empty text is
+/// `{}`; text that is not JSON stays a string, which then fails validation as a non-object.
+fn parse_arguments(arguments: &str) -> (Value, bool) {
+    match serde_json::from_str(arguments) {
+        Ok(value) => (value, true),
+        Err(_) if arguments.trim().is_empty() => (Value::Object(Map::new()), false),
+        Err(_) => (Value::String(arguments.to_owned()), false),
     }
-    serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
 }
 
 fn panicked(name: &str, panic: &(dyn std::any::Any + Send)) -> ToolError {
@@ -388,6 +391,7 @@ mod tests {
         );
         assert!(!registry.prepare("nope", "{}").parallel_safe());
         assert!(!registry.prepare("read", "{\"file_").arguments_are_json());
-        assert!(registry.prepare("read", "").arguments_are_json());
+        assert!(!registry.prepare("read", "").arguments_are_json());
+        assert!(registry.prepare("read", "\"a\"").arguments_are_json());
     }
 }

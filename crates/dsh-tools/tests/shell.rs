@@ -332,7 +332,7 @@ async fn a_loud_job_keeps_memory_bounded_and_its_output_on_disk() {
     .await;
     let job = sh.shell.jobs.get("bash-1").unwrap();
     job.wait(Duration::from_secs(30)).await;
-    let text = job.read();
+    let text = job.read(true);
     let (kept, rest) = text
         .split_once("[some output was dropped from memory; full output: ")
         .unwrap();

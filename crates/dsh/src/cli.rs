@@ -25,7 +25,7 @@ pub enum Command {
     SandboxCheck {
         patches: Vec<std::path::PathBuf>,
     },
-    /// `--dump-config`: the merged settings and where each came from.
+    /// `--dump-config`: every setting in effect and where each came from.
     DumpConfig(RunArgs),
     /// `dsh sessions list`: this directory's sessions, newest first.
     SessionsList,
@@ -346,7 +346,8 @@ Options:
       --add-dir <dir>     Another writable directory: absolute, existing, its real
                           path (repeatable)
       --session-id <id>   Continue that session (from the directory it ran in)
-      --dump-config       Print the merged settings and where each came from, and exit
+      --dump-config       Print every setting in effect (defaults included, secrets hidden)
+                          and where each came from, and exit
   -h, --help              Print this help
   -V, --version           Print the version
 

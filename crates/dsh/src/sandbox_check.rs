@@ -1,7 +1,7 @@
 //! `dsh sandbox check`: which backend would confine commands here, why each other one cannot,
 //! and what to do about it.
 
-use dsh_core::{Environment, Flags, Settings, SetupError};
+use dsh_core::{Environment, SetupError};
 
 /// Prints the report to stdout; the status is 0 when some backend can confine commands.
 pub fn run(patches: &[std::path::PathBuf]) -> u8 {
@@ -19,10 +19,5 @@ pub fn run(patches: &[std::path::PathBuf]) -> u8 {
 }
 
 fn report(patches: &[std::path::PathBuf]) -> Result<(String, bool), SetupError> {
-    let flags = Flags {
-        patches: patches.to_vec(),
-        ..Flags::default()
-    };
-    let settings = Settings::load(crate::place::cwd()?, &Environment::from_process(), &flags)?;
-    Ok(dsh_core::sandbox_report(&settings))
+    dsh_core::sandbox_report(crate::place::cwd()?, &Environment::from_process(), patches)
 }

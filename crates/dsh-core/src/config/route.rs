@@ -42,7 +42,7 @@ pub struct Route {
 
 /// A route's key: looked up at resolution, required only when the run connects, so that
 /// `--dump-config` can say it is missing instead of failing.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub enum ApiKey {
     /// The route declares no key variable: its server needs none.
     NotNeeded,
@@ -188,7 +188,18 @@ impl Route {
             }),
             None,
         );
-        r.none_means(&max_output_tokens, "the server's default");
+        if kind.value == ProviderKind::AnthropicMessages {
+            // The Messages API requires a number: dsh sends its own default.
+            r.none_means(
+                &max_output_tokens,
+                &format!(
+                    "{}, dsh's default for anthropic-messages",
+                    dsh_llm::ANTHROPIC_DEFAULT_MAX_TOKENS
+                ),
+            );
+        } else {
+            r.none_means(&max_output_tokens, "the server's default");
+        }
         let image_input = r.setting(
             "route.image_input",
             from_tables(r, &tables, "image_input", |m| m.image_input),
@@ -197,14 +208,19 @@ impl Route {
         let reasoning_effort = r.setting(
             "route.reasoning_effort",
             from_tables(r, &tables, "reasoning_effort", |m| m.reasoning_effort),
-            // The DeepSeek API always gets the effort (and its thinking switch).
-            is_deepseek,
+            false,
         );
+        if is_deepseek {
+            r.explain_last("always: the DeepSeek API gets the effort and its thinking switch");
+        }
         let system_role = r.setting(
             "route.system_role",
             from_tables(r, &tables, "system_role", |m| m.system_role),
             SystemRole::System,
         );
+        if kind.value != ProviderKind::OpenAiCompletions {
+            r.explain_last(&format!("not read by {} routes", kind.value));
+        }
         let prices = r.setting(
             "route.prices",
             from_tables(r, &tables, "prices", |m| m.prices.map(Some)),
@@ -268,6 +284,13 @@ impl Route {
             ProviderKind::AnthropicMessages => WireFormat::AnthropicMessages { thinking: effort },
         };
         dsh_llm::connect(endpoint, format).map_err(|failure| SetupError(failure.message))
+    }
+}
+
+/// Never the key itself.
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ApiKey({}, from {})", self.shown(), self.source())
     }
 }
 

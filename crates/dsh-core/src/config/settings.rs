@@ -88,17 +88,27 @@ pub struct Flags {
 
 /// The process environment as the settings read it: a snapshot, so a run and `--dump-config`
 /// (and tests) resolve from the same values.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Environment {
     vars: BTreeMap<String, String>,
 }
 
+/// Names only: the values hold secrets.
+impl fmt::Debug for Environment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.vars.keys()).finish()
+    }
+}
+
 impl Environment {
-    /// This process's environment (names or values that are not UTF-8 are left out: none that
-    /// dsh reads can be).
+    /// This process's environment; a name or value that is not UTF-8 is read lossily, as dsh
+    /// has always read its variables.
     pub fn from_process() -> Self {
-        Environment::from_pairs(std::env::vars_os().filter_map(|(name, value)| {
-            Some((name.into_string().ok()?, value.into_string().ok()?))
+        Environment::from_pairs(std::env::vars_os().map(|(name, value)| {
+            (
+                name.to_string_lossy().into_owned(),
+                value.to_string_lossy().into_owned(),
+            )
         }))
     }
 
@@ -157,7 +167,7 @@ pub struct McpServerSettings {
 }
 
 /// How an MCP server is reached.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub enum McpTransport {
     /// A child process; `env` is set over what it inherits (secrets and `DSH_*` scrubbed).
     Stdio {
@@ -170,6 +180,34 @@ pub enum McpTransport {
         url: String,
         headers: Vec<(String, String)>,
     },
+}
+
+/// `env` and `headers` values (and a URL, which can carry a token) often hold secrets: only
+/// names are shown.
+impl fmt::Debug for McpTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            McpTransport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+                .field("cwd", cwd)
+                .finish(),
+            McpTransport::Http { headers, .. } => f
+                .debug_struct("Http")
+                .field(
+                    "headers",
+                    &headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                )
+                .finish_non_exhaustive(),
+        }
+    }
 }
 
 /// Everything a run is built from.
@@ -192,9 +230,8 @@ pub struct Settings {
     pub permission_mode: Sourced<SandboxMode>,
     pub approval: Sourced<ApprovalPolicy>,
     pub add_dirs: Sourced<Vec<PathBuf>>,
-    pub sandbox_backend: Sourced<BackendChoice>,
-    pub network: Sourced<bool>,
-    pub bwrap: Sourced<Option<PathBuf>>,
+    /// The sandbox backends and the network switch (`[sandbox]`).
+    pub sandbox: SandboxSettings,
     pub str_replace_editor: Sourced<bool>,
     /// Name fragments of inherited variables kept from commands (upper case).
     pub scrub: Sourced<Vec<String>>,
@@ -248,11 +285,14 @@ impl Settings {
         let credentials = crate::Credentials::load(&cwd, &home.value, env)?;
         let idle_ms = r.setting(
             "requests.idle_timeout_ms",
-            [r.file("requests.idle_timeout_ms", config.requests.idle_timeout_ms)],
+            // 0 would give up at once; the shortest wait is 1 ms.
+            [r.file(
+                "requests.idle_timeout_ms",
+                config.requests.idle_timeout_ms.map(|ms| ms.max(1)),
+            )],
             IDLE_TIMEOUT_MS,
         );
-        let idle_timeout =
-            Sourced::new(Duration::from_millis(idle_ms.value.max(1)), idle_ms.source);
+        let idle_timeout = Sourced::new(Duration::from_millis(idle_ms.value), idle_ms.source);
         let route = Route::resolve(&mut r, &model, env, &credentials)?;
         let effort = r.setting(
             "effort",
@@ -305,22 +345,7 @@ impl Settings {
             [flag(add_dirs, "--add-dir")],
             Vec::new(),
         );
-        let sandbox_backend = r.setting(
-            "sandbox.backend",
-            [r.file("sandbox.backend", config.sandbox.backend)],
-            BackendChoice::Auto,
-        );
-        let network = r.setting(
-            "sandbox.network",
-            [r.file("sandbox.network", config.sandbox.network)],
-            true,
-        );
-        let bwrap = r.setting(
-            "sandbox.bwrap",
-            [r.file("sandbox.bwrap", config.sandbox.bwrap.clone().map(Some))],
-            None,
-        );
-        r.none_means(&bwrap, "looked up: the system folders, then PATH");
+        let sandbox = sandbox_settings(&mut r, config);
         let str_replace_editor = r.setting(
             "tools.str_replace_editor",
             [r.file("tools.str_replace_editor", config.tools.str_replace_editor)],
@@ -478,9 +503,7 @@ impl Settings {
             permission_mode,
             approval,
             add_dirs,
-            sandbox_backend,
-            network,
-            bwrap,
+            sandbox,
             str_replace_editor,
             scrub,
             job_wait,
@@ -511,15 +534,6 @@ impl Settings {
         ));
         rows.sort_by(|a, b| a.key.cmp(&b.key));
         rows
-    }
-
-    /// The sandbox's own settings.
-    pub fn sandbox(&self) -> SandboxSettings {
-        SandboxSettings {
-            backend: self.sandbox_backend.value,
-            network: self.network.value,
-            bwrap: self.bwrap.value.clone(),
-        }
     }
 
     /// How dsh's home is named to the model: `~/.dsh` when it is the default one.
@@ -555,8 +569,49 @@ impl Settings {
     }
 }
 
+/// `[sandbox]`: which backends may confine commands, and whether they may use the network.
+fn sandbox_settings(r: &mut Resolver<'_>, config: &Config) -> SandboxSettings {
+    let backend = r.setting(
+        "sandbox.backend",
+        [r.file("sandbox.backend", config.sandbox.backend)],
+        BackendChoice::Auto,
+    );
+    let network = r.setting(
+        "sandbox.network",
+        [r.file("sandbox.network", config.sandbox.network)],
+        true,
+    );
+    let bwrap = r.setting(
+        "sandbox.bwrap",
+        [r.file("sandbox.bwrap", config.sandbox.bwrap.clone().map(Some))],
+        None,
+    );
+    r.none_means(&bwrap, "looked up: the system folders, then PATH");
+    SandboxSettings {
+        backend: backend.value,
+        network: network.value,
+        bwrap: bwrap.value,
+    }
+}
+
+/// The sandbox settings alone, for `dsh sandbox check`: only the config files are read, so a
+/// problem elsewhere in the settings (a route, a `.env` file) does not hide the sandbox's.
+pub fn sandbox_only(
+    cwd: PathBuf,
+    env: &Environment,
+    patches: &[PathBuf],
+) -> Result<SandboxSettings, SetupError> {
+    let home = home(env)?;
+    let files = ConfigFiles::load(&home.value, &cwd, patches)?;
+    let mut r = Resolver {
+        files: &files,
+        rows: Vec::new(),
+    };
+    Ok(sandbox_settings(&mut r, files.config()))
+}
+
 /// dsh's home: `DSH_HOME`, else `~/.dsh`.
-fn home(env: &Environment) -> Result<Sourced<PathBuf>, SetupError> {
+pub fn home(env: &Environment) -> Result<Sourced<PathBuf>, SetupError> {
     let path = crate::dsh_home(env.raw("DSH_HOME"), env.get("HOME").map(Path::new))?;
     Ok(match env.get("DSH_HOME") {
         Some(_) => Sourced::new(path, Source::Env("DSH_HOME")),
@@ -616,9 +671,15 @@ impl<'a> Resolver<'a> {
 
     /// Says what the last recorded value means when it is none (`"none"` alone says little).
     pub(super) fn none_means<T>(&mut self, value: &Sourced<Option<T>>, meaning: &str) {
-        if value.value.is_none()
-            && let Some(row) = self.rows.last_mut()
-        {
+        if value.value.is_none() {
+            self.explain_last(meaning);
+        }
+    }
+
+    /// Shows the last recorded value as what it means for this run, where the value alone
+    /// would mislead (a switch the route's wire format does not read).
+    pub(super) fn explain_last(&mut self, meaning: &str) {
+        if let Some(row) = self.rows.last_mut() {
             row.value = format!("{meaning:?}");
         }
     }

@@ -17,8 +17,6 @@ pub struct SettingRow {
     pub value: String,
     /// Where it came from: `default`, a file's path, a variable or a flag.
     pub source: String,
-    /// Whether it is dsh's built-in default.
-    pub is_default: bool,
 }
 
 impl SettingRow {
@@ -28,17 +26,11 @@ impl SettingRow {
             key,
             value,
             source: source.to_string(),
-            is_default: *source == Source::Default,
         }
     }
 
     pub(super) fn described(key: String, value: String, source: String) -> Self {
-        SettingRow {
-            key,
-            value,
-            source,
-            is_default: false,
-        }
+        SettingRow { key, value, source }
     }
 }
 

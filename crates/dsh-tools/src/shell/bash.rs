@@ -191,7 +191,8 @@ async fn timed_out(
 ) -> Result<String, ToolError> {
     match shell.jobs.adopt(command, process.clone(), facts.clone()) {
         Ok(job) => {
-            let mut text = job.read();
+            // Reported as running: how it ends (and its sandbox notices) come with job_output.
+            let mut text = job.read(false);
             if !text.is_empty() && !text.ends_with('\n') {
                 text.push('\n');
             }

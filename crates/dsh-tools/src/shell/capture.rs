@@ -139,7 +139,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keeps_the_tail_on_a_character_boundary_and_spills_the_whole() {
+    fn keeps_the_last_bytes_and_spills_the_whole() {
         let dir = tempfile::tempdir().unwrap();
         let mut capture = StreamCapture::new(Some(SpillTarget {
             dir: dir.path().join("s"),

@@ -102,7 +102,7 @@ impl Tool for JobOutput {
             }
             // The status is taken first: once it says the job ended, all its output is in.
             let status = job.status();
-            let mut text = job.read();
+            let mut text = job.read(!status.is_live());
             if text.is_empty() {
                 text.push_str("(no new output)");
             }

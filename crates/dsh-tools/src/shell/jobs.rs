@@ -120,9 +120,10 @@ impl Job {
     }
 
     /// What is new on its streams: stdout, then `[stderr]` and stderr; then, each on its own
-    /// line, a notice when some of it is no longer in memory, and once the job has ended the
-    /// sandbox's notices (on every read).
-    pub fn read(&self) -> String {
+    /// line, a notice when some of it is no longer in memory, and, when `ended` (the status the
+    /// caller shows with this read says the job has ended), the sandbox's notices, on every
+    /// such read.
+    pub fn read(&self, ended: bool) -> String {
         let mut cursors = self
             .cursors
             .lock()
@@ -166,7 +167,9 @@ impl Job {
                 "[some output was dropped from memory; full output: {paths}]"
             ));
         }
-        notices.extend(self.sandbox_notices());
+        if ended {
+            notices.extend(self.sandbox_notices());
+        }
         if !notices.is_empty() {
             if !text.is_empty() && !text.ends_with('\n') {
                 text.push('\n');
