@@ -8,7 +8,9 @@ use dsh_protocol::{
     AbortReason, AssistantMessageRecord, Block, Failure, FailureCode, FinishReason, Message,
     Record, Role, ToolCallRecord, ToolOutputPart, ToolResultRecord, ToolSpec, TurnEndReason, Usage,
 };
-use dsh_tools::{ErrorInfo, PreparedCall, ToolContext, ToolOutcome, ToolRegistry, ToolSession};
+use dsh_tools::{
+    ErrorInfo, PreparedCall, ToolContext, ToolEffect, ToolOutcome, ToolRegistry, ToolSession,
+};
 use futures_util::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -386,12 +388,24 @@ impl Agent {
                 .iter()
                 .filter_map(|call| call.touched_path().map(str::to_owned))
                 .collect();
-            self.run_tools(turn, step, &calls, prepared, cut_off, stop)
+            let ended = self
+                .run_tools(turn, step, &calls, prepared, cut_off, stop)
                 .await?;
             self.deliver_nested_instructions(turn, &touched)?;
-            // The results go back to the model in the next step, even after a cut-off answer:
-            // only a step without tool calls ends the turn.
-            stop.is_requested().then(|| stop.turn_end())
+            match ended {
+                // A tool ended the turn (a plan submitted with no one to approve it): its text
+                // is the answer.
+                Some((reason, answer)) => {
+                    return Ok(StepOutcome {
+                        usage: billed,
+                        text: answer,
+                        end: Some(reason),
+                    });
+                }
+                // The results go back to the model in the next step, even after a cut-off
+                // answer: only a step without tool calls ends the turn.
+                None => stop.is_requested().then(|| stop.turn_end()),
+            }
         };
         Ok(StepOutcome {
             usage: billed,
@@ -401,7 +415,9 @@ impl Agent {
     }
 
     /// Runs the calls of one answer: a run of consecutive parallel-safe calls together (at most
-    /// `max_parallel_tools` in flight), any other call alone; results committed in call order.
+    /// `max_parallel_tools` in flight), any other call alone; results committed in call order,
+    /// each followed by what its effect records. Returns how the turn ends when a call's effect
+    /// ends it, with the answer.
     async fn run_tools(
         &mut self,
         turn: u32,
@@ -410,7 +426,8 @@ impl Agent {
         prepared: Vec<PreparedCall>,
         cut_off: bool,
         stop: &Stop,
-    ) -> Result<(), CoreError> {
+    ) -> Result<Option<(TurnEndReason, String)>, CoreError> {
+        let mut ending = None;
         let ctx = ToolContext {
             call_id: String::new(),
             cwd: self.session.cwd().to_path_buf(),
@@ -430,7 +447,7 @@ impl Agent {
                     ));
                     self.commit_result(turn, step, id, outcome)?;
                 }
-                return Ok(());
+                return Ok(ending);
             }
             let (id, name, arguments) = &calls[next];
             if cut_off && !call.arguments_are_json() {
@@ -462,18 +479,30 @@ impl Agent {
                 })
                 .buffered(self.config.max_parallel_tools.max(1));
             let mut position = next;
-            while let Some(outcome) = outcomes.next().await {
+            while let Some(mut outcome) = outcomes.next().await {
                 let id = &calls[position].0;
+                let effect = outcome.effect.take();
                 commit(
                     &mut self.session,
                     &self.events,
                     result_record(turn, step, id, outcome),
                 )?;
+                match effect {
+                    Some(ToolEffect::Todos(todos)) => {
+                        commit(
+                            &mut self.session,
+                            &self.events,
+                            Record::TodoWrite { turn, todos },
+                        )?;
+                    }
+                    Some(ToolEffect::EndTurn { reason, text }) => ending = Some((reason, text)),
+                    None => {}
+                }
                 position += 1;
             }
             next = group_end;
         }
-        Ok(())
+        Ok(ending)
     }
 
     fn commit_call(
@@ -590,6 +619,7 @@ fn cut_off_outcome() -> ToolOutcome {
         }],
         is_error: true,
         error: Some(ErrorInfo::new("ToolArgsError", "INVALID_ARGS")),
+        effect: None,
     }
 }
 

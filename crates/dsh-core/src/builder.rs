@@ -17,8 +17,8 @@ use dsh_protocol::Prices;
 use dsh_sandbox::{Sandbox, SandboxMode, SandboxPolicy};
 use dsh_tools::ToolGroup;
 use dsh_tools::{
-    AttachmentStore, ModelCaps, Shell, ShellEnv, SpillStore, StrReplaceEditor, ToolRegistry,
-    ToolSession,
+    AttachmentStore, ExitPlanMode, ModelCaps, Shell, ShellEnv, SpillStore, StrReplaceEditor,
+    TodoWrite, ToolRegistry, ToolSession,
 };
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 
@@ -193,8 +193,9 @@ impl StartedRun {
             )
         };
         config.nested_instructions = Some(instructions.clone());
-        let mode = settings.permission_mode.value;
+        let mode = settings.permission_mode.value.sandbox();
         let approval = settings.approval.value;
+        let plan_mode = settings.permission_mode.value.is_plan();
         let policy = SandboxPolicy::new(mode, cwd, settings.add_dirs.value.clone());
         config.context.push(dsh_sandbox::runtime_context(
             &policy,
@@ -216,6 +217,7 @@ impl StartedRun {
             ToolSession::new(policy, SpillStore::new(session.dir().join("spill")), model)
                 .with_attachments(AttachmentStore::new(home.join("attachments")))
                 .with_approval(approval)
+                .with_plan_mode(plan_mode)
                 .with_shell(shell.clone());
         let (tx, events) = mpsc::unbounded_channel();
         let agent = Agent::new(provider, tools, Arc::new(tool_session), config, session, tx);
@@ -231,8 +233,13 @@ impl StartedRun {
 /// The tools a run offers before its MCP servers join, and the skill catalog for the system
 /// prompt when there are skills.
 fn base_tools(settings: &Settings) -> (ToolRegistry, Option<String>) {
-    let confining = settings.permission_mode.value != SandboxMode::DangerFullAccess;
+    let mode = settings.permission_mode.value;
+    let confining = mode.sandbox() != SandboxMode::DangerFullAccess;
     let mut tools = ToolRegistry::with_file_tools(confining);
+    tools.register(Box::new(TodoWrite::default()));
+    if mode.is_plan() {
+        tools.register(Box::new(ExitPlanMode::default()));
+    }
     let skills = dsh_tools::skill::discover(&settings.skill_roots());
     let catalog = dsh_tools::skill::catalog(&skills);
     if catalog.is_some() {

@@ -74,7 +74,8 @@ pub fn repair(records: &[RecordEnvelope]) -> Vec<Record> {
             }
             Record::UserMessage { .. }
             | Record::CompactionPrune(_)
-            | Record::CompactionSummary(_) => {}
+            | Record::CompactionSummary(_)
+            | Record::TodoWrite { .. } => {}
         }
     }
     let Some(turn) = open_turn else {

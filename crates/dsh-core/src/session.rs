@@ -1,6 +1,6 @@
 use std::path::{Path, PathBuf};
 
-use dsh_protocol::{Block, Message, Record, RecordEnvelope, SessionHeader};
+use dsh_protocol::{Block, Message, Record, RecordEnvelope, SessionHeader, TodoItem};
 
 use crate::CoreError;
 use crate::lock::SessionLock;
@@ -18,6 +18,8 @@ pub struct Session {
     /// Whether instructions were delivered without a record of the files (a session logged
     /// before dsh kept one): what was sent then cannot be compared with the files now.
     untracked_instructions: bool,
+    /// The model's task list, as its last `todo_write` left it.
+    todos: Vec<TodoItem>,
 }
 
 impl Session {
@@ -33,6 +35,7 @@ impl Session {
             last_turn: 0,
             loaded: Default::default(),
             untracked_instructions: false,
+            todos: Vec::new(),
         }
     }
 
@@ -92,6 +95,7 @@ impl Session {
             last_turn: 0,
             loaded: Default::default(),
             untracked_instructions: false,
+            todos: Vec::new(),
             log: SessionLog::resume(path, loaded.header, seq, file, lock, options),
         };
         let closing = crate::repair::repair(&loaded.records);
@@ -111,6 +115,11 @@ impl Session {
 
     pub fn cwd(&self) -> &Path {
         &self.cwd
+    }
+
+    /// The model's task list, as its last `todo_write` left it (a resumed session's too).
+    pub fn todos(&self) -> &[TodoItem] {
+        &self.todos
     }
 
     pub fn history(&self) -> &[Message] {
@@ -202,6 +211,7 @@ impl Session {
                 let replaced = (data.replaced as usize).min(self.history.len());
                 self.history.splice(..replaced, [data.message]);
             }
+            Record::TodoWrite { todos, .. } => self.todos = todos,
             Record::StepStart { .. }
             | Record::ToolCall(_)
             | Record::StepEnd { .. }

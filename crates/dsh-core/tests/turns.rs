@@ -168,6 +168,7 @@ fn kinds(records: &[Record]) -> Vec<&'static str> {
             Record::TurnEnd { .. } => "turn/end",
             Record::CompactionPrune(_) => "compaction/prune",
             Record::CompactionSummary(_) => "compaction/summary",
+            Record::TodoWrite { .. } => "todo/write",
         })
         .collect()
 }

@@ -19,6 +19,8 @@ pub(crate) struct McpTool {
     raw: String,
     description: String,
     parameters: Parameters,
+    /// The server says the tool changes nothing (`readOnlyHint`): it may run in plan mode.
+    read_only: bool,
     link: Arc<Link>,
 }
 
@@ -42,6 +44,11 @@ pub(crate) fn bridge(
             raw: tool.name.to_string(),
             description: tool.description.map(|d| d.to_string()).unwrap_or_default(),
             parameters: Parameters::declared(Value::Object((*tool.input_schema).clone())),
+            read_only: tool
+                .annotations
+                .as_ref()
+                .and_then(|a| a.read_only_hint)
+                .unwrap_or(false),
             link: link.clone(),
         }));
     }
@@ -65,6 +72,11 @@ impl Tool for McpTool {
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
+    }
+
+    /// Only what its server declares read-only: dsh cannot tell what else a tool changes.
+    fn plan_safe(&self) -> bool {
+        self.read_only
     }
 
     fn call<'a>(&'a self, args: Arguments, ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -111,7 +123,7 @@ impl Tool for McpTool {
                 let text: Vec<&str> = parts.iter().map(ToolOutputPart::text).collect();
                 return Err(ToolError::plain(text.join("\n")));
             }
-            Ok(ToolOutput { parts })
+            Ok(ToolOutput::parts(parts))
         })
     }
 }

@@ -96,6 +96,36 @@ pub enum Record {
     /// The start of the history replaced by a summary.
     #[serde(rename = "compaction/summary")]
     CompactionSummary(CompactionSummaryRecord),
+    /// The model's task list after a `todo_write` call: the whole list, the latest one wins
+    /// (the reference's `todo/write` event).
+    #[serde(rename = "todo/write")]
+    TodoWrite { turn: u32, todos: Vec<TodoItem> },
+}
+
+/// One task of the model's list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TodoItem {
+    pub content: String,
+    pub status: TodoStatus,
+}
+
+/// Where a task is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+impl TodoStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TodoStatus::Pending => "pending",
+            TodoStatus::InProgress => "in_progress",
+            TodoStatus::Completed => "completed",
+        }
+    }
 }
 
 /// One instruction file as a message delivered it.
@@ -197,11 +227,23 @@ pub enum TurnEndReason {
     MaxTokens,
     /// The process died mid-turn; written when the log is repaired on load.
     Interrupted,
+    /// In plan mode, the model submitted its plan (`exit_plan_mode`) and no one was there to
+    /// approve it: the plan is the turn's answer.
+    PlanSubmitted,
 }
 
 impl TurnEndReason {
     pub fn is_completed(&self) -> bool {
         matches!(self, TurnEndReason::Completed)
+    }
+
+    /// Whether the turn ended with an answer the run was asked for: a completed turn, or a plan
+    /// submitted in plan mode.
+    pub fn is_answer(&self) -> bool {
+        matches!(
+            self,
+            TurnEndReason::Completed | TurnEndReason::PlanSubmitted
+        )
     }
 }
 

@@ -50,6 +50,10 @@ pub enum StreamEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<ErrorInfo>,
     },
+    /// The model's task list, whole, each time `todo_write` changes it.
+    Todo {
+        todos: Vec<crate::TodoItem>,
+    },
     /// Always last on a run that reached the agent: the answer, how the last turn ended (`null`
     /// when it never ended) and the usage of every request the run sent. Never cut.
     #[serde(rename_all = "camelCase")]
@@ -120,6 +124,9 @@ pub fn project(record: &Record) -> Vec<StreamEvent> {
                 reason: reason.clone(),
             })]
         }
+        Record::TodoWrite { todos, .. } => vec![StreamEvent::Todo {
+            todos: todos.clone(),
+        }],
         // Compaction changes what the model is sent, not what happened; its request's usage
         // is in the step's `step_end`.
         Record::UserMessage { .. } | Record::CompactionPrune(_) | Record::CompactionSummary(_) => {

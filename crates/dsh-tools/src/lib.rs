@@ -18,6 +18,7 @@ mod error;
 mod mutate;
 mod observe;
 mod path;
+mod plan;
 mod read;
 mod read_image;
 mod registry;
@@ -27,6 +28,7 @@ mod shell;
 pub mod skill;
 mod spill;
 mod str_replace_editor;
+mod todo;
 mod write;
 
 use std::future::Future;
@@ -47,10 +49,11 @@ pub use edit::Edit;
 pub use error::{ToolError, fs_code};
 pub use observe::{Observation, ObservationMap, Version};
 pub use path::{Target, resolve};
+pub use plan::ExitPlanMode;
 pub use read::Read;
 pub use read_image::ReadImage;
 pub use registry::{PreparedCall, ToolGroup, ToolOutcome, ToolRegistry};
-pub use schema::{Arguments, Param, ParamType, Parameters};
+pub use schema::{Arguments, Param, ParamType, Parameters, Shape};
 pub use search::glob::Glob;
 pub use search::grep::Grep;
 pub use shell::bash::Bash;
@@ -58,6 +61,7 @@ pub use shell::job_tools::{JobKill, JobList, JobOutput};
 pub use shell::{DEFAULT_SCRUB, JobRegistry, MAX_RUNNING, Shell, ShellEnv};
 pub use spill::{MAX_INLINE_BYTES, SpillStore};
 pub use str_replace_editor::StrReplaceEditor;
+pub use todo::TodoWrite;
 pub use write::Write;
 
 pub use dsh_protocol::ErrorInfo;
@@ -93,6 +97,8 @@ pub struct ToolSession {
     pub attachments: Option<AttachmentStore>,
     /// The shell and its jobs; without one, `bash` and the job tools cannot work.
     pub shell: Option<Arc<Shell>>,
+    /// Plan mode: only tools that change nothing run ([`Tool::plan_safe`]).
+    pub plan_mode: bool,
 }
 
 impl ToolSession {
@@ -106,7 +112,14 @@ impl ToolSession {
             model,
             attachments: None,
             shell: None,
+            plan_mode: false,
         }
+    }
+
+    /// The session in plan mode.
+    pub fn with_plan_mode(mut self, plan_mode: bool) -> Self {
+        self.plan_mode = plan_mode;
+        self
     }
 
     /// The session with a shell for `bash` and the job tools.
@@ -146,14 +159,39 @@ pub struct ModelCaps {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
     pub parts: Vec<ToolOutputPart>,
+    /// What the call asks of the agent beyond its result.
+    pub effect: Option<ToolEffect>,
 }
 
 impl ToolOutput {
     pub fn text(text: impl Into<String>) -> Self {
+        ToolOutput::parts(vec![ToolOutputPart::Text { text: text.into() }])
+    }
+
+    pub fn parts(parts: Vec<ToolOutputPart>) -> Self {
         ToolOutput {
-            parts: vec![ToolOutputPart::Text { text: text.into() }],
+            parts,
+            effect: None,
         }
     }
+
+    pub fn with_effect(mut self, effect: ToolEffect) -> Self {
+        self.effect = Some(effect);
+        self
+    }
+}
+
+/// What a call asks of the agent beyond its result; the agent acts on it without knowing which
+/// tool asked.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolEffect {
+    /// The model's task list is now this: a session record, and an event for whoever watches.
+    Todos(Vec<dsh_protocol::TodoItem>),
+    /// The turn ends after this step, with `text` as its answer.
+    EndTurn {
+        reason: dsh_protocol::TurnEndReason,
+        text: String,
+    },
 }
 
 /// The future a tool call returns.
@@ -186,6 +224,12 @@ pub trait Tool: Send + Sync {
     fn touched_path<'a>(&self, args: &'a Arguments) -> Option<&'a str> {
         let _ = args;
         None
+    }
+
+    /// Whether calls may run in plan mode: they change no files, or change them only through
+    /// the sandbox, which plan mode makes read-only. A tool that writes files itself says no.
+    fn plan_safe(&self) -> bool {
+        true
     }
 
     /// Whether the tool keeps its results within bounds itself (paging, caps with their own

@@ -134,16 +134,14 @@ fn read_image(
         .save_image(&data)
         .map_err(|e| admission_error(&shown, e))?;
     observations.present(&target.key, Version::of(&metadata));
-    Ok(ToolOutput {
-        parts: vec![
-            ToolOutputPart::Text {
-                text: envelope(&shown, &stored),
-            },
-            ToolOutputPart::Image {
-                image: stored.image,
-            },
-        ],
-    })
+    Ok(ToolOutput::parts(vec![
+        ToolOutputPart::Text {
+            text: envelope(&shown, &stored),
+        },
+        ToolOutputPart::Image {
+            image: stored.image,
+        },
+    ]))
 }
 
 fn admission_error(shown: &str, error: ImageError) -> ToolError {

@@ -14,6 +14,8 @@ pub struct ToolOutcome {
     pub parts: Vec<ToolOutputPart>,
     pub is_error: bool,
     pub error: Option<ErrorInfo>,
+    /// What the call asks of the agent beyond its result.
+    pub effect: Option<crate::ToolEffect>,
 }
 
 impl ToolOutcome {
@@ -22,6 +24,7 @@ impl ToolOutcome {
             parts: output.parts,
             is_error: false,
             error: None,
+            effect: output.effect,
         }
     }
 
@@ -32,6 +35,7 @@ impl ToolOutcome {
             }],
             is_error: true,
             error: error.info,
+            effect: None,
         }
     }
 
@@ -239,6 +243,17 @@ impl PreparedCall {
             Ok(checked) => checked,
             Err(error) => return ToolOutcome::failure(error),
         };
+        if ctx.session.plan_mode && !tool.plan_safe() {
+            return ToolOutcome::failure(ToolError::coded(
+                "PlanModeError",
+                "PLAN_MODE",
+                format!(
+                    "{name} is not available in plan mode: it changes files, and plan mode only \
+                     explores. Finish the plan and submit it with exit_plan_mode; it is carried \
+                     out after the plan is accepted"
+                ),
+            ));
+        }
         let run = AssertUnwindSafe(tool.call(args, ctx)).catch_unwind();
         let result = tokio::select! {
             biased;

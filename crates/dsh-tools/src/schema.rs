@@ -18,6 +18,17 @@ pub enum ParamType {
     /// An array whose items have the given type.
     Array(Box<ParamType>),
     Object,
+    /// An object with declared properties (an array's items, for example).
+    Shape(Box<Shape>),
+}
+
+/// The declared properties of a nested object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shape {
+    pub params: Vec<Param>,
+    /// `Some(false)`: other properties are refused; `Some(true)`: accepted, and said so in the
+    /// schema; `None`: accepted, the schema silent.
+    pub additional: Option<bool>,
 }
 
 impl ParamType {
@@ -28,15 +39,24 @@ impl ParamType {
             ParamType::Integer => "integer",
             ParamType::Boolean => "boolean",
             ParamType::Array(_) => "array",
-            ParamType::Object => "object",
+            ParamType::Object | ParamType::Shape(_) => "object",
         }
     }
 
     fn schema(&self) -> Map<String, Value> {
         let mut node = Map::new();
         node.insert("type".into(), Value::from(self.name()));
-        if let ParamType::Array(items) = self {
-            node.insert("items".into(), Value::Object(items.schema()));
+        match self {
+            ParamType::Array(items) => {
+                node.insert("items".into(), Value::Object(items.schema()));
+            }
+            ParamType::Shape(shape) => {
+                if let Some(additional) = shape.additional {
+                    node.insert("additionalProperties".into(), Value::Bool(additional));
+                }
+                properties_schema(&shape.params, &mut node);
+            }
+            _ => {}
         }
         node
     }
@@ -49,6 +69,19 @@ impl ParamType {
             ParamType::Integer => value.as_f64().is_some_and(|n| n.fract() == 0.0),
             ParamType::Boolean => value.is_boolean(),
             ParamType::Object => value.is_object(),
+            ParamType::Shape(shape) => match value {
+                Value::Object(map) => {
+                    check_object(
+                        &shape.params,
+                        shape.additional == Some(false),
+                        map,
+                        path,
+                        out,
+                    );
+                    true
+                }
+                _ => false,
+            },
             ParamType::Array(items) => match value {
                 Value::Array(values) => {
                     for (i, item) in values.iter().enumerate() {
@@ -62,7 +95,7 @@ impl ParamType {
         if !ok {
             let article = if matches!(
                 self,
-                ParamType::Integer | ParamType::Array(_) | ParamType::Object
+                ParamType::Integer | ParamType::Array(_) | ParamType::Object | ParamType::Shape(_)
             ) {
                 "an"
             } else {
@@ -74,7 +107,7 @@ impl ParamType {
 }
 
 /// One declared argument.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Param {
     pub name: &'static str,
     pub ty: ParamType,
@@ -121,29 +154,9 @@ pub struct Parameters {
 
 impl Parameters {
     pub fn new(params: Vec<Param>) -> Self {
-        let mut properties = Map::new();
-        for param in &params {
-            let mut node = param.ty.schema();
-            node.insert(
-                "description".into(),
-                Value::from(param.description.as_str()),
-            );
-            if let Some(values) = &param.one_of {
-                node.insert("enum".into(), json!(values));
-            }
-            properties.insert(param.name.into(), Value::Object(node));
-        }
-        let required: Vec<&str> = params
-            .iter()
-            .filter(|p| p.required)
-            .map(|p| p.name)
-            .collect();
         let mut schema = Map::new();
         schema.insert("type".into(), Value::from("object"));
-        schema.insert("properties".into(), Value::Object(properties));
-        if !required.is_empty() {
-            schema.insert("required".into(), json!(required));
-        }
+        properties_schema(&params, &mut schema);
         Parameters {
             params,
             schema: Value::Object(schema),
@@ -165,38 +178,93 @@ impl Parameters {
     }
 
     /// Validates a model's arguments: missing required properties first, then each declared
-    /// property in order, all violations joined as the reference does.
+    /// property in order, all violations joined as the reference does. The root is open.
     pub fn validate(&self, value: Value) -> Result<Arguments, ToolError> {
         let Value::Object(map) = value else {
             return Err(invalid(vec!["\"arguments\" must be an object".to_owned()]));
         };
         let mut violations = Vec::new();
-        for param in self.params.iter().filter(|p| p.required) {
-            if !map.contains_key(param.name) {
-                violations.push(format!("missing required property \"{}\"", param.name));
-            }
-        }
-        for param in &self.params {
-            let Some(value) = map.get(param.name) else {
-                continue;
-            };
-            let before = violations.len();
-            param.ty.check(value, param.name, &mut violations);
-            if violations.len() == before
-                && let (Some(allowed), Some(text)) = (&param.one_of, value.as_str())
-                && !allowed.contains(&text)
-            {
-                violations.push(format!(
-                    "\"{}\" must be one of {}",
-                    param.name,
-                    json!(allowed)
-                ));
-            }
-        }
+        check_object(&self.params, false, &map, "", &mut violations);
         if violations.is_empty() {
             Ok(Arguments(map))
         } else {
             Err(invalid(violations))
+        }
+    }
+}
+
+/// `properties` and `required` of an object's schema.
+fn properties_schema(params: &[Param], node: &mut Map<String, Value>) {
+    let mut properties = Map::new();
+    for param in params {
+        let mut child = param.ty.schema();
+        child.insert(
+            "description".into(),
+            Value::from(param.description.as_str()),
+        );
+        if let Some(values) = &param.one_of {
+            child.insert("enum".into(), json!(values));
+        }
+        properties.insert(param.name.into(), Value::Object(child));
+    }
+    node.insert("properties".into(), Value::Object(properties));
+    let required: Vec<&str> = params
+        .iter()
+        .filter(|p| p.required)
+        .map(|p| p.name)
+        .collect();
+    if !required.is_empty() {
+        node.insert("required".into(), json!(required));
+    }
+}
+
+/// The violations of an object at `path` (empty for the root), in the reference's order: the
+/// missing required properties, then each declared property's, then (when `closed`) the
+/// undeclared properties in the order they were given.
+fn check_object(
+    params: &[Param],
+    closed: bool,
+    map: &Map<String, Value>,
+    path: &str,
+    out: &mut Vec<String>,
+) {
+    let at = |name: &str| {
+        if path.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{path}.{name}")
+        }
+    };
+    for param in params.iter().filter(|p| p.required) {
+        if !map.contains_key(param.name) {
+            out.push(format!("missing required property \"{}\"", at(param.name)));
+        }
+    }
+    for param in params {
+        let Some(value) = map.get(param.name) else {
+            continue;
+        };
+        let before = out.len();
+        param.ty.check(value, &at(param.name), out);
+        if out.len() == before
+            && let (Some(allowed), Some(text)) = (&param.one_of, value.as_str())
+            && !allowed.contains(&text)
+        {
+            out.push(format!(
+                "\"{}\" must be one of {}",
+                at(param.name),
+                json!(allowed)
+            ));
+        }
+    }
+    if closed {
+        for key in map.keys() {
+            if !params.iter().any(|p| p.name == key) {
+                out.push(format!(
+                    "\"{}\" is not a declared property (additionalProperties: false)",
+                    at(key)
+                ));
+            }
         }
     }
 }
@@ -314,6 +382,40 @@ mod tests {
         assert_eq!(
             error(json!("raw")),
             "invalid arguments: \"arguments\" must be an object"
+        );
+    }
+
+    #[test]
+    fn nested_objects_are_checked_with_their_paths() {
+        let item = Shape {
+            params: vec![
+                Param::required("content", ParamType::String, "What."),
+                Param::required("status", ParamType::String, "State.").one_of(&["a", "b"]),
+            ],
+            additional: Some(false),
+        };
+        let params = Parameters::new(vec![Param::required(
+            "todos",
+            ParamType::Array(Box::new(ParamType::Shape(Box::new(item)))),
+            "List.",
+        )]);
+        assert_eq!(
+            params.json_schema()["properties"]["todos"]["items"],
+            json!({"type":"object","additionalProperties":false,"properties":{
+                "content":{"type":"string","description":"What."},
+                "status":{"type":"string","description":"State.","enum":["a","b"]}},
+                "required":["content","status"]})
+        );
+        assert_eq!(
+            params
+                .validate(
+                    json!({"todos":[{"content":"x","status":"c"},{"status":"a","priority":1}]})
+                )
+                .unwrap_err()
+                .message,
+            "invalid arguments: \"todos[0].status\" must be one of [\"a\",\"b\"]; missing required \
+             property \"todos[1].content\"; \"todos[1].priority\" is not a declared property \
+             (additionalProperties: false)"
         );
     }
 

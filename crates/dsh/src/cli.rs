@@ -9,7 +9,7 @@ use std::ffi::OsString;
 use std::str::FromStr;
 
 use dsh_core::Flags;
-use dsh_core::config::{ApprovalPolicy, Effort, SandboxMode};
+use dsh_core::config::{ApprovalPolicy, Effort, PermissionMode};
 
 /// The example every "task required" message gives.
 pub const TASK_REQUIRED: &str =
@@ -159,11 +159,11 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
             }
             "--permission-mode" => {
                 let mode = value("--permission-mode <mode>")?;
-                run.flags.permission_mode = Some(mode.parse::<SandboxMode>().map_err(|_| {
+                run.flags.permission_mode = Some(mode.parse::<PermissionMode>().map_err(|_| {
                     fail(
                         format!(
-                            "--permission-mode must be read-only, workspace-write or \
-                             danger-full-access, got \"{mode}\""
+                            "--permission-mode must be read-only, workspace-write, \
+                             danger-full-access or plan, got \"{mode}\""
                         ),
                         false,
                     )

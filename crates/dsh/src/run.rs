@@ -101,7 +101,7 @@ async fn set_up_and_run(
     match result {
         Ok(summary) => {
             surface.finish(&session_id, &summary);
-            if summary.reason.is_completed() { 0 } else { 1 }
+            if summary.reason.is_answer() { 0 } else { 1 }
         }
         Err(error) => {
             let message = error.to_string();

@@ -150,6 +150,12 @@ fn transcript_line(out: &mut String, record: &Record) {
                 .unwrap_or_default();
             let _ = writeln!(out, "[turn {turn} ended: {reason}]");
         }
+        Record::TodoWrite { todos, .. } => {
+            let _ = writeln!(out, "[todo list]");
+            for todo in todos {
+                let _ = writeln!(out, "  {} {}", todo.status.as_str(), todo.content);
+            }
+        }
         Record::CompactionPrune(data) => {
             let _ = writeln!(
                 out,

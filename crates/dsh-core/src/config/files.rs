@@ -9,6 +9,7 @@ use std::str::FromStr;
 use dsh_llm::Effort;
 use dsh_sandbox::escalation::ApprovalPolicy;
 use dsh_sandbox::{BackendChoice, SandboxMode};
+
 use serde::{Deserialize, Deserializer};
 
 /// The settings files can give.
@@ -84,9 +85,9 @@ pub struct JobsConfig {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SandboxConfig {
-    /// The permission mode: read-only, workspace-write or danger-full-access.
+    /// The permission mode: read-only, workspace-write, danger-full-access or plan.
     #[serde(deserialize_with = "parsed")]
-    pub mode: Option<SandboxMode>,
+    pub mode: Option<PermissionMode>,
     /// Whether confined commands may use the network (default true).
     pub network: Option<bool>,
     /// auto (bubblewrap, else Landlock), bubblewrap, or landlock.
@@ -297,5 +298,33 @@ named_enum! {
         System = "system",
         /// OpenAI's reasoning models.
         Developer = "developer",
+    }
+}
+
+named_enum! {
+    /// What a run's tools may change (`--permission-mode`, `DSH_PERMISSION_MODE`,
+    /// `sandbox.mode`): a sandbox mode, or plan mode.
+    PermissionMode, "permission mode" {
+        ReadOnly = "read-only",
+        WorkspaceWrite = "workspace-write",
+        DangerFullAccess = "danger-full-access",
+        /// Explore and plan: only tools that change nothing run, commands under a read-only
+        /// sandbox, and `exit_plan_mode` submits the plan.
+        Plan = "plan",
+    }
+}
+
+impl PermissionMode {
+    /// The sandbox mode that confines commands and file tools.
+    pub fn sandbox(self) -> SandboxMode {
+        match self {
+            PermissionMode::ReadOnly | PermissionMode::Plan => SandboxMode::ReadOnly,
+            PermissionMode::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+            PermissionMode::DangerFullAccess => SandboxMode::DangerFullAccess,
+        }
+    }
+
+    pub fn is_plan(self) -> bool {
+        self == PermissionMode::Plan
     }
 }

@@ -12,8 +12,8 @@ mod shown;
 
 pub use files::{
     ApprovalConfig, Compression, Config, InstructionsConfig, JobsConfig, McpConfig,
-    McpServerConfig, ModelConfig, ProviderConfig, ProviderKind, RequestsConfig, SandboxConfig,
-    SessionsConfig, ShellConfig, SkillsConfig, SystemRole, ToolsConfig,
+    McpServerConfig, ModelConfig, PermissionMode, ProviderConfig, ProviderKind, RequestsConfig,
+    SandboxConfig, SessionsConfig, ShellConfig, SkillsConfig, SystemRole, ToolsConfig,
 };
 pub use layers::{ConfigError, ConfigFiles, Layer};
 pub use route::{ApiKey, OTHER_WINDOW_DEFAULT, Route};
@@ -25,5 +25,4 @@ pub use shown::SettingRow;
 
 // The value types of settings that flags also set, so a front end parses them as core reads them.
 pub use dsh_llm::Effort;
-pub use dsh_sandbox::SandboxMode;
 pub use dsh_sandbox::escalation::ApprovalPolicy;

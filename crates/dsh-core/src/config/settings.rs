@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use dsh_llm::{Effort, RetryPolicy};
 use dsh_sandbox::escalation::ApprovalPolicy;
-use dsh_sandbox::{BackendChoice, SandboxMode, SandboxSettings};
+use dsh_sandbox::{BackendChoice, SandboxSettings};
 
-use super::files::{Compression, Config, McpServerConfig};
+use super::files::{Compression, Config, McpServerConfig, PermissionMode};
 use super::layers::{ConfigFiles, quote_key};
 use super::route::Route;
 use super::shown::{SettingRow, Shown};
@@ -78,7 +78,7 @@ pub struct Flags {
     pub max_steps: Option<u32>,
     /// `--patch` files, applied in order over the config files.
     pub patches: Vec<PathBuf>,
-    pub permission_mode: Option<SandboxMode>,
+    pub permission_mode: Option<PermissionMode>,
     pub approval_policy: Option<ApprovalPolicy>,
     /// More writable directories (`--add-dir`), as given.
     pub add_dirs: Vec<PathBuf>,
@@ -227,7 +227,7 @@ pub struct Settings {
     pub route: Route,
     pub effort: Sourced<Effort>,
     pub max_steps: Sourced<u32>,
-    pub permission_mode: Sourced<SandboxMode>,
+    pub permission_mode: Sourced<PermissionMode>,
     pub approval: Sourced<ApprovalPolicy>,
     pub add_dirs: Sourced<Vec<PathBuf>>,
     /// The sandbox backends and the network switch (`[sandbox]`).
@@ -310,10 +310,10 @@ impl Settings {
         let env_mode = match env.get("DSH_PERMISSION_MODE") {
             None => None,
             Some(value) => Some(Sourced::new(
-                value.trim().parse::<SandboxMode>().map_err(|_| {
+                value.trim().parse::<PermissionMode>().map_err(|_| {
                     SetupError(format!(
-                        "DSH_PERMISSION_MODE must be read-only, workspace-write or \
-                         danger-full-access, got \"{value}\""
+                        "DSH_PERMISSION_MODE must be read-only, workspace-write, \
+                         danger-full-access or plan, got \"{value}\""
                     ))
                 })?,
                 Source::Env("DSH_PERMISSION_MODE"),
@@ -326,7 +326,7 @@ impl Settings {
                 env_mode,
                 r.file("sandbox.mode", config.sandbox.mode),
             ],
-            SandboxMode::WorkspaceWrite,
+            PermissionMode::WorkspaceWrite,
         );
         let approval = r.setting(
             "approval.policy",
@@ -334,8 +334,15 @@ impl Settings {
                 flag(flags.approval_policy, "--approval-policy"),
                 r.file("approval.policy", config.approval.policy),
             ],
-            ApprovalPolicy::default_for(permission_mode.value),
+            ApprovalPolicy::default_for(permission_mode.value.sandbox()),
         );
+        // Plan mode changes nothing, so there is nothing wider to ask for.
+        let approval = if permission_mode.value.is_plan() {
+            r.explain_last("never: plan mode asks for nothing wider");
+            Sourced::new(ApprovalPolicy::Never, permission_mode.source.clone())
+        } else {
+            approval
+        };
         let add_dirs = match flags.add_dirs.as_slice() {
             [] => None,
             dirs => Some(check_add_dirs(dirs)?),

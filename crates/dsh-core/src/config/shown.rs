@@ -73,7 +73,7 @@ macro_rules! shown_named {
 }
 shown_named!(
     dsh_llm::Effort,
-    dsh_sandbox::SandboxMode,
+    super::files::PermissionMode,
     dsh_sandbox::escalation::ApprovalPolicy,
     super::files::ProviderKind,
     super::files::Compression,

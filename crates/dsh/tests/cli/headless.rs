@@ -57,6 +57,7 @@ fn a_three_step_session_prints_the_answer_and_sends_the_exact_results() {
             "job_output",
             "read",
             "read_image",
+            "todo_write",
             "write"
         ]
     );

@@ -14,6 +14,7 @@ mod sandbox;
 mod sessions;
 mod settings;
 mod signals;
+mod tools;
 
 use std::path::Path;
 

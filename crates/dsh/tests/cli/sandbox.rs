@@ -63,7 +63,7 @@ fn bad_permission_settings_fail_before_any_request() {
     assert_eq!(out.code(), Some(1));
     assert_eq!(
         out.stderr,
-        "dsh: DSH_PERMISSION_MODE must be read-only, workspace-write or danger-full-access, got \"auto\"\n"
+        "dsh: DSH_PERMISSION_MODE must be read-only, workspace-write, danger-full-access or plan, got \"auto\"\n"
     );
     let out = env.run(dsh(), &["--approval-policy", "sometimes", "go"]);
     assert_eq!(out.code(), Some(1));

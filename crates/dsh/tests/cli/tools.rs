@@ -1,0 +1,185 @@
+//! The tools beyond files and the shell: todo_write, plan mode and exit_plan_mode.
+
+use dsh_testkit::{TestEnv, Turn};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::dsh;
+
+#[test]
+fn todo_write_keeps_the_list_in_the_log_and_the_stream_across_a_resume() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "todo_write",
+            json!({"todos": [
+                {"content": "Read the parser", "status": "completed"},
+                {"content": "Fix the bug", "status": "in_progress"},
+                {"content": "Add a test", "status": "pending"},
+            ]}),
+        ),
+        Turn::text("done"),
+        Turn::tool_call(
+            "todo_write",
+            json!({"todos": [{"content": "a", "status": "in_progress"}, {"content": "b", "status": "in_progress"}]}),
+        ),
+        Turn::text("again"),
+    ]);
+    let out = env.run(dsh(), &["--json", "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let events = out.events();
+    let todo: Vec<_> = events.iter().filter(|e| e["type"] == "todo").collect();
+    assert_eq!(todo.len(), 1);
+    assert_eq!(
+        todo[0]["todos"],
+        json!([
+            {"content": "Read the parser", "status": "completed"},
+            {"content": "Fix the bug", "status": "in_progress"},
+            {"content": "Add a test", "status": "pending"},
+        ])
+    );
+    let result = events.iter().find(|e| e["type"] == "tool_result").unwrap();
+    assert_eq!(
+        result["result"],
+        "Updated todo list: 1 pending, 1 in progress, 1 completed.\n[x] Read the parser\n[>] Fix the bug\n[ ] Add a test"
+    );
+    assert!(env.session_log().contains("\"type\":\"todo/write\""));
+    // A resumed session: a refused list changes nothing, and the transcript still shows the
+    // list the first run left.
+    let id = events[0]["sessionId"].as_str().unwrap().to_owned();
+    let out = env.run(dsh(), &["--json", "--session-id", &id, "more"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let refused = out
+        .events()
+        .into_iter()
+        .find(|e| e["type"] == "tool_result")
+        .unwrap();
+    assert_eq!(refused["status"], "error");
+    assert_eq!(
+        refused["result"],
+        "Error: invalid todos: at most one task may be in_progress (got 2)"
+    );
+    assert!(!out.events().iter().any(|e| e["type"] == "todo"));
+    let shown = env.run(dsh(), &["sessions", "show", &id]);
+    assert!(
+        shown.stdout.contains("in_progress Fix the bug"),
+        "{}",
+        shown.stdout
+    );
+}
+
+#[test]
+fn plan_mode_runs_only_tools_that_change_nothing_and_ends_with_the_plan() {
+    let plan = "# Fix the parser\n\n1. Change `parse` to accept tabs.\n2. Add a test.";
+    let env = TestEnv::new(vec![
+        Turn::tool_calls(&[
+            ("read", json!({"file_path": "a.txt"})),
+            ("write", json!({"file_path": "b.txt", "content": "x"})),
+            (
+                "bash",
+                json!({"command": "touch c.txt", "description": "try"}),
+            ),
+        ]),
+        Turn::tool_call("exit_plan_mode", json!({"plan": "no heading"})),
+        Turn::tool_call("exit_plan_mode", json!({"plan": plan})),
+        Turn::text("never asked for"),
+    ]);
+    env.write("a.txt", "alpha\n");
+    let out = env.run(
+        dsh(),
+        &["--json", "--permission-mode", "plan", "plan the fix"],
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let events = out.events();
+    let results: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_result")
+        .collect();
+    assert!(results[0]["result"].as_str().unwrap().contains("1: alpha"));
+    assert_eq!(results[1]["status"], "error");
+    assert_eq!(
+        results[1]["error"],
+        json!({"name": "PlanModeError", "code": "PLAN_MODE"})
+    );
+    assert!(
+        results[1]["result"]
+            .as_str()
+            .unwrap()
+            .starts_with("Error: write is not available in plan mode: it changes files"),
+        "{}",
+        results[1]["result"]
+    );
+    // bash runs, under a read-only sandbox.
+    let bash = results[2]["result"].as_str().unwrap();
+    assert!(
+        bash.contains("[sandbox: file access denied under read-only mode]"),
+        "{bash}"
+    );
+    assert!(!env.ws_path().join("b.txt").exists());
+    assert!(!env.ws_path().join("c.txt").exists());
+    assert_eq!(
+        results[3]["result"],
+        "Error: exit_plan_mode requires a non-empty markdown plan starting with a # heading"
+    );
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "final");
+    assert_eq!(last["reason"], json!({"kind": "plan-submitted"}));
+    assert_eq!(last["text"], plan);
+    // The model was offered exit_plan_mode, and told the mode.
+    let requests = env.server.requests();
+    assert!(
+        requests[0]
+            .tool_names()
+            .contains(&"exit_plan_mode".to_owned())
+    );
+    assert_eq!(requests.len(), 3, "the plan ended the turn");
+    let system = requests[0].body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("Sandbox: read-only."), "{system}");
+    assert!(system.contains("Approval policy: never."), "{system}");
+    // In text mode the plan is the answer on stdout.
+    let env = TestEnv::new(vec![Turn::tool_call(
+        "exit_plan_mode",
+        json!({"plan": plan}),
+    )]);
+    let out = env.run(dsh(), &["--permission-mode", "plan", "plan it"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.stdout.trim_end(), plan);
+}
+
+#[test]
+fn outside_plan_mode_exit_plan_mode_is_not_offered() {
+    let env = TestEnv::new(vec![Turn::tool_call(
+        "exit_plan_mode",
+        json!({"plan": "# A plan"}),
+    )]);
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let requests = env.server.requests();
+    assert!(
+        !requests[0]
+            .tool_names()
+            .contains(&"exit_plan_mode".to_owned())
+    );
+    assert!(
+        requests[1].tool_results()[0].contains("unknown tool \"exit_plan_mode\""),
+        "{:?}",
+        requests[1].tool_results()
+    );
+    // plan is a permission mode everywhere a mode is given.
+    let out = env.run(dsh(), &["--dump-config", "--permission-mode", "plan"]);
+    assert!(
+        out.stdout.contains("sandbox.mode = \"plan\""),
+        "{}",
+        out.stdout
+    );
+    let out = dsh_testkit::RunOutput::of(
+        env.command(dsh())
+            .env("DSH_PERMISSION_MODE", "plan")
+            .arg("--dump-config"),
+    );
+    assert!(
+        out.stdout
+            .contains("approval.policy = \"never: plan mode asks for nothing wider\""),
+        "{}",
+        out.stdout
+    );
+}
