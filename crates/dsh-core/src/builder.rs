@@ -218,6 +218,8 @@ impl StartedRun {
                 .with_attachments(AttachmentStore::new(home.join("attachments")))
                 .with_approval(approval)
                 .with_plan_mode(plan_mode)
+                // Jobs nobody can read are not started: commands past their timeout stop.
+                .with_background_jobs(settings.tool_filter.allows("job_output"))
                 .with_shell(shell.clone());
         let (tx, events) = mpsc::unbounded_channel();
         let agent = Agent::new(provider, tools, Arc::new(tool_session), config, session, tx);
@@ -251,6 +253,7 @@ fn base_tools(settings: &Settings) -> (ToolRegistry, Option<String>) {
     // bash is offered in every mode, as the reference does: where no backend can confine a
     // command, each call is refused with SANDBOX_UNAVAILABLE and the model reads why.
     tools.add_shell_tools(confining);
+    tools.restrict(settings.tool_filter.clone());
     (tools, catalog)
 }
 
@@ -263,7 +266,9 @@ pub(crate) fn offered_tools(settings: &Settings) -> Vec<String> {
         settings
             .mcp_servers
             .iter()
-            .map(|server| format!("mcp__{}__*", server.name)),
+            .map(|server| format!("mcp__{}__", server.name))
+            .filter(|prefix| settings.tool_filter.may_allow_some(prefix))
+            .map(|prefix| format!("{prefix}*")),
     );
     names
 }

@@ -15,6 +15,7 @@ mod attachments;
 mod edit;
 mod edit_hint;
 mod error;
+mod filter;
 mod mutate;
 mod observe;
 mod path;
@@ -47,6 +48,7 @@ pub use attachments::{
 };
 pub use edit::Edit;
 pub use error::{ToolError, fs_code};
+pub use filter::{BUILTIN_TOOLS, ToolFilter};
 pub use observe::{Observation, ObservationMap, Version};
 pub use path::{Target, resolve};
 pub use plan::ExitPlanMode;
@@ -99,6 +101,9 @@ pub struct ToolSession {
     pub shell: Option<Arc<Shell>>,
     /// Plan mode: only tools that change nothing run ([`Tool::plan_safe`]).
     pub plan_mode: bool,
+    /// Whether commands may become background jobs: not when the job tools that read them are
+    /// withheld.
+    pub background_jobs: bool,
 }
 
 impl ToolSession {
@@ -113,7 +118,14 @@ impl ToolSession {
             attachments: None,
             shell: None,
             plan_mode: false,
+            background_jobs: true,
         }
+    }
+
+    /// The session without background jobs (the job tools are withheld).
+    pub fn with_background_jobs(mut self, background_jobs: bool) -> Self {
+        self.background_jobs = background_jobs;
+        self
     }
 
     /// The session in plan mode.

@@ -54,6 +54,8 @@ pub struct ToolRegistry {
     joins: Option<UnboundedReceiver<ToolGroup>>,
     /// The listing of each group in place.
     listings: std::collections::HashMap<String, u64>,
+    /// Which names may be offered; a tool it withholds is never put in place.
+    filter: crate::ToolFilter,
 }
 
 struct Entry {
@@ -105,7 +107,16 @@ impl ToolRegistry {
         self.insert(tool, None);
     }
 
+    /// Withholds the tools `filter` does not allow, now and whenever tools arrive.
+    pub fn restrict(&mut self, filter: crate::ToolFilter) {
+        self.tools.retain(|e| filter.allows(e.tool.name()));
+        self.filter = filter;
+    }
+
     fn insert(&mut self, tool: Box<dyn Tool>, group: Option<String>) {
+        if !self.filter.allows(tool.name()) {
+            return;
+        }
         self.tools.retain(|e| e.tool.name() != tool.name());
         self.tools.push(Entry {
             tool: Arc::from(tool),

@@ -73,6 +73,8 @@ const VALUED: &[&str] = &[
     "--approval-policy",
     "--add-dir",
     "--session-id",
+    "--tools",
+    "--disallowed-tools",
 ];
 
 /// Parses the arguments after the program name. `stdin_is_terminal` decides whether a missing
@@ -188,6 +190,18 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
                 }
                 run.flags.session_id = Some(id);
             }
+            "--tools" => {
+                // Repeatable; an empty list offers no tools at all.
+                let names = value("--tools <names>")?;
+                run.flags
+                    .tools
+                    .get_or_insert_with(Vec::new)
+                    .extend(tool_names(&names));
+            }
+            "--disallowed-tools" => {
+                let names = value("--disallowed-tools <names>")?;
+                run.flags.disallowed_tools.extend(tool_names(&names));
+            }
             "--add-dir" => {
                 let dir = value("--add-dir <dir>")?;
                 if dir.trim().is_empty() {
@@ -234,6 +248,14 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
         TaskSource::Words(task)
     };
     Ok(Command::Run(run))
+}
+
+/// Tool names given as `a,b` or `a b`.
+fn tool_names(list: &str) -> impl Iterator<Item = String> + '_ {
+    list.split([',', ' '])
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned)
 }
 
 /// Whether `--json` appears before `--`, not as the value of another option: decides how a
@@ -339,13 +361,18 @@ Options:
       --max-steps <n>     Stop a turn after this many model requests (default: 500)
       --patch <file>      Apply a config file (TOML or YAML rows) over the others (repeatable)
       --permission-mode <mode>
-                          read-only, workspace-write (default) or danger-full-access
+                          read-only, workspace-write (default), danger-full-access, or
+                          plan (explore and submit a plan; nothing is changed)
       --approval-policy <policy>
                           ask (default) or never: whether a call may ask for a
                           wider sandbox (headless has no one to ask either way)
       --add-dir <dir>     Another writable directory: absolute, existing, its real
                           path (repeatable)
       --session-id <id>   Continue that session (from the directory it ran in)
+      --tools <names>     Offer only these tools (comma-separated; mcp__<server>__* for a
+                          server's; repeatable; \"\" for none)
+      --disallowed-tools <names>
+                          Never offer these tools (comma-separated; repeatable)
       --dump-config       Print every setting in effect (defaults included, secrets hidden)
                           and where each came from, and exit
   -h, --help              Print this help
@@ -447,6 +474,30 @@ mod tests {
                 .json
         );
         assert!(!parse_args(&["--bogus", "--", "--json"]).unwrap_err().json);
+    }
+
+    #[test]
+    fn tool_lists_add_up_and_an_empty_one_allows_nothing() {
+        let Command::Run(run) = parse_args(&[
+            "--tools",
+            "read,grep",
+            "--tools=glob",
+            "--disallowed-tools",
+            "bash, write",
+            "x",
+        ])
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            run.flags.tools,
+            Some(vec!["read".into(), "grep".into(), "glob".into()])
+        );
+        assert_eq!(run.flags.disallowed_tools, vec!["bash", "write"]);
+        let Command::Run(run) = parse_args(&["--tools", "", "x"]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(run.flags.tools, Some(Vec::new()));
     }
 
     #[test]

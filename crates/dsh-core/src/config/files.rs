@@ -61,6 +61,10 @@ pub struct ProviderConfig {
 pub struct ToolsConfig {
     /// Offer `str_replace_editor` next to `read`, `write` and `edit`.
     pub str_replace_editor: Option<bool>,
+    /// Offer only the tools these names cover (`mcp__<server>__*` covers a server's tools).
+    pub allow: Option<Vec<String>>,
+    /// Never offer the tools these names cover; the lists of every layer add up.
+    pub deny: Option<Vec<String>>,
 }
 
 /// How commands run.

@@ -77,6 +77,31 @@ impl ConfigFiles {
         self.provenance.clone()
     }
 
+    /// The strings of the list at `path` in each layer that has one, with its file: for lists
+    /// that add up across layers rather than replace.
+    pub(super) fn every_layer_list(&self, path: &[&str]) -> Vec<(String, PathBuf)> {
+        let mut found = Vec::new();
+        for layer in &self.layers {
+            let mut value = layer.table.as_ref().map(|t| t as &toml::Table);
+            let Some((last, parents)) = path.split_last() else {
+                return found;
+            };
+            for key in parents {
+                value = value
+                    .and_then(|t| t.get(*key))
+                    .and_then(toml::Value::as_table);
+            }
+            let items = value
+                .and_then(|t| t.get(*last))
+                .and_then(toml::Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(toml::Value::as_str);
+            found.extend(items.map(|item| (item.to_owned(), layer.path.clone())));
+        }
+        found
+    }
+
     /// The file that set `key` (or, for a table, a key under it) last.
     pub(super) fn source_of(&self, key: &str) -> PathBuf {
         let below = format!("{key}.");

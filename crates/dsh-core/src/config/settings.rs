@@ -14,6 +14,7 @@ use std::time::Duration;
 use dsh_llm::{Effort, RetryPolicy};
 use dsh_sandbox::escalation::ApprovalPolicy;
 use dsh_sandbox::{BackendChoice, SandboxSettings};
+use dsh_tools::ToolFilter;
 
 use super::files::{Compression, Config, McpServerConfig, PermissionMode};
 use super::layers::{ConfigFiles, quote_key};
@@ -84,6 +85,10 @@ pub struct Flags {
     pub add_dirs: Vec<PathBuf>,
     /// The session to continue (`--session-id`).
     pub session_id: Option<String>,
+    /// `--tools`: offer only these tools.
+    pub tools: Option<Vec<String>>,
+    /// `--disallowed-tools`: never offer these tools.
+    pub disallowed_tools: Vec<String>,
 }
 
 /// The process environment as the settings read it: a snapshot, so a run and `--dump-config`
@@ -233,6 +238,9 @@ pub struct Settings {
     /// The sandbox backends and the network switch (`[sandbox]`).
     pub sandbox: SandboxSettings,
     pub str_replace_editor: Sourced<bool>,
+    /// Which tools are offered by name (`tools.allow`, `tools.deny`, `--tools`,
+    /// `--disallowed-tools`).
+    pub tool_filter: ToolFilter,
     /// Name fragments of inherited variables kept from commands (upper case).
     pub scrub: Sourced<Vec<String>>,
     pub job_wait: Sourced<Duration>,
@@ -358,6 +366,7 @@ impl Settings {
             [r.file("tools.str_replace_editor", config.tools.str_replace_editor)],
             false,
         );
+        let tool_filter = tool_filter(&mut r, config, flags)?;
         let scrub = r.setting(
             "shell.scrub",
             [r.file(
@@ -512,6 +521,7 @@ impl Settings {
             add_dirs,
             sandbox,
             str_replace_editor,
+            tool_filter,
             scrub,
             job_wait,
             fsync,
@@ -574,6 +584,62 @@ impl Settings {
         }
         roots
     }
+}
+
+/// Which tools are offered. An allow list comes from `--tools`, else the last layer that gives
+/// `tools.allow`; deny lists add up: every layer's `tools.deny` and `--disallowed-tools` (a tool
+/// any of them withholds stays withheld). Every name must cover a tool dsh has.
+fn tool_filter(
+    r: &mut Resolver<'_>,
+    config: &Config,
+    flags: &Flags,
+) -> Result<ToolFilter, SetupError> {
+    let allow = r.setting(
+        "tools.allow",
+        [
+            flag(flags.tools.clone().map(Some), "--tools"),
+            r.file("tools.allow", config.tools.allow.clone().map(Some)),
+        ],
+        None,
+    );
+    r.none_means(&allow, "all");
+    let mut deny = Vec::new();
+    let mut sources: Vec<String> = Vec::new();
+    let from_files = r.files().every_layer_list(&["tools", "deny"]);
+    let from_flag = flags
+        .disallowed_tools
+        .iter()
+        .map(|name| (name.clone(), "--disallowed-tools".to_owned()));
+    for (name, source) in from_files
+        .into_iter()
+        .map(|(name, path)| (name, path.display().to_string()))
+        .chain(from_flag)
+    {
+        if !deny.contains(&name) {
+            deny.push(name);
+        }
+        if !sources.contains(&source) {
+            sources.push(source);
+        }
+    }
+    let source = if sources.is_empty() {
+        Source::Default.to_string()
+    } else {
+        sources.join(", ")
+    };
+    r.record_text("tools.deny", deny.shown(), source);
+    let filter = ToolFilter {
+        allow: allow.value,
+        deny,
+    };
+    if let Some(name) = filter.unknown_name() {
+        return Err(SetupError(format!(
+            "the tool list names \"{name}\", which is no tool dsh has: use the names of \
+             built-in tools ({}) or mcp__<server>__<tool> (a trailing * covers several)",
+            dsh_tools::BUILTIN_TOOLS.join(", ")
+        )));
+    }
+    Ok(filter)
 }
 
 /// `[sandbox]`: which backends may confine commands, and whether they may use the network.

@@ -137,6 +137,13 @@ impl Tool for Bash {
             let argv: Vec<OsString> = vec!["bash".into(), "-c".into(), command.clone().into()];
             let confined = shell.sandbox.confine(argv, &policy).map_err(unavailable)?;
             let background = args.bool("run_in_background").unwrap_or(false);
+            let jobs = ctx.session.background_jobs;
+            if background && !jobs {
+                return Err(ToolError::plain(
+                    "background jobs unavailable: no job controller serves this agent (load \
+                     @deepseek-ai/dsh-tool-jobs in its composition)",
+                ));
+            }
             if background && !shell.jobs.has_room() {
                 return Err(ToolError::plain(super::jobs::LimitReached.to_string()));
             }
@@ -174,22 +181,29 @@ impl Tool for Bash {
             if let Ok(exit) = tokio::time::timeout(limit, process.settled()).await {
                 return render(&process, exit, &facts, None).map(ToolOutput::text);
             }
-            timed_out(&shell, &command, process, facts, shown_ms)
+            timed_out(&shell, jobs, &command, process, facts, shown_ms)
                 .await
                 .map(ToolOutput::text)
         })
     }
 }
 
-/// A command past its timeout: moved to a job, or stopped when no job may start.
+/// A command past its timeout: moved to a job, or stopped when no job may start (the limit is
+/// reached, or the job tools that would read it are withheld).
 async fn timed_out(
     shell: &Arc<Shell>,
+    jobs: bool,
     command: &str,
     process: Arc<ShellProcess>,
     facts: Arc<SandboxFacts>,
     ms: u64,
 ) -> Result<String, ToolError> {
-    match shell.jobs.adopt(command, process.clone(), facts.clone()) {
+    let adopted = if jobs {
+        shell.jobs.adopt(command, process.clone(), facts.clone())
+    } else {
+        Err(super::jobs::LimitReached)
+    };
+    match adopted {
         Ok(job) => {
             // Reported as running: how it ends (and its sandbox notices) come with job_output.
             let mut text = job.read(false);

@@ -104,8 +104,8 @@ fn rows_dsh_cannot_honour_are_errors_naming_the_row_and_line() {
             "line 1: row tool-subagent is a part dsh does not have; only `disabled: true` is accepted for it",
         ),
         (
-            "- id: tool-bash\n  disabled: true\n",
-            "line 1: row tool-bash cannot be switched off: dsh always has this part",
+            "- id: bash-sandbox\n  disabled: true\n",
+            "line 1: row bash-sandbox cannot be switched off: dsh always has this part",
         ),
         (
             "- id: session-title\n  disabled: true\n- id: agent-default-model\n  config:\n    provider: p\n    model: m\n    temperature: 1\n",

@@ -1,4 +1,5 @@
-//! The tools beyond files and the shell: todo_write, plan mode and exit_plan_mode.
+//! The tools beyond files and the shell (todo_write, plan mode and exit_plan_mode), and which
+//! tools a run offers (tool lists, reference rows).
 
 use dsh_testkit::{TestEnv, Turn};
 use pretty_assertions::assert_eq;
@@ -181,5 +182,107 @@ fn outside_plan_mode_exit_plan_mode_is_not_offered() {
             .contains("approval.policy = \"never: plan mode asks for nothing wider\""),
         "{}",
         out.stdout
+    );
+}
+
+#[test]
+fn a_reviewer_that_cannot_change_files_is_one_flag() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("write", json!({"file_path": "a.txt", "content": "x"})),
+        Turn::text("read only"),
+    ]);
+    let out = env.run(
+        dsh(),
+        &[
+            "--disallowed-tools",
+            "write,edit",
+            "--disallowed-tools=bash",
+            "review",
+        ],
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let requests = env.server.requests();
+    let offered = requests[0].tool_names();
+    for withheld in ["write", "edit", "bash"] {
+        assert!(!offered.contains(&withheld.to_owned()), "{offered:?}");
+    }
+    assert!(offered.contains(&"read".to_owned()));
+    assert_eq!(
+        requests[1].tool_results(),
+        vec!["Error: unknown tool \"write\"".to_owned()]
+    );
+    assert!(!env.ws_path().join("a.txt").exists());
+}
+
+#[test]
+fn deny_lists_add_up_across_layers_and_an_allow_list_narrows_them() {
+    let env = TestEnv::new(vec![Turn::text("ok"), Turn::text("ok")]);
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "[tools]\ndeny = [\"bash\"]\n",
+    )
+    .unwrap();
+    env.write(
+        "p.toml",
+        "[tools]\ndeny = [\"job_*\"]\nallow = [\"read\", \"grep\", \"bash\", \"job_list\"]\n",
+    );
+    let out = env.run(dsh(), &["--patch", "p.toml", "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(env.server.requests()[0].tool_names(), vec!["grep", "read"]);
+    // The flag replaces the files' allow list; the deny lists still hold.
+    let out = env.run(dsh(), &["--patch", "p.toml", "--tools", "glob,bash", "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(env.server.requests()[1].tool_names(), vec!["glob"]);
+    let dump = env.run(dsh(), &["--patch", "p.toml", "--dump-config"]);
+    let deny = dump
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("tools.deny = "))
+        .unwrap();
+    assert!(deny.contains("[\"bash\", \"job_*\"]"), "{deny}");
+    assert!(
+        deny.contains("config.toml") && deny.contains("p.toml"),
+        "{deny}"
+    );
+    // A name that covers no tool is refused before anything is sent.
+    let out = env.run(dsh(), &["--disallowed-tools", "wirte", "go"]);
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr
+            .contains("the tool list names \"wirte\", which is no tool dsh has"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.server.requests().len(), 2);
+}
+
+#[test]
+fn reference_rows_switch_tool_parts_off() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "bash",
+            json!({"command": "true", "description": "bg", "run_in_background": true}),
+        ),
+        Turn::text("ok"),
+    ]);
+    env.write(
+        "rows.yml",
+        "- id: tool-jobs\n  disabled: true\n- id: tool-todo\n  disabled: true\n",
+    );
+    let out = env.run(dsh(), &["--patch", "rows.yml", "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let requests = env.server.requests();
+    let offered = requests[0].tool_names();
+    for withheld in ["job_output", "job_list", "job_kill", "todo_write"] {
+        assert!(!offered.contains(&withheld.to_owned()), "{offered:?}");
+    }
+    // Without the job tools no job is started: the reference's text.
+    assert_eq!(
+        requests[1].tool_results(),
+        vec![
+            "Error: background jobs unavailable: no job controller serves this agent (load \
+             @deepseek-ai/dsh-tool-jobs in its composition)"
+                .to_owned()
+        ]
     );
 }

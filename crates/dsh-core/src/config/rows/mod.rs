@@ -148,8 +148,6 @@ const ABSENT_PARTS: &[&str] = &[
     "goal-round-driver",
     "command-goal",
     "tool-goal",
-    "plan-mode",
-    "tool-todo",
     "tool-ralph",
     "repeat-tool-reminder",
     "skill-badge",
@@ -170,6 +168,17 @@ const ABSENT_PARTS: &[&str] = &[
     "pwsh-sandbox",
 ];
 
+/// Reference rows that add tools, and the tools they add: switching one off withholds its
+/// tools (`tools.deny`), as the reference's disabled row never registers them.
+const TOOL_PARTS: &[(&str, &[&str])] = &[
+    ("tool-bash", &["bash"]),
+    ("tool-fs", &["read", "write", "edit", "read_image"]),
+    ("tool-fs-search", &["glob", "grep"]),
+    ("tool-jobs", &["job_output", "job_list", "job_kill"]),
+    ("tool-todo", &["todo_write"]),
+    ("plan-mode", &["exit_plan_mode"]),
+];
+
 /// Reference rows for parts dsh always has: they cannot be switched off.
 const FIXED_PARTS: &[&str] = &[
     "agent",
@@ -179,11 +188,7 @@ const FIXED_PARTS: &[&str] = &[
     "session",
     "session-checkpoint-policy",
     "tools",
-    "tool-bash",
     "bash-sandbox",
-    "tool-fs",
-    "tool-fs-search",
-    "tool-jobs",
     "jobs",
     "sandbox",
     "subprocess",
@@ -276,6 +281,29 @@ impl Translation<'_> {
         }
         if BASE_KINDS.contains(&id) || matches!(id, "session-telemetry-otel" | "tool-web") {
             return self.kind(row, kind_static(id), config, disabled);
+        }
+        if let Some((_, tools)) = TOOL_PARTS.iter().find(|(part, _)| *part == id) {
+            return match (disabled, config) {
+                (Some(true), None) => {
+                    self.deny_tools(tools);
+                    self.note(format!(
+                        "row {id}: switched off; {} not offered",
+                        tools.join(", ")
+                    ));
+                    Ok(())
+                }
+                (Some(false), None) => {
+                    self.note(format!(
+                        "row {id}: on, unless a tool list withholds {}",
+                        tools.join(", ")
+                    ));
+                    Ok(())
+                }
+                _ => Err(self.at(format!(
+                    "row {id}: its config has no translation onto dsh's keys; only \
+                     `disabled` is read for it (docs/config.md)"
+                ))),
+            };
         }
         if ABSENT_PARTS.contains(&id) {
             return match (disabled, config) {
@@ -483,6 +511,25 @@ impl Translation<'_> {
             table = inner;
         }
         table.insert((*last).to_owned(), value);
+    }
+
+    /// Adds `tools` to this layer's `tools.deny`.
+    fn deny_tools(&mut self, tools: &[&str]) {
+        let mut deny: Vec<toml::Value> = self
+            .patch
+            .table
+            .get("tools")
+            .and_then(|t| t.get("deny"))
+            .and_then(toml::Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for tool in tools {
+            let tool = toml::Value::from(*tool);
+            if !deny.contains(&tool) {
+                deny.push(tool);
+            }
+        }
+        self.set(&["tools", "deny"], toml::Value::Array(deny));
     }
 
     /// Finds the line of `row` (by its id or its serverName) from `next` on; it is the

@@ -1,0 +1,123 @@
+//! Which tools a run offers, by name: an allow list (only these) and a deny list (never these),
+//! so that a supervisor can run, say, a reviewer that cannot change files. A name ending in `*`
+//! covers every tool it starts (`mcp__github__*`).
+
+/// Every tool dsh itself can offer; MCP tools are `mcp__<server>__<tool>`.
+pub const BUILTIN_TOOLS: &[&str] = &[
+    "bash",
+    "edit",
+    "exit_plan_mode",
+    "glob",
+    "grep",
+    "job_kill",
+    "job_list",
+    "job_output",
+    "read",
+    "read_image",
+    "skill",
+    "str_replace_editor",
+    "todo_write",
+    "write",
+];
+
+/// The names a run may offer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolFilter {
+    /// When set, only tools these names cover are offered.
+    pub allow: Option<Vec<String>>,
+    /// Tools these names cover are never offered, whatever `allow` says.
+    pub deny: Vec<String>,
+}
+
+impl ToolFilter {
+    /// Whether a tool of this name is offered.
+    pub fn allows(&self, name: &str) -> bool {
+        let covers = |pattern: &String| match pattern.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == pattern,
+        };
+        !self.deny.iter().any(covers)
+            && self
+                .allow
+                .as_ref()
+                .is_none_or(|allow| allow.iter().any(covers))
+    }
+
+    /// Whether some tool whose name starts with `prefix` may be offered (for tools not known
+    /// yet, such as an MCP server's before it starts).
+    pub fn may_allow_some(&self, prefix: &str) -> bool {
+        let denied_whole = self.deny.iter().any(|pattern| {
+            pattern
+                .strip_suffix('*')
+                .is_some_and(|covered| prefix.starts_with(covered))
+        });
+        let allowed_some = self.allow.as_ref().is_none_or(|allow| {
+            allow.iter().any(|pattern| {
+                let stem = pattern.strip_suffix('*').unwrap_or(pattern);
+                stem.starts_with(prefix) || prefix.starts_with(stem) && pattern.ends_with('*')
+            })
+        });
+        !denied_whole && allowed_some
+    }
+
+    /// The first name that covers no tool dsh has (an MCP pattern covers tools that arrive
+    /// later, so any `mcp__` name passes).
+    pub fn unknown_name(&self) -> Option<&str> {
+        self.allow
+            .iter()
+            .flatten()
+            .chain(&self.deny)
+            .map(String::as_str)
+            .find(|name| {
+                !name.starts_with("mcp__")
+                    && match name.strip_suffix('*') {
+                        Some(prefix) => !BUILTIN_TOOLS.iter().any(|t| t.starts_with(prefix)),
+                        None => !BUILTIN_TOOLS.contains(name),
+                    }
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deny_wins_over_allow_and_patterns_cover_prefixes() {
+        let filter = ToolFilter {
+            allow: Some(vec!["read".into(), "grep".into(), "mcp__gh__*".into()]),
+            deny: vec!["grep".into()],
+        };
+        assert!(filter.allows("read"));
+        assert!(!filter.allows("grep"));
+        assert!(!filter.allows("bash"));
+        assert!(filter.allows("mcp__gh__issues"));
+        assert!(!filter.allows("mcp__other__x"));
+        assert!(ToolFilter::default().allows("bash"));
+        let deny = ToolFilter {
+            allow: None,
+            deny: vec!["job_*".into()],
+        };
+        assert!(!deny.allows("job_kill"));
+        assert!(deny.allows("bash"));
+        assert!(filter.may_allow_some("mcp__gh__"));
+        assert!(!filter.may_allow_some("mcp__other__"));
+    }
+
+    #[test]
+    fn names_that_cover_no_tool_are_found() {
+        let filter = ToolFilter {
+            allow: Some(vec!["read".into(), "mcp__x__*".into()]),
+            deny: vec!["job_*".into(), "wirte".into()],
+        };
+        assert_eq!(filter.unknown_name(), Some("wirte"));
+        assert_eq!(
+            ToolFilter {
+                allow: None,
+                deny: vec!["nope*".into()]
+            }
+            .unknown_name(),
+            Some("nope*")
+        );
+    }
+}
