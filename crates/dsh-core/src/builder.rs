@@ -17,8 +17,8 @@ use dsh_protocol::Prices;
 use dsh_sandbox::{Sandbox, SandboxMode, SandboxPolicy};
 use dsh_tools::ToolGroup;
 use dsh_tools::{
-    AttachmentStore, ExitPlanMode, ModelCaps, Shell, ShellEnv, SpillStore, StrReplaceEditor,
-    TodoWrite, ToolRegistry, ToolSession,
+    AskUserQuestion, AttachmentStore, ExitPlanMode, ModelCaps, Shell, ShellEnv, SpillStore,
+    StrReplaceEditor, TodoWrite, ToolRegistry, ToolSession,
 };
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 
@@ -239,6 +239,8 @@ fn base_tools(settings: &Settings) -> (ToolRegistry, Option<String>) {
     let confining = mode.sandbox() != SandboxMode::DangerFullAccess;
     let mut tools = ToolRegistry::with_file_tools(confining);
     tools.register(Box::new(TodoWrite::default()));
+    // No one answers in a run built here yet: the tool tells the model so at once.
+    tools.register(Box::new(AskUserQuestion::default()));
     if mode.is_plan() {
         tools.register(Box::new(ExitPlanMode::default()));
     }

@@ -4,6 +4,7 @@
 
 /// Every tool dsh itself can offer; MCP tools are `mcp__<server>__<tool>`.
 pub const BUILTIN_TOOLS: &[&str] = &[
+    "ask_user_question",
     "bash",
     "edit",
     "exit_plan_mode",

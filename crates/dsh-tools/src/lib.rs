@@ -10,6 +10,7 @@
 //! Model-facing texts (envelopes, footers, error messages) match the reference harness byte for
 //! byte; descriptions are our own.
 
+mod ask_user;
 mod atomic;
 mod attachments;
 mod edit;
@@ -42,6 +43,7 @@ use dsh_sandbox::SandboxPolicy;
 use dsh_sandbox::escalation::{ApprovalPolicy, Approver};
 use tokio_util::sync::CancellationToken;
 
+pub use ask_user::AskUserQuestion;
 pub use attachments::{
     AttachmentStore, ImageError, MAX_SOURCE_BYTES as MAX_IMAGE_SOURCE_BYTES, StoredImage,
     sha256_hex,

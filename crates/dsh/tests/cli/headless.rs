@@ -48,6 +48,7 @@ fn a_three_step_session_prints_the_answer_and_sends_the_exact_results() {
     assert_eq!(
         first.tool_names(),
         vec![
+            "ask_user_question",
             "bash",
             "edit",
             "glob",

@@ -286,3 +286,53 @@ fn reference_rows_switch_tool_parts_off() {
         ]
     );
 }
+
+#[test]
+fn with_no_one_to_answer_a_question_is_answered_at_once() {
+    let question = json!({"questions": [{"id": "db", "question": "Which database?",
+        "options": [{"label": "Postgres (Recommended)"}, {"label": "SQLite", "extra": 1}]}]});
+    let env = TestEnv::new(vec![
+        Turn::tool_call("ask_user_question", question),
+        Turn::tool_call("ask_user_question", json!({"questions": []})),
+        Turn::text("assumed Postgres"),
+    ]);
+    let out = env.run(dsh(), &["--json", "pick a database"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let results: Vec<_> = out
+        .events()
+        .into_iter()
+        .filter(|e| e["type"] == "tool_result")
+        .collect();
+    assert_eq!(
+        results[0]["error"],
+        json!({"name": "UserQuestionError", "code": "NO_PROVIDER"})
+    );
+    assert!(
+        results[0]["result"]
+            .as_str()
+            .unwrap()
+            .starts_with("Error: no user-questions provider is registered: no user is present"),
+        "{}",
+        results[0]["result"]
+    );
+    assert_eq!(
+        results[1]["result"],
+        "Error: ask_user_question requires at least one question"
+    );
+    // The reference's schema.
+    let schema = env.server.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "ask_user_question")
+        .unwrap()["function"]["parameters"]
+        .clone();
+    let item = &schema["properties"]["questions"]["items"];
+    assert_eq!(item["required"], json!(["id", "question"]));
+    assert_eq!(item["additionalProperties"], true);
+    assert_eq!(
+        item["properties"]["options"]["items"]["required"],
+        json!(["label"])
+    );
+    assert_eq!(item["properties"]["multi_select"]["type"], "boolean");
+}
