@@ -241,6 +241,9 @@ fn base_tools(settings: &Settings) -> (ToolRegistry, Option<String>) {
     tools.register(Box::new(TodoWrite::default()));
     // No one answers in a run built here yet: the tool tells the model so at once.
     tools.register(Box::new(AskUserQuestion::default()));
+    let (web_fetch, web_search) = dsh_web::tools(settings.web.clone());
+    tools.register(Box::new(web_fetch));
+    tools.register(Box::new(web_search));
     if mode.is_plan() {
         tools.register(Box::new(ExitPlanMode::default()));
     }

@@ -7,6 +7,7 @@
 //!   `dsh` binary in them ([`RunOutput`], whose JSON events are checked against the published
 //!   schema, `docs/events.schema.json`).
 //! * [`mcp`]: the official MCP reference server, over stdio or streamable HTTP.
+//! * [`site`]: a small web site on loopback for the web tools.
 //!
 //! Everything here panics on unexpected failures: it exists to fail tests loudly.
 
@@ -17,6 +18,7 @@ pub mod mcp;
 mod schema;
 mod script;
 mod server;
+pub mod site;
 
 pub use env::{RunOutput, TestEnv};
 pub use schema::{check_event, events_schema};

@@ -18,6 +18,8 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "skill",
     "str_replace_editor",
     "todo_write",
+    "web_fetch",
+    "web_search",
     "write",
 ];
 

@@ -30,6 +30,7 @@ pub struct Config {
     pub requests: RequestsConfig,
     pub instructions: InstructionsConfig,
     pub skills: SkillsConfig,
+    pub web: WebConfig,
     pub mcp: McpConfig,
     /// What is known about models by name, over the built-in table.
     pub models: BTreeMap<String, ModelConfig>,
@@ -141,6 +142,32 @@ pub struct InstructionsConfig {
     /// Names that mark the project root (default [".git"]; [] makes the working directory the
     /// root).
     pub root_markers: Option<Vec<String>>,
+}
+
+/// The web tools.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebConfig {
+    /// Fetch private, loopback and link-local addresses too (default false).
+    pub allow_private_addresses: Option<bool>,
+    /// How long one `web_fetch` may take, in milliseconds (default 30000).
+    pub fetch_timeout_ms: Option<u64>,
+    pub search: WebSearchConfig,
+}
+
+/// Where `web_search` searches.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebSearchConfig {
+    /// `searxng` or `brave`; none leaves `web_search` telling the model it has no backend.
+    #[serde(deserialize_with = "parsed")]
+    pub provider: Option<SearchProvider>,
+    /// The backend's API root (required for SearXNG; Brave's public API by default).
+    pub base_url: Option<String>,
+    /// The variable holding the key (Brave: `BRAVE_API_KEY` by default).
+    pub api_key_env: Option<String>,
+    /// How long one `web_search` may take, in milliseconds (default 60000).
+    pub timeout_ms: Option<u64>,
 }
 
 /// Skills.
@@ -330,5 +357,13 @@ impl PermissionMode {
 
     pub fn is_plan(self) -> bool {
         self == PermissionMode::Plan
+    }
+}
+
+named_enum! {
+    /// A `web_search` backend (`web.search.provider`).
+    SearchProvider, "search provider" {
+        Searxng = "searxng",
+        Brave = "brave",
     }
 }

@@ -16,7 +16,7 @@ use dsh_sandbox::escalation::ApprovalPolicy;
 use dsh_sandbox::{BackendChoice, SandboxSettings};
 use dsh_tools::ToolFilter;
 
-use super::files::{Compression, Config, McpServerConfig, PermissionMode};
+use super::files::{Compression, Config, McpServerConfig, PermissionMode, SearchProvider};
 use super::layers::{ConfigFiles, quote_key};
 use super::route::Route;
 use super::shown::{SettingRow, Shown};
@@ -255,6 +255,8 @@ pub struct Settings {
     pub mcp_grace: Sourced<Duration>,
     /// The enabled servers, in name order.
     pub mcp_servers: Vec<McpServerSettings>,
+    /// What the web tools may reach (`[web]`, and the sandbox's network switch).
+    pub web: dsh_web::WebSettings,
     /// The session to continue; `None` starts a new one.
     pub session_id: Option<String>,
     rows: Vec<SettingRow>,
@@ -479,6 +481,7 @@ impl Settings {
             config.mcp.startup_grace_ms,
             Duration::from_millis(MCP_GRACE_MS),
         );
+        let web = web_settings(&mut r, config, &credentials, sandbox.network)?;
         let mcp_servers = config
             .mcp
             .servers
@@ -534,6 +537,7 @@ impl Settings {
             skills_dirs,
             mcp_grace,
             mcp_servers,
+            web,
             session_id: flags.session_id.clone(),
             files,
             rows,
@@ -640,6 +644,84 @@ fn tool_filter(
         )));
     }
     Ok(filter)
+}
+
+/// `[web]`: what web_fetch may reach and where web_search searches. A search backend that
+/// cannot be used (no key) is not an error of the run: the model is told when it searches.
+fn web_settings(
+    r: &mut Resolver<'_>,
+    config: &Config,
+    credentials: &crate::Credentials,
+    network: bool,
+) -> Result<dsh_web::WebSettings, SetupError> {
+    let web = &config.web;
+    let allow_private = r.setting(
+        "web.allow_private_addresses",
+        [r.file("web.allow_private_addresses", web.allow_private_addresses)],
+        false,
+    );
+    let fetch_timeout = r.millis(
+        "web.fetch_timeout_ms",
+        web.fetch_timeout_ms.map(|ms| ms.max(1)),
+        Duration::from_secs(30),
+    );
+    let search_timeout = r.millis(
+        "web.search.timeout_ms",
+        web.search.timeout_ms.map(|ms| ms.max(1)),
+        Duration::from_secs(60),
+    );
+    let provider = r.setting(
+        "web.search.provider",
+        [r.file("web.search.provider", web.search.provider.map(Some))],
+        None,
+    );
+    r.none_means(&provider, "none: web_search says it has no backend");
+    let base_url = |default: Option<&str>, r: &mut Resolver<'_>| {
+        let url = r.setting(
+            "web.search.base_url",
+            [r.file("web.search.base_url", web.search.base_url.clone().map(Some))],
+            default.map(str::to_owned),
+        );
+        url.value
+    };
+    let search = match provider.value {
+        None => Err(dsh_web::NO_BACKEND.to_owned()),
+        Some(SearchProvider::Searxng) => match base_url(None, r) {
+            Some(base_url) => Ok(dsh_web::SearchBackend::Searxng { base_url }),
+            None => {
+                return Err(SetupError(
+                    "config web.search.base_url: the searxng provider needs the address of a \
+                     SearXNG instance whose JSON API is on (search.formats includes json)"
+                        .into(),
+                ));
+            }
+        },
+        Some(SearchProvider::Brave) => {
+            let base_url = base_url(Some("https://api.search.brave.com"), r).unwrap_or_default();
+            let env = r.setting(
+                "web.search.api_key_env",
+                [r.file("web.search.api_key_env", web.search.api_key_env.clone())],
+                "BRAVE_API_KEY".to_owned(),
+            );
+            match credentials.get(&env.value) {
+                Some((api_key, _)) if !api_key.is_empty() => {
+                    Ok(dsh_web::SearchBackend::Brave { base_url, api_key })
+                }
+                _ => Err(format!(
+                    "Brave search has no API key: set {} in the environment (or name another \
+                     variable in web.search.api_key_env)",
+                    env.value
+                )),
+            }
+        }
+    };
+    Ok(dsh_web::WebSettings {
+        network,
+        allow_private: allow_private.value,
+        fetch_timeout: fetch_timeout.value,
+        search,
+        search_timeout: search_timeout.value,
+    })
 }
 
 /// `[sandbox]`: which backends may confine commands, and whether they may use the network.

@@ -77,7 +77,8 @@ shown_named!(
     dsh_sandbox::escalation::ApprovalPolicy,
     super::files::ProviderKind,
     super::files::Compression,
-    super::files::SystemRole
+    super::files::SystemRole,
+    super::files::SearchProvider
 );
 
 impl Shown for dsh_sandbox::BackendChoice {

@@ -59,6 +59,8 @@ fn a_three_step_session_prints_the_answer_and_sends_the_exact_results() {
             "read",
             "read_image",
             "todo_write",
+            "web_fetch",
+            "web_search",
             "write"
         ]
     );

@@ -15,6 +15,7 @@ mod sessions;
 mod settings;
 mod signals;
 mod tools;
+mod web;
 
 use std::path::Path;
 

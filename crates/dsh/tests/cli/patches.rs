@@ -140,8 +140,8 @@ fn rows_dsh_cannot_honour_are_errors_naming_the_row_and_line() {
             "the row field `intercept` is not supported",
         ),
         (
-            "- id: tool-web\n  config:\n    search: true\n",
-            "row tool-web: dsh has no web tools",
+            "- id: tool-web\n  config:\n    search: true\n    searchMaxResults: 4\n",
+            "the field searchMaxResults of row tool-web has no translation onto dsh's keys",
         ),
         (
             "- insert:\n    - name: '@deepseek-ai/dsh-mcp-client'\n      config:\n        serverName: tools\n        command: x\n",

@@ -142,7 +142,6 @@ const ABSENT_PARTS: &[&str] = &[
     "tool-workflow",
     "web",
     "web-search-deepseek",
-    "tool-web",
     "hmr",
     "goal",
     "goal-round-driver",
@@ -412,7 +411,12 @@ impl Translation<'_> {
                 self.set(&["tools", "str_replace_editor"], (!off).into());
                 return Ok(());
             }
-            ("session-telemetry-otel" | "tool-web", Some(true)) => {
+            ("tool-web", Some(true)) => {
+                self.deny_tools(&["web_search", "web_fetch"]);
+                self.note("row tool-web: switched off; web_search, web_fetch not offered".into());
+                return Ok(());
+            }
+            ("session-telemetry-otel", Some(true)) => {
                 self.note(format!("row {kind}: switched off; dsh has no such part"));
                 return Ok(());
             }
@@ -468,15 +472,23 @@ impl Translation<'_> {
                 Ok(())
             }
             "tool-web" => {
-                if fields.bool("search")? != Some(false) || fields.bool("fetch")? != Some(false) {
-                    return Err(self.at(
-                        "row tool-web: dsh has no web tools; set search and fetch to false or \
-                         switch the row off"
-                            .into(),
-                    ));
+                let mut off = Vec::new();
+                if fields.bool("search")? == Some(false) {
+                    off.push("web_search");
                 }
-                fields.map.clear();
-                self.note("row tool-web: web search and fetch off; dsh has none".into());
+                if fields.bool("fetch")? == Some(false) {
+                    off.push("web_fetch");
+                }
+                if !off.is_empty() {
+                    self.deny_tools(&off);
+                    self.note(format!("row tool-web: {} not offered", off.join(", ")));
+                }
+                if let Some(ms) = fields.integer("searchTimeoutMs")? {
+                    self.set(&["web", "search", "timeout_ms"], ms.into());
+                }
+                if let Some(ms) = fields.integer("fetchTimeoutMs")? {
+                    self.set(&["web", "fetch_timeout_ms"], ms.into());
+                }
                 Ok(())
             }
             "skill" | "tool-skill" | "tool-str-replace-editor" => Ok(()),

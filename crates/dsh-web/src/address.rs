@@ -1,0 +1,126 @@
+//! Which addresses `web_fetch` may connect to: by default not this machine, not the private
+//! network it sits in, not link-local (cloud metadata services live there). A host name is
+//! resolved here and the connection pinned to an address that passed, so a name cannot resolve
+//! to something else between the check and the connection.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use dsh_tools::ToolError;
+
+/// An address the web tools should not reach unless allowed: this machine, private and
+/// shared networks, link-local, multicast, and addresses that are no place at all.
+pub(crate) fn is_private(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => private_v4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => private_v4(v4),
+            None => private_v6(v6),
+        },
+    }
+}
+
+fn private_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, ..] = ip.octets();
+    ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local()
+        || ip.is_unspecified()
+        || ip.is_broadcast()
+        || ip.is_multicast()
+        || ip.is_documentation()
+        || a == 0
+        // Carrier-grade NAT, 100.64.0.0/10.
+        || (a == 100 && (64..128).contains(&b))
+        // Benchmarking, 198.18.0.0/15, and reserved, 240.0.0.0/4.
+        || (a == 198 && (b == 18 || b == 19))
+        || a >= 240
+}
+
+fn private_v6(ip: Ipv6Addr) -> bool {
+    let first = ip.segments()[0];
+    ip.is_loopback()
+        || ip.is_unspecified()
+        || ip.is_multicast()
+        // Unique local, fc00::/7, and link-local, fe80::/10.
+        || (first & 0xfe00) == 0xfc00
+        || (first & 0xffc0) == 0xfe80
+}
+
+/// The address to connect to for `host:port`: its first address, when every address it
+/// resolves to may be reached (a name that also resolves to a private address is refused: which
+/// one a connection would use is not ours to choose).
+pub(crate) async fn resolve(
+    host: &str,
+    port: u16,
+    allow_private: bool,
+) -> Result<SocketAddr, ToolError> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let addresses: Vec<SocketAddr> = match bare.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) => tokio::net::lookup_host((bare, port))
+            .await
+            .map_err(|e| {
+                crate::web_error(
+                    "WEB_PROVIDER_ERROR",
+                    format!("web fetch failed: cannot resolve {bare}: {e}"),
+                )
+            })?
+            .collect(),
+    };
+    let Some(first) = addresses.first().copied() else {
+        return Err(crate::web_error(
+            "WEB_PROVIDER_ERROR",
+            format!("web fetch failed: {bare} has no address"),
+        ));
+    };
+    if !allow_private && let Some(private) = addresses.iter().find(|a| is_private(a.ip())) {
+        return Err(crate::web_error(
+            "WEB_BLOCKED_URL",
+            format!(
+                "{bare} resolves to {}, a private, loopback or link-local address, which \
+                 web_fetch does not reach; set web.allow_private_addresses = true in a config \
+                 file to allow it",
+                private.ip()
+            ),
+        ));
+    }
+    Ok(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_loopback_and_link_local_addresses_are_told_apart() {
+        for private in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(is_private(private.parse().unwrap()), "{private}");
+        }
+        for public in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111"] {
+            assert!(!is_private(public.parse().unwrap()), "{public}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_private_address_is_refused_unless_allowed() {
+        let error = resolve("127.0.0.1", 80, false).await.unwrap_err();
+        assert_eq!(error.code(), Some("WEB_BLOCKED_URL"));
+        assert!(error.message.contains("web.allow_private_addresses"));
+        assert_eq!(
+            resolve("127.0.0.1", 80, true).await.unwrap(),
+            "127.0.0.1:80".parse().unwrap()
+        );
+    }
+}

@@ -1,0 +1,394 @@
+//! `web_search`: up to four queries to the configured backend, their results merged and listed
+//! as the reference lists them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh_tools::{
+    Arguments, Param, ParamType, Parameters, Tool, ToolContext, ToolError, ToolFuture, ToolOutput,
+};
+use reqwest::Url;
+use serde_json::Value;
+
+use crate::{WebSettings, web_error};
+
+/// Queries one call may send.
+const MAX_QUERIES: usize = 4;
+/// Sources one call lists.
+const MAX_RESULTS: usize = 8;
+
+/// What `web_search` says when no backend is configured.
+pub const NO_BACKEND: &str = "no usable web provider is registered: set web.search.provider \
+     (searxng or brave) in a config file to search the web";
+
+/// Where `web_search` searches (`web.search.provider`).
+#[derive(Clone)]
+pub enum SearchBackend {
+    /// A SearXNG instance's JSON API: `GET <base_url>/search?q=..&format=json`.
+    Searxng { base_url: String },
+    /// The Brave Search API: `GET <base_url>/res/v1/web/search?q=..`, the key in
+    /// `X-Subscription-Token`.
+    Brave { base_url: String, api_key: String },
+}
+
+/// The key is a secret: only the endpoint is shown.
+impl std::fmt::Debug for SearchBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SearchBackend::Searxng { base_url } => write!(f, "Searxng({base_url})"),
+            SearchBackend::Brave { base_url, .. } => write!(f, "Brave({base_url})"),
+        }
+    }
+}
+
+impl SearchBackend {
+    /// Its name in errors.
+    fn name(&self) -> &'static str {
+        match self {
+            SearchBackend::Searxng { .. } => "SearXNG",
+            SearchBackend::Brave { .. } => "Brave",
+        }
+    }
+}
+
+/// One result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Source {
+    url: String,
+    title: Option<String>,
+    snippet: Option<String>,
+    published: Option<String>,
+}
+
+/// The `web_search` tool.
+pub struct WebSearch {
+    parameters: Parameters,
+    settings: Arc<WebSettings>,
+}
+
+impl WebSearch {
+    pub(crate) fn new(settings: Arc<WebSettings>) -> Self {
+        WebSearch {
+            parameters: Parameters::new(vec![Param::required(
+                "queries",
+                ParamType::Array(Box::new(ParamType::String)),
+                "One to four search queries; their results are merged.",
+            )]),
+            settings,
+        }
+    }
+}
+
+impl Tool for WebSearch {
+    fn name(&self) -> &str {
+        "web_search"
+    }
+
+    fn description(&self) -> &str {
+        "Search the web for current information: one to four queries, answered with a list of \
+         sources (title, link and snippet)."
+    }
+
+    fn parameters(&self) -> &Parameters {
+        &self.parameters
+    }
+
+    fn guidance(&self) -> Option<&str> {
+        Some(
+            "`web_search` finds current information; give `queries` one to four searches. Use \
+             the snippets, read a page in full with web_fetch when you need it, and cite the URLs \
+             you use as markdown links.",
+        )
+    }
+
+    fn parallel_safe(&self) -> bool {
+        true
+    }
+
+    fn call<'a>(&'a self, args: Arguments, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let queries = queries(&args)?;
+            let backend = match &self.settings.search {
+                Ok(backend) => backend,
+                Err(why) => return Err(web_error("WEB_PROVIDER_UNAVAILABLE", why.clone())),
+            };
+            crate::network_allowed(
+                &self.settings,
+                ctx,
+                "web_search",
+                &format!("search the web for {}", queries.join(", ")),
+            )
+            .await?;
+            let limit = self.settings.search_timeout;
+            let searches = queries.iter().map(|q| search(backend, q, limit));
+            let lists =
+                match tokio::time::timeout(limit, futures_util::future::try_join_all(searches))
+                    .await
+                {
+                    Ok(lists) => lists?,
+                    Err(_) => {
+                        return Err(ToolError::coded(
+                            "ToolTimeoutError",
+                            "TOOL_TIMEOUT",
+                            format!("tool call timed out after {}ms", limit.as_millis()),
+                        ));
+                    }
+                };
+            let (sources, truncated) = merge(lists);
+            Ok(ToolOutput::text(render(&sources, truncated)))
+        })
+    }
+}
+
+/// The queries, checked with the reference's texts; repeated ones sent once.
+fn queries(args: &Arguments) -> Result<Vec<String>, ToolError> {
+    let given: Vec<&str> = args
+        .get("queries")
+        .and_then(Value::as_array)
+        .map(|items| items.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if given.is_empty() {
+        return Err(ToolError::plain("queries must contain at least one query"));
+    }
+    if given.len() > MAX_QUERIES {
+        return Err(ToolError::plain(format!(
+            "queries must contain at most {MAX_QUERIES} queries"
+        )));
+    }
+    if given.iter().any(|q| q.trim().is_empty()) {
+        return Err(ToolError::plain("each query must be a non-empty string"));
+    }
+    let mut queries: Vec<String> = Vec::new();
+    for query in given {
+        if !queries.iter().any(|q| q == query) {
+            queries.push(query.to_owned());
+        }
+    }
+    Ok(queries)
+}
+
+/// One query's results, best first.
+async fn search(
+    backend: &SearchBackend,
+    query: &str,
+    limit: Duration,
+) -> Result<(Vec<Source>, bool), ToolError> {
+    let name = backend.name();
+    let failed = |e: &dyn std::fmt::Display| {
+        web_error(
+            "WEB_PROVIDER_ERROR",
+            format!("{name} search request failed: {e}"),
+        )
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .timeout(limit)
+        .user_agent(concat!("dsh/", env!("CARGO_PKG_VERSION"), " (web_search)"))
+        .build()
+        .map_err(|e| failed(&e))?;
+    let request = match backend {
+        SearchBackend::Searxng { base_url } => {
+            let mut url = endpoint(base_url, "search").map_err(|e| failed(&e))?;
+            url.query_pairs_mut()
+                .append_pair("q", query)
+                .append_pair("format", "json");
+            client.get(url)
+        }
+        SearchBackend::Brave { base_url, api_key } => {
+            let mut url = endpoint(base_url, "res/v1/web/search").map_err(|e| failed(&e))?;
+            url.query_pairs_mut()
+                .append_pair("q", query)
+                .append_pair("count", &MAX_RESULTS.to_string());
+            client
+                .get(url)
+                .header("X-Subscription-Token", api_key)
+                .header(reqwest::header::ACCEPT, "application/json")
+        }
+    };
+    let response = request.send().await.map_err(|e| failed(&e))?;
+    let status = response.status();
+    let body = response.bytes().await.map_err(|e| failed(&e))?;
+    if !status.is_success() {
+        let detail = serde_json::from_slice::<Value>(&body).ok().and_then(|v| {
+            v["error"]["message"]
+                .as_str()
+                .or_else(|| v["error"].as_str())
+                .or_else(|| v["message"].as_str())
+                .map(str::to_owned)
+        });
+        return Err(web_error(
+            "WEB_PROVIDER_ERROR",
+            detail.unwrap_or_else(|| format!("{name} API error (HTTP {})", status.as_u16())),
+        ));
+    }
+    let json: Value = serde_json::from_slice(&body).map_err(|e| {
+        web_error(
+            "WEB_PROVIDER_ERROR",
+            format!("{name} returned an unprocessable response body: {e}"),
+        )
+    })?;
+    let text = |v: &Value| {
+        v.as_str()
+            .filter(|s| !s.trim().is_empty())
+            .map(str::to_owned)
+    };
+    let items = match backend {
+        SearchBackend::Searxng { .. } => &json["results"],
+        SearchBackend::Brave { .. } => &json["web"]["results"],
+    };
+    let sources: Vec<Source> = items
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|item| {
+            let (snippet, published) = match backend {
+                SearchBackend::Searxng { .. } => (&item["content"], &item["publishedDate"]),
+                SearchBackend::Brave { .. } => (&item["description"], &item["age"]),
+            };
+            Some(Source {
+                url: text(&item["url"])?,
+                title: text(&item["title"]),
+                snippet: text(snippet),
+                published: text(published),
+            })
+        })
+        .collect();
+    let truncated = sources.len() > MAX_RESULTS;
+    Ok((sources, truncated))
+}
+
+/// `base` with `path` under it.
+fn endpoint(base: &str, path: &str) -> Result<Url, String> {
+    let base = format!("{}/", base.trim_end_matches('/'));
+    Url::parse(&base)
+        .and_then(|url| url.join(path))
+        .map_err(|e| format!("bad base URL \"{base}\": {e}"))
+}
+
+/// The queries' results taken in turn by rank, each URL once, at most [`MAX_RESULTS`].
+fn merge(lists: Vec<(Vec<Source>, bool)>) -> (Vec<Source>, bool) {
+    let mut truncated = lists.iter().any(|(_, cut)| *cut);
+    let longest = lists.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
+    let mut merged: Vec<Source> = Vec::new();
+    for rank in 0..longest {
+        for (list, _) in &lists {
+            let Some(source) = list.get(rank) else {
+                continue;
+            };
+            if merged.iter().any(|s| s.url == source.url) {
+                continue;
+            }
+            if merged.len() == MAX_RESULTS {
+                truncated = true;
+                continue;
+            }
+            merged.push(source.clone());
+        }
+    }
+    (merged, truncated)
+}
+
+/// The reference's layout: the sources, a note when some were left out, and the request to
+/// cite them.
+fn render(sources: &[Source], truncated: bool) -> String {
+    let mut parts = Vec::new();
+    if sources.is_empty() {
+        parts.push("No results found.".to_owned());
+    } else {
+        let lines: Vec<String> = sources
+            .iter()
+            .map(|s| {
+                let title = s.title.clone().unwrap_or_else(|| {
+                    Url::parse(&s.url)
+                        .ok()
+                        .and_then(|u| u.host_str().map(str::to_owned))
+                        .unwrap_or_else(|| s.url.clone())
+                });
+                let detail: Vec<String> = s
+                    .snippet
+                    .iter()
+                    .cloned()
+                    .chain(s.published.iter().map(|p| format!("({p})")))
+                    .collect();
+                let suffix = if detail.is_empty() {
+                    String::new()
+                } else {
+                    format!(" — {}", detail.join(" "))
+                };
+                format!("- [{title}]({}){suffix}", s.url)
+            })
+            .collect();
+        parts.push(format!("Sources:\n{}", lines.join("\n")));
+    }
+    if truncated {
+        parts.push(format!(
+            "(Showing the first {} sources. Refine the query for more.)",
+            sources.len()
+        ));
+    }
+    parts.push("Cite the relevant URLs above as markdown links in your answer.".to_owned());
+    parts.join("\n\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn source(url: &str, title: Option<&str>) -> Source {
+        Source {
+            url: url.into(),
+            title: title.map(Into::into),
+            snippet: None,
+            published: None,
+        }
+    }
+
+    #[test]
+    fn results_are_listed_as_the_reference_lists_them() {
+        let mut first = source("https://blog.rust-lang.org/r.html", Some("Rust 1.80"));
+        first.snippet = Some("LazyCell is stable".into());
+        first.published = Some("2 days ago".into());
+        let text = render(
+            &[first, source("https://github.com/rust-lang/rust", None)],
+            false,
+        );
+        assert_eq!(
+            text,
+            "Sources:\n- [Rust 1.80](https://blog.rust-lang.org/r.html) — LazyCell is stable (2 days ago)\n\
+             - [github.com](https://github.com/rust-lang/rust)\n\n\
+             Cite the relevant URLs above as markdown links in your answer."
+        );
+        assert_eq!(
+            render(&[], false),
+            "No results found.\n\nCite the relevant URLs above as markdown links in your answer."
+        );
+    }
+
+    #[test]
+    fn merging_takes_ranks_in_turn_without_repeats() {
+        let a = (0..6)
+            .map(|i| source(&format!("https://a/{i}"), None))
+            .collect();
+        let b = vec![source("https://a/0", None), source("https://b/1", None)];
+        let c = (0..5)
+            .map(|i| source(&format!("https://c/{i}"), None))
+            .collect();
+        let (merged, truncated) = merge(vec![(a, false), (b, false), (c, false)]);
+        let urls: Vec<&str> = merged.iter().map(|s| s.url.as_str()).collect();
+        assert_eq!(
+            urls,
+            [
+                "https://a/0",
+                "https://c/0",
+                "https://a/1",
+                "https://b/1",
+                "https://c/1",
+                "https://a/2",
+                "https://c/2",
+                "https://a/3"
+            ]
+        );
+        assert!(truncated);
+    }
+}

@@ -1,0 +1,211 @@
+//! web_fetch and web_search against a site on 127.0.0.1 started by each test.
+
+use std::time::Duration;
+
+use dsh_testkit::site::{Page, Site};
+use dsh_testkit::{TestEnv, Turn};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use crate::dsh;
+
+const HTML: &str = "<html><head><title>T</title><script>track()</script></head><body>\
+    <h1>Release notes</h1><p>Version <b>2.0</b> adds <a href=\"/docs\">docs</a>.</p>\
+    <ul><li>faster</li><li>smaller</li></ul></body></html>";
+
+/// The results of a run's tool calls, in order, as `--json` reports them.
+fn tool_results(env: &TestEnv, args: &[&str]) -> Vec<Value> {
+    let out = env.run(dsh(), args);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    out.events()
+        .into_iter()
+        .filter(|e| e["type"] == "tool_result")
+        .collect()
+}
+
+fn fetch(url: &str) -> Turn {
+    Turn::tool_call("web_fetch", json!({"url": url}))
+}
+
+#[test]
+fn web_fetch_reads_pages_as_markdown_within_its_limits() {
+    let site = Site::start(vec![
+        ("/page", Page::new("text/html; charset=utf-8", HTML)),
+        ("/moved", Page::redirect(301, "/page")),
+        ("/loop", Page::redirect(302, "/loop")),
+        ("/huge", Page::new("text/plain", vec![b'x'; 6_000_000])),
+        (
+            "/slow",
+            Page::new("text/plain", "late").delayed(Duration::from_secs(5)),
+        ),
+        (
+            "/image.png",
+            Page::new("image/png", vec![0x89, b'P', b'N', b'G']),
+        ),
+        ("/gone", Page::new("text/plain", "no such page").status(404)),
+        ("/data", Page::new("application/json", "{\"a\": 1}")),
+    ]);
+    let env = TestEnv::new(vec![
+        fetch(&site.url("/page")),
+        fetch(&site.url("/moved")),
+        fetch(&site.url("/loop")),
+        fetch(&site.url("/huge")),
+        fetch(&site.url("/slow")),
+        fetch(&site.url("/image.png")),
+        fetch(&site.url("/gone")),
+        fetch(&site.url("/data")),
+        fetch("ftp://example.com/file"),
+        Turn::text("read"),
+    ]);
+    env.write(
+        ".dsh/config.toml",
+        "[web]\nallow_private_addresses = true\nfetch_timeout_ms = 500\n",
+    );
+    let results = tool_results(&env, &["--json", "read the notes"]);
+    let text = |i: usize| results[i]["result"].as_str().unwrap().to_owned();
+    let page = text(0);
+    assert!(
+        page.starts_with(&format!(
+            "Fetched {} (HTTP 200)\n\n# Release notes",
+            site.url("/page")
+        )),
+        "{page}"
+    );
+    assert!(
+        page.contains("Version **2.0** adds [docs](/docs)."),
+        "{page}"
+    );
+    assert!(page.contains("- faster\n- smaller"), "{page}");
+    assert!(!page.contains("track()"), "{page}");
+    // A redirect is followed and its final URL named.
+    assert!(text(1).starts_with(&format!("Fetched {} (HTTP 200)", site.url("/page"))));
+    assert_eq!(text(2), "Error: exceeded the maximum of 5 redirects");
+    assert_eq!(site.hits("/loop"), 6);
+    assert_eq!(
+        text(3),
+        "Error: response exceeds the maximum of 5000000 bytes"
+    );
+    assert_eq!(text(4), "Error: web fetch timed out");
+    assert_eq!(
+        results[4]["error"],
+        json!({"name": "WebError", "code": "WEB_FETCH_TIMEOUT"})
+    );
+    assert_eq!(text(5), "Error: unsupported content type \"image/png\"");
+    assert_eq!(
+        text(6),
+        format!("Fetched {} (HTTP 404)\n\nno such page", site.url("/gone"))
+    );
+    assert_eq!(
+        text(7),
+        format!("Fetched {} (HTTP 200)\n\n{{\"a\": 1}}", site.url("/data"))
+    );
+    assert_eq!(
+        text(8),
+        "Error: unsupported URL scheme \"ftp:\" (only http and https are allowed)"
+    );
+}
+
+#[test]
+fn web_fetch_keeps_off_private_addresses_and_a_network_switched_off() {
+    let site = Site::start(vec![("/page", Page::new("text/plain", "secret"))]);
+    let env = TestEnv::new(vec![
+        fetch(&site.url("/page")),
+        fetch("http://169.254.169.254/latest/meta-data/"),
+        Turn::text("done"),
+    ]);
+    let results = tool_results(&env, &["--json", "fetch"]);
+    assert_eq!(
+        results[0]["error"],
+        json!({"name": "WebError", "code": "WEB_BLOCKED_URL"})
+    );
+    assert!(
+        results[0]["result"].as_str().unwrap().starts_with(
+            "Error: 127.0.0.1 resolves to 127.0.0.1, a private, loopback or link-local address"
+        ),
+        "{}",
+        results[0]["result"]
+    );
+    assert!(
+        results[1]["result"]
+            .as_str()
+            .unwrap()
+            .contains("169.254.169.254")
+    );
+    assert_eq!(site.hits("/page"), 0);
+    // With the network off, nothing is fetched: no one can allow an exception here.
+    let env = TestEnv::new(vec![fetch(&site.url("/page")), Turn::text("done")]);
+    env.write(
+        ".dsh/config.toml",
+        "[web]\nallow_private_addresses = true\n[sandbox]\nnetwork = false\n",
+    );
+    let results = tool_results(&env, &["--json", "fetch"]);
+    assert_eq!(results[0]["error"]["code"], "WEB_NETWORK_OFF");
+    assert!(
+        results[0]["result"]
+            .as_str()
+            .unwrap()
+            .contains("network access is off for this run (sandbox.network = false)")
+    );
+    assert_eq!(site.hits("/page"), 0);
+}
+
+#[test]
+fn web_search_lists_a_backends_results_and_names_the_key_it_lacks() {
+    let searx = json!({"results": [
+        {"url": "https://blog.rust-lang.org/r.html", "title": "Rust 1.80", "content": "LazyCell is stable", "publishedDate": "2024-07-25"},
+        {"url": "https://github.com/rust-lang/rust", "title": ""},
+    ]});
+    let site = Site::start(vec![(
+        "/search",
+        Page::new("application/json", searx.to_string()),
+    )]);
+    let env = TestEnv::new(vec![
+        Turn::tool_call("web_search", json!({"queries": ["rust 1.80", "rust 1.80"]})),
+        Turn::tool_call("web_search", json!({"queries": []})),
+        Turn::text("found"),
+    ]);
+    env.write(
+        ".dsh/config.toml",
+        &format!(
+            "[web.search]\nprovider = \"searxng\"\nbase_url = \"{}\"\n",
+            site.url("")
+        ),
+    );
+    let found = tool_results(&env, &["--json", "search"]);
+    assert_eq!(
+        found[0]["result"],
+        "Sources:\n- [Rust 1.80](https://blog.rust-lang.org/r.html) — LazyCell is stable (2024-07-25)\n\
+         - [github.com](https://github.com/rust-lang/rust)\n\n\
+         Cite the relevant URLs above as markdown links in your answer."
+    );
+    // The repeated query was sent once.
+    assert_eq!(site.hits("/search"), 1);
+    assert_eq!(
+        found[1]["result"],
+        "Error: queries must contain at least one query"
+    );
+    // No backend, and a backend without its key: the model is told which setting is missing.
+    for (config, expected) in [
+        (
+            "",
+            "no usable web provider is registered: set web.search.provider",
+        ),
+        (
+            "[web.search]\nprovider = \"brave\"\n",
+            "Brave search has no API key: set BRAVE_API_KEY in the environment",
+        ),
+    ] {
+        let env = TestEnv::new(vec![
+            Turn::tool_call("web_search", json!({"queries": ["x"]})),
+            Turn::text("none"),
+        ]);
+        env.write(".dsh/config.toml", config);
+        let results = tool_results(&env, &["--json", "search"]);
+        assert_eq!(results[0]["error"]["code"], "WEB_PROVIDER_UNAVAILABLE");
+        assert!(
+            results[0]["result"].as_str().unwrap().contains(expected),
+            "{}",
+            results[0]["result"]
+        );
+    }
+}
