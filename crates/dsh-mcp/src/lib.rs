@@ -16,6 +16,7 @@
 mod content;
 mod link;
 mod name;
+mod resources;
 mod tool;
 
 use std::ffi::OsString;
@@ -90,6 +91,8 @@ struct Started {
 pub struct McpStartup {
     starting: Vec<(Arc<Link>, JoinHandle<Listing>)>,
     notices: UnboundedSender<String>,
+    /// The handle, for the resource tools over every server.
+    handle: McpServers,
 }
 
 /// A server's tools, or why it could not start.
@@ -127,7 +130,14 @@ impl McpStartup {
                 (link, task)
             })
             .collect();
-        (McpStartup { starting, notices }, joined)
+        (
+            McpStartup {
+                starting,
+                notices,
+                handle: handle.clone(),
+            },
+            joined,
+        )
     }
 
     /// Waits for every server that must start, and up to `grace` for the others. A server
@@ -153,6 +163,7 @@ impl McpStartup {
                 let _ = notices.send(format!(
                     "mcp {name}: still starting; its tools join when it is ready"
                 ));
+                let handle = self.handle.clone();
                 tokio::spawn(async move {
                     match task.await {
                         Ok(Ok(group)) => {
@@ -160,6 +171,9 @@ impl McpStartup {
                             let line =
                                 format!("mcp {name}: ready with {} tools", group.tools.len());
                             link.publish(group);
+                            if link.has_resources() {
+                                link.publish(resources::group(&handle));
+                            }
                             let _ = notices.send(line);
                         }
                         Ok(Err(reason)) => {
@@ -183,6 +197,9 @@ impl McpStartup {
                     let _ = self.notices.send(failed(&name, &reason));
                 }
             }
+        }
+        if self.handle.links().iter().any(|link| link.has_resources()) {
+            groups.push(resources::group(&self.handle));
         }
         Ok(McpReady {
             groups,
@@ -217,6 +234,11 @@ impl McpServers {
             started.links.clone()
         };
         futures_util::future::join_all(links.iter().map(|link| link.shutdown())).await;
+    }
+
+    /// Every server started, in start order.
+    fn links(&self) -> Vec<Arc<Link>> {
+        self.lock().links.clone()
     }
 
     /// Kills every server's process group at once, without waiting: for a process about to

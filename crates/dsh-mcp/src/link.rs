@@ -55,6 +55,8 @@ pub(crate) struct Link {
     running: tokio::sync::Mutex<Option<Connection>>,
     /// Numbers the connections.
     connections: AtomicU64,
+    /// The server declared resources when it connected (`list_mcp_resources` then lists them).
+    resources: std::sync::atomic::AtomicBool,
     /// The stdio server's process; `closed` once the link is stopped, after which nothing is
     /// spawned again. A plain mutex, so the second Ctrl-C can kill without an await.
     process: Mutex<ProcessSlot>,
@@ -102,6 +104,7 @@ impl Link {
             server,
             running: tokio::sync::Mutex::new(None),
             connections: AtomicU64::new(0),
+            resources: std::sync::atomic::AtomicBool::new(false),
             process: Mutex::new(ProcessSlot::default()),
             stderr_tasks: Mutex::new(Vec::new()),
             listings: AtomicU64::new(0),
@@ -116,6 +119,10 @@ impl Link {
         let limit = self.server.startup_timeout;
         let started = tokio::time::timeout(limit, async {
             let (_, peer) = self.connect().await?;
+            let resources = peer
+                .peer_info()
+                .is_some_and(|info| info.capabilities.resources.is_some());
+            self.resources.store(resources, Ordering::SeqCst);
             self.list_tools(&peer).await
         })
         .await;
@@ -134,6 +141,11 @@ impl Link {
         let _ = self.joins.send(group);
     }
 
+    /// Whether the server declared resources.
+    pub(crate) fn has_resources(&self) -> bool {
+        self.resources.load(Ordering::SeqCst)
+    }
+
     /// Calls `raw` with `arguments` within the call timeout, restarting the connection first
     /// when it was lost.
     pub(crate) async fn call(
@@ -141,6 +153,39 @@ impl Link {
         raw: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> Result<CallToolResult, String> {
+        let mut params = CallToolRequestParams::new(raw.to_owned());
+        params.arguments = Some(arguments);
+        self.request(|peer| async move { peer.call_tool(params).await })
+            .await
+    }
+
+    /// Every resource the server lists, all pages.
+    pub(crate) async fn list_resources(
+        self: &Arc<Self>,
+    ) -> Result<Vec<rmcp::model::Resource>, String> {
+        self.request(|peer| async move { peer.list_all_resources().await })
+            .await
+    }
+
+    /// The contents of the resource at `uri`.
+    pub(crate) async fn read_resource(
+        self: &Arc<Self>,
+        uri: &str,
+    ) -> Result<rmcp::model::ReadResourceResult, String> {
+        let params = rmcp::model::ReadResourceRequestParams::new(uri);
+        self.request(|peer| async move { peer.read_resource(params).await })
+            .await
+    }
+
+    /// One request within the call timeout, on the live connection or, when it was lost, a new
+    /// one; a request whose transport failed drops the connection it used.
+    async fn request<T, F>(
+        self: &Arc<Self>,
+        send: impl FnOnce(Peer<RoleClient>) -> F,
+    ) -> Result<T, String>
+    where
+        F: std::future::Future<Output = Result<T, rmcp::ServiceError>>,
+    {
         let (connection, peer) = match self.live_peer().await {
             Some(live) => live,
             None => tokio::time::timeout(self.server.startup_timeout, self.connect())
@@ -159,10 +204,8 @@ impl Link {
                     )
                 })?,
         };
-        let mut params = CallToolRequestParams::new(raw.to_owned());
-        params.arguments = Some(arguments);
         let limit = self.server.call_timeout;
-        match tokio::time::timeout(limit, peer.call_tool(params)).await {
+        match tokio::time::timeout(limit, send(peer)).await {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(error)) => {
                 if matches!(

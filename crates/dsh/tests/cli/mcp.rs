@@ -455,3 +455,60 @@ fn what_a_server_writes_while_it_is_stopped_is_printed_before_dsh_exits() {
         out.stderr
     );
 }
+
+#[test]
+fn a_server_s_resources_are_listed_and_read() {
+    let Some(server) = everything() else { return };
+    let toml = format!(
+        "[mcp.servers.everything]\ncommand = {:?}\nargs = [\"stdio\"]\n",
+        server.display().to_string()
+    );
+    let env = TestEnv::new(vec![
+        Turn::tool_calls(&[
+            ("list_mcp_resources", json!({})),
+            ("list_mcp_resources", json!({"server": "nope"})),
+        ]),
+        Turn::text("listed"),
+    ]);
+    config(&env, &toml);
+    let out = env.run(dsh(), &["list the resources"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let requests = env.server.requests();
+    let names = requests[0].tool_names();
+    assert!(
+        names.contains(&"list_mcp_resources".to_owned()),
+        "{names:?}"
+    );
+    assert!(names.contains(&"read_mcp_resource".to_owned()), "{names:?}");
+    let listed: Value = serde_json::from_str(&result_text(&requests[1], 0)).unwrap();
+    let resources = listed["resources"].as_array().unwrap();
+    assert!(!resources.is_empty(), "{listed}");
+    assert!(resources.iter().all(|r| r["server"] == "everything"));
+    assert_eq!(
+        result_text(&requests[1], 1),
+        "Error: no MCP server \"nope\" with resources; servers with resources: everything"
+    );
+    // Reading the first text resource listed gives its text under a header naming it.
+    let text = resources
+        .iter()
+        .find(|r| {
+            r["mimeType"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("text/"))
+        })
+        .unwrap_or(&resources[0]);
+    let uri = text["uri"].as_str().unwrap().to_owned();
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "read_mcp_resource",
+            json!({"server": "everything", "uri": uri}),
+        ),
+        Turn::text("read"),
+    ]);
+    config(&env, &toml);
+    let out = env.run(dsh(), &["read one"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let read = result_text(&env.server.requests()[1], 0);
+    assert!(read.starts_with(&format!("[resource {uri} (")), "{read}");
+    assert!(read.lines().count() > 1, "{read}");
+}
