@@ -336,3 +336,42 @@ fn with_no_one_to_answer_a_question_is_answered_at_once() {
     );
     assert_eq!(item["properties"]["multi_select"]["type"], "boolean");
 }
+
+/// A schema without its prose, as the conformance runner compares schemas.
+fn without_descriptions(value: &serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => map
+            .iter()
+            .filter(|(key, _)| *key != "description")
+            .map(|(key, value)| (key.clone(), without_descriptions(value)))
+            .collect(),
+        serde_json::Value::Array(items) => items.iter().map(without_descriptions).collect(),
+        other => other.clone(),
+    }
+}
+
+/// The schemas of the tools the recorded corpus does not hold are the reference's (from its
+/// generated tool catalog), descriptions aside.
+#[test]
+fn the_new_tools_have_the_reference_s_schemas() {
+    let reference: serde_json::Value =
+        serde_json::from_str(include_str!("../fixtures/reference-tools.json")).unwrap();
+    let env = TestEnv::new(vec![Turn::text("done")]);
+    let out = env.run(dsh(), &["--permission-mode", "plan", "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let offered = env.server.requests()[0].body["tools"].clone();
+    for tool in reference["tools"].as_array().unwrap() {
+        let name = tool["name"].as_str().unwrap();
+        let ours = offered
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["function"]["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is not offered"));
+        assert_eq!(
+            without_descriptions(&ours["function"]["parameters"]),
+            without_descriptions(&tool["parameters"]),
+            "{name}"
+        );
+    }
+}
