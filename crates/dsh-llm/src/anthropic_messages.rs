@@ -57,17 +57,15 @@ impl AnthropicMessages {
         on_delta: DeltaSink<'_>,
     ) -> Result<Completion, LlmError> {
         let body = request_body(&request, self.config.thinking);
-        let idle = self.config.endpoint.idle_timeout;
-        let response = self.endpoint.post(body, request.model, idle).await?;
         let mut on_delta = on_delta;
-        http::read_answer(
-            response,
-            idle,
-            self.endpoint.url(),
-            &mut Assembler::default(),
-            &mut on_delta,
-        )
-        .await
+        self.endpoint
+            .stream::<Assembler>(
+                body,
+                request.model,
+                self.config.endpoint.idle_timeout,
+                &mut on_delta,
+            )
+            .await
     }
 }
 

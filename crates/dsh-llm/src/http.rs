@@ -126,6 +126,19 @@ impl Endpoint {
     }
 
     /// Posts a JSON body asking for an event stream, and waits for the status as [`send`].
+    /// Posts `body` and reads the streamed answer into a fresh `A`: what a wire format whose
+    /// server always streams does for a request.
+    pub(crate) async fn stream<A: StreamedAnswer + Default>(
+        &self,
+        body: Vec<u8>,
+        model: &str,
+        idle: Duration,
+        on_delta: &mut crate::DeltaSink<'_>,
+    ) -> Result<crate::Completion, crate::LlmError> {
+        let response = self.post(body, model, idle).await?;
+        read_answer(response, idle, self.url(), &mut A::default(), on_delta).await
+    }
+
     pub(crate) async fn post(
         &self,
         body: Vec<u8>,

@@ -48,17 +48,15 @@ impl OpenAiResponses {
         on_delta: DeltaSink<'_>,
     ) -> Result<Completion, LlmError> {
         let body = request_body(&request, self.config.reasoning_effort);
-        let idle = self.config.endpoint.idle_timeout;
-        let response = self.endpoint.post(body, request.model, idle).await?;
         let mut on_delta = on_delta;
-        http::read_answer(
-            response,
-            idle,
-            self.endpoint.url(),
-            &mut Assembler::default(),
-            &mut on_delta,
-        )
-        .await
+        self.endpoint
+            .stream::<Assembler>(
+                body,
+                request.model,
+                self.config.endpoint.idle_timeout,
+                &mut on_delta,
+            )
+            .await
     }
 }
 
