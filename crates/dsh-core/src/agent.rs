@@ -394,8 +394,8 @@ impl Agent {
             self.deliver_nested_instructions(turn, &touched)?;
             match ended {
                 // A tool ended the turn (a plan submitted with no one to approve it): its text
-                // is the answer.
-                Some((reason, answer)) => {
+                // is the answer, unless the run was stopped meanwhile.
+                Some((reason, answer)) if !stop.is_requested() => {
                     return Ok(StepOutcome {
                         usage: billed,
                         text: answer,
@@ -404,7 +404,7 @@ impl Agent {
                 }
                 // The results go back to the model in the next step, even after a cut-off
                 // answer: only a step without tool calls ends the turn.
-                None => stop.is_requested().then(|| stop.turn_end()),
+                _ => stop.is_requested().then(|| stop.turn_end()),
             }
         };
         Ok(StepOutcome {
@@ -437,6 +437,19 @@ impl Agent {
         let mut prepared = prepared.into_iter().peekable();
         let mut next = 0;
         while let Some(call) = prepared.next() {
+            if ending.is_some() {
+                // A call ended the turn (a submitted plan): the calls after it are not run.
+                for (id, name, arguments) in &calls[next..] {
+                    self.commit_call(turn, step, id, name, arguments)?;
+                    let outcome = ToolOutcome::failure(dsh_tools::ToolError::coded(
+                        "AbortError",
+                        "ABORTED_BEFORE_DISPATCH",
+                        "tool call not run: an earlier call of this answer ended the turn",
+                    ));
+                    self.commit_result(turn, step, id, outcome)?;
+                }
+                return Ok(ending);
+            }
             if stop.is_requested() {
                 for (id, name, arguments) in &calls[next..] {
                     self.commit_call(turn, step, id, name, arguments)?;
@@ -481,13 +494,9 @@ impl Agent {
             let mut position = next;
             while let Some(mut outcome) = outcomes.next().await {
                 let id = &calls[position].0;
-                let effect = outcome.effect.take();
-                commit(
-                    &mut self.session,
-                    &self.events,
-                    result_record(turn, step, id, outcome),
-                )?;
-                match effect {
+                // The list first, as the reference records it: a run killed between the two
+                // keeps the list the call made.
+                match outcome.effect.take() {
                     Some(ToolEffect::Todos(todos)) => {
                         commit(
                             &mut self.session,
@@ -495,9 +504,17 @@ impl Agent {
                             Record::TodoWrite { turn, todos },
                         )?;
                     }
-                    Some(ToolEffect::EndTurn { reason, text }) => ending = Some((reason, text)),
+                    // The first call that ends the turn decides how.
+                    Some(ToolEffect::EndTurn { reason, text }) => {
+                        ending.get_or_insert((reason, text));
+                    }
                     None => {}
                 }
+                commit(
+                    &mut self.session,
+                    &self.events,
+                    result_record(turn, step, id, outcome),
+                )?;
                 position += 1;
             }
             next = group_end;

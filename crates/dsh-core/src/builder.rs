@@ -116,9 +116,15 @@ impl AgentBuilder {
             ),
         ]);
         shell_env.scrub.clone_from(&settings.scrub.value);
+        // A server whose every tool is withheld is not started at all.
         let servers = settings
             .mcp_servers
             .iter()
+            .filter(|server| {
+                settings
+                    .tool_filter
+                    .may_allow_some(&format!("mcp__{}__", server.name))
+            })
             .map(|server| McpServer {
                 name: server.name.clone(),
                 transport: transport(&server.transport, &shell_env),

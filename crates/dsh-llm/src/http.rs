@@ -125,7 +125,6 @@ impl Endpoint {
         &self.url
     }
 
-    /// Posts a JSON body asking for an event stream, and waits for the status as [`send`].
     /// Posts `body` and reads the streamed answer into a fresh `A`: what a wire format whose
     /// server always streams does for a request.
     pub(crate) async fn stream<A: StreamedAnswer + Default>(
@@ -139,6 +138,7 @@ impl Endpoint {
         read_answer(response, idle, self.url(), &mut A::default(), on_delta).await
     }
 
+    /// Posts a JSON body asking for an event stream, and waits for the status as [`send`].
     pub(crate) async fn post(
         &self,
         body: Vec<u8>,

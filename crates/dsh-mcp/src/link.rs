@@ -119,11 +119,13 @@ impl Link {
         let limit = self.server.startup_timeout;
         let started = tokio::time::timeout(limit, async {
             let (_, peer) = self.connect().await?;
+            let group = self.list_tools(&peer).await?;
+            // Only a server that started is offered for its resources.
             let resources = peer
                 .peer_info()
                 .is_some_and(|info| info.capabilities.resources.is_some());
             self.resources.store(resources, Ordering::SeqCst);
-            self.list_tools(&peer).await
+            Ok(group)
         })
         .await;
         match started {

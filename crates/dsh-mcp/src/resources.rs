@@ -90,15 +90,29 @@ impl Tool for ListMcpResources {
         &self.parameters
     }
 
+    /// It reads (or stops a job, which changes no file).
+    fn plan_safe(&self, _args: &Arguments) -> bool {
+        true
+    }
+
     fn parallel_safe(&self) -> bool {
         true
     }
 
     fn call<'a>(&'a self, args: Arguments, _ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
+            let only = args.str("server");
             let mut listed = Vec::new();
-            for link in servers_with_resources(&self.servers, args.str("server"))? {
-                let resources = link.list_resources().await.map_err(ToolError::plain)?;
+            for link in servers_with_resources(&self.servers, only)? {
+                let resources = match link.list_resources().await {
+                    Ok(resources) => resources,
+                    // One server's failure is its entry, not the whole listing's.
+                    Err(error) if only.is_none() => {
+                        listed.push(json!({"server": link.server.name, "error": error}));
+                        continue;
+                    }
+                    Err(error) => return Err(ToolError::plain(error)),
+                };
                 for resource in resources {
                     let mut entry = json!({"server": link.server.name, "uri": resource.uri, "name": resource.name});
                     if let Some(mime) = &resource.mime_type {
@@ -132,6 +146,11 @@ impl Tool for ReadMcpResource {
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
+    }
+
+    /// It reads (or stops a job, which changes no file).
+    fn plan_safe(&self, _args: &Arguments) -> bool {
+        true
     }
 
     fn parallel_safe(&self) -> bool {

@@ -74,8 +74,9 @@ impl Tool for McpTool {
         &self.parameters
     }
 
-    /// Only what its server declares read-only: dsh cannot tell what else a tool changes.
-    fn plan_safe(&self) -> bool {
+    /// Only what its server declares read-only (`readOnlyHint`): dsh cannot tell what else a
+    /// tool changes, and takes the server's word for it, as for the server's whole behaviour.
+    fn plan_safe(&self, _args: &Arguments) -> bool {
         self.read_only
     }
 

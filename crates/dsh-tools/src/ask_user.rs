@@ -1,6 +1,6 @@
 //! `ask_user_question`: the model asks the user to choose or confirm before it goes on. A run
-//! with no one to answer (headless, or `--approval-policy never`) says so at once, so the model
-//! decides for itself instead of waiting.
+//! with no one to answer (every run built today: headless) says so at once, so the model decides
+//! for itself instead of waiting.
 
 use crate::schema::{Param, ParamType, Parameters, Shape};
 use crate::{Arguments, Tool, ToolContext, ToolError, ToolFuture};
@@ -73,6 +73,11 @@ impl Tool for AskUserQuestion {
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
+    }
+
+    /// It asks.
+    fn plan_safe(&self, _args: &Arguments) -> bool {
+        true
     }
 
     fn call<'a>(&'a self, args: Arguments, _ctx: &'a ToolContext) -> ToolFuture<'a> {

@@ -69,11 +69,6 @@ impl Tool for Edit {
         &self.parameters
     }
 
-    /// It writes files itself, outside any sandbox plan mode could make read-only.
-    fn plan_safe(&self) -> bool {
-        false
-    }
-
     fn touched_path<'a>(&self, args: &'a Arguments) -> Option<&'a str> {
         args.str("file_path")
     }

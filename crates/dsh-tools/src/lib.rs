@@ -240,10 +240,12 @@ pub trait Tool: Send + Sync {
         None
     }
 
-    /// Whether calls may run in plan mode: they change no files, or change them only through
-    /// the sandbox, which plan mode makes read-only. A tool that writes files itself says no.
-    fn plan_safe(&self) -> bool {
-        true
+    /// Whether this call may run in plan mode: it changes no files, or changes them only
+    /// through the sandbox, which plan mode makes read-only. No unless the tool says so, so a
+    /// new tool is kept out of plan mode until someone has checked it.
+    fn plan_safe(&self, args: &Arguments) -> bool {
+        let _ = args;
+        false
     }
 
     /// Whether the tool keeps its results within bounds itself (paging, caps with their own

@@ -37,6 +37,11 @@ impl Tool for ExitPlanMode {
         &self.parameters
     }
 
+    /// It submits the plan.
+    fn plan_safe(&self, _args: &Arguments) -> bool {
+        true
+    }
+
     fn guidance(&self) -> Option<&str> {
         Some(
             "Plan mode: explore with the read-only tools (read, glob, grep, bash under a \

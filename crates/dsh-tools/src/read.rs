@@ -72,6 +72,11 @@ impl Tool for Read {
         &self.parameters
     }
 
+    /// It reads.
+    fn plan_safe(&self, _args: &Arguments) -> bool {
+        true
+    }
+
     fn touched_path<'a>(&self, args: &'a Arguments) -> Option<&'a str> {
         args.str("file_path")
     }

@@ -254,7 +254,7 @@ impl PreparedCall {
             Ok(checked) => checked,
             Err(error) => return ToolOutcome::failure(error),
         };
-        if ctx.session.plan_mode && !tool.plan_safe() {
+        if ctx.session.plan_mode && !tool.plan_safe(&args) {
             return ToolOutcome::failure(ToolError::coded(
                 "PlanModeError",
                 "PLAN_MODE",

@@ -188,6 +188,11 @@ impl Tool for SkillTool {
         &self.parameters
     }
 
+    /// It reads a skill.
+    fn plan_safe(&self, _args: &Arguments) -> bool {
+        true
+    }
+
     fn call<'a>(&'a self, args: Arguments, _ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let name = args.str("name").unwrap_or_default().trim().to_owned();

@@ -94,9 +94,9 @@ impl Tool for StrReplaceEditor {
         &self.parameters
     }
 
-    /// It writes files itself, outside any sandbox plan mode could make read-only.
-    fn plan_safe(&self) -> bool {
-        false
+    /// Only `view`: the other commands write files themselves.
+    fn plan_safe(&self, args: &Arguments) -> bool {
+        args.str("command") == Some("view")
     }
 
     fn touched_path<'a>(&self, args: &'a Arguments) -> Option<&'a str> {

@@ -56,6 +56,11 @@ impl Tool for TodoWrite {
         &self.parameters
     }
 
+    /// It keeps the task list, no file.
+    fn plan_safe(&self, _args: &Arguments) -> bool {
+        true
+    }
+
     fn call<'a>(&'a self, args: Arguments, _ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let todos = todo_list(&args)?;

@@ -12,7 +12,7 @@ use dsh_tools::ToolError;
 pub(crate) fn is_private(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => private_v4(v4),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+        IpAddr::V6(v6) => match embedded_v4(v6) {
             Some(v4) => private_v4(v4),
             None => private_v6(v6),
         },
@@ -33,7 +33,26 @@ fn private_v4(ip: Ipv4Addr) -> bool {
         || (a == 100 && (64..128).contains(&b))
         // Benchmarking, 198.18.0.0/15, and reserved, 240.0.0.0/4.
         || (a == 198 && (b == 18 || b == 19))
+        // IETF protocol assignments, 192.0.0.0/24.
+        || (a == 192 && b == 0 && ip.octets()[2] == 0)
         || a >= 240
+}
+
+/// The IPv4 address an IPv6 one carries, by the forms that reach it: mapped (`::ffff:a.b.c.d`),
+/// compatible (`::a.b.c.d`), NAT64 (`64:ff9b::/96`, `64:ff9b:1::/48`) and 6to4 (`2002::/16`).
+fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = ip.segments();
+    let v4 = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
+    if let Some(mapped) = ip.to_ipv4_mapped() {
+        return Some(mapped);
+    }
+    match s {
+        [0, 0, 0, 0, 0, 0, hi, lo] if (hi, lo) > (0, 1) => Some(v4(hi, lo)),
+        [0x64, 0xff9b, 0, 0, 0, 0, hi, lo] => Some(v4(hi, lo)),
+        [0x64, 0xff9b, 1, ..] => Some(v4(s[6], s[7])),
+        [0x2002, hi, lo, ..] => Some(v4(hi, lo)),
+        _ => None,
+    }
 }
 
 fn private_v6(ip: Ipv6Addr) -> bool {
@@ -41,9 +60,12 @@ fn private_v6(ip: Ipv6Addr) -> bool {
     ip.is_loopback()
         || ip.is_unspecified()
         || ip.is_multicast()
-        // Unique local, fc00::/7, and link-local, fe80::/10.
+        // Unique local, fc00::/7; link-local, fe80::/10; site-local, fec0::/10.
         || (first & 0xfe00) == 0xfc00
         || (first & 0xffc0) == 0xfe80
+        || (first & 0xffc0) == 0xfec0
+        // Teredo, 2001::/32: the IPv4 address it reaches is hidden in it.
+        || (first == 0x2001 && ip.segments()[1] == 0)
 }
 
 /// The address to connect to for `host:port`: its first address, when every address it
@@ -105,6 +127,12 @@ mod tests {
             "fd00::1",
             "fe80::1",
             "::ffff:127.0.0.1",
+            "::127.0.0.1",
+            "64:ff9b::a9fe:a9fe",
+            "2002:7f00:1::",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "fec0::1",
+            "192.0.0.8",
         ] {
             assert!(is_private(private.parse().unwrap()), "{private}");
         }

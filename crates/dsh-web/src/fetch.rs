@@ -62,6 +62,11 @@ impl Tool for WebFetch {
         &self.parameters
     }
 
+    /// It reads a page.
+    fn plan_safe(&self, _args: &Arguments) -> bool {
+        true
+    }
+
     fn guidance(&self) -> Option<&str> {
         Some(
             "`web_fetch` reads a page you have the address of (from the task, the code, or \
@@ -195,7 +200,9 @@ async fn request(url: &Url, settings: &WebSettings) -> Result<reqwest::Response,
     let address = crate::address::resolve(host, port, settings.allow_private).await?;
     // A provider may already be installed by another client; either way one is in place.
     let _ = rustls::crypto::ring::default_provider().install_default();
+    // No proxy: a proxy would look the name up again, and reach whatever it resolves to there.
     let client = reqwest::Client::builder()
+        .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .resolve(host.trim_start_matches('[').trim_end_matches(']'), address)
         .connect_timeout(CONNECT_TIMEOUT)
@@ -210,7 +217,12 @@ async fn request(url: &Url, settings: &WebSettings) -> Result<reqwest::Response,
         )
         .send()
         .await
-        .map_err(|e| web_error("WEB_PROVIDER_ERROR", format!("web fetch failed: {e}")))
+        .map_err(|e| {
+            web_error(
+                "WEB_PROVIDER_ERROR",
+                format!("web fetch failed: {}", e.without_url()),
+            )
+        })
 }
 
 /// How a body is given to the model.
@@ -328,7 +340,8 @@ fn render(url: &str, status: u16, content: &str, truncated: bool) -> String {
         return full;
     }
     let (kept, _) = cut_chars(&full, MAX_OUTPUT_CHARS - FOOTER.chars().count());
-    let kept = match kept.match_indices('\n').nth(MAX_OUTPUT_LINES - 1) {
+    // The footer's blank line and note count in the lines too.
+    let kept = match kept.match_indices('\n').nth(MAX_OUTPUT_LINES - 3) {
         Some((at, _)) => &kept[..at],
         None => kept,
     };
@@ -419,7 +432,7 @@ mod tests {
         let text = "line\n".repeat(MAX_OUTPUT_LINES + 10);
         let out = render("https://h/", 200, &text, false);
         assert!(out.ends_with(FOOTER));
-        assert_eq!(out.split('\n').count(), MAX_OUTPUT_LINES + 2);
+        assert_eq!(out.split('\n').count(), MAX_OUTPUT_LINES);
         let wide = "é".repeat(MAX_OUTPUT_CHARS);
         let out = render("https://h/", 200, &wide, false);
         assert_eq!(out.chars().count(), MAX_OUTPUT_CHARS);

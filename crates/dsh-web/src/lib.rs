@@ -4,7 +4,8 @@
 //! is converted with `htmd`, a port of the turndown converter the reference uses) or as text,
 //! within caps on bytes, characters and lines. It refuses private, loopback and link-local
 //! addresses unless the configuration allows them, checks every redirect hop the same way, and
-//! connects to the very address it checked. [`WebSearch`] (`web_search`) asks the configured
+//! connects to the very address it checked (directly: never through a proxy, which would look
+//! the name up again). [`WebSearch`] (`web_search`) asks the configured
 //! [`SearchBackend`] and lists what it found as the reference does. Both respect the sandbox's
 //! network switch: with the network off a call needs an approved exception.
 //!
@@ -84,6 +85,13 @@ async fn network_allowed(
         .await;
     match outcome {
         ApprovalOutcome::AllowedOnce => Ok(()),
-        _ => Err(refused()),
+        ApprovalOutcome::Unavailable => Err(refused()),
+        ApprovalOutcome::Rejected | ApprovalOutcome::Cancelled => Err(web_error(
+            "WEB_NETWORK_OFF",
+            format!(
+                "{tool} is refused: network access is off for this run (sandbox.network = \
+                 false), and the user did not allow an exception; work without it"
+            ),
+        )),
     }
 }

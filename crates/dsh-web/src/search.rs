@@ -93,6 +93,11 @@ impl Tool for WebSearch {
         &self.parameters
     }
 
+    /// It searches.
+    fn plan_safe(&self, _args: &Arguments) -> bool {
+        true
+    }
+
     fn guidance(&self) -> Option<&str> {
         Some(
             "`web_search` finds current information; give `queries` one to four searches. Use \
@@ -180,12 +185,16 @@ async fn search(
             format!("{name} search request failed: {e}"),
         )
     };
+    // Errors leave the URL out (a base URL may carry credentials), and redirects are not
+    // followed (a key header would go along to wherever they point).
+    let http = |e: reqwest::Error| failed(&e.without_url());
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
         .timeout(limit)
         .user_agent(concat!("dsh/", env!("CARGO_PKG_VERSION"), " (web_search)"))
         .build()
-        .map_err(|e| failed(&e))?;
+        .map_err(http)?;
     let request = match backend {
         SearchBackend::Searxng { base_url } => {
             let mut url = endpoint(base_url, "search").map_err(|e| failed(&e))?;
@@ -205,9 +214,9 @@ async fn search(
                 .header(reqwest::header::ACCEPT, "application/json")
         }
     };
-    let response = request.send().await.map_err(|e| failed(&e))?;
+    let response = request.send().await.map_err(http)?;
     let status = response.status();
-    let body = response.bytes().await.map_err(|e| failed(&e))?;
+    let body = read_capped(response).await.map_err(http)?;
     if !status.is_success() {
         let detail = serde_json::from_slice::<Value>(&body).ok().and_then(|v| {
             v["error"]["message"]
@@ -216,6 +225,7 @@ async fn search(
                 .or_else(|| v["message"].as_str())
                 .map(str::to_owned)
         });
+        let detail: Option<String> = detail.map(|d| d.chars().take(500).collect());
         return Err(web_error(
             "WEB_PROVIDER_ERROR",
             detail.unwrap_or_else(|| format!("{name} API error (HTTP {})", status.as_u16())),
@@ -257,12 +267,30 @@ async fn search(
     Ok((sources, truncated))
 }
 
-/// `base` with `path` under it.
+/// The most bytes of a backend's answer read.
+const MAX_ANSWER_BYTES: usize = 2_000_000;
+
+/// At most [`MAX_ANSWER_BYTES`] of a response's body.
+async fn read_capped(response: reqwest::Response) -> Result<Vec<u8>, reqwest::Error> {
+    use futures_util::StreamExt;
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk?;
+        body.extend_from_slice(&chunk[..chunk.len().min(MAX_ANSWER_BYTES - body.len())]);
+        if body.len() == MAX_ANSWER_BYTES {
+            break;
+        }
+    }
+    Ok(body)
+}
+
+/// `base` with `path` under it (the base itself is never quoted: it may carry credentials).
 fn endpoint(base: &str, path: &str) -> Result<Url, String> {
     let base = format!("{}/", base.trim_end_matches('/'));
     Url::parse(&base)
         .and_then(|url| url.join(path))
-        .map_err(|e| format!("bad base URL \"{base}\": {e}"))
+        .map_err(|e| format!("web.search.base_url is not a usable URL ({e})"))
 }
 
 /// The queries' results taken in turn by rank, each URL once, at most [`MAX_RESULTS`].

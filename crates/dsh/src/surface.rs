@@ -75,6 +75,17 @@ impl Surface {
         }
     }
 
+    /// The task list a resumed session starts from, so a supervisor need not read the log.
+    pub fn todos(&mut self, todos: &[dsh_protocol::TodoItem]) {
+        if let Surface::Json { .. } = self
+            && !todos.is_empty()
+        {
+            line(&StreamEvent::Todo {
+                todos: todos.to_vec(),
+            });
+        }
+    }
+
     pub fn event(&mut self, event: &AgentEvent) {
         if let AgentEvent::Delta(StreamDelta::Retry(notice)) = event {
             if let Surface::Text(text) = self {

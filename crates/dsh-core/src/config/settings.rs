@@ -698,6 +698,14 @@ fn web_settings(
         },
         Some(SearchProvider::Brave) => {
             let base_url = base_url(Some("https://api.search.brave.com"), r).unwrap_or_default();
+            // The key goes in a header: never over plain http.
+            if !base_url.starts_with("https://") {
+                return Err(SetupError(
+                    "config web.search.base_url: the brave provider's key is sent with every \
+                     request, so its base URL must be https://"
+                        .into(),
+                ));
+            }
             let env = r.setting(
                 "web.search.api_key_env",
                 [r.file("web.search.api_key_env", web.search.api_key_env.clone())],

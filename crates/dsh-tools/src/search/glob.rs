@@ -65,6 +65,11 @@ impl Tool for Glob {
         &self.parameters
     }
 
+    /// It reads.
+    fn plan_safe(&self, _args: &Arguments) -> bool {
+        true
+    }
+
     fn guidance(&self) -> Option<&str> {
         Some(
             "Find files by name with `glob` rather than `find` or `ls -R` in the shell. A pattern \

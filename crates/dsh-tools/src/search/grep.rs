@@ -72,6 +72,11 @@ impl Tool for Grep {
         &self.parameters
     }
 
+    /// It reads.
+    fn plan_safe(&self, _args: &Arguments) -> bool {
+        true
+    }
+
     fn guidance(&self) -> Option<&str> {
         Some(
             "Search file contents with `grep` rather than `grep` or `rg` in the shell, then `read` \

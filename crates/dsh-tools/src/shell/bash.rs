@@ -90,6 +90,11 @@ impl Tool for Bash {
         &self.parameters
     }
 
+    /// Its commands run in the sandbox, which plan mode makes read-only.
+    fn plan_safe(&self, _args: &Arguments) -> bool {
+        true
+    }
+
     fn guidance(&self) -> Option<&str> {
         Some(
             "Read the `[exit code: N]` marker of every `bash` result and look into a failure \

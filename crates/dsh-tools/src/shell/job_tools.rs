@@ -74,6 +74,11 @@ impl Tool for JobOutput {
         &self.parameters
     }
 
+    /// It reads (or stops a job, which changes no file).
+    fn plan_safe(&self, _args: &Arguments) -> bool {
+        true
+    }
+
     fn guidance(&self) -> Option<&str> {
         Some(
             "Keep track of the background jobs you start: you are told when one finishes, so \
@@ -144,6 +149,11 @@ impl Tool for JobList {
         &self.parameters
     }
 
+    /// It reads (or stops a job, which changes no file).
+    fn plan_safe(&self, _args: &Arguments) -> bool {
+        true
+    }
+
     fn call<'a>(&'a self, _: Arguments, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let jobs = shell(ctx)?.jobs.list();
@@ -191,6 +201,11 @@ impl Tool for JobKill {
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
+    }
+
+    /// It reads (or stops a job, which changes no file).
+    fn plan_safe(&self, _args: &Arguments) -> bool {
+        true
     }
 
     fn call<'a>(&'a self, args: Arguments, ctx: &'a ToolContext) -> ToolFuture<'a> {

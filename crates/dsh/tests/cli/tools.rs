@@ -59,7 +59,16 @@ fn todo_write_keeps_the_list_in_the_log_and_the_stream_across_a_resume() {
         refused["result"],
         "Error: invalid todos: at most one task may be in_progress (got 2)"
     );
-    assert!(!out.events().iter().any(|e| e["type"] == "todo"));
+    // The resumed stream says at once which list the session starts from (and the refused
+    // list changes nothing).
+    let todos: Vec<_> = out
+        .events()
+        .into_iter()
+        .filter(|e| e["type"] == "todo")
+        .collect();
+    assert_eq!(todos.len(), 1);
+    assert_eq!(todos[0]["todos"][1]["content"], "Fix the bug");
+    assert_eq!(out.events()[1]["type"], "todo");
     let shown = env.run(dsh(), &["sessions", "show", &id]);
     assert!(
         shown.stdout.contains("in_progress Fix the bug"),
