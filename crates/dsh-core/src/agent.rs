@@ -42,6 +42,12 @@ pub struct AgentConfig {
     /// How instruction files below the working directory are found as the file tools reach
     /// them; `None` looks for none.
     pub nested_instructions: Option<crate::instructions::InstructionSettings>,
+    /// The most tokens a turn may bill before it is ended (a subagent's budget); `None`: no
+    /// limit.
+    pub token_budget: Option<u64>,
+    /// Kept current with the history of the completed turns, at each turn's start, for tools
+    /// that build on it (`subagent_fork`).
+    pub completed_history: Option<Arc<std::sync::Mutex<Vec<Message>>>>,
 }
 
 impl AgentConfig {
@@ -62,6 +68,8 @@ impl AgentConfig {
             context_window: crate::compaction::DEFAULT_CONTEXT_WINDOW,
             instructions: None,
             nested_instructions: None,
+            token_budget: None,
+            completed_history: None,
         }
     }
 }
@@ -73,6 +81,11 @@ pub enum AgentEvent {
     Record(Record),
     /// A live piece of an answer still streaming; not stored.
     Delta(StreamDelta),
+    /// An event of a subagent's run (in its own log), tagged with its id.
+    Child {
+        agent_id: String,
+        event: Box<AgentEvent>,
+    },
 }
 
 /// How a turn went.
@@ -98,6 +111,18 @@ impl Stop {
         Self::default()
     }
 
+    /// A stop for a subagent: requested on its own, or whenever the parent's `token` is.
+    pub(crate) fn child_of(token: &CancellationToken) -> Self {
+        let stop = Stop {
+            token: token.child_token(),
+            reason: Arc::default(),
+        };
+        if token.is_cancelled() {
+            let _ = stop.reason.set(AbortReason::Parent);
+        }
+        stop
+    }
+
     /// Asks the run to stop; the first reason given is kept.
     pub fn request(&self, reason: AbortReason) {
         let _ = self.reason.set(reason);
@@ -113,9 +138,8 @@ impl Stop {
     }
 
     fn turn_end(&self) -> TurnEndReason {
-        let reason = self.reason.get().cloned().unwrap_or(AbortReason::Signal {
-            signal: "unknown".into(),
-        });
+        // Cancelled with no reason of its own: a subagent's parent stopped.
+        let reason = self.reason.get().cloned().unwrap_or(AbortReason::Parent);
         TurnEndReason::Aborted { reason }
     }
 }
@@ -134,6 +158,14 @@ pub struct Agent {
     compactor: Compactor,
     /// Folders already looked at for nested instruction files.
     probed: std::collections::HashSet<std::path::PathBuf>,
+}
+
+/// What a step's calls did beyond their results.
+struct ToolsRun {
+    /// How the turn ends, with its answer, when a call's effect ended it.
+    ending: Option<(TurnEndReason, String)>,
+    /// What the calls billed.
+    usage: Usage,
 }
 
 /// The end of one step.
@@ -233,6 +265,12 @@ impl Agent {
     /// Runs one turn for `task` until the model answers without calling a tool, the step cap
     /// is reached, a request fails for good, or `stop` is requested.
     pub async fn run_turn(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
+        if let Some(shared) = &self.config.completed_history {
+            *shared
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                self.session.completed_history().to_vec();
+        }
         let turn = self.session.next_turn();
         self.commit(Record::TurnStart { turn })?;
         self.commit(Record::UserMessage {
@@ -262,6 +300,19 @@ impl Agent {
                             "the turn reached its limit of {} steps without a final answer; \
                              raise it with --max-steps",
                             self.config.max_steps
+                        ),
+                    ),
+                };
+            }
+            if let Some(budget) = self.config.token_budget
+                && usage.total_tokens >= budget
+            {
+                break TurnEndReason::Error {
+                    error: Failure::new(
+                        FailureCode::TokenBudget,
+                        format!(
+                            "the turn spent its budget of {budget} tokens \
+                             (subagents.max_tokens) before a final answer"
                         ),
                     ),
                 };
@@ -355,7 +406,7 @@ impl Agent {
             Some(Ok(completion)) => completion,
         };
         // The size measurement takes the answering attempt alone; billing takes them all.
-        let billed = completion.billed();
+        let mut billed = completion.billed();
         self.compactor.measured(&completion.usage, sent_len);
         let text = completion.message.text();
         let calls: Vec<(String, String, String)> = completion
@@ -388,11 +439,13 @@ impl Agent {
                 .iter()
                 .filter_map(|call| call.touched_path().map(str::to_owned))
                 .collect();
-            let ended = self
+            let ran = self
                 .run_tools(turn, step, &calls, prepared, cut_off, stop)
                 .await?;
+            // What the calls billed themselves (a subagent's requests) is the step's too.
+            billed.add(&ran.usage);
             self.deliver_nested_instructions(turn, &touched)?;
-            match ended {
+            match ran.ending {
                 // A tool ended the turn (a plan submitted with no one to approve it): its text
                 // is the answer, unless the run was stopped meanwhile.
                 Some((reason, answer)) if !stop.is_requested() => {
@@ -426,8 +479,9 @@ impl Agent {
         prepared: Vec<PreparedCall>,
         cut_off: bool,
         stop: &Stop,
-    ) -> Result<Option<(TurnEndReason, String)>, CoreError> {
+    ) -> Result<ToolsRun, CoreError> {
         let mut ending = None;
+        let mut usage = Usage::default();
         let ctx = ToolContext {
             call_id: String::new(),
             cwd: self.session.cwd().to_path_buf(),
@@ -448,7 +502,7 @@ impl Agent {
                     ));
                     self.commit_result(turn, step, id, outcome)?;
                 }
-                return Ok(ending);
+                return Ok(ToolsRun { ending, usage });
             }
             if stop.is_requested() {
                 for (id, name, arguments) in &calls[next..] {
@@ -460,7 +514,7 @@ impl Agent {
                     ));
                     self.commit_result(turn, step, id, outcome)?;
                 }
-                return Ok(ending);
+                return Ok(ToolsRun { ending, usage });
             }
             let (id, name, arguments) = &calls[next];
             if cut_off && !call.arguments_are_json() {
@@ -481,19 +535,26 @@ impl Agent {
             for (id, name, arguments) in &calls[next..group_end] {
                 self.commit_call(turn, step, id, name, arguments)?;
             }
-            let ctx = &ctx;
-            let mut outcomes = futures_util::stream::iter(calls[next..group_end].iter().zip(group))
+            // Each call with a context of its own, owned: the futures borrow nothing, so a run
+            // can be spawned as a task (a subagent's is).
+            let runs: Vec<(ToolContext, PreparedCall)> = calls[next..group_end]
+                .iter()
+                .zip(group)
                 .map(|((id, _, _), call)| {
                     let ctx = ToolContext {
                         call_id: id.clone(),
                         ..ctx.clone()
                     };
-                    async move { call.run(&ctx).await }
+                    (ctx, call)
                 })
+                .collect();
+            let mut outcomes = futures_util::stream::iter(runs)
+                .map(|(ctx, call)| async move { call.run(&ctx).await })
                 .buffered(self.config.max_parallel_tools.max(1));
             let mut position = next;
             while let Some(mut outcome) = outcomes.next().await {
                 let id = &calls[position].0;
+                usage.add(&outcome.usage);
                 // The list first, as the reference records it: a run killed between the two
                 // keeps the list the call made.
                 match outcome.effect.take() {
@@ -508,6 +569,10 @@ impl Agent {
                     Some(ToolEffect::EndTurn { reason, text }) => {
                         ending.get_or_insert((reason, text));
                     }
+                    Some(ToolEffect::Subagent(mut run)) => {
+                        run.turn = turn;
+                        commit(&mut self.session, &self.events, Record::SubagentRun(run))?;
+                    }
                     None => {}
                 }
                 commit(
@@ -519,7 +584,7 @@ impl Agent {
             }
             next = group_end;
         }
-        Ok(ending)
+        Ok(ToolsRun { ending, usage })
     }
 
     fn commit_call(
@@ -637,6 +702,7 @@ fn cut_off_outcome() -> ToolOutcome {
         is_error: true,
         error: Some(ErrorInfo::new("ToolArgsError", "INVALID_ARGS")),
         effect: None,
+        usage: Usage::default(),
     }
 }
 

@@ -14,11 +14,12 @@ use std::sync::Arc;
 use dsh_llm::{Provider, Retrying};
 use dsh_mcp::{McpServer, McpServers, McpStartup, Transport};
 use dsh_protocol::Prices;
+use dsh_sandbox::escalation::ApprovalPolicy;
 use dsh_sandbox::{Sandbox, SandboxMode, SandboxPolicy};
 use dsh_tools::ToolGroup;
 use dsh_tools::{
     AskUserQuestion, AttachmentStore, ExitPlanMode, ModelCaps, Shell, ShellEnv, SpillStore,
-    StrReplaceEditor, TodoWrite, ToolRegistry, ToolSession,
+    StrReplaceEditor, TodoWrite, ToolFilter, ToolRegistry, ToolSession,
 };
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 
@@ -171,12 +172,7 @@ impl StartedRun {
             .await
             .map_err(|e| SetupError(e.to_string()))?;
         let route = &settings.route;
-        let mut config = AgentConfig::new(route.model.clone());
-        config.max_output_tokens = route.max_output_tokens.value;
-        config.effort = settings.effort.value;
-        config.max_steps = settings.max_steps.value;
-        config.context_window = route.context_window.value;
-        config.job_wait = settings.job_wait.value;
+        let mut config = agent_config(&settings);
         // A new session gets the workspace instructions after its first task; a resumed one
         // has them in its history and gets only what changed since, after its new task.
         let (cwd, home) = (&settings.cwd, &settings.home.value);
@@ -201,7 +197,6 @@ impl StartedRun {
         config.nested_instructions = Some(instructions.clone());
         let mode = settings.permission_mode.value.sandbox();
         let approval = settings.approval.value;
-        let plan_mode = settings.permission_mode.value.is_plan();
         let policy = SandboxPolicy::new(mode, cwd, settings.add_dirs.value.clone());
         config.context.push(dsh_sandbox::runtime_context(
             &policy,
@@ -215,19 +210,21 @@ impl StartedRun {
         }
         tools.follow(mcp_ready.joins);
         let shell = Arc::new(Shell::new(shell_env, session.id(), sandbox));
-        let model = ModelCaps {
-            name: config.model.clone(),
-            image_input: route.image_input.value,
-        };
-        let tool_session =
-            ToolSession::new(policy, SpillStore::new(session.dir().join("spill")), model)
-                .with_attachments(AttachmentStore::new(home.join("attachments")))
-                .with_approval(approval)
-                .with_plan_mode(plan_mode)
-                // Jobs nobody can read are not started: commands past their timeout stop.
-                .with_background_jobs(settings.tool_filter.allows("job_output"))
-                .with_shell(shell.clone());
+        let tool_session = tool_session(
+            &settings,
+            policy,
+            approval,
+            shell.clone(),
+            SpillStore::new(session.dir().join("spill")),
+        );
         let (tx, events) = mpsc::unbounded_channel();
+        // Subagents: built from the same settings, model and shell.
+        let history = Arc::new(std::sync::Mutex::new(Vec::new()));
+        config.completed_history = Some(history.clone());
+        let kit = child_kit(Arc::new(settings.clone()), provider.clone(), shell.clone());
+        for tool in crate::subagents::tools(&kit, 0, session.id(), history, tx.clone()) {
+            tools.register(tool);
+        }
         let agent = Agent::new(provider, tools, Arc::new(tool_session), config, session, tx);
         Ok(Run {
             agent,
@@ -237,6 +234,112 @@ impl StartedRun {
         })
     }
 }
+
+/// How the agent drives the model, by the settings.
+fn agent_config(settings: &Settings) -> AgentConfig {
+    let route = &settings.route;
+    let mut config = AgentConfig::new(route.model.clone());
+    config.max_output_tokens = route.max_output_tokens.value;
+    config.effort = settings.effort.value;
+    config.max_steps = settings.max_steps.value;
+    config.context_window = route.context_window.value;
+    config.job_wait = settings.job_wait.value;
+    config
+}
+
+/// The tools' side of an agent's session.
+fn tool_session(
+    settings: &Settings,
+    policy: SandboxPolicy,
+    approval: ApprovalPolicy,
+    shell: Arc<Shell>,
+    spill: SpillStore,
+) -> ToolSession {
+    let model = ModelCaps {
+        name: settings.route.model.clone(),
+        image_input: settings.route.image_input.value,
+    };
+    ToolSession::new(policy, spill, model)
+        .with_attachments(AttachmentStore::new(
+            settings.home.value.join("attachments"),
+        ))
+        .with_approval(approval)
+        .with_plan_mode(settings.permission_mode.value.is_plan())
+        // Jobs nobody can read are not started: commands past their timeout stop.
+        .with_background_jobs(settings.tool_filter.allows("job_output"))
+        .with_shell(shell)
+}
+
+/// What the run's subagents are built from: the same model, shell, tools and prompt facts as
+/// the top agent, under the approval policy `never` (a child never asks), optionally a
+/// read-only sandbox and a narrower tool list, and never `ask_user_question`. MCP tools stay
+/// with the top agent.
+fn child_kit(
+    settings: Arc<Settings>,
+    provider: Arc<dyn Provider>,
+    shell: Arc<Shell>,
+) -> Arc<crate::subagents::ChildKit> {
+    let limits = settings.subagents;
+    crate::subagents::ChildKit::new(
+        limits,
+        Box::new(move |spec: crate::subagents::ChildSpec| {
+            let mode = if spec.read_only {
+                SandboxMode::ReadOnly
+            } else {
+                settings.permission_mode.value.sandbox()
+            };
+            let policy = SandboxPolicy::new(mode, &settings.cwd, settings.add_dirs.value.clone());
+            let approval = ApprovalPolicy::Never;
+            let mut config = agent_config(&settings);
+            config.context.push(dsh_sandbox::runtime_context(
+                &policy,
+                settings.sandbox.network,
+                approval,
+            ));
+            config.context.push(DELEGATED.to_owned());
+            let (mut tools, catalog) = base_tools(&settings);
+            config.context.extend(catalog);
+            let mut deny = settings.tool_filter.deny.clone();
+            deny.push("ask_user_question".to_owned());
+            tools.restrict(ToolFilter {
+                allow: spec.allow.or_else(|| settings.tool_filter.allow.clone()),
+                deny,
+            });
+            if !spec.fork {
+                // A fork has them in the history it begins with.
+                config.instructions = crate::instructions::baseline(
+                    &settings.cwd,
+                    &settings.home.value,
+                    settings.home_shown(),
+                    &settings.instructions,
+                );
+            }
+            config.nested_instructions = Some(settings.instructions.clone());
+            let tool_session = tool_session(
+                &settings,
+                policy,
+                approval,
+                shell.clone(),
+                SpillStore::new(std::path::PathBuf::new()),
+            );
+            crate::subagents::ChildParts {
+                provider: provider.clone(),
+                tools,
+                tool_session,
+                config,
+                session_home: settings.home.value.clone(),
+                cwd: settings.cwd.clone(),
+                log_options: LogOptions {
+                    fsync: settings.fsync.value,
+                    zstd: settings.compression.value == Compression::Zstd,
+                },
+            }
+        }),
+    )
+}
+
+/// Told to every subagent, after the sandbox facts.
+const DELEGATED: &str = "You are a subagent: another agent gave you this task, and your final      answer is what it receives, so make it complete and self-contained (conclusions, and the      paths of what you changed). Your permissions were fixed when you were started: a request      for a wider sandbox is refused, so if the task needs more, say so in your answer instead      of retrying.";
 
 /// The tools a run offers before its MCP servers join, and the skill catalog for the system
 /// prompt when there are skills.
@@ -273,6 +376,13 @@ fn base_tools(settings: &Settings) -> (ToolRegistry, Option<String>) {
 pub(crate) fn offered_tools(settings: &Settings) -> Vec<String> {
     let (tools, _) = base_tools(settings);
     let mut names: Vec<String> = tools.names().map(str::to_owned).collect();
+    names.extend(
+        ["subagent", "subagent_fork"]
+            .into_iter()
+            .filter(|name| settings.tool_filter.allows(name))
+            .map(str::to_owned),
+    );
+    names.sort();
     names.extend(
         settings
             .mcp_servers

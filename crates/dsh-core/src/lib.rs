@@ -23,6 +23,7 @@ mod log;
 mod prompt;
 mod repair;
 mod session;
+mod subagents;
 
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
 pub use builder::{AgentBuilder, Processes, Run, StartedRun};

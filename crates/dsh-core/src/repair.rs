@@ -75,7 +75,9 @@ pub fn repair(records: &[RecordEnvelope]) -> Vec<Record> {
             Record::UserMessage { .. }
             | Record::CompactionPrune(_)
             | Record::CompactionSummary(_)
-            | Record::TodoWrite { .. } => {}
+            | Record::TodoWrite { .. }
+            | Record::SessionSeed { .. }
+            | Record::SubagentRun(_) => {}
         }
     }
     let Some(turn) = open_turn else {

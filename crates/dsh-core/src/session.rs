@@ -20,13 +20,40 @@ pub struct Session {
     untracked_instructions: bool,
     /// The model's task list, as its last `todo_write` left it.
     todos: Vec<TodoItem>,
+    /// How much of the history the last completed turn left: what a fork starts from.
+    completed: usize,
 }
 
 impl Session {
     /// A new session with a fresh `session-<uuid>` id, logged under `home`.
     pub fn create(home: &Path, cwd: PathBuf, options: LogOptions) -> Self {
+        Session::create_with(home, cwd, options, None)
+    }
+
+    /// A subagent's session: its header names the session that started it and its depth.
+    pub(crate) fn create_child(
+        home: &Path,
+        cwd: PathBuf,
+        options: LogOptions,
+        parent: &str,
+        depth: u32,
+    ) -> Self {
+        Session::create_with(home, cwd, options, Some((parent, depth)))
+    }
+
+    fn create_with(
+        home: &Path,
+        cwd: PathBuf,
+        options: LogOptions,
+        parent: Option<(&str, u32)>,
+    ) -> Self {
         let id = format!("session-{}", uuid::Uuid::new_v4());
-        let header = SessionHeader::new(id.clone(), now_ms(), cwd.to_string_lossy().into_owned());
+        let mut header =
+            SessionHeader::new(id.clone(), now_ms(), cwd.to_string_lossy().into_owned());
+        if let Some((parent, depth)) = parent {
+            header.parent_session = Some(parent.to_owned());
+            header.delegation_depth = Some(depth);
+        }
         Session {
             log: SessionLog::create(home, header, options),
             id,
@@ -36,6 +63,7 @@ impl Session {
             loaded: Default::default(),
             untracked_instructions: false,
             todos: Vec::new(),
+            completed: 0,
         }
     }
 
@@ -96,6 +124,7 @@ impl Session {
             loaded: Default::default(),
             untracked_instructions: false,
             todos: Vec::new(),
+            completed: 0,
             log: SessionLog::resume(path, loaded.header, seq, file, lock, options),
         };
         let closing = crate::repair::repair(&loaded.records);
@@ -120,6 +149,11 @@ impl Session {
     /// The model's task list, as its last `todo_write` left it (a resumed session's too).
     pub fn todos(&self) -> &[TodoItem] {
         &self.todos
+    }
+
+    /// The history up to the end of the last completed turn: what a fork starts from.
+    pub(crate) fn completed_history(&self) -> &[Message] {
+        &self.history[..self.completed.min(self.history.len())]
     }
 
     pub fn history(&self) -> &[Message] {
@@ -210,12 +244,18 @@ impl Session {
             Record::CompactionSummary(data) => {
                 let replaced = (data.replaced as usize).min(self.history.len());
                 self.history.splice(..replaced, [data.message]);
+                // The summary stands for what it replaced, completed turns included.
+                if self.completed >= replaced {
+                    self.completed = self.completed - replaced + 1;
+                }
             }
             Record::TodoWrite { todos, .. } => self.todos = todos,
+            Record::SessionSeed { messages } => self.history.extend(messages),
+            Record::TurnEnd { .. } => self.completed = self.history.len(),
             Record::StepStart { .. }
             | Record::ToolCall(_)
             | Record::StepEnd { .. }
-            | Record::TurnEnd { .. } => {}
+            | Record::SubagentRun(_) => {}
         }
     }
 }

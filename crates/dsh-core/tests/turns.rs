@@ -142,6 +142,7 @@ async fn run(answers: Vec<Answer>, config: AgentConfig, stop_at: Option<usize>) 
         match event {
             AgentEvent::Record(r) => records.push(r),
             AgentEvent::Delta(_) => deltas += 1,
+            AgentEvent::Child { .. } => panic!("no subagent runs in these tests"),
         }
     }
     let seen = provider.seen.lock().unwrap().clone();
@@ -169,6 +170,8 @@ fn kinds(records: &[Record]) -> Vec<&'static str> {
             Record::CompactionPrune(_) => "compaction/prune",
             Record::CompactionSummary(_) => "compaction/summary",
             Record::TodoWrite { .. } => "todo/write",
+            Record::SessionSeed { .. } => "session/seed",
+            Record::SubagentRun(_) => "subagent/run",
         })
         .collect()
 }

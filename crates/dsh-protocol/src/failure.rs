@@ -24,6 +24,8 @@ pub enum FailureCode {
     Aborted,
     /// The turn reached its configured step cap.
     MaxSteps,
+    /// A subagent spent its token budget (`subagents.max_tokens`).
+    TokenBudget,
     /// An HTTP status no other code describes.
     Http(u16),
     /// A provider finish reason we do not model (for example `CONTENT_FILTER`), upper-cased.
@@ -65,6 +67,7 @@ impl FailureCode {
             FailureCode::MalformedResponse => Borrowed("MALFORMED_RESPONSE"),
             FailureCode::Aborted => Borrowed("ABORTED"),
             FailureCode::MaxSteps => Borrowed("MAX_STEPS"),
+            FailureCode::TokenBudget => Borrowed("TOKEN_BUDGET"),
             FailureCode::Http(status) => std::borrow::Cow::Owned(format!("HTTP_{status}")),
             FailureCode::Provider(code) => std::borrow::Cow::Owned(code.clone()),
             FailureCode::Unknown => Borrowed("UNKNOWN"),
@@ -90,6 +93,7 @@ impl FailureCode {
             "MALFORMED_RESPONSE" => FailureCode::MalformedResponse,
             "ABORTED" => FailureCode::Aborted,
             "MAX_STEPS" => FailureCode::MaxSteps,
+            "TOKEN_BUDGET" => FailureCode::TokenBudget,
             "UNKNOWN" => FailureCode::Unknown,
             other => match other.strip_prefix("HTTP_").and_then(|n| n.parse().ok()) {
                 Some(status) => FailureCode::Http(status),
@@ -180,6 +184,7 @@ mod tests {
             FailureCode::Http(418),
             FailureCode::Provider("CONTENT_FILTER".into()),
             FailureCode::MaxSteps,
+            FailureCode::TokenBudget,
         ] {
             let json = serde_json::to_string(&code).unwrap();
             assert_eq!(serde_json::from_str::<FailureCode>(&json).unwrap(), code);

@@ -25,6 +25,12 @@ pub struct SessionHeader {
     pub cwd: String,
     /// The dsh version that created the log.
     pub dsh: String,
+    /// For a subagent's session: the session that started it (the reference's field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session: Option<String>,
+    /// For a subagent's session: how deep below the top agent it is (1 for a direct child).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegation_depth: Option<u32>,
 }
 
 /// The fixed `type` of a header line.
@@ -43,6 +49,8 @@ impl SessionHeader {
             created_at,
             cwd,
             dsh: env!("CARGO_PKG_VERSION").to_owned(),
+            parent_session: None,
+            delegation_depth: None,
         }
     }
 }
@@ -100,6 +108,30 @@ pub enum Record {
     /// (the reference's `todo/write` event).
     #[serde(rename = "todo/write")]
     TodoWrite { turn: u32, todos: Vec<TodoItem> },
+    /// A forked subagent's start: the parent's completed turns it begins from.
+    #[serde(rename = "session/seed")]
+    SessionSeed { messages: Vec<Message> },
+    /// A subagent this session started has run: the link to its session, how it ended and what
+    /// it billed (the parent's step usage includes it).
+    #[serde(rename = "subagent/run")]
+    SubagentRun(SubagentRunRecord),
+}
+
+/// One subagent run, as its parent records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentRunRecord {
+    pub turn: u32,
+    /// The id the parent's stream tags the child's events with (`subagent-1`).
+    pub agent_id: String,
+    /// The child's own session (its log is beside the parent's).
+    pub session_id: String,
+    /// The short description the model gave.
+    pub label: String,
+    /// Whether it began from the parent's history.
+    pub fork: bool,
+    pub reason: TurnEndReason,
+    pub usage: Usage,
 }
 
 /// One task of the model's list.
@@ -253,6 +285,8 @@ impl TurnEndReason {
 pub enum AbortReason {
     /// A signal delivered to the process (`SIGINT`, `SIGTERM`).
     Signal { signal: String },
+    /// For a subagent: the agent that started it stopped.
+    Parent,
 }
 
 #[cfg(test)]

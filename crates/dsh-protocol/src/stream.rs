@@ -54,6 +54,13 @@ pub enum StreamEvent {
     Todo {
         todos: Vec<crate::TodoItem>,
     },
+    /// An event of a subagent's run, tagged with its id (never mixed into the parent's own
+    /// events).
+    #[serde(rename_all = "camelCase")]
+    Agent {
+        agent_id: String,
+        event: Box<StreamEvent>,
+    },
     /// Always last on a run that reached the agent: the answer, how the last turn ended (`null`
     /// when it never ended) and the usage of every request the run sent. Never cut.
     #[serde(rename_all = "camelCase")]
@@ -127,6 +134,9 @@ pub fn project(record: &Record) -> Vec<StreamEvent> {
         Record::TodoWrite { todos, .. } => vec![StreamEvent::Todo {
             todos: todos.clone(),
         }],
+        // A fork's inherited history happened before; how a subagent ended is in its events
+        // and in the result of the call that ran it.
+        Record::SessionSeed { .. } | Record::SubagentRun(_) => Vec::new(),
         // Compaction changes what the model is sent, not what happened; its request's usage
         // is in the step's `step_end`.
         Record::UserMessage { .. } | Record::CompactionPrune(_) | Record::CompactionSummary(_) => {

@@ -4,10 +4,14 @@ use dsh_protocol::ErrorInfo;
 
 /// A failed tool call: the message the model reads after `Error: `, and the structured identity
 /// the reference attaches to it (absent for plain argument checks, as in the reference).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolError {
     pub message: String,
     pub info: Option<ErrorInfo>,
+    /// What the failed call billed (a subagent that failed after some requests).
+    pub usage: dsh_protocol::Usage,
+    /// What the failed call asks of the agent all the same (a failed subagent's record).
+    pub effect: Option<Box<crate::ToolEffect>>,
 }
 
 impl ToolError {
@@ -16,6 +20,8 @@ impl ToolError {
         ToolError {
             message: message.into(),
             info: None,
+            usage: dsh_protocol::Usage::default(),
+            effect: None,
         }
     }
 
@@ -24,12 +30,26 @@ impl ToolError {
         ToolError {
             message: message.into(),
             info: Some(ErrorInfo::new(name, code)),
+            usage: dsh_protocol::Usage::default(),
+            effect: None,
         }
     }
 
     /// A filesystem error (`FsError` with one of the [`fs_code`] codes).
     pub fn fs(code: &str, message: impl Into<String>) -> Self {
         ToolError::coded("FsError", code, message)
+    }
+
+    /// The error with what the call billed before it failed.
+    pub fn with_usage(mut self, usage: dsh_protocol::Usage) -> Self {
+        self.usage = usage;
+        self
+    }
+
+    /// The error with what it asks of the agent all the same.
+    pub fn with_effect(mut self, effect: crate::ToolEffect) -> Self {
+        self.effect = Some(Box::new(effect));
+        self
     }
 
     /// The code of the error, if it has one.

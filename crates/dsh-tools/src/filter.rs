@@ -19,6 +19,8 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "read_mcp_resource",
     "skill",
     "str_replace_editor",
+    "subagent",
+    "subagent_fork",
     "todo_write",
     "web_fetch",
     "web_search",

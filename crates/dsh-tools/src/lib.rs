@@ -175,6 +175,8 @@ pub struct ToolOutput {
     pub parts: Vec<ToolOutputPart>,
     /// What the call asks of the agent beyond its result.
     pub effect: Option<ToolEffect>,
+    /// What the call billed (model requests it made: a subagent's), added to the step's usage.
+    pub usage: dsh_protocol::Usage,
 }
 
 impl ToolOutput {
@@ -186,7 +188,13 @@ impl ToolOutput {
         ToolOutput {
             parts,
             effect: None,
+            usage: dsh_protocol::Usage::default(),
         }
+    }
+
+    pub fn with_usage(mut self, usage: dsh_protocol::Usage) -> Self {
+        self.usage = usage;
+        self
     }
 
     pub fn with_effect(mut self, effect: ToolEffect) -> Self {
@@ -206,6 +214,8 @@ pub enum ToolEffect {
         reason: dsh_protocol::TurnEndReason,
         text: String,
     },
+    /// A subagent ran: the parent's log links its session (the turn is filled in by the agent).
+    Subagent(dsh_protocol::SubagentRunRecord),
 }
 
 /// The future a tool call returns.

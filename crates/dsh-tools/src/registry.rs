@@ -16,6 +16,8 @@ pub struct ToolOutcome {
     pub error: Option<ErrorInfo>,
     /// What the call asks of the agent beyond its result.
     pub effect: Option<crate::ToolEffect>,
+    /// What the call billed, for the step's usage.
+    pub usage: dsh_protocol::Usage,
 }
 
 impl ToolOutcome {
@@ -25,6 +27,7 @@ impl ToolOutcome {
             is_error: false,
             error: None,
             effect: output.effect,
+            usage: output.usage,
         }
     }
 
@@ -35,7 +38,8 @@ impl ToolOutcome {
             }],
             is_error: true,
             error: error.info,
-            effect: None,
+            effect: error.effect.map(|effect| *effect),
+            usage: error.usage,
         }
     }
 

@@ -150,6 +150,31 @@ fn transcript_line(out: &mut String, record: &Record) {
                 .unwrap_or_default();
             let _ = writeln!(out, "[turn {turn} ended: {reason}]");
         }
+        Record::SessionSeed { messages } => {
+            let _ = writeln!(
+                out,
+                "[forked: begins with {} messages of its parent's history]",
+                messages.len()
+            );
+        }
+        Record::SubagentRun(run) => {
+            let reason = serde_json::to_value(&run.reason)
+                .ok()
+                .and_then(|v| v["kind"].as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "[{} {} ({}): session {}, ended: {reason}]",
+                if run.fork {
+                    "forked subagent"
+                } else {
+                    "subagent"
+                },
+                run.agent_id,
+                run.label,
+                run.session_id
+            );
+        }
         Record::TodoWrite { todos, .. } => {
             let _ = writeln!(out, "[todo list]");
             for todo in todos {

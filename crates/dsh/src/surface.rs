@@ -105,14 +105,24 @@ impl Surface {
         }
         match (self, event) {
             (Surface::Json { prices }, AgentEvent::Record(record)) => {
-                for mut event in project(record) {
-                    if let StreamEvent::Status(Status::StepEnd { usage, .. }) = &mut event {
-                        *usage = BilledUsage::new(usage.usage, prices.as_ref());
+                for event in project(record) {
+                    line(&priced(event, prices.as_ref()));
+                }
+            }
+            (Surface::Json { prices }, AgentEvent::Child { .. }) => {
+                let (agent_id, record) = innermost(event);
+                if let Some(record) = record {
+                    for event in project(record) {
+                        line(&StreamEvent::Agent {
+                            agent_id: agent_id.clone(),
+                            event: Box::new(priced(event, prices.as_ref())),
+                        });
                     }
-                    line(&event);
                 }
             }
             (Surface::Json { .. }, AgentEvent::Delta(_)) => {}
+            // A subagent's work is in its own log and the result of the call that ran it.
+            (Surface::Text(_), AgentEvent::Child { .. }) => {}
             (Surface::Text(text), AgentEvent::Delta(StreamDelta::Reasoning(delta))) => {
                 text.reasoning(delta);
             }
@@ -165,6 +175,34 @@ fn line(event: &StreamEvent) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
+}
+
+/// A step's usage with its cost, at the model's prices.
+fn priced(mut event: StreamEvent, prices: Option<&Prices>) -> StreamEvent {
+    if let StreamEvent::Status(Status::StepEnd { usage, .. }) = &mut event {
+        *usage = BilledUsage::new(usage.usage, prices);
+    }
+    event
+}
+
+/// A subagent's record and the id it is tagged with: a grandchild's events carry the path of
+/// ids from the top (`subagent-1/subagent-2`).
+fn innermost(event: &AgentEvent) -> (String, Option<&dsh_protocol::Record>) {
+    let mut path = Vec::new();
+    let mut event = event;
+    while let AgentEvent::Child {
+        agent_id,
+        event: inner,
+    } = event
+    {
+        path.push(agent_id.as_str());
+        event = inner;
+    }
+    let record = match event {
+        AgentEvent::Record(record) => Some(record),
+        _ => None,
+    };
+    (path.join("/"), record)
 }
 
 /// A line for the user from outside the turn (an MCP server's output or state), on stderr.

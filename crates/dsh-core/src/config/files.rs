@@ -31,6 +31,7 @@ pub struct Config {
     pub instructions: InstructionsConfig,
     pub skills: SkillsConfig,
     pub web: WebConfig,
+    pub subagents: SubagentsConfig,
     pub mcp: McpConfig,
     /// What is known about models by name, over the built-in table.
     pub models: BTreeMap<String, ModelConfig>,
@@ -142,6 +143,20 @@ pub struct InstructionsConfig {
     /// Names that mark the project root (default [".git"]; [] makes the working directory the
     /// root).
     pub root_markers: Option<Vec<String>>,
+}
+
+/// Subagents: how many, how deep, how costly.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SubagentsConfig {
+    /// How deep subagents may nest: 1 lets only the top agent start them (default 2).
+    pub max_depth: Option<u32>,
+    /// How many may run at once in a run (default 4).
+    pub max_concurrent: Option<u32>,
+    /// How many a run may start in all (default 16).
+    pub max_total: Option<u32>,
+    /// The most tokens one subagent's run may bill (default 2000000).
+    pub max_tokens: Option<u64>,
 }
 
 /// The web tools.

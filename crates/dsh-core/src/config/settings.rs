@@ -161,6 +161,19 @@ impl From<crate::CoreError> for SetupError {
     }
 }
 
+/// The bounds on subagents (`[subagents]`); hitting one is a tool error naming its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubagentLimits {
+    /// How deep they nest (the top agent's children are depth 1).
+    pub max_depth: u32,
+    /// How many run at once.
+    pub max_concurrent: u32,
+    /// How many a run starts in all.
+    pub max_total: u32,
+    /// The most tokens one subagent's run may bill.
+    pub max_tokens: u64,
+}
+
 /// One MCP server as the run will start it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpServerSettings {
@@ -257,6 +270,8 @@ pub struct Settings {
     pub mcp_servers: Vec<McpServerSettings>,
     /// What the web tools may reach (`[web]`, and the sandbox's network switch).
     pub web: dsh_web::WebSettings,
+    /// How many subagents, how deep, how costly (`[subagents]`).
+    pub subagents: SubagentLimits,
     /// The session to continue; `None` starts a new one.
     pub session_id: Option<String>,
     rows: Vec<SettingRow>,
@@ -482,6 +497,37 @@ impl Settings {
             Duration::from_millis(MCP_GRACE_MS),
         );
         let web = web_settings(&mut r, config, &credentials, sandbox.network)?;
+        let limits = &config.subagents;
+        let subagents = SubagentLimits {
+            max_depth: r
+                .setting(
+                    "subagents.max_depth",
+                    [r.file("subagents.max_depth", limits.max_depth)],
+                    2,
+                )
+                .value,
+            max_concurrent: r
+                .setting(
+                    "subagents.max_concurrent",
+                    [r.file("subagents.max_concurrent", limits.max_concurrent)],
+                    4,
+                )
+                .value,
+            max_total: r
+                .setting(
+                    "subagents.max_total",
+                    [r.file("subagents.max_total", limits.max_total)],
+                    16,
+                )
+                .value,
+            max_tokens: r
+                .setting(
+                    "subagents.max_tokens",
+                    [r.file("subagents.max_tokens", limits.max_tokens)],
+                    2_000_000,
+                )
+                .value,
+        };
         let mcp_servers = config
             .mcp
             .servers
@@ -538,6 +584,7 @@ impl Settings {
             mcp_grace,
             mcp_servers,
             web,
+            subagents,
             session_id: flags.session_id.clone(),
             files,
             rows,

@@ -58,6 +58,8 @@ fn a_three_step_session_prints_the_answer_and_sends_the_exact_results() {
             "job_output",
             "read",
             "read_image",
+            "subagent",
+            "subagent_fork",
             "todo_write",
             "web_fetch",
             "web_search",

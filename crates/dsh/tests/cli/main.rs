@@ -14,6 +14,7 @@ mod sandbox;
 mod sessions;
 mod settings;
 mod signals;
+mod subagents;
 mod tools;
 mod web;
 

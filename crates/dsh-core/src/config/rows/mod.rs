@@ -130,13 +130,8 @@ const ABSENT_PARTS: &[&str] = &[
     "session-title",
     "session-title-llm",
     "session-telemetry-otel",
-    "subagent",
-    "subagent-spawn-in-process",
-    "subagent-fork-in-process",
     "tool-subagent-control",
     "tool-subagent-list-agents",
-    "tool-subagent",
-    "tool-subagent-fork",
     "tool-subagent-report",
     "workflow-worker-thread",
     "tool-workflow",
@@ -176,6 +171,11 @@ const TOOL_PARTS: &[(&str, &[&str])] = &[
     ("tool-jobs", &["job_output", "job_list", "job_kill"]),
     ("tool-todo", &["todo_write"]),
     ("plan-mode", &["exit_plan_mode"]),
+    ("subagent", &["subagent", "subagent_fork"]),
+    ("subagent-spawn-in-process", &["subagent"]),
+    ("subagent-fork-in-process", &["subagent_fork"]),
+    ("tool-subagent", &["subagent"]),
+    ("tool-subagent-fork", &["subagent_fork"]),
 ];
 
 /// Reference rows for parts dsh always has: they cannot be switched off.

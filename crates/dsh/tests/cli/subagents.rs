@@ -1,0 +1,201 @@
+//! Subagents: children run in the same process against the same scripted model, each with
+//! its own session log, bounded, and accounted in the parent's usage.
+
+use dsh_testkit::{TestEnv, Turn};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use crate::dsh;
+
+fn delegate(prompt: &str) -> (&'static str, Value) {
+    (
+        "subagent",
+        json!({"description": "check", "prompt": prompt}),
+    )
+}
+
+fn tool_results(out: &dsh_testkit::RunOutput) -> Vec<Value> {
+    out.events()
+        .into_iter()
+        .filter(|e| e["type"] == "tool_result")
+        .collect()
+}
+
+#[test]
+fn a_child_answers_the_call_and_its_tokens_are_the_parents_too() {
+    let env = TestEnv::new(vec![
+        Turn::tool_calls(&[delegate("Say CHILD_OK.")]).usage(100, 10, 0),
+        Turn::text("CHILD_OK").usage(50, 5, 0),
+        Turn::text("the child said CHILD_OK").usage(200, 20, 0),
+    ]);
+    let out = env.run(dsh(), &["--json", "delegate"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let events = out.events();
+    let results = tool_results(&out);
+    assert_eq!(results.len(), 1, "the parent's own results only");
+    assert_eq!(results[0]["result"], "CHILD_OK");
+    // The child's events are there, tagged, never mixed into the parent's.
+    let child: Vec<&Value> = events.iter().filter(|e| e["type"] == "agent").collect();
+    assert!(!child.is_empty());
+    assert!(child.iter().all(|e| e["agentId"] == "subagent-1"));
+    assert!(
+        child
+            .iter()
+            .any(|e| e["event"]["type"] == "text" && e["event"]["text"] == "CHILD_OK")
+    );
+    // Every request billed is in the run's usage, the child's included, and in the step that
+    // ran it.
+    let last = events.last().unwrap();
+    assert_eq!(last["usage"]["inputTokens"], 350);
+    assert_eq!(last["usage"]["outputTokens"], 35);
+    let first_step = events
+        .iter()
+        .find(|e| e["type"] == "status" && e["phase"] == "step_end")
+        .unwrap();
+    assert_eq!(first_step["usage"]["inputTokens"], 150);
+    // The parent's log names the child's session, whose header names the parent.
+    let log = env.session_logs();
+    let run = log
+        .lines()
+        .find(|l| l.contains("\"type\":\"subagent/run\""))
+        .unwrap_or_else(|| panic!("no subagent/run in {log}"));
+    let run: Value = serde_json::from_str(run).unwrap();
+    let child_session = run["data"]["sessionId"].as_str().unwrap();
+    assert_eq!(run["data"]["agentId"], "subagent-1");
+    let parent_session = events[0]["sessionId"].as_str().unwrap();
+    assert!(
+        log.contains(&format!("\"id\":\"{child_session}\"",))
+            && log.contains(&format!("\"parentSession\":\"{parent_session}\"")),
+        "{log}"
+    );
+}
+
+#[test]
+fn two_children_run_at_once_and_a_fork_starts_from_the_completed_turns() {
+    let env = TestEnv::new(vec![
+        Turn::tool_calls(&[delegate("Say A."), delegate("Say B.")]),
+        Turn::text("ANSWER"),
+        Turn::text("ANSWER"),
+        Turn::text("both answered"),
+    ]);
+    let out = env.run(dsh(), &["--json", "two at once"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let results = tool_results(&out);
+    assert_eq!(results[0]["result"], "ANSWER");
+    assert_eq!(results[1]["result"], "ANSWER");
+    let ids: std::collections::BTreeSet<String> = out
+        .events()
+        .iter()
+        .filter(|e| e["type"] == "agent")
+        .map(|e| e["agentId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    // A fork in a resumed session sees the turn before.
+    let session = out.events()[0]["sessionId"].as_str().unwrap().to_owned();
+    let env2 = TestEnv::new(vec![
+        Turn::tool_call(
+            "subagent_fork",
+            json!({"description": "recall", "prompt": "What did I ask first?"}),
+        ),
+        Turn::text("you asked: two at once"),
+        Turn::text("recalled"),
+    ]);
+    // The same home and workspace: resume the first run's session.
+    let out = dsh_testkit::RunOutput::of(
+        env2.command(dsh())
+            .env("DSH_HOME", env.home.path())
+            .current_dir(env.ws_path())
+            .args(["--json", "--session-id", &session, "fork it"]),
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let requests = env2.server.requests();
+    let child = requests[1].body["messages"].to_string();
+    assert!(child.contains("two at once"), "{child}");
+    assert!(child.contains("What did I ask first?"), "{child}");
+    assert!(
+        !child.contains("fork it"),
+        "the turn in flight is not the child's"
+    );
+}
+
+#[test]
+fn each_limit_is_a_tool_error_naming_its_key() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "subagent",
+            json!({"description": "deep", "prompt": "Go deeper."}),
+        ),
+        // The child tries a grandchild: depth 2 over max_depth 1.
+        Turn::tool_call("subagent", json!({"description": "deeper", "prompt": "x"})),
+        Turn::text("could not go deeper"),
+        Turn::tool_call("subagent", json!({"description": "again", "prompt": "y"})),
+        Turn::text("done"),
+    ]);
+    env.write(
+        ".dsh/config.toml",
+        "[subagents]\nmax_depth = 1\nmax_total = 1\n",
+    );
+    let out = env.run(dsh(), &["--json", "limits"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let events = out.events();
+    let nested = events
+        .iter()
+        .find(|e| e["type"] == "agent" && e["event"]["type"] == "tool_result")
+        .unwrap();
+    assert!(
+        nested["event"]["result"]
+            .as_str()
+            .unwrap()
+            .starts_with("Error: subagent depth 2 exceeds maxDepth 1 (subagents.max_depth)"),
+        "{nested}"
+    );
+    let results = tool_results(&out);
+    assert_eq!(results[0]["result"], "could not go deeper");
+    assert_eq!(
+        results[1]["error"],
+        json!({"name": "SubagentError", "code": "SUBAGENT_LIMIT"})
+    );
+    assert!(
+        results[1]["result"]
+            .as_str()
+            .unwrap()
+            .contains("(subagents.max_total = 1)"),
+        "{}",
+        results[1]["result"]
+    );
+}
+
+#[test]
+fn a_child_over_its_token_budget_is_a_failed_call_with_what_it_said() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "subagent",
+            json!({"description": "costly", "prompt": "Work hard."}),
+        )
+        .usage(1, 1, 0),
+        Turn::tool_call("read", json!({"file_path": "a.txt"}))
+            .with_text("reading first")
+            .usage(900, 200, 0),
+        Turn::text("the child ran out").usage(1, 1, 0),
+    ]);
+    env.write("a.txt", "alpha\n");
+    env.write(".dsh/config.toml", "[subagents]\nmax_tokens = 1000\n");
+    let out = env.run(dsh(), &["--json", "budget"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let results = tool_results(&out);
+    assert_eq!(results[0]["status"], "error");
+    assert_eq!(
+        results[0]["result"],
+        "Error: subagent run hit its token limit before finishing\nDiagnostic: the turn spent \
+         its budget of 1000 tokens (subagents.max_tokens) before a final answer\nPartial output \
+         before the run ended:\nreading first"
+    );
+    // Its tokens still count; it made no request past its budget.
+    assert_eq!(
+        out.events().last().unwrap()["usage"]["inputTokens"],
+        902,
+        "{}",
+        out.stdout
+    );
+    assert_eq!(env.server.requests().len(), 3);
+}
