@@ -169,6 +169,11 @@ impl Tool for SubagentTool {
         true
     }
 
+    /// A stop reaches the child through its token: the call waits for it to end its turn.
+    fn stops_itself(&self) -> bool {
+        true
+    }
+
     /// A child inherits plan mode, so what it may do is checked there.
     fn plan_safe(&self, _args: &Arguments) -> bool {
         true

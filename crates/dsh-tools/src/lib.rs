@@ -258,6 +258,13 @@ pub trait Tool: Send + Sync {
         false
     }
 
+    /// Whether a call ends on its own, promptly, when the run is stopped (a subagent winds its
+    /// child down, closing its log, and reports how far it got): the registry then waits for it
+    /// instead of abandoning it with `tool call aborted`.
+    fn stops_itself(&self) -> bool {
+        false
+    }
+
     /// Whether the tool keeps its results within bounds itself (paging, caps with their own
     /// notes), so the registry must not spill them: a spill would only send the model to read
     /// the spill file.

@@ -270,10 +270,15 @@ impl PreparedCall {
             ));
         }
         let run = AssertUnwindSafe(tool.call(args, ctx)).catch_unwind();
-        let result = tokio::select! {
-            biased;
-            () = ctx.cancel.cancelled() => Err(ToolError::coded("AbortError", "ABORTED", "tool call aborted")),
-            result = run => result.unwrap_or_else(|panic| Err(panicked(&name, &panic))),
+        let result = if tool.stops_itself() {
+            run.await
+                .unwrap_or_else(|panic| Err(panicked(&name, &panic)))
+        } else {
+            tokio::select! {
+                biased;
+                () = ctx.cancel.cancelled() => Err(ToolError::coded("AbortError", "ABORTED", "tool call aborted")),
+                result = run => result.unwrap_or_else(|panic| Err(panicked(&name, &panic))),
+            }
         };
         let mut outcome = match result {
             Ok(output) => ToolOutcome::success(output),

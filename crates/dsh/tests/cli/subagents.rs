@@ -199,3 +199,71 @@ fn a_child_over_its_token_budget_is_a_failed_call_with_what_it_said() {
     );
     assert_eq!(env.server.requests().len(), 3);
 }
+
+/// SIGTERM while a child waits for the model: both turns end aborted (the child's because its
+/// parent stopped), both logs are closed, and the parent's session resumes.
+#[test]
+fn sigterm_mid_child_stops_both_and_the_parent_resumes() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "subagent",
+            json!({"description": "slow", "prompt": "Take your time."}),
+        ),
+        Turn::hang(),
+        Turn::text("resumed"),
+    ]);
+    let child = env
+        .command(dsh())
+        .args(["--json", "go"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        env.server
+            .wait_for_requests(2, std::time::Duration::from_secs(30)),
+        "the child's request did not arrive"
+    );
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let out = dsh_testkit::RunOutput::from(child.wait_with_output().unwrap());
+    assert_eq!(out.code(), Some(143), "stderr: {}", out.stderr);
+    let events = out.events();
+    let child_end = events
+        .iter()
+        .find(|e| {
+            e["type"] == "agent"
+                && e["event"]["type"] == "status"
+                && e["event"]["phase"] == "turn_end"
+        })
+        .unwrap_or_else(|| panic!("no child turn end in {}", out.stdout));
+    assert_eq!(
+        child_end["event"]["reason"],
+        json!({"kind": "aborted", "reason": {"kind": "parent"}})
+    );
+    let result = events.iter().find(|e| e["type"] == "tool_result").unwrap();
+    assert_eq!(result["result"], "Error: subagent run was cancelled");
+    assert_eq!(
+        events.last().unwrap()["reason"],
+        json!({"kind": "aborted", "reason": {"kind": "signal", "signal": "SIGTERM"}})
+    );
+    // Every log ends with its turn closed.
+    for line in env
+        .session_logs()
+        .lines()
+        .filter(|l| l.contains("\"type\":\"turn/end\""))
+    {
+        assert!(line.contains("aborted"), "{line}");
+    }
+    assert_eq!(
+        env.session_logs()
+            .lines()
+            .filter(|l| l.contains("\"type\":\"turn/end\""))
+            .count(),
+        2
+    );
+    let session = events[0]["sessionId"].as_str().unwrap();
+    let out = env.run(dsh(), &["--session-id", session, "go on"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.stdout.trim(), "resumed");
+}
