@@ -48,6 +48,9 @@ pub struct AgentConfig {
     /// Kept current with the history of the completed turns, at each turn's start, for tools
     /// that build on it (`subagent_fork`).
     pub completed_history: Option<Arc<std::sync::Mutex<Vec<Message>>>>,
+    /// The subagents this agent started in the background: their ended turns are told to the
+    /// model like finished jobs, and the run waits for them like for jobs.
+    pub(crate) background: Option<Arc<crate::subagents::BackgroundAgents>>,
 }
 
 impl AgentConfig {
@@ -70,6 +73,7 @@ impl AgentConfig {
             nested_instructions: None,
             token_budget: None,
             completed_history: None,
+            background: None,
         }
     }
 }
@@ -160,6 +164,9 @@ pub struct Agent {
     probed: std::collections::HashSet<std::path::PathBuf>,
 }
 
+/// How long, at the end of a run, background subagents have to end their turns once stopped.
+const STOP_WAIT: Duration = Duration::from_secs(5);
+
 /// What a step's calls did beyond their results.
 struct ToolsRun {
     /// How the turn ends, with its answer, when a call's effect ended it.
@@ -229,29 +236,27 @@ impl Agent {
     /// reason, the last text, all usage.
     pub async fn run(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
         let mut summary = self.run_turn(task, stop).await?;
-        let Some(shell) = self.tool_session.shell.clone() else {
-            return Ok(summary);
-        };
         let deadline = tokio::time::Instant::now() + self.config.job_wait;
         let mut wakes = 0;
         while summary.reason.is_completed() && wakes < AgentConfig::MAX_WAKES {
-            let mut notices = shell.jobs.take_notices();
-            if notices.is_empty() {
+            let mut notices = self.take_notices(summary.turn)?;
+            if notices.0.is_empty() {
                 let left = deadline.saturating_duration_since(tokio::time::Instant::now());
                 let waited = tokio::select! {
                     () = stop.token().cancelled() => false,
-                    waited = shell.jobs.wait_any(left) => waited,
+                    waited = self.wait_for_background(left) => waited,
                 };
                 if !waited || left.is_zero() {
                     break;
                 }
-                notices = shell.jobs.take_notices();
-                if notices.is_empty() {
+                notices = self.take_notices(summary.turn)?;
+                if notices.0.is_empty() {
                     continue;
                 }
             }
             wakes += 1;
-            let next = self.run_turn(notices.join("\n"), stop).await?;
+            summary.usage.add(&notices.1);
+            let next = self.run_turn(notices.0.join("\n"), stop).await?;
             summary.usage.add(&next.usage);
             if !next.text.is_empty() {
                 summary.text = next.text;
@@ -259,7 +264,75 @@ impl Agent {
             summary.turn = next.turn;
             summary.reason = next.reason;
         }
+        // Background subagents still at work are stopped with the run; what they billed counts.
+        if let Some(background) = self.config.background.clone() {
+            background.stop_all(STOP_WAIT).await;
+            let (_, usage) = self.take_notices(summary.turn)?;
+            summary.usage.add(&usage);
+        }
         Ok(summary)
+    }
+
+    /// Waits until a background job or subagent ends, or `limit` passes; false when none runs.
+    async fn wait_for_background(&self, limit: Duration) -> bool {
+        let jobs = self.tool_session.shell.clone();
+        let agents = self.config.background.clone();
+        let any = jobs.as_ref().is_some_and(|s| s.jobs.running() > 0)
+            || agents.as_ref().is_some_and(|a| a.any_running());
+        if !any {
+            return false;
+        }
+        // A source with nothing running answers at once; that must not end the wait for the
+        // other, unless both have nothing left (what ended in between has its notice waiting).
+        let idle = std::sync::atomic::AtomicU8::new(0);
+        let settle = |live: bool| {
+            let seen = idle.fetch_add(u8::from(!live), std::sync::atomic::Ordering::SeqCst);
+            live || seen + 1 == 2
+        };
+        let jobs_end = async {
+            let live = match &jobs {
+                Some(shell) => shell.jobs.wait_any(limit).await,
+                None => false,
+            };
+            if !settle(live) {
+                std::future::pending::<()>().await;
+            }
+        };
+        let agents_end = async {
+            let live = match &agents {
+                Some(agents) => agents.wait_any(limit).await,
+                None => false,
+            };
+            if !settle(live) {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            () = jobs_end => {}
+            () = agents_end => {}
+        }
+        true
+    }
+
+    /// The notices of finished background work not told yet (jobs, and subagents' ended turns,
+    /// whose links are recorded now), and what those subagents billed.
+    fn take_notices(&mut self, turn: u32) -> Result<(Vec<String>, Usage), CoreError> {
+        let mut notices = match &self.tool_session.shell {
+            Some(shell) => shell.jobs.take_notices(),
+            None => Vec::new(),
+        };
+        let mut usage = Usage::default();
+        if let Some(background) = &self.config.background {
+            let settled = background.take();
+            usage = crate::subagents::usage_of(&settled);
+            for settled in settled {
+                let mut record = settled.record;
+                record.turn = turn;
+                self.commit(Record::SubagentRun(record))?;
+                notices.push(settled.text);
+            }
+        }
+        Ok((notices, usage))
     }
 
     /// Runs one turn for `task` until the model answers without calling a tool, the step cap
@@ -317,13 +390,17 @@ impl Agent {
                     ),
                 };
             }
-            if step > 0 {
-                self.deliver_job_notices(turn)?;
-            }
+            let noticed = if step > 0 {
+                self.deliver_notices(turn)?
+            } else {
+                Usage::default()
+            };
             step += 1;
             self.commit(Record::StepStart { turn, step })?;
             let (compactor, history) = self.compaction();
             let mut spent = compactor.compact(history, turn, "threshold", stop).await?;
+            // What background subagents billed for the turns told now is this step's.
+            spent.add(&noticed);
             let mut outcome = self.step(turn, step, stop).await?;
             if is_overflow(&outcome) {
                 // The provider says the request does not fit: compact as far as possible and
@@ -645,20 +722,18 @@ impl Agent {
         Ok(())
     }
 
-    /// Tells the model, before its next request, which background jobs have finished.
-    fn deliver_job_notices(&mut self, turn: u32) -> Result<(), CoreError> {
-        let Some(shell) = &self.tool_session.shell else {
-            return Ok(());
-        };
-        let notices = shell.jobs.take_notices();
-        if notices.is_empty() {
-            return Ok(());
+    /// Tells the model, before its next request, which background jobs and subagents have
+    /// finished; returns what those subagents billed.
+    fn deliver_notices(&mut self, turn: u32) -> Result<Usage, CoreError> {
+        let (notices, usage) = self.take_notices(turn)?;
+        if !notices.is_empty() {
+            self.commit(Record::UserMessage {
+                turn,
+                message: Message::user_text(notices.join("\n")),
+                instructions: None,
+            })?;
         }
-        self.commit(Record::UserMessage {
-            turn,
-            message: Message::user_text(notices.join("\n")),
-            instructions: None,
-        })
+        Ok(usage)
     }
 
     fn commit(&mut self, record: Record) -> Result<(), CoreError> {

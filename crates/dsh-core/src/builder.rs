@@ -222,8 +222,14 @@ impl StartedRun {
         let history = Arc::new(std::sync::Mutex::new(Vec::new()));
         config.completed_history = Some(history.clone());
         let kit = child_kit(Arc::new(settings.clone()), provider.clone(), shell.clone());
-        for tool in crate::subagents::tools(&kit, 0, session.id(), history, tx.clone()) {
-            tools.register(tool);
+        let background = crate::subagents::BackgroundAgents::new();
+        config.background = Some(background.clone());
+        let offered = crate::subagents::offered(&settings.tool_filter);
+        for tool in crate::subagents::tools(&kit, 0, session.id(), history, tx.clone(), &background)
+        {
+            if offered.contains(&tool.name()) {
+                tools.register(tool);
+            }
         }
         let agent = Agent::new(provider, tools, Arc::new(tool_session), config, session, tx);
         Ok(Run {
@@ -377,9 +383,8 @@ pub(crate) fn offered_tools(settings: &Settings) -> Vec<String> {
     let (tools, _) = base_tools(settings);
     let mut names: Vec<String> = tools.names().map(str::to_owned).collect();
     names.extend(
-        ["subagent", "subagent_fork"]
+        crate::subagents::offered(&settings.tool_filter)
             .into_iter()
-            .filter(|name| settings.tool_filter.allows(name))
             .map(str::to_owned),
     );
     names.sort();

@@ -267,3 +267,146 @@ fn sigterm_mid_child_stops_both_and_the_parent_resumes() {
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
     assert_eq!(out.stdout.trim(), "resumed");
 }
+
+/// A background child: the call returns its id at once, the parent answers, the run waits for
+/// the child and wakes the parent with its closing message; its tokens count.
+#[test]
+fn a_background_child_is_collected_when_it_finishes() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "subagent",
+            json!({"description": "side task", "prompt": "Say LATE.", "run_in_background": true}),
+        )
+        .usage(1, 1, 0),
+        // The parent and the child ask at once; the answers are held back a little so that the
+        // parent's turn has ended before the child's does (its notice then wakes the parent).
+        Turn::text("ONE").usage(10, 1, 0).delayed(SETTLE),
+        Turn::text("TWO").usage(100, 1, 0).delayed(SETTLE),
+        Turn::text("collected").usage(1000, 1, 0),
+    ]);
+    let out = env.run(dsh(), &["--json", "start it"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let events = out.events();
+    let results = tool_results(&out);
+    assert_eq!(results[0]["result"], "started subagent subagent-1");
+    let last = events.last().unwrap();
+    assert_eq!(last["text"], "collected");
+    // Every request counts: the parent's three and the child's one.
+    assert_eq!(last["usage"]["inputTokens"], 1111);
+    let requests = env.server.requests();
+    let notice = requests.last().unwrap().body["messages"].to_string();
+    assert!(
+        notice.contains(
+            "Background subagent subagent-1 finished and will do no further work unless you send it more."
+        ),
+        "{notice}"
+    );
+    assert!(notice.contains("Its closing message:"), "{notice}");
+    assert!(env.session_logs().contains("\"type\":\"subagent/run\""));
+}
+
+/// How long the scripted server holds the answers of requests that race, so that their order
+/// does not change what a test sees.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// send_message gives an idle background child a new turn; its end wakes the parent again.
+#[test]
+fn a_message_gives_an_idle_background_child_another_turn() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "subagent",
+            json!({"description": "side task", "prompt": "Say LATE.", "run_in_background": true}),
+        ),
+        Turn::text("A").delayed(SETTLE),
+        Turn::text("B").delayed(SETTLE),
+        Turn::tool_call(
+            "send_message",
+            json!({"subagent_id": "subagent-1", "message": "And now say MORE."}),
+        ),
+        Turn::text("C").delayed(SETTLE),
+        Turn::text("D").delayed(SETTLE),
+        Turn::text("done"),
+    ]);
+    let out = env.run(dsh(), &["--json", "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let results = tool_results(&out);
+    assert_eq!(
+        results[1]["result"],
+        "message queued as the next turn for subagent subagent-1"
+    );
+    assert_eq!(out.events().last().unwrap()["text"], "done");
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 7);
+    // The child's second turn carries the message after its first exchange.
+    let said = |messages: &[Value], text: &str| {
+        messages.iter().any(|m| m["content"].as_str() == Some(text))
+    };
+    let child_second = requests
+        .iter()
+        .map(dsh_testkit::Request::messages)
+        .find(|messages| said(messages, "And now say MORE."))
+        .unwrap();
+    assert!(said(child_second, "Say LATE."), "{child_second:?}");
+    let last = requests.last().unwrap().body["messages"].to_string();
+    assert_eq!(
+        last.matches("Background subagent subagent-1 finished")
+            .count(),
+        2,
+        "{last}"
+    );
+    assert_eq!(
+        env.session_logs()
+            .matches("\"type\":\"subagent/run\"")
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn background_children_are_listed_and_unknown_ids_are_refused() {
+    let env = TestEnv::new(vec![
+        Turn::tool_calls(&[
+            ("list_agents", json!({})),
+            (
+                "send_message",
+                json!({"subagent_id": "subagent-9", "message": "more"}),
+            ),
+            ("interrupt_agent", json!({"agent_id": "subagent-9"})),
+        ]),
+        Turn::text("none"),
+    ]);
+    let out = env.run(dsh(), &["--json", "list"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let results = tool_results(&out);
+    assert_eq!(results[0]["result"], "(no subagents)");
+    assert_eq!(
+        results[1]["result"],
+        "Error: subagent \"subagent-9\" is unavailable"
+    );
+    assert_eq!(
+        results[1]["error"],
+        json!({"name": "SubagentError", "code": "NOT_AVAILABLE"})
+    );
+    assert_eq!(
+        results[2]["result"],
+        "Error: subagent \"subagent-9\" is unavailable"
+    );
+    // A started one is listed by its id and description, in the same answer that started it.
+    let env = TestEnv::new(vec![
+        Turn::tool_calls(&[
+            (
+                "subagent",
+                json!({"description": "side task", "prompt": "x", "run_in_background": true}),
+            ),
+            ("list_agents", json!({})),
+        ]),
+        Turn::text("first"),
+        Turn::text("second"),
+        Turn::text("third"),
+    ]);
+    let out = env.run(dsh(), &["--json", "list"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let listed = tool_results(&out)[1]["result"].as_str().unwrap().to_owned();
+    assert!(listed.starts_with("subagent-1 ["), "{listed}");
+    assert!(listed.ends_with("] — side task"), "{listed}");
+}

@@ -130,8 +130,6 @@ const ABSENT_PARTS: &[&str] = &[
     "session-title",
     "session-title-llm",
     "session-telemetry-otel",
-    "tool-subagent-control",
-    "tool-subagent-list-agents",
     "tool-subagent-report",
     "workflow-worker-thread",
     "tool-workflow",
@@ -176,6 +174,11 @@ const TOOL_PARTS: &[(&str, &[&str])] = &[
     ("subagent-fork-in-process", &["subagent_fork"]),
     ("tool-subagent", &["subagent"]),
     ("tool-subagent-fork", &["subagent_fork"]),
+    (
+        "tool-subagent-control",
+        &["list_agents", "send_message", "interrupt_agent"],
+    ),
+    ("tool-subagent-list-agents", &["list_agents"]),
 ];
 
 /// Reference rows for parts dsh always has: they cannot be switched off.

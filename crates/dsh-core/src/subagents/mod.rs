@@ -23,6 +23,10 @@ use tokio::sync::mpsc::{self, UnboundedSender};
 use crate::config::SubagentLimits;
 use crate::{Agent, AgentConfig, AgentEvent, Session, Stop};
 
+mod background;
+
+pub(crate) use background::{BackgroundAgents, usage_of};
+
 /// What every agent of a run builds its children from.
 pub(crate) struct ChildKit {
     pub(crate) limits: SubagentLimits,
@@ -68,14 +72,32 @@ impl ChildKit {
     }
 }
 
-/// The subagent tools of one agent at `depth` (0 for the top agent).
+/// The subagent tools of one agent at `depth` (0 for the top agent): `subagent`,
+/// `subagent_fork`, and the tools over its background children.
+/// The names of the subagent tools `filter` lets a run offer. The control tools come only
+/// with a tool that can start a child: without one they would have nothing to act on.
+pub(crate) fn offered(filter: &dsh_tools::ToolFilter) -> Vec<&'static str> {
+    let starters: Vec<&'static str> = ["subagent", "subagent_fork"]
+        .into_iter()
+        .filter(|name| filter.allows(name))
+        .collect();
+    if starters.is_empty() {
+        return starters;
+    }
+    let controls = background::CONTROL_TOOLS
+        .into_iter()
+        .filter(|name| filter.allows(name));
+    starters.into_iter().chain(controls).collect()
+}
+
 pub(crate) fn tools(
     kit: &Arc<ChildKit>,
     depth: u32,
     parent_session: &str,
     history: Arc<Mutex<Vec<Message>>>,
     events: UnboundedSender<AgentEvent>,
-) -> [Box<dyn Tool>; 2] {
+    background: &Arc<BackgroundAgents>,
+) -> Vec<Box<dyn Tool>> {
     let tool = |fork: bool| -> Box<dyn Tool> {
         Box::new(SubagentTool {
             kit: kit.clone(),
@@ -84,10 +106,13 @@ pub(crate) fn tools(
             parent_session: parent_session.to_owned(),
             history: history.clone(),
             events: events.clone(),
+            background: background.clone(),
             parameters: parameters(fork),
         })
     };
-    [tool(false), tool(true)]
+    let mut tools = vec![tool(false), tool(true)];
+    tools.extend(background::control_tools(background));
+    tools
 }
 
 fn parameters(fork: bool) -> Parameters {
@@ -110,7 +135,8 @@ fn parameters(fork: bool) -> Parameters {
         Param::optional(
             "run_in_background",
             ParamType::Boolean,
-            "Must be false or absent: this call waits for the subagent and returns its answer.",
+            "Return the subagent's id at once and let it work on (default false: wait for its \
+             answer). You are told when it finishes; send_message gives it more.",
         ),
         Param::optional(
             "tools",
@@ -136,6 +162,8 @@ struct SubagentTool {
     history: Arc<Mutex<Vec<Message>>>,
     /// Where the caller's own events go; the child's follow, tagged.
     events: UnboundedSender<AgentEvent>,
+    /// The caller's background children.
+    background: Arc<BackgroundAgents>,
     parameters: Parameters,
 }
 
@@ -152,12 +180,14 @@ impl Tool for SubagentTool {
         if self.fork {
             "Hand a task that builds on this conversation to a subagent that starts from its \
              completed turns; you get its final answer, not its steps, and keep your own \
-             context for your work. The call waits for the answer."
+             context for your work. The call waits for the answer, or, with \
+             run_in_background, returns the subagent's id at once."
         } else {
             "Hand a self-contained task (research, a scoped change, an analysis) to a subagent \
              that works in its own context; you get its final answer, not its steps. Give it \
              everything it needs: it does not see this conversation. The call waits for the \
-             answer; several calls in one answer run at once."
+             answer (several calls in one answer run at once), or, with run_in_background, \
+             returns the subagent's id at once and you are told when it finishes."
         }
     }
 
@@ -186,12 +216,7 @@ impl Tool for SubagentTool {
 
 impl SubagentTool {
     async fn run(&self, args: Arguments, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        if args.bool("run_in_background") == Some(true) {
-            return Err(ToolError::plain(
-                "run_in_background is not available for this tool: the call waits for the \
-                 subagent and returns its answer; call it without run_in_background",
-            ));
-        }
+        let in_background = args.bool("run_in_background") == Some(true);
         let label = args
             .str("description")
             .unwrap_or_default()
@@ -229,7 +254,7 @@ impl SubagentTool {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .clone()
         });
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::unbounded_channel();
         let parts = (self.kit.build)(ChildSpec {
             allow,
             read_only,
@@ -263,28 +288,41 @@ impl SubagentTool {
         config.completed_history = Some(child_history.clone());
         config.token_budget = Some(self.kit.limits.max_tokens);
         // Its own subagent tools, when its tool list lets it have them.
-        for tool in self::tools(&self.kit, depth, &child_session, child_history, tx.clone()) {
+        let child_background = BackgroundAgents::new();
+        config.background = Some(child_background.clone());
+        for tool in self::tools(
+            &self.kit,
+            depth,
+            &child_session,
+            child_history,
+            tx.clone(),
+            &child_background,
+        ) {
             tools.register(tool);
         }
-        let mut agent = Agent::new(provider, tools, Arc::new(tool_session), config, session, tx);
-        // The child's events reach the caller's watchers, tagged with its id.
-        let forward = {
-            let events = self.events.clone();
-            let agent_id = agent_id.clone();
-            tokio::spawn(async move {
-                while let Some(event) = rx.recv().await {
-                    let _ = events.send(AgentEvent::Child {
-                        agent_id: agent_id.clone(),
-                        event: Box::new(event),
-                    });
-                }
-            })
-        };
+        let agent = Agent::new(provider, tools, Arc::new(tool_session), config, session, tx);
+        let forward = forward(rx, self.events.clone(), agent_id.clone());
+        if in_background {
+            let record = SubagentRunRecord {
+                turn: 0,
+                agent_id: agent_id.clone(),
+                session_id: child_session,
+                label: label.clone(),
+                fork: self.fork,
+                reason: TurnEndReason::Completed,
+                usage: Usage::default(),
+            };
+            self.start_in_background(agent, record, prompt, ctx, _slot, forward);
+            return Ok(ToolOutput::text(format!("started subagent {agent_id}")));
+        }
+        let mut agent = agent;
         // On a task of its own: the child's calls (its own subagents too) are not part of the
         // caller's future, and a stop of the caller stops it through its token.
         let stop = Stop::child_of(&ctx.cancel);
+        // `run`, not one turn: like a headless run, the child waits for its own background work
+        // (jobs, children) before it answers, and what it leaves running is stopped and counted.
         let run = tokio::spawn(async move {
-            let summary = agent.run_turn(prompt, &stop).await;
+            let summary = agent.run(prompt, &stop).await;
             drop(agent);
             summary
         });
@@ -309,6 +347,60 @@ impl SubagentTool {
             reason => Err(failure_text(reason, &summary.text, summary.usage)
                 .with_effect(ToolEffect::Subagent(record))),
         }
+    }
+
+    /// Runs the child's turns as its inbox gives them, on a task of its own, telling the
+    /// caller's background registry when each ends. The child keeps its place among the
+    /// running ones until the run lets it go.
+    fn start_in_background(
+        &self,
+        mut agent: Agent,
+        record: SubagentRunRecord,
+        prompt: String,
+        ctx: &ToolContext,
+        slot: RunningSlot,
+        forward: tokio::task::JoinHandle<()>,
+    ) {
+        let (inbox, mut turns) = mpsc::unbounded_channel::<String>();
+        let _ = inbox.send(prompt);
+        let child = self
+            .background
+            .add(record.agent_id.clone(), record.label.clone(), inbox);
+        let background = Arc::downgrade(&self.background);
+        let child = Arc::downgrade(&child);
+        let run_token = ctx.cancel.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            while let Some(prompt) = turns.recv().await {
+                let (Some(registry), Some(handle)) = (background.upgrade(), child.upgrade()) else {
+                    break;
+                };
+                let stop = Stop::child_of(&run_token);
+                registry.began(&handle, stop.clone());
+                let (text, reason, usage) = match agent.run(prompt, &stop).await {
+                    Ok(summary) => (summary.text, summary.reason, summary.usage),
+                    Err(error) => (
+                        String::new(),
+                        TurnEndReason::Error {
+                            error: dsh_protocol::Failure::new(
+                                FailureCode::Unknown,
+                                format!("its session log: {error}"),
+                            ),
+                        },
+                        Usage::default(),
+                    ),
+                };
+                let mut ended = record.clone();
+                ended.reason = reason;
+                ended.usage = usage;
+                registry.ended(&handle, &text, ended);
+                if run_token.is_cancelled() {
+                    break;
+                }
+            }
+            drop(agent);
+            let _ = forward.await;
+        });
     }
 
     /// Takes a place under the limits, or says which one is reached and its key.
@@ -354,6 +446,23 @@ impl SubagentTool {
         }
         Ok(slot)
     }
+}
+
+/// Sends a child's events to its parent's watchers, tagged with its id, until the child is
+/// dropped.
+fn forward(
+    mut events: mpsc::UnboundedReceiver<AgentEvent>,
+    parent: UnboundedSender<AgentEvent>,
+    agent_id: String,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            let _ = parent.send(AgentEvent::Child {
+                agent_id: agent_id.clone(),
+                event: Box::new(event),
+            });
+        }
+    })
 }
 
 /// A place among the running subagents, given back when the run ends however it ends.

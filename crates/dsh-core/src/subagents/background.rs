@@ -1,0 +1,362 @@
+//! Subagents in the background: `subagent` with `run_in_background: true` returns an id at
+//! once; the child works on, and each time it ends a turn the agent that started it is told,
+//! at its next step (or woken for it when it has answered), with what the child said. It
+//! stays available for follow-ups (`send_message`), can be stopped mid-turn
+//! (`interrupt_agent`) and listed (`list_agents`). What a turn billed is counted when its
+//! notice is delivered; whatever still runs when the run ends is stopped, and counted.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use dsh_protocol::{SubagentRunRecord, TurnEndReason, Usage};
+use dsh_tools::{
+    Arguments, Param, ParamType, Parameters, Tool, ToolContext, ToolError, ToolFuture, ToolOutput,
+};
+use tokio::sync::{Notify, mpsc};
+
+use crate::Stop;
+
+/// The background children of one agent.
+#[derive(Default)]
+pub(crate) struct BackgroundAgents {
+    children: Mutex<Vec<Arc<Child>>>,
+    /// Ended turns not yet told to the parent.
+    settled: Mutex<Vec<Settled>>,
+    changed: Notify,
+}
+
+/// One background child.
+pub(crate) struct Child {
+    pub(crate) id: String,
+    pub(crate) label: String,
+    /// Its next turns' prompts.
+    inbox: mpsc::UnboundedSender<String>,
+    /// The stop of the turn it runs, while it runs one.
+    current: Mutex<Option<Stop>>,
+    /// Messages sent to it that no turn has taken yet: it counts as at work until they are.
+    queued: std::sync::atomic::AtomicUsize,
+}
+
+impl Child {
+    /// In a turn, or with a message waiting for one.
+    fn is_at_work(&self) -> bool {
+        lock(&self.current).is_some() || self.queued.load(Ordering::SeqCst) > 0
+    }
+}
+
+/// A child's ended turn, for its parent.
+pub(crate) struct Settled {
+    /// The notice the parent reads.
+    pub(crate) text: String,
+    /// The link its parent's log records.
+    pub(crate) record: SubagentRunRecord,
+}
+
+impl BackgroundAgents {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(BackgroundAgents::default())
+    }
+
+    /// Registers a child whose turns come from `inbox`, which holds its first prompt; returns
+    /// its handle.
+    pub(crate) fn add(
+        &self,
+        id: String,
+        label: String,
+        inbox: mpsc::UnboundedSender<String>,
+    ) -> Arc<Child> {
+        let child = Arc::new(Child {
+            id,
+            label,
+            inbox,
+            current: Mutex::new(None),
+            queued: std::sync::atomic::AtomicUsize::new(1),
+        });
+        lock(&self.children).push(child.clone());
+        child
+    }
+
+    /// A child begins a turn under `stop`.
+    pub(crate) fn began(&self, child: &Child, stop: Stop) {
+        *lock(&child.current) = Some(stop);
+        let _ = child
+            .queued
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+    }
+
+    /// A child ended a turn: its parent is told.
+    pub(crate) fn ended(&self, child: &Child, summary_text: &str, record: SubagentRunRecord) {
+        *lock(&child.current) = None;
+        let opening = match &record.reason {
+            TurnEndReason::Completed => {
+                "finished and will do no further work unless you send it more."
+            }
+            TurnEndReason::Aborted { .. } => "was stopped before it finished.",
+            TurnEndReason::MaxTokens => "ran out of room before it finished.",
+            _ => "failed before it finished.",
+        };
+        let closing = if summary_text.is_empty() {
+            "It left no closing message.".to_owned()
+        } else {
+            format!("Its closing message:\n{summary_text}")
+        };
+        lock(&self.settled).push(Settled {
+            text: format!("Background subagent {} {opening}\n{closing}", child.id),
+            record,
+        });
+        self.changed.notify_waiters();
+    }
+
+    /// The ended turns not told yet.
+    pub(crate) fn take(&self) -> Vec<Settled> {
+        std::mem::take(&mut *lock(&self.settled))
+    }
+
+    /// Whether a child is in a turn.
+    pub(crate) fn any_running(&self) -> bool {
+        lock(&self.children).iter().any(|child| child.is_at_work())
+    }
+
+    /// Waits until a child ends a turn, or `limit` passes; false when none was running.
+    pub(crate) async fn wait_any(&self, limit: Duration) -> bool {
+        // Listening before looking: a turn that ends in between is not missed.
+        let notified = self.changed.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if !self.any_running() {
+            return false;
+        }
+        let _ = tokio::time::timeout(limit, notified).await;
+        true
+    }
+
+    /// Stops every child's turn and lets them go (their inboxes close), waiting up to `limit`
+    /// for the turns to end.
+    pub(crate) async fn stop_all(&self, limit: Duration) {
+        let children: Vec<Arc<Child>> = std::mem::take(&mut *lock(&self.children));
+        for child in &children {
+            if let Some(stop) = lock(&child.current).as_ref() {
+                stop.request(dsh_protocol::AbortReason::Parent);
+            }
+        }
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if !children.iter().any(|child| lock(&child.current).is_some()) {
+                break;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                break;
+            }
+        }
+    }
+
+    fn find(&self, id: &str) -> Option<Arc<Child>> {
+        lock(&self.children).iter().find(|c| c.id == id).cloned()
+    }
+}
+
+impl std::fmt::Debug for BackgroundAgents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ids: Vec<String> = lock(&self.children).iter().map(|c| c.id.clone()).collect();
+        f.debug_struct("BackgroundAgents")
+            .field("children", &ids)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The names of the tools [`control_tools`] makes, in its order.
+pub(crate) const CONTROL_TOOLS: [&str; 3] = ["list_agents", "send_message", "interrupt_agent"];
+
+/// `list_agents`, `send_message` and `interrupt_agent` over one agent's background children.
+pub(crate) fn control_tools(background: &Arc<BackgroundAgents>) -> [Box<dyn Tool>; 3] {
+    [
+        Box::new(ListAgents {
+            background: background.clone(),
+            parameters: Parameters::new(vec![
+                Param::optional(
+                    "scope",
+                    ParamType::String,
+                    "children (default): the subagents you started in the background.",
+                )
+                .one_of(&["children", "descendants"]),
+            ]),
+        }),
+        Box::new(SendMessage {
+            background: background.clone(),
+            parameters: Parameters::new(vec![
+                Param::required(
+                    "subagent_id",
+                    ParamType::String,
+                    "The id the background subagent was started with.",
+                ),
+                Param::required("message", ParamType::String, "Its next task."),
+            ]),
+        }),
+        Box::new(InterruptAgent {
+            background: background.clone(),
+            parameters: Parameters::new(vec![Param::required(
+                "agent_id",
+                ParamType::String,
+                "The id of the background subagent to stop.",
+            )]),
+        }),
+    ]
+}
+
+struct ListAgents {
+    background: Arc<BackgroundAgents>,
+    parameters: Parameters,
+}
+
+impl Tool for ListAgents {
+    fn name(&self) -> &str {
+        "list_agents"
+    }
+
+    fn description(&self) -> &str {
+        "List the subagents you started in the background, with whether each is running or \
+         idle (waiting for send_message). You are told when one finishes: do not poll."
+    }
+
+    fn parameters(&self) -> &Parameters {
+        &self.parameters
+    }
+
+    fn plan_safe(&self, _args: &Arguments) -> bool {
+        true
+    }
+
+    fn call<'a>(&'a self, _args: Arguments, _ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let children = lock(&self.background.children).clone();
+            if children.is_empty() {
+                return Ok(ToolOutput::text("(no subagents)"));
+            }
+            let lines: Vec<String> = children
+                .iter()
+                .map(|child| {
+                    let status = if child.is_at_work() {
+                        "running"
+                    } else {
+                        "idle"
+                    };
+                    format!("{} [{status}] — {}", child.id, child.label)
+                })
+                .collect();
+            Ok(ToolOutput::text(lines.join("\n")))
+        })
+    }
+}
+
+struct SendMessage {
+    background: Arc<BackgroundAgents>,
+    parameters: Parameters,
+}
+
+impl Tool for SendMessage {
+    fn name(&self) -> &str {
+        "send_message"
+    }
+
+    fn description(&self) -> &str {
+        "Give a background subagent its next task, in the same conversation: it starts when its \
+         current turn (if any) ends, and you are told when it finishes."
+    }
+
+    fn parameters(&self) -> &Parameters {
+        &self.parameters
+    }
+
+    fn plan_safe(&self, _args: &Arguments) -> bool {
+        true
+    }
+
+    fn call<'a>(&'a self, args: Arguments, _ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let id = args.str("subagent_id").unwrap_or_default();
+            let message = args.str("message").unwrap_or_default();
+            if message.trim().is_empty() {
+                return Err(ToolError::plain("message must be a non-empty string"));
+            }
+            let child = self.background.find(id).ok_or_else(|| unavailable(id))?;
+            child.queued.fetch_add(1, Ordering::SeqCst);
+            if child.inbox.send(message.to_owned()).is_err() {
+                child.queued.fetch_sub(1, Ordering::SeqCst);
+                return Err(unavailable(id));
+            }
+            Ok(ToolOutput::text(format!(
+                "message queued as the next turn for subagent {id}"
+            )))
+        })
+    }
+}
+
+fn unavailable(id: &str) -> ToolError {
+    ToolError::coded(
+        "SubagentError",
+        "NOT_AVAILABLE",
+        format!("subagent \"{id}\" is unavailable"),
+    )
+}
+
+struct InterruptAgent {
+    background: Arc<BackgroundAgents>,
+    parameters: Parameters,
+}
+
+impl Tool for InterruptAgent {
+    fn name(&self) -> &str {
+        "interrupt_agent"
+    }
+
+    fn description(&self) -> &str {
+        "Stop a background subagent's current turn; it stays available for send_message. \
+         Stopping one that is idle changes nothing."
+    }
+
+    fn parameters(&self) -> &Parameters {
+        &self.parameters
+    }
+
+    fn plan_safe(&self, _args: &Arguments) -> bool {
+        true
+    }
+
+    fn call<'a>(&'a self, args: Arguments, _ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let id = args.str("agent_id").unwrap_or_default();
+            let child = self.background.find(id).ok_or_else(|| unavailable(id))?;
+            if let Some(stop) = lock(&child.current).as_ref() {
+                stop.request(dsh_protocol::AbortReason::Parent);
+            }
+            Ok(ToolOutput::text(format!(
+                "interrupt requested for agent {id}"
+            )))
+        })
+    }
+}
+
+/// The usage of the settled turns, summed.
+pub(crate) fn usage_of(settled: &[Settled]) -> Usage {
+    Usage::sum(settled.iter().map(|s| &s.record.usage))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_control_tool_names_are_the_tools_made() {
+        let made = control_tools(&BackgroundAgents::new());
+        let names: Vec<&str> = made.iter().map(|tool| tool.name()).collect();
+        assert_eq!(names, CONTROL_TOOLS);
+    }
+}
