@@ -223,6 +223,9 @@ impl StartedRun {
         config.completed_history = Some(history.clone());
         let kit = child_kit(Arc::new(settings.clone()), provider.clone(), shell.clone());
         let background = crate::subagents::BackgroundAgents::new();
+        // A resumed session's background children take messages again; new ids follow theirs.
+        background.recorded(session.children());
+        kit.number_after(session.children());
         config.background = Some(background.clone());
         let offered = crate::subagents::offered(&settings.tool_filter);
         for tool in crate::subagents::tools(&kit, 0, session.id(), history, tx.clone(), &background)

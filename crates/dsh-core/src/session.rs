@@ -1,6 +1,8 @@
 use std::path::{Path, PathBuf};
 
-use dsh_protocol::{Block, Message, Record, RecordEnvelope, SessionHeader, TodoItem};
+use dsh_protocol::{
+    Block, Message, Record, RecordEnvelope, SessionHeader, SubagentRunRecord, TodoItem,
+};
 
 use crate::CoreError;
 use crate::lock::SessionLock;
@@ -22,6 +24,8 @@ pub struct Session {
     todos: Vec<TodoItem>,
     /// How much of the history the last completed turn left: what a fork starts from.
     completed: usize,
+    /// The subagents it started, each as its latest `subagent/run` left it.
+    children: Vec<SubagentRunRecord>,
 }
 
 impl Session {
@@ -64,6 +68,7 @@ impl Session {
             untracked_instructions: false,
             todos: Vec::new(),
             completed: 0,
+            children: Vec::new(),
         }
     }
 
@@ -125,6 +130,7 @@ impl Session {
             untracked_instructions: false,
             todos: Vec::new(),
             completed: 0,
+            children: Vec::new(),
             log: SessionLog::resume(path, loaded.header, seq, file, lock, options),
         };
         let closing = crate::repair::repair(&loaded.records);
@@ -149,6 +155,11 @@ impl Session {
     /// The model's task list, as its last `todo_write` left it (a resumed session's too).
     pub fn todos(&self) -> &[TodoItem] {
         &self.todos
+    }
+
+    /// The subagents this session started, each as its latest `subagent/run` record left it.
+    pub(crate) fn children(&self) -> &[SubagentRunRecord] {
+        &self.children
     }
 
     /// The history up to the end of the last completed turn: what a fork starts from.
@@ -252,10 +263,11 @@ impl Session {
             Record::TodoWrite { todos, .. } => self.todos = todos,
             Record::SessionSeed { messages } => self.history.extend(messages),
             Record::TurnEnd { .. } => self.completed = self.history.len(),
-            Record::StepStart { .. }
-            | Record::ToolCall(_)
-            | Record::StepEnd { .. }
-            | Record::SubagentRun(_) => {}
+            Record::StepStart { .. } | Record::ToolCall(_) | Record::StepEnd { .. } => {}
+            Record::SubagentRun(run) => {
+                self.children.retain(|known| known.agent_id != run.agent_id);
+                self.children.push(run);
+            }
         }
     }
 }

@@ -130,6 +130,16 @@ pub struct SubagentRunRecord {
     pub label: String,
     /// Whether it began from the parent's history.
     pub fork: bool,
+    /// The narrower tool list it was given, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// Whether it works under a read-only sandbox.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
+    /// Whether it runs in the background: such a child takes messages after its turns,
+    /// also once the parent's session is resumed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub background: bool,
     pub reason: TurnEndReason,
     pub usage: Usage,
 }

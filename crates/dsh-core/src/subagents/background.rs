@@ -15,6 +15,7 @@ use dsh_tools::{
 };
 use tokio::sync::{Notify, mpsc};
 
+use super::SubagentTool;
 use crate::Stop;
 
 /// The background children of one agent.
@@ -23,6 +24,9 @@ pub(crate) struct BackgroundAgents {
     children: Mutex<Vec<Arc<Child>>>,
     /// Ended turns not yet told to the parent.
     settled: Mutex<Vec<Settled>>,
+    /// Background children a resumed session recorded, not running in this process: a
+    /// message resumes one.
+    dormant: Mutex<Vec<SubagentRunRecord>>,
     changed: Notify,
 }
 
@@ -157,6 +161,19 @@ impl BackgroundAgents {
     fn find(&self, id: &str) -> Option<Arc<Child>> {
         lock(&self.children).iter().find(|c| c.id == id).cloned()
     }
+
+    /// Takes in the background children of a resumed session's records (the latest record of
+    /// each): they are listed as idle, and a message resumes one.
+    pub(crate) fn recorded(&self, runs: &[SubagentRunRecord]) {
+        lock(&self.dormant).extend(runs.iter().filter(|run| run.background).cloned());
+    }
+
+    /// Takes the record of a dormant child out of the list, to resume it.
+    fn wake(&self, id: &str) -> Option<SubagentRunRecord> {
+        let mut dormant = lock(&self.dormant);
+        let at = dormant.iter().position(|run| run.agent_id == id)?;
+        Some(dormant.remove(at))
+    }
 }
 
 impl std::fmt::Debug for BackgroundAgents {
@@ -176,7 +193,10 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub(crate) const CONTROL_TOOLS: [&str; 3] = ["list_agents", "send_message", "interrupt_agent"];
 
 /// `list_agents`, `send_message` and `interrupt_agent` over one agent's background children.
-pub(crate) fn control_tools(background: &Arc<BackgroundAgents>) -> [Box<dyn Tool>; 3] {
+pub(crate) fn control_tools(
+    background: &Arc<BackgroundAgents>,
+    reviver: Arc<SubagentTool>,
+) -> [Box<dyn Tool>; 3] {
     [
         Box::new(ListAgents {
             background: background.clone(),
@@ -191,6 +211,7 @@ pub(crate) fn control_tools(background: &Arc<BackgroundAgents>) -> [Box<dyn Tool
         }),
         Box::new(SendMessage {
             background: background.clone(),
+            reviver,
             parameters: Parameters::new(vec![
                 Param::required(
                     "subagent_id",
@@ -237,9 +258,13 @@ impl Tool for ListAgents {
     fn call<'a>(&'a self, _args: Arguments, _ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let children = lock(&self.background.children).clone();
-            if children.is_empty() {
+            let dormant = lock(&self.background.dormant).clone();
+            if children.is_empty() && dormant.is_empty() {
                 return Ok(ToolOutput::text("(no subagents)"));
             }
+            let dormant = dormant
+                .iter()
+                .map(|run| format!("{} [idle] — {}", run.agent_id, run.label));
             let lines: Vec<String> = children
                 .iter()
                 .map(|child| {
@@ -250,6 +275,7 @@ impl Tool for ListAgents {
                     };
                     format!("{} [{status}] — {}", child.id, child.label)
                 })
+                .chain(dormant)
                 .collect();
             Ok(ToolOutput::text(lines.join("\n")))
         })
@@ -258,6 +284,8 @@ impl Tool for ListAgents {
 
 struct SendMessage {
     background: Arc<BackgroundAgents>,
+    /// Starts a dormant child again.
+    reviver: Arc<SubagentTool>,
     parameters: Parameters,
 }
 
@@ -279,18 +307,25 @@ impl Tool for SendMessage {
         true
     }
 
-    fn call<'a>(&'a self, args: Arguments, _ctx: &'a ToolContext) -> ToolFuture<'a> {
+    fn call<'a>(&'a self, args: Arguments, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let id = args.str("subagent_id").unwrap_or_default();
             let message = args.str("message").unwrap_or_default();
             if message.trim().is_empty() {
                 return Err(ToolError::plain("message must be a non-empty string"));
             }
-            let child = self.background.find(id).ok_or_else(|| unavailable(id))?;
-            child.queued.fetch_add(1, Ordering::SeqCst);
-            if child.inbox.send(message.to_owned()).is_err() {
-                child.queued.fetch_sub(1, Ordering::SeqCst);
-                return Err(unavailable(id));
+            if let Some(run) = self.background.wake(id) {
+                if let Err(error) = self.reviver.revive(&run, message.to_owned(), ctx).await {
+                    self.background.recorded(std::slice::from_ref(&run));
+                    return Err(error);
+                }
+            } else {
+                let child = self.background.find(id).ok_or_else(|| unavailable(id))?;
+                child.queued.fetch_add(1, Ordering::SeqCst);
+                if child.inbox.send(message.to_owned()).is_err() {
+                    child.queued.fetch_sub(1, Ordering::SeqCst);
+                    return Err(unavailable(id));
+                }
             }
             Ok(ToolOutput::text(format!(
                 "message queued as the next turn for subagent {id}"
@@ -347,16 +382,4 @@ impl Tool for InterruptAgent {
 /// The usage of the settled turns, summed.
 pub(crate) fn usage_of(settled: &[Settled]) -> Usage {
     Usage::sum(settled.iter().map(|s| &s.record.usage))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_control_tool_names_are_the_tools_made() {
-        let made = control_tools(&BackgroundAgents::new());
-        let names: Vec<&str> = made.iter().map(|tool| tool.name()).collect();
-        assert_eq!(names, CONTROL_TOOLS);
-    }
 }

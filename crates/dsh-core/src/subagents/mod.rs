@@ -35,6 +35,8 @@ pub(crate) struct ChildKit {
     /// Subagents started in this run, and running now.
     started: AtomicU32,
     running: AtomicU32,
+    /// The highest id number a resumed session already gave: new ids come after it.
+    numbered_before: AtomicU32,
 }
 
 /// What one child is to be.
@@ -68,7 +70,18 @@ impl ChildKit {
             build,
             started: AtomicU32::new(0),
             running: AtomicU32::new(0),
+            numbered_before: AtomicU32::new(0),
         })
+    }
+
+    /// Ids of new children come after those of `recorded` (a resumed session's children).
+    pub(crate) fn number_after(&self, recorded: &[SubagentRunRecord]) {
+        let highest = recorded
+            .iter()
+            .filter_map(|run| run.agent_id.strip_prefix("subagent-")?.parse::<u32>().ok())
+            .max()
+            .unwrap_or(0);
+        self.numbered_before.fetch_max(highest, Ordering::SeqCst);
     }
 }
 
@@ -98,20 +111,19 @@ pub(crate) fn tools(
     events: UnboundedSender<AgentEvent>,
     background: &Arc<BackgroundAgents>,
 ) -> Vec<Box<dyn Tool>> {
-    let tool = |fork: bool| -> Box<dyn Tool> {
-        Box::new(SubagentTool {
-            kit: kit.clone(),
-            fork,
-            depth,
-            parent_session: parent_session.to_owned(),
-            history: history.clone(),
-            events: events.clone(),
-            background: background.clone(),
-            parameters: parameters(fork),
-        })
+    let tool = |fork: bool| SubagentTool {
+        kit: kit.clone(),
+        fork,
+        depth,
+        parent_session: parent_session.to_owned(),
+        history: history.clone(),
+        events: events.clone(),
+        background: background.clone(),
+        parameters: parameters(fork),
     };
-    let mut tools = vec![tool(false), tool(true)];
-    tools.extend(background::control_tools(background));
+    let reviver = Arc::new(tool(false));
+    let mut tools: Vec<Box<dyn Tool>> = vec![Box::new(tool(false)), Box::new(tool(true))];
+    tools.extend(background::control_tools(background, reviver));
     tools
 }
 
@@ -244,8 +256,7 @@ impl SubagentTool {
             }
         }
         let read_only = args.bool("read_only").unwrap_or(false);
-        let _slot = self.admit()?;
-        let n = self.kit.started.load(Ordering::SeqCst);
+        let (_slot, n) = self.admit()?;
         let agent_id = format!("subagent-{n}");
         let depth = self.depth + 1;
         let seed = self.fork.then(|| {
@@ -256,7 +267,7 @@ impl SubagentTool {
         });
         let (tx, rx) = mpsc::unbounded_channel();
         let parts = (self.kit.build)(ChildSpec {
-            allow,
+            allow: allow.clone(),
             read_only,
             fork: self.fork,
         });
@@ -276,31 +287,7 @@ impl SubagentTool {
                 .commit(Record::SessionSeed { messages })
                 .map_err(fail)?;
         }
-        let ChildParts {
-            provider,
-            mut tools,
-            mut tool_session,
-            mut config,
-            ..
-        } = parts;
-        tool_session.spill = dsh_tools::SpillStore::new(session.dir().join("spill"));
-        let child_history = Arc::new(Mutex::new(Vec::new()));
-        config.completed_history = Some(child_history.clone());
-        config.token_budget = Some(self.kit.limits.max_tokens);
-        // Its own subagent tools, when its tool list lets it have them.
-        let child_background = BackgroundAgents::new();
-        config.background = Some(child_background.clone());
-        for tool in self::tools(
-            &self.kit,
-            depth,
-            &child_session,
-            child_history,
-            tx.clone(),
-            &child_background,
-        ) {
-            tools.register(tool);
-        }
-        let agent = Agent::new(provider, tools, Arc::new(tool_session), config, session, tx);
+        let agent = self.child_agent(parts, session, depth, tx);
         let forward = forward(rx, self.events.clone(), agent_id.clone());
         if in_background {
             let record = SubagentRunRecord {
@@ -309,6 +296,9 @@ impl SubagentTool {
                 session_id: child_session,
                 label: label.clone(),
                 fork: self.fork,
+                tools: allow,
+                read_only,
+                background: true,
                 reason: TurnEndReason::Completed,
                 usage: Usage::default(),
             };
@@ -337,6 +327,9 @@ impl SubagentTool {
             session_id: child_session,
             label,
             fork: self.fork,
+            tools: allow,
+            read_only,
+            background: false,
             reason: summary.reason.clone(),
             usage: summary.usage,
         };
@@ -347,6 +340,79 @@ impl SubagentTool {
             reason => Err(failure_text(reason, &summary.text, summary.usage)
                 .with_effect(ToolEffect::Subagent(record))),
         }
+    }
+
+    /// A child's agent from its parts and session: its own spill store, token budget and
+    /// subagent tools (a level deeper, when its tool list lets it have them).
+    fn child_agent(
+        &self,
+        parts: ChildParts,
+        session: Session,
+        depth: u32,
+        tx: UnboundedSender<AgentEvent>,
+    ) -> Agent {
+        let ChildParts {
+            provider,
+            mut tools,
+            mut tool_session,
+            mut config,
+            ..
+        } = parts;
+        tool_session.spill = dsh_tools::SpillStore::new(session.dir().join("spill"));
+        let child_history = Arc::new(Mutex::new(Vec::new()));
+        config.completed_history = Some(child_history.clone());
+        config.token_budget = Some(self.kit.limits.max_tokens);
+        // Its own subagent tools, when its tool list lets it have them.
+        let child_background = BackgroundAgents::new();
+        config.background = Some(child_background.clone());
+        for tool in self::tools(
+            &self.kit,
+            depth,
+            session.id(),
+            child_history,
+            tx.clone(),
+            &child_background,
+        ) {
+            tools.register(tool);
+        }
+        Agent::new(provider, tools, Arc::new(tool_session), config, session, tx)
+    }
+
+    /// Gives `message` to a background child the resumed session recorded: its log is resumed
+    /// and it runs the message as its next turn, in the background as before.
+    async fn revive(
+        &self,
+        run: &SubagentRunRecord,
+        message: String,
+        ctx: &ToolContext,
+    ) -> Result<(), ToolError> {
+        let slot = self.take_running_slot()?;
+        let parts = (self.kit.build)(ChildSpec {
+            allow: run.tools.clone(),
+            read_only: run.read_only,
+            fork: run.fork,
+        });
+        let session = Session::resume(
+            &parts.session_home,
+            parts.cwd.clone(),
+            &run.session_id,
+            parts.log_options,
+        )
+        .map_err(|e| {
+            ToolError::coded(
+                "SubagentError",
+                "NOT_AVAILABLE",
+                format!(
+                    "subagent \"{}\" is unavailable: its session {} cannot be resumed: {e}",
+                    run.agent_id, run.session_id
+                ),
+            )
+        })?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let agent = self.child_agent(parts, session, self.depth + 1, tx);
+        let forward = forward(rx, self.events.clone(), run.agent_id.clone());
+        self.start_in_background(agent, run.clone(), message, ctx, slot, forward);
+        Ok(())
     }
 
     /// Runs the child's turns as its inbox gives them, on a task of its own, telling the
@@ -403,8 +469,9 @@ impl SubagentTool {
         });
     }
 
-    /// Takes a place under the limits, or says which one is reached and its key.
-    fn admit(&self) -> Result<RunningSlot, ToolError> {
+    /// Takes a place under the limits for a new child, with its id's number, or says which
+    /// limit is reached and its key.
+    fn admit(&self) -> Result<(RunningSlot, u32), ToolError> {
         let limits = &self.kit.limits;
         let depth = self.depth + 1;
         if depth > limits.max_depth {
@@ -418,19 +485,7 @@ impl SubagentTool {
                 ),
             ));
         }
-        let running = self.kit.running.fetch_add(1, Ordering::SeqCst);
-        let slot = RunningSlot(self.kit.clone());
-        if running >= limits.max_concurrent {
-            return Err(ToolError::coded(
-                "SubagentError",
-                "SUBAGENT_LIMIT",
-                format!(
-                    "subagent limit reached: {running} subagents are running, the most at once \
-                     (subagents.max_concurrent = {}); wait for one to finish, or do it yourself",
-                    limits.max_concurrent
-                ),
-            ));
-        }
+        let slot = self.take_running_slot()?;
         let started = self.kit.started.fetch_add(1, Ordering::SeqCst);
         if started >= limits.max_total {
             self.kit.started.fetch_sub(1, Ordering::SeqCst);
@@ -441,6 +496,26 @@ impl SubagentTool {
                     "subagent limit reached: this run has started {started} subagents, the most \
                      it may (subagents.max_total = {}); do the rest yourself",
                     limits.max_total
+                ),
+            ));
+        }
+        let number = self.kit.numbered_before.load(Ordering::SeqCst) + started + 1;
+        Ok((slot, number))
+    }
+
+    /// A place among the children running at once, or the error naming that limit.
+    fn take_running_slot(&self) -> Result<RunningSlot, ToolError> {
+        let limits = &self.kit.limits;
+        let running = self.kit.running.fetch_add(1, Ordering::SeqCst);
+        let slot = RunningSlot(self.kit.clone());
+        if running >= limits.max_concurrent {
+            return Err(ToolError::coded(
+                "SubagentError",
+                "SUBAGENT_LIMIT",
+                format!(
+                    "subagent limit reached: {running} subagents are running, the most at once \
+                     (subagents.max_concurrent = {}); wait for one to finish, or do it yourself",
+                    limits.max_concurrent
                 ),
             ));
         }

@@ -362,6 +362,74 @@ fn a_message_gives_an_idle_background_child_another_turn() {
     );
 }
 
+/// A background child outlives its run in its log: once the parent's session is resumed it is
+/// listed as idle, a message resumes the child's own session for its next turn, and a new
+/// child's id follows the recorded ones.
+#[test]
+fn a_resumed_parent_can_message_its_background_child() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "subagent",
+            json!({"description": "side task", "prompt": "Remember PLUM.", "run_in_background": true, "read_only": true}),
+        ),
+        Turn::text("A").delayed(SETTLE),
+        Turn::text("B").delayed(SETTLE),
+        Turn::text("first run done"),
+    ]);
+    let out = env.run(dsh(), &["--json", "start it"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let session = out.events()[0]["sessionId"].as_str().unwrap().to_owned();
+    let env2 = TestEnv::new(vec![
+        Turn::tool_calls(&[
+            ("list_agents", json!({})),
+            (
+                "send_message",
+                json!({"subagent_id": "subagent-1", "message": "What did you remember?"}),
+            ),
+        ]),
+        Turn::text("C").delayed(SETTLE),
+        Turn::text("D").delayed(SETTLE),
+        Turn::tool_call(
+            "subagent",
+            json!({"description": "another", "prompt": "Say X.", "run_in_background": true}),
+        ),
+        Turn::text("E").delayed(SETTLE),
+        Turn::text("F").delayed(SETTLE),
+        Turn::text("second run done"),
+    ]);
+    let out = dsh_testkit::RunOutput::of(
+        env2.command(dsh())
+            .env("DSH_HOME", env.home.path())
+            .current_dir(env.ws_path())
+            .args(["--json", "--session-id", &session, "ask it"]),
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let results = tool_results(&out);
+    assert_eq!(results[0]["result"], "subagent-1 [idle] — side task");
+    assert_eq!(
+        results[1]["result"],
+        "message queued as the next turn for subagent subagent-1"
+    );
+    assert_eq!(results[2]["result"], "started subagent subagent-2");
+    assert_eq!(out.events().last().unwrap()["text"], "second run done");
+    // The child's turn goes on from its own history, under the sandbox it was given.
+    let requests = env2.server.requests();
+    let said = |messages: &[Value], text: &str| {
+        messages.iter().any(|m| m["content"].as_str() == Some(text))
+    };
+    let child = requests
+        .iter()
+        .map(dsh_testkit::Request::messages)
+        .find(|messages| said(messages, "What did you remember?"))
+        .unwrap();
+    assert!(said(child, "Remember PLUM."), "{child:?}");
+    let system = child[0]["content"].as_str().unwrap_or_default();
+    assert!(system.contains("read-only"), "{system}");
+    // Its log goes on in the same file: one header per child, subagent-1's not written again.
+    let logs = env.session_logs();
+    assert_eq!(logs.matches("\"parentSession\"").count(), 2, "{logs}");
+}
+
 #[test]
 fn background_children_are_listed_and_unknown_ids_are_refused() {
     let env = TestEnv::new(vec![
