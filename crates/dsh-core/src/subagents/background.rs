@@ -40,6 +40,8 @@ pub(crate) struct Child {
     current: Mutex<Option<Stop>>,
     /// Messages sent to it that no turn has taken yet: it counts as at work until they are.
     queued: std::sync::atomic::AtomicUsize,
+    /// An interrupt that came while a turn was queued but not begun: that turn is stopped.
+    interrupt_next: std::sync::atomic::AtomicBool,
 }
 
 impl Child {
@@ -76,6 +78,7 @@ impl BackgroundAgents {
             inbox,
             current: Mutex::new(None),
             queued: std::sync::atomic::AtomicUsize::new(1),
+            interrupt_next: std::sync::atomic::AtomicBool::new(false),
         });
         lock(&self.children).push(child.clone());
         child
@@ -83,7 +86,13 @@ impl BackgroundAgents {
 
     /// A child begins a turn under `stop`.
     pub(crate) fn began(&self, child: &Child, stop: Stop) {
-        *lock(&child.current) = Some(stop);
+        // Under the lock interrupt_agent looks under: an interrupt lands on this turn or the
+        // next, never nowhere.
+        let mut current = lock(&child.current);
+        if child.interrupt_next.swap(false, Ordering::SeqCst) {
+            stop.request(dsh_protocol::AbortReason::Parent);
+        }
+        *current = Some(stop);
         let _ = child
             .queued
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
@@ -368,9 +377,24 @@ impl Tool for InterruptAgent {
     fn call<'a>(&'a self, args: Arguments, _ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let id = args.str("agent_id").unwrap_or_default();
-            let child = self.background.find(id).ok_or_else(|| unavailable(id))?;
-            if let Some(stop) = lock(&child.current).as_ref() {
-                stop.request(dsh_protocol::AbortReason::Parent);
+            match self.background.find(id) {
+                Some(child) => {
+                    // The stop is looked at under the lock `began` sets it under, so an
+                    // interrupt is never lost between a queued turn and its start.
+                    let current = lock(&child.current);
+                    match current.as_ref() {
+                        Some(stop) => stop.request(dsh_protocol::AbortReason::Parent),
+                        None if child.queued.load(Ordering::SeqCst) > 0 => {
+                            child.interrupt_next.store(true, Ordering::SeqCst);
+                        }
+                        None => {}
+                    }
+                }
+                // A resumed session's idle child: nothing runs to stop.
+                None if lock(&self.background.dormant)
+                    .iter()
+                    .any(|run| run.agent_id == id) => {}
+                None => return Err(unavailable(id)),
             }
             Ok(ToolOutput::text(format!(
                 "interrupt requested for agent {id}"

@@ -430,6 +430,44 @@ fn a_resumed_parent_can_message_its_background_child() {
     assert_eq!(logs.matches("\"parentSession\"").count(), 2, "{logs}");
 }
 
+/// interrupt_agent stops a background child's turn, even one that has not begun yet; the
+/// parent is told it was stopped.
+#[test]
+fn an_interrupted_background_child_is_reported_stopped() {
+    // The child's request may or may not reach the server before the stop: every answer the
+    // parent can get says the same.
+    let env = TestEnv::new(vec![
+        Turn::tool_calls(&[
+            (
+                "subagent",
+                json!({"description": "side task", "prompt": "Say LATE.", "run_in_background": true}),
+            ),
+            ("interrupt_agent", json!({"agent_id": "subagent-1"})),
+        ]),
+        Turn::text("stopped it").delayed(SETTLE),
+        Turn::text("stopped it").delayed(SETTLE),
+        Turn::text("stopped it"),
+    ]);
+    let out = env.run(dsh(), &["--json", "start and stop"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let results = tool_results(&out);
+    assert_eq!(
+        results[1]["result"],
+        "interrupt requested for agent subagent-1"
+    );
+    assert_eq!(out.events().last().unwrap()["text"], "stopped it");
+    let last = env.server.requests().last().unwrap().body["messages"].to_string();
+    assert!(
+        last.contains("Background subagent subagent-1 was stopped before it finished."),
+        "{last}"
+    );
+    let logs = env.session_logs();
+    assert!(
+        logs.contains("\"type\":\"subagent/run\"") && logs.contains("\"kind\":\"parent\""),
+        "{logs}"
+    );
+}
+
 #[test]
 fn background_children_are_listed_and_unknown_ids_are_refused() {
     let env = TestEnv::new(vec![
