@@ -42,8 +42,8 @@ pub struct AgentConfig {
     /// How instruction files below the working directory are found as the file tools reach
     /// them; `None` looks for none.
     pub nested_instructions: Option<crate::instructions::InstructionSettings>,
-    /// The most tokens a turn may bill before it is ended (a subagent's budget); `None`: no
-    /// limit.
+    /// The most tokens the agent may bill, over all its turns, before its turn is ended (a
+    /// subagent's budget); `None`: no limit.
     pub token_budget: Option<u64>,
     /// Kept current with the history of the completed turns, at each turn's start, for tools
     /// that build on it (`subagent_fork`).
@@ -162,6 +162,12 @@ pub struct Agent {
     compactor: Compactor,
     /// Folders already looked at for nested instruction files.
     probed: std::collections::HashSet<std::path::PathBuf>,
+    /// Tokens billed by the turns before this one (and the background work they were told
+    /// of): the token budget covers all of them.
+    spent_before: u64,
+    /// What background subagents billed for the turns told between this agent's turns: the
+    /// first step of the next turn carries it.
+    carried: Usage,
 }
 
 /// How long, at the end of a run, background subagents have to end their turns once stopped.
@@ -208,6 +214,8 @@ impl Agent {
             system,
             specs,
             probed: std::collections::HashSet::new(),
+            spent_before: 0,
+            carried: Usage::default(),
         }
     }
 
@@ -235,6 +243,21 @@ impl Agent {
     /// at most [`AgentConfig::MAX_WAKES`] times. The summary covers every turn: the last
     /// reason, the last text, all usage.
     pub async fn run(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
+        let outcome = self.run_and_wake(task, stop).await;
+        // Background subagents still at work are stopped with the run, however it ends; what
+        // they billed counts.
+        let Some(background) = self.config.background.clone() else {
+            return outcome;
+        };
+        background.stop_all(STOP_WAIT).await;
+        let mut summary = outcome?;
+        let (_, usage) = self.take_notices(summary.turn)?;
+        summary.usage.add(&usage);
+        Ok(summary)
+    }
+
+    /// The turns of [`Agent::run`]: the task's, then one per wake.
+    async fn run_and_wake(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
         let mut summary = self.run_turn(task, stop).await?;
         let deadline = tokio::time::Instant::now() + self.config.job_wait;
         let mut wakes = 0;
@@ -255,7 +278,7 @@ impl Agent {
                 }
             }
             wakes += 1;
-            summary.usage.add(&notices.1);
+            self.carried = notices.1;
             let next = self.run_turn(notices.0.join("\n"), stop).await?;
             summary.usage.add(&next.usage);
             if !next.text.is_empty() {
@@ -264,13 +287,20 @@ impl Agent {
             summary.turn = next.turn;
             summary.reason = next.reason;
         }
-        // Background subagents still at work are stopped with the run; what they billed counts.
-        if let Some(background) = self.config.background.clone() {
-            background.stop_all(STOP_WAIT).await;
-            let (_, usage) = self.take_notices(summary.turn)?;
-            summary.usage.add(&usage);
-        }
         Ok(summary)
+    }
+
+    /// The subagents this agent started in the background, when it may start any.
+    pub(crate) fn background(&self) -> Option<Arc<crate::subagents::BackgroundAgents>> {
+        self.config.background.clone()
+    }
+
+    /// Stops the background jobs this agent started and waits for them: a subagent's, once it
+    /// is done (the run's own are stopped with its processes).
+    pub(crate) async fn stop_jobs(&self) {
+        if let Some(shell) = &self.tool_session.shell {
+            shell.stop_jobs().await;
+        }
     }
 
     /// Waits until a background job or subagent ends, or `limit` passes; false when none runs.
@@ -278,7 +308,9 @@ impl Agent {
         let jobs = self.tool_session.shell.clone();
         let agents = self.config.background.clone();
         let any = jobs.as_ref().is_some_and(|s| s.jobs.running() > 0)
-            || agents.as_ref().is_some_and(|a| a.any_running());
+            || agents
+                .as_ref()
+                .is_some_and(|a| a.any_running() || a.has_news());
         if !any {
             return false;
         }
@@ -378,13 +410,13 @@ impl Agent {
                 };
             }
             if let Some(budget) = self.config.token_budget
-                && usage.total_tokens >= budget
+                && self.spent_before + usage.total_tokens >= budget
             {
                 break TurnEndReason::Error {
                     error: Failure::new(
                         FailureCode::TokenBudget,
                         format!(
-                            "the turn spent its budget of {budget} tokens \
+                            "the agent spent its budget of {budget} tokens \
                              (subagents.max_tokens) before a final answer"
                         ),
                     ),
@@ -393,7 +425,7 @@ impl Agent {
             let noticed = if step > 0 {
                 self.deliver_notices(turn)?
             } else {
-                Usage::default()
+                std::mem::take(&mut self.carried)
             };
             step += 1;
             self.commit(Record::StepStart { turn, step })?;
@@ -431,6 +463,7 @@ impl Agent {
             turn,
             reason: reason.clone(),
         })?;
+        self.spent_before += usage.total_tokens;
         Ok(TurnSummary {
             turn,
             reason,

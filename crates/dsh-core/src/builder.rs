@@ -328,7 +328,7 @@ fn child_kit(
                 &settings,
                 policy,
                 approval,
-                shell.clone(),
+                Arc::new(shell.for_child()),
                 SpillStore::new(std::path::PathBuf::new()),
             );
             crate::subagents::ChildParts {

@@ -27,6 +27,8 @@ pub(crate) struct BackgroundAgents {
     /// Background children a resumed session recorded, not running in this process: a
     /// message resumes one.
     dormant: Mutex<Vec<SubagentRunRecord>>,
+    /// Set by [`BackgroundAgents::stop_all`]: no child begins another turn.
+    closed: std::sync::atomic::AtomicBool,
     changed: Notify,
 }
 
@@ -42,6 +44,8 @@ pub(crate) struct Child {
     queued: std::sync::atomic::AtomicUsize,
     /// An interrupt that came while a turn was queued but not begun: that turn is stopped.
     interrupt_next: std::sync::atomic::AtomicBool,
+    /// The children it started in the background itself.
+    own: Arc<BackgroundAgents>,
 }
 
 impl Child {
@@ -64,13 +68,14 @@ impl BackgroundAgents {
         Arc::new(BackgroundAgents::default())
     }
 
-    /// Registers a child whose turns come from `inbox`, which holds its first prompt; returns
-    /// its handle.
+    /// Registers a child whose turns come from `inbox`, which holds its first prompt, and whose
+    /// own background children are `own`; returns its handle.
     pub(crate) fn add(
         &self,
         id: String,
         label: String,
         inbox: mpsc::UnboundedSender<String>,
+        own: Arc<BackgroundAgents>,
     ) -> Arc<Child> {
         let child = Arc::new(Child {
             id,
@@ -79,16 +84,22 @@ impl BackgroundAgents {
             current: Mutex::new(None),
             queued: std::sync::atomic::AtomicUsize::new(1),
             interrupt_next: std::sync::atomic::AtomicBool::new(false),
+            own,
         });
         lock(&self.children).push(child.clone());
         child
     }
 
     /// A child begins a turn under `stop`.
-    pub(crate) fn began(&self, child: &Child, stop: Stop) {
-        // Under the lock interrupt_agent looks under: an interrupt lands on this turn or the
-        // next, never nowhere.
+    /// A child is to begin a turn under `stop`; false, and it must not, once the run that
+    /// started it is over.
+    pub(crate) fn began(&self, child: &Child, stop: Stop) -> bool {
+        // Under the lock interrupt_agent and stop_all look under: an interrupt lands on this
+        // turn or the next, and a closing registry sees this turn or refuses it.
         let mut current = lock(&child.current);
+        if self.closed.load(Ordering::SeqCst) {
+            return false;
+        }
         if child.interrupt_next.swap(false, Ordering::SeqCst) {
             stop.request(dsh_protocol::AbortReason::Parent);
         }
@@ -96,11 +107,11 @@ impl BackgroundAgents {
         let _ = child
             .queued
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        true
     }
 
     /// A child ended a turn: its parent is told.
     pub(crate) fn ended(&self, child: &Child, summary_text: &str, record: SubagentRunRecord) {
-        *lock(&child.current) = None;
         let opening = match &record.reason {
             TurnEndReason::Completed => {
                 "finished and will do no further work unless you send it more."
@@ -114,16 +125,24 @@ impl BackgroundAgents {
         } else {
             format!("Its closing message:\n{summary_text}")
         };
+        // The notice is there before the child stops counting as at work: whoever sees it idle
+        // finds its notice.
         lock(&self.settled).push(Settled {
             text: format!("Background subagent {} {opening}\n{closing}", child.id),
             record,
         });
+        *lock(&child.current) = None;
         self.changed.notify_waiters();
     }
 
     /// The ended turns not told yet.
     pub(crate) fn take(&self) -> Vec<Settled> {
         std::mem::take(&mut *lock(&self.settled))
+    }
+
+    /// Whether an ended turn waits to be told.
+    pub(crate) fn has_news(&self) -> bool {
+        !lock(&self.settled).is_empty()
     }
 
     /// Whether a child is in a turn.
@@ -137,6 +156,9 @@ impl BackgroundAgents {
         let notified = self.changed.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
+        if self.has_news() {
+            return true;
+        }
         if !self.any_running() {
             return false;
         }
@@ -147,6 +169,7 @@ impl BackgroundAgents {
     /// Stops every child's turn and lets them go (their inboxes close), waiting up to `limit`
     /// for the turns to end.
     pub(crate) async fn stop_all(&self, limit: Duration) {
+        self.closed.store(true, Ordering::SeqCst);
         let children: Vec<Arc<Child>> = std::mem::take(&mut *lock(&self.children));
         for child in &children {
             if let Some(stop) = lock(&child.current).as_ref() {
@@ -164,6 +187,26 @@ impl BackgroundAgents {
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
                 break;
             }
+        }
+    }
+
+    /// One line per background child (`<id> [running|idle] — <label>`), and with
+    /// `descendants` theirs below each, indented.
+    fn describe(&self, descendants: bool, indent: &str, lines: &mut Vec<String>) {
+        let children = lock(&self.children).clone();
+        for child in children {
+            let status = if child.is_at_work() {
+                "running"
+            } else {
+                "idle"
+            };
+            lines.push(format!("{indent}{} [{status}] — {}", child.id, child.label));
+            if descendants {
+                child.own.describe(true, &format!("{indent}  "), lines);
+            }
+        }
+        for run in lock(&self.dormant).iter() {
+            lines.push(format!("{indent}{} [idle] — {}", run.agent_id, run.label));
         }
     }
 
@@ -213,7 +256,8 @@ pub(crate) fn control_tools(
                 Param::optional(
                     "scope",
                     ParamType::String,
-                    "children (default): the subagents you started in the background.",
+                    "children (default): the subagents you started in the background; \
+                     descendants: theirs too, indented under each.",
                 )
                 .one_of(&["children", "descendants"]),
             ]),
@@ -264,28 +308,14 @@ impl Tool for ListAgents {
         true
     }
 
-    fn call<'a>(&'a self, _args: Arguments, _ctx: &'a ToolContext) -> ToolFuture<'a> {
+    fn call<'a>(&'a self, args: Arguments, _ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let children = lock(&self.background.children).clone();
-            let dormant = lock(&self.background.dormant).clone();
-            if children.is_empty() && dormant.is_empty() {
+            let descendants = args.str("scope") == Some("descendants");
+            let mut lines = Vec::new();
+            self.background.describe(descendants, "", &mut lines);
+            if lines.is_empty() {
                 return Ok(ToolOutput::text("(no subagents)"));
             }
-            let dormant = dormant
-                .iter()
-                .map(|run| format!("{} [idle] — {}", run.agent_id, run.label));
-            let lines: Vec<String> = children
-                .iter()
-                .map(|child| {
-                    let status = if child.is_at_work() {
-                        "running"
-                    } else {
-                        "idle"
-                    };
-                    format!("{} [{status}] — {}", child.id, child.label)
-                })
-                .chain(dormant)
-                .collect();
             Ok(ToolOutput::text(lines.join("\n")))
         })
     }

@@ -313,6 +313,7 @@ impl SubagentTool {
         // (jobs, children) before it answers, and what it leaves running is stopped and counted.
         let run = tokio::spawn(async move {
             let summary = agent.run(prompt, &stop).await;
+            agent.stop_jobs().await;
             drop(agent);
             summary
         });
@@ -362,7 +363,8 @@ impl SubagentTool {
         let child_history = Arc::new(Mutex::new(Vec::new()));
         config.completed_history = Some(child_history.clone());
         config.token_budget = Some(self.kit.limits.max_tokens);
-        // Its own subagent tools, when its tool list lets it have them.
+        // Its own subagent tools, when its tool list lets it have them; the control tools only
+        // with a tool that starts children, as for the top agent.
         let child_background = BackgroundAgents::new();
         config.background = Some(child_background.clone());
         for tool in self::tools(
@@ -373,7 +375,13 @@ impl SubagentTool {
             tx.clone(),
             &child_background,
         ) {
-            tools.register(tool);
+            let control = background::CONTROL_TOOLS.contains(&tool.name());
+            let can_start = tools
+                .names()
+                .any(|name| name == "subagent" || name == "subagent_fork");
+            if !control || can_start {
+                tools.register(tool);
+            }
         }
         Agent::new(provider, tools, Arc::new(tool_session), config, session, tx)
     }
@@ -429,9 +437,12 @@ impl SubagentTool {
     ) {
         let (inbox, mut turns) = mpsc::unbounded_channel::<String>();
         let _ = inbox.send(prompt);
-        let child = self
-            .background
-            .add(record.agent_id.clone(), record.label.clone(), inbox);
+        let child = self.background.add(
+            record.agent_id.clone(),
+            record.label.clone(),
+            inbox,
+            agent.background().unwrap_or_default(),
+        );
         let background = Arc::downgrade(&self.background);
         let child = Arc::downgrade(&child);
         let run_token = ctx.cancel.clone();
@@ -442,7 +453,9 @@ impl SubagentTool {
                     break;
                 };
                 let stop = Stop::child_of(&run_token);
-                registry.began(&handle, stop.clone());
+                if !registry.began(&handle, stop.clone()) {
+                    break;
+                }
                 let (text, reason, usage) = match agent.run(prompt, &stop).await {
                     Ok(summary) => (summary.text, summary.reason, summary.usage),
                     Err(error) => (
@@ -464,6 +477,7 @@ impl SubagentTool {
                     break;
                 }
             }
+            agent.stop_jobs().await;
             drop(agent);
             let _ = forward.await;
         });
@@ -514,7 +528,9 @@ impl SubagentTool {
                 "SUBAGENT_LIMIT",
                 format!(
                     "subagent limit reached: {running} subagents are running, the most at once \
-                     (subagents.max_concurrent = {}); wait for one to finish, or do it yourself",
+                     (subagents.max_concurrent = {}; a background subagent keeps its place \
+                     until this run ends, idle or not): wait for a foreground one to finish, or \
+                     do it yourself",
                     limits.max_concurrent
                 ),
             ));

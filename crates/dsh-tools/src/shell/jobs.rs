@@ -349,13 +349,7 @@ impl JobRegistry {
     /// Stops every job and every process the session's commands left behind (`tag_prefix`
     /// marks them), and waits for the jobs to end.
     pub async fn shutdown(&self, tag_prefix: &str) {
-        let jobs = self.list();
-        for job in &jobs {
-            if job.status().is_live() {
-                job.mark_reported();
-                job.kill();
-            }
-        }
+        let jobs = self.kill_live();
         let entry = format!("{}={tag_prefix}*", super::process::TAG_VARIABLE);
         super::process::sweep(&entry, libc::SIGTERM);
         for job in &jobs {
@@ -363,5 +357,25 @@ impl JobRegistry {
                 .await;
         }
         super::process::sweep(&entry, libc::SIGKILL);
+    }
+
+    /// Stops this registry's live jobs and waits for them to end.
+    pub async fn stop_all(&self) {
+        for job in self.kill_live() {
+            job.wait(super::process::GRACE + Duration::from_secs(1))
+                .await;
+        }
+    }
+
+    /// Kills every live job (marked told: its end is not news to anyone); returns them all.
+    fn kill_live(&self) -> Vec<Arc<Job>> {
+        let jobs = self.list();
+        for job in &jobs {
+            if job.status().is_live() {
+                job.mark_reported();
+                job.kill();
+            }
+        }
+        jobs
     }
 }

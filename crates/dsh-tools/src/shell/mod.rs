@@ -25,7 +25,8 @@ pub struct Shell {
     pub sandbox: Arc<Sandbox>,
     /// Starts every process tag of this session, so the end of the run finds them all.
     tag_prefix: String,
-    commands: AtomicU64,
+    /// Shared with the shells made [`Shell::for_child`], so no two commands share a tag.
+    commands: Arc<AtomicU64>,
 }
 
 impl Shell {
@@ -41,7 +42,20 @@ impl Shell {
             jobs: JobRegistry::new(),
             sandbox,
             tag_prefix: format!("{short}-"),
-            commands: AtomicU64::new(0),
+            commands: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// The shell of a subagent: the same environment, sandbox and process tags (the end of the
+    /// run stops its processes too), and jobs of its own, so that each agent waits for, and is
+    /// told about, only the jobs it started.
+    pub fn for_child(&self) -> Shell {
+        Shell {
+            env: self.env.clone(),
+            jobs: JobRegistry::new(),
+            sandbox: self.sandbox.clone(),
+            tag_prefix: self.tag_prefix.clone(),
+            commands: self.commands.clone(),
         }
     }
 
@@ -49,6 +63,11 @@ impl Shell {
     fn next_tag(&self) -> (u64, String) {
         let n = self.commands.fetch_add(1, Ordering::SeqCst) + 1;
         (n, format!("{}{n}", self.tag_prefix))
+    }
+
+    /// Stops this shell's jobs and waits for them, leaving other shells' processes alone.
+    pub async fn stop_jobs(&self) {
+        self.jobs.stop_all().await;
     }
 
     /// Stops every job and everything the session's commands left running.

@@ -186,7 +186,7 @@ fn a_child_over_its_token_budget_is_a_failed_call_with_what_it_said() {
     assert_eq!(results[0]["status"], "error");
     assert_eq!(
         results[0]["result"],
-        "Error: subagent run hit its token limit before finishing\nDiagnostic: the turn spent \
+        "Error: subagent run hit its token limit before finishing\nDiagnostic: the agent spent \
          its budget of 1000 tokens (subagents.max_tokens) before a final answer\nPartial output \
          before the run ended:\nreading first"
     );
@@ -268,6 +268,35 @@ fn sigterm_mid_child_stops_both_and_the_parent_resumes() {
     assert_eq!(out.stdout.trim(), "resumed");
 }
 
+/// A child has jobs of its own: the parent's finished job is told to the parent, never to the
+/// child, and the child does not wait for it.
+#[test]
+fn a_child_is_not_told_of_its_parent_s_jobs() {
+    let env = TestEnv::new(vec![
+        Turn::tool_calls(&[
+            (
+                "bash",
+                json!({"command": "true", "description": "quick", "run_in_background": true}),
+            ),
+            delegate("Say A."),
+        ]),
+        Turn::text("A"),
+        Turn::text("done"),
+        Turn::text("done"),
+    ]);
+    let out = env.run(dsh(), &["--json", "job then child"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(tool_results(&out)[1]["result"], "A");
+    let requests = env.server.requests();
+    let told = |r: &dsh_testkit::Request| r.body.to_string().contains("background job bash-1");
+    let (child, parent): (Vec<_>, Vec<_>) = requests
+        .iter()
+        .skip(1)
+        .partition(|r| r.messages()[1]["content"] == "Say A.");
+    assert!(!child.iter().any(|r| told(r)), "the child was told");
+    assert!(parent.iter().any(|r| told(r)), "the parent was not told");
+}
+
 /// A background child: the call returns its id at once, the parent answers, the run waits for
 /// the child and wakes the parent with its closing message; its tokens count.
 #[test]
@@ -291,8 +320,15 @@ fn a_background_child_is_collected_when_it_finishes() {
     assert_eq!(results[0]["result"], "started subagent subagent-1");
     let last = events.last().unwrap();
     assert_eq!(last["text"], "collected");
-    // Every request counts: the parent's three and the child's one.
+    // Every request counts: the parent's three and the child's one, in the final usage and
+    // in the parent's steps (the wake turn's first step carries the child's).
     assert_eq!(last["usage"]["inputTokens"], 1111);
+    let in_steps: u64 = events
+        .iter()
+        .filter(|e| e["phase"] == "step_end")
+        .map(|e| e["usage"]["inputTokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(in_steps, 1111);
     let requests = env.server.requests();
     let notice = requests.last().unwrap().body["messages"].to_string();
     assert!(
