@@ -243,6 +243,9 @@ impl Agent {
     /// at most [`AgentConfig::MAX_WAKES`] times. The summary covers every turn: the last
     /// reason, the last text, all usage.
     pub async fn run(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
+        if let Some(background) = &self.config.background {
+            background.open();
+        }
         let outcome = self.run_and_wake(task, stop).await;
         // Background subagents still at work are stopped with the run, however it ends; what
         // they billed counts.
@@ -278,7 +281,7 @@ impl Agent {
                 }
             }
             wakes += 1;
-            self.carried = notices.1;
+            self.carried.add(&notices.1);
             let next = self.run_turn(notices.0.join("\n"), stop).await?;
             summary.usage.add(&next.usage);
             if !next.text.is_empty() {
@@ -288,6 +291,12 @@ impl Agent {
             summary.reason = next.reason;
         }
         Ok(summary)
+    }
+
+    /// Counts what the session's logged steps billed against the token budget (a resumed
+    /// subagent's earlier turns).
+    pub(crate) fn count_logged_usage(&mut self) {
+        self.spent_before = self.session.logged_tokens();
     }
 
     /// The subagents this agent started in the background, when it may start any.
@@ -459,6 +468,8 @@ impl Agent {
                 break end;
             }
         };
+        // What woke a turn that ended before its first step is still the turn's.
+        usage.add(&std::mem::take(&mut self.carried));
         self.commit(Record::TurnEnd {
             turn,
             reason: reason.clone(),

@@ -26,6 +26,8 @@ pub struct Session {
     completed: usize,
     /// The subagents it started, each as its latest `subagent/run` left it.
     children: Vec<SubagentRunRecord>,
+    /// What its logged steps billed, in tokens.
+    logged_tokens: u64,
 }
 
 impl Session {
@@ -69,6 +71,7 @@ impl Session {
             todos: Vec::new(),
             completed: 0,
             children: Vec::new(),
+            logged_tokens: 0,
         }
     }
 
@@ -131,6 +134,7 @@ impl Session {
             todos: Vec::new(),
             completed: 0,
             children: Vec::new(),
+            logged_tokens: 0,
             log: SessionLog::resume(path, loaded.header, seq, file, lock, options),
         };
         let closing = crate::repair::repair(&loaded.records);
@@ -155,6 +159,11 @@ impl Session {
     /// The model's task list, as its last `todo_write` left it (a resumed session's too).
     pub fn todos(&self) -> &[TodoItem] {
         &self.todos
+    }
+
+    /// The tokens its logged steps billed.
+    pub(crate) fn logged_tokens(&self) -> u64 {
+        self.logged_tokens
     }
 
     /// The subagents this session started, each as its latest `subagent/run` record left it.
@@ -263,7 +272,8 @@ impl Session {
             Record::TodoWrite { todos, .. } => self.todos = todos,
             Record::SessionSeed { messages } => self.history.extend(messages),
             Record::TurnEnd { .. } => self.completed = self.history.len(),
-            Record::StepStart { .. } | Record::ToolCall(_) | Record::StepEnd { .. } => {}
+            Record::StepEnd { usage, .. } => self.logged_tokens += usage.total_tokens,
+            Record::StepStart { .. } | Record::ToolCall(_) => {}
             Record::SubagentRun(run) => {
                 self.children.retain(|known| known.agent_id != run.agent_id);
                 self.children.push(run);

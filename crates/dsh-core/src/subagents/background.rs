@@ -90,14 +90,16 @@ impl BackgroundAgents {
         child
     }
 
-    /// A child begins a turn under `stop`.
     /// A child is to begin a turn under `stop`; false, and it must not, once the run that
-    /// started it is over.
+    /// started it is over (it is then let go: nothing of it counts as at work).
     pub(crate) fn began(&self, child: &Child, stop: Stop) -> bool {
         // Under the lock interrupt_agent and stop_all look under: an interrupt lands on this
         // turn or the next, and a closing registry sees this turn or refuses it.
         let mut current = lock(&child.current);
         if self.closed.load(Ordering::SeqCst) {
+            child.queued.store(0, Ordering::SeqCst);
+            drop(current);
+            lock(&self.children).retain(|known| !std::ptr::eq(known.as_ref(), child));
             return false;
         }
         if child.interrupt_next.swap(false, Ordering::SeqCst) {
@@ -164,6 +166,12 @@ impl BackgroundAgents {
         }
         let _ = tokio::time::timeout(limit, notified).await;
         true
+    }
+
+    /// Takes children again: a run of the agent begins (a background child runs once per
+    /// message, and each run ends with [`BackgroundAgents::stop_all`]).
+    pub(crate) fn open(&self) {
+        self.closed.store(false, Ordering::SeqCst);
     }
 
     /// Stops every child's turn and lets them go (their inboxes close), waiting up to `limit`
@@ -436,4 +444,51 @@ impl Tool for InterruptAgent {
 /// The usage of the settled turns, summed.
 pub(crate) fn usage_of(settled: &[Settled]) -> Usage {
     Usage::sum(settled.iter().map(|s| &s.record.usage))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn child(registry: &BackgroundAgents, id: &str) -> Arc<Child> {
+        let (inbox, _turns) = mpsc::unbounded_channel();
+        registry.add(id.into(), "task".into(), inbox, BackgroundAgents::new())
+    }
+
+    /// A run's end refuses the turns still to begin and lets their children go; the agent's
+    /// next run (a background child's next message) takes children again.
+    #[tokio::test]
+    async fn a_closed_registry_refuses_turns_until_the_next_run_opens_it() {
+        let registry = BackgroundAgents::new();
+        let early = child(&registry, "subagent-1");
+        assert!(
+            registry.any_running(),
+            "a child with its first prompt is at work"
+        );
+        registry.stop_all(Duration::ZERO).await;
+        assert!(!registry.began(&early, Stop::new()));
+        let late = child(&registry, "subagent-2");
+        assert!(!registry.began(&late, Stop::new()));
+        assert!(!registry.any_running(), "a refused child is not waited for");
+        registry.open();
+        let next = child(&registry, "subagent-3");
+        assert!(registry.began(&next, Stop::new()));
+        assert!(registry.any_running());
+        let mut record = SubagentRunRecord {
+            turn: 0,
+            agent_id: "subagent-3".into(),
+            session_id: "s".into(),
+            label: "task".into(),
+            fork: false,
+            tools: None,
+            read_only: false,
+            background: true,
+            reason: TurnEndReason::Completed,
+            usage: Usage::default(),
+        };
+        record.usage.total_tokens = 7;
+        registry.ended(&next, "done", record);
+        assert!(registry.has_news() && !registry.any_running());
+        assert_eq!(usage_of(&registry.take()).total_tokens, 7);
+    }
 }

@@ -51,6 +51,9 @@ pub(crate) struct ChildSpec {
 
 /// A child's parts, as the run's builder makes them.
 pub(crate) struct ChildParts {
+    /// The run's settings, for what depends on the child's session (a resumed one's
+    /// instructions).
+    pub settings: Arc<crate::config::Settings>,
     pub provider: Arc<dyn dsh_llm::Provider>,
     pub tools: ToolRegistry,
     pub tool_session: ToolSession,
@@ -416,8 +419,13 @@ impl SubagentTool {
                 ),
             )
         })?;
+        let mut parts = parts;
+        // Its history has the workspace instructions it was given: only what changed since.
+        parts.config.instructions =
+            crate::builder::workspace_instructions(&parts.settings, Some(&session));
         let (tx, rx) = mpsc::unbounded_channel();
-        let agent = self.child_agent(parts, session, self.depth + 1, tx);
+        let mut agent = self.child_agent(parts, session, self.depth + 1, tx);
+        agent.count_logged_usage();
         let forward = forward(rx, self.events.clone(), run.agent_id.clone());
         self.start_in_background(agent, run.clone(), message, ctx, slot, forward);
         Ok(())
