@@ -140,6 +140,11 @@ pub struct SubagentRunRecord {
     /// also once the parent's session is resumed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub background: bool,
+    /// The highest subagent id number the run had handed out when this was recorded (its
+    /// children's children's too, which only their own parents' logs name): a resumed run's
+    /// new ids come after it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ids_used: u32,
     pub reason: TurnEndReason,
     pub usage: Usage,
 }
@@ -297,6 +302,10 @@ pub enum AbortReason {
     Signal { signal: String },
     /// For a subagent: the agent that started it stopped.
     Parent,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -170,7 +170,7 @@ pub struct SubagentLimits {
     pub max_concurrent: u32,
     /// How many a run starts in all.
     pub max_total: u32,
-    /// The most tokens one subagent's run may bill.
+    /// The most tokens one subagent may bill, over all its turns.
     pub max_tokens: u64,
 }
 

@@ -483,6 +483,7 @@ mod tests {
             tools: None,
             read_only: false,
             background: true,
+            ids_used: 3,
             reason: TurnEndReason::Completed,
             usage: Usage::default(),
         };

@@ -81,10 +81,18 @@ impl ChildKit {
     pub(crate) fn number_after(&self, recorded: &[SubagentRunRecord]) {
         let highest = recorded
             .iter()
-            .filter_map(|run| run.agent_id.strip_prefix("subagent-")?.parse::<u32>().ok())
+            .flat_map(|run| {
+                let own = run.agent_id.strip_prefix("subagent-")?.parse::<u32>().ok();
+                Some(own?.max(run.ids_used))
+            })
             .max()
             .unwrap_or(0);
         self.numbered_before.fetch_max(highest, Ordering::SeqCst);
+    }
+
+    /// The highest id number handed out so far, a resumed session's included.
+    fn ids_used(&self) -> u32 {
+        self.numbered_before.load(Ordering::SeqCst) + self.started.load(Ordering::SeqCst)
     }
 }
 
@@ -302,6 +310,7 @@ impl SubagentTool {
                 tools: allow,
                 read_only,
                 background: true,
+                ids_used: 0,
                 reason: TurnEndReason::Completed,
                 usage: Usage::default(),
             };
@@ -334,6 +343,7 @@ impl SubagentTool {
             tools: allow,
             read_only,
             background: false,
+            ids_used: self.kit.ids_used(),
             reason: summary.reason.clone(),
             usage: summary.usage,
         };
@@ -454,6 +464,7 @@ impl SubagentTool {
         let background = Arc::downgrade(&self.background);
         let child = Arc::downgrade(&child);
         let run_token = ctx.cancel.clone();
+        let kit = self.kit.clone();
         tokio::spawn(async move {
             let _slot = slot;
             while let Some(prompt) = turns.recv().await {
@@ -480,6 +491,7 @@ impl SubagentTool {
                 let mut ended = record.clone();
                 ended.reason = reason;
                 ended.usage = usage;
+                ended.ids_used = kit.ids_used();
                 registry.ended(&handle, &text, ended);
                 if run_token.is_cancelled() {
                     break;
@@ -598,4 +610,42 @@ fn failure_text(reason: &TurnEndReason, partial: &str, usage: Usage) -> ToolErro
         ));
     }
     ToolError::plain(text).with_usage(usage)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recorded(agent_id: &str, ids_used: u32) -> SubagentRunRecord {
+        SubagentRunRecord {
+            turn: 1,
+            agent_id: agent_id.into(),
+            session_id: "s".into(),
+            label: "task".into(),
+            fork: false,
+            tools: None,
+            read_only: false,
+            background: true,
+            ids_used,
+            reason: TurnEndReason::Completed,
+            usage: Usage::default(),
+        }
+    }
+
+    /// Ids after a resume come after every id the recorded run handed out, its grandchildren's
+    /// (which the top log names only through `idsUsed`) included.
+    #[test]
+    fn a_resumed_run_numbers_after_every_id_it_handed_out() {
+        let limits = SubagentLimits {
+            max_depth: 2,
+            max_concurrent: 4,
+            max_total: 16,
+            max_tokens: 1,
+        };
+        let kit = ChildKit::new(limits, Box::new(|_| unreachable!("no child is built")));
+        kit.number_after(&[recorded("subagent-1", 3), recorded("subagent-2", 0)]);
+        assert_eq!(kit.ids_used(), 3);
+        kit.number_after(&[recorded("subagent-7", 0)]);
+        assert_eq!(kit.ids_used(), 7);
+    }
 }
