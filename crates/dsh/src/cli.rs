@@ -40,6 +40,8 @@ pub enum Command {
 pub struct RunArgs {
     pub json: bool,
     pub task: TaskSource,
+    /// `-o`/`--output-last-message`: where the final answer is also written.
+    pub output_last_message: Option<std::path::PathBuf>,
     /// The settings the command line gives, resolved over the files by core.
     pub flags: Flags,
 }
@@ -75,6 +77,8 @@ const VALUED: &[&str] = &[
     "--session-id",
     "--tools",
     "--disallowed-tools",
+    "-o",
+    "--output-last-message",
 ];
 
 /// Parses the arguments after the program name. `stdin_is_terminal` decides whether a missing
@@ -107,6 +111,7 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
     let mut run = RunArgs {
         json: false,
         task: TaskSource::Stdin,
+        output_last_message: None,
         flags: Flags::default(),
     };
     let mut words: Vec<String> = Vec::new();
@@ -208,6 +213,13 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
                     return Err(fail("--add-dir needs a directory".into(), true));
                 }
                 run.flags.add_dirs.push(dir.into());
+            }
+            "-o" | "--output-last-message" => {
+                let file = value("--output-last-message <file>")?;
+                if file.trim().is_empty() {
+                    return Err(fail("--output-last-message needs a file name".into(), true));
+                }
+                run.output_last_message = Some(file.into());
             }
             "--patch" => {
                 let file = value("--patch <file>")?;
@@ -373,6 +385,8 @@ Options:
                           server's; repeatable; \"\" for none)
       --disallowed-tools <names>
                           Never offer these tools (comma-separated; repeatable)
+  -o, --output-last-message <file>
+                          Also write the final answer to this file
       --dump-config       Print every setting in effect (defaults included, secrets hidden)
                           and where each came from, and exit
   -h, --help              Print this help
@@ -404,6 +418,7 @@ mod tests {
         Command::Run(RunArgs {
             json: false,
             task: TaskSource::Words(task.into()),
+            output_last_message: None,
             flags: Flags::default(),
         })
     }

@@ -60,6 +60,13 @@ async fn set_up_and_run(
     mcp: &dsh_mcp::McpServers,
     notices: mpsc::UnboundedSender<String>,
 ) -> u8 {
+    // A file the answer cannot go to is found before anything is spent.
+    if let Some(file) = &args.output_last_message
+        && let Err(message) = answer_file_problem(file)
+    {
+        surface.fail(&message, &message, None);
+        return 1;
+    }
     let set_up = tokio::select! {
         ready = set_up(args, mcp, notices) => ready,
         () = stop.token().cancelled() => Err(SetupError(
@@ -102,6 +109,17 @@ async fn set_up_and_run(
     match result {
         Ok(summary) => {
             surface.finish(&session_id, &summary);
+            if let Some(file) = &args.output_last_message
+                && let Err(e) = write_answer(file, &summary.text)
+            {
+                let message = format!(
+                    "cannot write the final answer to {}: {e} (the answer is in the output \
+                     above and in session {session_id})",
+                    file.display()
+                );
+                surface.fail(&message, &message, None);
+                return 1;
+            }
             if summary.reason.is_answer() { 0 } else { 1 }
         }
         Err(error) => {
@@ -110,6 +128,39 @@ async fn set_up_and_run(
             1
         }
     }
+}
+
+/// Why the final answer could not be written to `file`, if it could not.
+fn answer_file_problem(file: &std::path::Path) -> Result<(), String> {
+    let shown = file.display();
+    if file.is_dir() {
+        return Err(format!(
+            "--output-last-message {shown} is a folder; name a file to write the answer to"
+        ));
+    }
+    let folder = match file.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => std::path::Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err(format!(
+            "--output-last-message {shown}: the folder {} does not exist; create it or name \
+             another file",
+            folder.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Writes the answer whole or not at all: a reader never sees half of it.
+fn write_answer(file: &std::path::Path, text: &str) -> std::io::Result<()> {
+    let mut partial = file.as_os_str().to_owned();
+    partial.push(format!(".dsh-{}.tmp", std::process::id()));
+    let partial = std::path::PathBuf::from(partial);
+    std::fs::write(&partial, text)?;
+    std::fs::rename(&partial, file).inspect_err(|_| {
+        let _ = std::fs::remove_file(&partial);
+    })
 }
 
 /// The lines for the user that come from outside the agent's events (the MCP servers'

@@ -503,3 +503,40 @@ fn instructions_below_the_working_directory_join_when_the_file_tools_reach_them(
     };
     assert_eq!(count(&requests[2]), 1);
 }
+
+/// `-o` writes the final answer to a file as well (the stream is unchanged); a file that
+/// cannot be written is refused before anything is sent.
+#[test]
+fn the_final_answer_can_also_go_to_a_file() {
+    let env = TestEnv::new(vec![Turn::text("the answer\nin two lines")]);
+    let out = env.run(dsh(), &["--json", "-o", "answer.txt", "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let written = std::fs::read_to_string(env.ws_path().join("answer.txt")).unwrap();
+    assert_eq!(written, "the answer\nin two lines");
+    assert_eq!(out.events().last().unwrap()["type"], "final");
+    let leftovers: Vec<_> = std::fs::read_dir(env.ws_path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    let env = TestEnv::new(vec![Turn::text("never asked")]);
+    let out = env.run(
+        dsh(),
+        &["--output-last-message", "missing/answer.txt", "go"],
+    );
+    assert_eq!(out.code(), Some(1));
+    assert_eq!(
+        out.stderr.trim(),
+        "dsh: --output-last-message missing/answer.txt: the folder missing does not exist; \
+         create it or name another file"
+    );
+    assert!(env.server.requests().is_empty());
+    let out = env.run(dsh(), &["-o", "", "go"]);
+    assert_eq!(out.code(), Some(1), "stderr: {}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("--output-last-message needs a file name")
+    );
+}
