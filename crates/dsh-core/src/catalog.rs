@@ -2,25 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-use dsh_protocol::{Block, Record, RecordEnvelope};
+use dsh_protocol::{Block, Record, RecordEnvelope, SessionHeader, SessionSummary};
 
 use crate::CoreError;
 use crate::log::{cwd_slug, read_log, session_dir};
 use crate::session::log_file_in;
-
-/// One line of `dsh sessions list`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionSummary {
-    pub id: String,
-    /// Milliseconds since the Unix epoch.
-    pub created_at: u64,
-    /// The first line of the first task.
-    pub first_task: String,
-    pub turns: u32,
-    /// Every token the session's requests were billed for, as reported.
-    pub total_tokens: u64,
-    pub path: PathBuf,
-}
 
 /// The sessions recorded in `cwd`, newest first. A log that cannot be read is skipped: one
 /// damaged session must not hide the others.
@@ -34,24 +20,14 @@ pub fn list_sessions(home: &Path, cwd: &Path) -> Vec<SessionSummary> {
         .filter_map(|entry| log_file_in(&entry.path()))
         .filter_map(|path| {
             let log = read_log(&path).ok()?;
-            Some(summarise(
-                &log.header.id,
-                log.header.created_at,
-                &log.records,
-                path,
-            ))
+            Some(summarise(&log.header, &log.records, &path))
         })
         .collect();
     sessions.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
     sessions
 }
 
-fn summarise(
-    id: &str,
-    created_at: u64,
-    records: &[RecordEnvelope],
-    path: PathBuf,
-) -> SessionSummary {
+fn summarise(header: &SessionHeader, records: &[RecordEnvelope], path: &Path) -> SessionSummary {
     let mut first_task = None;
     let mut turns = 0;
     let mut total_tokens = 0;
@@ -69,12 +45,13 @@ fn summarise(
         }
     }
     SessionSummary {
-        id: id.to_owned(),
-        created_at,
+        id: header.id.clone(),
+        created_at: header.created_at,
         first_task: first_task.unwrap_or_default(),
         turns,
         total_tokens,
-        path,
+        parent_session: header.parent_session.clone(),
+        path: path.to_string_lossy().into_owned(),
     }
 }
 

@@ -27,7 +27,7 @@ mod subagents;
 
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
 pub use builder::{AgentBuilder, Processes, Run, StartedRun};
-pub use catalog::{SessionSummary, list_sessions, session_log_path};
+pub use catalog::{list_sessions, session_log_path};
 pub use config::{Config, ConfigError, ConfigFiles, Environment, Flags, Settings, SetupError};
 pub use dotenv::{Credentials, DotenvError, EnvSource};
 /// Live pieces of an answer, as [`AgentEvent::Delta`] carries them.

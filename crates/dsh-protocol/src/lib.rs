@@ -17,8 +17,8 @@ pub use message::{Block, ImageRef, Message, Role, ToolOutputPart, ToolSpec};
 pub use record::{
     AbortReason, AssistantMessageRecord, CompactionPruneRecord, CompactionSummaryRecord,
     FinishReason, HeaderKind, InstructionFile, Record, RecordEnvelope, SESSION_FORMAT_VERSION,
-    SessionHeader, SubagentRunRecord, TodoItem, TodoStatus, ToolCallRecord, ToolResultRecord,
-    TurnEndReason,
+    SessionHeader, SessionSummary, SubagentRunRecord, TodoItem, TodoStatus, ToolCallRecord,
+    ToolResultRecord, TurnEndReason,
 };
 pub use stream::StreamEvent;
 pub use usage::{BilledUsage, Prices, Usage};

@@ -304,6 +304,25 @@ pub enum AbortReason {
     Parent,
 }
 
+/// One session as `dsh sessions list` shows it; with `--json`, one object per line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSummary {
+    pub id: String,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: u64,
+    /// The first line of the first task.
+    pub first_task: String,
+    pub turns: u32,
+    /// Every token the session's requests were billed for, as reported.
+    pub total_tokens: u64,
+    /// For a subagent's session: the session that started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session: Option<String>,
+    /// Its log file.
+    pub path: String,
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }

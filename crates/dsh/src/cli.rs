@@ -27,8 +27,10 @@ pub enum Command {
     },
     /// `--dump-config`: every setting in effect and where each came from.
     DumpConfig(RunArgs),
-    /// `dsh sessions list`: this directory's sessions, newest first.
-    SessionsList,
+    /// `dsh sessions list [--json]`: this directory's sessions, newest first.
+    SessionsList {
+        json: bool,
+    },
     /// `dsh sessions show ID [--json]`: one session's transcript.
     SessionsShow {
         id: String,
@@ -318,7 +320,10 @@ fn parse_sandbox(args: &[String]) -> Result<Command, String> {
 /// `sessions list` or `sessions show ID [--json]`.
 fn parse_sessions(args: &[String]) -> Result<Command, String> {
     match args {
-        [verb] if verb == "list" => Ok(Command::SessionsList),
+        [verb] if verb == "list" => Ok(Command::SessionsList { json: false }),
+        [verb, flag] if verb == "list" && flag == "--json" => {
+            Ok(Command::SessionsList { json: true })
+        }
         [verb, rest @ ..] if verb == "show" => {
             let json = rest.iter().any(|a| a == "--json");
             let ids: Vec<&String> = rest.iter().filter(|a| *a != "--json").collect();
@@ -330,8 +335,8 @@ fn parse_sessions(args: &[String]) -> Result<Command, String> {
                 _ => Err("`dsh sessions show` needs one session id, and takes --json".into()),
             }
         }
-        [verb, ..] if verb == "list" => Err("`dsh sessions list` takes no arguments".into()),
-        _ => Err("`dsh sessions` needs a subcommand: list, or show <id> [--json]".into()),
+        [verb, ..] if verb == "list" => Err("`dsh sessions list` takes only --json".into()),
+        _ => Err("`dsh sessions` needs a subcommand: list [--json], or show <id> [--json]".into()),
     }
 }
 
@@ -359,7 +364,7 @@ diagnostics to stderr; the exit status is 0 only when the task completed.
 Usage:
   dsh [OPTIONS] [TASK...]
   dsh sandbox check [--patch <file>]...       (which sandbox would confine commands)
-  dsh sessions list                           (this directory's sessions, newest first)
+  dsh sessions list [--json]                  (this directory's sessions, newest first)
   dsh sessions show <id> [--json]             (one session's transcript)
   dsh --profile headless [OPTIONS] [TASK...]   (the same; as DeepSeek Harness takes it)
   dsh headless [OPTIONS] [TASK...]             (the same)

@@ -29,7 +29,7 @@ fn main() -> ExitCode {
         Ok(Command::Run(args)) => ExitCode::from(run::run(args)),
         Ok(Command::SandboxCheck { patches }) => ExitCode::from(sandbox_check::run(&patches)),
         Ok(Command::DumpConfig(args)) => ExitCode::from(dump_config::run(&args)),
-        Ok(Command::SessionsList) => ExitCode::from(sessions_cmd::list()),
+        Ok(Command::SessionsList { json }) => ExitCode::from(sessions_cmd::list(json)),
         Ok(Command::SessionsShow { id, json }) => ExitCode::from(sessions_cmd::show(&id, json)),
         Err(usage) => {
             let mut surface = surface::Surface::new(usage.json);

@@ -12,14 +12,25 @@ use crate::surface::Surface;
 /// Lines of a tool result shown before the rest is counted.
 const RESULT_LINES: usize = 8;
 
-pub fn list() -> u8 {
+/// This directory's sessions, newest first: a table, or with `json` one object per line
+/// (`SessionSummary`; nothing at all when there are none).
+pub fn list(json: bool) -> u8 {
     let (home, cwd) = match crate::place::home_and_cwd() {
         Ok(found) => found,
         Err(message) => return fail(&message),
     };
     let sessions = list_sessions(&home, &cwd);
     let mut out = String::new();
-    if sessions.is_empty() {
+    if json {
+        for s in &sessions {
+            match serde_json::to_string(s) {
+                Ok(line) => {
+                    let _ = writeln!(out, "{line}");
+                }
+                Err(e) => return fail(&format!("cannot encode session {}: {e}", s.id)),
+            }
+        }
+    } else if sessions.is_empty() {
         let _ = writeln!(out, "no sessions recorded in {}", cwd.display());
     } else {
         let _ = writeln!(

@@ -431,6 +431,28 @@ fn sessions_are_listed_newest_first_and_shown_as_a_transcript() {
     assert!(lines[2].ends_with("what does a.txt say"), "{}", list.stdout);
     let first_id = lines[2].split_whitespace().next().unwrap();
     let second_id = lines[1].split_whitespace().next().unwrap();
+    // The same list for programs: one object per line, in the same order.
+    let listed = env.run(dsh(), &["sessions", "list", "--json"]);
+    assert_eq!(listed.code(), Some(0), "stderr: {}", listed.stderr);
+    let objects: Vec<serde_json::Value> = listed
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(objects.len(), 2, "{}", listed.stdout);
+    assert_eq!(objects[0]["id"], second_id);
+    assert_eq!(objects[1]["id"], first_id);
+    assert_eq!(objects[1]["firstTask"], "what does a.txt say");
+    assert_eq!(objects[1]["turns"], 1);
+    assert!(objects[1]["totalTokens"].as_u64().unwrap() > 0);
+    assert!(objects[1]["createdAt"].as_u64().is_some());
+    assert!(objects[1].get("parentSession").is_none());
+    assert!(
+        objects[0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("session.jsonl.zst")
+    );
 
     let show = env.run(dsh(), &["sessions", "show", first_id]);
     assert_eq!(show.code(), Some(0), "stderr: {}", show.stderr);
