@@ -59,12 +59,7 @@ impl AnthropicMessages {
         let body = request_body(&request, self.config.thinking);
         let mut on_delta = on_delta;
         self.endpoint
-            .stream::<Assembler>(
-                body,
-                request.model,
-                self.config.endpoint.idle_timeout,
-                &mut on_delta,
-            )
+            .stream::<Assembler>(body, request.model, &mut on_delta)
             .await
     }
 }

@@ -54,6 +54,8 @@ pub(crate) struct Endpoint {
     headers: Vec<(HeaderName, HeaderValue)>,
     api_key_env: String,
     base_url_source: String,
+    /// How long the server may stay silent, before the status and between events.
+    idle: Duration,
 }
 
 impl Endpoint {
@@ -118,11 +120,16 @@ impl Endpoint {
             headers,
             api_key_env: spec.api_key_env.clone(),
             base_url_source: spec.base_url_source.clone(),
+            idle: spec.idle_timeout,
         })
     }
 
     pub(crate) fn url(&self) -> &str {
         &self.url
+    }
+
+    pub(crate) fn idle(&self) -> Duration {
+        self.idle
     }
 
     /// Posts `body` and reads the streamed answer into a fresh `A`: what a wire format whose
@@ -131,11 +138,10 @@ impl Endpoint {
         &self,
         body: Vec<u8>,
         model: &str,
-        idle: Duration,
         on_delta: &mut crate::DeltaSink<'_>,
     ) -> Result<crate::Completion, crate::LlmError> {
-        let response = self.post(body, model, idle).await?;
-        read_answer(response, idle, self.url(), &mut A::default(), on_delta).await
+        let response = self.post(body, model).await?;
+        read_answer(response, self.idle, self.url(), &mut A::default(), on_delta).await
     }
 
     /// Posts a JSON body asking for an event stream, and waits for the status as [`send`].
@@ -143,7 +149,6 @@ impl Endpoint {
         &self,
         body: Vec<u8>,
         model: &str,
-        idle: std::time::Duration,
     ) -> Result<reqwest::Response, crate::LlmError> {
         let mut request = self
             .client
@@ -159,7 +164,7 @@ impl Endpoint {
             api_key_env: &self.api_key_env,
             base_url_source: &self.base_url_source,
         };
-        send(request.body(body), idle, &ctx).await
+        send(request.body(body), self.idle, &ctx).await
     }
 }
 

@@ -50,12 +50,7 @@ impl OpenAiResponses {
         let body = request_body(&request, self.config.reasoning_effort);
         let mut on_delta = on_delta;
         self.endpoint
-            .stream::<Assembler>(
-                body,
-                request.model,
-                self.config.endpoint.idle_timeout,
-                &mut on_delta,
-            )
+            .stream::<Assembler>(body, request.model, &mut on_delta)
             .await
     }
 }

@@ -82,8 +82,8 @@ impl ChatCompletions {
             },
         };
         let body = request_body(&request, options);
-        let idle = self.config.endpoint.idle_timeout;
-        let response = self.endpoint.post(body, request.model, idle).await?;
+        let idle = self.endpoint.idle();
+        let response = self.endpoint.post(body, request.model).await?;
         let streamed = response
             .headers()
             .get(CONTENT_TYPE)
