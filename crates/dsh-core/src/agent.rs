@@ -314,38 +314,29 @@ impl Agent {
 
     /// Waits until a background job or subagent ends, or `limit` passes; false when none runs.
     async fn wait_for_background(&self, limit: Duration) -> bool {
-        let jobs = self.tool_session.shell.clone();
-        let agents = self.config.background.clone();
-        let any = jobs.as_ref().is_some_and(|s| s.jobs.running() > 0)
-            || agents
-                .as_ref()
-                .is_some_and(|a| a.any_running() || a.has_news());
-        if !any {
+        let jobs = self
+            .tool_session
+            .shell
+            .as_ref()
+            .filter(|s| s.jobs.running() > 0);
+        let agents = (self.config.background.as_ref())
+            .filter(|agents| agents.any_running() || agents.has_news());
+        if jobs.is_none() && agents.is_none() {
             return false;
         }
-        // A source with nothing running answers at once; that must not end the wait for the
-        // other, unless both have nothing left (what ended in between has its notice waiting).
-        let idle = std::sync::atomic::AtomicU8::new(0);
-        let settle = |live: bool| {
-            let seen = idle.fetch_add(u8::from(!live), std::sync::atomic::Ordering::SeqCst);
-            live || seen + 1 == 2
-        };
+        // Only a source with work is listened to: one with none would answer at once and end
+        // the wait for the other. Work that ended since the look above answers at once too,
+        // and its notice is then waiting.
         let jobs_end = async {
-            let live = match &jobs {
-                Some(shell) => shell.jobs.wait_any(limit).await,
-                None => false,
-            };
-            if !settle(live) {
-                std::future::pending::<()>().await;
+            match jobs {
+                Some(shell) => _ = shell.jobs.wait_any(limit).await,
+                None => std::future::pending().await,
             }
         };
         let agents_end = async {
-            let live = match &agents {
-                Some(agents) => agents.wait_any(limit).await,
-                None => false,
-            };
-            if !settle(live) {
-                std::future::pending::<()>().await;
+            match agents {
+                Some(agents) => _ = agents.wait_any(limit).await,
+                None => std::future::pending().await,
             }
         };
         tokio::select! {

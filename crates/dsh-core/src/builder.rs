@@ -211,13 +211,15 @@ impl StartedRun {
         background.recorded(session.children());
         kit.number_after(session.children());
         config.background = Some(background.clone());
-        let offered = crate::subagents::offered(&settings.tool_filter);
-        for tool in crate::subagents::tools(&kit, 0, session.id(), history, tx.clone(), &background)
-        {
-            if offered.contains(&tool.name()) {
-                tools.register(tool);
-            }
-        }
+        crate::subagents::register(
+            &mut tools,
+            &kit,
+            0,
+            session.id(),
+            history,
+            tx.clone(),
+            &background,
+        );
         let agent = Agent::new(provider, tools, Arc::new(tool_session), config, session, tx);
         Ok(Run {
             agent,

@@ -111,6 +111,11 @@ impl ToolRegistry {
         self.insert(tool, None);
     }
 
+    /// The lists that decide which tools this registry takes.
+    pub fn filter(&self) -> &crate::ToolFilter {
+        &self.filter
+    }
+
     /// Withholds the tools `filter` does not allow, now and whenever tools arrive.
     pub fn restrict(&mut self, filter: crate::ToolFilter) {
         self.tools.retain(|e| filter.allows(e.tool.name()));

@@ -96,8 +96,6 @@ impl ChildKit {
     }
 }
 
-/// The subagent tools of one agent at `depth` (0 for the top agent): `subagent`,
-/// `subagent_fork`, and the tools over its background children.
 /// The names of the subagent tools `filter` lets a run offer. The control tools come only
 /// with a tool that can start a child: without one they would have nothing to act on.
 pub(crate) fn offered(filter: &dsh_tools::ToolFilter) -> Vec<&'static str> {
@@ -114,14 +112,18 @@ pub(crate) fn offered(filter: &dsh_tools::ToolFilter) -> Vec<&'static str> {
     starters.into_iter().chain(controls).collect()
 }
 
-pub(crate) fn tools(
+/// Gives the agent at `depth` (0 for the top agent) the subagent tools its registry's lists
+/// let it have ([`offered`]): `subagent`, `subagent_fork`, and the tools over its background
+/// children.
+pub(crate) fn register(
+    tools: &mut ToolRegistry,
     kit: &Arc<ChildKit>,
     depth: u32,
     parent_session: &str,
     history: Arc<Mutex<Vec<Message>>>,
     events: UnboundedSender<AgentEvent>,
     background: &Arc<BackgroundAgents>,
-) -> Vec<Box<dyn Tool>> {
+) {
     let tool = |fork: bool| SubagentTool {
         kit: kit.clone(),
         fork,
@@ -133,9 +135,14 @@ pub(crate) fn tools(
         parameters: parameters(fork),
     };
     let reviver = Arc::new(tool(false));
-    let mut tools: Vec<Box<dyn Tool>> = vec![Box::new(tool(false)), Box::new(tool(true))];
-    tools.extend(background::control_tools(background, reviver));
-    tools
+    let mut made: Vec<Box<dyn Tool>> = vec![Box::new(tool(false)), Box::new(tool(true))];
+    made.extend(background::control_tools(background, reviver));
+    let offered = offered(tools.filter());
+    for tool in made {
+        if offered.contains(&tool.name()) {
+            tools.register(tool);
+        }
+    }
 }
 
 fn parameters(fork: bool) -> Parameters {
@@ -267,7 +274,7 @@ impl SubagentTool {
             }
         }
         let read_only = args.bool("read_only").unwrap_or(false);
-        let (_slot, n) = self.admit()?;
+        let (slot, n) = self.admit()?;
         let agent_id = format!("subagent-{n}");
         let depth = self.depth + 1;
         let seed = self.fork.then(|| {
@@ -289,7 +296,21 @@ impl SubagentTool {
             &self.parent_session,
             depth,
         );
-        let child_session = session.id().to_owned();
+        // How the child's runs are recorded in the caller's log; the end of each run fills in
+        // how it ended and what it billed.
+        let mut record = SubagentRunRecord {
+            turn: 0,
+            agent_id: agent_id.clone(),
+            session_id: session.id().to_owned(),
+            label,
+            fork: self.fork,
+            tools: allow,
+            read_only,
+            background: in_background,
+            ids_used: 0,
+            reason: TurnEndReason::Completed,
+            usage: Usage::default(),
+        };
         let fail = |e: crate::CoreError| {
             ToolError::plain(format!("subagent run failed: its session log: {e}"))
         };
@@ -301,20 +322,7 @@ impl SubagentTool {
         let agent = self.child_agent(parts, session, depth, tx);
         let forward = forward(rx, self.events.clone(), agent_id.clone());
         if in_background {
-            let record = SubagentRunRecord {
-                turn: 0,
-                agent_id: agent_id.clone(),
-                session_id: child_session,
-                label: label.clone(),
-                fork: self.fork,
-                tools: allow,
-                read_only,
-                background: true,
-                ids_used: 0,
-                reason: TurnEndReason::Completed,
-                usage: Usage::default(),
-            };
-            self.start_in_background(agent, record, prompt, ctx, _slot, forward);
+            self.start_in_background(agent, record, prompt, ctx, slot, forward);
             return Ok(ToolOutput::text(format!("started subagent {agent_id}")));
         }
         let mut agent = agent;
@@ -334,19 +342,9 @@ impl SubagentTool {
         let summary = summary
             .map_err(|e| ToolError::plain(format!("subagent run failed: {e}")))?
             .map_err(fail)?;
-        let record = SubagentRunRecord {
-            turn: 0,
-            agent_id,
-            session_id: child_session,
-            label,
-            fork: self.fork,
-            tools: allow,
-            read_only,
-            background: false,
-            ids_used: self.kit.ids_used(),
-            reason: summary.reason.clone(),
-            usage: summary.usage,
-        };
+        record.ids_used = self.kit.ids_used();
+        record.reason = summary.reason.clone();
+        record.usage = summary.usage;
         match &summary.reason {
             TurnEndReason::Completed => Ok(ToolOutput::text(summary.text)
                 .with_usage(summary.usage)
@@ -376,26 +374,18 @@ impl SubagentTool {
         let child_history = Arc::new(Mutex::new(Vec::new()));
         config.completed_history = Some(child_history.clone());
         config.token_budget = Some(self.kit.limits.max_tokens);
-        // Its own subagent tools, when its tool list lets it have them; the control tools only
-        // with a tool that starts children, as for the top agent.
+        // Its own subagent tools, as far as its tool list lets it have them.
         let child_background = BackgroundAgents::new();
         config.background = Some(child_background.clone());
-        for tool in self::tools(
+        register(
+            &mut tools,
             &self.kit,
             depth,
             session.id(),
             child_history,
             tx.clone(),
             &child_background,
-        ) {
-            let control = background::CONTROL_TOOLS.contains(&tool.name());
-            let can_start = tools
-                .names()
-                .any(|name| name == "subagent" || name == "subagent_fork");
-            if !control || can_start {
-                tools.register(tool);
-            }
-        }
+        );
         Agent::new(provider, tools, Arc::new(tool_session), config, session, tx)
     }
 
