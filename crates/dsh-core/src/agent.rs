@@ -293,6 +293,16 @@ impl Agent {
         Ok(summary)
     }
 
+    /// Compacts the history now, between turns, as far as it goes (the terminal UI's
+    /// `/compact`): old tool results are cut and all but the last exchange is summarised.
+    /// Returns whether the history changed and what the summary requests billed (also in the
+    /// log's `compaction/summary` records).
+    pub async fn compact(&mut self, stop: &Stop) -> Result<(bool, Usage), CoreError> {
+        let turn = self.session.last_turn();
+        let (compactor, history) = self.compaction();
+        compactor.compact_all(history, turn, "manual", stop).await
+    }
+
     /// Counts what the session's logged steps billed against the token budget (a resumed
     /// subagent's earlier turns).
     pub(crate) fn count_logged_usage(&mut self) {
@@ -438,7 +448,9 @@ impl Agent {
                 // The provider says the request does not fit: compact as far as possible and
                 // try the step once more.
                 let (compactor, history) = self.compaction();
-                let (changed, cost) = compactor.compact_all(history, turn, stop).await?;
+                let (changed, cost) = compactor
+                    .compact_all(history, turn, "overflow", stop)
+                    .await?;
                 spent.add(&cost);
                 if changed {
                     spent.add(&outcome.usage);

@@ -14,12 +14,12 @@ use std::sync::Arc;
 use dsh_llm::{Provider, Retrying};
 use dsh_mcp::{McpServer, McpServers, McpStartup, Transport};
 use dsh_protocol::Prices;
-use dsh_sandbox::escalation::ApprovalPolicy;
+use dsh_sandbox::escalation::{ApprovalPolicy, Approver};
 use dsh_sandbox::{Sandbox, SandboxMode, SandboxPolicy};
 use dsh_tools::ToolGroup;
 use dsh_tools::{
     AskUserQuestion, AttachmentStore, ExitPlanMode, ModelCaps, Shell, ShellEnv, SpillStore,
-    StrReplaceEditor, TodoWrite, ToolFilter, ToolRegistry, ToolSession,
+    StrReplaceEditor, TodoWrite, ToolFilter, ToolRegistry, ToolSession, UserQuestions,
 };
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 
@@ -27,14 +27,23 @@ use crate::config::{Compression, McpTransport, Settings, SetupError};
 use crate::{Agent, AgentConfig, AgentEvent, LogOptions, Session};
 
 /// Builds one run.
-#[derive(Debug)]
 pub struct AgentBuilder {
     settings: Settings,
+    user: User,
+}
+
+/// The person at an interactive front end: who approves escalations and answers the model's
+/// questions. A headless run has neither, and both then fail closed at once.
+#[derive(Clone, Default)]
+pub struct User {
+    pub approver: Option<Arc<dyn Approver>>,
+    pub questions: Option<Arc<dyn UserQuestions>>,
 }
 
 /// A run whose session is open and whose MCP servers are starting.
 pub struct StartedRun {
     settings: Settings,
+    user: User,
     provider: Arc<dyn Provider>,
     sandbox: Arc<Sandbox>,
     session: Session,
@@ -77,7 +86,16 @@ impl Run {
 
 impl AgentBuilder {
     pub fn new(settings: Settings) -> Self {
-        AgentBuilder { settings }
+        AgentBuilder {
+            settings,
+            user: User::default(),
+        }
+    }
+
+    /// The run with someone at the terminal (or editor) to ask.
+    pub fn with_user(mut self, user: User) -> Self {
+        self.user = user;
+        self
     }
 
     pub fn settings(&self) -> &Settings {
@@ -94,7 +112,7 @@ impl AgentBuilder {
         mcp: &McpServers,
         notices: UnboundedSender<String>,
     ) -> Result<StartedRun, SetupError> {
-        let settings = self.settings;
+        let AgentBuilder { settings, user } = self;
         let provider = settings.route.connect(settings.idle_timeout.value)?;
         let provider: Arc<dyn Provider> = Arc::new(Retrying::new(provider, settings.retry));
         let sandbox = Arc::new(Sandbox::new(settings.sandbox.clone()));
@@ -137,6 +155,7 @@ impl AgentBuilder {
         let (mcp_startup, mcp_joins) = McpStartup::begin(mcp, servers, notices);
         Ok(StartedRun {
             settings,
+            user,
             provider,
             sandbox,
             session,
@@ -159,6 +178,7 @@ impl StartedRun {
     pub async fn finish(self) -> Result<Run, SetupError> {
         let StartedRun {
             settings,
+            user,
             provider,
             sandbox,
             session,
@@ -200,7 +220,8 @@ impl StartedRun {
             approval,
             shell.clone(),
             SpillStore::new(session.dir().join("spill")),
-        );
+        )
+        .with_user(user.approver, user.questions);
         let (tx, events) = mpsc::unbounded_channel();
         // Subagents: built from the same settings, model and shell.
         let history = Arc::new(std::sync::Mutex::new(Vec::new()));

@@ -26,7 +26,7 @@ mod session;
 mod subagents;
 
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
-pub use builder::{AgentBuilder, Processes, Run, StartedRun};
+pub use builder::{AgentBuilder, Processes, Run, StartedRun, User};
 pub use catalog::{list_sessions, session_log_path};
 pub use config::{Config, ConfigError, ConfigFiles, Environment, Flags, Settings, SetupError};
 pub use dotenv::{Credentials, DotenvError, EnvSource};
@@ -47,4 +47,10 @@ pub fn sandbox_report(
 ) -> Result<(String, bool), SetupError> {
     let settings = config::sandbox_only(cwd, env, patches)?;
     Ok(dsh_sandbox::Sandbox::new(settings).report())
+}
+
+/// What a front end implements to put the model's requests to the person using it.
+pub mod ask {
+    pub use dsh_sandbox::escalation::{ApprovalOutcome, ApprovalRequest, Approver, SessionGrants};
+    pub use dsh_tools::{Answer, AskOutcome, Question, QuestionOption, UserQuestions};
 }

@@ -200,6 +200,11 @@ impl Session {
         !self.untracked_instructions
     }
 
+    /// The number of the last turn started (0 before the first).
+    pub fn last_turn(&self) -> u32 {
+        self.last_turn
+    }
+
     pub(crate) fn next_turn(&mut self) -> u32 {
         self.last_turn += 1;
         self.last_turn

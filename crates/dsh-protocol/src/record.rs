@@ -204,8 +204,8 @@ pub struct CompactionSummaryRecord {
     pub turn: u32,
     pub replaced: u32,
     pub message: Message,
-    /// `threshold` (the history passed its share of the context window) or `overflow` (the
-    /// provider said the request did not fit).
+    /// `threshold` (the history passed its share of the context window), `overflow` (the
+    /// provider said the request did not fit) or `manual` (the user asked, `/compact`).
     pub reason: String,
     /// The history's estimated size before and after, in tokens.
     pub tokens_before: u64,
@@ -302,6 +302,9 @@ pub enum AbortReason {
     Signal { signal: String },
     /// For a subagent: the agent that started it stopped.
     Parent,
+    /// The person at an interactive front end interrupted the turn (Ctrl-C in the terminal
+    /// UI); the session goes on with their next message.
+    User,
 }
 
 /// One session as `dsh sessions list` shows it; with `--json`, one object per line.

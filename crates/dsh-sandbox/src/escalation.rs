@@ -37,10 +37,12 @@ pub enum EscalationError {
         "sandbox escalation to \"{0}\" requires approval, but no approval channel is available"
     )]
     Unavailable(SandboxMode),
-    #[error("the user rejected escalating this {subject} to \"{mode}\"")]
+    /// The reference's text, then the user's reason when they gave one.
+    #[error("the user rejected escalating this {subject} to \"{mode}\"{}", said(reason.as_deref()))]
     Rejected {
         mode: SandboxMode,
         subject: &'static str,
+        reason: Option<String>,
     },
     #[error("approval for escalating to \"{0}\" was cancelled")]
     Cancelled(SandboxMode),
@@ -124,12 +126,27 @@ pub fn parse(
 }
 
 /// What an approver answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApprovalOutcome {
     AllowedOnce,
-    Rejected,
+    /// Allowed, and every later request with the same [`ApprovalRequest::grant`] in this
+    /// session is allowed without asking ([`SessionGrants`] remembers it).
+    AllowedForSession,
+    /// Refused; the reason, when the user gave one, is passed on to the model.
+    Rejected {
+        reason: Option<String>,
+    },
     Cancelled,
     Unavailable,
+}
+
+impl ApprovalOutcome {
+    pub fn is_allowed(&self) -> bool {
+        matches!(
+            self,
+            ApprovalOutcome::AllowedOnce | ApprovalOutcome::AllowedForSession
+        )
+    }
 }
 
 /// One question to the user.
@@ -139,6 +156,63 @@ pub struct ApprovalRequest {
     pub call_id: String,
     /// `escalate sandbox to <mode>: <justification>`.
     pub reason: String,
+    /// What allowing it for the session covers, as the dialog names it (`sandbox
+    /// danger-full-access`, `network`): requests with the same grant are one permission.
+    pub grant: String,
+}
+
+/// `: <reason>` after a refusal the user explained, nothing otherwise.
+fn said(reason: Option<&str>) -> String {
+    match reason.map(str::trim) {
+        Some(reason) if !reason.is_empty() => format!("; the user said: {reason}"),
+        _ => String::new(),
+    }
+}
+
+/// An approver that remembers what the user allowed for the session: a request whose grant
+/// was allowed that way is allowed again without asking.
+pub struct SessionGrants<A> {
+    inner: A,
+    granted: std::sync::Mutex<std::collections::BTreeSet<String>>,
+}
+
+impl<A: Approver> SessionGrants<A> {
+    pub fn new(inner: A) -> Self {
+        SessionGrants {
+            inner,
+            granted: std::sync::Mutex::default(),
+        }
+    }
+
+    /// The grants allowed for the session so far, sorted.
+    pub fn granted(&self) -> Vec<String> {
+        self.lock().iter().cloned().collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<String>> {
+        self.granted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl<A: Approver> Approver for SessionGrants<A> {
+    fn request(
+        &self,
+        request: ApprovalRequest,
+    ) -> Pin<Box<dyn Future<Output = ApprovalOutcome> + Send + '_>> {
+        Box::pin(async move {
+            if self.lock().contains(&request.grant) {
+                return ApprovalOutcome::AllowedOnce;
+            }
+            let grant = request.grant.clone();
+            let outcome = self.inner.request(request).await;
+            if outcome == ApprovalOutcome::AllowedForSession {
+                self.lock().insert(grant);
+            }
+            outcome
+        })
+    }
 }
 
 /// Someone who can say yes or no (the terminal UI, a supervisor's channel).
@@ -186,13 +260,15 @@ pub async fn approve(
                 "escalate sandbox to {}: {}",
                 request.mode, request.justification
             ),
+            grant: format!("sandbox {}", request.mode),
         })
         .await;
     match outcome {
-        ApprovalOutcome::AllowedOnce => Ok(request.mode),
-        ApprovalOutcome::Rejected => Err(EscalationError::Rejected {
+        ApprovalOutcome::AllowedOnce | ApprovalOutcome::AllowedForSession => Ok(request.mode),
+        ApprovalOutcome::Rejected { reason } => Err(EscalationError::Rejected {
             mode: request.mode,
             subject: subject.noun(),
+            reason,
         }),
         ApprovalOutcome::Cancelled => Err(EscalationError::Cancelled(request.mode)),
         ApprovalOutcome::Unavailable => Err(EscalationError::Unavailable(request.mode)),
@@ -211,7 +287,7 @@ mod tests {
             &self,
             _: ApprovalRequest,
         ) -> Pin<Box<dyn Future<Output = ApprovalOutcome> + Send + '_>> {
-            Box::pin(std::future::ready(self.0))
+            Box::pin(std::future::ready(self.0.clone()))
         }
     }
 
@@ -288,7 +364,7 @@ mod tests {
             .await,
             Ok(full)
         );
-        let no = Always(ApprovalOutcome::Rejected);
+        let no = Always(ApprovalOutcome::Rejected { reason: None });
         assert_eq!(
             approve(
                 &request(full),
@@ -302,6 +378,24 @@ mod tests {
             .unwrap_err()
             .to_string(),
             "the user rejected escalating this command to \"danger-full-access\""
+        );
+        let explained = Always(ApprovalOutcome::Rejected {
+            reason: Some("not on my laptop".into()),
+        });
+        assert_eq!(
+            approve(
+                &request(full),
+                ww,
+                ask(Some(&explained)),
+                "bash",
+                "c",
+                Subject::Command
+            )
+            .await
+            .unwrap_err()
+            .to_string(),
+            "the user rejected escalating this command to \"danger-full-access\"; the user said: \
+             not on my laptop"
         );
         // `never` decides before any approver, and says it was the policy.
         let never = Approval {
@@ -320,5 +414,51 @@ mod tests {
                 .to_string()
                 .starts_with("sandbox escalation to \"danger-full-access\" was refused by the approval policy \"never\"")
         );
+    }
+
+    /// Counts the questions it was asked, and answers each with the next outcome.
+    struct Scripted {
+        asked: std::sync::atomic::AtomicUsize,
+        outcome: ApprovalOutcome,
+    }
+
+    impl Approver for Scripted {
+        fn request(
+            &self,
+            _: ApprovalRequest,
+        ) -> Pin<Box<dyn Future<Output = ApprovalOutcome> + Send + '_>> {
+            self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(std::future::ready(self.outcome.clone()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_grant_for_the_session_is_asked_once() {
+        let grants = SessionGrants::new(Scripted {
+            asked: 0.into(),
+            outcome: ApprovalOutcome::AllowedForSession,
+        });
+        let ask = |grant: &str| ApprovalRequest {
+            tool: "bash".into(),
+            call_id: "c".into(),
+            reason: "escalate".into(),
+            grant: grant.into(),
+        };
+        assert!(
+            grants
+                .request(ask("sandbox danger-full-access"))
+                .await
+                .is_allowed()
+        );
+        assert_eq!(
+            grants.request(ask("sandbox danger-full-access")).await,
+            ApprovalOutcome::AllowedOnce
+        );
+        assert!(grants.request(ask("network")).await.is_allowed());
+        assert_eq!(
+            grants.inner.asked.load(std::sync::atomic::Ordering::SeqCst),
+            2
+        );
+        assert_eq!(grants.granted(), ["network", "sandbox danger-full-access"]);
     }
 }

@@ -43,7 +43,7 @@ use dsh_sandbox::SandboxPolicy;
 use dsh_sandbox::escalation::{ApprovalPolicy, Approver};
 use tokio_util::sync::CancellationToken;
 
-pub use ask_user::AskUserQuestion;
+pub use ask_user::{Answer, AskOutcome, AskUserQuestion, Question, QuestionOption, UserQuestions};
 pub use attachments::{
     AttachmentStore, ImageError, MAX_SOURCE_BYTES as MAX_IMAGE_SOURCE_BYTES, StoredImage,
     sha256_hex,
@@ -93,6 +93,8 @@ pub struct ToolSession {
     pub approver: Option<Arc<dyn Approver>>,
     /// Whether escalation requests are put to the approver at all.
     pub approval: ApprovalPolicy,
+    /// Who answers `ask_user_question`; none in a headless run.
+    pub questions: Option<Arc<dyn UserQuestions>>,
     /// Where over-long results are kept.
     pub spill: SpillStore,
     /// The model the session talks to, for tools that depend on what it accepts.
@@ -115,6 +117,7 @@ impl ToolSession {
             policy,
             approver: None,
             approval: ApprovalPolicy::Ask,
+            questions: None,
             spill,
             model,
             attachments: None,
@@ -145,6 +148,17 @@ impl ToolSession {
     /// The session under an approval policy.
     pub fn with_approval(mut self, approval: ApprovalPolicy) -> Self {
         self.approval = approval;
+        self
+    }
+
+    /// The session with someone to approve escalations and answer questions.
+    pub fn with_user(
+        mut self,
+        approver: Option<Arc<dyn Approver>>,
+        questions: Option<Arc<dyn UserQuestions>>,
+    ) -> Self {
+        self.approver = approver;
+        self.questions = questions;
         self
     }
 

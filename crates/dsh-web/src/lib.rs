@@ -81,17 +81,21 @@ async fn network_allowed(
             tool: tool.to_owned(),
             call_id: ctx.call_id.clone(),
             reason: format!("use the network (off for this run) to {what}"),
+            grant: "network".into(),
         })
         .await;
-    match outcome {
-        ApprovalOutcome::AllowedOnce => Ok(()),
-        ApprovalOutcome::Unavailable => Err(refused()),
-        ApprovalOutcome::Rejected | ApprovalOutcome::Cancelled => Err(web_error(
-            "WEB_NETWORK_OFF",
-            format!(
-                "{tool} is refused: network access is off for this run (sandbox.network = \
-                 false), and the user did not allow an exception; work without it"
-            ),
-        )),
-    }
+    let reason = match outcome {
+        ApprovalOutcome::AllowedOnce | ApprovalOutcome::AllowedForSession => return Ok(()),
+        ApprovalOutcome::Unavailable => return Err(refused()),
+        ApprovalOutcome::Rejected { reason } => reason.filter(|r| !r.trim().is_empty()),
+        ApprovalOutcome::Cancelled => None,
+    };
+    let said = reason.map_or_else(String::new, |r| format!(" (the user said: {})", r.trim()));
+    Err(web_error(
+        "WEB_NETWORK_OFF",
+        format!(
+            "{tool} is refused: network access is off for this run (sandbox.network = false), \
+             and the user did not allow an exception{said}; work without it"
+        ),
+    ))
 }

@@ -106,12 +106,14 @@ impl Compactor {
             .1)
     }
 
-    /// After an overflow: prunes, and summarises all but the last unit. Returns whether the
-    /// history changed, and what the summary requests cost.
+    /// After an overflow, or when the user asks (`reason` says which): prunes, and summarises
+    /// all but the last unit. Returns whether the history changed, and what the summary
+    /// requests cost.
     pub(crate) async fn compact_all(
         &mut self,
         mut h: History<'_>,
         turn: u32,
+        reason: &str,
         stop: &Stop,
     ) -> Result<(bool, Usage), CoreError> {
         let mut changed = self.prune(&mut h, turn)?;
@@ -136,9 +138,7 @@ impl Compactor {
             if cut < 2 {
                 break;
             }
-            let (summarised, usage) = self
-                .summarise_head(&mut h, turn, "overflow", cut, stop)
-                .await?;
+            let (summarised, usage) = self.summarise_head(&mut h, turn, reason, cut, stop).await?;
             spent.add(&usage);
             if !summarised {
                 break;
