@@ -184,6 +184,11 @@ impl<A: Approver> SessionGrants<A> {
         }
     }
 
+    /// Forgets every grant: a new session starts asking again.
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+
     /// The grants allowed for the session so far, sorted.
     pub fn granted(&self) -> Vec<String> {
         self.lock().iter().cloned().collect()

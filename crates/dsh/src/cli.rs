@@ -36,6 +36,24 @@ pub enum Command {
         id: String,
         json: bool,
     },
+    /// The terminal UI: `dsh` on a terminal with no headless option, and `dsh resume`.
+    Tui(TuiArgs),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TuiArgs {
+    pub flags: Flags,
+    /// The first message, from the task words.
+    pub task: Option<String>,
+    /// `dsh resume`: start with the list of this folder's sessions.
+    pub pick_session: bool,
+}
+
+/// Which of the standard streams are terminals: a person at both gets the terminal UI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Terminals {
+    pub stdin: bool,
+    pub stdout: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,9 +101,13 @@ const VALUED: &[&str] = &[
     "--output-last-message",
 ];
 
-/// Parses the arguments after the program name. `stdin_is_terminal` decides whether a missing
-/// task is an error or a task to read from stdin.
-pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, UsageError> {
+/// Parses the arguments after the program name. `terminals` decides between the terminal UI
+/// and a headless run, and whether a missing task is an error or a task to read from stdin.
+///
+/// The terminal UI is for a person: it opens only with a terminal on stdin and stdout and no
+/// sign of a supervisor (`headless`, `--profile headless`, `--json`, `-o`, `-` for stdin), so
+/// every command line that ran headless before still does.
+pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, UsageError> {
     let json = wants_json(&args);
     let fail = |message: String, hint: bool| UsageError {
         message,
@@ -100,7 +122,16 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
         })
         .collect::<Result<_, _>>()
         .map_err(|a| fail(format!("argument \"{a}\" is not valid UTF-8"), false))?;
+    let mut headless = false;
     if args.first().is_some_and(|a| a == "headless") {
+        args.remove(0);
+        headless = true;
+    }
+    // `resume` is a command only where the UI can open; elsewhere it is a task word, as it
+    // always was.
+    let interactive = terminals.stdin && terminals.stdout;
+    let mut pick_session = interactive && !headless && args.first().is_some_and(|a| a == "resume");
+    if pick_session {
         args.remove(0);
     }
     if args.first().is_some_and(|a| a == "sandbox") {
@@ -144,6 +175,7 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
         match name.as_str() {
             "--profile" => {
                 check_profile(&value("--profile <name>")?).map_err(|m| fail(m, false))?;
+                headless = true;
             }
             "--model" => {
                 let model = value("--model <name>")?;
@@ -244,8 +276,28 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Command, Us
     if dump_config {
         return Ok(Command::DumpConfig(run));
     }
+    let supervised =
+        headless || run.json || run.output_last_message.is_some() || words.iter().any(|w| w == "-");
+    if pick_session && supervised {
+        words.insert(0, "resume".into());
+        pick_session = false;
+    }
+    if pick_session && !words.is_empty() {
+        return Err(fail(
+            "dsh resume takes no task: pick the session, then type".into(),
+            false,
+        ));
+    }
+    if interactive && !supervised {
+        let task = words.join(" ");
+        return Ok(Command::Tui(TuiArgs {
+            flags: run.flags,
+            task: (!task.trim().is_empty()).then_some(task),
+            pick_session,
+        }));
+    }
     run.task = if words.is_empty() {
-        if stdin_is_terminal {
+        if terminals.stdin {
             return Err(fail(TASK_REQUIRED.into(), false));
         }
         TaskSource::Stdin
@@ -345,8 +397,8 @@ fn check_profile(name: &str) -> Result<(), String> {
         "" => Err("--profile needs a name".into()),
         "headless" => Ok(()),
         other => Err(format!(
-            "profile \"{other}\" is not available: this dsh runs tasks headless only \
-             (use --profile headless, or leave the option out)"
+            "profile \"{other}\" is not available: the profiles are headless, and none for \
+             the terminal UI (use --profile headless, or leave the option out)"
         )),
     }
 }
@@ -358,15 +410,18 @@ fn parse_positive(text: &str) -> Option<u32> {
 pub const HELP: &str = "\
 dsh: a coding agent for the command line.
 
-Answers one task and exits. The answer goes to stdout, the model's reasoning and
+On a terminal, opens a conversation (the terminal UI; the task words, if any, are the
+first message). Otherwise (stdin or stdout not a terminal, or --json, -o, `-`, headless)
+it answers one task and exits: the answer goes to stdout, the model's reasoning and
 diagnostics to stderr; the exit status is 0 only when the task completed.
 
 Usage:
   dsh [OPTIONS] [TASK...]
+  dsh resume [OPTIONS]                        (the terminal UI, from a session picked in a list)
   dsh sandbox check [--patch <file>]...       (which sandbox would confine commands)
   dsh sessions list [--json]                  (this directory's sessions, newest first)
   dsh sessions show <id> [--json]             (one session's transcript)
-  dsh --profile headless [OPTIONS] [TASK...]   (the same; as DeepSeek Harness takes it)
+  dsh --profile headless [OPTIONS] [TASK...]   (always headless; as DeepSeek Harness takes it)
   dsh headless [OPTIONS] [TASK...]             (the same)
 
 The task is the words given, or stdin when there are none or a lone `-`.
@@ -416,7 +471,10 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     fn parse_args(args: &[&str]) -> Result<Command, UsageError> {
-        parse(args.iter().map(OsString::from).collect(), false)
+        parse(
+            args.iter().map(OsString::from).collect(),
+            Terminals::default(),
+        )
     }
 
     fn words(task: &str) -> Command {
@@ -458,7 +516,14 @@ mod tests {
     #[test]
     fn refuses_bad_tasks() {
         assert_eq!(parse_args(&["   "]).unwrap_err().message, TASK_REQUIRED);
-        assert_eq!(parse(vec![], true).unwrap_err().message, TASK_REQUIRED);
+        let stdin_only = Terminals {
+            stdin: true,
+            stdout: false,
+        };
+        assert_eq!(
+            parse(vec![], stdin_only).unwrap_err().message,
+            TASK_REQUIRED
+        );
         assert_eq!(
             parse_args(&["-", "x"]).unwrap_err().message,
             "`-` must be the only task argument"

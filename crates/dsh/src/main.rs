@@ -1,6 +1,7 @@
-//! `dsh`, the command-line entry point: it parses the command line, renders the agent's events
-//! (plain text, or the `--json` stream) and maps the outcome onto an exit status. The agent
-//! itself lives in `dsh-core`.
+//! `dsh`, the command-line entry point: it parses the command line, renders a headless run's
+//! events (plain text, or the `--json` stream) and maps the outcome onto an exit status, or
+//! hands a person at a terminal to the terminal UI (`dsh-tui`). The agent itself lives in
+//! `dsh-core`.
 
 mod cli;
 mod dump_config;
@@ -17,7 +18,11 @@ use cli::Command;
 
 fn main() -> ExitCode {
     let args = std::env::args_os().skip(1).collect();
-    match cli::parse(args, std::io::stdin().is_terminal()) {
+    let terminals = cli::Terminals {
+        stdin: std::io::stdin().is_terminal(),
+        stdout: std::io::stdout().is_terminal(),
+    };
+    match cli::parse(args, terminals) {
         Ok(Command::Help) => {
             let _ = std::io::stdout().write_all(cli::HELP.as_bytes());
             ExitCode::SUCCESS
@@ -31,6 +36,20 @@ fn main() -> ExitCode {
         Ok(Command::DumpConfig(args)) => ExitCode::from(dump_config::run(&args)),
         Ok(Command::SessionsList { json }) => ExitCode::from(sessions_cmd::list(json)),
         Ok(Command::SessionsShow { id, json }) => ExitCode::from(sessions_cmd::show(&id, json)),
+        Ok(Command::Tui(args)) => {
+            let options = dsh_tui::Options {
+                flags: args.flags,
+                task: args.task,
+                pick_session: args.pick_session,
+            };
+            match dsh_tui::run(options) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(dsh_tui::StartError(message)) => {
+                    surface::Surface::new(false).fail(&message, &message, None);
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Err(usage) => {
             let mut surface = surface::Surface::new(usage.json);
             let hint = if usage.hint { " (see dsh --help)" } else { "" };

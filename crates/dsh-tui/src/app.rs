@@ -1,0 +1,934 @@
+//! The UI's state and what each key, event and answer does to it. Nothing here touches the
+//! terminal: the loop in `lib.rs` feeds it and draws it, and tests do the same with ratatui's
+//! test backend.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use dsh_core::{AgentEvent, Stop, StreamDelta};
+use dsh_protocol::{AbortReason, Record, SessionSummary};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use crate::composer::Composer;
+use crate::dialog::{Dialog, Handled};
+use crate::host::{Opened, SessionInfo};
+use crate::mentions::FileIndex;
+use crate::slash::{self, Slash, UserPrompt};
+use crate::transcript::{Transcript, call_summary, tokens};
+use crate::wrap::wrap_lines;
+
+/// What the loop must do after a key.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Action {
+    None,
+    /// Send a message: a new turn.
+    Send(String),
+    Slash(Slash),
+    /// Stop the running turn.
+    Interrupt,
+    Quit,
+    /// Build the `@` index (the first `@` typed).
+    IndexFiles,
+}
+
+/// A turn in progress.
+struct Running {
+    started: Instant,
+    stop: Stop,
+    interrupted: bool,
+}
+
+/// A tool call still running.
+struct ActiveCall {
+    id: String,
+    name: String,
+    summary: String,
+}
+
+/// The `@` popup.
+struct MentionPopup {
+    start: usize,
+    matches: Vec<String>,
+    selected: usize,
+}
+
+/// The `/resume` list.
+pub struct SessionPicker {
+    sessions: Vec<SessionSummary>,
+    selected: usize,
+}
+
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+const DIM: Style = Style::new().fg(Color::DarkGray);
+
+pub struct App {
+    pub transcript: Transcript,
+    pub composer: Composer,
+    /// Cells finished and waiting to be written above the live area.
+    pending: Vec<Line<'static>>,
+    pub info: Option<SessionInfo>,
+    live_text: String,
+    live_reasoning: String,
+    running: Option<Running>,
+    /// A compaction or a session being opened: no new turn until it is done.
+    pub busy: Option<String>,
+    active: Vec<ActiveCall>,
+    pub queued: VecDeque<String>,
+    dialogs: VecDeque<Dialog>,
+    pub picker: Option<SessionPicker>,
+    mention: Option<MentionPopup>,
+    pub files: Option<Arc<FileIndex>>,
+    indexing: bool,
+    prompts: Vec<UserPrompt>,
+    /// A line for the footer (an error, "Ctrl-C again to quit").
+    notice: Option<String>,
+    /// Ctrl-C once more quits.
+    quit_armed: bool,
+    pub tick: usize,
+}
+
+impl App {
+    pub fn new(prompts: Vec<UserPrompt>) -> App {
+        App {
+            transcript: Transcript::default(),
+            composer: Composer::default(),
+            pending: Vec::new(),
+            info: None,
+            live_text: String::new(),
+            live_reasoning: String::new(),
+            running: None,
+            busy: None,
+            active: Vec::new(),
+            queued: VecDeque::new(),
+            dialogs: VecDeque::new(),
+            picker: None,
+            mention: None,
+            files: None,
+            indexing: false,
+            prompts,
+            notice: None,
+            quit_armed: false,
+            tick: 0,
+        }
+    }
+
+    /// The lines to write above the live area now.
+    pub fn take_pending(&mut self) -> Vec<Line<'static>> {
+        std::mem::take(&mut self.pending)
+    }
+
+    pub fn push_cell(&mut self, lines: Vec<Line<'static>>) {
+        self.pending.extend(lines);
+    }
+
+    pub fn note(&mut self, text: impl Into<String>) {
+        self.push_cell(vec![Line::styled(format!("· {}", text.into()), DIM)]);
+    }
+
+    pub fn error(&mut self, text: impl Into<String>) {
+        self.push_cell(vec![Line::styled(
+            format!("✗ {}", text.into()),
+            Style::new().fg(Color::Red),
+        )]);
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// Whether a new turn may start now.
+    pub fn is_idle(&self) -> bool {
+        self.running.is_none() && self.busy.is_none() && self.info.is_some()
+    }
+
+    /// The spinner needs frames.
+    pub fn animating(&self) -> bool {
+        self.running.is_some() || self.busy.is_some()
+    }
+
+    pub fn opened(&mut self, opened: &Opened) {
+        let info = &opened.info;
+        let show_reasoning = self.transcript.show_reasoning;
+        self.transcript = Transcript::default();
+        self.transcript.show_reasoning = show_reasoning;
+        let mut header = vec![
+            Line::default(),
+            Line::from(vec![
+                Span::styled(
+                    "dsh ",
+                    Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+                ),
+                Span::styled(env!("CARGO_PKG_VERSION"), DIM),
+                Span::styled(
+                    format!(
+                        "  {} · {} · {}",
+                        info.model,
+                        info.sandbox,
+                        info.cwd.display()
+                    ),
+                    DIM,
+                ),
+            ]),
+        ];
+        let resumed = !opened.earlier.is_empty();
+        header.push(Line::styled(
+            format!(
+                "{} session {}",
+                if resumed { "resumed" } else { "new" },
+                info.id
+            ),
+            DIM,
+        ));
+        self.push_cell(header);
+        for record in &opened.earlier {
+            if let Record::UserMessage {
+                message,
+                instructions: None,
+                ..
+            } = record
+            {
+                self.composer.remember(message.text());
+            }
+            if let Some(cell) = self.transcript.cell(record) {
+                self.push_cell(cell);
+            }
+        }
+        if !resumed {
+            self.push_cell(vec![Line::styled(
+                "Type a message and press Enter. /help lists the commands; @ mentions a file.",
+                DIM,
+            )]);
+        }
+        self.info = Some(info.clone());
+        self.busy = None;
+    }
+
+    pub fn turn_started(&mut self, task: &str, stop: Stop) {
+        self.running = Some(Running {
+            started: Instant::now(),
+            stop,
+            interrupted: false,
+        });
+        self.quit_armed = false;
+        self.notice = None;
+        // The user's message shows once the log has it (the `user/message` record).
+        let _ = task;
+    }
+
+    pub fn turn_ended(&mut self, result: Result<dsh_core::TurnSummary, String>) {
+        self.running = None;
+        self.active.clear();
+        self.live_text.clear();
+        self.live_reasoning.clear();
+        if let Err(message) = result {
+            self.error(message);
+        }
+        // A dialog left open belongs to the turn that ended.
+        while let Some(dialog) = self.dialogs.pop_front() {
+            dialog.cancel();
+        }
+    }
+
+    pub fn event(&mut self, event: AgentEvent) {
+        match event {
+            AgentEvent::Record(record) => self.record(&record),
+            AgentEvent::Delta(StreamDelta::Text(text)) => self.live_text.push_str(&text),
+            AgentEvent::Delta(StreamDelta::Reasoning(text)) => self.live_reasoning.push_str(&text),
+            AgentEvent::Delta(StreamDelta::ToolCall) => {}
+            AgentEvent::Delta(StreamDelta::Retry(notice)) => {
+                self.live_text.clear();
+                self.live_reasoning.clear();
+                self.push_cell(vec![Line::styled(
+                    format!(
+                        "· retrying (attempt {} of {}) in {:.1} s after {}: {}",
+                        notice.attempt,
+                        notice.attempts,
+                        notice.delay.as_secs_f64(),
+                        notice.code,
+                        notice.message
+                    ),
+                    Style::new().fg(Color::Yellow),
+                )]);
+            }
+            AgentEvent::Child { agent_id, event } => {
+                if let AgentEvent::Record(Record::ToolCall(call)) = *event {
+                    let args = serde_json::from_str(&call.arguments).unwrap_or_default();
+                    self.note(format!(
+                        "{agent_id}: {} {}",
+                        call.name,
+                        call_summary(&call.name, &args)
+                    ));
+                }
+            }
+        }
+    }
+
+    fn record(&mut self, record: &Record) {
+        match record {
+            Record::AssistantMessage(_) => {
+                self.live_text.clear();
+                self.live_reasoning.clear();
+            }
+            Record::ToolCall(call) => {
+                let args = serde_json::from_str(&call.arguments).unwrap_or_default();
+                self.active.push(ActiveCall {
+                    id: call.call_id.clone(),
+                    name: call.name.clone(),
+                    summary: call_summary(&call.name, &args),
+                });
+            }
+            Record::ToolResult(result) => {
+                let done: Vec<&str> = result
+                    .message
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        dsh_protocol::Block::ToolResult { tool_call_id, .. } => {
+                            Some(tool_call_id.as_str())
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                self.active.retain(|c| !done.contains(&c.id.as_str()));
+            }
+            _ => {}
+        }
+        if let Some(cell) = self.transcript.cell(record) {
+            self.push_cell(cell);
+        }
+    }
+
+    pub fn open_dialog(&mut self, dialog: Dialog) {
+        self.dialogs.push_back(dialog);
+    }
+
+    pub fn open_picker(&mut self, sessions: Vec<SessionSummary>) {
+        if sessions.is_empty() {
+            self.note("no earlier sessions in this folder");
+            return;
+        }
+        self.picker = Some(SessionPicker {
+            sessions,
+            selected: 0,
+        });
+    }
+
+    pub fn files_indexed(&mut self, index: FileIndex) {
+        self.indexing = false;
+        if index.truncated {
+            self.note(format!(
+                "@ mentions: the workspace has more than {} files; only the first are offered",
+                crate::mentions::MAX_FILES
+            ));
+        }
+        self.files = Some(Arc::new(index));
+        self.refresh_mention();
+    }
+
+    pub fn paste(&mut self, text: &str) {
+        if let Some(dialog) = self.dialogs.front_mut() {
+            dialog.paste(text);
+            return;
+        }
+        self.composer.insert(text);
+        self.refresh_mention();
+    }
+
+    pub fn key(&mut self, key: KeyEvent) -> Action {
+        if key.kind == KeyEventKind::Release {
+            return Action::None;
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && key.code == KeyCode::Char('c') {
+            return self.ctrl_c();
+        }
+        if key.code != KeyCode::Esc {
+            self.quit_armed = false;
+        }
+        if let Some(dialog) = self.dialogs.front_mut() {
+            if key.code == KeyCode::Esc {
+                if let Some(dialog) = self.dialogs.pop_front() {
+                    dialog.cancel();
+                }
+            } else if dialog.key(key) == Handled::Closed {
+                self.dialogs.pop_front();
+            }
+            return Action::None;
+        }
+        if self.picker.is_some() {
+            return self.picker_key(key);
+        }
+        if self.mention.is_some() {
+            match key.code {
+                KeyCode::Up => {
+                    if let Some(m) = &mut self.mention {
+                        m.selected = m.selected.saturating_sub(1);
+                    }
+                    return Action::None;
+                }
+                KeyCode::Down => {
+                    if let Some(m) = &mut self.mention {
+                        m.selected = (m.selected + 1).min(m.matches.len().saturating_sub(1));
+                    }
+                    return Action::None;
+                }
+                KeyCode::Enter | KeyCode::Tab => {
+                    if let Some(m) = self.mention.take()
+                        && let Some(path) = m.matches.get(m.selected)
+                    {
+                        self.composer.complete_mention(m.start, path);
+                        return Action::None;
+                    }
+                }
+                KeyCode::Esc => {
+                    self.mention = None;
+                    return Action::None;
+                }
+                _ => {}
+            }
+        }
+        let action = match key.code {
+            KeyCode::Char('d') if ctrl => {
+                if self.composer.is_empty() {
+                    Action::Quit
+                } else {
+                    self.composer.delete();
+                    Action::None
+                }
+            }
+            KeyCode::Char('t') if ctrl => {
+                self.transcript.show_reasoning ^= true;
+                self.notice = Some(format!(
+                    "reasoning is now {} in the transcript",
+                    if self.transcript.show_reasoning {
+                        "shown in full"
+                    } else {
+                        "folded"
+                    }
+                ));
+                Action::None
+            }
+            KeyCode::Char('j') if ctrl => {
+                self.composer.insert("\n");
+                Action::None
+            }
+            KeyCode::Char('u') if ctrl => {
+                self.composer.delete_to_line_start();
+                Action::None
+            }
+            KeyCode::Char('w') if ctrl => {
+                self.composer.delete_word();
+                Action::None
+            }
+            KeyCode::Char('a') if ctrl => {
+                self.composer.home();
+                Action::None
+            }
+            KeyCode::Char('e') if ctrl => {
+                self.composer.end();
+                Action::None
+            }
+            KeyCode::Enter
+                if key
+                    .modifiers
+                    .intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) =>
+            {
+                self.composer.insert("\n");
+                Action::None
+            }
+            KeyCode::Enter => self.enter(),
+            KeyCode::Esc => {
+                if self.is_running() {
+                    self.interrupt()
+                } else {
+                    Action::None
+                }
+            }
+            KeyCode::Char(c) if !ctrl => {
+                self.composer.insert(&c.to_string());
+                if c == '@' && self.files.is_none() && !self.indexing {
+                    self.indexing = true;
+                    self.refresh_mention();
+                    return Action::IndexFiles;
+                }
+                Action::None
+            }
+            KeyCode::Backspace => {
+                self.composer.backspace();
+                Action::None
+            }
+            KeyCode::Delete => {
+                self.composer.delete();
+                Action::None
+            }
+            KeyCode::Left => {
+                self.composer.left();
+                Action::None
+            }
+            KeyCode::Right => {
+                self.composer.right();
+                Action::None
+            }
+            KeyCode::Home => {
+                self.composer.home();
+                Action::None
+            }
+            KeyCode::End => {
+                self.composer.end();
+                Action::None
+            }
+            KeyCode::Up => {
+                self.composer.up();
+                Action::None
+            }
+            KeyCode::Down => {
+                self.composer.down();
+                Action::None
+            }
+            _ => Action::None,
+        };
+        self.refresh_mention();
+        action
+    }
+
+    fn picker_key(&mut self, key: KeyEvent) -> Action {
+        let Some(picker) = &mut self.picker else {
+            return Action::None;
+        };
+        match key.code {
+            KeyCode::Up => picker.selected = picker.selected.saturating_sub(1),
+            KeyCode::Down => {
+                picker.selected = (picker.selected + 1).min(picker.sessions.len() - 1);
+            }
+            KeyCode::Enter => {
+                let id = picker.sessions[picker.selected].id.clone();
+                self.picker = None;
+                return Action::Slash(Slash::Resume(Some(id)));
+            }
+            KeyCode::Esc => {
+                self.picker = None;
+                if self.info.is_none() {
+                    return Action::Slash(Slash::New);
+                }
+            }
+            _ => {}
+        }
+        Action::None
+    }
+
+    fn ctrl_c(&mut self) -> Action {
+        if let Some(dialog) = self.dialogs.pop_front() {
+            dialog.cancel();
+        }
+        if let Some(running) = &self.running {
+            if running.interrupted {
+                return Action::Quit;
+            }
+            return self.interrupt();
+        }
+        if !self.composer.is_empty() {
+            self.composer.clear();
+            self.mention = None;
+            return Action::None;
+        }
+        if self.quit_armed {
+            return Action::Quit;
+        }
+        self.quit_armed = true;
+        self.notice = Some("press Ctrl-C again (or Ctrl-D) to quit".into());
+        Action::None
+    }
+
+    /// Stops the running turn, if any (the UI is closing).
+    pub fn stop_turn(&mut self) {
+        if let Some(dialog) = self.dialogs.pop_front() {
+            dialog.cancel();
+        }
+        if self.running.is_some() {
+            self.interrupt();
+        }
+    }
+
+    fn interrupt(&mut self) -> Action {
+        if let Some(running) = &mut self.running {
+            running.interrupted = true;
+            running.stop.request(AbortReason::User);
+            self.notice = Some("interrupting… (Ctrl-C again quits)".into());
+        }
+        Action::Interrupt
+    }
+
+    fn enter(&mut self) -> Action {
+        // A line ending in `\` continues on the next.
+        let text = self.composer.text();
+        if text.ends_with('\\') {
+            self.composer.backspace();
+            self.composer.insert("\n");
+            return Action::None;
+        }
+        if text.trim().is_empty() {
+            return Action::None;
+        }
+        let text = self.composer.take();
+        if text.starts_with('/') {
+            return Action::Slash(slash::parse(&text, &self.prompts));
+        }
+        if self.is_idle() {
+            Action::Send(text)
+        } else {
+            self.queued.push_back(text);
+            Action::None
+        }
+    }
+
+    /// The next queued message, once the turn that held it ended.
+    pub fn next_queued(&mut self) -> Option<String> {
+        if self.is_idle() {
+            self.queued.pop_front()
+        } else {
+            None
+        }
+    }
+
+    fn refresh_mention(&mut self) {
+        self.mention = match (self.composer.mention(), &self.files) {
+            (Some((start, query)), Some(files)) => {
+                let matches = files.matches(&query);
+                let selected = self
+                    .mention
+                    .as_ref()
+                    .filter(|m| m.start == start)
+                    .map_or(0, |m| m.selected.min(matches.len().saturating_sub(1)));
+                (!matches.is_empty()).then_some(MentionPopup {
+                    start,
+                    matches,
+                    selected,
+                })
+            }
+            _ => None,
+        };
+    }
+
+    pub fn set_notice(&mut self, notice: impl Into<String>) {
+        self.notice = Some(notice.into());
+    }
+
+    /// The live area: what is streaming, the calls running, the queue, the composer (or the
+    /// dialog in its place) and the footer.
+    pub fn draw(&self, frame: &mut Frame<'_>) {
+        let area = frame.area();
+        let width = area.width;
+        let mut bottom: Vec<Line<'static>> = Vec::new();
+        let mut cursor = None;
+        if let Some(dialog) = self.dialogs.front() {
+            bottom.push(rule(width, Color::Yellow));
+            bottom.extend(wrap_lines(&dialog.lines(), width));
+        } else if let Some(picker) = &self.picker {
+            bottom.push(rule(width, Color::Yellow));
+            bottom.extend(picker.lines(width, area.height.saturating_sub(4)));
+        } else {
+            if let Some(m) = &self.mention {
+                for (i, path) in m.matches.iter().enumerate() {
+                    let style = if i == m.selected {
+                        Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+                    } else {
+                        DIM
+                    };
+                    bottom.push(Line::styled(format!("  @{path}"), style));
+                }
+            } else if self.indexing {
+                bottom.push(Line::styled(
+                    "  indexing the workspace for @ mentions…",
+                    DIM,
+                ));
+            } else if self.composer.text().starts_with('/') && !self.composer.text().contains(' ') {
+                let typed = self.composer.text();
+                let found = slash::completions(&typed, &self.prompts);
+                for name in found.iter().take(5) {
+                    let about = slash::COMMANDS
+                        .iter()
+                        .find(|(c, _)| c == name)
+                        .map_or("saved prompt", |(_, a)| a);
+                    bottom.push(Line::styled(format!("  {name}  {about}"), DIM));
+                }
+            }
+            for queued in &self.queued {
+                let first = queued.lines().next().unwrap_or("");
+                bottom.push(Line::styled(format!("  queued: {first}"), DIM));
+            }
+            bottom.push(rule(width, Color::DarkGray));
+            let (rows, (col, row)) = self.composer.layout(width.saturating_sub(2));
+            let shown = rows.len().min(6);
+            let first = rows.len() - shown;
+            let first = if usize::from(row) < first {
+                usize::from(row)
+            } else {
+                first
+            };
+            for (i, text) in rows.iter().enumerate().skip(first).take(shown) {
+                let prefix = if i == 0 { "› " } else { "  " };
+                bottom.push(Line::from(vec![
+                    Span::styled(prefix, Style::new().fg(Color::Cyan)),
+                    Span::raw(text.clone()),
+                ]));
+            }
+            let composer_top = bottom.len() - shown.min(rows.len() - first);
+            cursor = Some((col + 2, composer_top + usize::from(row) - first));
+        }
+        bottom.push(self.footer(width));
+
+        let height = usize::from(area.height);
+        let bottom_len = bottom.len().min(height);
+        let live_rows = height - bottom_len;
+        let live = self.live_lines(width);
+        let live: Vec<Line<'static>> = live[live.len().saturating_sub(live_rows)..].to_vec();
+        let top = Rect::new(area.x, area.y, width, u16::try_from(live_rows).unwrap_or(0));
+        frame.render_widget(Paragraph::new(live), top);
+        let skip = bottom.len() - bottom_len;
+        let y = area.y + u16::try_from(live_rows).unwrap_or(0);
+        let rect = Rect::new(area.x, y, width, u16::try_from(bottom_len).unwrap_or(0));
+        frame.render_widget(Paragraph::new(bottom[skip..].to_vec()), rect);
+        if let Some((col, row)) = cursor
+            && row >= skip
+        {
+            let row = u16::try_from(row - skip).unwrap_or(0);
+            frame.set_cursor_position((area.x + col.min(width.saturating_sub(1)), y + row));
+        }
+    }
+
+    /// What is streaming, and the calls running.
+    fn live_lines(&self, width: u16) -> Vec<Line<'static>> {
+        let mut lines = Vec::new();
+        if !self.live_reasoning.is_empty() && self.live_text.is_empty() {
+            let tail: Vec<Line<'static>> = self
+                .live_reasoning
+                .lines()
+                .map(|l| Line::styled(l.to_owned(), DIM.add_modifier(Modifier::ITALIC)))
+                .collect();
+            lines.extend(wrap_lines(&tail, width));
+        }
+        if !self.live_text.is_empty() {
+            lines.extend(wrap_lines(&crate::markdown::render(&self.live_text), width));
+        }
+        let spin = SPINNER[self.tick % SPINNER.len()];
+        for call in &self.active {
+            lines.extend(wrap_lines(
+                &[Line::from(vec![
+                    Span::styled(format!("{spin} "), Style::new().fg(Color::Cyan)),
+                    Span::styled(call.name.clone(), Style::new().add_modifier(Modifier::BOLD)),
+                    Span::styled(format!(" {}", call.summary), DIM),
+                ])],
+                width,
+            ));
+        }
+        if let Some(running) = &self.running {
+            let what = if running.interrupted {
+                "interrupting"
+            } else if !self.active.is_empty() {
+                "running tools"
+            } else if !self.live_text.is_empty() {
+                "answering"
+            } else {
+                "thinking"
+            };
+            lines.push(Line::from(vec![
+                Span::styled(format!("{spin} {what}"), Style::new().fg(Color::Cyan)),
+                Span::styled(
+                    format!(
+                        " · {}s · Esc or Ctrl-C interrupts",
+                        running.started.elapsed().as_secs()
+                    ),
+                    DIM,
+                ),
+            ]));
+        } else if let Some(busy) = &self.busy {
+            lines.push(Line::styled(
+                format!("{spin} {busy}"),
+                Style::new().fg(Color::Cyan),
+            ));
+        }
+        lines
+    }
+
+    fn footer(&self, width: u16) -> Line<'static> {
+        if let Some(notice) = &self.notice {
+            return Line::styled(notice.clone(), Style::new().fg(Color::Yellow));
+        }
+        let Some(info) = &self.info else {
+            return Line::styled("opening the session…", DIM);
+        };
+        let usage = &self.transcript.session_usage;
+        let mut text = format!(
+            "{} · {} · {} tokens",
+            info.model,
+            info.sandbox,
+            tokens(usage.total_tokens)
+        );
+        if let Some(prices) = &info.prices {
+            text.push_str(&format!(" · ${:.4}", prices.cost_usd(usage)));
+        }
+        if let Some(todo) = self
+            .transcript
+            .todos
+            .iter()
+            .find(|t| t.status == dsh_protocol::TodoStatus::InProgress)
+        {
+            let done = self
+                .transcript
+                .todos
+                .iter()
+                .filter(|t| t.status == dsh_protocol::TodoStatus::Completed)
+                .count();
+            text.push_str(&format!(
+                " · todo {done}/{}: {}",
+                self.transcript.todos.len(),
+                todo.content
+            ));
+        }
+        let text: String = text.chars().take(usize::from(width)).collect();
+        Line::styled(text, DIM)
+    }
+}
+
+impl SessionPicker {
+    fn lines(&self, width: u16, rows: u16) -> Vec<Line<'static>> {
+        let mut lines = vec![Line::styled(
+            "Resume a session (↑↓ choose · Enter opens · Esc cancels)",
+            Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+        )];
+        let rows = usize::from(rows.max(1));
+        let first = self.selected.saturating_sub(rows - 1);
+        for (i, s) in self.sessions.iter().enumerate().skip(first).take(rows) {
+            let style = if i == self.selected {
+                Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+            } else {
+                Style::default()
+            };
+            let marker = if i == self.selected { "› " } else { "  " };
+            let text = format!(
+                "{marker}{}  {} turns · {} tokens · {}",
+                &s.id[..s.id.len().min(8)],
+                s.turns,
+                tokens(s.total_tokens),
+                s.first_task
+            );
+            lines.push(Line::styled(
+                text.chars().take(usize::from(width)).collect::<String>(),
+                style,
+            ));
+        }
+        lines
+    }
+}
+
+fn rule(width: u16, colour: Color) -> Line<'static> {
+    Line::styled("─".repeat(usize::from(width)), Style::new().fg(colour))
+}
+
+/// A cell for `/status`.
+pub fn status_cell(app: &App, grants: &[String]) -> Vec<Line<'static>> {
+    let Some(info) = &app.info else {
+        return vec![Line::styled("no session is open", DIM)];
+    };
+    let usage = &app.transcript.session_usage;
+    let cost = info.prices.as_ref().map_or_else(
+        || "unknown (no prices declared for this model)".to_owned(),
+        |p| format!("${:.4}", p.cost_usd(usage)),
+    );
+    let rows = [
+        ("session", info.id.clone()),
+        ("log", info.log.display().to_string()),
+        ("model", info.model.clone()),
+        (
+            "sandbox",
+            format!("{} · approvals: {}", info.sandbox, info.approval),
+        ),
+        (
+            "tokens",
+            format!(
+                "{} (input {}, cached {}, output {}, reasoning {})",
+                tokens(usage.total_tokens),
+                tokens(usage.input_tokens),
+                tokens(usage.cache_read_tokens),
+                tokens(usage.output_tokens),
+                tokens(usage.reasoning_tokens)
+            ),
+        ),
+        ("cost", cost),
+        (
+            "allowed for the session",
+            if grants.is_empty() {
+                "nothing".to_owned()
+            } else {
+                grants.join(", ")
+            },
+        ),
+    ];
+    let mut lines = vec![Line::default()];
+    lines.extend(rows.into_iter().map(|(k, v)| {
+        Line::from(vec![
+            Span::styled(
+                format!("  {k:<24}"),
+                Style::new().add_modifier(Modifier::BOLD),
+            ),
+            Span::raw(v),
+        ])
+    }));
+    lines
+}
+
+/// A cell for `/help`.
+pub fn help_cell(prompts: &[UserPrompt]) -> Vec<Line<'static>> {
+    let mut lines = vec![
+        Line::default(),
+        Line::styled("  Commands", Style::new().add_modifier(Modifier::BOLD)),
+    ];
+    for (name, about) in slash::COMMANDS {
+        lines.push(Line::from(format!("  {name:<10} {about}")));
+    }
+    for prompt in prompts {
+        lines.push(Line::from(format!(
+            "  /{:<9} saved prompt ({})",
+            prompt.name,
+            prompt.file.display()
+        )));
+    }
+    lines.push(Line::styled(
+        "  Keys",
+        Style::new().add_modifier(Modifier::BOLD),
+    ));
+    for (keys, about) in [
+        ("Enter", "send (while a turn runs: queue it for after)"),
+        ("Ctrl-J, Alt-Enter, \\ Enter", "new line"),
+        (
+            "Up / Down",
+            "move between lines; on the first/last line, earlier messages",
+        ),
+        ("@", "mention a file (fuzzy; Tab or Enter picks)"),
+        ("Esc, Ctrl-C", "interrupt the turn; Ctrl-C twice quits"),
+        ("Ctrl-D", "quit on an empty composer"),
+        ("Ctrl-T", "show or fold reasoning in the transcript"),
+    ] {
+        lines.push(Line::from(format!("  {keys:<26} {about}")));
+    }
+    lines
+}
+
+/// A cell of lines under a title (skills, prompts, diffs).
+pub fn list_cell(title: &str, items: Vec<Line<'static>>) -> Vec<Line<'static>> {
+    let mut lines = vec![
+        Line::default(),
+        Line::styled(
+            format!("  {title}"),
+            Style::new().add_modifier(Modifier::BOLD),
+        ),
+    ];
+    lines.extend(items);
+    lines
+}

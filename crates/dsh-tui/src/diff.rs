@@ -1,0 +1,99 @@
+//! Edits and writes as coloured diffs, from the call's own arguments: what the model asked
+//! to replace and with what.
+
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use serde_json::Value;
+use similar::{ChangeTag, TextDiff};
+
+/// The most diff lines a cell shows; the rest is counted.
+pub const MAX_DIFF_LINES: usize = 40;
+
+/// The diff a file-changing call shows, if it is one: `edit`, `write` and
+/// `str_replace_editor`'s `create`, `str_replace` and `insert`.
+pub fn call_diff(tool: &str, args: &Value) -> Option<Vec<Line<'static>>> {
+    let s = |key: &str| args.get(key).and_then(Value::as_str);
+    match tool {
+        "edit" => Some(diff(s("old_string")?, s("new_string")?)),
+        "write" => Some(added(s("content")?)),
+        "str_replace_editor" => match s("command")? {
+            "create" => Some(added(s("file_text")?)),
+            "str_replace" => Some(diff(s("old_str")?, s("new_str").unwrap_or(""))),
+            "insert" => Some(added(s("new_str")?)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn styled(tag: ChangeTag, text: &str) -> Line<'static> {
+    let (sign, style) = match tag {
+        ChangeTag::Delete => ("-", Style::new().fg(Color::Red)),
+        ChangeTag::Insert => ("+", Style::new().fg(Color::Green)),
+        ChangeTag::Equal => (" ", Style::new().fg(Color::DarkGray)),
+    };
+    Line::from(vec![
+        Span::styled(format!("    {sign} "), style),
+        Span::styled(text.trim_end_matches(['\n', '\r']).to_owned(), style),
+    ])
+}
+
+/// A line diff of `old` against `new`.
+pub fn diff(old: &str, new: &str) -> Vec<Line<'static>> {
+    let changes = TextDiff::from_lines(old, new);
+    let lines: Vec<Line<'static>> = changes
+        .iter_all_changes()
+        .map(|change| styled(change.tag(), change.value()))
+        .collect();
+    bounded(lines)
+}
+
+/// A new file's (or inserted text's) lines, all added.
+fn added(content: &str) -> Vec<Line<'static>> {
+    bounded(
+        content
+            .lines()
+            .map(|line| styled(ChangeTag::Insert, line))
+            .collect(),
+    )
+}
+
+fn bounded(mut lines: Vec<Line<'static>>) -> Vec<Line<'static>> {
+    if lines.len() > MAX_DIFF_LINES {
+        let more = lines.len() - MAX_DIFF_LINES;
+        lines.truncate(MAX_DIFF_LINES);
+        lines.push(Line::styled(
+            format!("    … {more} more lines"),
+            Style::new().fg(Color::DarkGray),
+        ));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wrap::plain;
+
+    #[test]
+    fn an_edit_is_a_line_diff() {
+        let args = serde_json::json!({"file_path": "a.rs", "old_string": "a\nb\nc\n", "new_string": "a\nB\nc\n"});
+        let lines = call_diff("edit", &args).unwrap();
+        assert_eq!(plain(&lines), "      a\n    - b\n    + B\n      c");
+        assert_eq!(lines[1].spans[0].style.fg, Some(Color::Red));
+        assert_eq!(lines[2].spans[0].style.fg, Some(Color::Green));
+    }
+
+    #[test]
+    fn a_long_write_is_cut_and_counted() {
+        let content: String = (0..50).map(|i| format!("line {i}\n")).collect();
+        let lines = call_diff(
+            "write",
+            &serde_json::json!({"file_path": "x", "content": content}),
+        )
+        .unwrap();
+        assert_eq!(lines.len(), MAX_DIFF_LINES + 1);
+        assert_eq!(plain(&lines[MAX_DIFF_LINES..]), "    … 10 more lines");
+        assert!(call_diff("read", &serde_json::json!({})).is_none());
+    }
+}

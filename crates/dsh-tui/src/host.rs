@@ -1,0 +1,163 @@
+//! The agent's side of the UI: it owns the run (the agent, its processes, its MCP servers) and
+//! does one piece of work at a time: a turn, a compaction, opening a session. The UI talks to
+//! it through channels, so the screen stays live while a turn runs. Every run is built by
+//! `dsh_core::AgentBuilder`, exactly as the headless mode builds its own.
+
+use std::path::PathBuf;
+
+use dsh_core::{
+    AgentBuilder, AgentEvent, Environment, Flags, Processes, Run, Settings, Stop, TurnSummary, User,
+};
+use dsh_protocol::{Prices, Record, Usage};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+
+/// What the UI asks of the host.
+pub enum Work {
+    /// Open a session (new, or `flags.session_id`), closing the one open.
+    Open(Box<Flags>),
+    Turn {
+        task: String,
+        stop: Stop,
+    },
+    Compact {
+        stop: Stop,
+    },
+}
+
+/// What the host answers.
+pub enum Done {
+    Opened(Result<Box<Opened>, String>),
+    Turn(Result<TurnSummary, String>),
+    Compacted(Result<(bool, Usage), String>),
+}
+
+/// A session ready for messages.
+pub struct Opened {
+    pub info: SessionInfo,
+    pub events: UnboundedReceiver<AgentEvent>,
+    /// A resumed session's records, to show what happened before.
+    pub earlier: Vec<Record>,
+}
+
+/// What the status line and `/status` show of the session.
+#[derive(Debug, Clone, Default)]
+pub struct SessionInfo {
+    pub id: String,
+    pub model: String,
+    pub cwd: PathBuf,
+    pub log: PathBuf,
+    pub sandbox: String,
+    pub approval: String,
+    pub prices: Option<Prices>,
+    pub skills: Vec<(String, String)>,
+    /// The flags the session was opened with (a `/model` switch keeps the rest).
+    pub flags: Flags,
+}
+
+/// Runs the host until the UI hangs up, then stops what the run started.
+pub async fn serve(
+    mut work: UnboundedReceiver<Work>,
+    done: UnboundedSender<Done>,
+    user: User,
+    notices: UnboundedSender<String>,
+) {
+    let mut open: Option<(Run, dsh_mcp::McpServers)> = None;
+    while let Some(job) = work.recv().await {
+        let answer = match job {
+            Work::Open(flags) => {
+                if let Some((run, _)) = open.take() {
+                    close(run).await;
+                }
+                match open_session(*flags, user.clone(), notices.clone()).await {
+                    Ok((run, mcp, opened)) => {
+                        open = Some((run, mcp));
+                        Done::Opened(Ok(opened))
+                    }
+                    Err(message) => Done::Opened(Err(message)),
+                }
+            }
+            Work::Turn { task, stop } => match &mut open {
+                Some((run, _)) => {
+                    Done::Turn(run.agent.run(task, &stop).await.map_err(|e| e.to_string()))
+                }
+                None => Done::Turn(Err("no session is open".into())),
+            },
+            Work::Compact { stop } => match &mut open {
+                Some((run, _)) => {
+                    Done::Compacted(run.agent.compact(&stop).await.map_err(|e| e.to_string()))
+                }
+                None => Done::Compacted(Err("no session is open".into())),
+            },
+        };
+        if done.send(answer).is_err() {
+            break;
+        }
+    }
+    if let Some((run, _)) = open.take() {
+        close(run).await;
+    }
+}
+
+/// Drops the agent (its log is whole after every record) and stops every process it started.
+async fn close(run: Run) {
+    let processes: Processes = run.processes();
+    drop(run);
+    processes.shutdown().await;
+}
+
+async fn open_session(
+    flags: Flags,
+    user: User,
+    notices: UnboundedSender<String>,
+) -> Result<(Run, dsh_mcp::McpServers, Box<Opened>), String> {
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    let settings = Settings::load(cwd, &Environment::from_process(), &flags).map_err(|e| e.0)?;
+    let skills = dsh_core::skills(&settings);
+    let mcp = dsh_mcp::McpServers::default();
+    let model = settings.route.model.clone();
+    let sandbox = settings.permission_mode.value.to_string();
+    let approval = settings.approval.value.to_string();
+    let resumed = settings.session_id.is_some();
+    let started = AgentBuilder::new(settings)
+        .with_user(user)
+        .start(&mcp, notices)
+        .map_err(|e| e.0)?;
+    let run = match started.finish().await {
+        Ok(run) => run,
+        Err(e) => {
+            mcp.shutdown().await;
+            return Err(e.0);
+        }
+    };
+    let session = run.agent.session();
+    let earlier = if resumed {
+        dsh_core::read_log(session.log_path())
+            .map(|log| log.records.into_iter().map(|e| e.record).collect())
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let mut flags = flags;
+    flags.session_id = Some(session.id().to_owned());
+    let info = SessionInfo {
+        id: session.id().to_owned(),
+        model,
+        cwd: session.cwd().to_path_buf(),
+        log: session.log_path().to_path_buf(),
+        sandbox,
+        approval,
+        prices: run.prices,
+        skills,
+        flags,
+    };
+    let mut run = run;
+    // The UI reads the events; the run keeps a receiver nobody reads, which is never sent to.
+    let events = std::mem::replace(&mut run.events, tokio::sync::mpsc::unbounded_channel().1);
+    let opened = Box::new(Opened {
+        info,
+        events,
+        earlier,
+    });
+    Ok((run, mcp, opened))
+}

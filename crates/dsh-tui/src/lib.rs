@@ -1,0 +1,503 @@
+//! dsh's terminal UI: `dsh` on a terminal opens a conversation with the agent.
+//!
+//! It renders inline, below the shell prompt, and keeps the terminal's own scrollback:
+//! finished messages, tool calls and results are written above a small live area, which holds
+//! what is streaming, the calls running, the composer and a status line. Approvals and the
+//! model's questions open in the composer's place.
+//!
+//! The agent is the same one the headless mode runs: `host` builds each session with
+//! `dsh_core::AgentBuilder` and runs its turns; the UI only reads the events and answers what
+//! the agent asks ([`dsh_core::ask`]).
+
+mod app;
+mod composer;
+mod dialog;
+mod diff;
+mod highlight;
+mod host;
+mod markdown;
+mod mentions;
+mod slash;
+mod terminal;
+mod transcript;
+mod wrap;
+
+use std::future::Future;
+use std::io::Write as _;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossterm::event::{Event, EventStream};
+use dsh_core::ask::{
+    ApprovalOutcome, ApprovalRequest, Approver, AskOutcome, Question, SessionGrants, UserQuestions,
+};
+use dsh_core::{AgentEvent, Environment, Flags, Settings, Stop, User};
+use futures_util::StreamExt;
+use ratatui::text::Line;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::{mpsc, oneshot};
+
+use app::{Action, App};
+use dialog::{ApprovalDialog, Dialog, QuestionsDialog};
+use host::{Done, Work};
+use slash::Slash;
+
+/// How the UI starts.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The settings from the command line (a `--session-id` resumes that session).
+    pub flags: Flags,
+    /// A first message, sent as soon as the session is open.
+    pub task: Option<String>,
+    /// Start with the list of this folder's sessions (`dsh resume`).
+    pub pick_session: bool,
+}
+
+/// Why the UI could not start; the terminal is left as it was.
+#[derive(Debug)]
+pub struct StartError(pub String);
+
+/// Runs the UI until the person quits. The settings are checked before the terminal is
+/// touched, so a bad flag or config file is reported as in a headless run.
+pub fn run(options: Options) -> Result<(), StartError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| StartError(format!("cannot read the current directory: {e}")))?;
+    let settings = Settings::load(cwd.clone(), &Environment::from_process(), &options.flags)
+        .map_err(|e| StartError(e.0))?;
+    let home = settings.home.value;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| StartError(format!("cannot start the async runtime: {e}")))?;
+    let outcome = runtime.block_on(main_loop(options, home, cwd));
+    runtime.shutdown_background();
+    let session = outcome?;
+    if let Some(id) = session {
+        let _ = writeln!(
+            std::io::stdout(),
+            "dsh: session {id} is saved; go back to it with: dsh --session-id {id}"
+        );
+    }
+    Ok(())
+}
+
+/// What the agent asks of the person, on its way to the UI.
+enum Ask {
+    Approval(ApprovalRequest, oneshot::Sender<ApprovalOutcome>),
+    Questions(Vec<Question>, oneshot::Sender<AskOutcome>),
+}
+
+/// The UI's side of [`dsh_core::ask`]: a request becomes a dialog; a dialog that goes away
+/// unanswered (the UI closed) is a cancellation.
+struct AskTheUi(mpsc::UnboundedSender<Ask>);
+
+impl Approver for AskTheUi {
+    fn request(
+        &self,
+        request: ApprovalRequest,
+    ) -> Pin<Box<dyn Future<Output = ApprovalOutcome> + Send + '_>> {
+        let (tx, rx) = oneshot::channel();
+        let sent = self.0.send(Ask::Approval(request, tx)).is_ok();
+        Box::pin(async move {
+            if !sent {
+                return ApprovalOutcome::Unavailable;
+            }
+            rx.await.unwrap_or(ApprovalOutcome::Cancelled)
+        })
+    }
+}
+
+impl UserQuestions for AskTheUi {
+    fn ask(
+        &self,
+        questions: Vec<Question>,
+    ) -> Pin<Box<dyn Future<Output = AskOutcome> + Send + '_>> {
+        let (tx, rx) = oneshot::channel();
+        let sent = self.0.send(Ask::Questions(questions, tx)).is_ok();
+        Box::pin(async move {
+            if !sent {
+                return AskOutcome::Cancelled;
+            }
+            rx.await.unwrap_or(AskOutcome::Cancelled)
+        })
+    }
+}
+
+/// The UI and the host, side by side; returns the id of the session open at the end.
+async fn main_loop(
+    options: Options,
+    home: std::path::PathBuf,
+    cwd: std::path::PathBuf,
+) -> Result<Option<String>, StartError> {
+    let (ask_tx, ask_rx) = mpsc::unbounded_channel();
+    let grants = Arc::new(SessionGrants::new(AskTheUi(ask_tx.clone())));
+    let user = User {
+        approver: Some(grants.clone()),
+        questions: Some(Arc::new(AskTheUi(ask_tx))),
+    };
+    let (work_tx, work_rx) = mpsc::unbounded_channel();
+    let (done_tx, done_rx) = mpsc::unbounded_channel();
+    let (notice_tx, notice_rx) = mpsc::unbounded_channel();
+    let host = host::serve(work_rx, done_tx, user, notice_tx);
+    let ui = async move {
+        let ui = Ui {
+            work: work_tx,
+            grants,
+            home,
+            cwd,
+            base_flags: options.flags.clone(),
+        };
+        // `work` goes when this returns, and with it the host's open session.
+        ui.run(options, ask_rx, done_rx, notice_rx).await
+    };
+    let (outcome, ()) = tokio::join!(ui, host);
+    outcome
+}
+
+struct Ui {
+    work: mpsc::UnboundedSender<Work>,
+    grants: Arc<SessionGrants<AskTheUi>>,
+    home: std::path::PathBuf,
+    cwd: std::path::PathBuf,
+    /// The command line's flags: `/new` starts from them.
+    base_flags: Flags,
+}
+
+impl Ui {
+    async fn run(
+        self,
+        options: Options,
+        mut asks: mpsc::UnboundedReceiver<Ask>,
+        mut done: mpsc::UnboundedReceiver<Done>,
+        mut notices: mpsc::UnboundedReceiver<String>,
+    ) -> Result<Option<String>, StartError> {
+        let mut term = terminal::Screen::enter().map_err(|e| StartError(e.to_string()))?;
+        let mut app = App::new(slash::user_prompts(&self.home, &self.cwd));
+        let mut input = EventStream::new();
+        let mut agent_events: Option<mpsc::UnboundedReceiver<AgentEvent>> = None;
+        let (index_tx, mut index_rx) = mpsc::unbounded_channel();
+        let mut first_task = options.task.clone();
+        let mut quitting = false;
+        let mut ticker = tokio::time::interval(Duration::from_millis(100));
+        let (Ok(mut terminate), Ok(mut hangup), Ok(mut interrupt)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return Err(StartError("cannot watch for signals".into()));
+        };
+
+        if options.pick_session {
+            app.open_picker(dsh_core::list_sessions(&self.home, &self.cwd));
+        }
+        if app.picker.is_none() {
+            self.open(&mut app, options.flags.clone());
+        }
+        loop {
+            term.show(&mut app).map_err(|e| StartError(e.to_string()))?;
+            if quitting && !app.is_running() && app.busy.is_none() {
+                break;
+            }
+            let action = tokio::select! {
+                event = input.next() => match event {
+                    Some(Ok(Event::Key(key))) => app.key(key),
+                    Some(Ok(Event::Paste(text))) => {
+                        app.paste(&text);
+                        Action::None
+                    }
+                    Some(Ok(Event::Resize(..))) => {
+                        term.resized().map_err(|e| StartError(e.to_string()))?;
+                        Action::None
+                    }
+                    Some(Ok(_)) => Action::None,
+                    // The terminal is gone: nobody is left to answer.
+                    None | Some(Err(_)) => Action::Quit,
+                },
+                Some(event) = next_event(&mut agent_events) => {
+                    app.event(event);
+                    Action::None
+                }
+                Some(ask) = asks.recv() => {
+                    app.open_dialog(match ask {
+                        Ask::Approval(request, reply) => {
+                            Dialog::Approval(ApprovalDialog::new(request, reply))
+                        }
+                        Ask::Questions(questions, reply) => {
+                            Dialog::Questions(QuestionsDialog::new(questions, reply))
+                        }
+                    });
+                    Action::None
+                }
+                Some(answer) = done.recv() => {
+                    // What the turn reported is all sent before its end: show it first.
+                    if let Some(events) = &mut agent_events {
+                        while let Ok(event) = events.try_recv() {
+                            app.event(event);
+                        }
+                    }
+                    match answer {
+                        Done::Opened(Ok(opened)) => {
+                            let opened = *opened;
+                            app.opened(&opened);
+                            agent_events = Some(opened.events);
+                            match first_task.take() {
+                                Some(task) if !quitting => Action::Send(task),
+                                _ => Action::None,
+                            }
+                        }
+                        Done::Opened(Err(message)) => {
+                            app.busy = None;
+                            app.info = None;
+                            agent_events = None;
+                            app.error(format!(
+                                "{message}\n  /new starts a new session, /resume picks another"
+                            ));
+                            Action::None
+                        }
+                        Done::Turn(result) => {
+                            app.turn_ended(result);
+                            match app.next_queued() {
+                                Some(task) if !quitting => Action::Send(task),
+                                _ => Action::None,
+                            }
+                        }
+                        Done::Compacted(result) => {
+                            app.busy = None;
+                            match result {
+                                Ok((true, _)) => {}
+                                Ok((false, _)) => app.note("nothing to compact: the history is already short"),
+                                Err(message) => app.error(message),
+                            }
+                            Action::None
+                        }
+                    }
+                }
+                Some(line) = notices.recv() => {
+                    app.note(line);
+                    Action::None
+                }
+                Some(index) = index_rx.recv() => {
+                    app.files_indexed(index);
+                    Action::None
+                }
+                _ = ticker.tick(), if app.animating() => {
+                    app.tick += 1;
+                    Action::None
+                }
+                _ = terminate.recv() => Action::Quit,
+                _ = hangup.recv() => Action::Quit,
+                _ = interrupt.recv() => if app.is_running() { Action::Interrupt } else { Action::Quit },
+            };
+            match action {
+                Action::None | Action::Interrupt => {}
+                Action::Quit => {
+                    quitting = true;
+                    app.queued.clear();
+                    app.stop_turn();
+                }
+                Action::Send(task) => self.send(&mut app, task),
+                Action::IndexFiles => {
+                    let tx = index_tx.clone();
+                    let root = self.cwd.clone();
+                    tokio::task::spawn_blocking(move || {
+                        let _ = tx.send(mentions::FileIndex::build(&root));
+                    });
+                }
+                Action::Slash(command) => {
+                    if self.slash(&mut app, command).await {
+                        quitting = true;
+                        app.stop_turn();
+                    }
+                }
+            }
+        }
+        let session = app.info.as_ref().map(|i| i.id.clone());
+        term.show(&mut app).map_err(|e| StartError(e.to_string()))?;
+        drop(term);
+        Ok(session)
+    }
+
+    fn open(&self, app: &mut App, flags: Flags) {
+        self.grants.clear();
+        app.busy = Some("opening the session".into());
+        let _ = self.work.send(Work::Open(Box::new(flags)));
+    }
+
+    fn send(&self, app: &mut App, task: String) {
+        if app.info.is_none() {
+            app.error("no session is open: /new starts one, /resume picks one");
+            return;
+        }
+        if !app.is_idle() {
+            app.queued.push_back(task);
+            return;
+        }
+        let stop = Stop::new();
+        app.turn_started(&task, stop.clone());
+        let _ = self.work.send(Work::Turn { task, stop });
+    }
+
+    /// Does a slash command; true when it asks to quit.
+    async fn slash(&self, app: &mut App, command: Slash) -> bool {
+        let needs_idle = matches!(
+            command,
+            Slash::Model(Some(_)) | Slash::Compact | Slash::New | Slash::Resume(_)
+        );
+        if needs_idle && (app.is_running() || app.busy.is_some()) {
+            app.set_notice("wait for the turn to end (or interrupt it with Esc) first");
+            return false;
+        }
+        match command {
+            Slash::Quit => return true,
+            Slash::Help => {
+                app.push_cell(app::help_cell(&slash::user_prompts(&self.home, &self.cwd)));
+            }
+            Slash::Status => {
+                let cell = app::status_cell(app, &self.grants.granted());
+                app.push_cell(cell);
+            }
+            Slash::Model(None) => {
+                let model = app
+                    .info
+                    .as_ref()
+                    .map_or("none", |i| i.model.as_str())
+                    .to_owned();
+                app.note(format!(
+                    "model: {model} (/model NAME switches; the session goes on)"
+                ));
+            }
+            Slash::Model(Some(name)) => {
+                let mut flags = app
+                    .info
+                    .as_ref()
+                    .map_or_else(|| self.base_flags.clone(), |i| i.flags.clone());
+                flags.model = Some(name);
+                self.open(app, flags);
+            }
+            Slash::Compact => {
+                if app.info.is_some() {
+                    app.busy = Some("compacting the history".into());
+                    let _ = self.work.send(Work::Compact { stop: Stop::new() });
+                }
+            }
+            Slash::New => {
+                let mut flags = self.base_flags.clone();
+                flags.session_id = None;
+                self.open(app, flags);
+            }
+            Slash::Resume(None) => app.open_picker(dsh_core::list_sessions(&self.home, &self.cwd)),
+            Slash::Resume(Some(id)) => {
+                let mut flags = self.base_flags.clone();
+                flags.session_id = Some(id);
+                self.open(app, flags);
+            }
+            Slash::Diff => app.push_cell(git_diff(&self.cwd).await),
+            Slash::Skills => {
+                let skills = app
+                    .info
+                    .as_ref()
+                    .map(|i| i.skills.clone())
+                    .unwrap_or_default();
+                let items = if skills.is_empty() {
+                    vec![Line::from("  none found (see docs/config.md, skills)")]
+                } else {
+                    skills
+                        .into_iter()
+                        .map(|(n, d)| Line::from(format!("  {n}  {d}")))
+                        .collect()
+                };
+                app.push_cell(app::list_cell("Skills", items));
+            }
+            Slash::Prompts => {
+                let prompts = slash::user_prompts(&self.home, &self.cwd);
+                let items = if prompts.is_empty() {
+                    vec![Line::from(format!(
+                        "  none: put NAME.md in {} or .dsh/prompts/",
+                        self.home.join("prompts").display()
+                    ))]
+                } else {
+                    prompts
+                        .iter()
+                        .map(|p| Line::from(format!("  /{}  {}", p.name, p.file.display())))
+                        .collect()
+                };
+                app.push_cell(app::list_cell("Saved prompts", items));
+            }
+            Slash::Prompt(text) => self.send(app, text),
+            Slash::Unknown(message) => app.error(message),
+        }
+        false
+    }
+}
+
+/// The next event of the open session, or never when none is open.
+async fn next_event(
+    events: &mut Option<mpsc::UnboundedReceiver<AgentEvent>>,
+) -> Option<AgentEvent> {
+    match events {
+        Some(events) => events.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// `/diff`: the workspace's uncommitted changes, coloured.
+async fn git_diff(cwd: &std::path::Path) -> Vec<Line<'static>> {
+    use ratatui::style::{Color, Style};
+    let output = tokio::process::Command::new("git")
+        .args(["--no-pager", "diff", "--no-color", "HEAD"])
+        .current_dir(cwd)
+        .output()
+        .await;
+    let output = match output {
+        Ok(output) if output.status.success() => output,
+        Ok(output) => {
+            let message = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+            return vec![Line::styled(
+                format!("✗ git diff failed: {message}"),
+                Style::new().fg(Color::Red),
+            )];
+        }
+        Err(e) => {
+            return vec![Line::styled(
+                format!("✗ cannot run git: {e}"),
+                Style::new().fg(Color::Red),
+            )];
+        }
+    };
+    let text = String::from_utf8_lossy(&output.stdout);
+    if text.trim().is_empty() {
+        return vec![Line::styled(
+            "· no uncommitted changes",
+            Style::new().fg(Color::DarkGray),
+        )];
+    }
+    const MAX: usize = 2_000;
+    let all: Vec<&str> = text.lines().collect();
+    let mut lines: Vec<Line<'static>> = all
+        .iter()
+        .take(MAX)
+        .map(|l| {
+            let colour = if l.starts_with("+++") || l.starts_with("---") || l.starts_with("diff ") {
+                Color::White
+            } else if l.starts_with('+') {
+                Color::Green
+            } else if l.starts_with('-') {
+                Color::Red
+            } else if l.starts_with("@@") {
+                Color::Cyan
+            } else {
+                Color::DarkGray
+            };
+            Line::styled((*l).to_owned(), Style::new().fg(colour))
+        })
+        .collect();
+    if all.len() > MAX {
+        lines.push(Line::from(format!(
+            "… {} more lines (git diff shows them all)",
+            all.len() - MAX
+        )));
+    }
+    lines.insert(0, Line::default());
+    lines
+}

@@ -1,0 +1,183 @@
+//! Slash commands, and the user's own prompts: a `NAME.md` file in `$DSH_HOME/prompts/` or
+//! the project's `.dsh/prompts/` is `/NAME`, its text sent with `$ARGUMENTS` replaced by what
+//! follows the command (or the arguments appended when the file does not say where).
+
+use std::path::{Path, PathBuf};
+
+/// The built-in commands, with what `/help` says of each.
+pub const COMMANDS: &[(&str, &str)] = &[
+    (
+        "/model",
+        "show the model, or switch: /model NAME (the session goes on)",
+    ),
+    (
+        "/compact",
+        "summarise the conversation so far to free context",
+    ),
+    ("/new", "start a new session"),
+    (
+        "/resume",
+        "pick a session of this folder to go back to (/resume ID opens one)",
+    ),
+    ("/diff", "the workspace's uncommitted changes (git diff)"),
+    ("/status", "session, model, sandbox, tokens and cost"),
+    ("/skills", "the skills the model can load"),
+    ("/prompts", "your saved prompts"),
+    ("/help", "keys and commands"),
+    ("/quit", "leave (the session stays on disk)"),
+];
+
+/// A command line typed in the composer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Slash {
+    Model(Option<String>),
+    Compact,
+    New,
+    Resume(Option<String>),
+    Diff,
+    Status,
+    Skills,
+    Prompts,
+    Help,
+    Quit,
+    /// A saved prompt, expanded: the text to send.
+    Prompt(String),
+    Unknown(String),
+}
+
+/// A saved prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserPrompt {
+    pub name: String,
+    pub file: PathBuf,
+}
+
+/// The saved prompts: the project's first, then the user's; a name is taken once.
+pub fn user_prompts(home: &Path, cwd: &Path) -> Vec<UserPrompt> {
+    let mut prompts: Vec<UserPrompt> = Vec::new();
+    for dir in [cwd.join(".dsh").join("prompts"), home.join("prompts")] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut found: Vec<UserPrompt> = entries
+            .flatten()
+            .filter_map(|entry| {
+                let file = entry.path();
+                let name = file.file_stem()?.to_str()?.to_owned();
+                let valid = file.extension().is_some_and(|e| e == "md")
+                    && !name.is_empty()
+                    && name
+                        .chars()
+                        .all(|c| c.is_alphanumeric() || c == '-' || c == '_');
+                valid.then_some(UserPrompt { name, file })
+            })
+            .collect();
+        found.sort_by(|a, b| a.name.cmp(&b.name));
+        for prompt in found {
+            if !prompts.iter().any(|p| p.name == prompt.name)
+                && !COMMANDS.iter().any(|(c, _)| c[1..] == prompt.name)
+            {
+                prompts.push(prompt);
+            }
+        }
+    }
+    prompts
+}
+
+/// What `line` (starting with `/`) asks for. A saved prompt that cannot be read is
+/// `Unknown` with the reason.
+pub fn parse(line: &str, prompts: &[UserPrompt]) -> Slash {
+    let line = line.trim();
+    let (name, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    let rest = rest.trim();
+    let arg = (!rest.is_empty()).then(|| rest.to_owned());
+    match name {
+        "/model" => Slash::Model(arg),
+        "/compact" => Slash::Compact,
+        "/new" | "/clear" => Slash::New,
+        "/resume" => Slash::Resume(arg),
+        "/diff" => Slash::Diff,
+        "/status" => Slash::Status,
+        "/skills" => Slash::Skills,
+        "/prompts" => Slash::Prompts,
+        "/help" | "/?" => Slash::Help,
+        "/quit" | "/exit" => Slash::Quit,
+        _ => match prompts.iter().find(|p| name[1..] == p.name) {
+            Some(prompt) => match std::fs::read_to_string(&prompt.file) {
+                Ok(text) => Slash::Prompt(expand(&text, rest)),
+                Err(e) => Slash::Unknown(format!(
+                    "cannot read the prompt {}: {e}",
+                    prompt.file.display()
+                )),
+            },
+            None => Slash::Unknown(format!(
+                "unknown command {name}: /help lists the commands and your saved prompts"
+            )),
+        },
+    }
+}
+
+fn expand(text: &str, args: &str) -> String {
+    let text = text.trim_end();
+    if text.contains("$ARGUMENTS") {
+        text.replace("$ARGUMENTS", args)
+    } else if args.is_empty() {
+        text.to_owned()
+    } else {
+        format!("{text}\n\n{args}")
+    }
+}
+
+/// The commands and prompts starting with what is typed, for the hint under the composer.
+pub fn completions(typed: &str, prompts: &[UserPrompt]) -> Vec<String> {
+    COMMANDS
+        .iter()
+        .map(|(c, _)| (*c).to_owned())
+        .chain(prompts.iter().map(|p| format!("/{}", p.name)))
+        .filter(|c| c.starts_with(typed))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_and_saved_prompts() {
+        let home = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(home.path().join("prompts")).unwrap();
+        std::fs::create_dir_all(cwd.path().join(".dsh/prompts")).unwrap();
+        std::fs::write(
+            home.path().join("prompts/review.md"),
+            "Review $ARGUMENTS carefully.\n",
+        )
+        .unwrap();
+        std::fs::write(home.path().join("prompts/tests.md"), "user's tests").unwrap();
+        std::fs::write(cwd.path().join(".dsh/prompts/tests.md"), "Run the tests.").unwrap();
+        std::fs::write(home.path().join("prompts/quit.md"), "shadowed").unwrap();
+        let prompts = user_prompts(home.path(), cwd.path());
+        let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["tests", "review"],
+            "the project's first; built-ins are not shadowed"
+        );
+
+        assert_eq!(
+            parse("/model  deepseek-chat ", &prompts),
+            Slash::Model(Some("deepseek-chat".into()))
+        );
+        assert_eq!(parse("/quit", &prompts), Slash::Quit);
+        assert_eq!(
+            parse("/review src/lib.rs", &prompts),
+            Slash::Prompt("Review src/lib.rs carefully.".into())
+        );
+        assert_eq!(
+            parse("/tests now", &prompts),
+            Slash::Prompt("Run the tests.\n\nnow".into())
+        );
+        assert!(matches!(parse("/nope", &prompts), Slash::Unknown(m) if m.contains("/help")));
+        assert_eq!(completions("/re", &prompts), ["/resume", "/review"]);
+    }
+}

@@ -1,0 +1,97 @@
+//! The terminal while the UI runs: raw mode, bracketed paste, and an inline viewport at the
+//! bottom of the screen. Whatever way the UI ends (a return, an error, a panic), the terminal
+//! is given back as it was.
+
+use std::io::{self, Stdout};
+
+use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
+use crossterm::execute;
+use crossterm::terminal::{disable_raw_mode, enable_raw_mode};
+use ratatui::backend::CrosstermBackend;
+use ratatui::widgets::{Paragraph, Widget};
+use ratatui::{Terminal, TerminalOptions, Viewport};
+
+use crate::app::App;
+use crate::wrap::wrap_lines;
+
+/// The live area's height for a terminal of `rows`: half of it, within 10..=20 rows.
+pub fn live_height(rows: u16) -> u16 {
+    (rows / 2).clamp(10, 20).min(rows)
+}
+
+pub struct Screen {
+    terminal: Terminal<CrosstermBackend<Stdout>>,
+}
+
+impl Screen {
+    pub fn enter() -> io::Result<Screen> {
+        let (_, rows) = crossterm::terminal::size()?;
+        enable_raw_mode()?;
+        install_panic_hook();
+        if let Err(e) = execute!(io::stdout(), EnableBracketedPaste) {
+            restore();
+            return Err(e);
+        }
+        let options = TerminalOptions {
+            viewport: Viewport::Inline(live_height(rows)),
+        };
+        match Terminal::with_options(CrosstermBackend::new(io::stdout()), options) {
+            Ok(terminal) => Ok(Screen { terminal }),
+            Err(e) => {
+                restore();
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes the finished cells above the live area, then draws it.
+    pub fn show(&mut self, app: &mut App) -> io::Result<()> {
+        let pending = app.take_pending();
+        if !pending.is_empty() {
+            let width = self.terminal.size()?.width;
+            let lines = wrap_lines(&pending, width);
+            // In slices a terminal of any height can take.
+            for chunk in lines.chunks(200) {
+                let height = u16::try_from(chunk.len()).unwrap_or(u16::MAX);
+                self.terminal.insert_before(height, |buf| {
+                    Paragraph::new(chunk.to_vec()).render(buf.area, buf);
+                })?;
+            }
+        }
+        self.terminal.draw(|frame| app.draw(frame))?;
+        Ok(())
+    }
+
+    /// After a resize: the viewport is placed again and drawn whole.
+    pub fn resized(&mut self) -> io::Result<()> {
+        self.terminal.autoresize()?;
+        self.terminal.clear()
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        // The live area is cleared so the shell's prompt follows the transcript.
+        let _ = self.terminal.clear();
+        let top = self.terminal.get_frame().area().y;
+        let _ = self.terminal.set_cursor_position((0, top));
+        let _ = self.terminal.show_cursor();
+        restore();
+    }
+}
+
+/// Raw mode off, paste mode off, cursor shown.
+fn restore() {
+    let _ = execute!(io::stdout(), DisableBracketedPaste, crossterm::cursor::Show);
+    let _ = disable_raw_mode();
+}
+
+/// A panic restores the terminal before its message is printed, so the message is readable
+/// and the shell usable.
+fn install_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        previous(info);
+    }));
+}

@@ -1,0 +1,362 @@
+//! What the session's records look like in the scrollback: each record that a person wants
+//! to read becomes a cell of styled lines (a message, a tool call with its diff, a result with
+//! its exit status, the todo list, a turn's end). Resumed sessions go through the same path.
+
+use std::collections::HashMap;
+
+use dsh_protocol::{
+    AbortReason, Block, Message, Record, TodoItem, TodoStatus, ToolResultRecord, TurnEndReason,
+    Usage,
+};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use serde_json::Value;
+
+use crate::diff::call_diff;
+use crate::markdown;
+
+/// The lines of a bash result the scrollback keeps (its tail); the log has all of it.
+pub const BASH_TAIL: usize = 12;
+/// The lines of other results shown.
+const RESULT_HEAD: usize = 3;
+
+const DIM: Style = Style::new().fg(Color::DarkGray);
+
+/// Turns records into cells, remembering what a later record needs (which call a result
+/// answers, what the turn billed).
+#[derive(Default)]
+pub struct Transcript {
+    /// Tool calls waiting for their result: name and parsed arguments.
+    calls: HashMap<String, (String, Value)>,
+    /// The turn so far: steps and usage.
+    steps: u32,
+    usage: Usage,
+    /// Whether reasoning is written in full (else one line says it was there).
+    pub show_reasoning: bool,
+    /// The latest task list.
+    pub todos: Vec<TodoItem>,
+    /// Everything the session billed that the transcript has seen.
+    pub session_usage: Usage,
+}
+
+impl Transcript {
+    /// The cell for `record`, if it shows as one.
+    pub fn cell(&mut self, record: &Record) -> Option<Vec<Line<'static>>> {
+        match record {
+            Record::TurnStart { .. } => {
+                self.steps = 0;
+                self.usage = Usage::default();
+                None
+            }
+            Record::UserMessage {
+                message,
+                instructions,
+                ..
+            } => Some(match instructions {
+                Some(files) => vec![Line::styled(
+                    format!(
+                        "· workspace instructions: {}",
+                        files
+                            .iter()
+                            .map(|f| f.path.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    DIM,
+                )],
+                None => user_cell(&message.text()),
+            }),
+            Record::AssistantMessage(record) => {
+                let cell = self.assistant_cell(&record.message);
+                (!cell.is_empty()).then_some(cell)
+            }
+            Record::ToolCall(call) => {
+                let args = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+                let cell = call_cell(&call.name, &args);
+                self.calls
+                    .insert(call.call_id.clone(), (call.name.clone(), args));
+                Some(cell)
+            }
+            Record::ToolResult(result) => Some(self.result_cell(result)),
+            Record::StepEnd { usage, .. } => {
+                self.steps += 1;
+                self.usage.add(usage);
+                self.session_usage.add(usage);
+                None
+            }
+            Record::TurnEnd { reason, .. } => Some(self.turn_end_cell(reason)),
+            Record::CompactionSummary(summary) => {
+                if summary.reason == "manual" {
+                    self.session_usage.add(&summary.usage);
+                }
+                Some(vec![Line::styled(
+                    format!(
+                        "· history compacted ({}): about {} → {} tokens",
+                        summary.reason, summary.tokens_before, summary.tokens_after
+                    ),
+                    DIM,
+                )])
+            }
+            Record::TodoWrite { todos, .. } => {
+                self.todos.clone_from(todos);
+                Some(todo_cell(todos))
+            }
+            Record::SubagentRun(run) => Some(vec![Line::styled(
+                format!("· {} ({}) ended its turn", run.agent_id, run.label),
+                DIM,
+            )]),
+            Record::StepStart { .. } | Record::CompactionPrune(_) | Record::SessionSeed { .. } => {
+                None
+            }
+        }
+    }
+
+    fn assistant_cell(&self, message: &Message) -> Vec<Line<'static>> {
+        let mut lines = Vec::new();
+        for block in &message.content {
+            match block {
+                Block::Reasoning { text, .. } if !text.trim().is_empty() => {
+                    if self.show_reasoning {
+                        lines.extend(text.lines().map(|l| {
+                            Line::styled(l.to_owned(), DIM.add_modifier(Modifier::ITALIC))
+                        }));
+                    } else {
+                        let count = text.lines().count();
+                        lines.push(Line::styled(
+                            format!("· thought for {count} lines (Ctrl-T shows reasoning)"),
+                            DIM.add_modifier(Modifier::ITALIC),
+                        ));
+                    }
+                }
+                Block::Text { text } if !text.trim().is_empty() => {
+                    lines.extend(markdown::render(text));
+                }
+                _ => {}
+            }
+        }
+        if !lines.is_empty() {
+            lines.insert(0, Line::default());
+        }
+        lines
+    }
+
+    fn result_cell(&mut self, result: &ToolResultRecord) -> Vec<Line<'static>> {
+        let (call_id, text, is_error) = result_parts(&result.message);
+        let name = self
+            .calls
+            .remove(&call_id)
+            .map(|(name, _)| name)
+            .unwrap_or_default();
+        if is_error {
+            let mut lines: Vec<Line<'static>> = text
+                .lines()
+                .take(RESULT_HEAD)
+                .map(|l| Line::styled(format!("  ✗ {l}"), Style::new().fg(Color::Red)))
+                .collect();
+            if lines.is_empty() {
+                lines.push(Line::styled("  ✗ failed", Style::new().fg(Color::Red)));
+            }
+            return lines;
+        }
+        match name.as_str() {
+            "bash" => bash_result(&text),
+            "todo_write" => Vec::new(),
+            _ => {
+                let all: Vec<&str> = text.lines().collect();
+                let mut lines: Vec<Line<'static>> = all
+                    .iter()
+                    .take(RESULT_HEAD)
+                    .map(|l| Line::styled(format!("  │ {l}"), DIM))
+                    .collect();
+                if all.len() > RESULT_HEAD {
+                    lines.push(Line::styled(
+                        format!("  │ … {} more lines", all.len() - RESULT_HEAD),
+                        DIM,
+                    ));
+                }
+                lines
+            }
+        }
+    }
+
+    fn turn_end_cell(&mut self, reason: &TurnEndReason) -> Vec<Line<'static>> {
+        let summary = format!(
+            "{} step{} · {} tokens",
+            self.steps,
+            if self.steps == 1 { "" } else { "s" },
+            tokens(self.usage.total_tokens)
+        );
+        let (text, style) = match reason {
+            TurnEndReason::Completed | TurnEndReason::PlanSubmitted => {
+                (format!("─ {summary}"), DIM)
+            }
+            TurnEndReason::Aborted {
+                reason: AbortReason::User,
+            } => (
+                format!("■ interrupted · {summary}"),
+                Style::new().fg(Color::Yellow),
+            ),
+            TurnEndReason::Aborted { .. } => (
+                format!("■ stopped · {summary}"),
+                Style::new().fg(Color::Yellow),
+            ),
+            TurnEndReason::Error { error } => (
+                format!("✗ {}: {} · {summary}", error.code, error.message),
+                Style::new().fg(Color::Red),
+            ),
+            TurnEndReason::MaxTokens => (
+                format!("■ the answer was cut at the output token limit · {summary}"),
+                Style::new().fg(Color::Yellow),
+            ),
+            TurnEndReason::Interrupted => (
+                "■ this turn was cut short when dsh stopped".to_owned(),
+                Style::new().fg(Color::Yellow),
+            ),
+        };
+        vec![Line::styled(text, style)]
+    }
+}
+
+/// The tool result block's call id, text and error flag.
+fn result_parts(message: &Message) -> (String, String, bool) {
+    for block in &message.content {
+        if let Block::ToolResult {
+            tool_call_id,
+            content,
+            is_error,
+        } = block
+        {
+            let text = content
+                .iter()
+                .map(dsh_protocol::ToolOutputPart::text)
+                .collect::<Vec<_>>()
+                .join("\n");
+            return (tool_call_id.clone(), text, *is_error);
+        }
+    }
+    (String::new(), String::new(), false)
+}
+
+/// A message the user sent.
+pub fn user_cell(text: &str) -> Vec<Line<'static>> {
+    let mut lines = vec![Line::default()];
+    for (i, line) in text.lines().enumerate() {
+        let prefix = if i == 0 { "› " } else { "  " };
+        lines.push(Line::from(vec![
+            Span::styled(
+                prefix,
+                Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+            ),
+            Span::styled(line.to_owned(), Style::new().add_modifier(Modifier::BOLD)),
+        ]));
+    }
+    lines
+}
+
+/// What a call is about, in a few words: the command, the file, the pattern.
+pub fn call_summary(name: &str, args: &Value) -> String {
+    let s = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
+    let summary = match name {
+        "bash" => s("command"),
+        "read" | "read_image" | "write" | "edit" => s("file_path"),
+        "str_replace_editor" => {
+            s("path").map(|p| format!("{} {p}", s("command").unwrap_or_default()))
+        }
+        "glob" | "grep" => s("pattern"),
+        "web_fetch" => s("url"),
+        "web_search" => s("query"),
+        "subagent" | "subagent_fork" => s("description").or_else(|| s("prompt")),
+        "job_output" | "job_kill" => s("job_id"),
+        _ => None,
+    };
+    let summary = summary.unwrap_or_else(|| match args {
+        Value::Object(map) if map.is_empty() => String::new(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    });
+    let one_line = summary.lines().next().unwrap_or("").to_owned();
+    let more = summary.lines().count() > 1;
+    let mut short: String = one_line.chars().take(200).collect();
+    if more || one_line.chars().count() > 200 {
+        short.push_str(" …");
+    }
+    short
+}
+
+fn call_cell(name: &str, args: &Value) -> Vec<Line<'static>> {
+    let mut lines = vec![Line::from(vec![
+        Span::styled("⏺ ", Style::new().fg(Color::Green)),
+        Span::styled(name.to_owned(), Style::new().add_modifier(Modifier::BOLD)),
+        Span::raw(" "),
+        Span::styled(call_summary(name, args), Style::new().fg(Color::Gray)),
+    ])];
+    if let Some(diff) = call_diff(name, args) {
+        lines.extend(diff);
+    }
+    lines
+}
+
+/// A bash result: the output's tail, then the exit status in its colour.
+fn bash_result(text: &str) -> Vec<Line<'static>> {
+    let mut body: Vec<&str> = text.lines().collect();
+    let mut status = None;
+    if let Some(last) = body.last()
+        && let Some(code) = last
+            .strip_prefix("[exit code: ")
+            .and_then(|r| r.strip_suffix(']'))
+    {
+        status = Some(code.to_owned());
+        body.pop();
+    }
+    while body.last().is_some_and(|l| l.trim().is_empty()) {
+        body.pop();
+    }
+    let mut lines = Vec::new();
+    if body.len() > BASH_TAIL {
+        lines.push(Line::styled(
+            format!("  │ … {} earlier lines", body.len() - BASH_TAIL),
+            DIM,
+        ));
+    }
+    let start = body.len().saturating_sub(BASH_TAIL);
+    lines.extend(
+        body[start..]
+            .iter()
+            .map(|l| Line::styled(format!("  │ {l}"), DIM)),
+    );
+    let (text, style) = match status.as_deref() {
+        Some("0") | None => ("  └ exit 0".to_owned(), Style::new().fg(Color::Green)),
+        Some(code) => (format!("  └ exit {code}"), Style::new().fg(Color::Red)),
+    };
+    // A background job's start has no exit status yet.
+    if status.is_some() || !text.contains("job") {
+        lines.push(Line::styled(text, style));
+    }
+    lines
+}
+
+/// The task list, as the scrollback shows it when it changes.
+pub fn todo_cell(todos: &[TodoItem]) -> Vec<Line<'static>> {
+    let mut lines = vec![Line::styled(
+        "  Todo",
+        Style::new().add_modifier(Modifier::BOLD),
+    )];
+    for todo in todos {
+        let (mark, style) = match todo.status {
+            TodoStatus::Completed => ("☑", DIM.add_modifier(Modifier::CROSSED_OUT)),
+            TodoStatus::InProgress => ("◐", Style::new().fg(Color::Yellow)),
+            TodoStatus::Pending => ("☐", Style::default()),
+        };
+        lines.push(Line::styled(format!("  {mark} {}", todo.content), style));
+    }
+    lines
+}
+
+/// A token count for people: 950, 12.3k, 1.2M.
+pub fn tokens(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", n as f64 / 1_000.0),
+        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
+}
