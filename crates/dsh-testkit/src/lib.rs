@@ -19,6 +19,7 @@ mod schema;
 mod script;
 mod server;
 pub mod site;
+pub mod tmux;
 
 pub use env::{RunOutput, TestEnv};
 pub use schema::{check_event, events_schema};

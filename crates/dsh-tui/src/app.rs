@@ -932,3 +932,270 @@ pub fn list_cell(title: &str, items: Vec<Line<'static>>) -> Vec<Line<'static>> {
     lines.extend(items);
     lines
 }
+
+#[cfg(test)]
+mod tests {
+    use dsh_protocol::{
+        AssistantMessageRecord, Block, FinishReason, Message, Role, TodoItem, TodoStatus,
+        ToolCallRecord, ToolOutputPart, ToolResultRecord, TurnEndReason, Usage,
+    };
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    use super::*;
+    use crate::wrap::plain;
+
+    fn opened_app() -> App {
+        let mut app = App::new(Vec::new());
+        let opened = Opened {
+            info: SessionInfo {
+                id: "session-1".into(),
+                model: "deepseek-v4-flash".into(),
+                cwd: "/work/project".into(),
+                sandbox: "workspace-write".into(),
+                approval: "ask".into(),
+                ..SessionInfo::default()
+            },
+            events: tokio::sync::mpsc::unbounded_channel().1,
+            earlier: Vec::new(),
+        };
+        app.opened(&opened);
+        app.take_pending();
+        app
+    }
+
+    fn record(app: &mut App, record: Record) {
+        app.event(AgentEvent::Record(record));
+    }
+
+    fn assistant(text: &str, reasoning: &str) -> Record {
+        Record::AssistantMessage(AssistantMessageRecord {
+            turn: 1,
+            step: 1,
+            message: Message {
+                role: Role::Assistant,
+                content: vec![
+                    Block::Reasoning {
+                        text: reasoning.into(),
+                        signature: None,
+                        redacted: false,
+                    },
+                    Block::Text { text: text.into() },
+                ],
+            },
+            finish: FinishReason::Stop,
+            provider: "p".into(),
+            model: "m".into(),
+            usage: Usage::default(),
+        })
+    }
+
+    fn call(id: &str, name: &str, args: serde_json::Value) -> Record {
+        Record::ToolCall(ToolCallRecord {
+            turn: 1,
+            step: 1,
+            call_id: id.into(),
+            name: name.into(),
+            arguments: args.to_string(),
+        })
+    }
+
+    fn result(id: &str, text: &str, is_error: bool) -> Record {
+        Record::ToolResult(ToolResultRecord {
+            turn: 1,
+            step: 1,
+            message: Message {
+                role: Role::User,
+                content: vec![Block::ToolResult {
+                    tool_call_id: id.into(),
+                    content: vec![ToolOutputPart::Text { text: text.into() }],
+                    is_error,
+                }],
+            },
+            error: None,
+        })
+    }
+
+    fn screen(app: &App, width: u16, height: u16) -> String {
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        terminal.draw(|frame| app.draw(frame)).unwrap();
+        let buffer = terminal.backend().buffer();
+        (0..height)
+            .map(|y| {
+                (0..width)
+                    .map(|x| buffer[(x, y)].symbol())
+                    .collect::<String>()
+                    .trim_end()
+                    .to_owned()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn a_turn_in_the_scrollback() {
+        let mut app = opened_app();
+        record(&mut app, Record::TurnStart { turn: 1 });
+        record(
+            &mut app,
+            Record::UserMessage {
+                turn: 1,
+                message: Message::user_text("fix the greeting"),
+                instructions: None,
+            },
+        );
+        record(
+            &mut app,
+            assistant("I will edit it.", "look at the file\nthen edit"),
+        );
+        record(
+            &mut app,
+            call(
+                "c1",
+                "edit",
+                serde_json::json!({"file_path": "src/main.rs", "old_string": "println!(\"hi\");\n", "new_string": "println!(\"hello\");\n"}),
+            ),
+        );
+        record(&mut app, result("c1", "edited src/main.rs", false));
+        record(
+            &mut app,
+            call("c2", "bash", serde_json::json!({"command": "cargo test"})),
+        );
+        record(
+            &mut app,
+            result(
+                "c2",
+                "running 3 tests\ntest result: FAILED\n[exit code: 101]",
+                false,
+            ),
+        );
+        record(
+            &mut app,
+            Record::TodoWrite {
+                turn: 1,
+                todos: vec![
+                    TodoItem {
+                        content: "edit the greeting".into(),
+                        status: TodoStatus::Completed,
+                    },
+                    TodoItem {
+                        content: "make the tests pass".into(),
+                        status: TodoStatus::InProgress,
+                    },
+                ],
+            },
+        );
+        record(
+            &mut app,
+            call("c3", "read", serde_json::json!({"file_path": "missing.rs"})),
+        );
+        record(
+            &mut app,
+            result("c3", "cannot read \"missing.rs\": not found", true),
+        );
+        record(
+            &mut app,
+            Record::StepEnd {
+                turn: 1,
+                step: 1,
+                usage: Usage {
+                    total_tokens: 1_234,
+                    ..Usage::default()
+                },
+            },
+        );
+        record(
+            &mut app,
+            Record::TurnEnd {
+                turn: 1,
+                reason: TurnEndReason::Aborted {
+                    reason: AbortReason::User,
+                },
+            },
+        );
+        insta::assert_snapshot!(plain(&app.take_pending()));
+        // The footer follows the task in progress.
+        assert!(screen(&app, 100, 4).contains("todo 1/2: make the tests pass"));
+    }
+
+    #[test]
+    fn the_live_area_while_a_turn_runs() {
+        let mut app = opened_app();
+        app.turn_started("x", Stop::new());
+        app.event(AgentEvent::Delta(StreamDelta::Text(
+            "## Plan\n\n- read the code\n- fix".into(),
+        )));
+        record(
+            &mut app,
+            call("c1", "bash", serde_json::json!({"command": "cargo build"})),
+        );
+        app.composer.insert("next, also @src");
+        app.queued.push_back("a queued message".into());
+        let shown = screen(&app, 60, 12).replace(char::is_numeric, "9");
+        insta::assert_snapshot!(shown);
+    }
+
+    #[test]
+    fn a_dialog_takes_the_composers_place_and_esc_cancels_it() {
+        let mut app = opened_app();
+        let (tx, mut rx) = tokio::sync::oneshot::channel();
+        app.open_dialog(Dialog::Approval(crate::dialog::ApprovalDialog::new(
+            dsh_core::ask::ApprovalRequest {
+                tool: "bash".into(),
+                call_id: "c".into(),
+                reason: "escalate sandbox to danger-full-access: install packages".into(),
+                grant: "sandbox danger-full-access".into(),
+            },
+            tx,
+        )));
+        insta::assert_snapshot!(screen(&app, 80, 10));
+        app.key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+        assert_eq!(
+            rx.try_recv().unwrap(),
+            dsh_core::ask::ApprovalOutcome::Cancelled
+        );
+        assert!(
+            screen(&app, 80, 10).lines().any(|l| l == "›"),
+            "the composer is back"
+        );
+    }
+
+    #[test]
+    fn keys_send_queue_interrupt_and_quit() {
+        let mut app = opened_app();
+        let key = |code| KeyEvent::new(code, KeyModifiers::NONE);
+        let ctrl = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL);
+        for c in "hi\\".chars() {
+            app.key(key(KeyCode::Char(c)));
+        }
+        assert_eq!(
+            app.key(key(KeyCode::Enter)),
+            Action::None,
+            "a trailing \\ continues"
+        );
+        app.key(key(KeyCode::Char('x')));
+        assert_eq!(app.key(key(KeyCode::Enter)), Action::Send("hi\nx".into()));
+        let stop = Stop::new();
+        app.turn_started("hi", stop.clone());
+        app.composer.insert("later");
+        assert_eq!(app.key(key(KeyCode::Enter)), Action::None);
+        assert_eq!(app.queued.len(), 1, "a message typed during a turn waits");
+        assert_eq!(app.key(ctrl('c')), Action::Interrupt);
+        assert!(stop.is_requested());
+        assert_eq!(app.key(ctrl('c')), Action::Quit, "a second Ctrl-C quits");
+        app.turn_ended(Ok(dsh_core::TurnSummary {
+            turn: 1,
+            reason: TurnEndReason::Completed,
+            text: String::new(),
+            usage: Usage::default(),
+        }));
+        assert_eq!(app.next_queued().as_deref(), Some("later"));
+        assert_eq!(
+            app.key(ctrl('d')),
+            Action::Quit,
+            "Ctrl-D on an empty composer quits"
+        );
+        app.composer.insert("/status");
+        assert_eq!(app.key(key(KeyCode::Enter)), Action::Slash(Slash::Status));
+    }
+}

@@ -76,7 +76,7 @@ pub fn run(options: Options) -> Result<(), StartError> {
     if let Some(id) = session {
         let _ = writeln!(
             std::io::stdout(),
-            "dsh: session {id} is saved; go back to it with: dsh --session-id {id}"
+            "dsh: session {id} is saved\n  resume: dsh --session-id {id}"
         );
     }
     Ok(())
@@ -318,8 +318,13 @@ impl Ui {
         Ok(session)
     }
 
+    /// Opens a session: a new or another one forgets what was allowed for the last; the same
+    /// one on another model (`/model`) keeps it.
     fn open(&self, app: &mut App, flags: Flags) {
-        self.grants.clear();
+        let same = app.info.as_ref().map(|i| &i.id) == flags.session_id.as_ref();
+        if !same {
+            self.grants.clear();
+        }
         app.busy = Some("opening the session".into());
         let _ = self.work.send(Work::Open(Box::new(flags)));
     }

@@ -62,10 +62,11 @@ impl Screen {
         Ok(())
     }
 
-    /// After a resize: the viewport is placed again and drawn whole.
+    /// After a resize: the viewport is placed again (ratatui keeps it under the transcript,
+    /// and clears the screen when the terminal got narrower, since the terminal has re-wrapped
+    /// what was on it) and the next draw fills it.
     pub fn resized(&mut self) -> io::Result<()> {
-        self.terminal.autoresize()?;
-        self.terminal.clear()
+        self.terminal.autoresize()
     }
 }
 

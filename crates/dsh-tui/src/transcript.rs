@@ -122,8 +122,9 @@ impl Transcript {
                         }));
                     } else {
                         let count = text.lines().count();
+                        let plural = if count == 1 { "" } else { "s" };
                         lines.push(Line::styled(
-                            format!("· thought for {count} lines (Ctrl-T shows reasoning)"),
+                            format!("· thought for {count} line{plural} (Ctrl-T shows reasoning)"),
                             DIM.add_modifier(Modifier::ITALIC),
                         ));
                     }
@@ -161,6 +162,21 @@ impl Transcript {
         match name.as_str() {
             "bash" => bash_result(&text),
             "todo_write" => Vec::new(),
+            // What the model read is in the log; the person needs how much: the numbered
+            // lines of the window.
+            "read" => {
+                let lines = text
+                    .lines()
+                    .filter(|l| {
+                        l.split_once(": ")
+                            .is_some_and(|(n, _)| n.parse::<u64>().is_ok())
+                    })
+                    .count();
+                vec![Line::styled(
+                    format!("  │ {lines} line{}", if lines == 1 { "" } else { "s" }),
+                    DIM,
+                )]
+            }
             _ => {
                 let all: Vec<&str> = text.lines().collect();
                 let mut lines: Vec<Line<'static>> = all

@@ -16,6 +16,7 @@ mod settings;
 mod signals;
 mod subagents;
 mod tools;
+mod tui;
 mod web;
 
 use std::path::Path;

@@ -1,0 +1,296 @@
+//! The terminal UI, as a person uses it: the real binary in tmux (80x24) against the scripted
+//! model server, keys typed with `send-keys`, the screen read with `capture-pane`.
+
+use dsh_testkit::tmux::Tmux;
+use dsh_testkit::{TestEnv, Turn};
+use serde_json::{Value, json};
+
+use crate::dsh;
+
+/// `dsh args...` in the workspace of `env`, on an 80x24 terminal.
+fn open(env: &TestEnv, args: &[&str]) -> Tmux {
+    let bin = dsh().to_str().unwrap();
+    let mut argv = vec![bin];
+    argv.extend_from_slice(args);
+    Tmux::start(
+        &argv,
+        env.ws.path(),
+        &[
+            ("DEEPSEEK_BASE_URL", env.server.base_url()),
+            ("DEEPSEEK_API_KEY", "test-key".into()),
+            ("DSH_HOME", env.home.path().display().to_string()),
+        ],
+        80,
+        24,
+    )
+}
+
+/// The user messages of a request, as the model was sent them.
+fn user_texts(request: &dsh_testkit::Request) -> Vec<String> {
+    request
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| match &m["content"] {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+fn log_records(env: &TestEnv) -> Vec<Value> {
+    env.session_logs()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect()
+}
+
+#[test]
+fn a_two_turn_conversation_then_ctrl_d() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![
+        Turn::text("# Hello\n\nI can help with **that**."),
+        Turn::text("Second answer, with `code`."),
+    ]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("first question");
+    ui.press(&["Enter"]);
+    ui.wait_for("I can help with that.");
+    ui.type_text("and a second one");
+    ui.press(&["Enter"]);
+    let screen = ui.wait_for("Second answer, with code.");
+    assert!(screen.contains("› first question"), "{screen}");
+    assert!(screen.contains("› and a second one"), "{screen}");
+    // Up brings back the last message sent.
+    ui.press(&["Up"]);
+    ui.wait_for("› and a second one\n");
+    ui.press(&["C-u", "C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+    let screen = ui.everything();
+    assert!(
+        screen.contains("  resume: dsh --session-id session-"),
+        "{screen}"
+    );
+
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 2);
+    let second = user_texts(&requests[1]);
+    assert!(
+        second.iter().any(|t| t.contains("first question")),
+        "{second:?}"
+    );
+    assert!(
+        second.iter().any(|t| t.contains("and a second one")),
+        "{second:?}"
+    );
+    let ends = log_records(&env)
+        .iter()
+        .filter(|r| r["type"] == "turn/end" && r["data"]["reason"]["kind"] == "completed")
+        .count();
+    assert_eq!(ends, 2);
+}
+
+#[test]
+fn an_escalation_allowed_once_and_one_denied_with_a_reason() {
+    if !Tmux::available() {
+        return;
+    }
+    let escalate = |command: &str| {
+        Turn::tool_call(
+            "bash",
+            json!({
+                "command": command,
+                "description": "print a word",
+                "sandbox_permissions": "danger-full-access",
+                "justification": "needs the whole machine",
+            }),
+        )
+    };
+    let env = TestEnv::new(vec![
+        escalate("echo allowed-run"),
+        Turn::text("ran it"),
+        escalate("echo denied-run"),
+        Turn::text("understood"),
+    ]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("do it");
+    ui.press(&["Enter"]);
+    let screen = ui.wait_for("Allow bash?");
+    assert!(
+        screen.contains("escalate sandbox to danger-full-access: needs the whole machine"),
+        "{screen}"
+    );
+    ui.press(&["1"]);
+    ui.wait_for("ran it");
+    assert!(ui.everything().contains("allowed-run"));
+
+    ui.type_text("again");
+    ui.press(&["Enter"]);
+    ui.wait_for("Allow bash?");
+    ui.press(&["3"]);
+    ui.wait_for("Why not?");
+    ui.type_text("not on this machine");
+    ui.press(&["Enter"]);
+    ui.wait_for("understood");
+
+    let requests = env.server.requests();
+    let allowed = requests[1].tool_results();
+    assert!(allowed[0].contains("allowed-run"), "{allowed:?}");
+    let denied = requests[3].tool_results();
+    assert!(
+        denied.last().unwrap().contains(
+            "the user rejected escalating this command to \"danger-full-access\"; the user \
+             said: not on this machine"
+        ),
+        "{denied:?}"
+    );
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+#[test]
+fn an_at_mention_completes_a_workspace_file() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![Turn::text("read it")]);
+    env.write("src/hello_world.rs", "fn main() {}\n");
+    env.write("target/ignored_hello.rs", "");
+    env.write(".gitignore", "target/\n");
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("look at @hellwor");
+    let screen = ui.wait_for("@src/hello_world.rs");
+    assert!(!screen.contains("ignored_hello"), "{screen}");
+    ui.press(&["Tab"]);
+    ui.wait_for("› look at @src/hello_world.rs");
+    ui.press(&["Enter"]);
+    ui.wait_for("read it");
+    let sent = user_texts(&env.server.requests()[0]);
+    assert!(
+        sent.iter()
+            .any(|t| t.contains("look at @src/hello_world.rs")),
+        "{sent:?}"
+    );
+}
+
+#[test]
+fn ctrl_c_interrupts_a_turn_and_the_session_goes_on() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![Turn::hang(), Turn::text("after the interruption")]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("never answered");
+    ui.press(&["Enter"]);
+    ui.wait_for("thinking");
+    assert!(env.server.wait_for_requests(1, dsh_testkit::tmux::PATIENCE));
+    ui.press(&["C-c"]);
+    ui.wait_for("■ interrupted");
+    ui.type_text("next");
+    ui.press(&["Enter"]);
+    ui.wait_for("after the interruption");
+    let aborted = log_records(&env)
+        .into_iter()
+        .find(|r| r["type"] == "turn/end" && r["data"]["reason"]["kind"] == "aborted")
+        .expect("an aborted turn in the log");
+    assert_eq!(aborted["data"]["reason"]["reason"]["kind"], "user");
+    // Ctrl-C on an empty composer asks to be pressed again; the second quits.
+    ui.press(&["C-c"]);
+    ui.wait_for("press Ctrl-C again");
+    ui.press(&["C-c"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+#[test]
+fn a_session_is_resumed_from_the_picker_with_its_history() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![
+        Turn::text("remembered answer"),
+        Turn::text("continued"),
+    ]);
+    let first = open(&env, &["the first task"]);
+    first.wait_for("remembered answer");
+    first.press(&["C-d"]);
+    assert_eq!(first.wait_exit(), 0);
+
+    let ui = open(&env, &["resume"]);
+    let screen = ui.wait_for("Resume a session");
+    assert!(screen.contains("the first task"), "{screen}");
+    ui.press(&["Enter"]);
+    let screen = ui.wait_for("resumed session");
+    assert!(screen.contains("› the first task"), "{screen}");
+    assert!(screen.contains("remembered answer"), "{screen}");
+    ui.type_text("go on");
+    ui.press(&["Enter"]);
+    ui.wait_for("continued");
+    let sent = user_texts(&env.server.requests()[1]);
+    assert!(
+        sent.iter().any(|t| t.contains("the first task")),
+        "{sent:?}"
+    );
+    assert!(sent.iter().any(|t| t.contains("go on")), "{sent:?}");
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+#[test]
+fn the_models_questions_are_answered_in_a_dialog() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "ask_user_question",
+            json!({"questions": [{
+                "id": "db",
+                "question": "Which database?",
+                "options": [{"label": "Postgres"}, {"label": "SQLite", "description": "one file"}]
+            }]}),
+        ),
+        Turn::text("SQLite it is"),
+    ]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("set up storage");
+    ui.press(&["Enter"]);
+    let screen = ui.wait_for("Which database?");
+    assert!(screen.contains("2. SQLite — one file"), "{screen}");
+    ui.press(&["2"]);
+    ui.wait_for("SQLite it is");
+    let results = env.server.requests()[1].tool_results();
+    assert_eq!(
+        results,
+        [r#"{"answers":[{"id":"db","selected":["SQLite"]}]}"#]
+    );
+}
+
+#[test]
+fn a_resize_redraws_the_live_area() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![Turn::text("fine at any width")]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.resize(60, 20);
+    ui.type_text("narrow");
+    ui.press(&["Enter"]);
+    ui.wait_for("fine at any width");
+    ui.resize(100, 30);
+    // The footer is drawn again at the new width, under the transcript.
+    ui.wait_until("a redrawn footer", |s| {
+        s.lines()
+            .any(|l| l == "deepseek-v4-flash · workspace-write · 110 tokens")
+            && s.contains(&"─".repeat(100))
+    });
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
