@@ -85,6 +85,9 @@ pub enum AgentEvent {
     Record(Record),
     /// A live piece of an answer still streaming; not stored.
     Delta(StreamDelta),
+    /// New output of a call still running (a command's stdout or stderr as it arrives), for
+    /// a front end that shows it live; not stored (the result has it).
+    ToolOutput { call_id: String, text: String },
     /// An event of a subagent's run (in its own log), tagged with its id.
     Child {
         agent_id: String,

@@ -38,6 +38,9 @@ pub struct AgentBuilder {
 pub struct User {
     pub approver: Option<Arc<dyn Approver>>,
     pub questions: Option<Arc<dyn UserQuestions>>,
+    /// Whether commands' output is sent as it arrives ([`AgentEvent::ToolOutput`]), for a
+    /// front end that shows it live.
+    pub watches_output: bool,
 }
 
 /// A run whose session is open and whose MCP servers are starting.
@@ -214,6 +217,17 @@ impl StartedRun {
         }
         tools.follow(mcp_ready.joins);
         let shell = Arc::new(Shell::new(shell_env, session.id(), sandbox));
+        let (tx, events) = mpsc::unbounded_channel();
+        let progress = user.watches_output.then(|| {
+            let tx = tx.clone();
+            let progress: dsh_tools::ToolProgress = Arc::new(move |call_id: &str, text: &str| {
+                let _ = tx.send(AgentEvent::ToolOutput {
+                    call_id: call_id.to_owned(),
+                    text: text.to_owned(),
+                });
+            });
+            progress
+        });
         let tool_session = tool_session(
             &settings,
             policy,
@@ -221,8 +235,8 @@ impl StartedRun {
             shell.clone(),
             SpillStore::new(session.dir().join("spill")),
         )
-        .with_user(user.approver, user.questions);
-        let (tx, events) = mpsc::unbounded_channel();
+        .with_user(user.approver, user.questions)
+        .with_progress(progress);
         // Subagents: built from the same settings, model and shell.
         let history = Arc::new(std::sync::Mutex::new(Vec::new()));
         config.completed_history = Some(history.clone());

@@ -143,6 +143,7 @@ async fn run(answers: Vec<Answer>, config: AgentConfig, stop_at: Option<usize>) 
             AgentEvent::Record(r) => records.push(r),
             AgentEvent::Delta(_) => deltas += 1,
             AgentEvent::Child { .. } => panic!("no subagent runs in these tests"),
+            AgentEvent::ToolOutput { .. } => panic!("no one watches output in these tests"),
         }
     }
     let seen = provider.seen.lock().unwrap().clone();

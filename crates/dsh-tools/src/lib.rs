@@ -70,6 +70,9 @@ pub use write::Write;
 
 pub use dsh_protocol::ErrorInfo;
 
+/// Receives a running call's output as it arrives: the call's id and the new text.
+pub type ToolProgress = Arc<dyn Fn(&str, &str) + Send + Sync>;
+
 /// What one call runs against.
 #[derive(Clone)]
 pub struct ToolContext {
@@ -95,6 +98,9 @@ pub struct ToolSession {
     pub approval: ApprovalPolicy,
     /// Who answers `ask_user_question`; none in a headless run.
     pub questions: Option<Arc<dyn UserQuestions>>,
+    /// Where a running command's output goes as it arrives (a front end that shows it live);
+    /// none: only the result carries it.
+    pub progress: Option<ToolProgress>,
     /// Where over-long results are kept.
     pub spill: SpillStore,
     /// The model the session talks to, for tools that depend on what it accepts.
@@ -118,6 +124,7 @@ impl ToolSession {
             approver: None,
             approval: ApprovalPolicy::Ask,
             questions: None,
+            progress: None,
             spill,
             model,
             attachments: None,
@@ -159,6 +166,12 @@ impl ToolSession {
     ) -> Self {
         self.approver = approver;
         self.questions = questions;
+        self
+    }
+
+    /// The session with a receiver for live output.
+    pub fn with_progress(mut self, progress: Option<ToolProgress>) -> Self {
+        self.progress = progress;
         self
     }
 

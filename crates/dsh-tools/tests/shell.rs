@@ -343,3 +343,27 @@ async fn a_loud_job_keeps_memory_bounded_and_its_output_on_disk() {
     assert_eq!(std::fs::metadata(path).unwrap().len(), 10_000_000);
     assert_eq!(job.status().describe(), "completed, exit code: 0");
 }
+
+#[tokio::test]
+async fn a_watched_command_passes_its_output_on_as_it_comes() {
+    let mut sh = Sh::new();
+    let seen: Arc<std::sync::Mutex<Vec<(String, String)>>> = Arc::default();
+    let sink = seen.clone();
+    let session = Arc::get_mut(&mut sh.ctx.session).unwrap();
+    session.progress = Some(Arc::new(move |call_id: &str, text: &str| {
+        sink.lock()
+            .unwrap()
+            .push((call_id.to_owned(), text.to_owned()));
+    }));
+    let result = sh.bash("echo first; echo second >&2; echo third").await;
+    assert_eq!(result, "first\nthird\n[stderr]\nsecond\n");
+    let seen = seen.lock().unwrap();
+    assert!(seen.iter().all(|(id, _)| id == "c"), "{seen:?}");
+    let mut lines: Vec<&str> = seen.iter().flat_map(|(_, text)| text.lines()).collect();
+    lines.sort_unstable();
+    assert_eq!(
+        lines,
+        ["first", "second", "third"],
+        "every line once: {seen:?}"
+    );
+}

@@ -49,7 +49,14 @@ struct ActiveCall {
     id: String,
     name: String,
     summary: String,
+    /// The end of its output so far, as it arrives.
+    output: String,
 }
+
+/// How much of a running call's output is kept for the live area.
+const LIVE_OUTPUT_BYTES: usize = 4096;
+/// The lines of it shown.
+const LIVE_OUTPUT_LINES: usize = 4;
 
 /// The `@` popup.
 struct MentionPopup {
@@ -241,6 +248,18 @@ impl App {
             AgentEvent::Delta(StreamDelta::Text(text)) => self.live_text.push_str(&text),
             AgentEvent::Delta(StreamDelta::Reasoning(text)) => self.live_reasoning.push_str(&text),
             AgentEvent::Delta(StreamDelta::ToolCall) => {}
+            AgentEvent::ToolOutput { call_id, text } => {
+                if let Some(call) = self.active.iter_mut().find(|c| c.id == call_id) {
+                    call.output.push_str(&text);
+                    if call.output.len() > LIVE_OUTPUT_BYTES {
+                        let mut cut = call.output.len() - LIVE_OUTPUT_BYTES;
+                        while !call.output.is_char_boundary(cut) {
+                            cut += 1;
+                        }
+                        call.output.drain(..cut);
+                    }
+                }
+            }
             AgentEvent::Delta(StreamDelta::Retry(notice)) => {
                 self.live_text.clear();
                 self.live_reasoning.clear();
@@ -281,6 +300,7 @@ impl App {
                     id: call.call_id.clone(),
                     name: call.name.clone(),
                     summary: call_summary(&call.name, &args),
+                    output: String::new(),
                 });
             }
             Record::ToolResult(result) => {
@@ -726,6 +746,16 @@ impl App {
                 ])],
                 width,
             ));
+            let output: Vec<&str> = call
+                .output
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .collect();
+            let tail: Vec<Line<'static>> = output[output.len().saturating_sub(LIVE_OUTPUT_LINES)..]
+                .iter()
+                .map(|l| Line::styled(format!("  │ {l}"), DIM))
+                .collect();
+            lines.extend(wrap_lines(&tail, width));
         }
         if let Some(running) = &self.running {
             let what = if running.interrupted {
@@ -1129,9 +1159,15 @@ mod tests {
             &mut app,
             call("c1", "bash", serde_json::json!({"command": "cargo build"})),
         );
+        app.event(AgentEvent::ToolOutput {
+            call_id: "c1".into(),
+            text:
+                "   Compiling a\n   Compiling b\n\n   Compiling c\n   Compiling d\n   Compiling e\n"
+                    .into(),
+        });
         app.composer.insert("next, also @src");
         app.queued.push_back("a queued message".into());
-        let shown = screen(&app, 60, 12).replace(char::is_numeric, "9");
+        let shown = screen(&app, 60, 14).replace(char::is_numeric, "9");
         insta::assert_snapshot!(shown);
     }
 

@@ -135,6 +135,7 @@ async fn main_loop(
     let user = User {
         approver: Some(grants.clone()),
         questions: Some(Arc::new(AskTheUi(ask_tx))),
+        watches_output: true,
     };
     let (work_tx, work_rx) = mpsc::unbounded_channel();
     let (done_tx, done_rx) = mpsc::unbounded_channel();

@@ -183,13 +183,52 @@ impl Tool for Bash {
             }
             let limit = Duration::from_secs_f64(timeout_ms / 1000.0);
             let shown_ms = timeout_ms.ceil() as u64;
-            if let Ok(exit) = tokio::time::timeout(limit, process.settled()).await {
+            let settled = watch(&process, ctx.session.progress.as_ref(), &ctx.call_id);
+            if let Ok(exit) = tokio::time::timeout(limit, settled).await {
                 return render(&process, exit, &facts, None).map(ToolOutput::text);
             }
             timed_out(&shell, jobs, &command, process, facts, shown_ms)
                 .await
                 .map(ToolOutput::text)
         })
+    }
+}
+
+/// How often a running command's new output is passed to a live receiver.
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+/// Waits for `process` to end, passing its output to `progress` as it comes (stdout and
+/// stderr as they are read, each chunk whole).
+async fn watch(
+    process: &ShellProcess,
+    progress: Option<&crate::ToolProgress>,
+    call_id: &str,
+) -> super::process::Exit {
+    let Some(progress) = progress else {
+        return process.settled().await;
+    };
+    let mut cursors = [0u64; 2];
+    let mut tick = tokio::time::interval(PROGRESS_EVERY);
+    let pass_on = |cursors: &mut [u64; 2]| {
+        for (capture, cursor) in [&process.stdout, &process.stderr].into_iter().zip(cursors) {
+            let capture = capture
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if capture.total() > *cursor {
+                let (text, _) = capture.since(*cursor);
+                *cursor = capture.total();
+                progress(call_id, &text);
+            }
+        }
+    };
+    loop {
+        tokio::select! {
+            exit = process.settled() => {
+                pass_on(&mut cursors);
+                return exit;
+            }
+            _ = tick.tick() => pass_on(&mut cursors),
+        }
     }
 }
 

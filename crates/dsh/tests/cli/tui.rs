@@ -294,3 +294,32 @@ fn a_resize_redraws_the_live_area() {
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
+
+#[test]
+fn a_commands_output_shows_while_it_runs() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "bash",
+            json!({
+                "command": "echo live-line; until [ -f release ]; do sleep 0.02; done; echo last-line",
+                "description": "wait for the test",
+            }),
+        ),
+        Turn::text("finished"),
+    ]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("run it");
+    ui.press(&["Enter"]);
+    // The first line is on screen while the command still waits for the file.
+    let screen = ui.wait_for("│ live-line");
+    assert!(!screen.contains("│ last-line"), "{screen}");
+    std::fs::write(env.ws.path().join("release"), "").unwrap();
+    let screen = ui.wait_for("finished");
+    assert!(screen.contains("└ exit 0"), "{screen}");
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
