@@ -841,9 +841,13 @@ impl SessionPicker {
                 Style::default()
             };
             let marker = if i == self.selected { "› " } else { "  " };
+            let short: String =
+                s.id.trim_start_matches("session-")
+                    .chars()
+                    .take(8)
+                    .collect();
             let text = format!(
-                "{marker}{}  {} turns · {} tokens · {}",
-                &s.id[..s.id.len().min(8)],
+                "{marker}{short}  {} turns · {} tokens · {}",
                 s.turns,
                 tokens(s.total_tokens),
                 s.first_task

@@ -20,17 +20,53 @@ pub fn wrap_lines(lines: &[Line<'static>], width: u16) -> Vec<Line<'static>> {
             })
             .filter(|(c, _)| *c != '\n' && *c != '\r')
             .collect();
+        // Rows after the first line up under the text, past the line's marker ("  │ ",
+        // "› ", "• ", "1. "), so a wrapped result still reads as one.
+        let indent = hanging_indent(&cells).min(width / 2);
+        let pad: Vec<(char, Style)> = vec![(' ', Style::default()); indent];
         let mut start = 0;
+        let mut room = width;
         loop {
-            let (end, next) = break_at(&cells[start..], width);
-            out.push(to_line(&cells[start..start + end]));
+            let (end, next) = break_at(&cells[start..], room);
+            let row = &cells[start..start + end];
+            if start == 0 {
+                out.push(to_line(row));
+            } else {
+                out.push(to_line(&[pad.as_slice(), row].concat()));
+            }
             if start + next >= cells.len() {
                 break;
             }
             start += next;
+            room = width - indent;
         }
     }
     out
+}
+
+/// The columns of a line's leading marker: spaces, at most one marker (a bullet, a box
+/// character, a number and a dot, a diff sign), then spaces.
+fn hanging_indent(cells: &[(char, Style)]) -> usize {
+    let chars: Vec<char> = cells.iter().map(|(c, _)| *c).collect();
+    let mut i = chars.iter().take_while(|c| **c == ' ').count();
+    let marker_start = i;
+    if chars.get(i).is_some_and(|c| "│›•✗└⏺■·◐☐☑+-".contains(*c)) {
+        i += 1;
+    } else {
+        let digits = chars[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits > 0 && chars.get(i + digits) == Some(&'.') {
+            i += digits + 1;
+        }
+    }
+    let spaces = chars[i..].iter().take_while(|c| **c == ' ').count();
+    if i > marker_start && spaces == 0 {
+        // A marker not followed by a space is text ("-1", "+x").
+        return marker_start;
+    }
+    chars[..i + spaces]
+        .iter()
+        .map(|c| c.width().unwrap_or(0))
+        .sum()
 }
 
 /// Where the row starting at `cells` ends, and where the next row starts (past a space
@@ -105,6 +141,22 @@ mod tests {
         );
         assert_eq!(plain(&wrap_lines(&[Line::from("")], 5)), "");
         assert_eq!(wrap_lines(&[Line::from("")], 5).len(), 1);
+    }
+
+    #[test]
+    fn wrapped_rows_line_up_under_the_text() {
+        let lines = [
+            Line::from("  │ one two three four"),
+            Line::from("1. alpha beta gamma"),
+        ];
+        assert_eq!(
+            plain(&wrap_lines(&lines, 12)),
+            "  │ one two\n    three\n    four\n1. alpha\n   beta\n   gamma"
+        );
+        assert_eq!(
+            plain(&wrap_lines(&[Line::from("-1 is a number")], 6)),
+            "-1 is\na\nnumber"
+        );
     }
 
     #[test]
