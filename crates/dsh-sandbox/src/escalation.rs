@@ -174,6 +174,9 @@ fn said(reason: Option<&str>) -> String {
 pub struct SessionGrants<A> {
     inner: A,
     granted: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// One question at a time: calls asking in parallel for the same thing wait for the first
+    /// answer, and an "allow for the session" covers them without asking again.
+    asking: tokio::sync::Mutex<()>,
 }
 
 impl<A: Approver> SessionGrants<A> {
@@ -181,6 +184,7 @@ impl<A: Approver> SessionGrants<A> {
         SessionGrants {
             inner,
             granted: std::sync::Mutex::default(),
+            asking: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -207,6 +211,7 @@ impl<A: Approver> Approver for SessionGrants<A> {
         request: ApprovalRequest,
     ) -> Pin<Box<dyn Future<Output = ApprovalOutcome> + Send + '_>> {
         Box::pin(async move {
+            let _turn = self.asking.lock().await;
             if self.lock().contains(&request.grant) {
                 return ApprovalOutcome::AllowedOnce;
             }

@@ -85,6 +85,8 @@ pub struct App {
     running: Option<Running>,
     /// A compaction or a session being opened: no new turn until it is done.
     pub busy: Option<String>,
+    /// Stops the compaction in progress.
+    busy_stop: Option<Stop>,
     active: Vec<ActiveCall>,
     pub queued: VecDeque<String>,
     dialogs: VecDeque<Dialog>,
@@ -111,6 +113,7 @@ impl App {
             live_reasoning: String::new(),
             running: None,
             busy: None,
+            busy_stop: None,
             active: Vec::new(),
             queued: VecDeque::new(),
             dialogs: VecDeque::new(),
@@ -159,8 +162,26 @@ impl App {
         self.running.is_some() || self.busy.is_some()
     }
 
+    /// Something other than a turn is under way (`label` says what), stopped by `stop`.
+    pub fn begin_busy(&mut self, label: &str, stop: Option<Stop>) {
+        self.busy = Some(label.to_owned());
+        self.busy_stop = stop;
+    }
+
+    pub fn end_busy(&mut self) {
+        self.busy = None;
+        self.busy_stop = None;
+    }
+
     pub fn opened(&mut self, opened: &Opened) {
         let info = &opened.info;
+        // The same session on another model (`/model`): its transcript is already above.
+        if self.info.as_ref().is_some_and(|open| open.id == info.id) {
+            self.note(format!("now on {}; the session goes on", info.model));
+            self.info = Some(info.clone());
+            self.end_busy();
+            return;
+        }
         let show_reasoning = self.transcript.show_reasoning;
         self.transcript = Transcript::default();
         self.transcript.show_reasoning = show_reasoning;
@@ -213,7 +234,7 @@ impl App {
             )]);
         }
         self.info = Some(info.clone());
-        self.busy = None;
+        self.end_busy();
     }
 
     pub fn turn_started(&mut self, task: &str, stop: Stop) {
@@ -325,7 +346,10 @@ impl App {
     }
 
     pub fn open_dialog(&mut self, dialog: Dialog) {
-        self.dialogs.push_back(dialog);
+        // A question whose call was stopped before it got here is not shown.
+        if !dialog.is_stale() {
+            self.dialogs.push_back(dialog);
+        }
     }
 
     pub fn open_picker(&mut self, sessions: Vec<SessionSummary>) {
@@ -467,6 +491,9 @@ impl App {
                 if self.is_running() {
                     self.interrupt()
                 } else {
+                    if let Some(stop) = &self.busy_stop {
+                        stop.request(AbortReason::User);
+                    }
                     Action::None
                 }
             }
@@ -552,6 +579,13 @@ impl App {
             }
             return self.interrupt();
         }
+        if let Some(stop) = &self.busy_stop
+            && !stop.is_requested()
+        {
+            stop.request(AbortReason::User);
+            self.notice = Some("stopping… (Ctrl-C again quits)".into());
+            return Action::None;
+        }
         if !self.composer.is_empty() {
             self.composer.clear();
             self.mention = None;
@@ -572,6 +606,9 @@ impl App {
         }
         if self.running.is_some() {
             self.interrupt();
+        }
+        if let Some(stop) = &self.busy_stop {
+            stop.request(AbortReason::User);
         }
     }
 
@@ -599,11 +636,12 @@ impl App {
         if text.starts_with('/') {
             return Action::Slash(slash::parse(&text, &self.prompts));
         }
-        if self.is_idle() {
-            Action::Send(text)
-        } else {
+        if self.running.is_some() || self.busy.is_some() {
             self.queued.push_back(text);
             Action::None
+        } else {
+            // With no session open, sending says so.
+            Action::Send(text)
         }
     }
 
@@ -1237,5 +1275,60 @@ mod tests {
         );
         app.composer.insert("/status");
         assert_eq!(app.key(key(KeyCode::Enter)), Action::Slash(Slash::Status));
+    }
+
+    #[test]
+    fn messages_typed_while_busy_wait_and_stale_dialogs_are_dropped() {
+        let mut app = opened_app();
+        let stop = Stop::new();
+        app.begin_busy("compacting", Some(stop.clone()));
+        app.composer.insert("after the compaction");
+        assert_eq!(
+            app.key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+            Action::None
+        );
+        assert_eq!(app.next_queued(), None, "not while busy");
+        app.key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+        assert!(stop.is_requested(), "Esc stops a compaction");
+        app.end_busy();
+        assert_eq!(app.next_queued().as_deref(), Some("after the compaction"));
+
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        drop(rx);
+        app.open_dialog(Dialog::Approval(crate::dialog::ApprovalDialog::new(
+            dsh_core::ask::ApprovalRequest {
+                tool: "bash".into(),
+                call_id: "c".into(),
+                reason: "r".into(),
+                grant: "g".into(),
+            },
+            tx,
+        )));
+        assert!(
+            !screen(&app, 80, 10).contains("Allow bash?"),
+            "nobody waits for it"
+        );
+    }
+
+    #[test]
+    fn the_same_session_reopened_on_another_model_is_not_shown_again() {
+        let mut app = opened_app();
+        let mut info = app.info.clone().unwrap();
+        info.model = "deepseek-v4-pro".into();
+        let reopened = Opened {
+            info,
+            events: tokio::sync::mpsc::unbounded_channel().1,
+            earlier: vec![Record::UserMessage {
+                turn: 1,
+                message: Message::user_text("old"),
+                instructions: None,
+            }],
+        };
+        app.opened(&reopened);
+        assert_eq!(
+            plain(&app.take_pending()),
+            "· now on deepseek-v4-pro; the session goes on"
+        );
+        assert!(screen(&app, 80, 4).contains("deepseek-v4-pro"));
     }
 }

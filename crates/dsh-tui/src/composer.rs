@@ -188,7 +188,7 @@ impl Composer {
         while start > 0 && !self.text[start - 1].is_whitespace() {
             start -= 1;
         }
-        (self.text.get(start) == Some(&'@'))
+        (start < self.cursor && self.text[start] == '@')
             .then(|| (start, self.text[start + 1..self.cursor].iter().collect()))
     }
 
@@ -294,6 +294,12 @@ mod tests {
         c.complete_mention(8, "src/main.rs");
         assert_eq!(c.text(), "look at @src/main.rs ");
         assert_eq!(c.mention(), None);
+        // The cursor just before an `@` is not in a mention.
+        c.set_text("@x");
+        c.home();
+        assert_eq!(c.mention(), None);
+        c.right();
+        assert_eq!(c.mention(), Some((0, String::new())));
     }
 
     #[test]

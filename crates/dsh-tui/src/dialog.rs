@@ -38,6 +38,14 @@ impl Dialog {
         }
     }
 
+    /// Whether nobody waits for the answer any more (the call that asked was stopped).
+    pub fn is_stale(&self) -> bool {
+        match self {
+            Dialog::Approval(d) => d.reply.as_ref().is_none_or(oneshot::Sender::is_closed),
+            Dialog::Questions(d) => d.reply.as_ref().is_none_or(oneshot::Sender::is_closed),
+        }
+    }
+
     /// Answers "cancelled": Esc, an interrupted turn, or the UI closing.
     pub fn cancel(self) {
         match self {

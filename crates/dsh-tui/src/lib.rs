@@ -181,6 +181,8 @@ impl Ui {
         let mut first_task = options.task.clone();
         let mut quitting = false;
         let mut ticker = tokio::time::interval(Duration::from_millis(100));
+        // After an idle spell, one frame, not a burst of the ticks missed.
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let (Ok(mut terminate), Ok(mut hangup), Ok(mut interrupt)) = (
             signal(SignalKind::terminate()),
             signal(SignalKind::hangup()),
@@ -196,7 +198,10 @@ impl Ui {
             self.open(&mut app, options.flags.clone());
         }
         loop {
-            term.show(&mut app).map_err(|e| StartError(e.to_string()))?;
+            if let Err(e) = term.show(&mut app) {
+                app.stop_turn();
+                return Err(StartError(format!("cannot draw on the terminal: {e}")));
+            }
             if quitting && !app.is_running() && app.busy.is_none() {
                 break;
             }
@@ -208,7 +213,10 @@ impl Ui {
                         Action::None
                     }
                     Some(Ok(Event::Resize(..))) => {
-                        term.resized().map_err(|e| StartError(e.to_string()))?;
+                        if let Err(e) = term.resized() {
+                            app.stop_turn();
+                            return Err(StartError(format!("cannot redraw after a resize: {e}")));
+                        }
                         Action::None
                     }
                     Some(Ok(_)) => Action::None,
@@ -242,13 +250,13 @@ impl Ui {
                             let opened = *opened;
                             app.opened(&opened);
                             agent_events = Some(opened.events);
-                            match first_task.take() {
+                            match first_task.take().or_else(|| app.next_queued()) {
                                 Some(task) if !quitting => Action::Send(task),
                                 _ => Action::None,
                             }
                         }
                         Done::Opened(Err(message)) => {
-                            app.busy = None;
+                            app.end_busy();
                             app.info = None;
                             agent_events = None;
                             app.error(format!(
@@ -264,13 +272,16 @@ impl Ui {
                             }
                         }
                         Done::Compacted(result) => {
-                            app.busy = None;
+                            app.end_busy();
                             match result {
                                 Ok((true, _)) => {}
-                                Ok((false, _)) => app.note("nothing to compact: the history is already short"),
+                                Ok((false, _)) => app.note("the history was not compacted: it is already short, or the summary was stopped or failed"),
                                 Err(message) => app.error(message),
                             }
-                            Action::None
+                            match app.next_queued() {
+                                Some(task) if !quitting => Action::Send(task),
+                                _ => Action::None,
+                            }
                         }
                     }
                 }
@@ -288,7 +299,13 @@ impl Ui {
                 }
                 _ = terminate.recv() => Action::Quit,
                 _ = hangup.recv() => Action::Quit,
-                _ = interrupt.recv() => if app.is_running() { Action::Interrupt } else { Action::Quit },
+                // `kill -INT`: as Ctrl-C on a running turn, else quit.
+                _ = interrupt.recv() => if app.is_running() {
+                    app.stop_turn();
+                    Action::None
+                } else {
+                    Action::Quit
+                },
             };
             match action {
                 Action::None | Action::Interrupt => {}
@@ -326,7 +343,7 @@ impl Ui {
         if !same {
             self.grants.clear();
         }
-        app.busy = Some("opening the session".into());
+        app.begin_busy("opening the session", None);
         let _ = self.work.send(Work::Open(Box::new(flags)));
     }
 
@@ -383,8 +400,9 @@ impl Ui {
             }
             Slash::Compact => {
                 if app.info.is_some() {
-                    app.busy = Some("compacting the history".into());
-                    let _ = self.work.send(Work::Compact { stop: Stop::new() });
+                    let stop = Stop::new();
+                    app.begin_busy("compacting the history (Esc stops)", Some(stop.clone()));
+                    let _ = self.work.send(Work::Compact { stop });
                 }
             }
             Slash::New => {

@@ -3,6 +3,7 @@
 //! is given back as it was.
 
 use std::io::{self, Stdout};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
 use crossterm::execute;
@@ -46,6 +47,13 @@ impl Screen {
 
     /// Writes the finished cells above the live area, then draws it.
     pub fn show(&mut self, app: &mut App) -> io::Result<()> {
+        // A panic the agent caught (a tool's, turned into a tool error) had the hook give the
+        // terminal back; the UI goes on, so it takes it again and draws the live area whole.
+        if RESTORED.swap(false, Ordering::SeqCst) {
+            enable_raw_mode()?;
+            execute!(io::stdout(), EnableBracketedPaste)?;
+            self.terminal.clear()?;
+        }
         let pending = app.take_pending();
         if !pending.is_empty() {
             let width = self.terminal.size()?.width;
@@ -72,8 +80,11 @@ impl Screen {
 
 impl Drop for Screen {
     fn drop(&mut self) {
-        // The live area is cleared so the shell's prompt follows the transcript.
-        let _ = self.terminal.clear();
+        // The live area is cleared so the shell's prompt follows the transcript; not after a
+        // panic, whose message the hook has just printed there.
+        if !std::thread::panicking() {
+            let _ = self.terminal.clear();
+        }
         let top = self.terminal.get_frame().area().y;
         let _ = self.terminal.set_cursor_position((0, top));
         let _ = self.terminal.show_cursor();
@@ -87,12 +98,16 @@ fn restore() {
     let _ = disable_raw_mode();
 }
 
+/// Set when the panic hook gave the terminal back.
+static RESTORED: AtomicBool = AtomicBool::new(false);
+
 /// A panic restores the terminal before its message is printed, so the message is readable
-/// and the shell usable.
+/// and the shell usable if the panic ends the process.
 fn install_panic_hook() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         restore();
+        RESTORED.store(true, Ordering::SeqCst);
         previous(info);
     }));
 }

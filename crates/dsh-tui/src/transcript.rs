@@ -312,18 +312,25 @@ fn call_cell(name: &str, args: &Value) -> Vec<Line<'static>> {
     lines
 }
 
-/// A bash result: the output's tail, then the exit status in its colour.
-fn bash_result(text: &str) -> Vec<Line<'static>> {
-    let mut body: Vec<&str> = text.lines().collect();
-    let mut status = None;
-    if let Some(last) = body.last()
-        && let Some(code) = last
-            .strip_prefix("[exit code: ")
-            .and_then(|r| r.strip_suffix(']'))
-    {
-        status = Some(code.to_owned());
+/// A bash result: the output's tail, then how it ended in its colour: the reference's markers
+/// (`[timed out after Nms]`, `[killed by signal: X]`, `[exit code: N]`) close the text, and a
+/// clean exit has none. A command moved to a background job has not ended.
+fn bash_result(output: &str) -> Vec<Line<'static>> {
+    let mut body: Vec<&str> = output.lines().collect();
+    let mut markers = Vec::new();
+    while let Some(last) = body.last() {
+        let marker = ["[exit code: ", "[killed by signal: ", "[timed out after "]
+            .iter()
+            .any(|m| last.starts_with(m) && last.ends_with(']'));
+        if !marker {
+            break;
+        }
+        let marker = last.trim_matches(['[', ']']);
+        markers.insert(0, marker.replace("exit code: ", "exit "));
         body.pop();
     }
+    let backgrounded =
+        output.contains("moved to background job") || output.starts_with("started background job");
     while body.last().is_some_and(|l| l.trim().is_empty()) {
         body.pop();
     }
@@ -340,14 +347,18 @@ fn bash_result(text: &str) -> Vec<Line<'static>> {
             .iter()
             .map(|l| Line::styled(format!("  │ {l}"), DIM)),
     );
-    let (text, style) = match status.as_deref() {
-        Some("0") | None => ("  └ exit 0".to_owned(), Style::new().fg(Color::Green)),
-        Some(code) => (format!("  └ exit {code}"), Style::new().fg(Color::Red)),
-    };
-    // A background job's start has no exit status yet.
-    if status.is_some() || !text.contains("job") {
-        lines.push(Line::styled(text, style));
+    if backgrounded {
+        return lines;
     }
+    let status = if markers.is_empty() {
+        Line::styled("  └ exit 0", Style::new().fg(Color::Green))
+    } else {
+        Line::styled(
+            format!("  └ {}", markers.join(", ")),
+            Style::new().fg(Color::Red),
+        )
+    };
+    lines.push(status);
     lines
 }
 
@@ -374,5 +385,37 @@ pub fn tokens(n: u64) -> String {
         0..1_000 => n.to_string(),
         1_000..1_000_000 => format!("{:.1}k", n as f64 / 1_000.0),
         _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wrap::plain;
+
+    #[test]
+    fn bash_endings_in_their_colours() {
+        let ok = bash_result("built\n");
+        assert_eq!(plain(&ok), "  │ built\n  └ exit 0");
+        let failed = bash_result("oops\n[exit code: 2]");
+        assert_eq!(plain(&failed), "  │ oops\n  └ exit 2");
+        assert_eq!(failed[1].style.fg, Some(Color::Red));
+        let killed = bash_result("partial\n[timed out after 1000ms]\n[killed by signal: SIGTERM]");
+        assert_eq!(
+            plain(&killed),
+            "  │ partial\n  └ timed out after 1000ms, killed by signal: SIGTERM"
+        );
+        let moved = bash_result(
+            "first line\n[still running after 5000ms; moved to background job job-1]\nThe command keeps running.",
+        );
+        assert!(
+            !plain(&moved).contains("└"),
+            "a job has not ended: {}",
+            plain(&moved)
+        );
+        assert_eq!(
+            plain(&bash_result("started background job job-2")),
+            "  │ started background job job-2"
+        );
     }
 }

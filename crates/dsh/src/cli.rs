@@ -486,6 +486,68 @@ mod tests {
         })
     }
 
+    /// Parsed as from a person's terminal.
+    fn at_a_terminal(args: &[&str]) -> Result<Command, UsageError> {
+        let both = Terminals {
+            stdin: true,
+            stdout: true,
+        };
+        parse(args.iter().map(OsString::from).collect(), both)
+    }
+
+    fn ui(task: Option<&str>, pick_session: bool) -> Command {
+        Command::Tui(TuiArgs {
+            flags: Flags::default(),
+            task: task.map(str::to_owned),
+            pick_session,
+        })
+    }
+
+    #[test]
+    fn a_terminal_opens_the_ui_unless_a_supervisor_is_asking() {
+        assert_eq!(at_a_terminal(&[]).unwrap(), ui(None, false));
+        assert_eq!(
+            at_a_terminal(&["fix", "it"]).unwrap(),
+            ui(Some("fix it"), false)
+        );
+        assert_eq!(at_a_terminal(&["resume"]).unwrap(), ui(None, true));
+        assert!(
+            at_a_terminal(&["resume", "now"])
+                .unwrap_err()
+                .message
+                .contains("takes no task")
+        );
+        // Each sign of a supervisor keeps the run headless, `resume` a task word.
+        for args in [
+            &["headless", "resume"][..],
+            &["--profile", "headless", "resume"],
+            &["--json", "resume"],
+            &["-o", "answer.txt", "resume"],
+        ] {
+            let Ok(Command::Run(run)) = at_a_terminal(args) else {
+                panic!("{args:?} should run headless");
+            };
+            assert_eq!(run.task, TaskSource::Words("resume".into()), "{args:?}");
+        }
+        let Ok(Command::Run(run)) = at_a_terminal(&["-"]) else {
+            panic!("`-` reads the task from stdin, headless");
+        };
+        assert_eq!(run.task, TaskSource::Stdin);
+        // Only stdout a terminal, or only stdin: headless as before.
+        let stdout_only = Terminals {
+            stdin: false,
+            stdout: true,
+        };
+        assert_eq!(
+            parse(vec!["resume".into()], stdout_only).unwrap(),
+            words("resume")
+        );
+        assert!(matches!(
+            at_a_terminal(&["--dump-config"]).unwrap(),
+            Command::DumpConfig(_)
+        ));
+    }
+
     #[test]
     fn joins_task_words_and_accepts_the_reference_forms() {
         assert_eq!(

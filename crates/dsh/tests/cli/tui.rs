@@ -25,6 +25,24 @@ fn open(env: &TestEnv, args: &[&str]) -> Tmux {
     )
 }
 
+/// Waits until `needle` is shown and the turn that showed it has ended (no spinner line).
+fn wait_turn_end(ui: &Tmux, needle: &str) -> String {
+    ui.wait_until(&format!("{needle:?} and the end of the turn"), |s| {
+        s.contains(needle) && !s.contains("Ctrl-C interrupts")
+    })
+}
+
+/// The composer's first row: the line after the last rule on the visible screen.
+fn composer(ui: &Tmux) -> String {
+    let screen = ui.screen();
+    let lines: Vec<&str> = screen.lines().collect();
+    let rule = lines
+        .iter()
+        .rposition(|l| !l.is_empty() && l.chars().all(|c| c == '─'))
+        .expect("a rule above the composer");
+    lines.get(rule + 1).copied().unwrap_or_default().to_owned()
+}
+
 /// The user messages of a request, as the model was sent them.
 fn user_texts(request: &dsh_testkit::Request) -> Vec<String> {
     request
@@ -58,15 +76,22 @@ fn a_two_turn_conversation_then_ctrl_d() {
     ui.wait_for("Type a message");
     ui.type_text("first question");
     ui.press(&["Enter"]);
-    ui.wait_for("I can help with that.");
+    wait_turn_end(&ui, "I can help with that.");
     ui.type_text("and a second one");
     ui.press(&["Enter"]);
-    let screen = ui.wait_for("Second answer, with code.");
+    let screen = wait_turn_end(&ui, "Second answer, with code.");
     assert!(screen.contains("› first question"), "{screen}");
     assert!(screen.contains("› and a second one"), "{screen}");
-    // Up brings back the last message sent.
+    assert_eq!(composer(&ui), "›");
+    // Up brings back the last message sent, then the one before.
     ui.press(&["Up"]);
-    ui.wait_for("› and a second one\n");
+    ui.wait_until("the last message in the composer", |_| {
+        composer(&ui) == "› and a second one"
+    });
+    ui.press(&["Up"]);
+    ui.wait_until("the first message in the composer", |_| {
+        composer(&ui) == "› first question"
+    });
     ui.press(&["C-u", "C-d"]);
     assert_eq!(ui.wait_exit(), 0);
     let screen = ui.everything();
@@ -125,7 +150,7 @@ fn an_escalation_allowed_once_and_one_denied_with_a_reason() {
         "{screen}"
     );
     ui.press(&["1"]);
-    ui.wait_for("ran it");
+    wait_turn_end(&ui, "ran it");
     assert!(ui.everything().contains("allowed-run"));
 
     ui.type_text("again");
@@ -135,7 +160,7 @@ fn an_escalation_allowed_once_and_one_denied_with_a_reason() {
     ui.wait_for("Why not?");
     ui.type_text("not on this machine");
     ui.press(&["Enter"]);
-    ui.wait_for("understood");
+    wait_turn_end(&ui, "understood");
 
     let requests = env.server.requests();
     let allowed = requests[1].tool_results();
@@ -159,13 +184,16 @@ fn an_at_mention_completes_a_workspace_file() {
     }
     let env = TestEnv::new(vec![Turn::text("read it")]);
     env.write("src/hello_world.rs", "fn main() {}\n");
-    env.write("target/ignored_hello.rs", "");
+    env.write("target/hello_world.rs", "");
     env.write(".gitignore", "target/\n");
     let ui = open(&env, &[]);
     ui.wait_for("Type a message");
     ui.type_text("look at @hellwor");
     let screen = ui.wait_for("@src/hello_world.rs");
-    assert!(!screen.contains("ignored_hello"), "{screen}");
+    assert!(
+        !screen.contains("target/hello_world"),
+        "an ignored file is offered: {screen}"
+    );
     ui.press(&["Tab"]);
     ui.wait_for("› look at @src/hello_world.rs");
     ui.press(&["Enter"]);
@@ -194,7 +222,7 @@ fn ctrl_c_interrupts_a_turn_and_the_session_goes_on() {
     ui.wait_for("■ interrupted");
     ui.type_text("next");
     ui.press(&["Enter"]);
-    ui.wait_for("after the interruption");
+    wait_turn_end(&ui, "after the interruption");
     let aborted = log_records(&env)
         .into_iter()
         .find(|r| r["type"] == "turn/end" && r["data"]["reason"]["kind"] == "aborted")
@@ -217,7 +245,7 @@ fn a_session_is_resumed_from_the_picker_with_its_history() {
         Turn::text("continued"),
     ]);
     let first = open(&env, &["the first task"]);
-    first.wait_for("remembered answer");
+    wait_turn_end(&first, "remembered answer");
     first.press(&["C-d"]);
     assert_eq!(first.wait_exit(), 0);
 
@@ -230,7 +258,7 @@ fn a_session_is_resumed_from_the_picker_with_its_history() {
     assert!(screen.contains("remembered answer"), "{screen}");
     ui.type_text("go on");
     ui.press(&["Enter"]);
-    ui.wait_for("continued");
+    wait_turn_end(&ui, "continued");
     let sent = user_texts(&env.server.requests()[1]);
     assert!(
         sent.iter().any(|t| t.contains("the first task")),
@@ -264,7 +292,7 @@ fn the_models_questions_are_answered_in_a_dialog() {
     let screen = ui.wait_for("Which database?");
     assert!(screen.contains("2. SQLite — one file"), "{screen}");
     ui.press(&["2"]);
-    ui.wait_for("SQLite it is");
+    wait_turn_end(&ui, "SQLite it is");
     let results = env.server.requests()[1].tool_results();
     assert_eq!(
         results,
@@ -283,7 +311,7 @@ fn a_resize_redraws_the_live_area() {
     ui.resize(60, 20);
     ui.type_text("narrow");
     ui.press(&["Enter"]);
-    ui.wait_for("fine at any width");
+    wait_turn_end(&ui, "fine at any width");
     ui.resize(100, 30);
     // The footer is drawn again at the new width, under the transcript.
     ui.wait_until("a redrawn footer", |s| {
@@ -318,7 +346,7 @@ fn a_commands_output_shows_while_it_runs() {
     let screen = ui.wait_for("│ live-line");
     assert!(!screen.contains("│ last-line"), "{screen}");
     std::fs::write(env.ws.path().join("release"), "").unwrap();
-    let screen = ui.wait_for("finished");
+    let screen = wait_turn_end(&ui, "finished");
     assert!(screen.contains("└ exit 0"), "{screen}");
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
