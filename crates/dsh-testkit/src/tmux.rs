@@ -104,6 +104,25 @@ impl Tmux {
         self.tmux(&["send-keys", "-l", "--", text]);
     }
 
+    /// Pastes `text` as a terminal does (bracketed paste, when the program asked for it).
+    pub fn paste(&self, text: &str) {
+        let name = "dsh-test-paste";
+        let loaded = Command::new("tmux")
+            .args(["-L", &self.socket, "load-buffer", "-b", name, "-"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write as _;
+                if let Some(mut stdin) = child.stdin.take() {
+                    stdin.write_all(text.as_bytes())?;
+                }
+                child.wait()
+            })
+            .expect("tmux load-buffer");
+        assert!(loaded.success(), "tmux load-buffer failed");
+        self.tmux(&["paste-buffer", "-p", "-d", "-b", name]);
+    }
+
     /// Presses keys by tmux's names (`Enter`, `C-c`, `Escape`, `Up`, `Tab`).
     pub fn press(&self, keys: &[&str]) {
         let mut args = vec!["send-keys"];

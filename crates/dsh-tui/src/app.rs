@@ -577,6 +577,8 @@ impl App {
             if running.interrupted {
                 return Action::Quit;
             }
+            // A second Ctrl-C quits even when the turn has ended by the time it comes.
+            self.quit_armed = true;
             return self.interrupt();
         }
         if let Some(stop) = &self.busy_stop

@@ -351,3 +351,65 @@ fn a_commands_output_shows_while_it_runs() {
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
+
+#[test]
+fn a_pasted_text_keeps_its_lines_and_waits_for_enter() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![Turn::text("got both lines")]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.paste("line one\nline two");
+    ui.wait_until("both pasted lines in the composer", |s| {
+        s.contains("› line one") && s.contains("  line two")
+    });
+    assert!(
+        env.server.requests().is_empty(),
+        "a pasted newline must not send"
+    );
+    ui.press(&["Enter"]);
+    wait_turn_end(&ui, "got both lines");
+    let sent = user_texts(&env.server.requests()[0]);
+    assert!(
+        sent.iter().any(|t| t.contains("line one\nline two")),
+        "{sent:?}"
+    );
+}
+
+#[test]
+fn quitting_mid_turn_closes_the_log_and_the_session_reopens_by_id() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![Turn::hang(), Turn::text("back again")]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("never answered");
+    ui.press(&["Enter"]);
+    assert!(env.server.wait_for_requests(1, dsh_testkit::tmux::PATIENCE));
+    ui.press(&["C-c"]);
+    ui.press(&["C-c"]);
+    assert_eq!(ui.wait_exit(), 0);
+    let records = log_records(&env);
+    let last = records.last().expect("a log");
+    assert_eq!(
+        last["type"], "turn/end",
+        "the log ends with the turn closed"
+    );
+    assert_eq!(last["data"]["reason"]["reason"]["kind"], "user");
+    assert_eq!(records[0]["type"], "session");
+    let id = records[0]["id"].as_str().unwrap().to_owned();
+    assert!(
+        ui.everything()
+            .contains(&format!("resume: dsh --session-id {id}"))
+    );
+
+    let again = open(&env, &["--session-id", &id]);
+    let screen = again.wait_for("resumed session");
+    assert!(screen.contains("› never answered"), "{screen}");
+    assert!(screen.contains("■ interrupted"), "{screen}");
+    again.type_text("try again");
+    again.press(&["Enter"]);
+    wait_turn_end(&again, "back again");
+}
