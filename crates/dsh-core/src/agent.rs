@@ -48,6 +48,11 @@ pub struct AgentConfig {
     /// Kept current with the history of the completed turns, at each turn's start, for tools
     /// that build on it (`subagent_fork`).
     pub completed_history: Option<Arc<std::sync::Mutex<Vec<Message>>>>,
+    /// The most model requests one run (a task and the turns its background work wakes) may
+    /// make (`--max-turns`).
+    pub max_requests: Option<u32>,
+    /// The most one run may cost, in US dollars at these prices (`--max-budget-usd`).
+    pub budget: Option<(f64, dsh_protocol::Prices)>,
     /// The subagents this agent started in the background: their ended turns are told to the
     /// model like finished jobs, and the run waits for them like for jobs.
     pub(crate) background: Option<Arc<crate::subagents::BackgroundAgents>>,
@@ -73,6 +78,8 @@ impl AgentConfig {
             nested_instructions: None,
             token_budget: None,
             completed_history: None,
+            max_requests: None,
+            budget: None,
             background: None,
         }
     }
@@ -111,6 +118,8 @@ pub struct TurnSummary {
 pub struct Stop {
     token: CancellationToken,
     reason: Arc<OnceLock<AbortReason>>,
+    /// Set when the run's time ran out (`--timeout`): the turn ends as `timeout`.
+    expired: Arc<OnceLock<String>>,
 }
 
 impl Stop {
@@ -123,6 +132,7 @@ impl Stop {
         let stop = Stop {
             token: token.child_token(),
             reason: Arc::default(),
+            expired: Arc::default(),
         };
         if token.is_cancelled() {
             let _ = stop.reason.set(AbortReason::Parent);
@@ -144,7 +154,23 @@ impl Stop {
         &self.token
     }
 
+    /// Why the run's time ran out, once it has.
+    pub fn expired(&self) -> Option<&str> {
+        self.expired.get().map(String::as_str)
+    }
+
+    /// Stops the run because its time ran out; `message` says which limit.
+    pub fn expire(&self, message: String) {
+        let _ = self.expired.set(message);
+        self.token.cancel();
+    }
+
     fn turn_end(&self) -> TurnEndReason {
+        if let Some(message) = self.expired.get() {
+            return TurnEndReason::Timeout {
+                message: message.clone(),
+            };
+        }
         // Cancelled with no reason of its own: a subagent's parent stopped.
         let reason = self.reason.get().cloned().unwrap_or(AbortReason::Parent);
         TurnEndReason::Aborted { reason }
@@ -171,6 +197,10 @@ pub struct Agent {
     /// What background subagents billed for the turns told between this agent's turns: the
     /// first step of the next turn carries it.
     carried: Usage,
+    /// The current run's model requests and usage, for its caps (`--max-turns`,
+    /// `--max-budget-usd`).
+    run_requests: u32,
+    run_usage: Usage,
 }
 
 /// How long, at the end of a run, background subagents have to end their turns once stopped.
@@ -219,6 +249,8 @@ impl Agent {
             probed: std::collections::HashSet::new(),
             spent_before: 0,
             carried: Usage::default(),
+            run_requests: 0,
+            run_usage: Usage::default(),
         }
     }
 
@@ -246,6 +278,8 @@ impl Agent {
     /// at most [`AgentConfig::MAX_WAKES`] times. The summary covers every turn: the last
     /// reason, the last text, all usage.
     pub async fn run(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
+        self.run_requests = 0;
+        self.run_usage = Usage::default();
         if let Some(background) = &self.config.background {
             background.open();
         }
@@ -294,6 +328,33 @@ impl Agent {
             summary.reason = next.reason;
         }
         Ok(summary)
+    }
+
+    /// The run's cap it has reached, if any: checked before each request, so a run stops
+    /// with its last answer committed and never sends one the cap does not allow.
+    fn run_cap(&self) -> Option<TurnEndReason> {
+        if let Some(max) = self.config.max_requests
+            && self.run_requests >= max
+        {
+            return Some(TurnEndReason::MaxTurns {
+                message: format!(
+                    "the run made the {max} model requests --max-turns allows without a final \
+                     answer"
+                ),
+            });
+        }
+        if let Some((limit, prices)) = &self.config.budget {
+            let spent = prices.cost_usd(&self.run_usage);
+            if spent >= *limit {
+                return Some(TurnEndReason::MaxBudget {
+                    message: format!(
+                        "the run spent ${spent:.4} of the ${limit} --max-budget-usd allows \
+                         without a final answer"
+                    ),
+                });
+            }
+        }
+        None
     }
 
     /// Compacts the history now, between turns, as far as it goes (the terminal UI's
@@ -422,6 +483,9 @@ impl Agent {
                     ),
                 };
             }
+            if let Some(end) = self.run_cap() {
+                break end;
+            }
             if let Some(budget) = self.config.token_budget
                 && self.spent_before + usage.total_tokens >= budget
             {
@@ -462,6 +526,8 @@ impl Agent {
             }
             outcome.usage.add(&spent);
             usage.add(&outcome.usage);
+            self.run_requests += 1;
+            self.run_usage.add(&outcome.usage);
             if !outcome.text.is_empty() {
                 text = outcome.text;
             }

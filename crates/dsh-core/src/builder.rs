@@ -196,6 +196,13 @@ impl StartedRun {
             .map_err(|e| SetupError(e.to_string()))?;
         let route = &settings.route;
         let mut config = agent_config(&settings);
+        // The run's caps are the top agent's: a child's requests are its parent's calls, and
+        // what children bill is in the parent's steps, so the budget covers them.
+        config.max_requests = settings.max_turns.value;
+        // Settings refuse a budget without prices, so there is always a price to count with.
+        config.budget = (settings.max_budget_usd.value)
+            .zip(route.prices.value)
+            .map(|(limit, prices)| (limit.value(), prices));
         // A new session gets the workspace instructions after its first task; a resumed one
         // has them in its history and gets only what changed since, after its new task.
         let (cwd, instructions) = (&settings.cwd, &settings.instructions);

@@ -277,6 +277,12 @@ pub enum TurnEndReason {
     /// In plan mode, the model submitted its plan (`exit_plan_mode`) and no one was there to
     /// approve it: the plan is the turn's answer.
     PlanSubmitted,
+    /// The run made the most model requests `--max-turns` allows.
+    MaxTurns { message: String },
+    /// The run spent what `--max-budget-usd` allows, at the model's declared prices.
+    MaxBudget { message: String },
+    /// The run's time (`--timeout`) ran out.
+    Timeout { message: String },
 }
 
 impl TurnEndReason {

@@ -224,6 +224,12 @@ impl Transcript {
                 format!("■ the answer was cut at the output token limit · {summary}"),
                 Style::new().fg(Color::Yellow),
             ),
+            TurnEndReason::MaxTurns { message }
+            | TurnEndReason::MaxBudget { message }
+            | TurnEndReason::Timeout { message } => (
+                format!("■ {message} · {summary}"),
+                Style::new().fg(Color::Yellow),
+            ),
             TurnEndReason::Interrupted => (
                 "■ this turn was cut short when dsh stopped".to_owned(),
                 Style::new().fg(Color::Yellow),

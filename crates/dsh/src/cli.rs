@@ -9,7 +9,7 @@ use std::ffi::OsString;
 use std::str::FromStr;
 
 use dsh_core::Flags;
-use dsh_core::config::{ApprovalPolicy, Effort, PermissionMode};
+use dsh_core::config::{ApprovalPolicy, Effort, PermissionMode, Usd};
 
 /// The example every "task required" message gives.
 pub const TASK_REQUIRED: &str =
@@ -62,6 +62,8 @@ pub struct RunArgs {
     pub task: TaskSource,
     /// `-o`/`--output-last-message`: where the final answer is also written.
     pub output_last_message: Option<std::path::PathBuf>,
+    /// `--timeout`: how long the whole run may take.
+    pub timeout: Option<std::time::Duration>,
     /// The settings the command line gives, resolved over the files by core.
     pub flags: Flags,
 }
@@ -99,6 +101,9 @@ const VALUED: &[&str] = &[
     "--disallowed-tools",
     "-o",
     "--output-last-message",
+    "--max-turns",
+    "--max-budget-usd",
+    "--timeout",
 ];
 
 /// Parses the arguments after the program name. `terminals` decides between the terminal UI
@@ -145,6 +150,7 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
         json: false,
         task: TaskSource::Stdin,
         output_last_message: None,
+        timeout: None,
         flags: Flags::default(),
     };
     let mut words: Vec<String> = Vec::new();
@@ -194,6 +200,39 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
                 run.flags.max_steps = Some(parse_positive(&n).ok_or_else(|| {
                     fail(
                         format!("--max-steps needs a positive whole number, got \"{n}\""),
+                        false,
+                    )
+                })?);
+            }
+            "--max-turns" => {
+                let n = value("--max-turns <n>")?;
+                run.flags.max_turns = Some(parse_positive(&n).ok_or_else(|| {
+                    fail(
+                        format!("--max-turns needs a positive whole number, got \"{n}\""),
+                        false,
+                    )
+                })?);
+            }
+            "--max-budget-usd" => {
+                let amount = value("--max-budget-usd <usd>")?;
+                run.flags.max_budget_usd = Some(Usd::parse(&amount).ok_or_else(|| {
+                    fail(
+                        format!(
+                            "--max-budget-usd needs a positive amount of US dollars, like 0.50, \
+                             got \"{amount}\""
+                        ),
+                        false,
+                    )
+                })?);
+            }
+            "--timeout" => {
+                let text = value("--timeout <duration>")?;
+                run.timeout = Some(parse_duration(&text).ok_or_else(|| {
+                    fail(
+                        format!(
+                            "--timeout needs a duration like 90s, 500ms, 10m or 1h (a bare \
+                             number is seconds), got \"{text}\""
+                        ),
                         false,
                     )
                 })?);
@@ -276,8 +315,11 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
     if dump_config {
         return Ok(Command::DumpConfig(run));
     }
-    let supervised =
-        headless || run.json || run.output_last_message.is_some() || words.iter().any(|w| w == "-");
+    let supervised = headless
+        || run.json
+        || run.output_last_message.is_some()
+        || run.timeout.is_some()
+        || words.iter().any(|w| w == "-");
     if pick_session && supervised {
         words.insert(0, "resume".into());
         pick_session = false;
@@ -403,6 +445,25 @@ fn check_profile(name: &str) -> Result<(), String> {
     }
 }
 
+/// `500ms`, `90s`, `10m`, `1h`, or a bare number of seconds; more than zero.
+pub fn parse_duration(text: &str) -> Option<std::time::Duration> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let seconds = match unit.trim() {
+        "ms" => number / 1000.0,
+        "" | "s" => number,
+        "m" => number * 60.0,
+        "h" => number * 3600.0,
+        _ => return None,
+    };
+    (seconds.is_finite() && seconds > 0.0 && seconds < 1e9)
+        .then(|| std::time::Duration::from_secs_f64(seconds))
+}
+
 fn parse_positive(text: &str) -> Option<u32> {
     text.parse::<u32>().ok().filter(|n| *n > 0)
 }
@@ -431,6 +492,12 @@ Options:
       --model <name>      Model to use (default: deepseek-v4-flash)
       --effort <level>    Reasoning effort: off, low, high or max (default: high)
       --max-steps <n>     Stop a turn after this many model requests (default: 500)
+      --max-turns <n>     Stop the run after this many model requests in all (exit status 3)
+      --max-budget-usd <usd>
+                          Stop the run once it has cost this much at the model's declared
+                          prices (exit status 4; refused when none are declared)
+      --timeout <duration>
+                          Stop the run after this long: 90s, 500ms, 10m, 1h (exit status 5)
       --patch <file>      Apply a config file (TOML or YAML rows) over the others (repeatable)
       --permission-mode <mode>
                           read-only, workspace-write (default), danger-full-access, or
@@ -462,7 +529,8 @@ Examples:
   dsh \"run the tests and fix what fails\"
   git diff --stat | dsh --json - > run.jsonl
 
-Exit status: 0 completed; 1 failed or incomplete; 130 stopped by SIGINT; 143 by SIGTERM.
+Exit status: 0 completed; 1 failed or incomplete; 3 --max-turns, 4 --max-budget-usd and
+5 --timeout reached; 130 stopped by SIGINT; 143 by SIGTERM.
 ";
 
 #[cfg(test)]
@@ -482,8 +550,55 @@ mod tests {
             json: false,
             task: TaskSource::Words(task.into()),
             output_last_message: None,
+            timeout: None,
             flags: Flags::default(),
         })
+    }
+
+    #[test]
+    fn run_caps_are_parsed_and_bad_ones_named() {
+        let Ok(Command::Run(run)) = parse_args(&[
+            "--max-turns",
+            "3",
+            "--max-budget-usd",
+            "$0.25",
+            "--timeout=90s",
+            "go",
+        ]) else {
+            panic!("a run");
+        };
+        assert_eq!(run.flags.max_turns, Some(3));
+        assert_eq!(run.flags.max_budget_usd.map(Usd::value), Some(0.25));
+        assert_eq!(run.timeout, Some(std::time::Duration::from_secs(90)));
+        assert_eq!(
+            parse_duration("500ms"),
+            Some(std::time::Duration::from_millis(500))
+        );
+        assert_eq!(
+            parse_duration("2m"),
+            Some(std::time::Duration::from_secs(120))
+        );
+        assert_eq!(
+            parse_duration("1.5"),
+            Some(std::time::Duration::from_millis(1500))
+        );
+        for bad in ["0", "-1s", "10x", "", "s"] {
+            assert_eq!(parse_duration(bad), None, "{bad:?}");
+        }
+        for (args, needle) in [
+            (
+                &["--max-turns", "0", "go"][..],
+                "--max-turns needs a positive whole number",
+            ),
+            (
+                &["--max-budget-usd", "free", "go"],
+                "--max-budget-usd needs a positive amount",
+            ),
+            (&["--timeout", "soon", "go"], "--timeout needs a duration"),
+        ] {
+            let error = parse_args(args).unwrap_err();
+            assert!(error.message.starts_with(needle), "{}", error.message);
+        }
     }
 
     /// Parsed as from a person's terminal.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use dsh_core::{AgentBuilder, Environment, Run, Settings, SetupError, Stop};
-use dsh_protocol::AbortReason;
+use dsh_protocol::{AbortReason, TurnEndReason};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
@@ -42,7 +42,21 @@ async fn run_turn(args: RunArgs, surface: Surface) -> u8 {
     let mcp = dsh_mcp::McpServers::default();
     let watcher = tokio::spawn(watch_signals(stop.clone(), signalled.clone(), mcp.clone()));
     let notices = Notices::start();
+    // `--timeout` covers the whole run, its set-up included.
+    let deadline = args.timeout.map(|limit| {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(limit).await;
+            stop.expire(format!(
+                "the run's --timeout of {} ran out before a final answer",
+                shown_duration(limit)
+            ));
+        })
+    });
     let status = set_up_and_run(&args, surface, &stop, &mcp, notices.sender()).await;
+    if let Some(deadline) = deadline {
+        deadline.abort();
+    }
     mcp.shutdown().await;
     notices.finish().await;
     watcher.abort();
@@ -69,15 +83,21 @@ async fn set_up_and_run(
     }
     let set_up = tokio::select! {
         ready = set_up(args, mcp, notices) => ready,
-        () = stop.token().cancelled() => Err(SetupError(
-            "stopped by a signal before the task was sent".into(),
-        )),
+        () = stop.token().cancelled() => Err(SetupError(match stop.expired() {
+            Some(_) => "the run's --timeout ran out before the task was sent".into(),
+            None => "stopped by a signal before the task was sent".into(),
+        })),
     };
     let (task, run) = match set_up {
         Ok(ready) => ready,
         Err(SetupError(message)) => {
-            surface.fail(&message, &message, None);
-            return 1;
+            let code = stop.expired().map(|_| "TIMEOUT".to_owned());
+            surface.fail(&message, &message, code);
+            return if stop.expired().is_some() {
+                TIMEOUT_STATUS
+            } else {
+                1
+            };
         }
     };
     let processes = run.processes();
@@ -120,13 +140,39 @@ async fn set_up_and_run(
                 surface.fail(&message, &message, None);
                 return 1;
             }
-            if summary.reason.is_answer() { 0 } else { 1 }
+            exit_status_of(&summary.reason)
         }
         Err(error) => {
             let message = error.to_string();
             surface.fail(&message, &message, None);
             1
         }
+    }
+}
+
+/// The exit status of `--timeout`, also when it runs out before the task is sent.
+const TIMEOUT_STATUS: u8 = 5;
+
+/// The exit status for how the run ended: each run cap has its own, so a supervisor can tell
+/// "bounded" from "failed" without parsing the stream.
+fn exit_status_of(reason: &TurnEndReason) -> u8 {
+    match reason {
+        reason if reason.is_answer() => 0,
+        TurnEndReason::MaxTurns { .. } => 3,
+        TurnEndReason::MaxBudget { .. } => 4,
+        TurnEndReason::Timeout { .. } => TIMEOUT_STATUS,
+        _ => 1,
+    }
+}
+
+/// A duration as a person would write it: `90s`, `500ms`, `1.5s`.
+fn shown_duration(limit: std::time::Duration) -> String {
+    if limit.subsec_millis() != 0 && limit.as_secs() == 0 {
+        format!("{}ms", limit.as_millis())
+    } else if limit.subsec_millis() != 0 {
+        format!("{:.3}s", limit.as_secs_f64())
+    } else {
+        format!("{}s", limit.as_secs())
     }
 }
 

@@ -150,8 +150,15 @@ impl Surface {
                 let _ = out.flush();
             }
         }
-        if let TurnEndReason::Error { error } = &summary.reason {
-            let _ = writeln!(std::io::stderr(), "dsh: {}: {}", error.code, error.message);
+        let failure = match &summary.reason {
+            TurnEndReason::Error { error } => Some((error.code.to_string(), &error.message)),
+            TurnEndReason::MaxTurns { message } => Some(("MAX_TURNS".into(), message)),
+            TurnEndReason::MaxBudget { message } => Some(("MAX_BUDGET".into(), message)),
+            TurnEndReason::Timeout { message } => Some(("RUN_TIMEOUT".into(), message)),
+            _ => None,
+        };
+        if let Some((code, message)) = failure {
+            let _ = writeln!(std::io::stderr(), "dsh: {code}: {message}");
         }
     }
 

@@ -19,7 +19,7 @@ pub use layers::{ConfigError, ConfigFiles, Layer};
 pub use route::{ApiKey, OTHER_WINDOW_DEFAULT, Route};
 pub use settings::{
     DEFAULT_MODEL, Environment, Flags, McpServerSettings, McpTransport, Settings, SetupError,
-    Source, Sourced, SubagentLimits, home, sandbox_only,
+    Source, Sourced, SubagentLimits, Usd, home, sandbox_only,
 };
 pub use shown::SettingRow;
 

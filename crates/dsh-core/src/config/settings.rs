@@ -71,12 +71,40 @@ impl<T> Sourced<T> {
     }
 }
 
+/// An amount of US dollars: positive and finite, so it compares as a whole number would.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Usd(f64);
+
+impl Eq for Usd {}
+
+impl Usd {
+    /// `text` as dollars (`0.5`, `$2`), when it is a positive finite amount.
+    pub fn parse(text: &str) -> Option<Usd> {
+        let amount: f64 = text.trim().trim_start_matches('$').parse().ok()?;
+        (amount.is_finite() && amount > 0.0).then_some(Usd(amount))
+    }
+
+    pub fn value(self) -> f64 {
+        self.0
+    }
+}
+
+impl super::shown::Shown for Usd {
+    fn shown(&self) -> String {
+        format!("${}", self.0)
+    }
+}
+
 /// What the command line sets; `None` (or empty) leaves a value to the lower layers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Flags {
     pub model: Option<String>,
     pub effort: Option<Effort>,
     pub max_steps: Option<u32>,
+    /// `--max-turns`: the most model requests in the run.
+    pub max_turns: Option<u32>,
+    /// `--max-budget-usd`: the most the run may cost at the model's declared prices.
+    pub max_budget_usd: Option<Usd>,
     /// `--patch` files, applied in order over the config files.
     pub patches: Vec<PathBuf>,
     pub permission_mode: Option<PermissionMode>,
@@ -245,6 +273,8 @@ pub struct Settings {
     pub route: Route,
     pub effort: Sourced<Effort>,
     pub max_steps: Sourced<u32>,
+    pub max_turns: Sourced<Option<u32>>,
+    pub max_budget_usd: Sourced<Option<Usd>>,
     pub permission_mode: Sourced<PermissionMode>,
     pub approval: Sourced<ApprovalPolicy>,
     pub add_dirs: Sourced<Vec<PathBuf>>,
@@ -332,6 +362,30 @@ impl Settings {
             [flag(flags.max_steps, "--max-steps")],
             crate::AgentConfig::DEFAULT_MAX_STEPS,
         );
+        let max_turns = r.setting(
+            "max_turns",
+            [flag(flags.max_turns.map(Some), "--max-turns")],
+            None,
+        );
+        r.none_means(&max_turns, "no limit");
+        let max_budget_usd = r.setting(
+            "max_budget_usd",
+            [flag(flags.max_budget_usd.map(Some), "--max-budget-usd")],
+            None,
+        );
+        r.none_means(&max_budget_usd, "no limit");
+        if let Some(limit) = max_budget_usd.value
+            && route.prices.value.is_none()
+        {
+            return Err(SetupError(format!(
+                "--max-budget-usd {} needs the model's prices to count what the run spends, and \
+                 {} has none declared; declare them ([models.\"{}\".prices], see \
+                 docs/providers.md#prices) or bound the run with --max-turns instead",
+                limit.value(),
+                route.model,
+                route.model
+            )));
+        }
         let env_mode = match env.get("DSH_PERMISSION_MODE") {
             None => None,
             Some(value) => Some(Sourced::new(
@@ -565,6 +619,8 @@ impl Settings {
             route,
             effort,
             max_steps,
+            max_turns,
+            max_budget_usd,
             permission_mode,
             approval,
             add_dirs,

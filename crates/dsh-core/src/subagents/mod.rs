@@ -586,6 +586,10 @@ fn failure_text(reason: &TurnEndReason, partial: &str, usage: Usage) -> ToolErro
         ),
         TurnEndReason::Error { error } => ("subagent run failed", Some(error.message.clone())),
         TurnEndReason::Interrupted => ("subagent run failed", None),
+        // A child has no run caps of its own; the parent's would stop it as cancelled.
+        TurnEndReason::MaxTurns { message }
+        | TurnEndReason::MaxBudget { message }
+        | TurnEndReason::Timeout { message } => ("subagent run failed", Some(message.clone())),
         TurnEndReason::PlanSubmitted | TurnEndReason::Completed => {
             ("subagent run ended abnormally (plan-submitted)", None)
         }
