@@ -124,11 +124,13 @@ impl AgentBuilder {
             zstd: settings.compression.value == Compression::Zstd,
         };
         let home = &settings.home.value;
+        let cwd = settings.cwd.clone();
         let session = match &settings.session_id {
-            Some(id) => Session::resume(home, settings.cwd.clone(), id, log_options)
-                .map_err(|e| SetupError(e.to_string()))?,
-            None => Session::create(home, settings.cwd.clone(), log_options),
-        };
+            Some(id) if settings.fork => Session::fork(home, cwd, id, log_options),
+            Some(id) => Session::resume(home, cwd, id, log_options),
+            None => Ok(Session::create(home, cwd, log_options)),
+        }
+        .map_err(|e| SetupError(e.to_string()))?;
         let mut shell_env = ShellEnv::new(vec![
             ("DSH_HOME".into(), home.clone().into_os_string()),
             ("DSH_SESSION_ID".into(), session.id().into()),

@@ -60,6 +60,16 @@ impl Session {
             header.parent_session = Some(parent.to_owned());
             header.delegation_depth = Some(depth);
         }
+        Session::with_header(home, cwd, options, id, header)
+    }
+
+    fn with_header(
+        home: &Path,
+        cwd: PathBuf,
+        options: LogOptions,
+        id: String,
+        header: SessionHeader,
+    ) -> Self {
         Session {
             log: SessionLog::create(home, header, options),
             id,
@@ -75,6 +85,49 @@ impl Session {
         }
     }
 
+    /// A new session that begins with a copy of session `from`'s history up to its last
+    /// completed turn, its task list and what it knows of the workspace instructions
+    /// (`--fork`). The old session is only read: not locked, repaired or changed.
+    pub fn fork(
+        home: &Path,
+        cwd: PathBuf,
+        from: &str,
+        options: LogOptions,
+    ) -> Result<Session, CoreError> {
+        let (_, path) = find_log(home, &cwd, from)?;
+        let loaded = read_log(&path)?;
+        let here = cwd.to_string_lossy().into_owned();
+        if loaded.header.id != from || loaded.header.cwd != here {
+            return Err(CoreError::OtherDirectory {
+                id: from.to_owned(),
+                recorded: loaded.header.cwd,
+                here,
+            });
+        }
+        // Replayed in memory only: this one is never written.
+        let mut old = Session::create(home, cwd.clone(), options);
+        for envelope in loaded.records {
+            old.absorb(envelope.record);
+        }
+        let id = format!("session-{}", uuid::Uuid::new_v4());
+        let mut header =
+            SessionHeader::new(id.clone(), now_ms(), cwd.to_string_lossy().into_owned());
+        header.forked_from = Some(from.to_owned());
+        let mut session = Session::with_header(home, cwd, options, id, header);
+        let messages = old.completed_history().to_vec();
+        session.commit(Record::SessionSeed { messages })?;
+        session.completed = session.history.len();
+        if !old.todos.is_empty() {
+            session.commit(Record::TodoWrite {
+                turn: 0,
+                todos: old.todos,
+            })?;
+        }
+        session.loaded = old.loaded;
+        session.untracked_instructions = old.untracked_instructions;
+        Ok(session)
+    }
+
     /// The session `id`, recorded in `cwd`, to go on with: locked against other writers, its
     /// torn last line cut off, an open turn closed as interrupted (the closing records are
     /// appended to the log), and the history rebuilt from what was committed.
@@ -84,22 +137,8 @@ impl Session {
         id: &str,
         options: LogOptions,
     ) -> Result<Session, CoreError> {
-        check_id(id)?;
+        let (dir, path) = find_log(home, &cwd, id)?;
         let here = cwd.to_string_lossy().into_owned();
-        let dir = session_dir(home, &here, id);
-        let Some(path) = log_file_in(&dir) else {
-            return Err(match recorded_elsewhere(home, id) {
-                Some(recorded) => CoreError::OtherDirectory {
-                    id: id.to_owned(),
-                    recorded,
-                    here,
-                },
-                None => CoreError::UnknownSession {
-                    id: id.to_owned(),
-                    root: home.join("sessions"),
-                },
-            });
-        };
         let lock = SessionLock::acquire(&dir, id)?;
         let loaded = read_log(&path)?;
         if loaded.header.id != id || loaded.header.cwd != here {
@@ -297,6 +336,27 @@ fn recorded_elsewhere(home: &Path, id: &str) -> Option<String> {
 }
 
 /// The log of the session folder `dir`, plain or compressed.
+/// The folder and log of session `id` recorded in `cwd`, or why there is none.
+fn find_log(home: &Path, cwd: &Path, id: &str) -> Result<(PathBuf, PathBuf), CoreError> {
+    check_id(id)?;
+    let here = cwd.to_string_lossy().into_owned();
+    let dir = session_dir(home, &here, id);
+    match log_file_in(&dir) {
+        Some(path) => Ok((dir, path)),
+        None => Err(match recorded_elsewhere(home, id) {
+            Some(recorded) => CoreError::OtherDirectory {
+                id: id.to_owned(),
+                recorded,
+                here,
+            },
+            None => CoreError::UnknownSession {
+                id: id.to_owned(),
+                root: home.join("sessions"),
+            },
+        }),
+    }
+}
+
 pub(crate) fn log_file_in(dir: &Path) -> Option<PathBuf> {
     [LOG_FILE, LOG_FILE_ZSTD]
         .into_iter()

@@ -31,6 +31,9 @@ pub struct SessionHeader {
     /// For a subagent's session: how deep below the top agent it is (1 for a direct child).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delegation_depth: Option<u32>,
+    /// For a session made by `--fork`: the session whose history it began with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<String>,
 }
 
 /// The fixed `type` of a header line.
@@ -51,6 +54,7 @@ impl SessionHeader {
             dsh: env!("CARGO_PKG_VERSION").to_owned(),
             parent_session: None,
             delegation_depth: None,
+            forked_from: None,
         }
     }
 }

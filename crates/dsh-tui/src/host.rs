@@ -138,8 +138,11 @@ async fn open_session(
     } else {
         Vec::new()
     };
+    // From now on the flags name this session itself (a `/model` switch reopens it).
     let mut flags = flags;
     flags.session_id = Some(session.id().to_owned());
+    flags.continue_latest = false;
+    flags.fork = false;
     let info = SessionInfo {
         id: session.id().to_owned(),
         model,

@@ -408,12 +408,16 @@ impl Ui {
             Slash::New => {
                 let mut flags = self.base_flags.clone();
                 flags.session_id = None;
+                flags.continue_latest = false;
+                flags.fork = false;
                 self.open(app, flags);
             }
             Slash::Resume(None) => app.open_picker(dsh_core::list_sessions(&self.home, &self.cwd)),
             Slash::Resume(Some(id)) => {
                 let mut flags = self.base_flags.clone();
                 flags.session_id = Some(id);
+                flags.continue_latest = false;
+                flags.fork = false;
                 self.open(app, flags);
             }
             Slash::Diff => app.push_cell(git_diff(&self.cwd).await),

@@ -304,6 +304,11 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
             "--json" | "-h" | "--help" | "-V" | "--version" if has_inline => {
                 return Err(fail(format!("option '{name}' takes no value"), true));
             }
+            "--continue" | "--fork" if has_inline => {
+                return Err(fail(format!("option '{name}' takes no value"), true));
+            }
+            "--continue" => run.flags.continue_latest = true,
+            "--fork" => run.flags.fork = true,
             "--json" => run.json = true,
             "--dump-config" if !has_inline => dump_config = true,
             "-h" | "--help" => return Ok(Command::Help),
@@ -492,6 +497,9 @@ Options:
       --model <name>      Model to use (default: deepseek-v4-flash)
       --effort <level>    Reasoning effort: off, low, high or max (default: high)
       --max-steps <n>     Stop a turn after this many model requests (default: 500)
+      --continue          Continue the latest session of this directory
+      --fork              With --session-id or --continue: a new session that starts from a
+                          copy of that one's history (the old one is left as it was)
       --max-turns <n>     Stop the run after this many model requests in all (exit status 3)
       --max-budget-usd <usd>
                           Stop the run once it has cost this much at the model's declared

@@ -113,6 +113,10 @@ pub struct Flags {
     pub add_dirs: Vec<PathBuf>,
     /// The session to continue (`--session-id`).
     pub session_id: Option<String>,
+    /// `--continue`: the latest session of this directory.
+    pub continue_latest: bool,
+    /// `--fork`: a new session starting from a copy of the chosen one's history.
+    pub fork: bool,
     /// `--tools`: offer only these tools.
     pub tools: Option<Vec<String>>,
     /// `--disallowed-tools`: never offer these tools.
@@ -304,6 +308,8 @@ pub struct Settings {
     pub subagents: SubagentLimits,
     /// The session to continue; `None` starts a new one.
     pub session_id: Option<String>,
+    /// Whether `session_id` is copied into a new session instead of continued (`--fork`).
+    pub fork: bool,
     rows: Vec<SettingRow>,
 }
 
@@ -603,11 +609,45 @@ impl Settings {
                 rows.push(SettingRow::new(key, value, &Source::File(path)));
             }
         }
-        if let Some(id) = &flags.session_id {
+        let session_id = match (&flags.session_id, flags.continue_latest) {
+            (Some(_), true) => {
+                return Err(SetupError(
+                    "--continue and --session-id both choose the session: give one".into(),
+                ));
+            }
+            (Some(id), false) => Some((id.clone(), "--session-id")),
+            (None, true) => {
+                let latest = crate::catalog::list_sessions(&home.value, &cwd)
+                    .into_iter()
+                    .find(|s| s.parent_session.is_none())
+                    .ok_or_else(|| {
+                        SetupError(format!(
+                            "--continue: no session was recorded in {} yet; run without it to \
+                             start one",
+                            cwd.display()
+                        ))
+                    })?;
+                Some((latest.id, "--continue"))
+            }
+            (None, false) => None,
+        };
+        if flags.fork && session_id.is_none() {
+            return Err(SetupError(
+                "--fork copies a session: name it with --session-id ID, or --continue for the \
+                 latest"
+                    .into(),
+            ));
+        }
+        if let Some((id, flag)) = &session_id {
+            let key = if flags.fork {
+                "session.fork_from"
+            } else {
+                "session"
+            };
             rows.push(SettingRow::new(
-                "session".to_owned(),
+                key.to_owned(),
                 id.shown(),
-                &Source::Flag("--session-id"),
+                &Source::Flag(flag),
             ));
         }
         rows.sort_by(|a, b| a.key.cmp(&b.key));
@@ -641,7 +681,8 @@ impl Settings {
             mcp_servers,
             web,
             subagents,
-            session_id: flags.session_id.clone(),
+            session_id: session_id.map(|(id, _)| id),
+            fork: flags.fork,
             files,
             rows,
         })

@@ -633,3 +633,83 @@ fn a_session_logged_before_instructions_were_tracked_gets_none_again_on_resume()
     assert_eq!(after_read.last().unwrap()["role"], "tool");
     assert_eq!(reminders(after_read), 2, "no second copy of pkg/AGENTS.md");
 }
+
+/// The session id a `--json` run reported.
+fn reported_session(out: &dsh_testkit::RunOutput) -> String {
+    out.events()[0]["sessionId"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn continue_picks_the_latest_session_of_the_directory() {
+    let env = TestEnv::new(vec![
+        Turn::text("first answer"),
+        Turn::text("second answer"),
+        Turn::text("continued answer"),
+    ]);
+    let out = env.run(dsh(), &["--continue", "go"]);
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.contains("--continue: no session was recorded"),
+        "{}",
+        out.stderr
+    );
+    assert!(env.server.requests().is_empty());
+
+    let _older = reported_session(&env.run(dsh(), &["--json", "one"]));
+    let newer = reported_session(&env.run(dsh(), &["--json", "two"]));
+    let out = env.run(dsh(), &["--json", "--continue", "three"]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert_eq!(reported_session(&out), newer);
+    let sent = env.server.requests()[2].messages().to_vec();
+    let text = serde_json::to_string(&sent).unwrap();
+    assert!(text.contains("two") && !text.contains("\"one\""), "{text}");
+
+    let out = env.run(dsh(), &["--continue", "--session-id", &newer, "x"]);
+    assert!(out.stderr.contains("give one"), "{}", out.stderr);
+}
+
+#[test]
+fn fork_starts_a_new_session_from_a_copy_and_leaves_the_old_one_alone() {
+    let env = TestEnv::new(vec![Turn::text("remember 42"), Turn::text("forked answer")]);
+    let first = reported_session(&env.run(dsh(), &["--json", "pick a number"]));
+    let before = env.session_log();
+
+    let out = env.run(
+        dsh(),
+        &["--json", "--fork", "--session-id", &first, "what was it?"],
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let forked = reported_session(&out);
+    assert_ne!(forked, first);
+    let sent = serde_json::to_string(env.server.requests()[1].messages()).unwrap();
+    assert!(
+        sent.contains("pick a number") && sent.contains("remember 42"),
+        "{sent}"
+    );
+
+    let old_log = std::fs::read_dir(env.home.path().join("sessions"))
+        .unwrap()
+        .flatten()
+        .map(|project| project.path().join(&first).join("session.jsonl"))
+        .find(|path| path.exists())
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(old_log).unwrap(),
+        before,
+        "the old log is unchanged"
+    );
+    let logs = env.session_logs();
+    let header = logs
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|r| r["type"] == "session" && r["id"] == forked)
+        .unwrap();
+    assert_eq!(header["forkedFrom"], first.as_str());
+
+    let out = env.run(dsh(), &["--fork", "go"]);
+    assert!(
+        out.stderr.contains("--fork copies a session"),
+        "{}",
+        out.stderr
+    );
+}
