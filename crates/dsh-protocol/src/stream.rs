@@ -17,6 +17,10 @@ pub const MAX_LINE_BYTES: usize = 32 * 1024;
 /// Containers nested this deep or deeper are replaced by a marker string.
 pub const MAX_DEPTH: usize = 64;
 
+/// The version of the `--json` stream's format, named by its first event. Fields may be added
+/// within a version; a change that removes or redefines one takes a new version.
+pub const STREAM_SCHEMA_VERSION: u32 = 1;
+
 /// One line of the `--json` stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -26,6 +30,8 @@ pub enum StreamEvent {
     Session {
         session_id: String,
         cwd: String,
+        /// [`STREAM_SCHEMA_VERSION`].
+        schema_version: u32,
     },
     Status(Status),
     /// A reasoning block of a committed assistant message.
@@ -69,6 +75,10 @@ pub enum StreamEvent {
         reason: Option<TurnEndReason>,
         text: String,
         usage: BilledUsage,
+        /// Milliseconds from the start of the run (before its set-up) to this event.
+        duration_ms: u64,
+        /// The model requests the run's top agent made (`step_end` events).
+        steps: u32,
     },
     /// A failure outside a turn (bad arguments, no credentials, an unusable session); the stream
     /// then ends without `final`.
@@ -338,6 +348,8 @@ mod tests {
             reason: Some(TurnEndReason::Completed),
             text: text.clone(),
             usage: BilledUsage::default(),
+            duration_ms: 0,
+            steps: 0,
         });
         let value: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(value["text"].as_str().unwrap(), text);

@@ -91,7 +91,7 @@ async fn set_up_and_run(
     let (task, run) = match set_up {
         Ok(ready) => ready,
         Err(SetupError(message)) => {
-            let code = stop.expired().map(|_| "TIMEOUT".to_owned());
+            let code = stop.expired().map(|_| "RUN_TIMEOUT".to_owned());
             surface.fail(&message, &message, code);
             return if stop.expired().is_some() {
                 TIMEOUT_STATUS

@@ -17,6 +17,10 @@ pub enum Surface {
     Json {
         /// The model's prices, for `costUsd`.
         prices: Option<Prices>,
+        /// When the run began, for `final.durationMs`.
+        started: std::time::Instant,
+        /// The top agent's steps so far, for `final.steps`.
+        steps: u32,
     },
 }
 
@@ -51,7 +55,11 @@ impl TextSurface {
 impl Surface {
     pub fn new(json: bool) -> Self {
         if json {
-            Surface::Json { prices: None }
+            Surface::Json {
+                prices: None,
+                started: std::time::Instant::now(),
+                steps: 0,
+            }
         } else {
             Surface::Text(TextSurface::default())
         }
@@ -59,7 +67,7 @@ impl Surface {
 
     /// The surface with the model's prices, so that usage in the stream carries `costUsd`.
     pub fn with_prices(mut self, prices: Option<Prices>) -> Self {
-        if let Surface::Json { prices: slot } = &mut self {
+        if let Surface::Json { prices: slot, .. } = &mut self {
             *slot = prices;
         }
         self
@@ -71,6 +79,7 @@ impl Surface {
             line(&StreamEvent::Session {
                 session_id: session_id.to_owned(),
                 cwd: cwd.to_owned(),
+                schema_version: dsh_protocol::stream::STREAM_SCHEMA_VERSION,
             });
         }
     }
@@ -104,12 +113,15 @@ impl Surface {
             return;
         }
         match (self, event) {
-            (Surface::Json { prices }, AgentEvent::Record(record)) => {
+            (Surface::Json { prices, steps, .. }, AgentEvent::Record(record)) => {
+                if let dsh_protocol::Record::StepEnd { .. } = record {
+                    *steps += 1;
+                }
                 for event in project(record) {
                     line(&priced(event, prices.as_ref()));
                 }
             }
-            (Surface::Json { prices }, AgentEvent::Child { .. }) => {
+            (Surface::Json { prices, .. }, AgentEvent::Child { .. }) => {
                 let (agent_id, record) = innermost(event);
                 if let Some(record) = record {
                     for event in project(record) {
@@ -136,11 +148,17 @@ impl Surface {
     /// failed.
     pub fn finish(&mut self, session_id: &str, summary: &TurnSummary) {
         match self {
-            Surface::Json { prices } => line(&StreamEvent::Final {
+            Surface::Json {
+                prices,
+                started,
+                steps,
+            } => line(&StreamEvent::Final {
                 session_id: session_id.to_owned(),
                 reason: Some(summary.reason.clone()),
                 text: summary.text.clone(),
                 usage: BilledUsage::new(summary.usage, prices.as_ref()),
+                duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                steps: *steps,
             }),
             Surface::Text(text) => {
                 text.close();

@@ -146,3 +146,21 @@ fn usage_errors_are_error_events_too() {
         ]
     );
 }
+
+#[test]
+fn the_stream_names_its_version_and_final_counts_time_and_steps() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "a.txt"})),
+        Turn::text("done"),
+    ]);
+    env.write("a.txt", "alpha\n");
+    let out = env.run(dsh(), &["--json", "go"]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let events = out.events();
+    assert_eq!(events[0]["type"], "session");
+    assert_eq!(events[0]["schemaVersion"], 1);
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "final");
+    assert_eq!(last["steps"], 2);
+    assert!(last["durationMs"].as_u64().is_some(), "{last}");
+}
