@@ -48,6 +48,8 @@ pub struct AgentConfig {
     /// Kept current with the history of the completed turns, at each turn's start, for tools
     /// that build on it (`subagent_fork`).
     pub completed_history: Option<Arc<std::sync::Mutex<Vec<Message>>>>,
+    /// The user's own text, at the very end of the system prompt (`--system-prompt-append`).
+    pub system_append: Option<String>,
     /// The most model requests one run (a task and the turns its background work wakes) may
     /// make (`--max-turns`).
     pub max_requests: Option<u32>,
@@ -78,6 +80,7 @@ impl AgentConfig {
             nested_instructions: None,
             token_budget: None,
             completed_history: None,
+            system_append: None,
             max_requests: None,
             budget: None,
             background: None,
@@ -231,7 +234,7 @@ impl Agent {
         events: UnboundedSender<AgentEvent>,
     ) -> Self {
         let mut system = crate::prompt::system_prompt(&config.model, session.cwd(), &tools);
-        for fact in &config.context {
+        for fact in config.context.iter().chain(&config.system_append) {
             system.push_str("\n\n");
             system.push_str(fact);
         }

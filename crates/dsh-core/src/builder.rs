@@ -281,6 +281,9 @@ fn agent_config(settings: &Settings) -> AgentConfig {
     config.max_output_tokens = route.max_output_tokens.value;
     config.effort = settings.effort.value;
     config.max_steps = settings.max_steps.value;
+    config
+        .system_append
+        .clone_from(&settings.system_prompt_append.value);
     config.context_window = route.context_window.value;
     config.job_wait = settings.job_wait.value;
     config

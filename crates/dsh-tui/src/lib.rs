@@ -63,6 +63,8 @@ pub struct StartError(pub String);
 pub fn run(options: Options) -> Result<(), StartError> {
     let cwd = std::env::current_dir()
         .map_err(|e| StartError(format!("cannot read the current directory: {e}")))?;
+    let mut options = options;
+    options.flags.interactive = true;
     let settings = Settings::load(cwd.clone(), &Environment::from_process(), &options.flags)
         .map_err(|e| StartError(e.0))?;
     let home = settings.home.value;

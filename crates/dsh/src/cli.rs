@@ -104,6 +104,7 @@ const VALUED: &[&str] = &[
     "--max-turns",
     "--max-budget-usd",
     "--timeout",
+    "--system-prompt-append",
 ];
 
 /// Parses the arguments after the program name. `terminals` decides between the terminal UI
@@ -304,6 +305,13 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
             "--json" | "-h" | "--help" | "-V" | "--version" if has_inline => {
                 return Err(fail(format!("option '{name}' takes no value"), true));
             }
+            "--system-prompt-append" => {
+                let text = value("--system-prompt-append <text>")?;
+                if text.trim().is_empty() {
+                    return Err(fail("--system-prompt-append needs text".into(), true));
+                }
+                run.flags.system_prompt_append = Some(text);
+            }
             "--continue" | "--fork" if has_inline => {
                 return Err(fail(format!("option '{name}' takes no value"), true));
             }
@@ -497,6 +505,8 @@ Options:
       --model <name>      Model to use (default: deepseek-v4-flash)
       --effort <level>    Reasoning effort: off, low, high or max (default: high)
       --max-steps <n>     Stop a turn after this many model requests (default: 500)
+      --system-prompt-append <text>
+                          Add this text at the end of the system prompt
       --continue          Continue the latest session of this directory
       --fork              With --session-id or --continue: a new session that starts from a
                           copy of that one's history (the old one is left as it was)

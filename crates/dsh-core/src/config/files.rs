@@ -21,6 +21,8 @@ pub struct Config {
     /// The reasoning effort when `--effort` is not given: off, low, high or max.
     #[serde(deserialize_with = "parsed")]
     pub effort: Option<Effort>,
+    /// Text added at the end of the system prompt when `--system-prompt-append` is not given.
+    pub system_prompt_append: Option<String>,
     pub tools: ToolsConfig,
     pub shell: ShellConfig,
     pub jobs: JobsConfig,

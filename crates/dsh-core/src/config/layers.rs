@@ -45,9 +45,15 @@ pub struct ConfigFiles {
 }
 
 impl ConfigFiles {
-    /// Reads and merges the layers for a run in `cwd`.
-    pub fn load(home: &Path, cwd: &Path, patches: &[PathBuf]) -> Result<ConfigFiles, ConfigError> {
-        let layers = layers(home, cwd, patches)?;
+    /// Reads and merges the layers for a run in `cwd`; `headless` adds the headless profile's
+    /// patch file.
+    pub fn load(
+        home: &Path,
+        cwd: &Path,
+        patches: &[PathBuf],
+        headless: bool,
+    ) -> Result<ConfigFiles, ConfigError> {
+        let layers = layers(home, cwd, patches, headless)?;
         let merged = merged(&layers, home, patches)?;
         let provenance = provenance(&layers);
         Ok(ConfigFiles {
@@ -116,7 +122,12 @@ impl ConfigFiles {
 
 /// The layers for a run in `cwd`, lowest first. A `--patch` file is TOML, or the reference's
 /// YAML row list ([`super::rows`]), translated onto the same keys.
-fn layers(home: &Path, cwd: &Path, patches: &[PathBuf]) -> Result<Vec<Layer>, ConfigError> {
+fn layers(
+    home: &Path,
+    cwd: &Path,
+    patches: &[PathBuf],
+    headless: bool,
+) -> Result<Vec<Layer>, ConfigError> {
     let mut layers = Vec::new();
     for optional in [
         home.join("config.toml"),
@@ -136,36 +147,58 @@ fn layers(home: &Path, cwd: &Path, patches: &[PathBuf]) -> Result<Vec<Layer>, Co
         cwd: cwd.to_path_buf(),
     };
     let mut index = super::rows::RowIndex::default();
-    for patch in patches {
-        let fail = |message: String| ConfigError {
-            path: patch.clone(),
-            message,
-        };
-        let text =
-            std::fs::read_to_string(patch).map_err(|e| fail(format!("cannot be read: {e}")))?;
-        if super::rows::is_row_list(patch, &text) {
-            let rows = super::rows::translate(&text, &context, &mut index).map_err(fail)?;
-            // What the rows became is checked as a TOML file would be.
-            Config::deserialize(rows.table.clone())
-                .map_err(|e| fail(format!("translates to a bad setting: {}", e.message())))?;
-            layers.push(Layer {
-                path: patch.clone(),
-                table: Some(rows.table),
-                rows: true,
-                notes: rows.notes,
-                replaces: rows.replaces,
-            });
-        } else {
-            layers.push(Layer {
-                path: patch.clone(),
-                table: read_layer(patch, true)?,
-                rows: false,
-                notes: Vec::new(),
-                replaces: Vec::new(),
-            });
+    // The reference's own patch files, where its documentation tells users to put rows: the
+    // user's patch over every surface, then the headless profile's (for headless runs).
+    let mut reference = vec![home.join(REFERENCE_PATCH)];
+    if headless {
+        reference.push(home.join("profiles").join("headless").join(REFERENCE_PATCH));
+    }
+    for file in reference {
+        if file.is_file() {
+            layers.push(patch_layer(&file, &context, &mut index)?);
         }
     }
+    for patch in patches {
+        layers.push(patch_layer(patch, &context, &mut index)?);
+    }
     Ok(layers)
+}
+
+/// The name of the reference's patch files.
+pub const REFERENCE_PATCH: &str = "cordis.patch.yml";
+
+/// A patch file: the reference's YAML rows (translated) or a TOML config file.
+fn patch_layer(
+    patch: &Path,
+    context: &super::rows::RowContext,
+    index: &mut super::rows::RowIndex,
+) -> Result<Layer, ConfigError> {
+    let fail = |message: String| ConfigError {
+        path: patch.to_path_buf(),
+        message,
+    };
+    let text = std::fs::read_to_string(patch).map_err(|e| fail(format!("cannot be read: {e}")))?;
+    if super::rows::is_row_list(patch, &text) {
+        let rows = super::rows::translate(&text, context, index).map_err(fail)?;
+        // What the rows became is checked as a TOML file would be.
+        Config::deserialize(rows.table.clone())
+            .map_err(|e| fail(format!("translates to a bad setting: {}", e.message())))?;
+        Ok(Layer {
+            path: patch.to_path_buf(),
+            table: Some(rows.table),
+            rows: true,
+            notes: rows.notes,
+            replaces: rows.replaces,
+        })
+    } else {
+        Ok(Layer {
+            path: patch.to_path_buf(),
+            table: read_layer(patch, true)?,
+            rows: false,
+            notes: Vec::new(),
+            replaces: Vec::new(),
+        })
+    }
 }
 
 /// Every value the layers set, as `(dotted key, TOML value, file)`, each from the last layer
@@ -336,7 +369,7 @@ mod tests {
         std::fs::write(ws.join(".dsh/config.toml"), "model = \"b\"\n").unwrap();
         let patch = dir.path().join("p.toml");
         std::fs::write(&patch, "[tools]\nstr_replace_editor = true\n").unwrap();
-        let files = ConfigFiles::load(&home, &ws, &[patch]).unwrap();
+        let files = ConfigFiles::load(&home, &ws, &[patch], true).unwrap();
         let config = files.config();
         assert_eq!(config.model.as_deref(), Some("b"));
         assert_eq!(config.tools.str_replace_editor, Some(true));
@@ -347,7 +380,7 @@ mod tests {
     fn no_files_is_the_default() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(
-            *ConfigFiles::load(dir.path(), dir.path(), &[])
+            *ConfigFiles::load(dir.path(), dir.path(), &[], true)
                 .unwrap()
                 .config(),
             Config::default()
@@ -359,8 +392,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let patch = dir.path().join("p.toml");
         std::fs::write(&patch, "[tools]\nstr_replace_edtor = true\n").unwrap();
-        let error =
-            ConfigFiles::load(dir.path(), dir.path(), std::slice::from_ref(&patch)).unwrap_err();
+        let error = ConfigFiles::load(dir.path(), dir.path(), std::slice::from_ref(&patch), true)
+            .unwrap_err();
         assert_eq!(error.path, patch);
         assert!(
             error
@@ -369,7 +402,7 @@ mod tests {
             "{error}"
         );
         let missing = dir.path().join("missing.toml");
-        let error = ConfigFiles::load(dir.path(), dir.path(), &[missing]).unwrap_err();
+        let error = ConfigFiles::load(dir.path(), dir.path(), &[missing], true).unwrap_err();
         assert!(error.to_string().contains("cannot be read"), "{error}");
     }
 }

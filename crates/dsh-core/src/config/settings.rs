@@ -117,6 +117,11 @@ pub struct Flags {
     pub continue_latest: bool,
     /// `--fork`: a new session starting from a copy of the chosen one's history.
     pub fork: bool,
+    /// `--system-prompt-append`: text added at the end of the system prompt.
+    pub system_prompt_append: Option<String>,
+    /// The run is the terminal UI's, not a headless one: the headless profile's patch file
+    /// (`$DSH_HOME/profiles/headless/cordis.patch.yml`) does not apply.
+    pub interactive: bool,
     /// `--tools`: offer only these tools.
     pub tools: Option<Vec<String>>,
     /// `--disallowed-tools`: never offer these tools.
@@ -279,6 +284,8 @@ pub struct Settings {
     pub max_steps: Sourced<u32>,
     pub max_turns: Sourced<Option<u32>>,
     pub max_budget_usd: Sourced<Option<Usd>>,
+    /// Added at the end of the system prompt (`--system-prompt-append`, `system_prompt_append`).
+    pub system_prompt_append: Sourced<Option<String>>,
     pub permission_mode: Sourced<PermissionMode>,
     pub approval: Sourced<ApprovalPolicy>,
     pub add_dirs: Sourced<Vec<PathBuf>>,
@@ -317,7 +324,7 @@ impl Settings {
     /// Reads the config files for a run in `cwd` and resolves the settings.
     pub fn load(cwd: PathBuf, env: &Environment, flags: &Flags) -> Result<Settings, SetupError> {
         let home = home(env)?;
-        let files = ConfigFiles::load(&home.value, &cwd, &flags.patches)?;
+        let files = ConfigFiles::load(&home.value, &cwd, &flags.patches, !flags.interactive)?;
         Settings::resolve(files, home, env, flags)
     }
 
@@ -368,6 +375,21 @@ impl Settings {
             [flag(flags.max_steps, "--max-steps")],
             crate::AgentConfig::DEFAULT_MAX_STEPS,
         );
+        let system_prompt_append = r.setting(
+            "system_prompt_append",
+            [
+                flag(
+                    flags.system_prompt_append.clone().map(Some),
+                    "--system-prompt-append",
+                ),
+                r.file(
+                    "system_prompt_append",
+                    config.system_prompt_append.clone().map(Some),
+                ),
+            ],
+            None,
+        );
+        r.none_means(&system_prompt_append, "nothing added");
         let max_turns = r.setting(
             "max_turns",
             [flag(flags.max_turns.map(Some), "--max-turns")],
@@ -661,6 +683,7 @@ impl Settings {
             max_steps,
             max_turns,
             max_budget_usd,
+            system_prompt_append,
             permission_mode,
             approval,
             add_dirs,
@@ -909,7 +932,7 @@ pub fn sandbox_only(
     patches: &[PathBuf],
 ) -> Result<SandboxSettings, SetupError> {
     let home = home(env)?;
-    let files = ConfigFiles::load(&home.value, &cwd, patches)?;
+    let files = ConfigFiles::load(&home.value, &cwd, patches, true)?;
     let mut r = Resolver {
         files: &files,
         rows: Vec::new(),

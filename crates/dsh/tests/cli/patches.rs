@@ -260,3 +260,54 @@ fn disabled_false_switches_instructions_and_skills_back_on() {
     assert!(on.contains("instructions.enabled = true"), "{on}");
     assert!(on.contains("skills.enabled = true"), "{on}");
 }
+
+#[test]
+fn the_reference_s_own_patch_files_are_layers() {
+    let env = TestEnv::new(vec![Turn::text("ok"), Turn::text("ok")]);
+    // Where the reference's documentation tells users to put rows: over every surface, and
+    // for the headless profile.
+    std::fs::create_dir_all(env.home.path().join("profiles/headless")).unwrap();
+    std::fs::write(
+        env.home.path().join("cordis.patch.yml"),
+        "- id: tool-web\n  disabled: true\n",
+    )
+    .unwrap();
+    std::fs::write(
+        env.home.path().join("profiles/headless/cordis.patch.yml"),
+        "- id: tool-jobs\n  disabled: true\n",
+    )
+    .unwrap();
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let tools = env.server.requests()[0].tool_names();
+    assert!(tools.contains(&"bash".to_owned()), "{tools:?}");
+    for gone in ["web_fetch", "web_search", "job_output", "job_kill"] {
+        assert!(
+            !tools.contains(&gone.to_owned()),
+            "{gone} is still offered: {tools:?}"
+        );
+    }
+    let dump = env.run(dsh(), &["--dump-config"]).stdout;
+    assert!(dump.contains("cordis.patch.yml"), "{dump}");
+}
+
+#[test]
+fn system_prompt_append_comes_last_from_the_flag_or_the_config() {
+    let env = TestEnv::new(vec![Turn::text("ok"), Turn::text("ok")]);
+    let out = env.run(
+        dsh(),
+        &["--system-prompt-append", "Answer in French.", "go"],
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let system = |request: &dsh_testkit::Request| {
+        request.messages()[0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(system(&env.server.requests()[0]).ends_with("\n\nAnswer in French."));
+
+    env.write(".dsh/config.toml", "system_prompt_append = \"Be brief.\"\n");
+    env.run(dsh(), &["go"]);
+    assert!(system(&env.server.requests()[1]).ends_with("\n\nBe brief."));
+}
