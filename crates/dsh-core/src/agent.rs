@@ -48,6 +48,8 @@ pub struct AgentConfig {
     /// Kept current with the history of the completed turns, at each turn's start, for tools
     /// that build on it (`subagent_fork`).
     pub completed_history: Option<Arc<std::sync::Mutex<Vec<Message>>>>,
+    /// What the final answer must be (`--output-schema`).
+    pub output_schema: Option<Arc<crate::OutputSchema>>,
     /// The user's own text, at the very end of the system prompt (`--system-prompt-append`).
     pub system_append: Option<String>,
     /// The most model requests one run (a task and the turns its background work wakes) may
@@ -80,6 +82,7 @@ impl AgentConfig {
             nested_instructions: None,
             token_budget: None,
             completed_history: None,
+            output_schema: None,
             system_append: None,
             max_requests: None,
             budget: None,
@@ -204,6 +207,8 @@ pub struct Agent {
     /// `--max-budget-usd`).
     run_requests: u32,
     run_usage: Usage,
+    /// The final answer's JSON under `--output-schema`.
+    structured: Option<serde_json::Value>,
 }
 
 /// How long, at the end of a run, background subagents have to end their turns once stopped.
@@ -254,6 +259,7 @@ impl Agent {
             carried: Usage::default(),
             run_requests: 0,
             run_usage: Usage::default(),
+            structured: None,
         }
     }
 
@@ -283,6 +289,7 @@ impl Agent {
     pub async fn run(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
         self.run_requests = 0;
         self.run_usage = Usage::default();
+        self.structured = None;
         if let Some(background) = &self.config.background {
             background.open();
         }
@@ -331,6 +338,52 @@ impl Agent {
             summary.reason = next.reason;
         }
         Ok(summary)
+    }
+
+    /// With `--output-schema`, a completed turn's answer must be valid JSON for it: a valid
+    /// one is kept ([`Agent::structured_output`]) and the turn ends; an invalid one is sent
+    /// back with what failed (`None`: go on), [`OUTPUT_RETRIES`] times, then the turn ends
+    /// as `output-schema`.
+    fn check_output(
+        &mut self,
+        end: &TurnEndReason,
+        text: &str,
+        turn: u32,
+        corrections: &mut u32,
+    ) -> Result<Option<TurnEndReason>, CoreError> {
+        let Some(schema) = self.config.output_schema.clone() else {
+            return Ok(Some(end.clone()));
+        };
+        if !end.is_completed() {
+            return Ok(Some(end.clone()));
+        }
+        match schema.check(text) {
+            Ok(value) => {
+                self.structured = Some(value);
+                Ok(Some(end.clone()))
+            }
+            Err(problem) if *corrections < crate::OUTPUT_RETRIES => {
+                *corrections += 1;
+                self.commit(Record::UserMessage {
+                    turn,
+                    message: Message::user_text(schema.correction(&problem)),
+                    instructions: None,
+                })?;
+                Ok(None)
+            }
+            Err(problem) => Ok(Some(TurnEndReason::OutputSchema {
+                message: format!(
+                    "the final answer still did not match --output-schema after {} \
+                     corrections: {problem}",
+                    crate::OUTPUT_RETRIES
+                ),
+            })),
+        }
+    }
+
+    /// The final answer's JSON, when the run has an output schema and the answer matched it.
+    pub fn structured_output(&self) -> Option<&serde_json::Value> {
+        self.structured.as_ref()
     }
 
     /// The run's cap it has reached, if any: checked before each request, so a run stops
@@ -470,6 +523,7 @@ impl Agent {
         let mut usage = Usage::default();
         let mut text = String::new();
         let mut step = 0;
+        let mut corrections = 0;
         let reason = loop {
             if stop.is_requested() {
                 break stop.turn_end();
@@ -540,7 +594,11 @@ impl Agent {
                 usage: outcome.usage,
             })?;
             if let Some(end) = outcome.end {
-                break end;
+                match self.check_output(&end, &text, turn, &mut corrections)? {
+                    Some(end) => break end,
+                    // The model is told what is wrong and answers again.
+                    None => continue,
+                }
             }
         };
         // What woke a turn that ended before its first step is still the turn's.

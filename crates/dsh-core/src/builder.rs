@@ -47,6 +47,7 @@ pub struct User {
 pub struct StartedRun {
     settings: Settings,
     user: User,
+    output_schema: Option<Arc<crate::OutputSchema>>,
     provider: Arc<dyn Provider>,
     sandbox: Arc<Sandbox>,
     session: Session,
@@ -116,6 +117,10 @@ impl AgentBuilder {
         notices: UnboundedSender<String>,
     ) -> Result<StartedRun, SetupError> {
         let AgentBuilder { settings, user } = self;
+        let output_schema = match &settings.output_schema.value {
+            Some(path) => Some(Arc::new(crate::OutputSchema::load(path)?)),
+            None => None,
+        };
         let provider = settings.route.connect(settings.idle_timeout.value)?;
         let provider: Arc<dyn Provider> = Arc::new(Retrying::new(provider, settings.retry));
         let sandbox = Arc::new(Sandbox::new(settings.sandbox.clone()));
@@ -161,6 +166,7 @@ impl AgentBuilder {
         Ok(StartedRun {
             settings,
             user,
+            output_schema,
             provider,
             sandbox,
             session,
@@ -184,6 +190,7 @@ impl StartedRun {
         let StartedRun {
             settings,
             user,
+            output_schema,
             provider,
             sandbox,
             session,
@@ -201,6 +208,7 @@ impl StartedRun {
         // The run's caps are the top agent's: a child's requests are its parent's calls, and
         // what children bill is in the parent's steps, so the budget covers them.
         config.max_requests = settings.max_turns.value;
+        config.output_schema = output_schema;
         // Settings refuse a budget without prices, so there is always a price to count with.
         config.budget = (settings.max_budget_usd.value)
             .zip(route.prices.value)

@@ -20,6 +20,7 @@ mod home;
 mod instructions;
 mod lock;
 mod log;
+mod output_schema;
 mod prompt;
 mod repair;
 mod session;
@@ -36,6 +37,7 @@ pub use error::CoreError;
 pub use home::dsh_home;
 pub use instructions::InstructionSettings;
 pub use log::{LoadedLog, LogOptions, SessionLog, read_log};
+pub use output_schema::{OUTPUT_RETRIES, OutputSchema};
 pub use session::Session;
 
 /// What `dsh sandbox check` prints for the sandbox settings of a run in `cwd` (only the config

@@ -287,6 +287,8 @@ pub enum TurnEndReason {
     MaxBudget { message: String },
     /// The run's time (`--timeout`) ran out.
     Timeout { message: String },
+    /// The final answer did not match `--output-schema`, after the corrections allowed.
+    OutputSchema { message: String },
 }
 
 impl TurnEndReason {

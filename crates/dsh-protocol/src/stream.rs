@@ -79,6 +79,9 @@ pub enum StreamEvent {
         duration_ms: u64,
         /// The model requests the run's top agent made (`step_end` events).
         steps: u32,
+        /// Under `--output-schema`: the answer's JSON, valid against the schema.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        structured_output: Option<serde_json::Value>,
     },
     /// A failure outside a turn (bad arguments, no credentials, an unusable session); the stream
     /// then ends without `final`.
@@ -350,6 +353,7 @@ mod tests {
             usage: BilledUsage::default(),
             duration_ms: 0,
             steps: 0,
+            structured_output: None,
         });
         let value: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(value["text"].as_str().unwrap(), text);

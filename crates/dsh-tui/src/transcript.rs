@@ -226,7 +226,8 @@ impl Transcript {
             ),
             TurnEndReason::MaxTurns { message }
             | TurnEndReason::MaxBudget { message }
-            | TurnEndReason::Timeout { message } => (
+            | TurnEndReason::Timeout { message }
+            | TurnEndReason::OutputSchema { message } => (
                 format!("■ {message} · {summary}"),
                 Style::new().fg(Color::Yellow),
             ),

@@ -105,6 +105,7 @@ const VALUED: &[&str] = &[
     "--max-budget-usd",
     "--timeout",
     "--system-prompt-append",
+    "--output-schema",
 ];
 
 /// Parses the arguments after the program name. `terminals` decides between the terminal UI
@@ -305,6 +306,13 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
             "--json" | "-h" | "--help" | "-V" | "--version" if has_inline => {
                 return Err(fail(format!("option '{name}' takes no value"), true));
             }
+            "--output-schema" => {
+                let file = value("--output-schema <file>")?;
+                if file.trim().is_empty() {
+                    return Err(fail("--output-schema needs a file name".into(), true));
+                }
+                run.flags.output_schema = Some(file.into());
+            }
             "--system-prompt-append" => {
                 let text = value("--system-prompt-append <text>")?;
                 if text.trim().is_empty() {
@@ -332,6 +340,7 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
         || run.json
         || run.output_last_message.is_some()
         || run.timeout.is_some()
+        || run.flags.output_schema.is_some()
         || words.iter().any(|w| w == "-");
     if pick_session && supervised {
         words.insert(0, "resume".into());
@@ -505,6 +514,9 @@ Options:
       --model <name>      Model to use (default: deepseek-v4-flash)
       --effort <level>    Reasoning effort: off, low, high or max (default: high)
       --max-steps <n>     Stop a turn after this many model requests (default: 500)
+      --output-schema <file>
+                          The final answer must be JSON valid against this JSON Schema; an
+                          invalid one is sent back twice, then the run fails (exit status 6)
       --system-prompt-append <text>
                           Add this text at the end of the system prompt
       --continue          Continue the latest session of this directory
@@ -548,7 +560,8 @@ Examples:
   git diff --stat | dsh --json - > run.jsonl
 
 Exit status: 0 completed; 1 failed or incomplete; 3 --max-turns, 4 --max-budget-usd and
-5 --timeout reached; 130 stopped by SIGINT; 143 by SIGTERM.
+5 --timeout reached; 6 no answer matched --output-schema; 130 stopped by SIGINT; 143 by
+SIGTERM.
 ";
 
 #[cfg(test)]

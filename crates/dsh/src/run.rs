@@ -114,10 +114,11 @@ async fn set_up_and_run(
 
     let turn = async {
         let result = agent.run(task, stop).await;
+        let structured = agent.structured_output().cloned();
         drop(agent); // closes the event channel, ending the renderer below
         // Nothing a command or a server started outlives the run.
         processes.shutdown().await;
-        result
+        result.map(|summary| (summary, structured))
     };
     let render = async {
         let mut rx = rx;
@@ -127,8 +128,8 @@ async fn set_up_and_run(
     };
     let (result, ()) = tokio::join!(turn, render);
     match result {
-        Ok(summary) => {
-            surface.finish(&session_id, &summary);
+        Ok((summary, structured)) => {
+            surface.finish(&session_id, &summary, structured.as_ref());
             if let Some(file) = &args.output_last_message
                 && let Err(e) = write_answer(file, &summary.text)
             {
@@ -161,6 +162,7 @@ fn exit_status_of(reason: &TurnEndReason) -> u8 {
         TurnEndReason::MaxTurns { .. } => 3,
         TurnEndReason::MaxBudget { .. } => 4,
         TurnEndReason::Timeout { .. } => TIMEOUT_STATUS,
+        TurnEndReason::OutputSchema { .. } => 6,
         _ => 1,
     }
 }

@@ -146,7 +146,12 @@ impl Surface {
 
     /// The end of a run that reached the agent: the answer, and the failure line if the turn
     /// failed.
-    pub fn finish(&mut self, session_id: &str, summary: &TurnSummary) {
+    pub fn finish(
+        &mut self,
+        session_id: &str,
+        summary: &TurnSummary,
+        structured: Option<&serde_json::Value>,
+    ) {
         match self {
             Surface::Json {
                 prices,
@@ -159,6 +164,7 @@ impl Surface {
                 usage: BilledUsage::new(summary.usage, prices.as_ref()),
                 duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
                 steps: *steps,
+                structured_output: structured.cloned(),
             }),
             Surface::Text(text) => {
                 text.close();
@@ -173,6 +179,7 @@ impl Surface {
             TurnEndReason::MaxTurns { message } => Some(("MAX_TURNS".into(), message)),
             TurnEndReason::MaxBudget { message } => Some(("MAX_BUDGET".into(), message)),
             TurnEndReason::Timeout { message } => Some(("RUN_TIMEOUT".into(), message)),
+            TurnEndReason::OutputSchema { message } => Some(("OUTPUT_SCHEMA".into(), message)),
             _ => None,
         };
         if let Some((code, message)) = failure {

@@ -119,6 +119,8 @@ pub struct Flags {
     pub fork: bool,
     /// `--system-prompt-append`: text added at the end of the system prompt.
     pub system_prompt_append: Option<String>,
+    /// `--output-schema`: a JSON Schema the final answer must match.
+    pub output_schema: Option<PathBuf>,
     /// The run is the terminal UI's, not a headless one: the headless profile's patch file
     /// (`$DSH_HOME/profiles/headless/cordis.patch.yml`) does not apply.
     pub interactive: bool,
@@ -286,6 +288,8 @@ pub struct Settings {
     pub max_budget_usd: Sourced<Option<Usd>>,
     /// Added at the end of the system prompt (`--system-prompt-append`, `system_prompt_append`).
     pub system_prompt_append: Sourced<Option<String>>,
+    /// The JSON Schema the final answer must match (`--output-schema`).
+    pub output_schema: Sourced<Option<PathBuf>>,
     pub permission_mode: Sourced<PermissionMode>,
     pub approval: Sourced<ApprovalPolicy>,
     pub add_dirs: Sourced<Vec<PathBuf>>,
@@ -390,6 +394,15 @@ impl Settings {
             None,
         );
         r.none_means(&system_prompt_append, "nothing added");
+        let output_schema = r.setting(
+            "output_schema",
+            [flag(
+                flags.output_schema.clone().map(Some),
+                "--output-schema",
+            )],
+            None,
+        );
+        r.none_means(&output_schema, "any answer");
         let max_turns = r.setting(
             "max_turns",
             [flag(flags.max_turns.map(Some), "--max-turns")],
@@ -684,6 +697,7 @@ impl Settings {
             max_turns,
             max_budget_usd,
             system_prompt_append,
+            output_schema,
             permission_mode,
             approval,
             add_dirs,

@@ -589,7 +589,8 @@ fn failure_text(reason: &TurnEndReason, partial: &str, usage: Usage) -> ToolErro
         // A child has no run caps of its own; the parent's would stop it as cancelled.
         TurnEndReason::MaxTurns { message }
         | TurnEndReason::MaxBudget { message }
-        | TurnEndReason::Timeout { message } => ("subagent run failed", Some(message.clone())),
+        | TurnEndReason::Timeout { message }
+        | TurnEndReason::OutputSchema { message } => ("subagent run failed", Some(message.clone())),
         TurnEndReason::PlanSubmitted | TurnEndReason::Completed => {
             ("subagent run ended abnormally (plan-submitted)", None)
         }

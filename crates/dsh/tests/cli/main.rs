@@ -9,6 +9,7 @@ mod faults;
 mod headless;
 mod json;
 mod mcp;
+mod output_schema;
 mod patches;
 mod providers;
 mod sandbox;

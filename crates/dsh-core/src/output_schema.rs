@@ -1,0 +1,150 @@
+//! `--output-schema FILE`: the final answer must be JSON valid against a JSON Schema. An
+//! answer that is not is sent back to the model with what failed, a bounded number of times.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::SetupError;
+
+/// How many times an invalid final answer is sent back before the turn fails.
+pub const OUTPUT_RETRIES: u32 = 2;
+
+/// A compiled schema for the final answer.
+pub struct OutputSchema {
+    validator: jsonschema::Validator,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for OutputSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutputSchema")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl OutputSchema {
+    /// Reads and compiles the schema at `path`; a file that is not a JSON Schema is refused
+    /// before anything is sent.
+    pub fn load(path: &Path) -> Result<OutputSchema, SetupError> {
+        let shown = path.display();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| SetupError(format!("--output-schema {shown} cannot be read: {e}")))?;
+        let schema: Value = serde_json::from_str(&text)
+            .map_err(|e| SetupError(format!("--output-schema {shown} is not JSON: {e}")))?;
+        let validator = jsonschema::validator_for(&schema).map_err(|e| {
+            SetupError(format!(
+                "--output-schema {shown} is not a valid JSON Schema: {e}"
+            ))
+        })?;
+        Ok(OutputSchema {
+            validator,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The answer's JSON, when it is valid; else what is wrong with it, for the model. A
+    /// single fenced block (```json ... ```) is read as its content.
+    pub fn check(&self, answer: &str) -> Result<Value, String> {
+        let text = unfenced(answer.trim());
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| format!("the answer is not JSON ({e})"))?;
+        let problems: Vec<String> = self
+            .validator
+            .iter_errors(&value)
+            .take(10)
+            .map(|error| {
+                let at = error.instance_path().to_string();
+                let at = if at.is_empty() { "/".to_owned() } else { at };
+                format!("at {at}: {error}")
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(value)
+        } else {
+            Err(format!(
+                "the answer does not match the schema: {}",
+                problems.join("; ")
+            ))
+        }
+    }
+
+    /// What the model is told after an invalid answer.
+    pub fn correction(&self, problem: &str) -> String {
+        format!(
+            "Your final answer must be only JSON that validates against the JSON Schema the run \
+             was given ({}), and it was not: {problem}. Answer again with the corrected JSON \
+             alone, no other text.",
+            self.path.display()
+        )
+    }
+}
+
+fn unfenced(text: &str) -> &str {
+    let Some(rest) = text.strip_prefix("```") else {
+        return text;
+    };
+    let Some(body) = rest.strip_suffix("```") else {
+        return text;
+    };
+    // The fence's info string (`json`) ends at the first line break.
+    body.split_once('\n').map_or(body, |(_, body)| body).trim()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema() -> (tempfile::TempDir, OutputSchema) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        std::fs::write(
+            &path,
+            r#"{"type":"object","required":["ok","count"],"properties":{"ok":{"type":"boolean"},"count":{"type":"integer","minimum":0}}}"#,
+        )
+        .unwrap();
+        let schema = OutputSchema::load(&path).unwrap();
+        (dir, schema)
+    }
+
+    #[test]
+    fn valid_answers_are_parsed_and_invalid_ones_explained() {
+        let (_dir, schema) = schema();
+        assert_eq!(
+            schema.check(" {\"ok\": true, \"count\": 2} ").unwrap(),
+            serde_json::json!({"ok": true, "count": 2})
+        );
+        assert!(
+            schema
+                .check("```json\n{\"ok\": false, \"count\": 0}\n```")
+                .is_ok()
+        );
+        let problem = schema
+            .check("{\"ok\": \"yes\", \"count\": -1}")
+            .unwrap_err();
+        assert!(
+            problem.contains("at /ok") && problem.contains("at /count"),
+            "{problem}"
+        );
+        assert!(
+            schema
+                .check("sure!")
+                .unwrap_err()
+                .starts_with("the answer is not JSON")
+        );
+    }
+
+    #[test]
+    fn a_bad_schema_file_is_refused_with_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.json");
+        std::fs::write(&path, r#"{"type": 12}"#).unwrap();
+        let error = OutputSchema::load(&path).unwrap_err().0;
+        assert!(error.contains("is not a valid JSON Schema"), "{error}");
+        let error = OutputSchema::load(&dir.path().join("missing.json"))
+            .unwrap_err()
+            .0;
+        assert!(error.contains("cannot be read"), "{error}");
+    }
+}
