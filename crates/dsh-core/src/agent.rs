@@ -126,6 +126,8 @@ pub struct Stop {
     reason: Arc<OnceLock<AbortReason>>,
     /// Set when the run's time ran out (`--timeout`): the turn ends as `timeout`.
     expired: Arc<OnceLock<String>>,
+    /// For one turn's stop ([`Stop::for_turn`]): the run's reason, when the run was stopped.
+    run_reason: Option<Arc<OnceLock<AbortReason>>>,
 }
 
 impl Stop {
@@ -139,11 +141,23 @@ impl Stop {
             token: token.child_token(),
             reason: Arc::default(),
             expired: Arc::default(),
+            run_reason: None,
         };
         if token.is_cancelled() {
             let _ = stop.reason.set(AbortReason::Parent);
         }
         stop
+    }
+
+    /// A stop for one turn of this run (a message of a `--input-format stream-json` run): it
+    /// can be requested alone, and it is requested, with the run's reason, when the run is.
+    pub fn for_turn(&self) -> Stop {
+        Stop {
+            token: self.token.child_token(),
+            reason: Arc::default(),
+            expired: self.expired.clone(),
+            run_reason: Some(self.reason.clone()),
+        }
     }
 
     /// Asks the run to stop; the first reason given is kept.
@@ -177,8 +191,10 @@ impl Stop {
                 message: message.clone(),
             };
         }
-        // Cancelled with no reason of its own: a subagent's parent stopped.
-        let reason = self.reason.get().cloned().unwrap_or(AbortReason::Parent);
+        // Cancelled with no reason of its own: the run's, or a subagent's parent stopped.
+        let reason = (self.reason.get().cloned())
+            .or_else(|| self.run_reason.as_ref().and_then(|r| r.get().cloned()))
+            .unwrap_or(AbortReason::Parent);
         TurnEndReason::Aborted { reason }
     }
 }

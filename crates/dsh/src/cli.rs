@@ -64,6 +64,8 @@ pub struct RunArgs {
     pub output_last_message: Option<std::path::PathBuf>,
     /// `--timeout`: how long the whole run may take.
     pub timeout: Option<std::time::Duration>,
+    /// `--input-format stream-json`: user messages are JSON lines on stdin, a turn each.
+    pub stream_input: bool,
     /// The settings the command line gives, resolved over the files by core.
     pub flags: Flags,
 }
@@ -106,6 +108,7 @@ const VALUED: &[&str] = &[
     "--timeout",
     "--system-prompt-append",
     "--output-schema",
+    "--input-format",
 ];
 
 /// Parses the arguments after the program name. `terminals` decides between the terminal UI
@@ -153,6 +156,7 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
         task: TaskSource::Stdin,
         output_last_message: None,
         timeout: None,
+        stream_input: false,
         flags: Flags::default(),
     };
     let mut words: Vec<String> = Vec::new();
@@ -306,6 +310,19 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
             "--json" | "-h" | "--help" | "-V" | "--version" if has_inline => {
                 return Err(fail(format!("option '{name}' takes no value"), true));
             }
+            "--input-format" => {
+                let format = value("--input-format <format>")?;
+                run.stream_input = match format.as_str() {
+                    "text" => false,
+                    "stream-json" => true,
+                    other => {
+                        return Err(fail(
+                            format!("--input-format must be text or stream-json, got \"{other}\""),
+                            false,
+                        ));
+                    }
+                };
+            }
             "--output-schema" => {
                 let file = value("--output-schema <file>")?;
                 if file.trim().is_empty() {
@@ -335,6 +352,23 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
 
     if dump_config {
         return Ok(Command::DumpConfig(run));
+    }
+    if run.stream_input {
+        if !run.json {
+            return Err(fail(
+                "--input-format stream-json answers in the --json stream: add --json".into(),
+                false,
+            ));
+        }
+        if !words.is_empty() || run.output_last_message.is_some() {
+            return Err(fail(
+                "--input-format stream-json reads every message from stdin: give no task words \
+                 and no -o"
+                    .into(),
+                false,
+            ));
+        }
+        return Ok(Command::Run(run));
     }
     let supervised = headless
         || run.json
@@ -514,6 +548,9 @@ Options:
       --model <name>      Model to use (default: deepseek-v4-flash)
       --effort <level>    Reasoning effort: off, low, high or max (default: high)
       --max-steps <n>     Stop a turn after this many model requests (default: 500)
+      --input-format <format>
+                          text (default), or stream-json: with --json, user messages are
+                          read from stdin as JSON lines, a turn each, until EOF
       --output-schema <file>
                           The final answer must be JSON valid against this JSON Schema; an
                           invalid one is sent back twice, then the run fails (exit status 6)
@@ -582,6 +619,7 @@ mod tests {
             task: TaskSource::Words(task.into()),
             output_last_message: None,
             timeout: None,
+            stream_input: false,
             flags: Flags::default(),
         })
     }

@@ -9,6 +9,7 @@ mod place;
 mod run;
 mod sandbox_check;
 mod sessions_cmd;
+mod stream_input;
 mod surface;
 
 use std::io::{IsTerminal, Write};

@@ -111,6 +111,13 @@ async fn set_up_and_run(
     let session_id = agent.session().id().to_owned();
     surface.session(&session_id, &agent.session().cwd().to_string_lossy());
     surface.todos(agent.session().todos());
+    let Some(task) = task else {
+        // `--input-format stream-json`: the messages come from stdin, a turn each.
+        let status = crate::stream_input::serve(&mut agent, rx, &mut surface, stop).await;
+        drop(agent);
+        processes.shutdown().await;
+        return status;
+    };
 
     let turn = async {
         let result = agent.run(task, stop).await;
@@ -156,7 +163,7 @@ const TIMEOUT_STATUS: u8 = 5;
 
 /// The exit status for how the run ended: each run cap has its own, so a supervisor can tell
 /// "bounded" from "failed" without parsing the stream.
-fn exit_status_of(reason: &TurnEndReason) -> u8 {
+pub(crate) fn exit_status_of(reason: &TurnEndReason) -> u8 {
     match reason {
         reason if reason.is_answer() => 0,
         TurnEndReason::MaxTurns { .. } => 3,
@@ -254,20 +261,23 @@ impl Notices {
 
 /// Resolves the settings, opens the session and starts the MCP servers, then reads the task
 /// (stdin last, so that a bad setting or session id fails before a supervisor has fed it) and
-/// assembles the agent.
+/// assembles the agent. With `--input-format stream-json` there is no one task: `None`.
 async fn set_up(
     args: &RunArgs,
     mcp: &dsh_mcp::McpServers,
     notices: mpsc::UnboundedSender<String>,
-) -> Result<(String, Run), SetupError> {
+) -> Result<(Option<String>, Run), SetupError> {
     let cwd = crate::place::cwd()?;
     let settings = Settings::load(cwd, &Environment::from_process(), &args.flags)?;
     let started = AgentBuilder::new(settings).start(mcp, notices)?;
     let task = match &args.task {
-        TaskSource::Words(task) => task.clone(),
-        TaskSource::Stdin => tokio::task::spawn_blocking(read_stdin_task)
-            .await
-            .map_err(|e| SetupError(format!("cannot read the task from stdin: {e}")))??,
+        _ if args.stream_input => None,
+        TaskSource::Words(task) => Some(task.clone()),
+        TaskSource::Stdin => Some(
+            tokio::task::spawn_blocking(read_stdin_task)
+                .await
+                .map_err(|e| SetupError(format!("cannot read the task from stdin: {e}")))??,
+        ),
     };
     Ok((task, started.finish().await?))
 }

@@ -16,6 +16,7 @@ mod sandbox;
 mod sessions;
 mod settings;
 mod signals;
+mod stream_input;
 mod subagents;
 mod tools;
 mod tui;
