@@ -957,6 +957,7 @@ fn result_record(turn: u32, step: u32, id: &str, outcome: ToolOutcome) -> Record
             }],
         },
         error: outcome.error,
+        command: outcome.command,
     })
 }
 
@@ -971,6 +972,7 @@ fn cut_off_outcome() -> ToolOutcome {
         error: Some(ErrorInfo::new("ToolArgsError", "INVALID_ARGS")),
         effect: None,
         usage: Usage::default(),
+        command: None,
     }
 }
 

@@ -109,6 +109,7 @@ pub fn repair(records: &[RecordEnvelope]) -> Vec<Record> {
                     }],
                 },
                 error: Some(ErrorInfo::new(name, code)),
+                command: None,
             }));
         }
         // Without a committed answer the request may still have been billed; nobody said for

@@ -15,10 +15,10 @@ mod usage;
 pub use failure::{ErrorInfo, Failure, FailureCode};
 pub use message::{Block, ImageRef, Message, Role, ToolOutputPart, ToolSpec};
 pub use record::{
-    AbortReason, AssistantMessageRecord, CompactionPruneRecord, CompactionSummaryRecord,
-    FinishReason, HeaderKind, InstructionFile, Record, RecordEnvelope, SESSION_FORMAT_VERSION,
-    SessionHeader, SessionSummary, SubagentRunRecord, TodoItem, TodoStatus, ToolCallRecord,
-    ToolResultRecord, TurnEndReason,
+    AbortReason, AssistantMessageRecord, CommandOutcome, CompactionPruneRecord,
+    CompactionSummaryRecord, FinishReason, HeaderKind, InstructionFile, Record, RecordEnvelope,
+    SESSION_FORMAT_VERSION, SessionHeader, SessionSummary, SubagentRunRecord, TodoItem, TodoStatus,
+    ToolCallRecord, ToolResultRecord, TurnEndReason,
 };
 pub use stream::StreamEvent;
 pub use usage::{BilledUsage, Prices, Usage};

@@ -253,6 +253,31 @@ pub struct ToolResultRecord {
     pub message: Message,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorInfo>,
+    /// For a command (`bash`): how it ended, as data beside the text's markers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandOutcome>,
+}
+
+/// How a command ended, for supervisors that should not parse the result's markers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandOutcome {
+    /// Its exit status, when it exited (not killed, not still running).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The signal that killed it (`SIGTERM`, `SIGKILL`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    /// It was stopped at its timeout (no job could take it over).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub timed_out: bool,
+    /// The background job that holds it: started with `run_in_background`, or moved there at
+    /// its timeout; it has not ended yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    /// Its output was cut in the result (the whole is in the spill file it names).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
 
 /// Why the model stopped producing output in one request.
@@ -367,6 +392,7 @@ mod tests {
                     }],
                 },
                 error: Some(ErrorInfo::new("FsError", "FS_NOT_FOUND")),
+                command: None,
             }),
         };
         let json = serde_json::to_string(&record).unwrap();

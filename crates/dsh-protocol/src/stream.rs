@@ -55,6 +55,9 @@ pub enum StreamEvent {
         result: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<ErrorInfo>,
+        /// For `bash`: how the command ended (exit code, signal, timeout, job, truncation).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command: Option<crate::CommandOutcome>,
     },
     /// The model's task list, whole, each time `todo_write` changes it.
     Todo {
@@ -192,6 +195,7 @@ pub fn project(record: &Record) -> Vec<StreamEvent> {
                     },
                     result: content.iter().map(crate::ToolOutputPart::text).collect(),
                     error: result.error.clone(),
+                    command: result.command.clone(),
                 }),
                 _ => None,
             })

@@ -204,6 +204,8 @@ pub struct ToolOutput {
     pub effect: Option<ToolEffect>,
     /// What the call billed (model requests it made: a subagent's), added to the step's usage.
     pub usage: dsh_protocol::Usage,
+    /// For a command: how it ended.
+    pub command: Option<dsh_protocol::CommandOutcome>,
 }
 
 impl ToolOutput {
@@ -216,7 +218,15 @@ impl ToolOutput {
             parts,
             effect: None,
             usage: dsh_protocol::Usage::default(),
+            command: None,
         }
+    }
+
+    /// The output of a command, with how it ended.
+    pub fn command(text: String, outcome: dsh_protocol::CommandOutcome) -> Self {
+        let mut output = ToolOutput::text(text);
+        output.command = Some(outcome);
+        output
     }
 
     pub fn with_usage(mut self, usage: dsh_protocol::Usage) -> Self {

@@ -18,6 +18,8 @@ pub struct ToolOutcome {
     pub effect: Option<crate::ToolEffect>,
     /// What the call billed, for the step's usage.
     pub usage: dsh_protocol::Usage,
+    /// For a command: how it ended.
+    pub command: Option<dsh_protocol::CommandOutcome>,
 }
 
 impl ToolOutcome {
@@ -28,6 +30,7 @@ impl ToolOutcome {
             error: None,
             effect: output.effect,
             usage: output.usage,
+            command: output.command,
         }
     }
 
@@ -40,6 +43,7 @@ impl ToolOutcome {
             error: error.info,
             effect: error.effect.map(|effect| *effect),
             usage: error.usage,
+            command: None,
         }
     }
 

@@ -1087,6 +1087,7 @@ mod tests {
                 }],
             },
             error: None,
+            command: None,
         })
     }
 

@@ -393,6 +393,7 @@ fn write_long_session(env: &TestEnv, zstd: bool) {
                     }],
                 },
                 error: None,
+                command: None,
             }),
             Record::StepEnd {
                 turn,

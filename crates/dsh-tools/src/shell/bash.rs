@@ -17,6 +17,7 @@ use super::process::{Exit, ShellProcess, Spec, signal_name};
 use crate::mutate::{call_policy, escalation_params};
 use crate::schema::{Param, ParamType, Parameters};
 use crate::{Arguments, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
+use dsh_protocol::CommandOutcome;
 
 /// The timeout when the call gives none.
 pub const DEFAULT_TIMEOUT_MS: f64 = 60_000.0;
@@ -176,20 +177,25 @@ impl Tool for Bash {
                     .jobs
                     .adopt(&command, process, facts)
                     .map_err(|e| ToolError::plain(e.to_string()))?;
-                return Ok(ToolOutput::text(format!(
-                    "started background job {}",
-                    job.id
-                )));
+                let outcome = CommandOutcome {
+                    job_id: Some(job.id.clone()),
+                    ..CommandOutcome::default()
+                };
+                return Ok(ToolOutput::command(
+                    format!("started background job {}", job.id),
+                    outcome,
+                ));
             }
             let limit = Duration::from_secs_f64(timeout_ms / 1000.0);
             let shown_ms = timeout_ms.ceil() as u64;
             let settled = watch(&process, ctx.session.progress.as_ref(), &ctx.call_id);
             if let Ok(exit) = tokio::time::timeout(limit, settled).await {
-                return render(&process, exit, &facts, None).map(ToolOutput::text);
+                let (text, outcome) = render(&process, exit, &facts, None)?;
+                return Ok(ToolOutput::command(text, outcome));
             }
-            timed_out(&shell, jobs, &command, process, facts, shown_ms)
-                .await
-                .map(ToolOutput::text)
+            let (text, outcome) =
+                timed_out(&shell, jobs, &command, process, facts, shown_ms).await?;
+            Ok(ToolOutput::command(text, outcome))
         })
     }
 }
@@ -241,7 +247,7 @@ async fn timed_out(
     process: Arc<ShellProcess>,
     facts: Arc<SandboxFacts>,
     ms: u64,
-) -> Result<String, ToolError> {
+) -> Result<(String, CommandOutcome), ToolError> {
     let adopted = if jobs {
         shell.jobs.adopt(command, process.clone(), facts.clone())
     } else {
@@ -260,7 +266,11 @@ async fn timed_out(
                  output with job_output, stop it with job_kill.",
                 job.id
             ));
-            Ok(text)
+            let outcome = CommandOutcome {
+                job_id: Some(job.id.clone()),
+                ..CommandOutcome::default()
+            };
+            Ok((text, outcome))
         }
         Err(_) => {
             process.terminate();
@@ -323,7 +333,7 @@ fn render(
     exit: Exit,
     facts: &SandboxFacts,
     timed_out_ms: Option<u64>,
-) -> Result<String, ToolError> {
+) -> Result<(String, CommandOutcome), ToolError> {
     let block = |capture: &std::sync::Mutex<super::capture::StreamCapture>| {
         let capture = capture
             .lock()
@@ -361,11 +371,18 @@ fn render(
         (None, Some(code)) if code != 0 => markers.push(format!("[exit code: {code}]")),
         _ => {}
     }
+    let outcome = CommandOutcome {
+        exit_code: exit.signal.is_none().then_some(exit.code).flatten(),
+        signal: exit.signal.map(signal_name),
+        timed_out: timed_out_ms.is_some(),
+        job_id: None,
+        truncated: stdout_notice.is_some() || stderr_notice.is_some(),
+    };
     if markers.is_empty() {
-        return Ok(body);
+        return Ok((body, outcome));
     }
     if !body.ends_with('\n') {
         body.push('\n');
     }
-    Ok(body + &markers.join("\n"))
+    Ok((body + &markers.join("\n"), outcome))
 }

@@ -164,3 +164,46 @@ fn the_stream_names_its_version_and_final_counts_time_and_steps() {
     assert_eq!(last["steps"], 2);
     assert!(last["durationMs"].as_u64().is_some(), "{last}");
 }
+
+#[test]
+fn bash_results_carry_how_the_command_ended() {
+    let bash = |command: &str, background: bool| {
+        Turn::tool_call(
+            "bash",
+            json!({"command": command, "description": "d", "run_in_background": background}),
+        )
+    };
+    let env = TestEnv::new(vec![
+        Turn::tool_calls(&[
+            ("bash", json!({"command": "exit 3", "description": "d"})),
+            (
+                "bash",
+                json!({"command": "kill -TERM $$", "description": "d"}),
+            ),
+        ]),
+        bash("true", true),
+        Turn::text("done"),
+    ]);
+    let out = env.run(
+        dsh(),
+        &["--json", "--permission-mode", "danger-full-access", "go"],
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let commands: Vec<serde_json::Value> = out
+        .events()
+        .into_iter()
+        .filter(|e| e["type"] == "tool_result")
+        .map(|e| e["command"].clone())
+        .collect();
+    assert_eq!(commands[0], json!({"exitCode": 3}));
+    assert_eq!(commands[1], json!({"signal": "SIGTERM"}));
+    assert!(
+        commands[2]["jobId"].as_str().unwrap().starts_with("bash-"),
+        "{commands:?}"
+    );
+    assert_eq!(
+        commands[2].as_object().unwrap().len(),
+        1,
+        "a started job has not ended"
+    );
+}
