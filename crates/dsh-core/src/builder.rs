@@ -135,7 +135,7 @@ impl AgentBuilder {
             Some(id) => Session::resume(home, cwd, id, log_options),
             None => Ok(Session::create(home, cwd, log_options)),
         }
-        .map_err(|e| SetupError(e.to_string()))?;
+        .map_err(|e| SetupError::new(e.code(), e.to_string()))?;
         let mut shell_env = ShellEnv::new(vec![
             ("DSH_HOME".into(), home.clone().into_os_string()),
             ("DSH_SESSION_ID".into(), session.id().into()),
@@ -202,7 +202,7 @@ impl StartedRun {
         let mcp_ready = mcp_startup
             .ready(settings.mcp_grace.value, mcp_joins)
             .await
-            .map_err(|e| SetupError(e.to_string()))?;
+            .map_err(|e| SetupError::new("MCP_STARTUP", e.to_string()))?;
         let route = &settings.route;
         let mut config = agent_config(&settings);
         // The run's caps are the top agent's: a child's requests are its parent's calls, and

@@ -44,3 +44,17 @@ pub enum CoreError {
     )]
     BadSessionId(String),
 }
+
+impl CoreError {
+    /// The code an `error` event carries for this failure.
+    pub fn code(&self) -> &'static str {
+        match self {
+            CoreError::Log { .. } => "SESSION_LOG",
+            CoreError::NoHome => "NO_HOME",
+            CoreError::Damaged { .. } => "SESSION_DAMAGED",
+            CoreError::Locked { .. } => "SESSION_LOCKED",
+            CoreError::UnknownSession { .. } | CoreError::BadSessionId(_) => "SESSION_NOT_FOUND",
+            CoreError::OtherDirectory { .. } => "SESSION_ELSEWHERE",
+        }
+    }
+}

@@ -29,14 +29,23 @@ impl OutputSchema {
     /// before anything is sent.
     pub fn load(path: &Path) -> Result<OutputSchema, SetupError> {
         let shown = path.display();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| SetupError(format!("--output-schema {shown} cannot be read: {e}")))?;
-        let schema: Value = serde_json::from_str(&text)
-            .map_err(|e| SetupError(format!("--output-schema {shown} is not JSON: {e}")))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            SetupError::new(
+                "OUTPUT_SCHEMA_FILE",
+                format!("--output-schema {shown} cannot be read: {e}"),
+            )
+        })?;
+        let schema: Value = serde_json::from_str(&text).map_err(|e| {
+            SetupError::new(
+                "OUTPUT_SCHEMA_FILE",
+                format!("--output-schema {shown} is not JSON: {e}"),
+            )
+        })?;
         let validator = jsonschema::validator_for(&schema).map_err(|e| {
-            SetupError(format!(
-                "--output-schema {shown} is not a valid JSON Schema: {e}"
-            ))
+            SetupError::new(
+                "OUTPUT_SCHEMA_FILE",
+                format!("--output-schema {shown} is not a valid JSON Schema: {e}"),
+            )
         })?;
         Ok(OutputSchema {
             validator,
@@ -140,11 +149,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bad.json");
         std::fs::write(&path, r#"{"type": 12}"#).unwrap();
-        let error = OutputSchema::load(&path).unwrap_err().0;
+        let error = OutputSchema::load(&path).unwrap_err().message;
         assert!(error.contains("is not a valid JSON Schema"), "{error}");
         let error = OutputSchema::load(&dir.path().join("missing.json"))
             .unwrap_err()
-            .0;
+            .message;
         assert!(error.contains("cannot be read"), "{error}");
     }
 }

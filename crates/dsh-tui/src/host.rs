@@ -112,7 +112,8 @@ async fn open_session(
 ) -> Result<(Run, dsh_mcp::McpServers, Box<Opened>), String> {
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
-    let settings = Settings::load(cwd, &Environment::from_process(), &flags).map_err(|e| e.0)?;
+    let settings =
+        Settings::load(cwd, &Environment::from_process(), &flags).map_err(|e| e.message)?;
     let skills = dsh_core::skills(&settings);
     let mcp = dsh_mcp::McpServers::default();
     let model = settings.route.model.clone();
@@ -122,12 +123,12 @@ async fn open_session(
     let started = AgentBuilder::new(settings)
         .with_user(user)
         .start(&mcp, notices)
-        .map_err(|e| e.0)?;
+        .map_err(|e| e.message)?;
     let run = match started.finish().await {
         Ok(run) => run,
         Err(e) => {
             mcp.shutdown().await;
-            return Err(e.0);
+            return Err(e.message);
         }
     };
     let session = run.agent.session();

@@ -66,7 +66,7 @@ pub fn run(options: Options) -> Result<(), StartError> {
     let mut options = options;
     options.flags.interactive = true;
     let settings = Settings::load(cwd.clone(), &Environment::from_process(), &options.flags)
-        .map_err(|e| StartError(e.0))?;
+        .map_err(|e| StartError(e.message))?;
     let home = settings.home.value;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-use dsh_core::{Environment, Settings, SetupError};
+use dsh_core::{Environment, Settings};
 
 use crate::cli::RunArgs;
 use crate::surface::Surface;
@@ -25,11 +25,11 @@ pub fn run(args: &RunArgs) -> u8 {
 
 fn render(args: &RunArgs) -> Result<String, String> {
     let settings = Settings::load(
-        crate::place::cwd().map_err(|SetupError(m)| m)?,
+        crate::place::cwd().map_err(|e| e.message)?,
         &Environment::from_process(),
         &args.flags,
     )
-    .map_err(|SetupError(m)| m)?;
+    .map_err(|e| e.message)?;
     let mut out = String::from(
         "# dsh settings: each value with its source: default, a file (lowest first), the \
          environment, or a flag\n",

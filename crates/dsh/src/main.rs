@@ -54,7 +54,11 @@ fn main() -> ExitCode {
         Err(usage) => {
             let mut surface = surface::Surface::new(usage.json);
             let hint = if usage.hint { " (see dsh --help)" } else { "" };
-            surface.fail(&format!("{}{hint}", usage.message), &usage.message, None);
+            surface.fail(
+                &format!("{}{hint}", usage.message),
+                &usage.message,
+                Some("USAGE".into()),
+            );
             ExitCode::FAILURE
         }
     }

@@ -7,12 +7,12 @@ use dsh_core::{Environment, SetupError};
 
 /// `(home, working directory)`, or what keeps either from being used.
 pub(crate) fn home_and_cwd() -> Result<(PathBuf, PathBuf), String> {
-    let home = dsh_core::config::home(&Environment::from_process()).map_err(|SetupError(m)| m)?;
-    Ok((home.value, cwd().map_err(|SetupError(m)| m)?))
+    let home = dsh_core::config::home(&Environment::from_process()).map_err(|e| e.message)?;
+    Ok((home.value, cwd().map_err(|e| e.message)?))
 }
 
 /// The working directory.
 pub(crate) fn cwd() -> Result<PathBuf, SetupError> {
     std::env::current_dir()
-        .map_err(|e| SetupError(format!("cannot use the working directory: {e}")))
+        .map_err(|e| SetupError::config(format!("cannot use the working directory: {e}")))
 }

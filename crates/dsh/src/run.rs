@@ -23,7 +23,7 @@ pub fn run(args: RunArgs) -> u8 {
         Ok(runtime) => runtime,
         Err(e) => {
             let message = format!("cannot start the async runtime: {e}");
-            surface.fail(&message, &message, None);
+            surface.fail(&message, &message, Some("INTERNAL".into()));
             return 1;
         }
     };
@@ -78,21 +78,23 @@ async fn set_up_and_run(
     if let Some(file) = &args.output_last_message
         && let Err(message) = answer_file_problem(file)
     {
-        surface.fail(&message, &message, None);
+        surface.fail(&message, &message, Some("OUTPUT_FILE".into()));
         return 1;
     }
     let set_up = tokio::select! {
         ready = set_up(args, mcp, notices) => ready,
-        () = stop.token().cancelled() => Err(SetupError(match stop.expired() {
-            Some(_) => "the run's --timeout ran out before the task was sent".into(),
-            None => "stopped by a signal before the task was sent".into(),
-        })),
+        () = stop.token().cancelled() => Err(match stop.expired() {
+            Some(_) => SetupError::new(
+                "RUN_TIMEOUT",
+                "the run's --timeout ran out before the task was sent".into(),
+            ),
+            None => SetupError::new("SIGNAL", "stopped by a signal before the task was sent".into()),
+        }),
     };
     let (task, run) = match set_up {
         Ok(ready) => ready,
-        Err(SetupError(message)) => {
-            let code = stop.expired().map(|_| "RUN_TIMEOUT".to_owned());
-            surface.fail(&message, &message, code);
+        Err(SetupError { message, code }) => {
+            surface.fail(&message, &message, Some(code.into_owned()));
             return if stop.expired().is_some() {
                 TIMEOUT_STATUS
             } else {
@@ -145,14 +147,14 @@ async fn set_up_and_run(
                      above and in session {session_id})",
                     file.display()
                 );
-                surface.fail(&message, &message, None);
+                surface.fail(&message, &message, Some("OUTPUT_FILE".into()));
                 return 1;
             }
             exit_status_of(&summary.reason)
         }
         Err(error) => {
             let message = error.to_string();
-            surface.fail(&message, &message, None);
+            surface.fail(&message, &message, Some(error.code().into()));
             1
         }
     }
@@ -276,7 +278,9 @@ async fn set_up(
         TaskSource::Stdin => Some(
             tokio::task::spawn_blocking(read_stdin_task)
                 .await
-                .map_err(|e| SetupError(format!("cannot read the task from stdin: {e}")))??,
+                .map_err(|e| {
+                    SetupError::new("TASK", format!("cannot read the task from stdin: {e}"))
+                })??,
         ),
     };
     Ok((task, started.finish().await?))
@@ -287,11 +291,12 @@ fn read_stdin_task() -> Result<String, SetupError> {
     let mut bytes = Vec::new();
     std::io::stdin()
         .read_to_end(&mut bytes)
-        .map_err(|e| SetupError(format!("cannot read the task from stdin: {e}")))?;
-    let task = String::from_utf8(bytes)
-        .map_err(|_| SetupError("the task read from stdin is not UTF-8 text".into()))?;
+        .map_err(|e| SetupError::new("TASK", format!("cannot read the task from stdin: {e}")))?;
+    let task = String::from_utf8(bytes).map_err(|_| {
+        SetupError::new("TASK", "the task read from stdin is not UTF-8 text".into())
+    })?;
     if task.trim().is_empty() {
-        return Err(SetupError(TASK_REQUIRED.into()));
+        return Err(SetupError::new("TASK", TASK_REQUIRED.into()));
     }
     Ok(task)
 }

@@ -86,7 +86,7 @@ pub async fn serve(
             Err(error) => {
                 // The log cannot be written: no later turn could be either.
                 let message = error.to_string();
-                surface.fail(&message, &message, Some("SESSION_LOG".into()));
+                surface.fail(&message, &message, Some(error.code().into()));
                 return 1;
             }
         }

@@ -67,7 +67,7 @@ impl Route {
         let chosen = model_ref.source.clone();
         let model_ref = model_ref.value.as_str();
         let files = r.files().config();
-        let fail = |message: String| Err(SetupError(message));
+        let fail = |message: String| Err(SetupError::config(message));
         let (provider, model) = match model_ref.split_once('/') {
             Some((provider, model))
                 if files.providers.contains_key(provider) || provider == "deepseek" =>
@@ -256,7 +256,9 @@ impl Route {
         let (api_key, api_key_env) = match &self.api_key {
             ApiKey::NotNeeded => (None, format!("providers.{}.api_key_env", self.provider)),
             ApiKey::Found { env, value, .. } => (Some(value.clone()), env.clone()),
-            ApiKey::Missing { message, .. } => return Err(SetupError(message.clone())),
+            ApiKey::Missing { message, .. } => {
+                return Err(SetupError::new("AUTH", message.clone()));
+            }
         };
         let base_url_source = match self.base_url.source {
             Source::Env(name) => name.to_owned(),
@@ -283,7 +285,8 @@ impl Route {
             },
             ProviderKind::AnthropicMessages => WireFormat::AnthropicMessages { thinking: effort },
         };
-        dsh_llm::connect(endpoint, format).map_err(|failure| SetupError(failure.message))
+        dsh_llm::connect(endpoint, format)
+            .map_err(|failure| SetupError::new(failure.code.as_str(), failure.message))
     }
 }
 

@@ -177,26 +177,46 @@ impl Environment {
     }
 }
 
-/// A setting that cannot be used, or a run that cannot be set up: said as `dsh: <message>`.
+/// A setting that cannot be used, or a run that cannot be set up: said as `dsh: <message>`,
+/// and in the `--json` stream as an `error` event with the code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SetupError(pub String);
+#[error("{message}")]
+pub struct SetupError {
+    pub message: String,
+    /// What kind of failure, for supervisors (`CONFIG`, `AUTH`, `SESSION_NOT_FOUND`...;
+    /// `docs/cli.md` lists them).
+    pub code: std::borrow::Cow<'static, str>,
+}
+
+impl SetupError {
+    pub fn new(code: impl Into<std::borrow::Cow<'static, str>>, message: String) -> Self {
+        SetupError {
+            message,
+            code: code.into(),
+        }
+    }
+
+    /// A setting that cannot be used: a config file, a flag's value, the environment.
+    pub fn config(message: String) -> Self {
+        SetupError::new("CONFIG", message)
+    }
+}
 
 impl From<super::layers::ConfigError> for SetupError {
     fn from(e: super::layers::ConfigError) -> Self {
-        SetupError(e.to_string())
+        SetupError::config(e.to_string())
     }
 }
 
 impl From<crate::DotenvError> for SetupError {
     fn from(e: crate::DotenvError) -> Self {
-        SetupError(e.to_string())
+        SetupError::config(e.to_string())
     }
 }
 
 impl From<crate::CoreError> for SetupError {
     fn from(e: crate::CoreError) -> Self {
-        SetupError(e.to_string())
+        SetupError::config(e.to_string())
     }
 }
 
@@ -418,7 +438,7 @@ impl Settings {
         if let Some(limit) = max_budget_usd.value
             && route.prices.value.is_none()
         {
-            return Err(SetupError(format!(
+            return Err(SetupError::config(format!(
                 "--max-budget-usd {} needs the model's prices to count what the run spends, and \
                  {} has none declared; declare them ([models.\"{}\".prices], see \
                  docs/providers.md#prices) or bound the run with --max-turns instead",
@@ -431,7 +451,7 @@ impl Settings {
             None => None,
             Some(value) => Some(Sourced::new(
                 value.trim().parse::<PermissionMode>().map_err(|_| {
-                    SetupError(format!(
+                    SetupError::config(format!(
                         "DSH_PERMISSION_MODE must be read-only, workspace-write, \
                          danger-full-access or plan, got \"{value}\""
                     ))
@@ -646,7 +666,7 @@ impl Settings {
         }
         let session_id = match (&flags.session_id, flags.continue_latest) {
             (Some(_), true) => {
-                return Err(SetupError(
+                return Err(SetupError::config(
                     "--continue and --session-id both choose the session: give one".into(),
                 ));
             }
@@ -656,7 +676,7 @@ impl Settings {
                     .into_iter()
                     .find(|s| s.parent_session.is_none())
                     .ok_or_else(|| {
-                        SetupError(format!(
+                        SetupError::config(format!(
                             "--continue: no session was recorded in {} yet; run without it to \
                              start one",
                             cwd.display()
@@ -667,7 +687,7 @@ impl Settings {
             (None, false) => None,
         };
         if flags.fork && session_id.is_none() {
-            return Err(SetupError(
+            return Err(SetupError::config(
                 "--fork copies a session: name it with --session-id ID, or --continue for the \
                  latest"
                     .into(),
@@ -818,7 +838,7 @@ fn tool_filter(
         deny,
     };
     if let Some(name) = filter.unknown_name() {
-        return Err(SetupError(format!(
+        return Err(SetupError::config(format!(
             "the tool list names \"{name}\", which is no tool dsh has: use the names of \
              built-in tools ({}) or mcp__<server>__<tool> (a trailing * covers several)",
             dsh_tools::BUILTIN_TOOLS.join(", ")
@@ -870,7 +890,7 @@ fn web_settings(
         Some(SearchProvider::Searxng) => match base_url(None, r) {
             Some(base_url) => Ok(dsh_web::SearchBackend::Searxng { base_url }),
             None => {
-                return Err(SetupError(
+                return Err(SetupError::config(
                     "config web.search.base_url: the searxng provider needs the address of a \
                      SearXNG instance whose JSON API is on (search.formats includes json)"
                         .into(),
@@ -881,7 +901,7 @@ fn web_settings(
             let base_url = base_url(Some("https://api.search.brave.com"), r).unwrap_or_default();
             // The key goes in a header: never over plain http.
             if !base_url.starts_with("https://") {
-                return Err(SetupError(
+                return Err(SetupError::config(
                     "config web.search.base_url: the brave provider's key is sent with every \
                      request, so its base URL must be https://"
                         .into(),
@@ -1046,13 +1066,13 @@ fn check_add_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, SetupError> {
         .map(|dir| {
             let shown = dir.display();
             if !dir.is_absolute() {
-                return Err(SetupError(format!(
+                return Err(SetupError::config(format!(
                     "--add-dir \"{shown}\" is not an absolute path; give the directory's full \
                      real path"
                 )));
             }
             let real = std::fs::canonicalize(dir).map_err(|e| {
-                SetupError(format!(
+                SetupError::config(format!(
                     "--add-dir \"{shown}\" cannot be used: {}; give an existing directory",
                     match e.kind() {
                         std::io::ErrorKind::NotFound => "it does not exist".to_owned(),
@@ -1061,12 +1081,12 @@ fn check_add_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, SetupError> {
                 ))
             })?;
             if !real.is_dir() {
-                return Err(SetupError(format!(
+                return Err(SetupError::config(format!(
                     "--add-dir \"{shown}\" is not a directory; give a directory to make writable"
                 )));
             }
             if real != *dir {
-                return Err(SetupError(format!(
+                return Err(SetupError::config(format!(
                     "--add-dir \"{shown}\" is not a physical path: it resolves to \"{}\"; \
                      give that path instead",
                     real.display()
@@ -1084,7 +1104,7 @@ fn mcp_server(
     config: &McpServerConfig,
     cwd: &Path,
 ) -> Result<McpServerSettings, SetupError> {
-    let fail = |what: String| SetupError(format!("config mcp.servers.{name}: {what}"));
+    let fail = |what: String| SetupError::config(format!("config mcp.servers.{name}: {what}"));
     if !dsh_mcp::valid_server_name(name) {
         return Err(fail(
             "the name must be 1 to 32 letters, digits, `_` or `-`, without `__` and not \

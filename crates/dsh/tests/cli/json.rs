@@ -132,7 +132,7 @@ fn usage_errors_are_error_events_too() {
     assert_eq!(out.code(), Some(1));
     assert_eq!(
         out.events(),
-        vec![json!({"type": "error", "message": "unknown option '--bogus'"})]
+        vec![json!({"type": "error", "message": "unknown option '--bogus'", "code": "USAGE"})]
     );
     assert_eq!(
         out.stderr,
@@ -142,7 +142,7 @@ fn usage_errors_are_error_events_too() {
     assert_eq!(
         out.events(),
         vec![
-            json!({"type": "error", "message": "a task is required, for example: dsh --profile headless \"run the tests\""})
+            json!({"type": "error", "message": "a task is required, for example: dsh --profile headless \"run the tests\"", "code": "USAGE"})
         ]
     );
 }
@@ -206,4 +206,30 @@ fn bash_results_carry_how_the_command_ended() {
         1,
         "a started job has not ended"
     );
+}
+
+#[test]
+fn every_error_event_names_its_kind() {
+    let env = TestEnv::new(vec![]);
+    let code = |out: &dsh_testkit::RunOutput| {
+        let events = out.events();
+        assert_eq!(events.len(), 1, "{events:?}");
+        events[0]["code"].as_str().unwrap().to_owned()
+    };
+    let out = env.run(dsh(), &["--json", "--session-id", "session-nope", "go"]);
+    assert_eq!(code(&out), "SESSION_NOT_FOUND");
+    let out = env.run(dsh(), &["--json", "--effort", "medium", "go"]);
+    assert_eq!(code(&out), "USAGE");
+    env.write(".dsh/config.toml", "effort = \"medium\"\n");
+    let out = env.run(dsh(), &["--json", "go"]);
+    assert_eq!(code(&out), "CONFIG");
+    std::fs::remove_file(env.ws.path().join(".dsh/config.toml")).unwrap();
+    let out = dsh_testkit::RunOutput::of(
+        env.command(dsh())
+            .env_remove("DEEPSEEK_API_KEY")
+            .args(["--json", "go"]),
+    );
+    assert_eq!(code(&out), "AUTH");
+    let out = env.run(dsh(), &["--json", "-o", "no/such/dir/answer.txt", "go"]);
+    assert_eq!(code(&out), "OUTPUT_FILE");
 }
