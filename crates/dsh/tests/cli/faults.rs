@@ -149,3 +149,44 @@ fn a_refused_key_is_not_retried() {
     assert_eq!(env.server.requests().len(), 1);
     assert!(!out.stderr.contains("retrying"), "{}", out.stderr);
 }
+
+/// Never hang: a provider that starts an answer and then goes silent, every time, ends the
+/// run with its code once the retries are spent (each attempt bounded by the idle limit).
+#[test]
+fn a_stream_that_stalls_every_time_ends_the_run() {
+    let turns: Vec<Turn> = (0..6).map(|_| Turn::hang_mid_stream("half an")).collect();
+    let (env, out) = run(turns);
+    assert_eq!(out.code(), Some(1), "stderr: {}", out.stderr);
+    assert_eq!(env.server.requests().len(), 6);
+    let last = out.events().last().unwrap().clone();
+    assert_eq!(last["type"], "final");
+    assert_eq!(last["reason"]["kind"], "error");
+    assert_eq!(last["reason"]["error"]["code"], "TIMEOUT", "{last}");
+}
+
+/// Never hang: with no one to ask, an escalation under the approval policy `ask` is refused
+/// at once with a result that says so, and the run goes on.
+#[test]
+fn an_escalation_with_no_one_to_ask_is_refused_at_once() {
+    let (env, out) = run(vec![
+        Turn::tool_call(
+            "bash",
+            serde_json::json!({
+                "command": "echo wider",
+                "description": "d",
+                "sandbox_permissions": "danger-full-access",
+                "justification": "needs it",
+            }),
+        ),
+        Turn::text("understood"),
+    ]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let results = env.server.requests()[1].tool_results();
+    assert!(
+        results[0].contains(
+            "sandbox escalation to \"danger-full-access\" requires approval, but no approval \
+             channel is available"
+        ),
+        "{results:?}"
+    );
+}
