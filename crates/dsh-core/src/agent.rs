@@ -327,7 +327,12 @@ impl Agent {
         let mut summary = self.run_turn(task, stop).await?;
         let deadline = tokio::time::Instant::now() + self.config.job_wait;
         let mut wakes = 0;
-        while summary.reason.is_completed() && wakes < AgentConfig::MAX_WAKES {
+        // A run at one of its caps ends with the answer it has, without waiting for
+        // background work to wake it.
+        while summary.reason.is_completed()
+            && wakes < AgentConfig::MAX_WAKES
+            && self.run_cap().is_none()
+        {
             let mut notices = self.take_notices(summary.turn)?;
             if notices.0.is_empty() {
                 let left = deadline.saturating_duration_since(tokio::time::Instant::now());
@@ -405,8 +410,14 @@ impl Agent {
     /// The run's cap it has reached, if any: checked before each request, so a run stops
     /// with its last answer committed and never sends one the cap does not allow.
     fn run_cap(&self) -> Option<TurnEndReason> {
+        self.run_cap_with(0, &Usage::default())
+    }
+
+    /// [`Agent::run_cap`], counting `requests` and `usage` not yet in the run's totals (what
+    /// the step under way has spent so far).
+    fn run_cap_with(&self, requests: u32, usage: &Usage) -> Option<TurnEndReason> {
         if let Some(max) = self.config.max_requests
-            && self.run_requests >= max
+            && self.run_requests + requests >= max
         {
             return Some(TurnEndReason::MaxTurns {
                 message: format!(
@@ -416,7 +427,9 @@ impl Agent {
             });
         }
         if let Some((limit, prices)) = &self.config.budget {
-            let spent = prices.cost_usd(&self.run_usage);
+            let mut total = self.run_usage;
+            total.add(usage);
+            let spent = prices.cost_usd(&total);
             if spent >= *limit {
                 return Some(TurnEndReason::MaxBudget {
                     message: format!(
@@ -522,6 +535,8 @@ impl Agent {
                 .unwrap_or_else(std::sync::PoisonError::into_inner) =
                 self.session.completed_history().to_vec();
         }
+        // The answer's JSON is the last turn's: a wake turn that ends otherwise has none.
+        self.structured = None;
         let turn = self.session.next_turn();
         self.commit(Record::TurnStart { turn })?;
         self.commit(Record::UserMessage {
@@ -583,10 +598,21 @@ impl Agent {
             let mut spent = compactor.compact(history, turn, "threshold", stop).await?;
             // What background subagents billed for the turns told now is this step's.
             spent.add(&noticed);
-            let mut outcome = self.step(turn, step, stop).await?;
+            // A compaction summary may have spent what the budget had left.
+            let mut outcome = match self.run_cap_with(0, &spent) {
+                Some(end) => StepOutcome {
+                    usage: Usage::default(),
+                    text: String::new(),
+                    end: Some(end),
+                },
+                None => {
+                    self.run_requests += 1;
+                    self.step(turn, step, stop).await?
+                }
+            };
             if is_overflow(&outcome) {
                 // The provider says the request does not fit: compact as far as possible and
-                // try the step once more.
+                // try the step once more, if the run's caps allow one more request.
                 let (compactor, history) = self.compaction();
                 let (changed, cost) = compactor
                     .compact_all(history, turn, "overflow", stop)
@@ -594,15 +620,25 @@ impl Agent {
                 spent.add(&cost);
                 if changed {
                     spent.add(&outcome.usage);
-                    outcome = self.step(turn, step, stop).await?;
+                    outcome = match self.run_cap_with(0, &spent) {
+                        Some(end) => StepOutcome {
+                            usage: Usage::default(),
+                            text: String::new(),
+                            end: Some(end),
+                        },
+                        None => {
+                            self.run_requests += 1;
+                            self.step(turn, step, stop).await?
+                        }
+                    };
                 }
             }
             outcome.usage.add(&spent);
             usage.add(&outcome.usage);
-            self.run_requests += 1;
             self.run_usage.add(&outcome.usage);
-            if !outcome.text.is_empty() {
-                text = outcome.text;
+            let step_text = std::mem::take(&mut outcome.text);
+            if !step_text.is_empty() {
+                text.clone_from(&step_text);
             }
             self.commit(Record::StepEnd {
                 turn,
@@ -610,7 +646,7 @@ impl Agent {
                 usage: outcome.usage,
             })?;
             if let Some(end) = outcome.end {
-                match self.check_output(&end, &text, turn, &mut corrections)? {
+                match self.check_output(&end, &step_text, turn, &mut corrections)? {
                     Some(end) => break end,
                     // The model is told what is wrong and answers again.
                     None => continue,

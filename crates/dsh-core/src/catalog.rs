@@ -27,6 +27,25 @@ pub fn list_sessions(home: &Path, cwd: &Path) -> Vec<SessionSummary> {
     sessions
 }
 
+/// The session of `cwd` used last (its log written most recently), subagents' aside, for
+/// `--continue`. A log that cannot be read still counts: resuming it then says what is wrong
+/// with it, instead of an older session being continued without a word.
+pub fn latest_session(home: &Path, cwd: &Path) -> Option<String> {
+    let folder = home.join("sessions").join(cwd_slug(&cwd.to_string_lossy()));
+    let entries = std::fs::read_dir(folder).ok()?;
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let path = log_file_in(&entry.path())?;
+            let used = std::fs::metadata(&path).and_then(|m| m.modified()).ok()?;
+            let id = entry.file_name().to_string_lossy().into_owned();
+            let is_child = read_log(&path).is_ok_and(|log| log.header.parent_session.is_some());
+            (!is_child).then_some((used, id))
+        })
+        .max()
+        .map(|(_, id)| id)
+}
+
 fn summarise(header: &SessionHeader, records: &[RecordEnvelope], path: &Path) -> SessionSummary {
     let mut first_task = None;
     let mut turns = 0;

@@ -104,9 +104,14 @@ impl Session {
                 here,
             });
         }
-        // Replayed in memory only: this one is never written.
+        // Replayed in memory only (this one is never written), and only up to its last ended
+        // turn: what an unfinished turn did (instructions delivered, a task list) is not in
+        // the history the fork begins with, so it is not copied either.
         let mut old = Session::create(home, cwd.clone(), options);
-        for envelope in loaded.records {
+        let ended = (loaded.records.iter())
+            .rposition(|e| matches!(e.record, Record::TurnEnd { .. }))
+            .map_or(0, |last| last + 1);
+        for envelope in loaded.records.into_iter().take(ended) {
             old.absorb(envelope.record);
         }
         let id = format!("session-{}", uuid::Uuid::new_v4());
@@ -370,4 +375,75 @@ pub(crate) fn check_id(id: &str) -> Result<(), CoreError> {
         return Err(CoreError::BadSessionId(id.to_owned()));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use dsh_protocol::{InstructionFile, TodoItem, TodoStatus, TurnEndReason};
+
+    use super::*;
+
+    fn todo(content: &str) -> TodoItem {
+        TodoItem {
+            content: content.into(),
+            status: TodoStatus::Pending,
+        }
+    }
+
+    #[test]
+    fn a_fork_copies_only_what_ended_turns_did() {
+        let home = tempfile::tempdir().unwrap();
+        let cwd = home.path().to_path_buf();
+        let options = LogOptions::default();
+        let mut old = Session::create(home.path(), cwd.clone(), options);
+        let user = |turn, text: &str| Record::UserMessage {
+            turn,
+            message: Message::user_text(text),
+            instructions: None,
+        };
+        old.commit(Record::TurnStart { turn: 1 }).unwrap();
+        old.commit(user(1, "first task")).unwrap();
+        old.commit(Record::TodoWrite {
+            turn: 1,
+            todos: vec![todo("done in turn one")],
+        })
+        .unwrap();
+        old.commit(Record::TurnEnd {
+            turn: 1,
+            reason: TurnEndReason::Completed,
+        })
+        .unwrap();
+        // A second turn still running: its instructions and task list are not the fork's.
+        old.commit(Record::TurnStart { turn: 2 }).unwrap();
+        old.commit(user(2, "second task")).unwrap();
+        old.commit(Record::UserMessage {
+            turn: 2,
+            message: Message::user_text("<instructions>"),
+            instructions: Some(vec![InstructionFile {
+                path: "/w/AGENTS.md".into(),
+                digest: Some("abc".into()),
+            }]),
+        })
+        .unwrap();
+        old.commit(Record::TodoWrite {
+            turn: 2,
+            todos: vec![todo("from the open turn")],
+        })
+        .unwrap();
+        let before = std::fs::read(old.log_path()).unwrap();
+
+        let fork = Session::fork(home.path(), cwd, old.id(), options).unwrap();
+        assert_ne!(fork.id(), old.id());
+        assert_eq!(fork.history(), [Message::user_text("first task")]);
+        assert_eq!(fork.todos(), [todo("done in turn one")]);
+        assert!(
+            fork.loaded_instructions().is_empty(),
+            "the open turn's delivery is not copied"
+        );
+        assert_eq!(
+            std::fs::read(old.log_path()).unwrap(),
+            before,
+            "the old log is unchanged"
+        );
+    }
 }

@@ -161,7 +161,7 @@ async fn set_up_and_run(
 }
 
 /// The exit status of `--timeout`, also when it runs out before the task is sent.
-const TIMEOUT_STATUS: u8 = 5;
+pub(crate) const TIMEOUT_STATUS: u8 = 5;
 
 /// The exit status for how the run ended: each run cap has its own, so a supervisor can tell
 /// "bounded" from "failed" without parsing the stream.

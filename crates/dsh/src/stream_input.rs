@@ -38,7 +38,7 @@ pub async fn serve(
     let mut status = 0;
     loop {
         if stop.is_requested() {
-            return status;
+            return stopped(surface, stop, status);
         }
         let Some(task) = waiting.pop_front() else {
             if !open {
@@ -52,11 +52,12 @@ pub async fn serve(
                     Some(Input::Bad(problem)) => bad_input(surface, &problem),
                     None => open = false,
                 },
-                () = stop.token().cancelled() => return status,
+                () = stop.token().cancelled() => return stopped(surface, stop, status),
             }
             continue;
         };
         let turn_stop = stop.for_turn();
+        surface.begin_run();
         let result = {
             let run = agent.run(task, &turn_stop);
             tokio::pin!(run);
@@ -91,6 +92,18 @@ pub async fn serve(
             }
         }
     }
+}
+
+/// The process was stopped between messages: a signal (its status comes from the signal) or
+/// `--timeout`, which is said as it is when no turn runs to end with it.
+fn stopped(surface: &mut Surface, stop: &Stop, status: u8) -> u8 {
+    // A turn that the timeout ended has said so in its `final`.
+    if stop.expired().is_none() || status == crate::run::TIMEOUT_STATUS {
+        return status;
+    }
+    let message = "the run's --timeout ran out while waiting for the next message";
+    surface.fail(message, message, Some("RUN_TIMEOUT".into()));
+    crate::run::TIMEOUT_STATUS
 }
 
 fn bad_input(surface: &mut Surface, problem: &str) {

@@ -65,6 +65,15 @@ impl Surface {
         }
     }
 
+    /// A new run of the same stream begins (a stream-json message): `final.durationMs` and
+    /// `final.steps` count from here.
+    pub fn begin_run(&mut self) {
+        if let Surface::Json { started, steps, .. } = self {
+            *started = std::time::Instant::now();
+            *steps = 0;
+        }
+    }
+
     /// The surface with the model's prices, so that usage in the stream carries `costUsd`.
     pub fn with_prices(mut self, prices: Option<Prices>) -> Self {
         if let Surface::Json { prices: slot, .. } = &mut self {

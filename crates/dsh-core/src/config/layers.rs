@@ -154,7 +154,15 @@ fn layers(
         reference.push(home.join("profiles").join("headless").join(REFERENCE_PATCH));
     }
     for file in reference {
-        if file.is_file() {
+        // Missing, or nothing in it yet (comments only): no layer. Its documentation has
+        // users create it, so an empty one is a placeholder, not a mistake.
+        let blank = match std::fs::read_to_string(&file) {
+            Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+            Ok(text) => text
+                .lines()
+                .all(|line| line.trim().is_empty() || line.trim_start().starts_with('#')),
+        };
+        if !blank {
             layers.push(patch_layer(&file, &context, &mut index)?);
         }
     }

@@ -672,17 +672,15 @@ impl Settings {
             }
             (Some(id), false) => Some((id.clone(), "--session-id")),
             (None, true) => {
-                let latest = crate::catalog::list_sessions(&home.value, &cwd)
-                    .into_iter()
-                    .find(|s| s.parent_session.is_none())
-                    .ok_or_else(|| {
+                let latest =
+                    crate::catalog::latest_session(&home.value, &cwd).ok_or_else(|| {
                         SetupError::config(format!(
                             "--continue: no session was recorded in {} yet; run without it to \
                              start one",
                             cwd.display()
                         ))
                     })?;
-                Some((latest.id, "--continue"))
+                Some((latest, "--continue"))
             }
             (None, false) => None,
         };

@@ -97,13 +97,14 @@ fn max_budget_counts_at_the_declared_prices_and_needs_them() {
 #[test]
 fn timeout_stops_a_run_that_waits_on_the_model() {
     let env = TestEnv::new(vec![Turn::hang()]);
-    let out = env.run(dsh(), &["--json", "--timeout", "300ms", "go"]);
+    // Long enough for set-up on a loaded machine; the model never answers anyway.
+    let out = env.run(dsh(), &["--json", "--timeout", "2s", "go"]);
     assert_eq!(out.code(), Some(5), "stderr: {}", out.stderr);
     let reason = final_reason(&out.events());
     assert_eq!(reason["kind"], "timeout");
     assert_eq!(
         reason["message"],
-        "the run's --timeout of 300ms ran out before a final answer"
+        "the run's --timeout of 2s ran out before a final answer"
     );
     assert!(out.stderr.contains("dsh: RUN_TIMEOUT: "), "{}", out.stderr);
     assert_eq!(last_record(&env)["data"]["reason"]["kind"], "timeout");

@@ -151,7 +151,7 @@ fn usage_errors_are_error_events_too() {
 fn the_stream_names_its_version_and_final_counts_time_and_steps() {
     let env = TestEnv::new(vec![
         Turn::tool_call("read", json!({"file_path": "a.txt"})),
-        Turn::text("done"),
+        Turn::text("done").delayed(std::time::Duration::from_millis(200)),
     ]);
     env.write("a.txt", "alpha\n");
     let out = env.run(dsh(), &["--json", "go"]);
@@ -162,7 +162,7 @@ fn the_stream_names_its_version_and_final_counts_time_and_steps() {
     let last = events.last().unwrap();
     assert_eq!(last["type"], "final");
     assert_eq!(last["steps"], 2);
-    assert!(last["durationMs"].as_u64().is_some(), "{last}");
+    assert!(last["durationMs"].as_u64().unwrap() >= 200, "{last}");
 }
 
 #[test]

@@ -289,6 +289,15 @@ fn the_reference_s_own_patch_files_are_layers() {
     }
     let dump = env.run(dsh(), &["--dump-config"]).stdout;
     assert!(dump.contains("cordis.patch.yml"), "{dump}");
+
+    // A placeholder with nothing in it yet is no layer, not an error.
+    std::fs::write(
+        env.home.path().join("cordis.patch.yml"),
+        "# rows go here\n\n",
+    )
+    .unwrap();
+    let out = env.run(dsh(), &["--dump-config"]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
 }
 
 #[test]

@@ -645,6 +645,8 @@ fn continue_picks_the_latest_session_of_the_directory() {
         Turn::text("first answer"),
         Turn::text("second answer"),
         Turn::text("continued answer"),
+        Turn::text("older again"),
+        Turn::text("continued older"),
     ]);
     let out = env.run(dsh(), &["--continue", "go"]);
     assert_eq!(out.code(), Some(1));
@@ -655,7 +657,7 @@ fn continue_picks_the_latest_session_of_the_directory() {
     );
     assert!(env.server.requests().is_empty());
 
-    let _older = reported_session(&env.run(dsh(), &["--json", "one"]));
+    let older = reported_session(&env.run(dsh(), &["--json", "one"]));
     let newer = reported_session(&env.run(dsh(), &["--json", "two"]));
     let out = env.run(dsh(), &["--json", "--continue", "three"]);
     assert_eq!(out.code(), Some(0), "{}", out.stderr);
@@ -666,6 +668,12 @@ fn continue_picks_the_latest_session_of_the_directory() {
 
     let out = env.run(dsh(), &["--continue", "--session-id", &newer, "x"]);
     assert!(out.stderr.contains("give one"), "{}", out.stderr);
+
+    // The latest is the one used last, not the one started last.
+    let out = env.run(dsh(), &["--json", "--session-id", &older, "four"]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let out = env.run(dsh(), &["--json", "--continue", "five"]);
+    assert_eq!(reported_session(&out), older);
 }
 
 #[test]

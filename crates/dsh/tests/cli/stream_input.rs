@@ -63,6 +63,9 @@ fn one_process_answers_each_message_in_turn() {
     stdin.write_all(user("two").as_bytes()).unwrap();
     let second = read_until(&mut out, "final");
     assert_eq!(second.last().unwrap()["text"], "second answer");
+    // Each message's final counts its own run.
+    assert_eq!(first.last().unwrap()["steps"], 1);
+    assert_eq!(second.last().unwrap()["steps"], 1);
     assert_eq!(
         second.last().unwrap()["sessionId"],
         first.last().unwrap()["sessionId"]
@@ -120,4 +123,26 @@ fn stream_input_needs_the_json_stream_and_no_task_words() {
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn a_timeout_while_waiting_for_a_message_is_said_and_has_its_status() {
+    let env = TestEnv::new(vec![Turn::text("answered")]);
+    let mut child = env
+        .command(dsh())
+        .args(["--json", "--input-format", "stream-json", "--timeout", "1s"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    stdin.write_all(user("one").as_bytes()).unwrap();
+    read_until(&mut out, "final");
+    // stdin stays open: the process waits for a message until its time runs out.
+    let error = read_until(&mut out, "error");
+    assert_eq!(error.last().unwrap()["code"], "RUN_TIMEOUT");
+    assert_eq!(child.wait().unwrap().code(), Some(5));
+    drop(stdin);
 }
