@@ -15,6 +15,7 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+use crate::HookEvent;
 use crate::compaction::{Compactor, History};
 use crate::{CoreError, Session};
 
@@ -48,6 +49,8 @@ pub struct AgentConfig {
     /// Kept current with the history of the completed turns, at each turn's start, for tools
     /// that build on it (`subagent_fork`).
     pub completed_history: Option<Arc<std::sync::Mutex<Vec<Message>>>>,
+    /// The user's hooks (`hooks.json`), with what they run with.
+    pub hooks: Option<Arc<crate::HookRunner>>,
     /// What the final answer must be (`--output-schema`).
     pub output_schema: Option<Arc<crate::OutputSchema>>,
     /// The user's own text, at the very end of the system prompt (`--system-prompt-append`).
@@ -82,6 +85,7 @@ impl AgentConfig {
             nested_instructions: None,
             token_budget: None,
             completed_history: None,
+            hooks: None,
             output_schema: None,
             system_append: None,
             max_requests: None,
@@ -91,6 +95,9 @@ impl AgentConfig {
     }
 }
 
+/// How many times a turn's Stop hooks may send the model back to work.
+pub const MAX_STOP_BLOCKS: u32 = 3;
+
 /// What the agent reports while it runs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentEvent {
@@ -98,6 +105,8 @@ pub enum AgentEvent {
     Record(Record),
     /// A live piece of an answer still streaming; not stored.
     Delta(StreamDelta),
+    /// A line for the user from outside the conversation (a hook that failed), not stored.
+    Notice(String),
     /// New output of a call still running (a command's stdout or stderr as it arrives), for
     /// a front end that shows it live; not stored (the result has it).
     ToolOutput { call_id: String, text: String },
@@ -225,6 +234,8 @@ pub struct Agent {
     run_usage: Usage,
     /// The final answer's JSON under `--output-schema`.
     structured: Option<serde_json::Value>,
+    /// The SessionStart hooks have run.
+    hooks_started: bool,
 }
 
 /// How long, at the end of a run, background subagents have to end their turns once stopped.
@@ -276,6 +287,7 @@ impl Agent {
             run_requests: 0,
             run_usage: Usage::default(),
             structured: None,
+            hooks_started: false,
         }
     }
 
@@ -306,6 +318,10 @@ impl Agent {
         self.run_requests = 0;
         self.run_usage = Usage::default();
         self.structured = None;
+        let task = match self.prompt_hooks(task).await {
+            Ok(task) => task,
+            Err(why) => return self.withheld(why),
+        };
         if let Some(background) = &self.config.background {
             background.open();
         }
@@ -359,6 +375,88 @@ impl Agent {
             summary.reason = next.reason;
         }
         Ok(summary)
+    }
+
+    /// The SessionStart hooks (the first run only) and the UserPromptSubmit hooks: what they
+    /// print is added to the message; `Err` says why a hook withheld it.
+    async fn prompt_hooks(&mut self, mut task: String) -> Result<String, String> {
+        let Some(hooks) = self.config.hooks.clone() else {
+            return Ok(task);
+        };
+        let mut context = Vec::new();
+        if !self.hooks_started {
+            self.hooks_started = true;
+            let source = if self.session.last_turn() > 0 {
+                "resume"
+            } else {
+                "startup"
+            };
+            let verdict = hooks
+                .fire(
+                    HookEvent::SessionStart,
+                    None,
+                    serde_json::json!({"source": source}),
+                )
+                .await;
+            context.extend(verdict.context);
+        }
+        let verdict = hooks
+            .fire(
+                HookEvent::UserPromptSubmit,
+                None,
+                serde_json::json!({"prompt": task}),
+            )
+            .await;
+        if let Some(why) = verdict.blocked {
+            return Err(why);
+        }
+        context.extend(verdict.context);
+        for block in context {
+            task.push_str("\n\n");
+            task.push_str(&block);
+        }
+        Ok(task)
+    }
+
+    /// A turn whose message a hook withheld: it starts and ends, and nothing is sent.
+    fn withheld(&mut self, why: String) -> Result<TurnSummary, CoreError> {
+        let turn = self.session.next_turn();
+        self.commit(Record::TurnStart { turn })?;
+        let reason = TurnEndReason::Error {
+            error: Failure::new(
+                FailureCode::HookBlocked,
+                format!("a UserPromptSubmit hook withheld the message: {why}"),
+            ),
+        };
+        self.commit(Record::TurnEnd {
+            turn,
+            reason: reason.clone(),
+        })?;
+        Ok(TurnSummary {
+            turn,
+            reason,
+            text: String::new(),
+            usage: Usage::default(),
+        })
+    }
+
+    /// The Stop hooks, when the model has answered: `Some` is a hook's reason to go on, the
+    /// next message to the model, at most [`MAX_STOP_BLOCKS`] times a turn.
+    async fn stop_hooks(&self, blocks: &mut u32) -> Option<String> {
+        let hooks = self.config.hooks.as_ref()?;
+        if *blocks >= MAX_STOP_BLOCKS {
+            return None;
+        }
+        let verdict = hooks
+            .fire(
+                HookEvent::Stop,
+                None,
+                serde_json::json!({"stop_hook_active": *blocks > 0}),
+            )
+            .await;
+        let why = verdict.blocked?;
+        *blocks += 1;
+        Some(why)
     }
 
     /// With `--output-schema`, a completed turn's answer must be valid JSON for it: a valid
@@ -555,6 +653,7 @@ impl Agent {
         let mut text = String::new();
         let mut step = 0;
         let mut corrections = 0;
+        let mut stop_blocks = 0;
         let reason = loop {
             if stop.is_requested() {
                 break stop.turn_end();
@@ -647,6 +746,17 @@ impl Agent {
             })?;
             if let Some(end) = outcome.end {
                 match self.check_output(&end, &step_text, turn, &mut corrections)? {
+                    Some(end) if end.is_completed() => {
+                        if let Some(why) = self.stop_hooks(&mut stop_blocks).await {
+                            self.commit(Record::UserMessage {
+                                turn,
+                                message: Message::user_text(why),
+                                instructions: None,
+                            })?;
+                            continue;
+                        }
+                        break end;
+                    }
                     Some(end) => break end,
                     // The model is told what is wrong and answers again.
                     None => continue,
@@ -843,19 +953,28 @@ impl Agent {
             }
             // Each call with a context of its own, owned: the futures borrow nothing, so a run
             // can be spawned as a task (a subagent's is).
-            let runs: Vec<(ToolContext, PreparedCall)> = calls[next..group_end]
+            let runs: Vec<(ToolContext, PreparedCall, String, String)> = calls[next..group_end]
                 .iter()
                 .zip(group)
-                .map(|((id, _, _), call)| {
+                .map(|((id, name, arguments), call)| {
                     let ctx = ToolContext {
                         call_id: id.clone(),
                         ..ctx.clone()
                     };
-                    (ctx, call)
+                    (ctx, call, name.clone(), arguments.clone())
                 })
                 .collect();
+            let hooks = self.config.hooks.clone();
             let mut outcomes = futures_util::stream::iter(runs)
-                .map(|(ctx, call)| async move { call.run(&ctx).await })
+                .map(|(ctx, call, name, arguments)| {
+                    let hooks = hooks.clone();
+                    async move {
+                        match hooks {
+                            Some(hooks) => run_hooked(&hooks, call, &ctx, &name, &arguments).await,
+                            None => call.run(&ctx).await,
+                        }
+                    }
+                })
                 .buffered(self.config.max_parallel_tools.max(1));
             let mut position = next;
             while let Some(mut outcome) = outcomes.next().await {
@@ -978,6 +1097,49 @@ pub(crate) fn commit(
     let envelope = session.commit(record)?;
     let _ = events.send(AgentEvent::Record(envelope.record));
     Ok(())
+}
+
+/// A call between its PreToolUse hooks (exit 2: not run, and the model reads why) and its
+/// PostToolUse hooks (exit 2: their reason follows the result).
+async fn run_hooked(
+    hooks: &crate::HookRunner,
+    call: PreparedCall,
+    ctx: &ToolContext,
+    name: &str,
+    arguments: &str,
+) -> ToolOutcome {
+    let input: serde_json::Value = serde_json::from_str(arguments)
+        .unwrap_or_else(|_| serde_json::Value::String(arguments.into()));
+    let tool_name = crate::hooks::alias(name).unwrap_or(name);
+    let fields = serde_json::json!({
+        "tool_name": tool_name,
+        "dsh_tool_name": name,
+        "tool_input": input,
+        "tool_use_id": ctx.call_id,
+    });
+    let verdict = hooks
+        .fire(HookEvent::PreToolUse, Some(name), fields.clone())
+        .await;
+    if let Some(why) = verdict.blocked {
+        return ToolOutcome::failure(dsh_tools::ToolError::coded(
+            "HookError",
+            "HOOK_BLOCKED",
+            format!("a PreToolUse hook blocked this call: {why}"),
+        ));
+    }
+    let mut outcome = call.run(ctx).await;
+    let mut fields = fields;
+    fields["tool_response"] = serde_json::json!({
+        "output": outcome.parts.iter().map(dsh_protocol::ToolOutputPart::text).collect::<String>(),
+        "is_error": outcome.is_error,
+    });
+    let verdict = hooks.fire(HookEvent::PostToolUse, Some(name), fields).await;
+    if let Some(why) = verdict.blocked {
+        outcome.parts.push(ToolOutputPart::Text {
+            text: format!("\n[PostToolUse hook] {why}"),
+        });
+    }
+    outcome
 }
 
 fn result_record(turn: u32, step: u32, id: &str, outcome: ToolOutcome) -> Record {

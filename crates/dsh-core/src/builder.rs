@@ -48,6 +48,7 @@ pub struct StartedRun {
     settings: Settings,
     user: User,
     output_schema: Option<Arc<crate::OutputSchema>>,
+    hooks: crate::HookSet,
     provider: Arc<dyn Provider>,
     sandbox: Arc<Sandbox>,
     session: Session,
@@ -121,6 +122,7 @@ impl AgentBuilder {
             Some(path) => Some(Arc::new(crate::OutputSchema::load(path)?)),
             None => None,
         };
+        let hooks = crate::HookSet::load(&settings.home.value, &settings.cwd)?;
         let provider = settings.route.connect(settings.idle_timeout.value)?;
         let provider: Arc<dyn Provider> = Arc::new(Retrying::new(provider, settings.retry));
         let sandbox = Arc::new(Sandbox::new(settings.sandbox.clone()));
@@ -167,6 +169,7 @@ impl AgentBuilder {
             settings,
             user,
             output_schema,
+            hooks,
             provider,
             sandbox,
             session,
@@ -191,6 +194,7 @@ impl StartedRun {
             settings,
             user,
             output_schema,
+            hooks,
             provider,
             sandbox,
             session,
@@ -244,6 +248,17 @@ impl StartedRun {
                 });
             });
             progress
+        });
+        config.hooks = (!hooks.is_empty()).then(|| {
+            Arc::new(crate::HookRunner {
+                hooks,
+                shell: shell.clone(),
+                policy: policy.clone(),
+                cwd: settings.cwd.clone(),
+                session_id: session.id().to_owned(),
+                transcript: session.log_path().to_path_buf(),
+                events: tx.clone(),
+            })
         });
         let tool_session = tool_session(
             &settings,

@@ -144,6 +144,7 @@ async fn run(answers: Vec<Answer>, config: AgentConfig, stop_at: Option<usize>) 
             AgentEvent::Delta(_) => deltas += 1,
             AgentEvent::Child { .. } => panic!("no subagent runs in these tests"),
             AgentEvent::ToolOutput { .. } => panic!("no one watches output in these tests"),
+            AgentEvent::Notice(line) => panic!("no hooks in these tests: {line}"),
         }
     }
     let seen = provider.seen.lock().unwrap().clone();

@@ -26,6 +26,8 @@ pub enum FailureCode {
     MaxSteps,
     /// A subagent spent its token budget (`subagents.max_tokens`).
     TokenBudget,
+    /// A `UserPromptSubmit` hook withheld the message (exit status 2).
+    HookBlocked,
     /// An HTTP status no other code describes.
     Http(u16),
     /// A provider finish reason we do not model (for example `CONTENT_FILTER`), upper-cased.
@@ -68,6 +70,7 @@ impl FailureCode {
             FailureCode::Aborted => Borrowed("ABORTED"),
             FailureCode::MaxSteps => Borrowed("MAX_STEPS"),
             FailureCode::TokenBudget => Borrowed("TOKEN_BUDGET"),
+            FailureCode::HookBlocked => Borrowed("HOOK_BLOCKED"),
             FailureCode::Http(status) => std::borrow::Cow::Owned(format!("HTTP_{status}")),
             FailureCode::Provider(code) => std::borrow::Cow::Owned(code.clone()),
             FailureCode::Unknown => Borrowed("UNKNOWN"),
@@ -94,6 +97,7 @@ impl FailureCode {
             "ABORTED" => FailureCode::Aborted,
             "MAX_STEPS" => FailureCode::MaxSteps,
             "TOKEN_BUDGET" => FailureCode::TokenBudget,
+            "HOOK_BLOCKED" => FailureCode::HookBlocked,
             "UNKNOWN" => FailureCode::Unknown,
             other => match other.strip_prefix("HTTP_").and_then(|n| n.parse().ok()) {
                 Some(status) => FailureCode::Http(status),

@@ -269,6 +269,7 @@ impl App {
             AgentEvent::Delta(StreamDelta::Text(text)) => self.live_text.push_str(&text),
             AgentEvent::Delta(StreamDelta::Reasoning(text)) => self.live_reasoning.push_str(&text),
             AgentEvent::Delta(StreamDelta::ToolCall) => {}
+            AgentEvent::Notice(line) => self.note(line),
             AgentEvent::ToolOutput { call_id, text } => {
                 if let Some(call) = self.active.iter_mut().find(|c| c.id == call_id) {
                     call.output.push_str(&text);

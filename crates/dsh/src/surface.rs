@@ -144,6 +144,12 @@ impl Surface {
             (Surface::Json { .. }, AgentEvent::Delta(_)) => {}
             // Live output is for a person watching; the result carries it.
             (_, AgentEvent::ToolOutput { .. }) => {}
+            (surface, AgentEvent::Notice(line)) => {
+                if let Surface::Text(text) = surface {
+                    text.close();
+                }
+                notice(line);
+            }
             // A subagent's work is in its own log and the result of the call that ran it.
             (Surface::Text(_), AgentEvent::Child { .. }) => {}
             (Surface::Text(text), AgentEvent::Delta(StreamDelta::Reasoning(delta))) => {

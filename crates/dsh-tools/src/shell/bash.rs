@@ -165,6 +165,7 @@ impl Tool for Bash {
                     name: format!("{}-bash-{n}", &token[..12]),
                 }),
                 confinement: confined.child_setup().cloned(),
+                stdin: None,
             };
             let process = ShellProcess::spawn(spec).map_err(|e| spawn_failed(&confined, e))?;
             let facts = Arc::new(SandboxFacts {

@@ -16,6 +16,17 @@ use dsh_sandbox::Sandbox;
 pub use env::{DEFAULT_SCRUB, ShellEnv};
 pub use jobs::{JobRegistry, MAX_RUNNING};
 
+/// How a script run by [`Shell::run_script`] ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptRun {
+    /// Its exit status; `None` when a signal ended it.
+    pub code: Option<i32>,
+    /// It was stopped at its time limit.
+    pub timed_out: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
 /// What the shell tools of a session share.
 #[derive(Debug)]
 pub struct Shell {
@@ -63,6 +74,51 @@ impl Shell {
     fn next_tag(&self) -> (u64, String) {
         let n = self.commands.fetch_add(1, Ordering::SeqCst) + 1;
         (n, format!("{}{n}", self.tag_prefix))
+    }
+
+    /// Runs `script` with `bash -c` under `policy`'s sandbox (as the `bash` tool would run
+    /// it), in `cwd`, with `input` on its stdin, for at most `limit` (then it is stopped).
+    /// For hooks: what they print is read whole, never spilled.
+    pub async fn run_script(
+        &self,
+        script: &str,
+        input: Vec<u8>,
+        policy: &dsh_sandbox::SandboxPolicy,
+        cwd: &std::path::Path,
+        limit: std::time::Duration,
+    ) -> Result<ScriptRun, String> {
+        let argv = vec!["bash".into(), "-c".into(), script.into()];
+        let confined = (self.sandbox.confine(argv, policy)).map_err(|e| e.to_string())?;
+        let (_, tag) = self.next_tag();
+        let spec = process::Spec {
+            argv: confined.argv.clone(),
+            cwd: cwd.to_path_buf(),
+            env: self.env.build(std::env::vars_os(), &tag),
+            tag,
+            spill: None,
+            confinement: confined.child_setup().cloned(),
+            stdin: Some(input),
+        };
+        let process = process::ShellProcess::spawn(spec).map_err(|e| e.to_string())?;
+        let (exit, timed_out) = match tokio::time::timeout(limit, process.settled()).await {
+            Ok(exit) => (exit, false),
+            Err(_) => {
+                process.terminate();
+                (process.settled().await, true)
+            }
+        };
+        let text = |capture: &std::sync::Mutex<capture::StreamCapture>| {
+            capture
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .text()
+        };
+        Ok(ScriptRun {
+            code: exit.code,
+            timed_out,
+            stdout: text(&process.stdout),
+            stderr: text(&process.stderr),
+        })
     }
 
     /// Stops this shell's jobs and waits for them, leaving other shells' processes alone.

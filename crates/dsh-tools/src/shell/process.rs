@@ -36,6 +36,8 @@ pub struct Spec {
     pub spill: Option<SpillTarget>,
     /// What the child applies to itself before exec (Landlock, seccomp).
     pub confinement: Option<dsh_sandbox::ChildSetup>,
+    /// Written to its stdin, which is then closed; `None`: stdin is `/dev/null`.
+    pub stdin: Option<Vec<u8>>,
 }
 
 /// How a process ended.
@@ -63,7 +65,7 @@ pub struct ShellProcess {
 }
 
 impl ShellProcess {
-    /// Starts the command; stdin is `/dev/null`.
+    /// Starts the command; stdin is `spec.stdin`, or `/dev/null`.
     pub fn spawn(spec: Spec) -> std::io::Result<Arc<ShellProcess>> {
         let (program, args) = spec
             .argv
@@ -75,7 +77,11 @@ impl ShellProcess {
             .current_dir(&spec.cwd)
             .env_clear()
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
+            .stdin(if spec.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let confinement = spec.confinement.clone();
@@ -96,6 +102,13 @@ impl ShellProcess {
             });
         }
         let mut child = command.spawn()?;
+        if let (Some(bytes), Some(mut pipe)) = (spec.stdin.clone(), child.stdin.take()) {
+            // A reader that stops early (a hook that ignores its input) is not an error.
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt as _;
+                let _ = pipe.write_all(&bytes).await;
+            });
+        }
         let pid = child.id().map_or(-1, |id| id as i32);
         let target = |stream: &str| {
             spec.spill.as_ref().map(|t| SpillTarget {

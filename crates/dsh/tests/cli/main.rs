@@ -7,6 +7,7 @@ mod compaction;
 mod errors;
 mod faults;
 mod headless;
+mod hooks;
 mod json;
 mod mcp;
 mod output_schema;

@@ -1,0 +1,379 @@
+//! Hooks: commands the user's configuration runs at points of a session, in the `hooks.json`
+//! format Claude Code and Codex share:
+//!
+//! ```json
+//! {"hooks": {"PreToolUse": [{"matcher": "Bash|Write", "hooks": [{"type": "command", "command": "./check.sh", "timeout": 30}]}]}}
+//! ```
+//!
+//! read from `$DSH_HOME/hooks.json` and then the project's `.dsh/hooks.json` (both apply). Each
+//! hook gets the event as JSON on stdin and runs under the session's sandbox, as `bash` would,
+//! within its time limit. Exit status 2 blocks what the event allows blocking, and the hook's
+//! stderr says why (to the model, or for a prompt to the user); any other failure is reported
+//! to the user and the run goes on.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::{AgentEvent, SetupError};
+
+/// A hook's time limit when its entry gives none (as Claude Code's).
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Where in a session a hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookEvent {
+    /// A run begins (`source`: `startup`, or `resume` for a resumed session).
+    SessionStart,
+    /// The user's message is about to be sent; exit 2 withholds it.
+    UserPromptSubmit,
+    /// A tool call is about to run; exit 2 blocks it, and the model reads why.
+    PreToolUse,
+    /// A tool call has run; exit 2 shows the model the hook's stderr after the result.
+    PostToolUse,
+    /// The model has answered and the turn would end; exit 2 has it go on, with the hook's
+    /// stderr as the next message.
+    Stop,
+}
+
+impl HookEvent {
+    const ALL: [HookEvent; 5] = [
+        HookEvent::SessionStart,
+        HookEvent::UserPromptSubmit,
+        HookEvent::PreToolUse,
+        HookEvent::PostToolUse,
+        HookEvent::Stop,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::UserPromptSubmit => "UserPromptSubmit",
+            HookEvent::PreToolUse => "PreToolUse",
+            HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::Stop => "Stop",
+        }
+    }
+
+    fn uses_matcher(self) -> bool {
+        matches!(self, HookEvent::PreToolUse | HookEvent::PostToolUse)
+    }
+}
+
+/// One configured command.
+#[derive(Debug, Clone)]
+struct Hook {
+    event: HookEvent,
+    /// Tool names it applies to (tool events only); `None`: all.
+    matcher: Option<regex::Regex>,
+    command: String,
+    timeout: Duration,
+}
+
+/// The hooks of a run, in the order they were configured.
+#[derive(Debug, Clone, Default)]
+pub struct HookSet {
+    hooks: Vec<Hook>,
+}
+
+impl HookSet {
+    /// Reads `$DSH_HOME/hooks.json` and `.dsh/hooks.json`; a file that is missing is fine, one
+    /// that cannot be used stops the run before anything is sent, naming the file.
+    pub fn load(home: &Path, cwd: &Path) -> Result<HookSet, SetupError> {
+        let mut set = HookSet::default();
+        for file in [home.join("hooks.json"), cwd.join(".dsh").join("hooks.json")] {
+            let text = match std::fs::read_to_string(&file) {
+                Ok(text) => text,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(hooks_error(&file, &format!("cannot be read: {e}"))),
+            };
+            set.read(&file, &text)?;
+        }
+        Ok(set)
+    }
+
+    fn read(&mut self, file: &Path, text: &str) -> Result<(), SetupError> {
+        let fail = |what: String| hooks_error(file, &what);
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| fail(format!("is not JSON: {e}")))?;
+        let Some(events) = value.get("hooks").and_then(Value::as_object) else {
+            return Err(fail("has no \"hooks\" object".into()));
+        };
+        for (name, groups) in events {
+            let Some(event) = HookEvent::ALL.into_iter().find(|e| e.name() == name) else {
+                return Err(fail(format!(
+                    "names the event \"{name}\", which dsh does not have (it has SessionStart, \
+                     UserPromptSubmit, PreToolUse, PostToolUse and Stop)"
+                )));
+            };
+            let groups = groups
+                .as_array()
+                .ok_or_else(|| fail(format!("hooks.{name} must be a list")))?;
+            for group in groups {
+                let matcher = match group.get("matcher").and_then(Value::as_str) {
+                    None | Some("" | "*") => None,
+                    Some(pattern) if event.uses_matcher() => {
+                        Some(regex::Regex::new(&format!("^(?:{pattern})$")).map_err(|e| {
+                            fail(format!("hooks.{name}: matcher \"{pattern}\": {e}"))
+                        })?)
+                    }
+                    Some(_) => None,
+                };
+                let commands = group
+                    .get("hooks")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| {
+                        fail(format!("hooks.{name}: each entry needs a \"hooks\" list"))
+                    })?;
+                for command in commands {
+                    if command.get("type").and_then(Value::as_str) != Some("command") {
+                        return Err(fail(format!(
+                            "hooks.{name}: only hooks of \"type\": \"command\" are supported"
+                        )));
+                    }
+                    let Some(script) = command.get("command").and_then(Value::as_str) else {
+                        return Err(fail(format!("hooks.{name}: a hook needs a \"command\"")));
+                    };
+                    let timeout = match command.get("timeout") {
+                        None => DEFAULT_HOOK_TIMEOUT,
+                        Some(seconds) => seconds
+                            .as_f64()
+                            .filter(|s| s.is_finite() && *s > 0.0)
+                            .map(Duration::from_secs_f64)
+                            .ok_or_else(|| {
+                                fail(format!("hooks.{name}: timeout must be a number of seconds"))
+                            })?,
+                    };
+                    self.hooks.push(Hook {
+                        event,
+                        matcher: matcher.clone(),
+                        command: script.to_owned(),
+                        timeout,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hooks.is_empty()
+    }
+
+    fn for_event<'a>(
+        &'a self,
+        event: HookEvent,
+        tool: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a Hook> + 'a {
+        self.hooks.iter().filter(move |hook| {
+            hook.event == event
+                && match (&hook.matcher, tool) {
+                    (None, _) => true,
+                    (Some(matcher), Some(tool)) => {
+                        matcher.is_match(tool) || alias(tool).is_some_and(|a| matcher.is_match(a))
+                    }
+                    (Some(_), None) => false,
+                }
+        })
+    }
+}
+
+fn hooks_error(file: &Path, what: &str) -> SetupError {
+    SetupError::config(format!(
+        "hooks file {} {what} (see docs/hooks.md)",
+        file.display()
+    ))
+}
+
+/// The name Claude Code gives a tool dsh has too, so hooks written for it match and read
+/// `tool_name` as they expect.
+pub fn alias(tool: &str) -> Option<&'static str> {
+    Some(match tool {
+        "bash" => "Bash",
+        "read" | "read_image" => "Read",
+        "write" => "Write",
+        "edit" | "str_replace_editor" => "Edit",
+        "glob" => "Glob",
+        "grep" => "Grep",
+        "web_fetch" => "WebFetch",
+        "web_search" => "WebSearch",
+        "todo_write" => "TodoWrite",
+        "subagent" | "subagent_fork" => "Task",
+        "exit_plan_mode" => "ExitPlanMode",
+        _ => return None,
+    })
+}
+
+/// What the hooks of one event said.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HookVerdict {
+    /// A hook exited 2: its stderr (or a line saying it gave none).
+    pub blocked: Option<String>,
+    /// What hooks that succeeded printed, for the events that add it to the conversation
+    /// (SessionStart, UserPromptSubmit).
+    pub context: Vec<String>,
+}
+
+/// Runs a session's hooks: its shell and sandbox, its identity for the payload, and where to
+/// report a hook that failed.
+pub struct HookRunner {
+    pub hooks: HookSet,
+    pub shell: Arc<dsh_tools::Shell>,
+    pub policy: dsh_sandbox::SandboxPolicy,
+    pub cwd: PathBuf,
+    pub session_id: String,
+    pub transcript: PathBuf,
+    pub events: UnboundedSender<AgentEvent>,
+}
+
+impl std::fmt::Debug for HookRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookRunner")
+            .field("hooks", &self.hooks)
+            .finish()
+    }
+}
+
+impl HookRunner {
+    /// Runs the hooks of `event` (for `tool`, on tool events) one after the other with
+    /// `fields` added to the common payload; the first that blocks stops the rest.
+    pub async fn fire(&self, event: HookEvent, tool: Option<&str>, fields: Value) -> HookVerdict {
+        let mut verdict = HookVerdict::default();
+        let mut payload = json!({
+            "session_id": self.session_id,
+            "transcript_path": self.transcript,
+            "cwd": self.cwd,
+            "hook_event_name": event.name(),
+        });
+        if let (Some(map), Value::Object(extra)) = (payload.as_object_mut(), fields) {
+            map.extend(extra);
+        }
+        let input = payload.to_string().into_bytes();
+        for hook in self.hooks.for_event(event, tool) {
+            let run = self
+                .shell
+                .run_script(
+                    &hook.command,
+                    input.clone(),
+                    &self.policy,
+                    &self.cwd,
+                    hook.timeout,
+                )
+                .await;
+            let said = |text: &str| text.trim().to_owned();
+            match run {
+                Ok(run) if run.timed_out => self.notice(format!(
+                    "{} hook `{}` was stopped after {:?}; the run goes on",
+                    event.name(),
+                    hook.command,
+                    hook.timeout
+                )),
+                Ok(run) if run.code == Some(0) => {
+                    if !said(&run.stdout).is_empty() {
+                        verdict.context.push(said(&run.stdout));
+                    }
+                }
+                Ok(run) if run.code == Some(2) => {
+                    let why = said(&run.stderr);
+                    verdict.blocked = Some(if why.is_empty() {
+                        format!("a {} hook blocked this and gave no reason", event.name())
+                    } else {
+                        why
+                    });
+                    return verdict;
+                }
+                Ok(run) => self.notice(format!(
+                    "{} hook `{}` failed ({}){}; the run goes on",
+                    event.name(),
+                    hook.command,
+                    run.code.map_or_else(
+                        || "killed by a signal".to_owned(),
+                        |c| format!("exit status {c}")
+                    ),
+                    match said(&run.stderr) {
+                        s if s.is_empty() => String::new(),
+                        s => format!(": {s}"),
+                    }
+                )),
+                Err(e) => self.notice(format!(
+                    "{} hook `{}` could not run: {e}; the run goes on",
+                    event.name(),
+                    hook.command
+                )),
+            }
+        }
+        verdict
+    }
+
+    fn notice(&self, line: String) {
+        let _ = self.events.send(AgentEvent::Notice(line));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(text: &str) -> Result<HookSet, SetupError> {
+        let mut set = HookSet::default();
+        set.read(Path::new("/h/hooks.json"), text).map(|()| set)
+    }
+
+    #[test]
+    fn matchers_take_dsh_names_and_the_names_hooks_were_written_for() {
+        let set = set(r#"{"hooks": {
+            "PreToolUse": [
+                {"matcher": "Bash", "hooks": [{"type": "command", "command": "a"}]},
+                {"matcher": "write|edit", "hooks": [{"type": "command", "command": "b", "timeout": 5}]},
+                {"hooks": [{"type": "command", "command": "c"}]}
+            ],
+            "Stop": [{"matcher": "ignored", "hooks": [{"type": "command", "command": "d"}]}]
+        }}"#)
+        .unwrap();
+        let names = |event, tool| -> Vec<String> {
+            set.for_event(event, tool)
+                .map(|h| h.command.clone())
+                .collect()
+        };
+        assert_eq!(names(HookEvent::PreToolUse, Some("bash")), ["a", "c"]);
+        assert_eq!(names(HookEvent::PreToolUse, Some("edit")), ["b", "c"]);
+        assert_eq!(
+            names(HookEvent::PreToolUse, Some("bash_extra")),
+            ["c"],
+            "anchored"
+        );
+        assert_eq!(names(HookEvent::Stop, None), ["d"]);
+        assert!(names(HookEvent::PostToolUse, Some("bash")).is_empty());
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_used_names_what_is_wrong() {
+        for (text, needle) in [
+            ("{", "is not JSON"),
+            ("{}", "has no \"hooks\" object"),
+            (
+                r#"{"hooks": {"Notification": []}}"#,
+                "\"Notification\", which dsh does not have",
+            ),
+            (
+                r#"{"hooks": {"Stop": [{"hooks": [{"type": "prompt"}]}]}}"#,
+                "only hooks of",
+            ),
+            (
+                r#"{"hooks": {"PreToolUse": [{"matcher": "(", "hooks": []}]}}"#,
+                "matcher \"(\"",
+            ),
+            (
+                r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "timeout": -1}]}]}}"#,
+                "timeout must be",
+            ),
+        ] {
+            let error = set(text).unwrap_err().message;
+            assert!(error.contains(needle), "{text}: {error}");
+            assert!(error.starts_with("hooks file /h/hooks.json"), "{error}");
+        }
+    }
+}
