@@ -318,7 +318,7 @@ impl Agent {
         self.run_requests = 0;
         self.run_usage = Usage::default();
         self.structured = None;
-        let task = match self.prompt_hooks(task).await {
+        let task = match self.prompt_hooks(task, stop).await {
             Ok(task) => task,
             Err(why) => return self.withheld(why),
         };
@@ -379,7 +379,7 @@ impl Agent {
 
     /// The SessionStart hooks (the first run only) and the UserPromptSubmit hooks: what they
     /// print is added to the message; `Err` says why a hook withheld it.
-    async fn prompt_hooks(&mut self, mut task: String) -> Result<String, String> {
+    async fn prompt_hooks(&mut self, mut task: String, stop: &Stop) -> Result<String, String> {
         let Some(hooks) = self.config.hooks.clone() else {
             return Ok(task);
         };
@@ -396,6 +396,7 @@ impl Agent {
                     HookEvent::SessionStart,
                     None,
                     serde_json::json!({"source": source}),
+                    stop.token(),
                 )
                 .await;
             context.extend(verdict.context);
@@ -405,6 +406,7 @@ impl Agent {
                 HookEvent::UserPromptSubmit,
                 None,
                 serde_json::json!({"prompt": task}),
+                stop.token(),
             )
             .await;
         if let Some(why) = verdict.blocked {
@@ -442,7 +444,7 @@ impl Agent {
 
     /// The Stop hooks, when the model has answered: `Some` is a hook's reason to go on, the
     /// next message to the model, at most [`MAX_STOP_BLOCKS`] times a turn.
-    async fn stop_hooks(&self, blocks: &mut u32) -> Option<String> {
+    async fn stop_hooks(&self, blocks: &mut u32, stop: &Stop) -> Option<String> {
         let hooks = self.config.hooks.as_ref()?;
         if *blocks >= MAX_STOP_BLOCKS {
             return None;
@@ -452,6 +454,7 @@ impl Agent {
                 HookEvent::Stop,
                 None,
                 serde_json::json!({"stop_hook_active": *blocks > 0}),
+                stop.token(),
             )
             .await;
         let why = verdict.blocked?;
@@ -747,7 +750,7 @@ impl Agent {
             if let Some(end) = outcome.end {
                 match self.check_output(&end, &step_text, turn, &mut corrections)? {
                     Some(end) if end.is_completed() => {
-                        if let Some(why) = self.stop_hooks(&mut stop_blocks).await {
+                        if let Some(why) = self.stop_hooks(&mut stop_blocks, stop).await {
                             self.commit(Record::UserMessage {
                                 turn,
                                 message: Message::user_text(why),
@@ -1118,7 +1121,12 @@ async fn run_hooked(
         "tool_use_id": ctx.call_id,
     });
     let verdict = hooks
-        .fire(HookEvent::PreToolUse, Some(name), fields.clone())
+        .fire(
+            HookEvent::PreToolUse,
+            Some(name),
+            fields.clone(),
+            &ctx.cancel,
+        )
         .await;
     if let Some(why) = verdict.blocked {
         return ToolOutcome::failure(dsh_tools::ToolError::coded(
@@ -1133,7 +1141,9 @@ async fn run_hooked(
         "output": outcome.parts.iter().map(dsh_protocol::ToolOutputPart::text).collect::<String>(),
         "is_error": outcome.is_error,
     });
-    let verdict = hooks.fire(HookEvent::PostToolUse, Some(name), fields).await;
+    let verdict = hooks
+        .fire(HookEvent::PostToolUse, Some(name), fields, &ctx.cancel)
+        .await;
     if let Some(why) = verdict.blocked {
         outcome.parts.push(ToolOutputPart::Text {
             text: format!("\n[PostToolUse hook] {why}"),

@@ -240,7 +240,14 @@ impl std::fmt::Debug for HookRunner {
 impl HookRunner {
     /// Runs the hooks of `event` (for `tool`, on tool events) one after the other with
     /// `fields` added to the common payload; the first that blocks stops the rest.
-    pub async fn fire(&self, event: HookEvent, tool: Option<&str>, fields: Value) -> HookVerdict {
+    /// A stopped run (`cancel`) stops the hook running and the ones after it.
+    pub async fn fire(
+        &self,
+        event: HookEvent,
+        tool: Option<&str>,
+        fields: Value,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> HookVerdict {
         let mut verdict = HookVerdict::default();
         let mut payload = json!({
             "session_id": self.session_id,
@@ -253,6 +260,9 @@ impl HookRunner {
         }
         let input = payload.to_string().into_bytes();
         for hook in self.hooks.for_event(event, tool) {
+            if cancel.is_cancelled() {
+                break;
+            }
             let run = self
                 .shell
                 .run_script(
@@ -261,8 +271,12 @@ impl HookRunner {
                     &self.policy,
                     &self.cwd,
                     hook.timeout,
+                    cancel,
                 )
                 .await;
+            if cancel.is_cancelled() {
+                break;
+            }
             let said = |text: &str| text.trim().to_owned();
             match run {
                 Ok(run) if run.timed_out => self.notice(format!(

@@ -77,8 +77,9 @@ impl Shell {
     }
 
     /// Runs `script` with `bash -c` under `policy`'s sandbox (as the `bash` tool would run
-    /// it), in `cwd`, with `input` on its stdin, for at most `limit` (then it is stopped).
-    /// For hooks: what they print is read whole, never spilled.
+    /// it), in `cwd`, with `input` on its stdin, for at most `limit` (then it is stopped), or
+    /// until `cancel` (the run was stopped: so is the script). For hooks: what they print is
+    /// read whole, never spilled.
     pub async fn run_script(
         &self,
         script: &str,
@@ -86,6 +87,7 @@ impl Shell {
         policy: &dsh_sandbox::SandboxPolicy,
         cwd: &std::path::Path,
         limit: std::time::Duration,
+        cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<ScriptRun, String> {
         let argv = vec!["bash".into(), "-c".into(), script.into()];
         let confined = (self.sandbox.confine(argv, policy)).map_err(|e| e.to_string())?;
@@ -100,11 +102,17 @@ impl Shell {
             stdin: Some(input),
         };
         let process = process::ShellProcess::spawn(spec).map_err(|e| e.to_string())?;
-        let (exit, timed_out) = match tokio::time::timeout(limit, process.settled()).await {
-            Ok(exit) => (exit, false),
-            Err(_) => {
+        let (exit, timed_out) = tokio::select! {
+            exit = tokio::time::timeout(limit, process.settled()) => match exit {
+                Ok(exit) => (exit, false),
+                Err(_) => {
+                    process.terminate();
+                    (process.settled().await, true)
+                }
+            },
+            () = cancel.cancelled() => {
                 process.terminate();
-                (process.settled().await, true)
+                (process.settled().await, false)
             }
         };
         let text = |capture: &std::sync::Mutex<capture::StreamCapture>| {
