@@ -236,6 +236,8 @@ pub struct Agent {
     structured: Option<serde_json::Value>,
     /// The SessionStart hooks have run.
     hooks_started: bool,
+    /// What they printed, until a message takes it (a withheld first message does not).
+    session_context: Vec<String>,
 }
 
 /// How long, at the end of a run, background subagents have to end their turns once stopped.
@@ -288,6 +290,7 @@ impl Agent {
             run_usage: Usage::default(),
             structured: None,
             hooks_started: false,
+            session_context: Vec::new(),
         }
     }
 
@@ -383,7 +386,6 @@ impl Agent {
         let Some(hooks) = self.config.hooks.clone() else {
             return Ok(task);
         };
-        let mut context = Vec::new();
         if !self.hooks_started {
             self.hooks_started = true;
             let source = if self.session.last_turn() > 0 {
@@ -391,15 +393,16 @@ impl Agent {
             } else {
                 "startup"
             };
+            // Its matcher chooses among sources, as Claude Code's does.
             let verdict = hooks
                 .fire(
                     HookEvent::SessionStart,
-                    None,
+                    Some(source),
                     serde_json::json!({"source": source}),
                     stop.token(),
                 )
                 .await;
-            context.extend(verdict.context);
+            self.session_context.extend(verdict.context);
         }
         let verdict = hooks
             .fire(
@@ -412,8 +415,8 @@ impl Agent {
         if let Some(why) = verdict.blocked {
             return Err(why);
         }
-        context.extend(verdict.context);
-        for block in context {
+        let context = std::mem::take(&mut self.session_context);
+        for block in context.into_iter().chain(verdict.context) {
             task.push_str("\n\n");
             task.push_str(&block);
         }
@@ -751,6 +754,8 @@ impl Agent {
                 match self.check_output(&end, &step_text, turn, &mut corrections)? {
                     Some(end) if end.is_completed() => {
                         if let Some(why) = self.stop_hooks(&mut stop_blocks, stop).await {
+                            // The answer the schema accepted is not the last one any more.
+                            self.structured = None;
                             self.commit(Record::UserMessage {
                                 turn,
                                 message: Message::user_text(why),
@@ -1133,6 +1138,13 @@ async fn run_hooked(
             "HookError",
             "HOOK_BLOCKED",
             format!("a PreToolUse hook blocked this call: {why}"),
+        ));
+    }
+    if ctx.cancel.is_cancelled() {
+        return ToolOutcome::failure(dsh_tools::ToolError::coded(
+            "AbortError",
+            "ABORTED",
+            "tool call aborted",
         ));
     }
     let mut outcome = call.run(ctx).await;

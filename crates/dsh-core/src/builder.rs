@@ -123,6 +123,9 @@ impl AgentBuilder {
             None => None,
         };
         let hooks = crate::HookSet::load(&settings.home.value, &settings.cwd)?;
+        for skipped in &hooks.skipped {
+            let _ = notices.send(skipped.clone());
+        }
         let provider = settings.route.connect(settings.idle_timeout.value)?;
         let provider: Arc<dyn Provider> = Arc::new(Retrying::new(provider, settings.retry));
         let sandbox = Arc::new(Sandbox::new(settings.sandbox.clone()));
@@ -252,6 +255,7 @@ impl StartedRun {
         config.hooks = (!hooks.is_empty()).then(|| {
             Arc::new(crate::HookRunner {
                 hooks,
+                subagent: false,
                 shell: shell.clone(),
                 policy: policy.clone(),
                 cwd: settings.cwd.clone(),
@@ -272,7 +276,20 @@ impl StartedRun {
         // Subagents: built from the same settings, model and shell.
         let history = Arc::new(std::sync::Mutex::new(Vec::new()));
         config.completed_history = Some(history.clone());
-        let kit = child_kit(Arc::new(settings.clone()), provider.clone(), shell.clone());
+        // A subagent's tool calls have the same hooks, so a blocked call cannot be routed
+        // through one.
+        let child_hooks = (config.hooks.as_deref()).map(|top| {
+            Arc::new(crate::HookRunner {
+                subagent: true,
+                ..top.clone()
+            })
+        });
+        let kit = child_kit(
+            Arc::new(settings.clone()),
+            provider.clone(),
+            shell.clone(),
+            child_hooks,
+        );
         let background = crate::subagents::BackgroundAgents::new();
         // A resumed session's background children take messages again; new ids follow theirs.
         background.recorded(session.children());
@@ -367,6 +384,7 @@ fn child_kit(
     settings: Arc<Settings>,
     provider: Arc<dyn Provider>,
     shell: Arc<Shell>,
+    hooks: Option<Arc<crate::HookRunner>>,
 ) -> Arc<crate::subagents::ChildKit> {
     let limits = settings.subagents;
     crate::subagents::ChildKit::new(
@@ -380,6 +398,7 @@ fn child_kit(
             let policy = SandboxPolicy::new(mode, &settings.cwd, settings.add_dirs.value.clone());
             let approval = ApprovalPolicy::Never;
             let mut config = agent_config(&settings);
+            config.hooks.clone_from(&hooks);
             config.context.push(dsh_sandbox::runtime_context(
                 &policy,
                 settings.sandbox.network,

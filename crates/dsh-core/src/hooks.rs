@@ -58,7 +58,22 @@ impl HookEvent {
         }
     }
 
+    /// Whether a matcher chooses among its occasions: tool names for tool events, the
+    /// `source` for SessionStart.
     fn uses_matcher(self) -> bool {
+        matches!(
+            self,
+            HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::SessionStart
+        )
+    }
+
+    /// Whether exit status 2 blocks anything (SessionStart has nothing to block).
+    fn can_block(self) -> bool {
+        !matches!(self, HookEvent::SessionStart)
+    }
+
+    /// Whether the event happens in a subagent's run too (its tool calls).
+    fn in_subagents(self) -> bool {
         matches!(self, HookEvent::PreToolUse | HookEvent::PostToolUse)
     }
 }
@@ -73,10 +88,22 @@ struct Hook {
     timeout: Duration,
 }
 
+/// Events of Claude Code's that dsh has no occasion for: their entries are left out with a
+/// notice, so a shared hook file still works for the events dsh has.
+const NOT_RUN: [&str; 5] = [
+    "Notification",
+    "SubagentStop",
+    "PreCompact",
+    "SessionEnd",
+    "PermissionRequest",
+];
+
 /// The hooks of a run, in the order they were configured.
 #[derive(Debug, Clone, Default)]
 pub struct HookSet {
     hooks: Vec<Hook>,
+    /// What was left out, for the user: `(file, what)`.
+    pub skipped: Vec<String>,
 }
 
 impl HookSet {
@@ -103,6 +130,13 @@ impl HookSet {
             return Err(fail("has no \"hooks\" object".into()));
         };
         for (name, groups) in events {
+            if NOT_RUN.contains(&name.as_str()) {
+                self.skipped.push(format!(
+                    "hooks file {}: {name} hooks are not run by dsh (it has no such moment)",
+                    file.display()
+                ));
+                continue;
+            }
             let Some(event) = HookEvent::ALL.into_iter().find(|e| e.name() == name) else {
                 return Err(fail(format!(
                     "names the event \"{name}\", which dsh does not have (it has SessionStart, \
@@ -129,10 +163,21 @@ impl HookSet {
                         fail(format!("hooks.{name}: each entry needs a \"hooks\" list"))
                     })?;
                 for command in commands {
-                    if command.get("type").and_then(Value::as_str) != Some("command") {
-                        return Err(fail(format!(
-                            "hooks.{name}: only hooks of \"type\": \"command\" are supported"
-                        )));
+                    match command.get("type").and_then(Value::as_str) {
+                        Some("command") => {}
+                        Some(other) => {
+                            self.skipped.push(format!(
+                                "hooks file {}: a {name} hook of type \"{other}\" is not run \
+                                 (dsh runs \"command\" hooks)",
+                                file.display()
+                            ));
+                            continue;
+                        }
+                        None => {
+                            return Err(fail(format!(
+                                "hooks.{name}: a hook needs \"type\": \"command\""
+                            )));
+                        }
                     }
                     let Some(script) = command.get("command").and_then(Value::as_str) else {
                         return Err(fail(format!("hooks.{name}: a hook needs a \"command\"")));
@@ -195,7 +240,7 @@ pub fn alias(tool: &str) -> Option<&'static str> {
         "bash" => "Bash",
         "read" | "read_image" => "Read",
         "write" => "Write",
-        "edit" | "str_replace_editor" => "Edit",
+        "edit" => "Edit",
         "glob" => "Glob",
         "grep" => "Grep",
         "web_fetch" => "WebFetch",
@@ -219,8 +264,11 @@ pub struct HookVerdict {
 
 /// Runs a session's hooks: its shell and sandbox, its identity for the payload, and where to
 /// report a hook that failed.
+#[derive(Clone)]
 pub struct HookRunner {
     pub hooks: HookSet,
+    /// A subagent's runner: only its tool calls have hooks.
+    pub subagent: bool,
     pub shell: Arc<dsh_tools::Shell>,
     pub policy: dsh_sandbox::SandboxPolicy,
     pub cwd: PathBuf,
@@ -249,6 +297,9 @@ impl HookRunner {
         cancel: &tokio_util::sync::CancellationToken,
     ) -> HookVerdict {
         let mut verdict = HookVerdict::default();
+        if self.subagent && !event.in_subagents() {
+            return verdict;
+        }
         let mut payload = json!({
             "session_id": self.session_id,
             "transcript_path": self.transcript,
@@ -263,17 +314,18 @@ impl HookRunner {
             if cancel.is_cancelled() {
                 break;
             }
-            let run = self
-                .shell
-                .run_script(
-                    &hook.command,
-                    input.clone(),
-                    &self.policy,
-                    &self.cwd,
-                    hook.timeout,
-                    cancel,
-                )
-                .await;
+            let script = dsh_tools::Script {
+                text: &hook.command,
+                input: input.clone(),
+                policy: &self.policy,
+                cwd: &self.cwd,
+                limit: hook.timeout,
+                env: vec![(
+                    "CLAUDE_PROJECT_DIR".into(),
+                    self.cwd.clone().into_os_string(),
+                )],
+            };
+            let run = self.shell.run_script(script, cancel).await;
             if cancel.is_cancelled() {
                 break;
             }
@@ -290,6 +342,15 @@ impl HookRunner {
                         verdict.context.push(said(&run.stdout));
                     }
                 }
+                Ok(run) if run.code == Some(2) && !event.can_block() => self.notice(format!(
+                    "{} hook `{}` exited 2, but this event cannot be blocked{}",
+                    event.name(),
+                    hook.command,
+                    match said(&run.stderr) {
+                        s if s.is_empty() => String::new(),
+                        s => format!(": {s}"),
+                    }
+                )),
                 Ok(run) if run.code == Some(2) => {
                     let why = said(&run.stderr);
                     verdict.blocked = Some(if why.is_empty() {
@@ -360,6 +421,10 @@ mod tests {
             "anchored"
         );
         assert_eq!(names(HookEvent::Stop, None), ["d"]);
+        assert!(
+            names(HookEvent::PreToolUse, Some("str_replace_editor")).len() == 1,
+            "not Edit"
+        );
         assert!(names(HookEvent::PostToolUse, Some("bash")).is_empty());
     }
 
@@ -369,12 +434,12 @@ mod tests {
             ("{", "is not JSON"),
             ("{}", "has no \"hooks\" object"),
             (
-                r#"{"hooks": {"Notification": []}}"#,
-                "\"Notification\", which dsh does not have",
+                r#"{"hooks": {"Notify": []}}"#,
+                "\"Notify\", which dsh does not have",
             ),
             (
-                r#"{"hooks": {"Stop": [{"hooks": [{"type": "prompt"}]}]}}"#,
-                "only hooks of",
+                r#"{"hooks": {"Stop": [{"hooks": [{"command": "x"}]}]}}"#,
+                "needs \"type\"",
             ),
             (
                 r#"{"hooks": {"PreToolUse": [{"matcher": "(", "hooks": []}]}}"#,
@@ -389,5 +454,16 @@ mod tests {
             assert!(error.contains(needle), "{text}: {error}");
             assert!(error.starts_with("hooks file /h/hooks.json"), "{error}");
         }
+    }
+
+    #[test]
+    fn claude_code_events_dsh_does_not_have_are_left_out_with_a_note() {
+        let set = set(r#"{"hooks": {
+            "Notification": [{"hooks": [{"type": "command", "command": "n"}]}],
+            "Stop": [{"hooks": [{"type": "prompt", "prompt": "p"}, {"type": "command", "command": "s"}]}]
+        }}"#)
+        .unwrap();
+        assert_eq!(set.hooks.len(), 1);
+        assert_eq!(set.skipped.len(), 2, "{:?}", set.skipped);
     }
 }

@@ -62,7 +62,7 @@ pub use search::glob::Glob;
 pub use search::grep::Grep;
 pub use shell::bash::Bash;
 pub use shell::job_tools::{JobKill, JobList, JobOutput};
-pub use shell::{DEFAULT_SCRUB, JobRegistry, MAX_RUNNING, ScriptRun, Shell, ShellEnv};
+pub use shell::{DEFAULT_SCRUB, JobRegistry, MAX_RUNNING, Script, ScriptRun, Shell, ShellEnv};
 pub use spill::{MAX_INLINE_BYTES, SpillStore};
 pub use str_replace_editor::StrReplaceEditor;
 pub use todo::TodoWrite;

@@ -16,6 +16,22 @@ use dsh_sandbox::Sandbox;
 pub use env::{DEFAULT_SCRUB, ShellEnv};
 pub use jobs::{JobRegistry, MAX_RUNNING};
 
+/// A script for [`Shell::run_script`].
+#[derive(Debug)]
+pub struct Script<'a> {
+    /// What `bash -c` runs.
+    pub text: &'a str,
+    /// Its stdin.
+    pub input: Vec<u8>,
+    /// The sandbox it runs under.
+    pub policy: &'a dsh_sandbox::SandboxPolicy,
+    pub cwd: &'a std::path::Path,
+    /// How long it may take.
+    pub limit: std::time::Duration,
+    /// Added to the shell tools' environment.
+    pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+}
+
 /// How a script run by [`Shell::run_script`] ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScriptRun {
@@ -76,26 +92,34 @@ impl Shell {
         (n, format!("{}{n}", self.tag_prefix))
     }
 
-    /// Runs `script` with `bash -c` under `policy`'s sandbox (as the `bash` tool would run
-    /// it), in `cwd`, with `input` on its stdin, for at most `limit` (then it is stopped), or
-    /// until `cancel` (the run was stopped: so is the script). For hooks: what they print is
-    /// read whole, never spilled.
+    /// Runs a script with `bash -c` under its policy's sandbox (as the `bash` tool would run
+    /// it), with its input on stdin, for at most its limit (then it is stopped), or until
+    /// `cancel` (the run was stopped: so is the script). For hooks: the last 64 KB of each
+    /// stream are kept, never spilled.
     pub async fn run_script(
         &self,
-        script: &str,
-        input: Vec<u8>,
-        policy: &dsh_sandbox::SandboxPolicy,
-        cwd: &std::path::Path,
-        limit: std::time::Duration,
+        script: Script<'_>,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<ScriptRun, String> {
-        let argv = vec!["bash".into(), "-c".into(), script.into()];
+        let Script {
+            text,
+            input,
+            policy,
+            cwd,
+            limit,
+            env: extra_env,
+        } = script;
+        let argv = vec!["bash".into(), "-c".into(), text.into()];
         let confined = (self.sandbox.confine(argv, policy)).map_err(|e| e.to_string())?;
         let (_, tag) = self.next_tag();
         let spec = process::Spec {
             argv: confined.argv.clone(),
             cwd: cwd.to_path_buf(),
-            env: self.env.build(std::env::vars_os(), &tag),
+            env: {
+                let mut env = self.env.build(std::env::vars_os(), &tag);
+                env.extend(extra_env);
+                env
+            },
             tag,
             spill: None,
             confinement: confined.child_setup().cloned(),

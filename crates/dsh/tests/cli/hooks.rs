@@ -159,8 +159,10 @@ fn a_failing_or_slow_hook_is_reported_and_the_run_goes_on() {
 #[test]
 fn hooks_run_in_the_sandbox_and_a_bad_file_is_refused() {
     let env = TestEnv::new(vec![Turn::text("ok")]);
-    let outside = tempfile::tempdir().unwrap();
-    let target = outside.path().join("escaped");
+    // Outside the workspace and outside the temporary folders the sandbox leaves writable.
+    let outside = dsh_testkit::scratch_outside_temp(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(&outside).unwrap();
+    let target = outside.join(format!("escaped-{}", std::process::id()));
     hooks(
         &env,
         json!({"hooks": {"SessionStart": [{"hooks": [command(&format!(
@@ -172,7 +174,7 @@ fn hooks_run_in_the_sandbox_and_a_bad_file_is_refused() {
     assert!(!target.exists(), "a hook wrote outside the workspace");
     assert!(last_user_text(&env.server.requests()[0]).contains("could not write outside"));
 
-    env.write(".dsh/hooks.json", "{\"hooks\": {\"Notification\": []}}");
+    env.write(".dsh/hooks.json", "{\"hooks\": {\"Notify\": []}}");
     let out = env.run(dsh(), &["--json", "go"]);
     assert_eq!(out.code(), Some(1));
     assert_eq!(out.events()[0]["code"], "CONFIG");
@@ -181,4 +183,21 @@ fn hooks_run_in_the_sandbox_and_a_bad_file_is_refused() {
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn stop_hooks_send_the_model_back_at_most_three_times() {
+    let env = TestEnv::new((0..5).map(|i| Turn::text(&format!("answer {i}"))).collect());
+    hooks(
+        &env,
+        json!({"hooks": {"Stop": [{"hooks": [command("echo 'keep going' >&2; exit 2")]}]}}),
+    );
+    let out = env.run(dsh(), &["--json", "go"]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert_eq!(
+        env.server.requests().len(),
+        4,
+        "the answer, then three times back"
+    );
+    assert_eq!(out.events().last().unwrap()["text"], "answer 3");
 }
