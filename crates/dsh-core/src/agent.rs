@@ -704,17 +704,7 @@ impl Agent {
             // What background subagents billed for the turns told now is this step's.
             spent.add(&noticed);
             // A compaction summary may have spent what the budget had left.
-            let mut outcome = match self.run_cap_with(0, &spent) {
-                Some(end) => StepOutcome {
-                    usage: Usage::default(),
-                    text: String::new(),
-                    end: Some(end),
-                },
-                None => {
-                    self.run_requests += 1;
-                    self.step(turn, step, stop).await?
-                }
-            };
+            let mut outcome = self.capped_step(turn, step, &spent, stop).await?;
             if is_overflow(&outcome) {
                 // The provider says the request does not fit: compact as far as possible and
                 // try the step once more, if the run's caps allow one more request.
@@ -725,17 +715,7 @@ impl Agent {
                 spent.add(&cost);
                 if changed {
                     spent.add(&outcome.usage);
-                    outcome = match self.run_cap_with(0, &spent) {
-                        Some(end) => StepOutcome {
-                            usage: Usage::default(),
-                            text: String::new(),
-                            end: Some(end),
-                        },
-                        None => {
-                            self.run_requests += 1;
-                            self.step(turn, step, stop).await?
-                        }
-                    };
+                    outcome = self.capped_step(turn, step, &spent, stop).await?;
                 }
             }
             outcome.usage.add(&spent);
@@ -784,6 +764,26 @@ impl Agent {
             text,
             usage,
         })
+    }
+
+    /// The step's request, unless the run's caps do not allow one more: then the step ends
+    /// with the cap's reason. `spent` is what the step has cost so far.
+    async fn capped_step(
+        &mut self,
+        turn: u32,
+        step: u32,
+        spent: &Usage,
+        stop: &Stop,
+    ) -> Result<StepOutcome, CoreError> {
+        if let Some(end) = self.run_cap_with(0, spent) {
+            return Ok(StepOutcome {
+                usage: Usage::default(),
+                text: String::new(),
+                end: Some(end),
+            });
+        }
+        self.run_requests += 1;
+        self.step(turn, step, stop).await
     }
 
     async fn step(&mut self, turn: u32, step: u32, stop: &Stop) -> Result<StepOutcome, CoreError> {

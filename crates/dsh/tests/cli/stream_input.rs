@@ -2,7 +2,7 @@
 //! lines on stdin.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{ChildStdout, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 
 use dsh_testkit::{TestEnv, Turn};
 use serde_json::Value;
@@ -14,6 +14,23 @@ fn user(text: &str) -> String {
         "{}\n",
         serde_json::json!({"type": "user", "message": {"role": "user", "content": text}})
     )
+}
+
+/// `dsh --json --input-format stream-json` with `extra` arguments: the process, its stdin
+/// and its stdout.
+fn spawn(env: &TestEnv, extra: &[&str]) -> (Child, ChildStdin, BufReader<ChildStdout>) {
+    let mut child = env
+        .command(dsh())
+        .args(["--json", "--input-format", "stream-json"])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let out = BufReader::new(child.stdout.take().unwrap());
+    (child, stdin, out)
 }
 
 /// Reads events until one of type `kind`; returns all read.
@@ -41,16 +58,7 @@ fn one_process_answers_each_message_in_turn() {
         Turn::text("first answer"),
         Turn::text("second answer"),
     ]);
-    let mut child = env
-        .command(dsh())
-        .args(["--json", "--input-format", "stream-json"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let (mut child, mut stdin, mut out) = spawn(&env, &[]);
     stdin.write_all(user("one").as_bytes()).unwrap();
     let first = read_until(&mut out, "final");
     assert_eq!(first[0]["type"], "session");
@@ -83,16 +91,7 @@ fn one_process_answers_each_message_in_turn() {
 #[test]
 fn an_interrupt_stops_the_turn_and_the_next_message_goes_on() {
     let env = TestEnv::new(vec![Turn::hang(), Turn::text("after")]);
-    let mut child = env
-        .command(dsh())
-        .args(["--json", "--input-format", "stream-json"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let (mut child, mut stdin, mut out) = spawn(&env, &[]);
     stdin.write_all(user("wait forever").as_bytes()).unwrap();
     assert!(
         env.server
@@ -128,16 +127,7 @@ fn stream_input_needs_the_json_stream_and_no_task_words() {
 #[test]
 fn a_timeout_while_waiting_for_a_message_is_said_and_has_its_status() {
     let env = TestEnv::new(vec![Turn::text("answered")]);
-    let mut child = env
-        .command(dsh())
-        .args(["--json", "--input-format", "stream-json", "--timeout", "1s"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let (mut child, mut stdin, mut out) = spawn(&env, &["--timeout", "1s"]);
     stdin.write_all(user("one").as_bytes()).unwrap();
     read_until(&mut out, "final");
     // stdin stays open: the process waits for a message until its time runs out.
