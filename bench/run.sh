@@ -10,6 +10,8 @@ DSH_BENCH_SUMMARY=$(mktemp)
 trap 'rm -f "$DSH_BENCH_SUMMARY"' EXIT
 out=$(cargo bench -p dsh --bench startup 2>/dev/null)
 search=$(bench/search.sh)
+# Its own section, kept below; its figures join the targets table.
+python3 bench/tui.py | python3 bench/section.py tui
 targets=$(python3 bench/targets.py "$DSH_BENCH_SUMMARY")
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)
 cores=$(nproc)
@@ -24,9 +26,9 @@ kept=$(sed -n '/<!-- [a-z]*:start -->/,/<!-- [a-z]*:end -->/p' docs/performance.
   echo "# Performance"
   echo
   echo "Written by \`bench/run.sh\` (the targets, start-up, the tool path, sandbox cost, session"
-  echo "load and search), \`bench/peers.sh\` and \`bench/profile.sh\` (their own sections); do not"
-  echo "edit by hand. The model is the scripted server of \`dsh-testkit\` on loopback, which"
-  echo "answers at once, so the times are dsh's own."
+  echo "load and search), \`bench/tui.sh\`, \`bench/peers.sh\` and \`bench/profile.sh\` (their own"
+  echo "sections); do not edit by hand. The model is the scripted server of \`dsh-testkit\` on"
+  echo "loopback, which answers at once, so the times are dsh's own."
   echo
   echo "- Date: $(date -u +%Y-%m-%d)"
   echo "- Machine: ${cpu}, ${cores} cores, ${mem}, ${kernel}"
