@@ -11,6 +11,7 @@ trap 'rm -f "$DSH_BENCH_SUMMARY"' EXIT
 out=$(cargo bench -p dsh --bench startup 2>/dev/null)
 search=$(bench/search.sh)
 # Its own section, kept below; its figures join the targets table.
+cargo build --release --locked -q -p dsh-testkit --bin scripted-server
 python3 bench/tui.py | python3 bench/section.py tui
 targets=$(python3 bench/targets.py "$DSH_BENCH_SUMMARY")
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)

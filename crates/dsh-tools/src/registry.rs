@@ -304,6 +304,10 @@ impl PreparedCall {
                 crate::spill::spill_preview(&ctx.session.spill, &name, &outcome.text())
         {
             outcome.parts = vec![ToolOutputPart::Text { text: preview }];
+            // A command's result now holds only part of its output.
+            if let Some(command) = &mut outcome.command {
+                command.truncated = true;
+            }
         }
         outcome
     }

@@ -357,13 +357,28 @@ async fn a_watched_command_passes_its_output_on_as_it_comes() {
     }));
     let result = sh.bash("echo first; echo second >&2; echo third").await;
     assert_eq!(result, "first\nthird\n[stderr]\nsecond\n");
+    {
+        let seen = seen.lock().unwrap();
+        assert!(seen.iter().all(|(id, _)| id == "c"), "{seen:?}");
+        let mut lines: Vec<&str> = seen.iter().flat_map(|(_, text)| text.lines()).collect();
+        lines.sort_unstable();
+        assert_eq!(
+            lines,
+            ["first", "second", "third"],
+            "every line once: {seen:?}"
+        );
+    }
+    // Output comes while the command runs, and a character written in two halves arrives
+    // whole. (The command's own pauses give the watcher's ticks something to see.)
+    seen.lock().unwrap().clear();
+    sh.bash("printf a; sleep 0.3; printf '\\303'; sleep 0.3; printf '\\251'")
+        .await;
     let seen = seen.lock().unwrap();
-    assert!(seen.iter().all(|(id, _)| id == "c"), "{seen:?}");
-    let mut lines: Vec<&str> = seen.iter().flat_map(|(_, text)| text.lines()).collect();
-    lines.sort_unstable();
+    let chunks: Vec<&str> = seen.iter().map(|(_, text)| text.as_str()).collect();
     assert_eq!(
-        lines,
-        ["first", "second", "third"],
-        "every line once: {seen:?}"
+        chunks.first(),
+        Some(&"a"),
+        "the first part came alone: {chunks:?}"
     );
+    assert_eq!(chunks.concat(), "aé", "no half character: {chunks:?}");
 }

@@ -787,16 +787,17 @@ impl App {
                 ])],
                 width,
             ));
-            let output: Vec<&str> = call
-                .output
-                .lines()
+            // What a progress meter shows last (after its last `\r`), one row a line.
+            let output: Vec<&str> = (call.output.lines())
+                .map(|l| l.rsplit('\r').next().unwrap_or(l))
                 .filter(|l| !l.trim().is_empty())
                 .collect();
-            let tail: Vec<Line<'static>> = output[output.len().saturating_sub(LIVE_OUTPUT_LINES)..]
-                .iter()
-                .map(|l| Line::styled(format!("  │ {l}"), DIM))
-                .collect();
-            lines.extend(wrap_lines(&tail, width));
+            let room = usize::from(width.saturating_sub(4));
+            lines.extend(
+                output[output.len().saturating_sub(LIVE_OUTPUT_LINES)..]
+                    .iter()
+                    .map(|l| Line::styled(format!("  │ {}", cut_to(l, room)), DIM)),
+            );
         }
         if let Some(running) = &self.running {
             let what = if running.interrupted {
@@ -900,6 +901,18 @@ impl SessionPicker {
         }
         lines
     }
+}
+
+/// `text` cut to `columns` display columns.
+fn cut_to(text: &str, columns: usize) -> String {
+    use unicode_width::UnicodeWidthChar;
+    let mut used = 0;
+    text.chars()
+        .take_while(|c| {
+            used += c.width().unwrap_or(0);
+            used <= columns
+        })
+        .collect()
 }
 
 fn rule(width: u16, colour: Color) -> Line<'static> {

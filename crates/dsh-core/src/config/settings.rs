@@ -216,7 +216,7 @@ impl From<crate::DotenvError> for SetupError {
 
 impl From<crate::CoreError> for SetupError {
     fn from(e: crate::CoreError) -> Self {
-        SetupError::config(e.to_string())
+        SetupError::new(e.code(), e.to_string())
     }
 }
 
@@ -664,26 +664,27 @@ impl Settings {
                 rows.push(SettingRow::new(key, value, &Source::File(path)));
             }
         }
-        let session_id = match (&flags.session_id, flags.continue_latest) {
-            (Some(_), true) => {
-                return Err(SetupError::config(
-                    "--continue and --session-id both choose the session: give one".into(),
-                ));
-            }
-            (Some(id), false) => Some((id.clone(), "--session-id")),
-            (None, true) => {
-                let latest =
+        let session_id =
+            match (&flags.session_id, flags.continue_latest) {
+                (Some(_), true) => {
+                    return Err(SetupError::config(
+                        "--continue and --session-id both choose the session: give one".into(),
+                    ));
+                }
+                (Some(id), false) => Some((id.clone(), "--session-id")),
+                (None, true) => {
+                    let latest =
                     crate::catalog::latest_session(&home.value, &cwd).ok_or_else(|| {
-                        SetupError::config(format!(
+                        SetupError::new("SESSION_NOT_FOUND", format!(
                             "--continue: no session was recorded in {} yet; run without it to \
                              start one",
                             cwd.display()
                         ))
                     })?;
-                Some((latest, "--continue"))
-            }
-            (None, false) => None,
-        };
+                    Some((latest, "--continue"))
+                }
+                (None, false) => None,
+            };
         if flags.fork && session_id.is_none() {
             return Err(SetupError::config(
                 "--fork copies a session: name it with --session-id ID, or --continue for the \

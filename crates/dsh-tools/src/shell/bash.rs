@@ -205,7 +205,7 @@ impl Tool for Bash {
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
 /// Waits for `process` to end, passing its output to `progress` as it comes (stdout and
-/// stderr as they are read, each chunk whole).
+/// stderr as they are read, never half a character).
 async fn watch(
     process: &ShellProcess,
     progress: Option<&crate::ToolProgress>,
@@ -216,25 +216,35 @@ async fn watch(
     };
     let mut cursors = [0u64; 2];
     let mut tick = tokio::time::interval(PROGRESS_EVERY);
-    let pass_on = |cursors: &mut [u64; 2]| {
+    // A character the pipe delivered in two reads waits for its end, so no chunk shows half
+    // of one; at the end, whatever is left is passed on as it is.
+    let pass_on = |cursors: &mut [u64; 2], last: bool| {
         for (capture, cursor) in [&process.stdout, &process.stderr].into_iter().zip(cursors) {
             let capture = capture
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if capture.total() > *cursor {
-                let (text, _) = capture.since(*cursor);
-                *cursor = capture.total();
-                progress(call_id, &text);
+            if capture.total() <= *cursor {
+                continue;
+            }
+            let bytes = capture.bytes_since(*cursor);
+            let whole = match std::str::from_utf8(&bytes) {
+                Ok(_) => bytes.len(),
+                Err(e) if e.error_len().is_none() && !last => e.valid_up_to(),
+                Err(_) => bytes.len(),
+            };
+            *cursor = capture.total() - (bytes.len() - whole) as u64;
+            if whole > 0 {
+                progress(call_id, &String::from_utf8_lossy(&bytes[..whole]));
             }
         }
     };
     loop {
         tokio::select! {
             exit = process.settled() => {
-                pass_on(&mut cursors);
+                pass_on(&mut cursors, true);
                 return exit;
             }
-            _ = tick.tick() => pass_on(&mut cursors),
+            _ = tick.tick() => pass_on(&mut cursors, false),
         }
     }
 }

@@ -89,6 +89,14 @@ impl StreamCapture {
         }
     }
 
+    /// The bytes written since byte `cursor` that are still in memory (all of the kept tail
+    /// when some of them are not).
+    pub fn bytes_since(&self, cursor: u64) -> Vec<u8> {
+        let first_kept = self.total - self.kept.len() as u64;
+        let skip = cursor.saturating_sub(first_kept) as usize;
+        self.kept.iter().skip(skip).copied().collect()
+    }
+
     /// Bytes written to the stream so far.
     pub fn total(&self) -> u64 {
         self.total

@@ -232,4 +232,13 @@ fn every_error_event_names_its_kind() {
     assert_eq!(code(&out), "AUTH");
     let out = env.run(dsh(), &["--json", "-o", "no/such/dir/answer.txt", "go"]);
     assert_eq!(code(&out), "OUTPUT_FILE");
+    let out = dsh_testkit::RunOutput::of(
+        env.command(dsh())
+            .env_remove("DSH_HOME")
+            .env_remove("HOME")
+            .args(["--json", "go"]),
+    );
+    assert_eq!(code(&out), "NO_HOME");
+    let out = env.run(dsh(), &["--json", "--continue", "go"]);
+    assert_eq!(code(&out), "SESSION_NOT_FOUND");
 }
