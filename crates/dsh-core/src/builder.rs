@@ -65,6 +65,8 @@ pub struct Run {
     pub events: UnboundedReceiver<AgentEvent>,
     /// The model's prices, for `costUsd`.
     pub prices: Option<Prices>,
+    /// The skills found for the run (name, description), as `/skills` lists them.
+    pub skills: Vec<(String, String)>,
     processes: Processes,
 }
 
@@ -234,7 +236,11 @@ impl StartedRun {
             settings.sandbox.network,
             approval,
         ));
-        let (mut tools, catalog) = base_tools(&settings);
+        let BaseTools {
+            mut tools,
+            catalog,
+            skills,
+        } = base_tools(&settings);
         config.context.extend(catalog);
         for group in mcp_ready.groups {
             tools.set_group(group);
@@ -309,6 +315,7 @@ impl StartedRun {
             agent,
             events,
             prices: route.prices.value,
+            skills,
             processes: Processes { shell, mcp },
         })
     }
@@ -405,7 +412,9 @@ fn child_kit(
                 approval,
             ));
             config.context.push(DELEGATED.to_owned());
-            let (mut tools, catalog) = base_tools(&settings);
+            let BaseTools {
+                mut tools, catalog, ..
+            } = base_tools(&settings);
             config.context.extend(catalog);
             let mut deny = settings.tool_filter.deny.clone();
             deny.push("ask_user_question".to_owned());
@@ -445,9 +454,16 @@ fn child_kit(
 /// Told to every subagent, after the sandbox facts.
 const DELEGATED: &str = "You are a subagent: another agent gave you this task, and your final      answer is what it receives, so make it complete and self-contained (conclusions, and the      paths of what you changed). Your permissions were fixed when you were started: a request      for a wider sandbox is refused, so if the task needs more, say so in your answer instead      of retrying.";
 
-/// The tools a run offers before its MCP servers join, and the skill catalog for the system
-/// prompt when there are skills.
-fn base_tools(settings: &Settings) -> (ToolRegistry, Option<String>) {
+/// The tools a run offers before its MCP servers join, and what they say of its skills.
+struct BaseTools {
+    tools: ToolRegistry,
+    /// The skill catalog for the system prompt, when there are skills.
+    catalog: Option<String>,
+    /// Every skill found (name, description), for a front end to list.
+    skills: Vec<(String, String)>,
+}
+
+fn base_tools(settings: &Settings) -> BaseTools {
     let mode = settings.permission_mode.value;
     let confining = mode.sandbox() != SandboxMode::DangerFullAccess;
     let mut tools = ToolRegistry::with_file_tools(confining);
@@ -462,6 +478,9 @@ fn base_tools(settings: &Settings) -> (ToolRegistry, Option<String>) {
     }
     let skills = dsh_tools::skill::discover(&settings.skill_roots());
     let catalog = dsh_tools::skill::catalog(&skills);
+    let listed = (skills.iter())
+        .map(|skill| (skill.name.clone(), skill.description.clone()))
+        .collect();
     if catalog.is_some() {
         tools.register(Box::new(dsh_tools::skill::SkillTool::new(skills)));
     }
@@ -472,13 +491,17 @@ fn base_tools(settings: &Settings) -> (ToolRegistry, Option<String>) {
     // command, each call is refused with SANDBOX_UNAVAILABLE and the model reads why.
     tools.add_shell_tools(confining);
     tools.restrict(settings.tool_filter.clone());
-    (tools, catalog)
+    BaseTools {
+        tools,
+        catalog,
+        skills: listed,
+    }
 }
 
 /// The names of the tools a run with these settings offers: the built-in ones, then each MCP
 /// server's as `mcp__<server>__*` (their tools are known once the server has started).
 pub(crate) fn offered_tools(settings: &Settings) -> Vec<String> {
-    let (tools, _) = base_tools(settings);
+    let tools = base_tools(settings).tools;
     let mut names: Vec<String> = tools.names().map(str::to_owned).collect();
     names.extend(
         crate::subagents::offered(&settings.tool_filter)

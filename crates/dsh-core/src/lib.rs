@@ -53,18 +53,6 @@ pub fn sandbox_report(
     Ok(dsh_sandbox::Sandbox::new(settings).report())
 }
 
-/// The skills a run in these settings offers (name, description), as `/skills` lists them;
-/// none when skills are off.
-pub fn skills(settings: &Settings) -> Vec<(String, String)> {
-    if !settings.skills_enabled.value {
-        return Vec::new();
-    }
-    dsh_tools::skill::discover(&settings.skill_roots())
-        .into_iter()
-        .map(|skill| (skill.name, skill.description))
-        .collect()
-}
-
 /// What a front end implements to put the model's requests to the person using it.
 pub mod ask {
     pub use dsh_sandbox::escalation::{ApprovalOutcome, ApprovalRequest, Approver, SessionGrants};

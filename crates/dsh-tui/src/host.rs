@@ -13,8 +13,9 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 /// What the UI asks of the host.
 pub enum Work {
-    /// Open a session (new, or `flags.session_id`), closing the one open.
-    Open(Box<Flags>),
+    /// Open a session (new, or `flags.session_id`), closing the one open; with the settings
+    /// those flags give when the UI has already loaded them.
+    Open(Box<Flags>, Option<Box<Settings>>),
     Turn {
         task: String,
         stop: Stop,
@@ -64,11 +65,11 @@ pub async fn serve(
     let mut open: Option<(Run, dsh_mcp::McpServers)> = None;
     while let Some(job) = work.recv().await {
         let answer = match job {
-            Work::Open(flags) => {
+            Work::Open(flags, settings) => {
                 if let Some((run, _)) = open.take() {
                     close(run).await;
                 }
-                match open_session(*flags, user.clone(), notices.clone()).await {
+                match open_session(*flags, settings, user.clone(), notices.clone()).await {
                     Ok((run, mcp, opened)) => {
                         open = Some((run, mcp));
                         Done::Opened(Ok(opened))
@@ -107,14 +108,18 @@ async fn close(run: Run) {
 
 async fn open_session(
     flags: Flags,
+    settings: Option<Box<Settings>>,
     user: User,
     notices: UnboundedSender<String>,
 ) -> Result<(Run, dsh_mcp::McpServers, Box<Opened>), String> {
-    let cwd =
-        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
-    let settings =
-        Settings::load(cwd, &Environment::from_process(), &flags).map_err(|e| e.message)?;
-    let skills = dsh_core::skills(&settings);
+    let settings = match settings {
+        Some(settings) => *settings,
+        None => {
+            let cwd = std::env::current_dir()
+                .map_err(|e| format!("cannot read the current directory: {e}"))?;
+            Settings::load(cwd, &Environment::from_process(), &flags).map_err(|e| e.message)?
+        }
+    };
     let mcp = dsh_mcp::McpServers::default();
     let model = settings.route.model.clone();
     let sandbox = settings.permission_mode.value.to_string();
@@ -152,7 +157,7 @@ async fn open_session(
         sandbox,
         approval,
         prices: run.prices,
-        skills,
+        skills: run.skills.clone(),
         flags,
     };
     let mut run = run;

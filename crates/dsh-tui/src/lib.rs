@@ -67,12 +67,12 @@ pub fn run(options: Options) -> Result<(), StartError> {
     options.flags.interactive = true;
     let settings = Settings::load(cwd.clone(), &Environment::from_process(), &options.flags)
         .map_err(|e| StartError(e.message))?;
-    let home = settings.home.value;
+    let home = settings.home.value.clone();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| StartError(format!("cannot start the async runtime: {e}")))?;
-    let outcome = runtime.block_on(main_loop(options, home, cwd));
+    let outcome = runtime.block_on(main_loop(options, settings, home, cwd));
     runtime.shutdown_background();
     let session = outcome?;
     if let Some(id) = session {
@@ -129,6 +129,7 @@ impl UserQuestions for AskTheUi {
 /// The UI and the host, side by side; returns the id of the session open at the end.
 async fn main_loop(
     options: Options,
+    settings: Settings,
     home: std::path::PathBuf,
     cwd: std::path::PathBuf,
 ) -> Result<Option<String>, StartError> {
@@ -152,7 +153,7 @@ async fn main_loop(
             base_flags: options.flags.clone(),
         };
         // `work` goes when this returns, and with it the host's open session.
-        ui.run(options, ask_rx, done_rx, notice_rx).await
+        ui.run(options, settings, ask_rx, done_rx, notice_rx).await
     };
     let (outcome, ()) = tokio::join!(ui, host);
     outcome
@@ -171,6 +172,7 @@ impl Ui {
     async fn run(
         self,
         options: Options,
+        settings: Settings,
         mut asks: mpsc::UnboundedReceiver<Ask>,
         mut done: mpsc::UnboundedReceiver<Done>,
         mut notices: mpsc::UnboundedReceiver<String>,
@@ -197,7 +199,8 @@ impl Ui {
             app.open_picker(dsh_core::list_sessions(&self.home, &self.cwd));
         }
         if app.picker.is_none() {
-            self.open(&mut app, options.flags.clone());
+            // The settings checked before the terminal was touched serve the first session.
+            self.open(&mut app, options.flags.clone(), Some(settings));
         }
         loop {
             if let Err(e) = term.show(&mut app) {
@@ -340,13 +343,23 @@ impl Ui {
 
     /// Opens a session: a new or another one forgets what was allowed for the last; the same
     /// one on another model (`/model`) keeps it.
-    fn open(&self, app: &mut App, flags: Flags) {
+    fn open(&self, app: &mut App, flags: Flags, settings: Option<Settings>) {
         let same = app.info.as_ref().map(|i| &i.id) == flags.session_id.as_ref();
         if !same {
             self.grants.clear();
         }
         app.begin_busy("opening the session", None);
-        let _ = self.work.send(Work::Open(Box::new(flags)));
+        let _ = (self.work).send(Work::Open(Box::new(flags), settings.map(Box::new)));
+    }
+
+    /// The command line's flags for another session: `id`, or a new one.
+    fn flags_for(&self, id: Option<String>) -> Flags {
+        Flags {
+            session_id: id,
+            continue_latest: false,
+            fork: false,
+            ..self.base_flags.clone()
+        }
     }
 
     fn send(&self, app: &mut App, task: String) {
@@ -398,7 +411,7 @@ impl Ui {
                     .as_ref()
                     .map_or_else(|| self.base_flags.clone(), |i| i.flags.clone());
                 flags.model = Some(name);
-                self.open(app, flags);
+                self.open(app, flags, None);
             }
             Slash::Compact => {
                 if app.info.is_some() {
@@ -407,21 +420,9 @@ impl Ui {
                     let _ = self.work.send(Work::Compact { stop });
                 }
             }
-            Slash::New => {
-                let mut flags = self.base_flags.clone();
-                flags.session_id = None;
-                flags.continue_latest = false;
-                flags.fork = false;
-                self.open(app, flags);
-            }
+            Slash::New => self.open(app, self.flags_for(None), None),
             Slash::Resume(None) => app.open_picker(dsh_core::list_sessions(&self.home, &self.cwd)),
-            Slash::Resume(Some(id)) => {
-                let mut flags = self.base_flags.clone();
-                flags.session_id = Some(id);
-                flags.continue_latest = false;
-                flags.fork = false;
-                self.open(app, flags);
-            }
+            Slash::Resume(Some(id)) => self.open(app, self.flags_for(Some(id)), None),
             Slash::Diff => app.push_cell(git_diff(&self.cwd).await),
             Slash::Skills => {
                 let skills = app
