@@ -11,6 +11,7 @@
 
 mod agent;
 mod builder;
+mod call_summary;
 mod catalog;
 mod compaction;
 pub mod config;
@@ -29,6 +30,7 @@ mod subagents;
 
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
 pub use builder::{AgentBuilder, Processes, Run, StartedRun, User};
+pub use call_summary::call_summary;
 pub use catalog::{list_sessions, session_log_path};
 pub use config::{Config, ConfigError, ConfigFiles, Environment, Flags, Settings, SetupError};
 pub use dotenv::{Credentials, DotenvError, EnvSource};

@@ -329,6 +329,20 @@ impl TurnEndReason {
             TurnEndReason::Completed | TurnEndReason::PlanSubmitted
         )
     }
+
+    /// For a turn that ended in failure or at a run cap: the code a supervisor matches on
+    /// (the provider's failure code, `MAX_TURNS`, `MAX_BUDGET`, `RUN_TIMEOUT`, `OUTPUT_SCHEMA`)
+    /// and what happened.
+    pub fn failure(&self) -> Option<(std::borrow::Cow<'static, str>, &str)> {
+        match self {
+            TurnEndReason::Error { error } => Some((error.code.as_str(), &error.message)),
+            TurnEndReason::MaxTurns { message } => Some(("MAX_TURNS".into(), message)),
+            TurnEndReason::MaxBudget { message } => Some(("MAX_BUDGET".into(), message)),
+            TurnEndReason::Timeout { message } => Some(("RUN_TIMEOUT".into(), message)),
+            TurnEndReason::OutputSchema { message } => Some(("OUTPUT_SCHEMA".into(), message)),
+            _ => None,
+        }
+    }
 }
 
 /// What stopped an aborted turn.

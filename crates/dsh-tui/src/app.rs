@@ -20,8 +20,9 @@ use crate::dialog::{Dialog, Handled};
 use crate::host::{Opened, SessionInfo};
 use crate::mentions::FileIndex;
 use crate::slash::{self, Slash, UserPrompt};
-use crate::transcript::{Transcript, call_summary, tokens};
+use crate::transcript::{Transcript, tokens};
 use crate::wrap::wrap_lines;
+use dsh_core::call_summary;
 
 /// What the loop must do after a key.
 #[derive(Debug, PartialEq, Eq)]

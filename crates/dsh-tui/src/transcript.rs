@@ -276,42 +276,15 @@ pub fn user_cell(text: &str) -> Vec<Line<'static>> {
     lines
 }
 
-/// What a call is about, in a few words: the command, the file, the pattern.
-pub fn call_summary(name: &str, args: &Value) -> String {
-    let s = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
-    let summary = match name {
-        "bash" => s("command"),
-        "read" | "read_image" | "write" | "edit" => s("file_path"),
-        "str_replace_editor" => {
-            s("path").map(|p| format!("{} {p}", s("command").unwrap_or_default()))
-        }
-        "glob" | "grep" => s("pattern"),
-        "web_fetch" => s("url"),
-        "web_search" => s("query"),
-        "subagent" | "subagent_fork" => s("description").or_else(|| s("prompt")),
-        "job_output" | "job_kill" => s("job_id"),
-        _ => None,
-    };
-    let summary = summary.unwrap_or_else(|| match args {
-        Value::Object(map) if map.is_empty() => String::new(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    });
-    let one_line = summary.lines().next().unwrap_or("").to_owned();
-    let more = summary.lines().count() > 1;
-    let mut short: String = one_line.chars().take(200).collect();
-    if more || one_line.chars().count() > 200 {
-        short.push_str(" …");
-    }
-    short
-}
-
 fn call_cell(name: &str, args: &Value) -> Vec<Line<'static>> {
     let mut lines = vec![Line::from(vec![
         Span::styled("⏺ ", Style::new().fg(Color::Green)),
         Span::styled(name.to_owned(), Style::new().add_modifier(Modifier::BOLD)),
         Span::raw(" "),
-        Span::styled(call_summary(name, args), Style::new().fg(Color::Gray)),
+        Span::styled(
+            dsh_core::call_summary(name, args),
+            Style::new().fg(Color::Gray),
+        ),
     ])];
     if let Some(diff) = call_diff(name, args) {
         lines.extend(diff);

@@ -38,6 +38,27 @@ pub enum Command {
     },
     /// The terminal UI: `dsh` on a terminal with no headless option, and `dsh resume`.
     Tui(TuiArgs),
+    /// `dsh mcp-server` or `dsh acp`: serve a protocol on stdio; the flags are every
+    /// session's defaults.
+    Serve {
+        protocol: Protocol,
+        flags: Flags,
+    },
+}
+
+/// The protocols dsh serves on stdio for other programs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// `dsh mcp-server`: the Model Context Protocol, as a server of two tools.
+    Mcp,
+}
+
+impl Protocol {
+    fn command(self) -> &'static str {
+        match self {
+            Protocol::Mcp => "dsh mcp-server",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,6 +170,14 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
     }
     if args.first().is_some_and(|a| a == "sessions") {
         return parse_sessions(&args[1..]).map_err(|m| fail(m, true));
+    }
+    let serve = match args.first().map(String::as_str) {
+        Some("mcp-server") if !headless => Some(Protocol::Mcp),
+        _ => None,
+    };
+    if serve.is_some() {
+        args.remove(0);
+        pick_session = false;
     }
 
     let mut run = RunArgs {
@@ -350,6 +379,9 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
         }
     }
 
+    if let Some(protocol) = serve {
+        return serving(protocol, run, &words, dump_config).map_err(|m| fail(m, false));
+    }
     if dump_config {
         return Ok(Command::DumpConfig(run));
     }
@@ -412,6 +444,44 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
         TaskSource::Words(task)
     };
     Ok(Command::Run(run))
+}
+
+/// `dsh mcp-server` and `dsh acp` take the settings every session starts from, nothing
+/// about one run: each session is asked for over the protocol.
+fn serving(
+    protocol: Protocol,
+    run: RunArgs,
+    words: &[String],
+    dump_config: bool,
+) -> Result<Command, String> {
+    let command = protocol.command();
+    if let Some(word) = words.first() {
+        return Err(format!(
+            "{command} takes no task (got \"{word}\"): tasks come over the protocol on stdin"
+        ));
+    }
+    let flags = &run.flags;
+    let one_run = [
+        (run.json, "--json"),
+        (run.output_last_message.is_some(), "-o"),
+        (run.timeout.is_some(), "--timeout"),
+        (run.stream_input, "--input-format"),
+        (flags.output_schema.is_some(), "--output-schema"),
+        (flags.session_id.is_some(), "--session-id"),
+        (flags.continue_latest, "--continue"),
+        (flags.fork, "--fork"),
+        (dump_config, "--dump-config"),
+    ];
+    if let Some((_, option)) = one_run.iter().find(|(given, _)| *given) {
+        return Err(format!(
+            "{command} does not take {option}: it is about one run, and the client picks each \
+             session"
+        ));
+    }
+    Ok(Command::Serve {
+        protocol,
+        flags: run.flags,
+    })
 }
 
 /// Tool names given as `a,b` or `a b`.
@@ -538,6 +608,7 @@ Usage:
   dsh sandbox check [--patch <file>]...       (which sandbox would confine commands)
   dsh sessions list [--json]                  (this directory's sessions, newest first)
   dsh sessions show <id> [--json]             (one session's transcript)
+  dsh mcp-server [OPTIONS]                    (an MCP server on stdio: tools dsh, dsh-reply)
   dsh --profile headless [OPTIONS] [TASK...]   (always headless; as DeepSeek Harness takes it)
   dsh headless [OPTIONS] [TASK...]             (the same)
 

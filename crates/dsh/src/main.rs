@@ -51,6 +51,7 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Ok(Command::Serve { protocol, flags }) => serve(protocol, flags),
         Err(usage) => {
             let mut surface = surface::Surface::new(usage.json);
             let hint = if usage.hint { " (see dsh --help)" } else { "" };
@@ -59,6 +60,20 @@ fn main() -> ExitCode {
                 &usage.message,
                 Some("USAGE".into()),
             );
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `dsh mcp-server` and `dsh acp`: stdout is the protocol's, so a failure goes to stderr only.
+fn serve(protocol: cli::Protocol, flags: dsh_core::Flags) -> ExitCode {
+    let outcome = match protocol {
+        cli::Protocol::Mcp => dsh_mcp_server::serve_stdio(flags).map_err(|e| e.0),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            surface::Surface::new(false).fail(&message, &message, None);
             ExitCode::FAILURE
         }
     }

@@ -7,7 +7,7 @@ use std::io::Write;
 use dsh_core::StreamDelta;
 use dsh_core::{AgentEvent, TurnSummary};
 use dsh_protocol::stream::{Status, bound_line, project};
-use dsh_protocol::{BilledUsage, Prices, StreamEvent, TurnEndReason};
+use dsh_protocol::{BilledUsage, Prices, StreamEvent};
 
 /// The heading of a live reasoning section on stderr.
 const REASONING_HEADING: &str = "dsh: reasoning:\n";
@@ -189,15 +189,7 @@ impl Surface {
                 let _ = out.flush();
             }
         }
-        let failure = match &summary.reason {
-            TurnEndReason::Error { error } => Some((error.code.to_string(), &error.message)),
-            TurnEndReason::MaxTurns { message } => Some(("MAX_TURNS".into(), message)),
-            TurnEndReason::MaxBudget { message } => Some(("MAX_BUDGET".into(), message)),
-            TurnEndReason::Timeout { message } => Some(("RUN_TIMEOUT".into(), message)),
-            TurnEndReason::OutputSchema { message } => Some(("OUTPUT_SCHEMA".into(), message)),
-            _ => None,
-        };
-        if let Some((code, message)) = failure {
+        if let Some((code, message)) = summary.reason.failure() {
             let _ = writeln!(std::io::stderr(), "dsh: {code}: {message}");
         }
     }

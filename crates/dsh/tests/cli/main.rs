@@ -10,6 +10,7 @@ mod headless;
 mod hooks;
 mod json;
 mod mcp;
+mod mcp_server;
 mod output_schema;
 mod patches;
 mod providers;

@@ -1,0 +1,222 @@
+//! One tool call: a turn of a session (new, or resumed), with its events told to the client as
+//! progress, stopped when the client cancels the request.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use dsh_core::{AgentBuilder, AgentEvent, Environment, Flags, Settings, Stop, TurnSummary};
+use dsh_protocol::{AbortReason, BilledUsage, Prices, Record, StreamEvent};
+use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam, ProgressToken};
+use rmcp::{Peer, RoleServer};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::sessions::Sessions;
+
+/// What a call asks for.
+pub struct Task {
+    pub flags: Flags,
+    pub cwd: PathBuf,
+    pub prompt: String,
+}
+
+/// A turn that ran (to an answer or not).
+pub struct Ran {
+    pub session_id: String,
+    summary: TurnSummary,
+    prices: Option<Prices>,
+    steps: u32,
+    started: Instant,
+}
+
+impl Task {
+    /// Opens the session, runs the turn and closes everything the run started. An error is
+    /// what kept the turn from running (a bad setting, an unknown session), as the model
+    /// calling us should read it.
+    pub async fn run(
+        self,
+        mut progress: Option<Progress>,
+        cancel: CancellationToken,
+        sessions: &Sessions,
+    ) -> Result<Ran, String> {
+        let started = Instant::now();
+        let settings = Settings::load(self.cwd, &Environment::from_process(), &self.flags)
+            .map_err(|e| format!("{}: {}", e.code, e.message))?;
+        let mcp = dsh_mcp::McpServers::default();
+        let (notices, mut notice_lines) = mpsc::unbounded_channel::<String>();
+        let opened = async {
+            let started = AgentBuilder::new(settings).start(&mcp, notices)?;
+            started.finish().await
+        };
+        let run = tokio::select! {
+            run = opened => run.map_err(|e| format!("{}: {}", e.code, e.message)),
+            () = cancel.cancelled() => Err("cancelled before the task was sent".to_owned()),
+        };
+        let mut run = match run {
+            Ok(run) => run,
+            Err(message) => {
+                mcp.shutdown().await;
+                return Err(message);
+            }
+        };
+        let processes = run.processes();
+        let prices = run.prices;
+        let session_id = run.agent.session().id().to_owned();
+        let _turn = sessions.opened(&session_id, run.agent.session().cwd());
+        let mut events = std::mem::replace(&mut run.events, mpsc::unbounded_channel().1);
+        let stop = Stop::new();
+        let mut steps = 0;
+        let outcome = {
+            let turn = run.agent.run(self.prompt, &stop);
+            tokio::pin!(turn);
+            let mut cancelled = false;
+            loop {
+                tokio::select! {
+                    outcome = &mut turn => break outcome,
+                    Some(event) = events.recv() => {
+                        told(&event, &mut progress, &mut steps).await;
+                    }
+                    Some(line) = notice_lines.recv() => {
+                        if let Some(progress) = &mut progress {
+                            progress.tell(line).await;
+                        }
+                    }
+                    () = cancel.cancelled(), if !cancelled => {
+                        cancelled = true;
+                        stop.request(AbortReason::User);
+                    }
+                }
+            }
+        };
+        // What the turn sent before it ended is told before the result.
+        while let Ok(event) = events.try_recv() {
+            told(&event, &mut progress, &mut steps).await;
+        }
+        drop(run);
+        processes.shutdown().await;
+        let summary = outcome.map_err(|e| format!("{}: {e}", e.code()))?;
+        Ok(Ran {
+            session_id,
+            summary,
+            prices,
+            steps,
+            started,
+        })
+    }
+}
+
+impl Ran {
+    /// The answer as text; the `final` event of the `--json` stream as structured content. A
+    /// turn that ended without an answer is a failed call whose text says why.
+    pub fn into_result(self) -> CallToolResult {
+        let event = StreamEvent::Final {
+            session_id: self.session_id,
+            reason: Some(self.summary.reason.clone()),
+            text: self.summary.text.clone(),
+            usage: BilledUsage::new(self.summary.usage, self.prices.as_ref()),
+            duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            steps: self.steps,
+            structured_output: None,
+        };
+        let mut structured = serde_json::to_value(&event).unwrap_or_default();
+        if let Some(fields) = structured.as_object_mut() {
+            fields.remove("type");
+        }
+        let reason = &self.summary.reason;
+        let mut result = if reason.is_answer() {
+            CallToolResult::success(vec![ContentBlock::text(self.summary.text)])
+        } else {
+            let why = match reason.failure() {
+                Some((code, message)) => format!("{code}: {message}"),
+                None => format!("the turn ended without an answer ({})", kind_of(reason)),
+            };
+            let mut text = format!("dsh did not finish: {why}");
+            if !self.summary.text.is_empty() {
+                text.push_str("\n\nWhat it said before it stopped:\n");
+                text.push_str(&self.summary.text);
+            }
+            CallToolResult::error(vec![ContentBlock::text(text)])
+        };
+        result.structured_content = Some(structured);
+        result
+    }
+}
+
+/// The `kind` a reason is written with in the stream (`aborted`, `max-tokens`).
+fn kind_of(reason: &dsh_protocol::TurnEndReason) -> String {
+    serde_json::to_value(reason)
+        .ok()
+        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// Progress notifications for one request: a count that only grows, and what happened.
+pub struct Progress {
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+    count: u32,
+}
+
+impl Progress {
+    pub fn new(peer: Peer<RoleServer>, token: ProgressToken) -> Progress {
+        Progress {
+            peer,
+            token,
+            count: 0,
+        }
+    }
+
+    async fn tell(&mut self, message: String) {
+        self.count += 1;
+        let note = ProgressNotificationParam::new(self.token.clone(), f64::from(self.count))
+            .with_message(message);
+        // A client that went away misses its progress; the turn goes on to its end.
+        let _ = self.peer.notify_progress(note).await;
+    }
+}
+
+/// Counts a step's end, and tells the client what the event says.
+async fn told(event: &AgentEvent, progress: &mut Option<Progress>, steps: &mut u32) {
+    if matches!(event, AgentEvent::Record(Record::StepEnd { .. })) {
+        *steps += 1;
+    }
+    if let (Some(progress), Some(message)) = (progress, said(event)) {
+        progress.tell(message).await;
+    }
+}
+
+/// What an event is worth telling the client while it waits: steps, calls, results and the
+/// answer's first line; streaming pieces are not (the result has the whole answer).
+fn said(event: &AgentEvent) -> Option<String> {
+    let AgentEvent::Record(record) = event else {
+        return None;
+    };
+    match record {
+        Record::StepStart { step, .. } => Some(format!("step {step}")),
+        Record::ToolCall(call) => {
+            let args = serde_json::from_str(&call.arguments).unwrap_or_default();
+            let summary = dsh_core::call_summary(&call.name, &args);
+            Some(format!("{} {summary}", call.name).trim_end().to_owned())
+        }
+        Record::ToolResult(result) => {
+            let failed = result.error.is_some();
+            Some(
+                match (failed, &result.command) {
+                    (true, _) => "tool failed",
+                    (false, Some(command)) if command.exit_code.is_some_and(|c| c != 0) => {
+                        "command failed"
+                    }
+                    _ => "tool done",
+                }
+                .to_owned(),
+            )
+        }
+        Record::TodoWrite { todos, .. } => {
+            let done = (todos.iter())
+                .filter(|t| t.status == dsh_protocol::TodoStatus::Completed)
+                .count();
+            Some(format!("todo list: {done} of {} done", todos.len()))
+        }
+        _ => None,
+    }
+}
