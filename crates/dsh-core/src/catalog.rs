@@ -85,3 +85,38 @@ pub fn session_log_path(home: &Path, cwd: &Path, id: &str) -> Result<PathBuf, Co
             .map_or_else(|| home.join("sessions"), Path::to_path_buf),
     })
 }
+
+/// `YYYY-MM-DD HH:MM:SS` for milliseconds since the epoch, in UTC: how sessions are dated
+/// for people (`dsh sessions list`) and, with a `T` and a `Z`, for programs (ACP).
+pub fn utc_date_time(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (proleptic Gregorian calendar).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utc_date_time;
+
+    #[test]
+    fn utc_dates_are_civil_dates() {
+        assert_eq!(utc_date_time(0), "1970-01-01 00:00:00");
+        assert_eq!(utc_date_time(1_796_279_142_000), "2026-12-03 06:25:42");
+        assert_eq!(utc_date_time(951_782_400_000), "2000-02-29 00:00:00");
+    }
+}

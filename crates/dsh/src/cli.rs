@@ -51,12 +51,15 @@ pub enum Command {
 pub enum Protocol {
     /// `dsh mcp-server`: the Model Context Protocol, as a server of two tools.
     Mcp,
+    /// `dsh acp`: the Agent Client Protocol, as an editor's agent.
+    Acp,
 }
 
 impl Protocol {
     fn command(self) -> &'static str {
         match self {
             Protocol::Mcp => "dsh mcp-server",
+            Protocol::Acp => "dsh acp",
         }
     }
 }
@@ -173,6 +176,7 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
     }
     let serve = match args.first().map(String::as_str) {
         Some("mcp-server") if !headless => Some(Protocol::Mcp),
+        Some("acp") if !headless => Some(Protocol::Acp),
         _ => None,
     };
     if serve.is_some() {
@@ -609,6 +613,7 @@ Usage:
   dsh sessions list [--json]                  (this directory's sessions, newest first)
   dsh sessions show <id> [--json]             (one session's transcript)
   dsh mcp-server [OPTIONS]                    (an MCP server on stdio: tools dsh, dsh-reply)
+  dsh acp [OPTIONS]                           (an Agent Client Protocol agent on stdio, for editors)
   dsh --profile headless [OPTIONS] [TASK...]   (always headless; as DeepSeek Harness takes it)
   dsh headless [OPTIONS] [TASK...]             (the same)
 
@@ -801,6 +806,38 @@ mod tests {
             at_a_terminal(&["--dump-config"]).unwrap(),
             Command::DumpConfig(_)
         ));
+    }
+
+    #[test]
+    fn the_protocol_servers_take_session_defaults_and_refuse_one_run_options() {
+        let Ok(Command::Serve { protocol, flags }) =
+            parse_args(&["acp", "--model", "deepseek-reasoner"])
+        else {
+            panic!("dsh acp is not a server")
+        };
+        assert_eq!(protocol, Protocol::Acp);
+        assert_eq!(flags.model.as_deref(), Some("deepseek-reasoner"));
+        assert!(matches!(
+            parse_args(&["mcp-server"]),
+            Ok(Command::Serve {
+                protocol: Protocol::Mcp,
+                ..
+            })
+        ));
+        let task = parse_args(&["acp", "fix", "it"]).unwrap_err();
+        assert_eq!(
+            task.message,
+            "dsh acp takes no task (got \"fix\"): tasks come over the protocol on stdin"
+        );
+        let json = parse_args(&["mcp-server", "--json"]).unwrap_err();
+        assert!(
+            json.message
+                .starts_with("dsh mcp-server does not take --json"),
+            "{}",
+            json.message
+        );
+        // After `headless`, the word is a task, as the reference reads it.
+        assert_eq!(parse_args(&["headless", "acp"]).unwrap(), words("acp"));
     }
 
     #[test]

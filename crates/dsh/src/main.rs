@@ -69,6 +69,7 @@ fn main() -> ExitCode {
 fn serve(protocol: cli::Protocol, flags: dsh_core::Flags) -> ExitCode {
     let outcome = match protocol {
         cli::Protocol::Mcp => dsh_mcp_server::serve_stdio(flags).map_err(|e| e.0),
+        cli::Protocol::Acp => dsh_acp::serve_stdio(flags).map_err(|e| e.0),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

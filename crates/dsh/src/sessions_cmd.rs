@@ -43,7 +43,7 @@ pub fn list(json: bool) -> u8 {
                 out,
                 "{:<44}  {:<20}  {:>5}  {:>9}  {}",
                 s.id,
-                utc(s.created_at),
+                dsh_core::utc_date_time(s.created_at),
                 s.turns,
                 s.total_tokens,
                 clip(&s.first_task, 60)
@@ -80,7 +80,7 @@ pub fn show(id: &str, json: bool) -> u8 {
             "{} · {} · created {} UTC · dsh {}",
             log.header.id,
             log.header.cwd,
-            utc(log.header.created_at),
+            dsh_core::utc_date_time(log.header.created_at),
             log.header.dsh
         );
         for envelope in &log.records {
@@ -226,38 +226,4 @@ fn clip(text: &str, max: usize) -> String {
     }
     let cut: String = line.chars().take(max).collect();
     format!("{cut}…")
-}
-
-/// `YYYY-MM-DD HH:MM:SS` for milliseconds since the epoch, in UTC.
-fn utc(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (proleptic Gregorian calendar).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn utc_dates_are_civil_dates() {
-        assert_eq!(utc(0), "1970-01-01 00:00:00");
-        assert_eq!(utc(1_796_279_142_000), "2026-12-03 06:25:42");
-        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00");
-    }
 }

@@ -243,6 +243,21 @@ pub struct McpServerSettings {
     pub fail_on_startup_error: bool,
 }
 
+impl McpServerSettings {
+    /// A server handed over by a front end (an editor's own servers, over ACP), with the
+    /// defaults a config entry gets: the config's timeouts, and optional, so that a server
+    /// that cannot start is reported and the session goes on without its tools.
+    pub fn given(name: String, transport: McpTransport) -> McpServerSettings {
+        McpServerSettings {
+            name,
+            transport,
+            call_timeout: Duration::from_millis(MCP_TIMEOUT_MS),
+            startup_timeout: Duration::from_millis(MCP_TIMEOUT_MS),
+            fail_on_startup_error: false,
+        }
+    }
+}
+
 /// How an MCP server is reached.
 #[derive(Clone, PartialEq)]
 pub enum McpTransport {

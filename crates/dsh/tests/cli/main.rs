@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail the test
 
+mod acp;
 mod caps;
 mod compaction;
 mod errors;

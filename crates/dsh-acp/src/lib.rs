@@ -1,0 +1,420 @@
+//! `dsh acp`: dsh as an Agent Client Protocol agent on stdin and stdout, for editors (Zed,
+//! JetBrains IDEs, Neovim and Emacs clients). It speaks protocol v1 through the official SDK
+//! (`agent-client-protocol`).
+//!
+//! A session is one of dsh's own: `session/new` opens one as `dsh` would, `session/load`
+//! opens an existing one and replays its history, `session/resume` opens it without the
+//! replay, `session/list` lists the folder's sessions from their logs. Each `session/prompt`
+//! is a turn of `dsh_core::Agent`, built with `AgentBuilder` like every other front end's; its
+//! events go to the editor as they happen (answer and reasoning chunks, tool calls with their
+//! status, locations and diffs, the todo list as the plan, context usage), escalations and
+//! the model's questions become permission requests, and `session/cancel` stops the turn as
+//! Esc does in the terminal UI.
+//!
+//! The dispatch loop of the SDK runs one handler at a time, so every handler that waits (a
+//! session opening, a turn) runs as a task of the connection and answers from there.
+
+mod ask;
+mod mcp;
+mod prompt;
+mod session;
+mod updates;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, ClientCapabilities, CloseSessionRequest,
+    CloseSessionResponse, Implementation, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
+    PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse,
+    SessionCapabilities, SessionCloseCapabilities, SessionId, SessionInfo, SessionListCapabilities,
+    SessionNotification, SessionResumeCapabilities,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, Client, Error, Stdio};
+use dsh_core::{Environment, Flags};
+use serde_json::json;
+
+use crate::session::{Failure, OpenSession, Opening};
+
+/// Why the server could not run.
+#[derive(Debug)]
+pub struct ServeError(pub String);
+
+/// How many sessions one `session/list` page holds.
+const LIST_PAGE: usize = 50;
+
+/// Serves ACP on stdin and stdout until the client closes stdin. `base` holds the command
+/// line's settings (`--model`, `--permission-mode`, `--patch`, ...), which every session
+/// starts from.
+pub fn serve_stdio(base: Flags) -> Result<(), ServeError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| ServeError(format!("cannot read the current directory: {e}")))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ServeError(format!("cannot start the async runtime: {e}")))?;
+    let server = Arc::new(Server {
+        base,
+        cwd,
+        client: Mutex::default(),
+        sessions: Mutex::default(),
+    });
+    let outcome = runtime.block_on(serve(server.clone()));
+    // Every session's processes are stopped before the process exits.
+    let open: Vec<Arc<OpenSession>> = server.lock_sessions().drain().map(|(_, s)| s).collect();
+    runtime.block_on(async {
+        for session in open {
+            if let Ok(session) = Arc::try_unwrap(session) {
+                session.close().await;
+            }
+        }
+    });
+    runtime.shutdown_background();
+    outcome.map_err(|e| ServeError(format!("the ACP connection failed: {}", e.message)))
+}
+
+struct Server {
+    base: Flags,
+    /// Where the server was started: the folder listed when `session/list` names none.
+    cwd: PathBuf,
+    client: Mutex<ClientCapabilities>,
+    sessions: Mutex<HashMap<SessionId, Arc<OpenSession>>>,
+}
+
+impl Server {
+    fn lock_sessions(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Arc<OpenSession>>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn session(&self, id: &SessionId) -> Result<Arc<OpenSession>, Error> {
+        self.lock_sessions()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| not_found(id))
+    }
+
+    fn notices_supported(&self) -> bool {
+        let client = self
+            .client
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        (client.session.as_ref()).is_some_and(|session| session.notices.is_some())
+    }
+
+    /// Opens a session and keeps it; the client gets its id in the response.
+    async fn open(
+        &self,
+        cwd: &Path,
+        opening: Opening,
+        servers: &[McpServer],
+        connection: ConnectionTo<Client>,
+    ) -> Result<Arc<OpenSession>, Error> {
+        check_cwd(cwd)?;
+        let session = OpenSession::open(
+            &self.base,
+            cwd,
+            opening,
+            servers,
+            connection,
+            self.notices_supported(),
+        )
+        .await
+        .map_err(failed)?;
+        let session = Arc::new(session);
+        self.lock_sessions()
+            .insert(session.id.clone(), session.clone());
+        Ok(session)
+    }
+
+    /// An open session, or the session of that id opened now.
+    async fn open_existing(
+        &self,
+        id: &SessionId,
+        cwd: &Path,
+        servers: &[McpServer],
+        connection: ConnectionTo<Client>,
+    ) -> Result<Arc<OpenSession>, Error> {
+        if let Ok(open) = self.session(id) {
+            return Ok(open);
+        }
+        self.open(
+            cwd,
+            Opening::Existing(id.0.to_string()),
+            servers,
+            connection,
+        )
+        .await
+    }
+
+    fn list(&self, request: &ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
+        let cwd = request.cwd.clone().unwrap_or_else(|| self.cwd.clone());
+        let home = dsh_core::config::home(&Environment::from_process())
+            .map_err(|e| failed(Failure::new(e.code, e.message)))?
+            .value;
+        let start = match &request.cursor {
+            None => 0,
+            Some(cursor) => cursor.parse::<usize>().map_err(|_| {
+                Error::invalid_params().data(json!({
+                    "message": format!("cursor \"{cursor}\" is not one this agent gave")
+                }))
+            })?,
+        };
+        let sessions: Vec<SessionInfo> = dsh_core::list_sessions(&home, &cwd)
+            .into_iter()
+            // A subagent's session is part of its parent's, not one to open on its own.
+            .filter(|s| s.parent_session.is_none())
+            .skip(start)
+            .take(LIST_PAGE + 1)
+            .map(|s| {
+                let updated = std::fs::metadata(&s.path)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(s.created_at, |d| {
+                        u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+                    });
+                let title = Some(s.first_task).filter(|t| !t.is_empty());
+                SessionInfo::new(s.id, cwd.clone())
+                    .title(title)
+                    .updated_at(rfc3339(updated))
+            })
+            .collect();
+        let more = sessions.len() > LIST_PAGE;
+        let sessions: Vec<SessionInfo> = sessions.into_iter().take(LIST_PAGE).collect();
+        let next = more.then(|| (start + LIST_PAGE).to_string());
+        Ok(ListSessionsResponse::new(sessions).next_cursor(next))
+    }
+}
+
+/// `2026-12-05T11:03:58Z`.
+fn rfc3339(ms: u64) -> String {
+    format!("{}Z", dsh_core::utc_date_time(ms).replacen(' ', "T", 1))
+}
+
+/// The protocol requires absolute folders; a relative one is refused rather than guessed.
+fn check_cwd(cwd: &Path) -> Result<(), Error> {
+    if !cwd.is_absolute() {
+        return Err(Error::invalid_params().data(json!({
+            "message": format!("cwd \"{}\" is not absolute: give the project's absolute path", cwd.display())
+        })));
+    }
+    if !cwd.is_dir() {
+        return Err(Error::invalid_params().data(json!({
+            "message": format!("cwd \"{}\" is not a folder", cwd.display())
+        })));
+    }
+    Ok(())
+}
+
+fn not_found(id: &SessionId) -> Error {
+    Error::new(
+        -32002,
+        format!("no open session {id}: open it with session/load or session/resume first"),
+    )
+    .data(json!({ "sessionId": id }))
+}
+
+/// A failure as the client reads it: dsh's code first, as in every other surface.
+fn failed(failure: Failure) -> Error {
+    let code = if failure.code == "SESSION_NOT_FOUND" {
+        -32002
+    } else {
+        -32603
+    };
+    Error::new(code, format!("{}: {}", failure.code, failure.message))
+        .data(json!({ "code": failure.code }))
+}
+
+fn answer<T: agent_client_protocol::JsonRpcResponse>(
+    responder: Responder<T>,
+    result: Result<T, Error>,
+) -> Result<(), Error> {
+    match result {
+        Ok(response) => responder.respond(response),
+        Err(error) => responder.respond_with_error(error),
+    }
+}
+
+async fn serve(server: Arc<Server>) -> Result<(), Error> {
+    let on_initialize = server.clone();
+    let on_new = server.clone();
+    let on_load = server.clone();
+    let on_resume = server.clone();
+    let on_list = server.clone();
+    let on_close = server.clone();
+    let on_prompt = server.clone();
+    let on_cancel = server;
+    Agent
+        .v1()
+        .name("dsh")
+        .on_receive_request(
+            async move |request: InitializeRequest,
+                        responder: Responder<InitializeResponse>,
+                        _connection: ConnectionTo<Client>| {
+                if let Ok(mut client) = on_initialize.client.lock() {
+                    *client = request.client_capabilities.clone();
+                }
+                let version = request.protocol_version.min(ProtocolVersion::V1);
+                responder.respond(
+                    InitializeResponse::new(version)
+                        .agent_capabilities(capabilities())
+                        .agent_info(
+                            Implementation::new("dsh", env!("CARGO_PKG_VERSION"))
+                                .title("dsh".to_owned()),
+                        ),
+                )
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest,
+                        responder: Responder<NewSessionResponse>,
+                        connection: ConnectionTo<Client>| {
+                let server = on_new.clone();
+                connection.clone().spawn(async move {
+                    let opened = server
+                        .open(&request.cwd, Opening::New, &request.mcp_servers, connection)
+                        .await;
+                    answer(
+                        responder,
+                        opened.map(|session| NewSessionResponse::new(session.id.clone())),
+                    )
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest,
+                        responder: Responder<LoadSessionResponse>,
+                        connection: ConnectionTo<Client>| {
+                let server = on_load.clone();
+                connection.clone().spawn(async move {
+                    let opened = server
+                        .open_existing(
+                            &request.session_id,
+                            &request.cwd,
+                            &request.mcp_servers,
+                            connection.clone(),
+                        )
+                        .await;
+                    let session = match opened {
+                        Ok(session) => session,
+                        Err(error) => return responder.respond_with_error(error),
+                    };
+                    // The history first, then the response: the client shows the session
+                    // as it was before it sends the next prompt.
+                    for update in updates::replay(&session.earlier, &session.cwd) {
+                        connection.send_notification(SessionNotification::new(
+                            session.id.clone(),
+                            update,
+                        ))?;
+                    }
+                    responder.respond(LoadSessionResponse::new())
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ResumeSessionRequest,
+                        responder: Responder<ResumeSessionResponse>,
+                        connection: ConnectionTo<Client>| {
+                let server = on_resume.clone();
+                connection.clone().spawn(async move {
+                    let opened = server
+                        .open_existing(
+                            &request.session_id,
+                            &request.cwd,
+                            &request.mcp_servers,
+                            connection,
+                        )
+                        .await;
+                    answer(responder, opened.map(|_| ResumeSessionResponse::new()))
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ListSessionsRequest,
+                        responder: Responder<ListSessionsResponse>,
+                        _connection: ConnectionTo<Client>| {
+                answer(responder, on_list.list(&request))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: CloseSessionRequest,
+                        responder: Responder<CloseSessionResponse>,
+                        connection: ConnectionTo<Client>| {
+                let server = on_close.clone();
+                connection.spawn(async move {
+                    let removed = server.lock_sessions().remove(&request.session_id);
+                    let Some(session) = removed else {
+                        return responder.respond_with_error(not_found(&request.session_id));
+                    };
+                    session.cancel();
+                    // A turn still ending holds the session a moment longer; its processes
+                    // stop when it lets go.
+                    if let Ok(session) = Arc::try_unwrap(session) {
+                        session.close().await;
+                    }
+                    responder.respond(CloseSessionResponse::new())
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest,
+                        responder: Responder<PromptResponse>,
+                        connection: ConnectionTo<Client>| {
+                let server = on_prompt.clone();
+                connection.clone().spawn(async move {
+                    let session = match server.session(&request.session_id) {
+                        Ok(session) => session,
+                        Err(error) => return responder.respond_with_error(error),
+                    };
+                    let text = match prompt::message_of(&request.prompt) {
+                        Ok(text) => text,
+                        Err(message) => {
+                            return responder.respond_with_error(
+                                Error::invalid_params().data(json!({ "message": message })),
+                            );
+                        }
+                    };
+                    let outcome = session.prompt(text, &connection).await;
+                    answer(responder, outcome.map_err(failed))
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: CancelNotification, _connection: ConnectionTo<Client>| {
+                if let Ok(session) = on_cancel.session(&notification.session_id) {
+                    session.cancel();
+                }
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(Stdio::new())
+        .await
+}
+
+fn capabilities() -> AgentCapabilities {
+    AgentCapabilities::new()
+        .load_session(true)
+        .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+        .mcp_capabilities(McpCapabilities::new().http(true))
+        .session_capabilities(
+            SessionCapabilities::new()
+                .list(SessionListCapabilities::new())
+                .resume(SessionResumeCapabilities::new())
+                .close(SessionCloseCapabilities::new()),
+        )
+}

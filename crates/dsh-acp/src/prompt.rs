@@ -1,0 +1,92 @@
+//! A `session/prompt`'s content blocks as the one message dsh's agent takes.
+
+use agent_client_protocol::v1::schema::{ContentBlock, EmbeddedResourceResource};
+
+/// The message the blocks make: text as it is, a file link as the path the model can read
+/// (`@src/main.rs` in the editor), an embedded file with its contents. Images and audio are
+/// refused with what to do instead (the agent advertises text and embedded context only).
+pub fn message_of(blocks: &[ContentBlock]) -> Result<String, String> {
+    let mut parts = Vec::new();
+    for block in blocks {
+        match block {
+            ContentBlock::Text(text) => parts.push(text.text.clone()),
+            ContentBlock::ResourceLink(link) => parts.push(path_of(&link.uri).to_owned()),
+            ContentBlock::Resource(embedded) => match &embedded.resource {
+                EmbeddedResourceResource::TextResourceContents(file) => {
+                    let mut text = file.text.clone();
+                    if !text.ends_with('\n') {
+                        text.push('\n');
+                    }
+                    parts.push(format!(
+                        "\n<attached path=\"{}\">\n{text}</attached>\n",
+                        path_of(&file.uri)
+                    ));
+                }
+                _ => {
+                    return Err(
+                        "an attached file is binary: dsh takes text files; give its \
+                                path instead and the agent reads it with its own tools"
+                            .to_owned(),
+                    );
+                }
+            },
+            ContentBlock::Image(_) | ContentBlock::Audio(_) => {
+                return Err(
+                    "dsh takes text prompts: give an image's path instead and the \
+                            agent reads it with read_image"
+                        .to_owned(),
+                );
+            }
+            _ => return Err("a prompt block of a kind dsh does not know".to_owned()),
+        }
+    }
+    let message = parts.join(" ");
+    if message.trim().is_empty() {
+        return Err("the prompt is empty: send the message as a text block".to_owned());
+    }
+    Ok(message)
+}
+
+/// `file:///w/src/a.rs` is `/w/src/a.rs`; any other address stays as it is.
+fn path_of(uri: &str) -> &str {
+    uri.strip_prefix("file://").unwrap_or(uri)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_client_protocol::v1::schema::{
+        EmbeddedResource, ImageContent, ResourceLink, TextContent, TextResourceContents,
+    };
+
+    #[test]
+    fn text_links_and_attached_files_make_one_message() {
+        let blocks = vec![
+            ContentBlock::Text(TextContent::new("Explain")),
+            ContentBlock::ResourceLink(ResourceLink::new("a.rs", "file:///w/a.rs")),
+            ContentBlock::Resource(EmbeddedResource::new(
+                EmbeddedResourceResource::TextResourceContents(TextResourceContents::new(
+                    "fn main() {}",
+                    "file:///w/b.rs",
+                )),
+            )),
+        ];
+        assert_eq!(
+            message_of(&blocks).unwrap_or_default(),
+            "Explain /w/a.rs \n<attached path=\"/w/b.rs\">\nfn main() {}\n</attached>\n"
+        );
+    }
+
+    #[test]
+    fn an_image_is_refused_with_what_to_do() {
+        let blocks = vec![ContentBlock::Image(ImageContent::new("AAAA", "image/png"))];
+        let error = message_of(&blocks).unwrap_err();
+        assert!(error.contains("read_image"), "{error}");
+    }
+
+    #[test]
+    fn an_empty_prompt_is_refused() {
+        let blocks = vec![ContentBlock::Text(TextContent::new("  "))];
+        assert!(message_of(&blocks).is_err());
+    }
+}

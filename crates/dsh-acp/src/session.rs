@@ -1,0 +1,269 @@
+//! One open session: its run, built with `AgentBuilder` as every front end builds one, and
+//! its turns, each a `session/prompt` whose events are told to the client as they happen.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    Cost, McpServer, Notice, NoticeSeverity, PromptResponse, SessionId, SessionNotification,
+    SessionUpdate, StopReason, Usage as AcpUsage, UsageUpdate,
+};
+use dsh_core::ask::SessionGrants;
+use dsh_core::{AgentBuilder, AgentEvent, Environment, Flags, Run, Settings, Stop, User};
+use dsh_protocol::{AbortReason, BilledUsage, Prices, Record, TurnEndReason, Usage};
+use tokio::sync::mpsc::{self, UnboundedReceiver};
+
+use crate::ask::AskTheClient;
+use crate::updates;
+
+/// Why a session could not be opened or a turn could not run, as the client reads it.
+#[derive(Debug)]
+pub struct Failure {
+    /// dsh's code (`SESSION_NOT_FOUND`, `CONFIG`, a provider's failure code).
+    pub code: String,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Failure {
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// An open session. Its run waits behind a lock: one turn at a time, and a prompt sent
+/// while a turn runs waits for it.
+pub struct OpenSession {
+    pub id: SessionId,
+    pub cwd: PathBuf,
+    turn: tokio::sync::Mutex<Opened>,
+    /// The running turn's stop, for `session/cancel`.
+    stop: Mutex<Option<Stop>>,
+    /// The records of the session's earlier turns, for `session/load` to replay.
+    pub earlier: Vec<Record>,
+}
+
+struct Opened {
+    run: Run,
+    events: UnboundedReceiver<AgentEvent>,
+    notices: UnboundedReceiver<String>,
+    context_window: u64,
+    prices: Option<Prices>,
+    /// What the session has been billed since it was opened here.
+    billed: Usage,
+}
+
+/// How a session is asked for.
+pub enum Opening {
+    New,
+    /// `session/load` and `session/resume`: an existing session of dsh's.
+    Existing(String),
+}
+
+impl OpenSession {
+    /// Opens a session in `cwd` with the server's settings; its approvals and questions go to
+    /// the client on `connection`.
+    pub async fn open(
+        base: &Flags,
+        cwd: &Path,
+        opening: Opening,
+        editor_servers: &[McpServer],
+        connection: ConnectionTo<Client>,
+        notices_supported: bool,
+    ) -> Result<OpenSession, Failure> {
+        let mut flags = base.clone();
+        flags.interactive = true;
+        let resumed = match opening {
+            Opening::New => false,
+            Opening::Existing(id) => {
+                flags.session_id = Some(id);
+                true
+            }
+        };
+        let mut settings = Settings::load(cwd.to_path_buf(), &Environment::from_process(), &flags)
+            .map_err(|e| Failure::new(e.code, e.message))?;
+        let (notices_tx, notices) = mpsc::unbounded_channel();
+        // The editor's servers join the config's; one of the same name is the editor's.
+        let (given, skipped) = crate::mcp::servers(editor_servers, cwd);
+        for server in given {
+            settings.mcp_servers.retain(|s| s.name != server.name);
+            settings.mcp_servers.push(server);
+        }
+        for line in skipped {
+            let _ = notices_tx.send(line);
+        }
+        let context_window = settings.route.context_window.value;
+        let asker = AskTheClient::new(connection);
+        let user = User {
+            approver: Some(Arc::new(SessionGrants::new(asker.clone()))),
+            questions: Some(Arc::new(asker.clone())),
+            watches_output: false,
+        };
+        let mcp = dsh_mcp::McpServers::default();
+        let started = AgentBuilder::new(settings)
+            .with_user(user)
+            .start(&mcp, notices_tx)
+            .map_err(|e| Failure::new(e.code, e.message))?;
+        let mut run = match started.finish().await {
+            Ok(run) => run,
+            Err(e) => {
+                mcp.shutdown().await;
+                return Err(Failure::new(e.code, e.message));
+            }
+        };
+        let session = run.agent.session();
+        let id = SessionId::new(session.id());
+        asker.opened(id.clone());
+        let earlier = if resumed {
+            dsh_core::read_log(session.log_path())
+                .map(|log| log.records.into_iter().map(|e| e.record).collect())
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let cwd = session.cwd().to_path_buf();
+        let events = std::mem::replace(&mut run.events, mpsc::unbounded_channel().1);
+        let prices = run.prices;
+        // Notices are dropped for a client that cannot show them: they are never part of
+        // the answer.
+        let notices = if notices_supported {
+            notices
+        } else {
+            mpsc::unbounded_channel().1
+        };
+        Ok(OpenSession {
+            id,
+            cwd,
+            turn: tokio::sync::Mutex::new(Opened {
+                run,
+                events,
+                notices,
+                context_window,
+                prices,
+                billed: Usage::default(),
+            }),
+            stop: Mutex::new(None),
+            earlier,
+        })
+    }
+
+    /// Asks the running turn, if any, to stop, as Esc in an editor does.
+    pub fn cancel(&self) {
+        if let Ok(stop) = self.stop.lock()
+            && let Some(stop) = stop.as_ref()
+        {
+            stop.request(AbortReason::User);
+        }
+    }
+
+    /// Runs one turn: its events go to the client as session updates while it runs, and
+    /// the response says how it ended.
+    pub async fn prompt(
+        &self,
+        text: String,
+        connection: &ConnectionTo<Client>,
+    ) -> Result<PromptResponse, Failure> {
+        let mut opened = self.turn.lock().await;
+        let stop = Stop::new();
+        if let Ok(mut running) = self.stop.lock() {
+            *running = Some(stop.clone());
+        }
+        let tell = |update: SessionUpdate| {
+            // A client that went away misses the rest; the turn still ends and is logged.
+            let _ = connection.send_notification(SessionNotification::new(self.id.clone(), update));
+        };
+        let Opened {
+            run,
+            events,
+            notices,
+            context_window,
+            prices,
+            billed,
+        } = &mut *opened;
+        let cwd = self.cwd.clone();
+        let told = |event: &AgentEvent, billed: &mut Usage| {
+            for update in updates::live(event, &cwd) {
+                tell(update);
+            }
+            if let AgentEvent::Record(Record::StepEnd { usage, .. }) = event {
+                billed.add(usage);
+                tell(usage_update(
+                    usage,
+                    *context_window,
+                    billed,
+                    prices.as_ref(),
+                ));
+            }
+        };
+        let outcome = {
+            let turn = run.agent.run(text, &stop);
+            tokio::pin!(turn);
+            loop {
+                tokio::select! {
+                    outcome = &mut turn => break outcome,
+                    Some(event) = events.recv() => told(&event, billed),
+                    Some(line) = notices.recv() => {
+                        tell(SessionUpdate::Notice(Notice::new(NoticeSeverity::Warning, line)));
+                    }
+                }
+            }
+        };
+        while let Ok(event) = events.try_recv() {
+            told(&event, billed);
+        }
+        if let Ok(mut running) = self.stop.lock() {
+            *running = None;
+        }
+        let summary = outcome.map_err(|e| Failure::new(e.code(), e.to_string()))?;
+        let stop_reason = match &summary.reason {
+            TurnEndReason::Completed | TurnEndReason::PlanSubmitted => StopReason::EndTurn,
+            TurnEndReason::Aborted { .. } | TurnEndReason::Interrupted => StopReason::Cancelled,
+            TurnEndReason::MaxTokens => StopReason::MaxTokens,
+            TurnEndReason::MaxTurns { .. } | TurnEndReason::MaxBudget { .. } => {
+                StopReason::MaxTurnRequests
+            }
+            other => {
+                let (code, message) = other
+                    .failure()
+                    .unwrap_or(("ERROR".into(), "the turn failed"));
+                return Err(Failure::new(code, message));
+            }
+        };
+        Ok(PromptResponse::new(stop_reason).usage(turn_usage(&summary.usage)))
+    }
+
+    /// Stops the session's processes; the log is whole after every record.
+    pub async fn close(self) {
+        let opened = self.turn.into_inner();
+        let processes = opened.run.processes();
+        drop(opened);
+        processes.shutdown().await;
+    }
+}
+
+/// The context in use after a step (what the model read and wrote), the window's size, and
+/// what the session cost so far when the model's prices are known.
+fn usage_update(
+    step: &Usage,
+    window: u64,
+    billed: &Usage,
+    prices: Option<&Prices>,
+) -> SessionUpdate {
+    let used = step.input_tokens + step.output_tokens;
+    let cost = BilledUsage::new(*billed, prices).cost_usd;
+    SessionUpdate::UsageUpdate(
+        UsageUpdate::new(used, window).cost(cost.map(|c| Cost::new(c, "USD"))),
+    )
+}
+
+/// A turn's tokens, as the prompt's response reports them.
+fn turn_usage(usage: &Usage) -> AcpUsage {
+    AcpUsage::new(usage.total_tokens, usage.input_tokens, usage.output_tokens)
+        .thought_tokens(Some(usage.reasoning_tokens).filter(|n| *n > 0))
+        .cached_read_tokens(Some(usage.cache_read_tokens).filter(|n| *n > 0))
+        .cached_write_tokens(Some(usage.cache_write_tokens).filter(|n| *n > 0))
+}

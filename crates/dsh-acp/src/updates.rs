@@ -1,0 +1,375 @@
+//! What the client is told: the agent's events and a session log's records as ACP session
+//! updates. Pure functions of what happened, so a live turn and a replayed log look alike.
+
+use std::path::{Path, PathBuf};
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+};
+use dsh_core::{AgentEvent, StreamDelta};
+use dsh_protocol::{
+    Block, Record, TodoItem, TodoStatus, ToolCallRecord, ToolOutputPart, ToolResultRecord,
+};
+use serde_json::Value;
+
+/// The updates a live event makes. Answers and reasoning arrive as they stream, so the
+/// finished assistant message adds nothing; a tool call is shown as it starts.
+pub fn live(event: &AgentEvent, cwd: &Path) -> Vec<SessionUpdate> {
+    match event {
+        AgentEvent::Delta(StreamDelta::Text(text)) => vec![agent_text(text)],
+        AgentEvent::Delta(StreamDelta::Reasoning(text)) => vec![thought(text)],
+        AgentEvent::Record(record) => match record {
+            Record::ToolCall(call) => vec![tool_call(call, cwd, ToolCallStatus::InProgress)],
+            Record::ToolResult(result) => tool_results(result),
+            Record::TodoWrite { todos, .. } => vec![plan(todos)],
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
+}
+
+/// The updates that show a session's history, for `session/load`: the user's messages, the
+/// agent's answers and reasoning, each tool call with its result, the todo list.
+pub fn replay(records: &[Record], cwd: &Path) -> Vec<SessionUpdate> {
+    let mut updates = Vec::new();
+    for record in records {
+        match record {
+            Record::UserMessage {
+                message,
+                instructions: None,
+                ..
+            } => {
+                for block in &message.content {
+                    if let Block::Text { text } = block {
+                        updates.push(SessionUpdate::UserMessageChunk(chunk(text)));
+                    }
+                }
+            }
+            Record::AssistantMessage(assistant) => {
+                for block in &assistant.message.content {
+                    match block {
+                        Block::Text { text } if !text.is_empty() => {
+                            updates.push(agent_text(text));
+                        }
+                        Block::Reasoning {
+                            text,
+                            redacted: false,
+                            ..
+                        } if !text.is_empty() => updates.push(thought(text)),
+                        _ => {}
+                    }
+                }
+            }
+            Record::ToolCall(call) => {
+                updates.push(tool_call(call, cwd, ToolCallStatus::Pending));
+            }
+            Record::ToolResult(result) => updates.extend(tool_results(result)),
+            Record::TodoWrite { todos, .. } => updates.push(plan(todos)),
+            _ => {}
+        }
+    }
+    updates
+}
+
+fn chunk(text: &str) -> ContentChunk {
+    ContentChunk::new(ContentBlock::Text(TextContent::new(text)))
+}
+
+fn agent_text(text: &str) -> SessionUpdate {
+    SessionUpdate::AgentMessageChunk(chunk(text))
+}
+
+fn thought(text: &str) -> SessionUpdate {
+    SessionUpdate::AgentThoughtChunk(chunk(text))
+}
+
+/// A tool call as the editor shows it: a title in words, its kind (for the icon), the files
+/// it touches (to follow along), and for a change the diff it asks for.
+pub fn tool_call(call: &ToolCallRecord, cwd: &Path, status: ToolCallStatus) -> SessionUpdate {
+    let args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+    let tool = ToolCall::new(call.call_id.clone(), title(&call.name, &args))
+        .kind(kind(&call.name))
+        .status(status)
+        .locations(locations(&call.name, &args, cwd))
+        .content(diff(&call.name, &args, cwd).into_iter().collect())
+        .raw_input(args);
+    SessionUpdate::ToolCall(tool)
+}
+
+/// The call a result answers, completed or failed, with what the tool returned.
+fn tool_results(result: &ToolResultRecord) -> Vec<SessionUpdate> {
+    let mut updates = Vec::new();
+    for block in &result.message.content {
+        let Block::ToolResult {
+            tool_call_id,
+            content,
+            is_error,
+        } = block
+        else {
+            continue;
+        };
+        let failed = *is_error || result.error.is_some();
+        let text: Vec<&str> = content
+            .iter()
+            .filter_map(|part| match part {
+                ToolOutputPart::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        let status = if failed {
+            ToolCallStatus::Failed
+        } else {
+            ToolCallStatus::Completed
+        };
+        let mut fields = ToolCallUpdateFields::new().status(status);
+        if !text.is_empty() {
+            let shown = ContentBlock::Text(TextContent::new(text.join("\n")));
+            fields = fields.content(vec![ToolCallContent::Content(
+                agent_client_protocol::v1::schema::Content::new(shown),
+            )]);
+        }
+        if let Some(command) = &result.command {
+            fields = fields.raw_output(serde_json::to_value(command).unwrap_or(Value::Null));
+        }
+        updates.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            tool_call_id.clone(),
+            fields,
+        )));
+    }
+    updates
+}
+
+/// The todo list as the editor's plan. The list has no priorities; every entry is medium.
+pub fn plan(todos: &[TodoItem]) -> SessionUpdate {
+    let entries = todos
+        .iter()
+        .map(|todo| {
+            let status = match todo.status {
+                TodoStatus::Pending => PlanEntryStatus::Pending,
+                TodoStatus::InProgress => PlanEntryStatus::InProgress,
+                TodoStatus::Completed => PlanEntryStatus::Completed,
+            };
+            PlanEntry::new(todo.content.clone(), PlanEntryPriority::Medium, status)
+        })
+        .collect();
+    SessionUpdate::Plan(Plan::new(entries))
+}
+
+/// The kind of a tool, for the editor's icon and grouping.
+pub fn kind(name: &str) -> ToolKind {
+    match name {
+        "read" | "read_image" | "skill" => ToolKind::Read,
+        "write" | "edit" | "str_replace_editor" => ToolKind::Edit,
+        "glob" | "grep" => ToolKind::Search,
+        "bash" | "job_output" | "job_list" | "job_kill" => ToolKind::Execute,
+        "web_fetch" | "web_search" => ToolKind::Fetch,
+        "todo_write" => ToolKind::Think,
+        "exit_plan_mode" => ToolKind::SwitchMode,
+        _ => ToolKind::Other,
+    }
+}
+
+/// "Read src/main.rs", "Run cargo test": what the call does, in words.
+pub fn title(name: &str, args: &Value) -> String {
+    let verb = match name {
+        "read" | "read_image" => "Read",
+        "write" => "Write",
+        "edit" | "str_replace_editor" => "Edit",
+        "glob" => "Find",
+        "grep" => "Search",
+        "bash" => "Run",
+        "web_fetch" => "Fetch",
+        "web_search" => "Search the web for",
+        "todo_write" => "Update the plan",
+        "exit_plan_mode" => "Present the plan",
+        other => other,
+    };
+    let summary = match name {
+        "todo_write" | "exit_plan_mode" => String::new(),
+        _ => dsh_core::call_summary(name, args),
+    };
+    if summary.is_empty() {
+        verb.to_owned()
+    } else {
+        format!("{verb} {summary}")
+    }
+}
+
+fn text_arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
+}
+
+/// A path argument made absolute against the session's folder, as editors want them.
+fn absolute(path: &str, cwd: &Path) -> PathBuf {
+    cwd.join(path)
+}
+
+fn locations(name: &str, args: &Value, cwd: &Path) -> Vec<ToolCallLocation> {
+    let path = match name {
+        "read" | "read_image" | "write" | "edit" => text_arg(args, "file_path"),
+        "str_replace_editor" | "glob" | "grep" => text_arg(args, "path"),
+        _ => None,
+    };
+    let Some(path) = path else {
+        return Vec::new();
+    };
+    let line = match name {
+        "read" => args
+            .get("offset")
+            .and_then(Value::as_u64)
+            .and_then(|l| u32::try_from(l).ok()),
+        "str_replace_editor" => args
+            .get("insert_line")
+            .and_then(Value::as_u64)
+            .and_then(|l| u32::try_from(l).ok()),
+        _ => None,
+    };
+    vec![ToolCallLocation::new(absolute(path, cwd)).line(line)]
+}
+
+/// The change a call asks for. An `edit` shows the text it replaces and its replacement; a
+/// `write` shows the content it writes (the file's earlier content is not read here: the
+/// call may already have run by the time its event is told).
+fn diff(name: &str, args: &Value, cwd: &Path) -> Option<ToolCallContent> {
+    let diff = match name {
+        "edit" => {
+            let path = absolute(text_arg(args, "file_path")?, cwd);
+            Diff::new(path, text_arg(args, "new_string")?)
+                .old_text(text_arg(args, "old_string").map(str::to_owned))
+        }
+        "write" => Diff::new(
+            absolute(text_arg(args, "file_path")?, cwd),
+            text_arg(args, "content")?,
+        ),
+        "str_replace_editor" => {
+            let path = absolute(text_arg(args, "path")?, cwd);
+            match text_arg(args, "command")? {
+                "str_replace" => Diff::new(path, text_arg(args, "new_str").unwrap_or_default())
+                    .old_text(text_arg(args, "old_str").map(str::to_owned)),
+                "create" => Diff::new(path, text_arg(args, "file_text")?),
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    Some(ToolCallContent::Diff(diff))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dsh_protocol::{Message, Role};
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    fn call(name: &str, args: Value) -> ToolCallRecord {
+        ToolCallRecord {
+            turn: 1,
+            step: 1,
+            call_id: "call-1".into(),
+            name: name.into(),
+            arguments: args.to_string(),
+        }
+    }
+
+    fn wire(update: &SessionUpdate) -> Value {
+        serde_json::to_value(update).unwrap_or_default()
+    }
+
+    #[test]
+    fn an_edit_is_shown_as_a_diff_at_its_absolute_path() {
+        let update = tool_call(
+            &call(
+                "edit",
+                json!({"file_path": "src/a.rs", "old_string": "x", "new_string": "y"}),
+            ),
+            Path::new("/work"),
+            ToolCallStatus::InProgress,
+        );
+        let shown = wire(&update);
+        assert_eq!(shown["sessionUpdate"], "tool_call");
+        assert_eq!(shown["title"], "Edit src/a.rs");
+        assert_eq!(shown["kind"], "edit");
+        assert_eq!(shown["status"], "in_progress");
+        assert_eq!(shown["locations"], json!([{"path": "/work/src/a.rs"}]));
+        assert_eq!(
+            shown["content"],
+            json!([{"type": "diff", "path": "/work/src/a.rs", "oldText": "x", "newText": "y"}])
+        );
+    }
+
+    #[test]
+    fn a_command_is_run_with_its_text_as_title_and_no_location() {
+        let shown = wire(&tool_call(
+            &call("bash", json!({"command": "cargo test"})),
+            Path::new("/work"),
+            ToolCallStatus::InProgress,
+        ));
+        assert_eq!(shown["title"], "Run cargo test");
+        assert_eq!(shown["kind"], "execute");
+        assert!(shown.get("locations").is_none_or(|l| l == &json!([])));
+    }
+
+    #[test]
+    fn a_malformed_call_still_gets_a_title() {
+        let record = ToolCallRecord {
+            arguments: "{not json".into(),
+            ..call("read", Value::Null)
+        };
+        let shown = wire(&tool_call(
+            &record,
+            Path::new("/w"),
+            ToolCallStatus::Pending,
+        ));
+        assert_eq!(shown["title"], "Read");
+    }
+
+    #[test]
+    fn a_failed_result_fails_its_call_with_the_text_the_model_read() {
+        let result = ToolResultRecord {
+            turn: 1,
+            step: 1,
+            message: Message {
+                role: Role::User,
+                content: vec![Block::ToolResult {
+                    tool_call_id: "call-1".into(),
+                    content: vec![ToolOutputPart::Text {
+                        text: "file not found".into(),
+                    }],
+                    is_error: true,
+                }],
+            },
+            error: None,
+            command: None,
+        };
+        let updates = tool_results(&result);
+        let shown = wire(&updates[0]);
+        assert_eq!(shown["sessionUpdate"], "tool_call_update");
+        assert_eq!(shown["toolCallId"], "call-1");
+        assert_eq!(shown["status"], "failed");
+        assert_eq!(shown["content"][0]["content"]["text"], "file not found");
+    }
+
+    #[test]
+    fn the_todo_list_is_the_plan() {
+        let todos = [
+            TodoItem {
+                content: "read".into(),
+                status: TodoStatus::Completed,
+            },
+            TodoItem {
+                content: "fix".into(),
+                status: TodoStatus::InProgress,
+            },
+        ];
+        assert_eq!(
+            wire(&plan(&todos))["entries"],
+            json!([
+                {"content": "read", "priority": "medium", "status": "completed"},
+                {"content": "fix", "priority": "medium", "status": "in_progress"}
+            ])
+        );
+    }
+}

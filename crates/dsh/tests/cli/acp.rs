@@ -1,0 +1,463 @@
+//! `dsh acp` driven over its stdio by a client written here (JSON-RPC, one message per line),
+//! as an editor drives it, against the scripted model server.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use dsh_testkit::{TestEnv, Turn};
+use serde_json::{Value, json};
+
+use crate::dsh;
+
+/// How long a test waits for one message before it fails (a limit, never a delay).
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// What the client does with a `session/request_permission`: the option to pick, or
+/// `None` to answer that the prompt was cancelled.
+type Answer = dyn FnMut(&Value) -> Option<String>;
+
+struct Editor {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    messages: mpsc::Receiver<Value>,
+    next_id: u64,
+    /// Every `session/update` received so far, its `update` object.
+    updates: Vec<Value>,
+    /// Every permission request received so far, its params.
+    asked: Vec<Value>,
+}
+
+impl Editor {
+    fn start(env: &TestEnv, args: &[&str]) -> Editor {
+        let mut child = env
+            .command(dsh())
+            .arg("acp")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, messages) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let message: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("not JSON on stdout ({e}): {line}"));
+                if tx.send(message).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut editor = Editor {
+            child,
+            stdin,
+            messages,
+            next_id: 0,
+            updates: Vec::new(),
+            asked: Vec::new(),
+        };
+        let init = editor.call(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}}}),
+        );
+        assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+        editor
+    }
+
+    fn send(&mut self, message: &Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Sends a request and waits for its response; permission requests on the way are
+    /// refused as cancelled.
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.request(method, params);
+        self.response(id, &mut |_| None)
+    }
+
+    /// Reads until the response to `id`, keeping updates and answering permission requests.
+    fn response(&mut self, id: u64, answer: &mut Answer) -> Value {
+        loop {
+            let message = self
+                .messages
+                .recv_timeout(LIMIT)
+                .expect("a message from dsh acp");
+            if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
+                return message;
+            }
+            match message["method"].as_str() {
+                Some("session/update") => self.updates.push(message["params"]["update"].clone()),
+                Some("session/request_permission") => {
+                    self.asked.push(message["params"].clone());
+                    let outcome = match answer(&message["params"]) {
+                        Some(option) => json!({"outcome": "selected", "optionId": option}),
+                        None => json!({"outcome": "cancelled"}),
+                    };
+                    let reply = json!({"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": outcome}});
+                    self.send(&reply);
+                }
+                _ => panic!("unexpected message: {message}"),
+            }
+        }
+    }
+
+    fn new_session(&mut self, env: &TestEnv) -> String {
+        let cwd = env.ws_path();
+        let opened = self.call("session/new", json!({"cwd": cwd, "mcpServers": []}));
+        opened["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {opened}"))
+            .to_owned()
+    }
+
+    fn prompt(&mut self, session: &str, text: &str, answer: &mut Answer) -> Value {
+        let id = self.request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+        );
+        self.response(id, answer)
+    }
+
+    /// The updates of one kind (`tool_call`, `agent_message_chunk`, ...).
+    fn updates_of(&self, kind: &str) -> Vec<&Value> {
+        (self.updates.iter())
+            .filter(|u| u["sessionUpdate"] == kind)
+            .collect()
+    }
+
+    fn text_of(&self, kind: &str) -> String {
+        (self.updates_of(kind).iter())
+            .filter_map(|u| u["content"]["text"].as_str())
+            .collect()
+    }
+
+    /// Closes stdin, as an editor does when it quits, and waits for the agent to exit.
+    fn quit(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        self.child.wait().unwrap()
+    }
+}
+
+#[test]
+fn a_prompt_streams_reasoning_tool_calls_with_diffs_the_plan_and_the_answer() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "notes.txt"})).reasoning("Look first."),
+        Turn::tool_call(
+            "edit",
+            json!({"file_path": "notes.txt", "old_string": "helo", "new_string": "hello"}),
+        ),
+        Turn::tool_call(
+            "todo_write",
+            json!({"todos": [{"content": "fix the typo", "status": "completed"}]}),
+        ),
+        Turn::text("Fixed the typo.").usage(120, 30, 0),
+    ]);
+    env.write("notes.txt", "helo world\n");
+    let mut editor = Editor::start(&env, &[]);
+    let session = editor.new_session(&env);
+
+    let done = editor.prompt(&session, "Fix the typo in notes.txt", &mut |_| None);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert!(
+        done["result"]["usage"]["totalTokens"].as_u64().unwrap() > 0,
+        "{done}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.ws.path().join("notes.txt")).unwrap(),
+        "hello world\n"
+    );
+
+    assert_eq!(editor.text_of("agent_thought_chunk"), "Look first.");
+    assert_eq!(editor.text_of("agent_message_chunk"), "Fixed the typo.");
+    let notes = env.ws_path().join("notes.txt");
+    let calls = editor.updates_of("tool_call");
+    let titles: Vec<&str> = calls.iter().map(|c| c["title"].as_str().unwrap()).collect();
+    assert_eq!(
+        titles,
+        ["Read notes.txt", "Edit notes.txt", "Update the plan"]
+    );
+    assert_eq!(calls[0]["kind"], "read");
+    assert_eq!(calls[0]["status"], "in_progress");
+    assert_eq!(calls[0]["locations"], json!([{"path": notes}]));
+    assert_eq!(
+        calls[1]["content"],
+        json!([{"type": "diff", "path": notes, "oldText": "helo", "newText": "hello"}])
+    );
+    let results = editor.updates_of("tool_call_update");
+    let statuses: Vec<&Value> = results.iter().map(|r| &r["status"]).collect();
+    assert_eq!(statuses, ["completed", "completed", "completed"]);
+    assert_eq!(results[0]["toolCallId"], calls[0]["toolCallId"]);
+    assert!(
+        results[0]["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("helo world"),
+        "{}",
+        results[0]
+    );
+    let plan = editor.updates_of("plan");
+    assert_eq!(
+        plan[0]["entries"],
+        json!([{"content": "fix the typo", "priority": "medium", "status": "completed"}])
+    );
+    // The context in use after each step, against the model's window.
+    let usage = editor.updates_of("usage_update");
+    assert_eq!(usage.len(), 4);
+    assert_eq!(usage[3]["used"], 150);
+    assert!(usage[3]["size"].as_u64().unwrap() > 0);
+    assert!(editor.quit().success());
+}
+
+#[test]
+fn an_escalation_is_a_permission_request_the_client_answers() {
+    let escalate = |word: &str| {
+        Turn::tool_call(
+            "bash",
+            json!({
+                "command": format!("echo {word}"),
+                "description": "print a word",
+                "sandbox_permissions": "danger-full-access",
+                "justification": "needs the whole machine",
+            }),
+        )
+    };
+    let env = TestEnv::new(vec![
+        escalate("allowed-run"),
+        Turn::text("ran it"),
+        escalate("denied-run"),
+        Turn::text("understood"),
+    ]);
+    let mut editor = Editor::start(&env, &[]);
+    let session = editor.new_session(&env);
+
+    let done = editor.prompt(&session, "do it", &mut |asked| {
+        let options: Vec<&str> = (asked["options"].as_array().unwrap().iter())
+            .map(|o| o["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(options, ["allow_once", "allow_always", "reject_once"]);
+        Some("allow-once".into())
+    });
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    let asked = &editor.asked[0];
+    assert_eq!(
+        asked["toolCall"]["title"],
+        "escalate sandbox to danger-full-access: needs the whole machine"
+    );
+    assert_eq!(
+        asked["toolCall"]["toolCallId"],
+        editor.updates_of("tool_call")[0]["toolCallId"]
+    );
+    assert!(env.server.requests()[1].tool_results()[0].contains("allowed-run"));
+
+    let done = editor.prompt(&session, "again", &mut |_| Some("reject".into()));
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    let denied = env.server.requests()[3].tool_results();
+    assert!(
+        denied
+            .last()
+            .unwrap()
+            .contains("the user rejected escalating this command"),
+        "{denied:?}"
+    );
+    let results = editor.updates_of("tool_call_update");
+    assert_eq!(results.last().unwrap()["status"], "failed");
+    assert!(editor.quit().success());
+}
+
+#[test]
+fn cancel_stops_the_turn_and_the_session_goes_on() {
+    let env = TestEnv::new(vec![Turn::hang(), Turn::text("Still here.")]);
+    let mut editor = Editor::start(&env, &[]);
+    let session = editor.new_session(&env);
+    let id = editor.request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "wait forever"}]}),
+    );
+    assert!(env.server.wait_for_requests(1, LIMIT));
+    editor.notify("session/cancel", json!({"sessionId": session}));
+    let stopped = editor.response(id, &mut |_| None);
+    assert_eq!(stopped["result"]["stopReason"], "cancelled", "{stopped}");
+
+    let next = editor.prompt(&session, "are you there?", &mut |_| None);
+    assert_eq!(next["result"]["stopReason"], "end_turn");
+    assert_eq!(editor.text_of("agent_message_chunk"), "Still here.");
+    assert!(env.session_log().contains("\"kind\":\"aborted\""));
+    assert!(editor.quit().success());
+}
+
+#[test]
+fn a_session_is_listed_loaded_with_its_history_and_continued() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "notes.txt"})),
+        Turn::text("It says hello."),
+        Turn::text("Second answer."),
+    ]);
+    env.write("notes.txt", "hello\n");
+    let mut first = Editor::start(&env, &[]);
+    let session = first.new_session(&env);
+    first.prompt(&session, "What do the notes say?", &mut |_| None);
+    assert!(first.quit().success());
+
+    // A new editor window: the session is on disk.
+    let mut editor = Editor::start(&env, &[]);
+    let listed = editor.call("session/list", json!({"cwd": env.ws_path()}));
+    let sessions = listed["result"]["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{listed}");
+    assert_eq!(sessions[0]["sessionId"], session);
+    assert_eq!(sessions[0]["title"], "What do the notes say?");
+    assert!(sessions[0]["updatedAt"].as_str().unwrap().ends_with('Z'));
+
+    let loaded = editor.call(
+        "session/load",
+        json!({"sessionId": session, "cwd": env.ws_path(), "mcpServers": []}),
+    );
+    assert!(loaded.get("result").is_some(), "{loaded}");
+    let kinds: Vec<&str> = (editor.updates.iter())
+        .map(|u| u["sessionUpdate"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "user_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "agent_message_chunk"
+        ]
+    );
+    assert_eq!(
+        editor.text_of("user_message_chunk"),
+        "What do the notes say?"
+    );
+    // Pending is the protocol's default status, which the SDK leaves out.
+    let replayed = &editor.updates_of("tool_call")[0]["status"];
+    assert!(replayed.is_null() || replayed == "pending", "{replayed}");
+
+    let next = editor.prompt(&session, "And again?", &mut |_| None);
+    assert_eq!(next["result"]["stopReason"], "end_turn");
+    let history = serde_json::to_string(env.server.requests()[2].messages()).unwrap();
+    assert!(history.contains("It says hello."), "{history}");
+    assert!(editor.quit().success());
+}
+
+#[test]
+fn bad_requests_are_errors_that_say_what_was_wrong() {
+    let env = TestEnv::new(vec![]);
+    let mut editor = Editor::start(&env, &[]);
+    let relative = editor.call("session/new", json!({"cwd": "src", "mcpServers": []}));
+    assert_eq!(relative["error"]["code"], -32602, "{relative}");
+    assert!(
+        relative["error"]["data"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not absolute")
+    );
+
+    let unknown = editor.call(
+        "session/resume",
+        json!({"sessionId": "session-nope", "cwd": env.ws_path()}),
+    );
+    assert_eq!(unknown["error"]["code"], -32002, "{unknown}");
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("SESSION_NOT_FOUND: ")
+    );
+
+    let session = editor.new_session(&env);
+    let image = editor.call(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]}),
+    );
+    assert_eq!(image["error"]["code"], -32602, "{image}");
+    let not_open = editor.call(
+        "session/prompt",
+        json!({"sessionId": "session-other", "prompt": [{"type": "text", "text": "hi"}]}),
+    );
+    assert_eq!(not_open["error"]["code"], -32002, "{not_open}");
+    let unknown_method = editor.call("session/set_model", json!({"sessionId": session}));
+    assert_eq!(unknown_method["error"]["code"], -32601, "{unknown_method}");
+    // Nothing reached the model.
+    assert!(env.server.requests().is_empty());
+    assert!(editor.quit().success());
+}
+
+#[test]
+fn the_models_question_is_asked_with_its_choices() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "ask_user_question",
+            json!({"questions": [{
+                "id": "db",
+                "question": "Which database?",
+                "header": "Storage",
+                "options": [{"label": "SQLite"}, {"label": "Postgres"}]
+            }]}),
+        ),
+        Turn::text("Postgres it is."),
+    ]);
+    let mut editor = Editor::start(&env, &[]);
+    let session = editor.new_session(&env);
+    let done = editor.prompt(&session, "set up storage", &mut |asked| {
+        let names: Vec<&str> = (asked["options"].as_array().unwrap().iter())
+            .map(|o| o["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["SQLite", "Postgres", "Skip"]);
+        Some(asked["options"][1]["optionId"].as_str().unwrap().to_owned())
+    });
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    assert_eq!(
+        editor.asked[0]["toolCall"]["title"],
+        "Storage: Which database?"
+    );
+    let answer = env.server.requests()[1].tool_results();
+    assert_eq!(
+        answer.last().unwrap(),
+        r#"{"answers":[{"id":"db","selected":["Postgres"]}]}"#
+    );
+    assert!(editor.quit().success());
+}
+
+#[test]
+fn the_editors_mcp_servers_are_started_for_the_session() {
+    let Some(server) = dsh_testkit::mcp::everything() else {
+        return;
+    };
+    let env = TestEnv::new(vec![
+        Turn::tool_call("mcp__everything__echo", json!({"message": "hi"})),
+        Turn::text("done"),
+    ]);
+    let mut editor = Editor::start(&env, &[]);
+    let opened = editor.call(
+        "session/new",
+        json!({"cwd": env.ws_path(), "mcpServers": [
+            {"name": "everything", "command": server, "args": ["stdio"], "env": []}
+        ]}),
+    );
+    let session = opened["result"]["sessionId"].as_str().unwrap().to_owned();
+    let done = editor.prompt(&session, "echo hi", &mut |_| None);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let requests = env.server.requests();
+    assert!(requests[0]
+        .tool_names()
+        .contains(&"mcp__everything__echo".to_owned()));
+    assert_eq!(requests[1].tool_results()[0], "Echo: hi");
+    assert!(editor.quit().success());
+}
