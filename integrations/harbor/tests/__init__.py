@@ -1,0 +1,1 @@
+"""Tests of the Harbor adapter: python3 -m unittest discover -s integrations/harbor/tests"""
