@@ -14,7 +14,7 @@
 //! The dispatch loop of the SDK runs one handler at a time, so every handler that waits (a
 //! session opening, a turn) runs as a task of the connection and answers from there.
 
-mod ask;
+mod client;
 mod mcp;
 mod prompt;
 mod session;
@@ -100,12 +100,11 @@ impl Server {
             .ok_or_else(|| not_found(id))
     }
 
-    fn notices_supported(&self) -> bool {
-        let client = self
-            .client
+    fn client(&self) -> ClientCapabilities {
+        self.client
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        (client.session.as_ref()).is_some_and(|session| session.notices.is_some())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Opens a session and keeps it; the client gets its id in the response.
@@ -123,7 +122,7 @@ impl Server {
             opening,
             servers,
             connection,
-            self.notices_supported(),
+            &self.client(),
         )
         .await
         .map_err(failed)?;

@@ -7,15 +7,15 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    Cost, McpServer, Notice, NoticeSeverity, PromptResponse, SessionId, SessionNotification,
-    SessionUpdate, StopReason, Usage as AcpUsage, UsageUpdate,
+    ClientCapabilities, Cost, McpServer, Notice, NoticeSeverity, PromptResponse, SessionId,
+    SessionNotification, SessionUpdate, StopReason, Usage as AcpUsage, UsageUpdate,
 };
 use dsh_core::ask::SessionGrants;
 use dsh_core::{AgentBuilder, AgentEvent, Environment, Flags, Run, Settings, Stop, User};
 use dsh_protocol::{AbortReason, BilledUsage, Prices, Record, TurnEndReason, Usage};
 use tokio::sync::mpsc::{self, UnboundedReceiver};
 
-use crate::ask::AskTheClient;
+use crate::client::EditorClient;
 use crate::updates;
 
 /// Why a session could not be opened or a turn could not run, as the client reads it.
@@ -73,8 +73,9 @@ impl OpenSession {
         opening: Opening,
         editor_servers: &[McpServer],
         connection: ConnectionTo<Client>,
-        notices_supported: bool,
+        client: &ClientCapabilities,
     ) -> Result<OpenSession, Failure> {
+        let notices_supported = (client.session.as_ref()).is_some_and(|s| s.notices.is_some());
         let mut flags = base.clone();
         flags.interactive = true;
         let resumed = match opening {
@@ -97,11 +98,12 @@ impl OpenSession {
             let _ = notices_tx.send(line);
         }
         let context_window = settings.route.context_window.value;
-        let asker = AskTheClient::new(connection);
+        let editor = EditorClient::new(connection, client.fs.clone());
         let user = User {
-            approver: Some(Arc::new(SessionGrants::new(asker.clone()))),
-            questions: Some(Arc::new(asker.clone())),
+            approver: Some(Arc::new(SessionGrants::new(editor.clone()))),
+            questions: Some(Arc::new(editor.clone())),
             watches_output: false,
+            editor: Some(Arc::new(editor.clone())),
         };
         let mcp = dsh_mcp::McpServers::default();
         let started = AgentBuilder::new(settings)
@@ -117,7 +119,7 @@ impl OpenSession {
         };
         let session = run.agent.session();
         let id = SessionId::new(session.id());
-        asker.opened(id.clone());
+        editor.opened(id.clone());
         let earlier = if resumed {
             dsh_core::read_log(session.log_path())
                 .map(|log| log.records.into_iter().map(|e| e.record).collect())

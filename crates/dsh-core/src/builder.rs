@@ -41,6 +41,9 @@ pub struct User {
     /// Whether commands' output is sent as it arrives ([`AgentEvent::ToolOutput`]), for a
     /// front end that shows it live.
     pub watches_output: bool,
+    /// The editor whose files `read`, `edit` and `write` go through (an ACP client that
+    /// offers its file system); none: the disk. Subagents use the disk.
+    pub editor: Option<Arc<dyn dsh_tools::EditorFiles>>,
 }
 
 /// A run whose session is open and whose MCP servers are starting.
@@ -278,7 +281,8 @@ impl StartedRun {
             SpillStore::new(session.dir().join("spill")),
         )
         .with_user(user.approver, user.questions)
-        .with_progress(progress);
+        .with_progress(progress)
+        .with_editor(user.editor);
         // Subagents: built from the same settings, model and shell.
         let history = Arc::new(std::sync::Mutex::new(Vec::new()));
         config.completed_history = Some(history.clone());

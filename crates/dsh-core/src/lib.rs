@@ -55,8 +55,11 @@ pub fn sandbox_report(
     Ok(dsh_sandbox::Sandbox::new(settings).report())
 }
 
-/// What a front end implements to put the model's requests to the person using it.
+/// What a front end implements to put the model's requests to the person using it, and, for
+/// an editor, to hand the file tools the files it holds open.
 pub mod ask {
     pub use dsh_sandbox::escalation::{ApprovalOutcome, ApprovalRequest, Approver, SessionGrants};
-    pub use dsh_tools::{Answer, AskOutcome, Question, QuestionOption, UserQuestions};
+    pub use dsh_tools::{
+        Answer, AskOutcome, EditorFiles, EditorFuture, Question, QuestionOption, UserQuestions,
+    };
 }

@@ -99,7 +99,10 @@ impl Tool for Edit {
             let policy = call_policy(&args, ctx, "edit", dsh_sandbox::Subject::Operation).await?;
             let target = resolve_for_write(&policy, &raw)?;
             let session = ctx.session.clone();
-            crate::registry::blocking("edit", move || {
+            let buffer = crate::read::editor_text(&session, &target.key).await;
+            let editor = session.writing_editor();
+            let through_editor = editor.is_some();
+            let (key, shown, edited) = crate::registry::blocking("edit", move || {
                 let shown = target.shown().to_string();
                 let version = match session.observations.get(&target.key) {
                     None => {
@@ -117,18 +120,36 @@ impl Tool for Edit {
                     Some(Observation::Present(version)) => version,
                 };
                 let target = fence(&target, &policy, session.offers_escalation())?;
-                let change = Change { old: &old, new: &new, replace_all };
-                edit_file(&target.key, &version, change, &shown).map_err(with_remedy)?;
-                if let Ok(meta) = std::fs::metadata(&target.key) {
-                    session.observations.present(&target.key, Version::of(&meta));
+                let change = Change {
+                    old: &old,
+                    new: &new,
+                    replace_all,
+                };
+                let edited = edited_file(&target.key, &version, change, &shown, buffer)
+                    .map_err(with_remedy)?;
+                if through_editor {
+                    return Ok((target.key, shown, Some(edited.text)));
                 }
-                Ok(ToolOutput::text(if replace_all {
-                    format!("The file {shown} has been updated. All occurrences were successfully replaced.")
-                } else {
-                    format!("The file {shown} has been updated successfully.")
-                }))
+                let mode = Publish::Replace { mode: edited.mode };
+                publish(&target.key, edited.text.as_bytes(), mode, &shown)?;
+                session.observe_written(&target.key);
+                Ok((target.key, shown, None))
             })
-            .await
+            .await?;
+            if let (Some(editor), Some(text)) = (editor, edited) {
+                editor
+                    .write_text(&key, text)
+                    .await
+                    .map_err(|reason| crate::write::editor_refused(&shown, &reason))?;
+                ctx.session.observe_written(&key);
+            }
+            Ok(ToolOutput::text(if replace_all {
+                format!(
+                    "The file {shown} has been updated. All occurrences were successfully replaced."
+                )
+            } else {
+                format!("The file {shown} has been updated successfully.")
+            }))
         })
     }
 }
@@ -139,12 +160,21 @@ struct Change<'a> {
     replace_all: bool,
 }
 
-fn edit_file(
+/// A file's new content, and the permissions it keeps.
+struct Edited {
+    text: String,
+    mode: u32,
+}
+
+/// The file's content with the change made, checked against the version the session saw.
+/// `buffer` is the editor's text of the file, which is what is changed when there is one.
+fn edited_file(
     key: &std::path::Path,
     seen: &Version,
     change: Change<'_>,
     shown: &str,
-) -> Result<(), ToolError> {
+    buffer: Option<String>,
+) -> Result<Edited, ToolError> {
     let stale = || {
         ToolError::fs(
             fs_code::STALE_VERSION,
@@ -162,7 +192,10 @@ fn edit_file(
     if Version::of(&meta) != *seen {
         return Err(stale());
     }
-    let bytes = std::fs::read(key).map_err(|e| crate::atomic::write_error(shown, &e))?;
+    let bytes = match buffer {
+        Some(text) => text.into_bytes(),
+        None => std::fs::read(key).map_err(|e| crate::atomic::write_error(shown, &e))?,
+    };
     if bytes.contains(&0) {
         return Err(ToolError::fs(
             fs_code::NOT_TEXT,
@@ -207,15 +240,10 @@ fn edit_file(
         // A replacement can join a lone CR to a LF; that pair is one line end too.
         edited = edited.replace("\r\n", "\n").replace('\n', "\r\n");
     }
-    let out = format!("{bom}{edited}");
-    publish(
-        key,
-        out.as_bytes(),
-        Publish::Replace {
-            mode: meta.permissions().mode(),
-        },
-        shown,
-    )
+    Ok(Edited {
+        text: format!("{bom}{edited}"),
+        mode: meta.permissions().mode(),
+    })
 }
 
 /// Whether CRLF ends most lines of the file's start (ties and files without newlines are LF).

@@ -15,6 +15,7 @@ mod atomic;
 mod attachments;
 mod edit;
 mod edit_hint;
+mod editor;
 mod error;
 mod filter;
 mod mutate;
@@ -49,6 +50,7 @@ pub use attachments::{
     sha256_hex,
 };
 pub use edit::Edit;
+pub use editor::{EditorFiles, EditorFuture};
 pub use error::{ToolError, fs_code};
 pub use filter::{BUILTIN_TOOLS, ToolFilter};
 pub use observe::{Observation, ObservationMap, Version};
@@ -114,6 +116,8 @@ pub struct ToolSession {
     /// Whether commands may become background jobs: not when the job tools that read them are
     /// withheld.
     pub background_jobs: bool,
+    /// The editor the file tools read and write through (ACP); none: the disk.
+    pub editor: Option<Arc<dyn EditorFiles>>,
 }
 
 impl ToolSession {
@@ -131,7 +135,32 @@ impl ToolSession {
             shell: None,
             plan_mode: false,
             background_jobs: true,
+            editor: None,
         }
+    }
+
+    /// The session with an editor the file tools read and write through.
+    pub fn with_editor(mut self, editor: Option<Arc<dyn EditorFiles>>) -> Self {
+        self.editor = editor;
+        self
+    }
+
+    /// The editor, when it takes reads.
+    pub(crate) fn reading_editor(&self) -> Option<Arc<dyn EditorFiles>> {
+        self.editor.clone().filter(|editor| editor.reads())
+    }
+
+    /// Records the version a write of the session left, so the next change needs no new
+    /// read.
+    pub(crate) fn observe_written(&self, key: &std::path::Path) {
+        if let Ok(meta) = std::fs::metadata(key) {
+            self.observations.present(key, Version::of(&meta));
+        }
+    }
+
+    /// The editor, when it takes writes.
+    pub(crate) fn writing_editor(&self) -> Option<Arc<dyn EditorFiles>> {
+        self.editor.clone().filter(|editor| editor.writes())
     }
 
     /// The session without background jobs (the job tools are withheld).

@@ -6,7 +6,7 @@
 //! cutting a character in two), and 51,200 bytes of selected text.
 
 use std::fs::File;
-use std::io::{self, Read as _};
+use std::io;
 use std::path::Path;
 
 use tokio_util::sync::CancellationToken;
@@ -113,8 +113,17 @@ impl Tool for Read {
             let cwd = ctx.cwd.clone();
             let cancel = ctx.cancel.clone();
             let session = ctx.session.clone();
+            let buffer = match resolve(&cwd, &raw) {
+                Ok(target) => editor_text(&session, &target.key).await,
+                Err(_) => None,
+            };
             crate::registry::blocking("read", move || {
-                read_window(&cwd, &raw, offset, limit, &cancel, &session.observations)
+                let source = Source {
+                    cwd: &cwd,
+                    raw: &raw,
+                    buffer,
+                };
+                read_window(source, offset, limit, &cancel, &session.observations)
                     .map(ToolOutput::text)
             })
             .await
@@ -122,20 +131,48 @@ impl Tool for Read {
     }
 }
 
+/// The file a call reads: its path as given, and the editor's text of it when an editor
+/// holds it.
+struct Source<'a> {
+    cwd: &'a Path,
+    raw: &'a str,
+    buffer: Option<String>,
+}
+
+/// The editor's text of the file, unsaved changes included, when the session has an editor
+/// that takes reads and the file is on disk; `None` reads the disk (an editor that cannot
+/// give the file is not an error: the disk has it).
+pub(crate) async fn editor_text(session: &crate::ToolSession, key: &Path) -> Option<String> {
+    let editor = session.reading_editor()?;
+    if !key.is_file() {
+        return None;
+    }
+    editor.read_text(key).await.ok()
+}
+
 fn read_window(
-    cwd: &Path,
-    raw: &str,
+    source: Source<'_>,
     offset: u64,
     limit: u64,
     cancel: &CancellationToken,
     observations: &ObservationMap,
 ) -> Result<String, ToolError> {
-    let target = resolve(cwd, raw)?;
+    let target = resolve(source.cwd, source.raw)?;
     let shown = target.shown().to_string();
     let metadata = stat_readable(&target, &shown, observations)?;
-    let file = File::open(&target.key).map_err(|e| read_error(&shown, &e))?;
     let mut scanner = WindowScanner::new(offset, limit);
-    scan(file, &mut scanner, &shown, cancel)?;
+    match source.buffer {
+        Some(text) => scan(
+            io::Cursor::new(text.into_bytes()),
+            &mut scanner,
+            &shown,
+            cancel,
+        )?,
+        None => {
+            let file = File::open(&target.key).map_err(|e| read_error(&shown, &e))?;
+            scan(file, &mut scanner, &shown, cancel)?;
+        }
+    }
     let window = scanner.finish(&shown)?;
     // The version from before the content was read: a change while reading makes the next
     // mutation fail as stale rather than silently overwrite it.
@@ -185,7 +222,7 @@ pub(crate) fn read_error(shown: &str, error: &io::Error) -> ToolError {
 /// Streams the file through the scanner: binary sniffing on the first bytes, a leading BOM
 /// dropped, strict UTF-8 across chunk boundaries.
 fn scan(
-    mut file: File,
+    mut file: impl io::Read,
     scanner: &mut WindowScanner,
     shown: &str,
     cancel: &CancellationToken,
@@ -562,12 +599,19 @@ mod tests {
         assert!(window("", 2, 2000).is_err());
     }
 
+    fn on_disk<'a>(cwd: &'a Path, raw: &'a str) -> Source<'a> {
+        Source {
+            cwd,
+            raw,
+            buffer: None,
+        }
+    }
+
     fn read_file(bytes: &[u8]) -> Result<String, ToolError> {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("f"), bytes).unwrap();
         read_window(
-            dir.path(),
-            "f",
+            on_disk(dir.path(), "f"),
             1,
             2000,
             &CancellationToken::new(),
@@ -616,11 +660,23 @@ mod tests {
     fn missing_files_and_directories_have_their_codes() {
         let dir = tempfile::tempdir().unwrap();
         let cancel = CancellationToken::new();
-        let missing =
-            read_window(dir.path(), "nope", 1, 2000, &cancel, &ObservationMap::new()).unwrap_err();
+        let missing = read_window(
+            on_disk(dir.path(), "nope"),
+            1,
+            2000,
+            &cancel,
+            &ObservationMap::new(),
+        )
+        .unwrap_err();
         assert_eq!(missing.info.unwrap().code, "FS_NOT_FOUND");
-        let folder =
-            read_window(dir.path(), ".", 1, 2000, &cancel, &ObservationMap::new()).unwrap_err();
+        let folder = read_window(
+            on_disk(dir.path(), "."),
+            1,
+            2000,
+            &cancel,
+            &ObservationMap::new(),
+        )
+        .unwrap_err();
         assert_eq!(
             folder.message,
             format!(

@@ -73,29 +73,47 @@ impl Tool for Write {
             let policy = call_policy(&args, ctx, "write", dsh_sandbox::Subject::Operation).await?;
             let target = resolve_for_write(&policy, &raw)?;
             let session = ctx.session.clone();
-            crate::registry::blocking("write", move || {
+            let editor = session.writing_editor();
+            let through_editor = editor.is_some();
+            let (key, shown, created, content) = crate::registry::blocking("write", move || {
                 let shown = target.shown().to_string();
                 let seen = session.observations.get(&target.key);
                 let target = fence(&target, &policy, session.offers_escalation())?;
-                let created =
-                    write_checked(&target.key, &content, seen, &shown).map_err(with_remedy)?;
-                if let Ok(meta) = std::fs::metadata(&target.key) {
-                    session
-                        .observations
-                        .present(&target.key, Version::of(&meta));
+                let publish_as = checked(&target.key, seen, &shown).map_err(with_remedy)?;
+                let created = matches!(publish_as, Publish::Create);
+                if through_editor {
+                    return Ok((target.key, shown, created, Some(content)));
                 }
-                let what = if created {
-                    "Created file"
-                } else {
-                    "Updated file"
-                };
-                Ok(ToolOutput::text(format!(
-                    "<path>{shown}</path>\n<type>file</type>\n<content>\n{what}\n</content>"
-                )))
+                publish(&target.key, content.as_bytes(), publish_as, &shown)?;
+                session.observe_written(&target.key);
+                Ok((target.key, shown, created, None))
             })
-            .await
+            .await?;
+            if let (Some(editor), Some(content)) = (editor, content) {
+                editor
+                    .write_text(&key, content)
+                    .await
+                    .map_err(|reason| editor_refused(&shown, &reason))?;
+                ctx.session.observe_written(&key);
+            }
+            let what = if created {
+                "Created file"
+            } else {
+                "Updated file"
+            };
+            Ok(ToolOutput::text(format!(
+                "<path>{shown}</path>\n<type>file</type>\n<content>\n{what}\n</content>"
+            )))
         })
     }
+}
+
+/// The editor would not take a write (ACP's `fs/write_text_file` failed).
+pub(crate) fn editor_refused(shown: &str, reason: &str) -> ToolError {
+    ToolError::fs(
+        fs_code::IO_ERROR,
+        format!("cannot write \"{shown}\": the editor refused the change: {reason}"),
+    )
 }
 
 /// Publishes `content` at `key` if what is there matches what the session saw. Returns whether
@@ -106,6 +124,19 @@ pub(crate) fn write_checked(
     seen: Option<Observation>,
     shown: &str,
 ) -> Result<bool, ToolError> {
+    let publish_as = checked(key, seen, shown)?;
+    let created = matches!(publish_as, Publish::Create);
+    publish(key, content.as_bytes(), publish_as, shown)?;
+    Ok(created)
+}
+
+/// How `key` may be written, if what is there matches what the session saw: replaced (keeping
+/// its permissions) or created.
+fn checked(
+    key: &std::path::Path,
+    seen: Option<Observation>,
+    shown: &str,
+) -> Result<Publish, ToolError> {
     let current = match std::fs::metadata(key) {
         Ok(meta) => Some(meta),
         Err(e)
@@ -135,18 +166,13 @@ pub(crate) fn write_checked(
             fs_code::STALE_VERSION,
             format!("cannot write \"{shown}\": file changed since it was read"),
         )),
-        (Some(meta), Some(_)) => {
-            let mode = meta.permissions().mode();
-            publish(key, content.as_bytes(), Publish::Replace { mode }, shown)?;
-            Ok(false)
-        }
+        (Some(meta), Some(_)) => Ok(Publish::Replace {
+            mode: meta.permissions().mode(),
+        }),
         (None, Some(_)) => Err(ToolError::fs(
             fs_code::STALE_VERSION,
             format!("cannot write \"{shown}\": file no longer exists"),
         )),
-        (None, None) => {
-            publish(key, content.as_bytes(), Publish::Create, shown)?;
-            Ok(true)
-        }
+        (None, None) => Ok(Publish::Create),
     }
 }

@@ -139,6 +139,7 @@ async fn main_loop(
         approver: Some(grants.clone()),
         questions: Some(Arc::new(AskTheUi(ask_tx))),
         watches_output: true,
+        editor: None,
     };
     let (work_tx, work_rx) = mpsc::unbounded_channel();
     let (done_tx, done_rx) = mpsc::unbounded_channel();

@@ -27,10 +27,36 @@ struct Editor {
     updates: Vec<Value>,
     /// Every permission request received so far, its params.
     asked: Vec<Value>,
+    /// The editor's open buffers, by absolute path, when it offers its file system: what
+    /// `fs/read_text_file` answers and `fs/write_text_file` changes (never the disk).
+    buffers: Option<std::collections::BTreeMap<String, String>>,
+    /// Every `fs/*` request received so far: the method and the path.
+    file_requests: Vec<(String, String)>,
 }
 
 impl Editor {
     fn start(env: &TestEnv, args: &[&str]) -> Editor {
+        Editor::launch(env, args, None)
+    }
+
+    /// An editor that offers its file system, holding `buffers` open.
+    fn with_buffers(env: &TestEnv, buffers: &[(&str, &str)]) -> Editor {
+        let open = buffers
+            .iter()
+            .map(|(path, text)| {
+                let path = env.ws_path().join(path).display().to_string();
+                (path, (*text).to_owned())
+            })
+            .collect();
+        Editor::launch(env, &[], Some(open))
+    }
+
+    fn launch(
+        env: &TestEnv,
+        args: &[&str],
+        buffers: Option<std::collections::BTreeMap<String, String>>,
+    ) -> Editor {
+        let offers_files = buffers.is_some();
         let mut child = env
             .command(dsh())
             .arg("acp")
@@ -59,10 +85,13 @@ impl Editor {
             next_id: 0,
             updates: Vec::new(),
             asked: Vec::new(),
+            buffers,
+            file_requests: Vec::new(),
         };
+        let fs = json!({"readTextFile": offers_files, "writeTextFile": offers_files});
         let init = editor.call(
             "initialize",
-            json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}}}),
+            json!({"protocolVersion": 1, "clientCapabilities": {"fs": fs}}),
         );
         assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
         editor
@@ -111,6 +140,30 @@ impl Editor {
                         None => json!({"outcome": "cancelled"}),
                     };
                     let reply = json!({"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": outcome}});
+                    self.send(&reply);
+                }
+                Some(method @ ("fs/read_text_file" | "fs/write_text_file")) => {
+                    let params = &message["params"];
+                    let path = params["path"].as_str().unwrap().to_owned();
+                    self.file_requests.push((method.to_owned(), path.clone()));
+                    let buffers = self
+                        .buffers
+                        .as_mut()
+                        .expect("fs request to an editor without fs");
+                    let outcome = if method == "fs/read_text_file" {
+                        match buffers.get(&path) {
+                            Some(text) => json!({"result": {"content": text}}),
+                            None => json!({"error": {"code": -32002, "message": "not open"}}),
+                        }
+                    } else {
+                        buffers.insert(path, params["content"].as_str().unwrap().to_owned());
+                        json!({"result": {}})
+                    };
+                    let mut reply = json!({"jsonrpc": "2.0", "id": message["id"]});
+                    reply
+                        .as_object_mut()
+                        .unwrap()
+                        .extend(outcome.as_object().unwrap().clone());
                     self.send(&reply);
                 }
                 _ => panic!("unexpected message: {message}"),
@@ -455,9 +508,67 @@ fn the_editors_mcp_servers_are_started_for_the_session() {
     let done = editor.prompt(&session, "echo hi", &mut |_| None);
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
     let requests = env.server.requests();
-    assert!(requests[0]
-        .tool_names()
-        .contains(&"mcp__everything__echo".to_owned()));
+    assert!(
+        requests[0]
+            .tool_names()
+            .contains(&"mcp__everything__echo".to_owned())
+    );
     assert_eq!(requests[1].tool_results()[0], "Echo: hi");
+    assert!(editor.quit().success());
+}
+
+#[test]
+fn with_the_editors_file_system_reads_see_unsaved_text_and_changes_go_to_its_buffers() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "notes.txt"})),
+        Turn::tool_call(
+            "edit",
+            json!({"file_path": "notes.txt", "old_string": "unsaved", "new_string": "edited"}),
+        ),
+        Turn::tool_call(
+            "write",
+            json!({"file_path": "new.txt", "content": "fresh\n"}),
+        ),
+        Turn::tool_call("read", json!({"file_path": "other.txt"})),
+        Turn::text("done"),
+    ]);
+    env.write("notes.txt", "saved text\n");
+    env.write("other.txt", "only on disk\n");
+    let mut editor = Editor::with_buffers(&env, &[("notes.txt", "unsaved text\n")]);
+    let session = editor.new_session(&env);
+    let done = editor.prompt(&session, "change the notes", &mut |_| None);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+
+    let results = env.server.requests()[4].tool_results();
+    assert!(results[0].contains("unsaved text"), "{results:?}");
+    assert!(results[1].contains("updated successfully"), "{results:?}");
+    assert!(results[2].contains("Created file"), "{results:?}");
+    // A file the editor does not hold is read from the disk.
+    assert!(results[3].contains("only on disk"), "{results:?}");
+
+    let notes = env.ws_path().join("notes.txt").display().to_string();
+    let created = env.ws_path().join("new.txt").display().to_string();
+    let buffers = editor.buffers.clone().unwrap();
+    assert_eq!(buffers[&notes], "edited text\n");
+    assert_eq!(buffers[&created], "fresh\n");
+    // The editor saves when it chooses: dsh did not write the disk itself.
+    assert_eq!(
+        std::fs::read_to_string(env.ws.path().join("notes.txt")).unwrap(),
+        "saved text\n"
+    );
+    assert!(!env.ws.path().join("new.txt").exists());
+    let methods: Vec<&str> = (editor.file_requests.iter())
+        .map(|(method, _)| method.as_str())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "fs/read_text_file",
+            "fs/read_text_file",
+            "fs/write_text_file",
+            "fs/write_text_file",
+            "fs/read_text_file"
+        ]
+    );
     assert!(editor.quit().success());
 }

@@ -1,18 +1,23 @@
 //! The editor's side of [`dsh_core::ask`]: an escalation and the model's questions become
-//! `session/request_permission` requests the client answers.
+//! `session/request_permission` requests the client answers, and when the client offers its
+//! file system, the file tools read and write through `fs/read_text_file` and
+//! `fs/write_text_file`, so they see unsaved changes and the editor's buffers follow theirs.
 
 use std::future::Future;
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
-    SessionId, ToolCallUpdate, ToolCallUpdateFields,
+    FileSystemCapabilities, PermissionOption, PermissionOptionKind, ReadTextFileRequest,
+    RequestPermissionOutcome, RequestPermissionRequest, SessionId, ToolCallUpdate,
+    ToolCallUpdateFields, WriteTextFileRequest,
 };
 use dsh_core::ask::{
-    Answer, ApprovalOutcome, ApprovalRequest, Approver, AskOutcome, Question, UserQuestions,
+    Answer, ApprovalOutcome, ApprovalRequest, Approver, AskOutcome, EditorFiles, EditorFuture,
+    Question, UserQuestions,
 };
 
 const ALLOW_ONCE: &str = "allow-once";
@@ -20,20 +25,27 @@ const ALLOW_SESSION: &str = "allow-session";
 const REJECT: &str = "reject";
 const SKIP: &str = "skip";
 
-/// Asks the client of one session. The session's id is known once the session is open,
-/// which is after the run (and so this) was built.
+/// The client of one session. The session's id is known once the session is open, which is
+/// after the run (and so this) was built.
 #[derive(Clone)]
-pub struct AskTheClient {
+pub struct EditorClient {
     connection: ConnectionTo<Client>,
     session: Arc<OnceLock<SessionId>>,
+    /// What the client said it offers at `initialize`.
+    fs: FileSystemCapabilities,
 }
 
-impl AskTheClient {
-    pub fn new(connection: ConnectionTo<Client>) -> Self {
-        AskTheClient {
+impl EditorClient {
+    pub fn new(connection: ConnectionTo<Client>, fs: FileSystemCapabilities) -> Self {
+        EditorClient {
             connection,
             session: Arc::default(),
+            fs,
         }
+    }
+
+    fn session_id(&self) -> Result<SessionId, String> {
+        (self.session.get().cloned()).ok_or_else(|| "the session is not open yet".to_owned())
     }
 
     /// Names the session the requests are about, once it is open.
@@ -66,7 +78,7 @@ fn chosen(outcome: &RequestPermissionOutcome) -> Option<&str> {
     }
 }
 
-impl Approver for AskTheClient {
+impl Approver for EditorClient {
     fn request(
         &self,
         request: ApprovalRequest,
@@ -98,7 +110,7 @@ impl Approver for AskTheClient {
     }
 }
 
-impl UserQuestions for AskTheClient {
+impl UserQuestions for EditorClient {
     /// One permission request per question, its choices as the options and "Skip" beside
     /// them. The protocol picks one option per request, so a multiple-choice question is
     /// answered with one choice.
@@ -145,6 +157,32 @@ impl UserQuestions for AskTheClient {
                 });
             }
             AskOutcome::Answered(answers)
+        })
+    }
+}
+
+impl EditorFiles for EditorClient {
+    fn reads(&self) -> bool {
+        self.fs.read_text_file
+    }
+
+    fn writes(&self) -> bool {
+        self.fs.write_text_file
+    }
+
+    fn read_text<'a>(&'a self, path: &'a Path) -> EditorFuture<'a, String> {
+        Box::pin(async move {
+            let request = ReadTextFileRequest::new(self.session_id()?, path.to_path_buf());
+            let response = self.connection.send_request(request).block_task().await;
+            response.map(|r| r.content).map_err(|e| e.message)
+        })
+    }
+
+    fn write_text<'a>(&'a self, path: &'a Path, text: String) -> EditorFuture<'a, ()> {
+        Box::pin(async move {
+            let request = WriteTextFileRequest::new(self.session_id()?, path.to_path_buf(), text);
+            let response = self.connection.send_request(request).block_task().await;
+            response.map(|_| ()).map_err(|e| e.message)
         })
     }
 }
