@@ -69,9 +69,7 @@ pub fn serve_stdio(base: Flags) -> Result<(), ServeError> {
     let open: Vec<Arc<OpenSession>> = server.lock_sessions().drain().map(|(_, s)| s).collect();
     runtime.block_on(async {
         for session in open {
-            if let Ok(session) = Arc::try_unwrap(session) {
-                session.close().await;
-            }
+            session.close().await;
         }
     });
     runtime.shutdown_background();
@@ -357,12 +355,7 @@ async fn serve(server: Arc<Server>) -> Result<(), Error> {
                     let Some(session) = removed else {
                         return responder.respond_with_error(not_found(&request.session_id));
                     };
-                    session.cancel();
-                    // A turn still ending holds the session a moment longer; its processes
-                    // stop when it lets go.
-                    if let Ok(session) = Arc::try_unwrap(session) {
-                        session.close().await;
-                    }
+                    session.close().await;
                     responder.respond(CloseSessionResponse::new())
                 })
             },

@@ -238,12 +238,13 @@ impl OpenSession {
         Ok(PromptResponse::new(stop_reason).usage(turn_usage(&summary.usage)))
     }
 
-    /// Stops the session's processes; the log is whole after every record.
-    pub async fn close(self) {
-        let opened = self.turn.into_inner();
-        let processes = opened.run.processes();
-        drop(opened);
-        processes.shutdown().await;
+    /// Stops the running turn, if any, waits for it to end, and stops every process the
+    /// session started (commands, background jobs, MCP servers). The log is whole after every
+    /// record, so nothing else needs closing.
+    pub async fn close(&self) {
+        self.cancel();
+        let opened = self.turn.lock().await;
+        opened.run.processes().shutdown().await;
     }
 }
 

@@ -572,3 +572,62 @@ fn with_the_editors_file_system_reads_see_unsaved_text_and_changes_go_to_its_buf
     );
     assert!(editor.quit().success());
 }
+
+/// Whether a process whose command line holds `marker` runs on this machine.
+fn running(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        std::fs::read(entry.path().join("cmdline"))
+            .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(marker))
+    })
+}
+
+#[test]
+fn closing_a_session_stops_its_turn_its_commands_and_its_jobs() {
+    let job = format!("600.{}1", std::process::id());
+    let command = format!("600.{}2", std::process::id());
+    let sleep = |seconds: &str, background: bool| {
+        Turn::tool_call(
+            "bash",
+            json!({"command": format!("sleep {seconds}"), "description": "wait", "run_in_background": background}),
+        )
+    };
+    let env = TestEnv::new(vec![
+        sleep(&job, true),
+        Turn::text("started"),
+        sleep(&command, false),
+    ]);
+    // The turn that started the job answers at once instead of waiting for the job.
+    env.write(".dsh/config.toml", "[jobs]\nwait_ms = 1\n");
+    let mut editor = Editor::start(&env, &[]);
+    let session = editor.new_session(&env);
+    let done = editor.prompt(&session, "start it", &mut |_| None);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let started = env.server.requests()[1].tool_results();
+    assert!(running(&job), "the job did not start: {started:?}");
+
+    let turn = editor.request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}),
+    );
+    let deadline = std::time::Instant::now() + LIMIT;
+    while !running(&command) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command did not start"
+        );
+        std::thread::yield_now();
+    }
+    let close = editor.request("session/close", json!({"sessionId": session}));
+    let stopped = editor.response(turn, &mut |_| None);
+    assert_eq!(stopped["result"]["stopReason"], "cancelled", "{stopped}");
+    let closed = editor.response(close, &mut |_| None);
+    assert!(closed.get("result").is_some(), "{closed}");
+    assert!(!running(&job), "the job outlived its session");
+    assert!(!running(&command), "the command outlived its session");
+    let again = editor.call(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}),
+    );
+    assert_eq!(again["error"]["code"], -32002, "{again}");
+    assert!(editor.quit().success());
+}
