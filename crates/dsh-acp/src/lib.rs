@@ -21,6 +21,7 @@ mod session;
 mod updates;
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -239,6 +240,101 @@ fn answer<T: agent_client_protocol::JsonRpcResponse>(
     }
 }
 
+/// Runs a request's work as a task of the connection, so the dispatch loop goes on to the
+/// next message (a cancel, a permission answer) meanwhile, and answers with its outcome.
+fn answer_later<T, F>(
+    connection: &ConnectionTo<Client>,
+    responder: Responder<T>,
+    work: F,
+) -> Result<(), Error>
+where
+    T: agent_client_protocol::JsonRpcResponse + Send + 'static,
+    F: Future<Output = Result<T, Error>> + Send + 'static,
+{
+    connection.spawn(async move { answer(responder, work.await) })
+}
+
+impl Server {
+    fn initialize(&self, request: &InitializeRequest) -> InitializeResponse {
+        if let Ok(mut client) = self.client.lock() {
+            *client = request.client_capabilities.clone();
+        }
+        let version = request.protocol_version.min(ProtocolVersion::V1);
+        InitializeResponse::new(version)
+            .agent_capabilities(capabilities())
+            .agent_info(
+                Implementation::new("dsh", env!("CARGO_PKG_VERSION")).title("dsh".to_owned()),
+            )
+    }
+
+    async fn new_session(
+        &self,
+        request: NewSessionRequest,
+        connection: ConnectionTo<Client>,
+    ) -> Result<NewSessionResponse, Error> {
+        let session =
+            (self.open(&request.cwd, Opening::New, &request.mcp_servers, connection)).await?;
+        Ok(NewSessionResponse::new(session.id.clone()))
+    }
+
+    /// Opens the session and replays its history before answering, so the client shows the
+    /// session as it was before it sends the next prompt.
+    async fn load_session(
+        &self,
+        request: LoadSessionRequest,
+        connection: ConnectionTo<Client>,
+    ) -> Result<LoadSessionResponse, Error> {
+        let session = self
+            .open_existing(
+                &request.session_id,
+                &request.cwd,
+                &request.mcp_servers,
+                connection.clone(),
+            )
+            .await?;
+        for update in updates::replay(&session.history().await, &session.cwd) {
+            connection.send_notification(SessionNotification::new(session.id.clone(), update))?;
+        }
+        Ok(LoadSessionResponse::new())
+    }
+
+    async fn resume_session(
+        &self,
+        request: ResumeSessionRequest,
+        connection: ConnectionTo<Client>,
+    ) -> Result<ResumeSessionResponse, Error> {
+        self.open_existing(
+            &request.session_id,
+            &request.cwd,
+            &request.mcp_servers,
+            connection,
+        )
+        .await?;
+        Ok(ResumeSessionResponse::new())
+    }
+
+    async fn close_session(
+        &self,
+        request: CloseSessionRequest,
+    ) -> Result<CloseSessionResponse, Error> {
+        let removed = self.lock_sessions().remove(&request.session_id);
+        let session = removed.ok_or_else(|| not_found(&request.session_id))?;
+        session.close().await;
+        Ok(CloseSessionResponse::new())
+    }
+
+    async fn prompt(
+        &self,
+        request: PromptRequest,
+        connection: ConnectionTo<Client>,
+    ) -> Result<PromptResponse, Error> {
+        let session = self.session(&request.session_id)?;
+        let text = prompt::message_of(&request.prompt)
+            .map_err(|message| Error::invalid_params().data(json!({ "message": message })))?;
+        session.prompt(text, &connection).await.map_err(failed)
+    }
+}
+
 async fn serve(server: Arc<Server>) -> Result<(), Error> {
     let on_initialize = server.clone();
     let on_new = server.clone();
@@ -255,18 +351,7 @@ async fn serve(server: Arc<Server>) -> Result<(), Error> {
             async move |request: InitializeRequest,
                         responder: Responder<InitializeResponse>,
                         _connection: ConnectionTo<Client>| {
-                if let Ok(mut client) = on_initialize.client.lock() {
-                    *client = request.client_capabilities.clone();
-                }
-                let version = request.protocol_version.min(ProtocolVersion::V1);
-                responder.respond(
-                    InitializeResponse::new(version)
-                        .agent_capabilities(capabilities())
-                        .agent_info(
-                            Implementation::new("dsh", env!("CARGO_PKG_VERSION"))
-                                .title("dsh".to_owned()),
-                        ),
-                )
+                responder.respond(on_initialize.initialize(&request))
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -274,16 +359,9 @@ async fn serve(server: Arc<Server>) -> Result<(), Error> {
             async move |request: NewSessionRequest,
                         responder: Responder<NewSessionResponse>,
                         connection: ConnectionTo<Client>| {
-                let server = on_new.clone();
-                connection.clone().spawn(async move {
-                    let opened = server
-                        .open(&request.cwd, Opening::New, &request.mcp_servers, connection)
-                        .await;
-                    answer(
-                        responder,
-                        opened.map(|session| NewSessionResponse::new(session.id.clone())),
-                    )
-                })
+                let (server, to) = (on_new.clone(), connection.clone());
+                let work = async move { server.new_session(request, to).await };
+                answer_later(&connection, responder, work)
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -291,30 +369,9 @@ async fn serve(server: Arc<Server>) -> Result<(), Error> {
             async move |request: LoadSessionRequest,
                         responder: Responder<LoadSessionResponse>,
                         connection: ConnectionTo<Client>| {
-                let server = on_load.clone();
-                connection.clone().spawn(async move {
-                    let opened = server
-                        .open_existing(
-                            &request.session_id,
-                            &request.cwd,
-                            &request.mcp_servers,
-                            connection.clone(),
-                        )
-                        .await;
-                    let session = match opened {
-                        Ok(session) => session,
-                        Err(error) => return responder.respond_with_error(error),
-                    };
-                    // The history first, then the response: the client shows the session
-                    // as it was before it sends the next prompt.
-                    for update in updates::replay(&session.earlier, &session.cwd) {
-                        connection.send_notification(SessionNotification::new(
-                            session.id.clone(),
-                            update,
-                        ))?;
-                    }
-                    responder.respond(LoadSessionResponse::new())
-                })
+                let (server, to) = (on_load.clone(), connection.clone());
+                let work = async move { server.load_session(request, to).await };
+                answer_later(&connection, responder, work)
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -322,18 +379,9 @@ async fn serve(server: Arc<Server>) -> Result<(), Error> {
             async move |request: ResumeSessionRequest,
                         responder: Responder<ResumeSessionResponse>,
                         connection: ConnectionTo<Client>| {
-                let server = on_resume.clone();
-                connection.clone().spawn(async move {
-                    let opened = server
-                        .open_existing(
-                            &request.session_id,
-                            &request.cwd,
-                            &request.mcp_servers,
-                            connection,
-                        )
-                        .await;
-                    answer(responder, opened.map(|_| ResumeSessionResponse::new()))
-                })
+                let (server, to) = (on_resume.clone(), connection.clone());
+                let work = async move { server.resume_session(request, to).await };
+                answer_later(&connection, responder, work)
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -350,14 +398,8 @@ async fn serve(server: Arc<Server>) -> Result<(), Error> {
                         responder: Responder<CloseSessionResponse>,
                         connection: ConnectionTo<Client>| {
                 let server = on_close.clone();
-                connection.spawn(async move {
-                    let removed = server.lock_sessions().remove(&request.session_id);
-                    let Some(session) = removed else {
-                        return responder.respond_with_error(not_found(&request.session_id));
-                    };
-                    session.close().await;
-                    responder.respond(CloseSessionResponse::new())
-                })
+                let work = async move { server.close_session(request).await };
+                answer_later(&connection, responder, work)
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -365,23 +407,9 @@ async fn serve(server: Arc<Server>) -> Result<(), Error> {
             async move |request: PromptRequest,
                         responder: Responder<PromptResponse>,
                         connection: ConnectionTo<Client>| {
-                let server = on_prompt.clone();
-                connection.clone().spawn(async move {
-                    let session = match server.session(&request.session_id) {
-                        Ok(session) => session,
-                        Err(error) => return responder.respond_with_error(error),
-                    };
-                    let text = match prompt::message_of(&request.prompt) {
-                        Ok(text) => text,
-                        Err(message) => {
-                            return responder.respond_with_error(
-                                Error::invalid_params().data(json!({ "message": message })),
-                            );
-                        }
-                    };
-                    let outcome = session.prompt(text, &connection).await;
-                    answer(responder, outcome.map_err(failed))
-                })
+                let (server, to) = (on_prompt.clone(), connection.clone());
+                let work = async move { server.prompt(request, to).await };
+                answer_later(&connection, responder, work)
             },
             agent_client_protocol::on_receive_request!(),
         )

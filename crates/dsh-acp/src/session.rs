@@ -43,8 +43,6 @@ pub struct OpenSession {
     turn: tokio::sync::Mutex<Opened>,
     /// The running turn's stop, for `session/cancel`.
     stop: Mutex<Option<Stop>>,
-    /// The records of the session's earlier turns, for `session/load` to replay.
-    pub earlier: Vec<Record>,
 }
 
 struct Opened {
@@ -78,13 +76,9 @@ impl OpenSession {
         let notices_supported = (client.session.as_ref()).is_some_and(|s| s.notices.is_some());
         let mut flags = base.clone();
         flags.interactive = true;
-        let resumed = match opening {
-            Opening::New => false,
-            Opening::Existing(id) => {
-                flags.session_id = Some(id);
-                true
-            }
-        };
+        if let Opening::Existing(id) = opening {
+            flags.session_id = Some(id);
+        }
         let mut settings = Settings::load(cwd.to_path_buf(), &Environment::from_process(), &flags)
             .map_err(|e| Failure::new(e.code, e.message))?;
         let (notices_tx, notices) = mpsc::unbounded_channel();
@@ -120,13 +114,6 @@ impl OpenSession {
         let session = run.agent.session();
         let id = SessionId::new(session.id());
         editor.opened(id.clone());
-        let earlier = if resumed {
-            dsh_core::read_log(session.log_path())
-                .map(|log| log.records.into_iter().map(|e| e.record).collect())
-                .unwrap_or_default()
-        } else {
-            Vec::new()
-        };
         let cwd = session.cwd().to_path_buf();
         let events = std::mem::replace(&mut run.events, mpsc::unbounded_channel().1);
         let prices = run.prices;
@@ -149,8 +136,14 @@ impl OpenSession {
                 billed: Usage::default(),
             }),
             stop: Mutex::new(None),
-            earlier,
         })
+    }
+
+    /// Every record of the session so far, for `session/load` to replay; waits for a running
+    /// turn to end, so the history is whole.
+    pub async fn history(&self) -> Vec<Record> {
+        let opened = self.turn.lock().await;
+        opened.run.agent.session().logged_records()
     }
 
     /// Asks the running turn, if any, to stop, as Esc in an editor does.

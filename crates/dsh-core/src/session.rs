@@ -228,6 +228,15 @@ impl Session {
         self.log.path()
     }
 
+    /// Every record logged so far, in order: what a front end replays to show a resumed
+    /// session as it was. The log was read whole when the session opened; one that cannot be
+    /// read again now shows nothing rather than failing the session.
+    pub fn logged_records(&self) -> Vec<Record> {
+        read_log(self.log.path())
+            .map(|log| log.records.into_iter().map(|e| e.record).collect())
+            .unwrap_or_default()
+    }
+
     /// The session's folder: its log and its spill files.
     pub fn dir(&self) -> &Path {
         self.log.path().parent().unwrap_or_else(|| Path::new("."))

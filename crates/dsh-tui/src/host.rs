@@ -138,9 +138,7 @@ async fn open_session(
     };
     let session = run.agent.session();
     let earlier = if resumed {
-        dsh_core::read_log(session.log_path())
-            .map(|log| log.records.into_iter().map(|e| e.record).collect())
-            .unwrap_or_default()
+        session.logged_records()
     } else {
         Vec::new()
     };

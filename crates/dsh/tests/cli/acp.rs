@@ -406,6 +406,18 @@ fn a_session_is_listed_loaded_with_its_history_and_continued() {
     assert_eq!(next["result"]["stopReason"], "end_turn");
     let history = serde_json::to_string(env.server.requests()[2].messages()).unwrap();
     assert!(history.contains("It says hello."), "{history}");
+    // Loading the open session again shows the turn it has had since.
+    editor.updates.clear();
+    let again = editor.call(
+        "session/load",
+        json!({"sessionId": session, "cwd": env.ws_path(), "mcpServers": []}),
+    );
+    assert!(again.get("result").is_some(), "{again}");
+    assert_eq!(
+        editor.text_of("user_message_chunk"),
+        "What do the notes say?And again?"
+    );
+    assert!(editor.text_of("agent_message_chunk").ends_with("Second answer."));
     assert!(editor.quit().success());
 }
 
