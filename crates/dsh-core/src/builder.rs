@@ -92,6 +92,14 @@ impl Run {
     pub fn processes(&self) -> Processes {
         self.processes.clone()
     }
+
+    /// Ends the run: drops the agent (its log is whole after every record, and its lock is
+    /// let go) and stops every process it started, waiting for them.
+    pub async fn close(self) {
+        let processes = self.processes();
+        drop(self);
+        processes.shutdown().await;
+    }
 }
 
 impl AgentBuilder {
@@ -112,11 +120,31 @@ impl AgentBuilder {
         &self.settings
     }
 
+    /// Starts and finishes the run ([`AgentBuilder::start`], [`StartedRun::finish`]); when
+    /// it cannot, the MCP servers it started are stopped before the error is returned.
+    pub async fn open(
+        self,
+        mcp: &McpServers,
+        notices: UnboundedSender<String>,
+    ) -> Result<Run, SetupError> {
+        let opened = match self.start(mcp, notices) {
+            Ok(started) => started.finish().await,
+            Err(error) => Err(error),
+        };
+        if opened.is_err() {
+            mcp.shutdown().await;
+        }
+        opened
+    }
+
     /// Connects the model's client, opens the session (a resumed one is found, locked and
     /// repaired: a wrong id costs nothing) and starts the MCP servers, registered with `mcp`
     /// before anything spawns so that whoever holds it can stop them, however the run ends.
     /// `notices` gets lines for the user from outside the agent's events (servers' stderr).
     /// Must be called within a Tokio runtime.
+    ///
+    /// [`AgentBuilder::open`] does this and [`StartedRun::finish`] in one, for a front end
+    /// with nothing to do in between.
     pub fn start(
         self,
         mcp: &McpServers,

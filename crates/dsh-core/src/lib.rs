@@ -40,7 +40,7 @@ pub use error::CoreError;
 pub use home::dsh_home;
 pub use hooks::{HookEvent, HookRunner, HookSet, HookVerdict};
 pub use instructions::InstructionSettings;
-pub use log::{LoadedLog, LogOptions, SessionLog, read_log};
+pub use log::{LoadedLog, LogOptions, SessionLog, logged_records, read_log};
 pub use output_schema::{OUTPUT_RETRIES, OutputSchema};
 pub use session::Session;
 

@@ -231,6 +231,15 @@ pub struct LoadedLog {
     pub torn: bool,
 }
 
+/// Every record of the log at `path`, in order: what a front end replays to show a session as
+/// it was. A session's log was read whole when it opened; one that cannot be read again now
+/// shows nothing rather than failing the session.
+pub fn logged_records(path: &Path) -> Vec<Record> {
+    read_log(path)
+        .map(|log| log.records.into_iter().map(|e| e.record).collect())
+        .unwrap_or_default()
+}
+
 /// Reads a log. A last line cut short (no newline, or not valid JSON) is a write the process
 /// died in and is dropped; a damaged line before it is an error, since what follows it cannot
 /// be trusted to continue it.

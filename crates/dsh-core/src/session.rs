@@ -228,13 +228,9 @@ impl Session {
         self.log.path()
     }
 
-    /// Every record logged so far, in order: what a front end replays to show a resumed
-    /// session as it was. The log was read whole when the session opened; one that cannot be
-    /// read again now shows nothing rather than failing the session.
+    /// Every record logged so far, in order ([`crate::logged_records`]).
     pub fn logged_records(&self) -> Vec<Record> {
-        read_log(self.log.path())
-            .map(|log| log.records.into_iter().map(|e| e.record).collect())
-            .unwrap_or_default()
+        crate::log::logged_records(self.log.path())
     }
 
     /// The session's folder: its log and its spill files.

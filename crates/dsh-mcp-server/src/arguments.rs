@@ -48,7 +48,7 @@ pub fn tools() -> Vec<Tool> {
             "sandbox": {
                 "type": "string",
                 "enum": ["read-only", "workspace-write", "danger-full-access", "plan"],
-                "description": "What commands may change: read-only; workspace-write (the folder and temporary files, no network); danger-full-access (no sandbox); plan (read-only, answers with a plan). The server's setting when left out."
+                "description": "What commands may change: read-only; workspace-write (the folder and temporary files, no network); danger-full-access (no sandbox); plan (read-only, answers with a plan). The server's setting when left out; a call may narrow it, never widen it."
             },
             "model": {
                 "type": "string",

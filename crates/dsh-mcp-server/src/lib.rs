@@ -62,8 +62,8 @@ pub fn serve_stdio(base: Flags) -> Result<(), ServeError> {
             .map(|_| ())
             .map_err(|e| ServeError(format!("the MCP connection failed: {e}")))
     });
-    // A turn still running when the client hung up has been dropped with its task; nothing
-    // should hold the exit.
+    // A turn running when the client hung up was cancelled and closed before the service
+    // ended; nothing else should hold the exit.
     runtime.shutdown_background();
     outcome
 }
@@ -84,9 +84,6 @@ impl DshServer {
         match request.name.as_ref() {
             arguments::TASK_TOOL => {
                 let call = TaskArguments::parse(&arguments)?;
-                if let Some(mode) = call.sandbox {
-                    flags.permission_mode = Some(mode);
-                }
                 if let Some(model) = call.model {
                     flags.model = Some(model);
                 }
@@ -95,6 +92,7 @@ impl DshServer {
                     flags,
                     cwd: self.resolve(call.cwd),
                     prompt: call.prompt,
+                    sandbox: call.sandbox,
                 })
             }
             _ => {
@@ -109,6 +107,7 @@ impl DshServer {
                     flags,
                     cwd,
                     prompt: call.prompt,
+                    sandbox: None,
                 })
             }
         }

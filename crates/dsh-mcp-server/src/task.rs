@@ -4,7 +4,10 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use dsh_core::{AgentBuilder, AgentEvent, Environment, Flags, Settings, Stop, TurnSummary};
+use dsh_core::config::PermissionMode;
+use dsh_core::{
+    AgentBuilder, AgentEvent, Environment, Flags, Settings, SetupError, Stop, TurnSummary,
+};
 use dsh_protocol::{AbortReason, BilledUsage, Prices, Record, StreamEvent};
 use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
@@ -18,6 +21,8 @@ pub struct Task {
     pub flags: Flags,
     pub cwd: PathBuf,
     pub prompt: String,
+    /// The call's `sandbox`: it may narrow the server's mode, never widen it.
+    pub sandbox: Option<PermissionMode>,
 }
 
 /// A turn that ran (to an answer or not).
@@ -30,6 +35,51 @@ pub struct Ran {
 }
 
 impl Task {
+    /// The settings of the call: the server's, then the call's own. A `sandbox` wider than
+    /// the server's mode is refused: the operator who started the server decides how far a
+    /// calling model may reach.
+    fn settings(&self) -> Result<Settings, String> {
+        if !self.cwd.is_dir() {
+            return Err(format!(
+                "cwd \"{}\" is not a folder: give a folder that exists, absolute or relative \
+                 to the server's",
+                self.cwd.display()
+            ));
+        }
+        let env = Environment::from_process();
+        let load = |flags: &Flags| {
+            Settings::load(self.cwd.clone(), &env, flags).map_err(|e| self.setup_failure(&e))
+        };
+        let settings = load(&self.flags)?;
+        let Some(asked) = self.sandbox else {
+            return Ok(settings);
+        };
+        let allowed = settings.permission_mode.value;
+        if asked.sandbox().is_wider_than(allowed.sandbox()) {
+            return Err(format!(
+                "sandbox \"{asked}\" is wider than this server allows ({allowed}): a call may \
+                 only narrow it; the server's operator can start it with --permission-mode \
+                 {asked}"
+            ));
+        }
+        let mut flags = self.flags.clone();
+        flags.permission_mode = Some(asked);
+        load(&flags)
+    }
+
+    /// A setting or session that kept the turn from running, as the calling model should
+    /// read it: the code, and what to do.
+    fn setup_failure(&self, error: &SetupError) -> String {
+        match (error.code.as_ref(), &self.flags.session_id) {
+            ("SESSION_NOT_FOUND", Some(id)) => format!(
+                "SESSION_NOT_FOUND: no session {id} was run in {}: give dsh-reply the cwd the \
+                 session ran in",
+                self.cwd.display()
+            ),
+            _ => format!("{}: {}", error.code, error.message),
+        }
+    }
+
     /// Opens the session, runs the turn and closes everything the run started. An error is
     /// what kept the turn from running (a bad setting, an unknown session), as the model
     /// calling us should read it.
@@ -40,26 +90,17 @@ impl Task {
         sessions: &Sessions,
     ) -> Result<Ran, String> {
         let started = Instant::now();
-        let settings = Settings::load(self.cwd, &Environment::from_process(), &self.flags)
-            .map_err(|e| format!("{}: {}", e.code, e.message))?;
+        let settings = self.settings()?;
         let mcp = dsh_mcp::McpServers::default();
         let (notices, mut notice_lines) = mpsc::unbounded_channel::<String>();
-        let opened = async {
-            let started = AgentBuilder::new(settings).start(&mcp, notices)?;
-            started.finish().await
-        };
-        let run = tokio::select! {
-            run = opened => run.map_err(|e| format!("{}: {}", e.code, e.message)),
-            () = cancel.cancelled() => Err("cancelled before the task was sent".to_owned()),
-        };
-        let mut run = match run {
-            Ok(run) => run,
-            Err(message) => {
+        let opened = AgentBuilder::new(settings).open(&mcp, notices);
+        let mut run = tokio::select! {
+            run = opened => run.map_err(|e| self.setup_failure(&e))?,
+            () = cancel.cancelled() => {
                 mcp.shutdown().await;
-                return Err(message);
+                return Err("cancelled before the task was sent".to_owned());
             }
         };
-        let processes = run.processes();
         let prices = run.prices;
         let session_id = run.agent.session().id().to_owned();
         let _turn = sessions.opened(&session_id, run.agent.session().cwd());
@@ -92,8 +133,7 @@ impl Task {
         while let Ok(event) = events.try_recv() {
             told(&event, &mut progress, &mut steps).await;
         }
-        drop(run);
-        processes.shutdown().await;
+        run.close().await;
         let summary = outcome.map_err(|e| format!("{}: {e}", e.code()))?;
         Ok(Ran {
             session_id,

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use dsh_core::{
-    AgentBuilder, AgentEvent, Environment, Flags, Processes, Run, Settings, Stop, TurnSummary, User,
+    AgentBuilder, AgentEvent, Environment, Flags, Run, Settings, Stop, TurnSummary, User,
 };
 use dsh_protocol::{Prices, Record, Usage};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
@@ -67,7 +67,7 @@ pub async fn serve(
         let answer = match job {
             Work::Open(flags, settings) => {
                 if let Some((run, _)) = open.take() {
-                    close(run).await;
+                    run.close().await;
                 }
                 match open_session(*flags, settings, user.clone(), notices.clone()).await {
                     Ok((run, mcp, opened)) => {
@@ -95,15 +95,8 @@ pub async fn serve(
         }
     }
     if let Some((run, _)) = open.take() {
-        close(run).await;
+        run.close().await;
     }
-}
-
-/// Drops the agent (its log is whole after every record) and stops every process it started.
-async fn close(run: Run) {
-    let processes: Processes = run.processes();
-    drop(run);
-    processes.shutdown().await;
 }
 
 async fn open_session(
@@ -125,17 +118,11 @@ async fn open_session(
     let sandbox = settings.permission_mode.value.to_string();
     let approval = settings.approval.value.to_string();
     let resumed = settings.session_id.is_some();
-    let started = AgentBuilder::new(settings)
+    let run = AgentBuilder::new(settings)
         .with_user(user)
-        .start(&mcp, notices)
+        .open(&mcp, notices)
+        .await
         .map_err(|e| e.message)?;
-    let run = match started.finish().await {
-        Ok(run) => run,
-        Err(e) => {
-            mcp.shutdown().await;
-            return Err(e.message);
-        }
-    };
     let session = run.agent.session();
     let earlier = if resumed {
         session.logged_records()

@@ -417,7 +417,11 @@ fn a_session_is_listed_loaded_with_its_history_and_continued() {
         editor.text_of("user_message_chunk"),
         "What do the notes say?And again?"
     );
-    assert!(editor.text_of("agent_message_chunk").ends_with("Second answer."));
+    assert!(
+        editor
+            .text_of("agent_message_chunk")
+            .ends_with("Second answer.")
+    );
     assert!(editor.quit().success());
 }
 

@@ -158,9 +158,17 @@ async fn bad_arguments_are_tool_errors_the_model_can_read() {
     .await;
     assert_eq!(unknown.is_error, Some(true));
     assert!(
-        text(&unknown).starts_with("SESSION_NOT_FOUND: "),
+        text(&unknown).starts_with("SESSION_NOT_FOUND: no session session-nope was run in ")
+            && text(&unknown).ends_with(": give dsh-reply the cwd the session ran in"),
         "{}",
         text(&unknown)
+    );
+    let nowhere = call(&service, "dsh", json!({"prompt": "hi", "cwd": "nope/sub"})).await;
+    assert_eq!(nowhere.is_error, Some(true));
+    assert!(
+        text(&nowhere).contains("is not a folder"),
+        "{}",
+        text(&nowhere)
     );
     let request = CallToolRequestParams::new("bash").with_arguments(arguments(json!({})));
     let error = service.call_tool(request).await.unwrap_err().to_string();
@@ -240,4 +248,32 @@ fn only_session_log(env: &TestEnv) -> std::path::PathBuf {
         .unwrap()
         .unwrap();
     session.path().join("session.jsonl")
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_call_may_narrow_the_servers_sandbox_but_not_widen_it() {
+    let env = TestEnv::new(vec![Turn::text("looked")]);
+    let Connected { service, .. } = connect(&env, &["--permission-mode", "read-only"]).await;
+    let wider = call(
+        &service,
+        "dsh",
+        json!({"prompt": "write anywhere", "sandbox": "danger-full-access"}),
+    )
+    .await;
+    assert_eq!(wider.is_error, Some(true));
+    assert_eq!(
+        text(&wider),
+        "sandbox \"danger-full-access\" is wider than this server allows (read-only): a call \
+         may only narrow it; the server's operator can start it with --permission-mode \
+         danger-full-access"
+    );
+    assert!(env.server.requests().is_empty());
+    let narrower = call(
+        &service,
+        "dsh",
+        json!({"prompt": "look", "sandbox": "plan"}),
+    )
+    .await;
+    assert_eq!(text(&narrower), "looked");
+    service.cancel().await.unwrap();
 }
