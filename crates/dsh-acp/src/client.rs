@@ -11,9 +11,9 @@ use std::sync::{Arc, OnceLock};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    FileSystemCapabilities, PermissionOption, PermissionOptionKind, ReadTextFileRequest,
-    RequestPermissionOutcome, RequestPermissionRequest, SessionId, ToolCallUpdate,
-    ToolCallUpdateFields, WriteTextFileRequest,
+    Content, ContentBlock, FileSystemCapabilities, PermissionOption, PermissionOptionKind,
+    ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest, SessionId,
+    TextContent, ToolCallContent, ToolCallUpdate, ToolCallUpdateFields, WriteTextFileRequest,
 };
 use dsh_core::ask::{
     Answer, ApprovalOutcome, ApprovalRequest, Approver, AskOutcome, EditorFiles, EditorFuture,
@@ -62,9 +62,19 @@ impl EditorClient {
     ) -> Option<RequestPermissionOutcome> {
         let session = self.session.get()?.clone();
         let request = RequestPermissionRequest::new(session, call, options);
+        after_pending_updates().await;
         let response = self.connection.send_request(request).block_task().await;
         response.ok().map(|answer| answer.outcome)
     }
+}
+
+/// Lets the turn's loop send the updates the agent has already reported (the `tool_call` a
+/// request is about, above all) before a request goes out: a client shows a permission
+/// request on a call it knows, and one that learns of the call after the request takes it
+/// for a new call and drops the request. The loop reads the agent's events before it polls
+/// the turn again (`session.rs`), so giving way once is enough.
+async fn after_pending_updates() {
+    tokio::task::yield_now().await;
 }
 
 fn option(id: &str, name: impl Into<String>, kind: PermissionOptionKind) -> PermissionOption {
@@ -84,10 +94,14 @@ impl Approver for EditorClient {
         request: ApprovalRequest,
     ) -> Pin<Box<dyn Future<Output = ApprovalOutcome> + Send + '_>> {
         Box::pin(async move {
-            let call = ToolCallUpdate::new(
-                request.call_id.clone(),
-                ToolCallUpdateFields::new().title(request.reason.clone()),
-            );
+            // The reason goes in the call's content, which the result replaces; the title
+            // stays the call's own. A file tool's content is its diff, which it keeps.
+            let mut fields = ToolCallUpdateFields::new();
+            if !crate::updates::shows_diff(&request.tool) {
+                let reason = ContentBlock::Text(TextContent::new(request.reason.clone()));
+                fields = fields.content(vec![ToolCallContent::Content(Content::new(reason))]);
+            }
+            let call = ToolCallUpdate::new(request.call_id.clone(), fields);
             let options = vec![
                 option(ALLOW_ONCE, "Allow once", PermissionOptionKind::AllowOnce),
                 option(
@@ -116,8 +130,10 @@ impl UserQuestions for EditorClient {
     /// answered with one choice.
     fn ask(
         &self,
+        call_id: &str,
         questions: Vec<Question>,
     ) -> Pin<Box<dyn Future<Output = AskOutcome> + Send + '_>> {
+        let call_id = call_id.to_owned();
         Box::pin(async move {
             let mut answers = Vec::new();
             for question in questions {
@@ -125,10 +141,10 @@ impl UserQuestions for EditorClient {
                     Some(header) => format!("{header}: {}", question.question),
                     None => question.question.clone(),
                 };
-                let call = ToolCallUpdate::new(
-                    format!("question-{}", question.id),
-                    ToolCallUpdateFields::new().title(title),
-                );
+                // The question is asked on the `ask_user_question` call itself, titled with
+                // the question being asked.
+                let call =
+                    ToolCallUpdate::new(call_id.clone(), ToolCallUpdateFields::new().title(title));
                 let mut options: Vec<PermissionOption> = (question.options.iter().enumerate())
                     .map(|(i, choice)| {
                         option(
@@ -173,6 +189,7 @@ impl EditorFiles for EditorClient {
     fn read_text<'a>(&'a self, path: &'a Path) -> EditorFuture<'a, String> {
         Box::pin(async move {
             let request = ReadTextFileRequest::new(self.session_id()?, path.to_path_buf());
+            after_pending_updates().await;
             let response = self.connection.send_request(request).block_task().await;
             response.map(|r| r.content).map_err(|e| e.message)
         })
@@ -181,6 +198,7 @@ impl EditorFiles for EditorClient {
     fn write_text<'a>(&'a self, path: &'a Path, text: String) -> EditorFuture<'a, ()> {
         Box::pin(async move {
             let request = WriteTextFileRequest::new(self.session_id()?, path.to_path_buf(), text);
+            after_pending_updates().await;
             let response = self.connection.send_request(request).block_task().await;
             response.map(|_| ()).map_err(|e| e.message)
         })

@@ -40,7 +40,7 @@ use agent_client_protocol::{Agent, Client, Error, Stdio};
 use dsh_core::{Environment, Flags};
 use serde_json::json;
 
-use crate::session::{Failure, OpenSession, Opening};
+use crate::session::{Failure, OpenSession, Opening, Queued};
 
 /// Why the server could not run.
 #[derive(Debug)]
@@ -64,15 +64,9 @@ pub fn serve_stdio(base: Flags) -> Result<(), ServeError> {
         cwd,
         client: Mutex::default(),
         sessions: Mutex::default(),
+        opening: Mutex::default(),
     });
-    let outcome = runtime.block_on(serve(server.clone()));
-    // Every session's processes are stopped before the process exits.
-    let open: Vec<Arc<OpenSession>> = server.lock_sessions().drain().map(|(_, s)| s).collect();
-    runtime.block_on(async {
-        for session in open {
-            session.close().await;
-        }
-    });
+    let outcome = runtime.block_on(serve(server));
     runtime.shutdown_background();
     outcome.map_err(|e| ServeError(format!("the ACP connection failed: {}", e.message)))
 }
@@ -83,6 +77,9 @@ struct Server {
     cwd: PathBuf,
     client: Mutex<ClientCapabilities>,
     sessions: Mutex<HashMap<SessionId, Arc<OpenSession>>>,
+    /// A lock per session id being loaded or resumed: a second request for the same session
+    /// waits for the first and gets the session it opened.
+    opening: Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl Server {
@@ -115,16 +112,16 @@ impl Server {
         connection: ConnectionTo<Client>,
     ) -> Result<Arc<OpenSession>, Error> {
         check_cwd(cwd)?;
-        let session = OpenSession::open(
-            &self.base,
-            cwd,
-            opening,
-            servers,
-            connection,
-            &self.client(),
-        )
-        .await
-        .map_err(failed)?;
+        let existing = match &opening {
+            Opening::Existing(id) => Some(SessionId::new(id.as_str())),
+            Opening::New => None,
+        };
+        let client = self.client();
+        let opened = OpenSession::open(&self.base, cwd, opening, servers, connection, &client);
+        let session = opened.await.map_err(|failure| match existing {
+            Some(id) if failure.code == "SESSION_NOT_FOUND" => unknown_session(&id, cwd),
+            _ => failed(failure),
+        })?;
         let session = Arc::new(session);
         self.lock_sessions()
             .insert(session.id.clone(), session.clone());
@@ -139,6 +136,14 @@ impl Server {
         servers: &[McpServer],
         connection: ConnectionTo<Client>,
     ) -> Result<Arc<OpenSession>, Error> {
+        let lock = {
+            let mut opening = self
+                .opening
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            opening.entry(id.clone()).or_default().clone()
+        };
+        let _opening = lock.lock().await;
         if let Ok(open) = self.session(id) {
             return Ok(open);
         }
@@ -149,6 +154,14 @@ impl Server {
             connection,
         )
         .await
+    }
+
+    /// Stops every session: their turns, commands, jobs and MCP servers.
+    async fn close_all(&self) {
+        let open: Vec<Arc<OpenSession>> = self.lock_sessions().drain().map(|(_, s)| s).collect();
+        for session in open {
+            session.close().await;
+        }
     }
 
     fn list(&self, request: &ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
@@ -230,6 +243,17 @@ fn failed(failure: Failure) -> Error {
         .data(json!({ "code": failure.code }))
 }
 
+/// An id no session of `cwd` has, said as the protocol's client can act on it.
+fn unknown_session(id: &SessionId, cwd: &Path) -> Error {
+    failed(Failure::new(
+        "SESSION_NOT_FOUND",
+        format!(
+            "no session {id} was recorded in {}: session/list shows the folder's sessions",
+            cwd.display()
+        ),
+    ))
+}
+
 fn answer<T: agent_client_protocol::JsonRpcResponse>(
     responder: Responder<T>,
     result: Result<T, Error>,
@@ -292,7 +316,7 @@ impl Server {
                 connection.clone(),
             )
             .await?;
-        for update in updates::replay(&session.history().await, &session.cwd) {
+        for update in updates::replay(&session.history(), &session.cwd) {
             connection.send_notification(SessionNotification::new(session.id.clone(), update))?;
         }
         Ok(LoadSessionResponse::new())
@@ -323,15 +347,17 @@ impl Server {
         Ok(CloseSessionResponse::new())
     }
 
+    /// Runs a prompt queued as it arrived (`queued`: a cancel sent after it cancels it even
+    /// while it waits for the turn before it).
     async fn prompt(
-        &self,
+        queued: Result<(Arc<OpenSession>, Queued), Error>,
         request: PromptRequest,
         connection: ConnectionTo<Client>,
     ) -> Result<PromptResponse, Error> {
-        let session = self.session(&request.session_id)?;
+        let (session, queued) = queued?;
         let text = prompt::message_of(&request.prompt)
             .map_err(|message| Error::invalid_params().data(json!({ "message": message })))?;
-        session.prompt(text, &connection).await.map_err(failed)
+        (session.prompt(queued, text, &connection).await).map_err(failed)
     }
 }
 
@@ -343,7 +369,8 @@ async fn serve(server: Arc<Server>) -> Result<(), Error> {
     let on_list = server.clone();
     let on_close = server.clone();
     let on_prompt = server.clone();
-    let on_cancel = server;
+    let on_cancel = server.clone();
+    let on_exit = server;
     Agent
         .v1()
         .name("dsh")
@@ -388,8 +415,18 @@ async fn serve(server: Arc<Server>) -> Result<(), Error> {
         .on_receive_request(
             async move |request: ListSessionsRequest,
                         responder: Responder<ListSessionsResponse>,
-                        _connection: ConnectionTo<Client>| {
-                answer(responder, on_list.list(&request))
+                        connection: ConnectionTo<Client>| {
+                // Every log of the folder is read: not on the dispatch loop.
+                let server = on_list.clone();
+                let work = async move {
+                    let listed = tokio::task::spawn_blocking(move || server.list(&request)).await;
+                    listed.map_err(|e| {
+                        Error::internal_error().data(json!({
+                            "message": format!("listing the sessions failed: {e}")
+                        }))
+                    })?
+                };
+                answer_later(&connection, responder, work)
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -407,8 +444,13 @@ async fn serve(server: Arc<Server>) -> Result<(), Error> {
             async move |request: PromptRequest,
                         responder: Responder<PromptResponse>,
                         connection: ConnectionTo<Client>| {
-                let (server, to) = (on_prompt.clone(), connection.clone());
-                let work = async move { server.prompt(request, to).await };
+                // In the dispatch loop, so that a cancel read after it counts for it.
+                let queued = (on_prompt.session(&request.session_id)).map(|s| {
+                    let queued = s.queue();
+                    (s, queued)
+                });
+                let to = connection.clone();
+                let work = async move { Server::prompt(queued, request, to).await };
                 answer_later(&connection, responder, work)
             },
             agent_client_protocol::on_receive_request!(),
@@ -422,7 +464,14 @@ async fn serve(server: Arc<Server>) -> Result<(), Error> {
             },
             agent_client_protocol::on_receive_notification!(),
         )
-        .connect_to(Stdio::new())
+        .connect_with(Stdio::new(), async |connection: ConnectionTo<Client>| {
+            // The editor closed stdin: its sessions' turns are stopped and their processes
+            // with them while the connection still runs the turns, so each log ends with
+            // its turn closed (aborted), not cut off.
+            connection.incoming_closed().await;
+            on_exit.close_all().await;
+            Ok(())
+        })
         .await
 }
 

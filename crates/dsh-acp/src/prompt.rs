@@ -10,7 +10,7 @@ pub fn message_of(blocks: &[ContentBlock]) -> Result<String, String> {
     for block in blocks {
         match block {
             ContentBlock::Text(text) => parts.push(text.text.clone()),
-            ContentBlock::ResourceLink(link) => parts.push(path_of(&link.uri).to_owned()),
+            ContentBlock::ResourceLink(link) => parts.push(path_of(&link.uri)),
             ContentBlock::Resource(embedded) => match &embedded.resource {
                 EmbeddedResourceResource::TextResourceContents(file) => {
                     let mut text = file.text.clone();
@@ -47,9 +47,31 @@ pub fn message_of(blocks: &[ContentBlock]) -> Result<String, String> {
     Ok(message)
 }
 
-/// `file:///w/src/a.rs` is `/w/src/a.rs`; any other address stays as it is.
-fn path_of(uri: &str) -> &str {
-    uri.strip_prefix("file://").unwrap_or(uri)
+/// `file:///w/my%20file.rs` is `/w/my file.rs`, and a line range in the fragment (`#L10:20`,
+/// as editors link a selection) is said after it: `/w/a.rs (lines 10-20)`. Any other address
+/// stays as it is.
+fn path_of(uri: &str) -> String {
+    let Ok(url) = url::Url::parse(uri) else {
+        return uri.to_owned();
+    };
+    let Ok(path) = url.to_file_path() else {
+        return uri.to_owned();
+    };
+    let path = path.display().to_string();
+    let lines = url
+        .fragment()
+        .and_then(|f| f.strip_prefix('L'))
+        .map(|range| {
+            let mut ends = range.split(':').filter_map(|n| n.parse::<u32>().ok());
+            (ends.next(), ends.next())
+        });
+    match lines {
+        Some((Some(first), Some(last))) if last != first => {
+            format!("{path} (lines {first}-{last})")
+        }
+        Some((Some(line), _)) => format!("{path} (line {line})"),
+        _ => path,
+    }
 }
 
 #[cfg(test)]
@@ -75,6 +97,15 @@ mod tests {
             message_of(&blocks).unwrap_or_default(),
             "Explain /w/a.rs \n<attached path=\"/w/b.rs\">\nfn main() {}\n</attached>\n"
         );
+    }
+
+    #[test]
+    fn file_addresses_are_decoded_and_their_lines_said() {
+        assert_eq!(path_of("file:///w/my%20file.rs"), "/w/my file.rs");
+        assert_eq!(path_of("file:///w/a.rs#L10:20"), "/w/a.rs (lines 10-20)");
+        assert_eq!(path_of("file:///w/a.rs#L7"), "/w/a.rs (line 7)");
+        assert_eq!(path_of("https://example.com/x"), "https://example.com/x");
+        assert_eq!(path_of("not an address"), "not an address");
     }
 
     #[test]

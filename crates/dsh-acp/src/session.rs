@@ -2,6 +2,7 @@
 //! its turns, each a `session/prompt` whose events are told to the client as they happen.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::Client;
@@ -40,9 +41,15 @@ impl Failure {
 pub struct OpenSession {
     pub id: SessionId,
     pub cwd: PathBuf,
-    turn: tokio::sync::Mutex<Opened>,
+    /// Its log, read for `session/load` without waiting for a running turn.
+    log: PathBuf,
+    /// The run; `None` once the session is closed.
+    turn: tokio::sync::Mutex<Option<Opened>>,
     /// The running turn's stop, for `session/cancel`.
     stop: Mutex<Option<Stop>>,
+    /// How many times the session was cancelled: a prompt that was waiting for the turn
+    /// before it when a cancel came is cancelled too, not run.
+    cancels: AtomicU64,
 }
 
 struct Opened {
@@ -51,9 +58,12 @@ struct Opened {
     notices: UnboundedReceiver<String>,
     context_window: u64,
     prices: Option<Prices>,
-    /// What the session has been billed since it was opened here.
+    /// What the session has been billed, its earlier turns included.
     billed: Usage,
 }
+
+/// A prompt's place in its session's queue, taken as it arrives ([`OpenSession::queue`]).
+pub struct Queued(u64);
 
 /// How a session is asked for.
 pub enum Opening {
@@ -100,21 +110,24 @@ impl OpenSession {
             editor: Some(Arc::new(editor.clone())),
         };
         let mcp = dsh_mcp::McpServers::default();
-        let started = AgentBuilder::new(settings)
+        let mut run = AgentBuilder::new(settings)
             .with_user(user)
-            .start(&mcp, notices_tx)
+            .open(&mcp, notices_tx)
+            .await
             .map_err(|e| Failure::new(e.code, e.message))?;
-        let mut run = match started.finish().await {
-            Ok(run) => run,
-            Err(e) => {
-                mcp.shutdown().await;
-                return Err(Failure::new(e.code, e.message));
-            }
-        };
         let session = run.agent.session();
         let id = SessionId::new(session.id());
         editor.opened(id.clone());
         let cwd = session.cwd().to_path_buf();
+        let log = session.log_path().to_path_buf();
+        // The cost a session reports is the whole session's, its turns before this opening
+        // included.
+        let mut billed = Usage::default();
+        for record in session.logged_records() {
+            if let Record::StepEnd { usage, .. } = record {
+                billed.add(&usage);
+            }
+        }
         let events = std::mem::replace(&mut run.events, mpsc::unbounded_channel().1);
         let prices = run.prices;
         // Notices are dropped for a client that cannot show them: they are never part of
@@ -127,27 +140,34 @@ impl OpenSession {
         Ok(OpenSession {
             id,
             cwd,
-            turn: tokio::sync::Mutex::new(Opened {
+            log,
+            turn: tokio::sync::Mutex::new(Some(Opened {
                 run,
                 events,
                 notices,
                 context_window,
                 prices,
-                billed: Usage::default(),
-            }),
+                billed,
+            })),
             stop: Mutex::new(None),
+            cancels: AtomicU64::new(0),
         })
     }
 
-    /// Every record of the session so far, for `session/load` to replay; waits for a running
-    /// turn to end, so the history is whole.
-    pub async fn history(&self) -> Vec<Record> {
-        let opened = self.turn.lock().await;
-        opened.run.agent.session().logged_records()
+    /// Every record of the session so far, for `session/load` to replay: a running turn's
+    /// records as far as they are logged.
+    pub fn history(&self) -> Vec<Record> {
+        dsh_core::logged_records(&self.log)
+    }
+
+    /// Takes a prompt's place in the queue, when it arrives: a cancel after this cancels it.
+    pub fn queue(&self) -> Queued {
+        Queued(self.cancels.load(Ordering::SeqCst))
     }
 
     /// Asks the running turn, if any, to stop, as Esc in an editor does.
     pub fn cancel(&self) {
+        self.cancels.fetch_add(1, Ordering::SeqCst);
         if let Ok(stop) = self.stop.lock()
             && let Some(stop) = stop.as_ref()
         {
@@ -159,10 +179,19 @@ impl OpenSession {
     /// the response says how it ended.
     pub async fn prompt(
         &self,
+        queued: Queued,
         text: String,
         connection: &ConnectionTo<Client>,
     ) -> Result<PromptResponse, Failure> {
+        let asked_at = queued.0;
         let mut opened = self.turn.lock().await;
+        // Closed, or cancelled while it waited for the turn before it.
+        let Some(opened) = opened.as_mut() else {
+            return Ok(PromptResponse::new(StopReason::Cancelled));
+        };
+        if self.cancels.load(Ordering::SeqCst) != asked_at {
+            return Ok(PromptResponse::new(StopReason::Cancelled));
+        }
         let stop = Stop::new();
         if let Ok(mut running) = self.stop.lock() {
             *running = Some(stop.clone());
@@ -178,7 +207,7 @@ impl OpenSession {
             context_window,
             prices,
             billed,
-        } = &mut *opened;
+        } = opened;
         let cwd = self.cwd.clone();
         let told = |event: &AgentEvent, billed: &mut Usage| {
             for update in updates::live(event, &cwd) {
@@ -198,12 +227,15 @@ impl OpenSession {
             let turn = run.agent.run(text, &stop);
             tokio::pin!(turn);
             loop {
+                // What the agent reported goes out before the turn goes on: a request the turn
+                // sends the client (a permission, a file) follows the updates before it.
                 tokio::select! {
-                    outcome = &mut turn => break outcome,
+                    biased;
                     Some(event) = events.recv() => told(&event, billed),
                     Some(line) = notices.recv() => {
                         tell(SessionUpdate::Notice(Notice::new(NoticeSeverity::Warning, line)));
                     }
+                    outcome = &mut turn => break outcome,
                 }
             }
         };
@@ -236,12 +268,15 @@ impl OpenSession {
     /// record, so nothing else needs closing.
     pub async fn close(&self) {
         self.cancel();
-        let opened = self.turn.lock().await;
-        opened.run.processes().shutdown().await;
+        let opened = self.turn.lock().await.take();
+        if let Some(opened) = opened {
+            opened.run.close().await;
+        }
     }
 }
 
-/// The context in use after a step (what the model read and wrote), the window's size, and
+/// The context in use after a step (what the model read, cached or not, and what it wrote),
+/// the window's size, and
 /// what the session cost so far when the model's prices are known.
 fn usage_update(
     step: &Usage,
@@ -249,7 +284,7 @@ fn usage_update(
     billed: &Usage,
     prices: Option<&Prices>,
 ) -> SessionUpdate {
-    let used = step.input_tokens + step.output_tokens;
+    let used = step.prompt_tokens() + step.output_tokens;
     let cost = BilledUsage::new(*billed, prices).cost_usd;
     SessionUpdate::UsageUpdate(
         UsageUpdate::new(used, window).cost(cost.map(|c| Cost::new(c, "USD"))),

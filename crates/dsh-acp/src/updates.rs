@@ -1,6 +1,7 @@
 //! What the client is told: the agent's events and a session log's records as ACP session
 //! updates. Pure functions of what happened, so a live turn and a replayed log look alike.
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
@@ -22,7 +23,10 @@ pub fn live(event: &AgentEvent, cwd: &Path) -> Vec<SessionUpdate> {
         AgentEvent::Delta(StreamDelta::Reasoning(text)) => vec![thought(text)],
         AgentEvent::Record(record) => match record {
             Record::ToolCall(call) => vec![tool_call(call, cwd, ToolCallStatus::InProgress)],
-            Record::ToolResult(result) => tool_results(result),
+            Record::ToolResult(result) => tool_results(result)
+                .into_iter()
+                .map(|(_, update)| update)
+                .collect(),
             Record::TodoWrite { todos, .. } => vec![plan(todos)],
             _ => Vec::new(),
         },
@@ -34,6 +38,10 @@ pub fn live(event: &AgentEvent, cwd: &Path) -> Vec<SessionUpdate> {
 /// agent's answers and reasoning, each tool call with its result, the todo list.
 pub fn replay(records: &[Record], cwd: &Path) -> Vec<SessionUpdate> {
     let mut updates = Vec::new();
+    // A result must follow its call: a log repaired after a crash can hold results for calls
+    // the model asked for (in its message) whose call records were never written.
+    let mut announced = HashSet::new();
+    let mut asked: HashMap<&str, ToolCallRecord> = HashMap::new();
     for record in records {
         match record {
             Record::UserMessage {
@@ -50,6 +58,20 @@ pub fn replay(records: &[Record], cwd: &Path) -> Vec<SessionUpdate> {
             Record::AssistantMessage(assistant) => {
                 for block in &assistant.message.content {
                     match block {
+                        Block::ToolCall {
+                            id,
+                            name,
+                            arguments,
+                        } => {
+                            let call = ToolCallRecord {
+                                turn: assistant.turn,
+                                step: assistant.step,
+                                call_id: id.clone(),
+                                name: name.clone(),
+                                arguments: arguments.clone(),
+                            };
+                            asked.insert(id, call);
+                        }
                         Block::Text { text } if !text.is_empty() => {
                             updates.push(agent_text(text));
                         }
@@ -63,9 +85,24 @@ pub fn replay(records: &[Record], cwd: &Path) -> Vec<SessionUpdate> {
                 }
             }
             Record::ToolCall(call) => {
+                announced.insert(call.call_id.clone());
                 updates.push(tool_call(call, cwd, ToolCallStatus::Pending));
             }
-            Record::ToolResult(result) => updates.extend(tool_results(result)),
+            Record::ToolResult(result) => {
+                for (id, update) in tool_results(result) {
+                    if announced.insert(id.clone()) {
+                        let call = asked.get(id.as_str()).cloned().unwrap_or(ToolCallRecord {
+                            turn: result.turn,
+                            step: result.step,
+                            call_id: id,
+                            name: "tool".to_owned(),
+                            arguments: String::new(),
+                        });
+                        updates.push(tool_call(&call, cwd, ToolCallStatus::Pending));
+                    }
+                    updates.push(update);
+                }
+            }
             Record::TodoWrite { todos, .. } => updates.push(plan(todos)),
             _ => {}
         }
@@ -98,8 +135,9 @@ pub fn tool_call(call: &ToolCallRecord, cwd: &Path, status: ToolCallStatus) -> S
     SessionUpdate::ToolCall(tool)
 }
 
-/// The call a result answers, completed or failed, with what the tool returned.
-fn tool_results(result: &ToolResultRecord) -> Vec<SessionUpdate> {
+/// The calls a result answers, completed or failed, with what the tool returned: each call's
+/// id and its update.
+fn tool_results(result: &ToolResultRecord) -> Vec<(String, SessionUpdate)> {
     let mut updates = Vec::new();
     for block in &result.message.content {
         let Block::ToolResult {
@@ -133,10 +171,8 @@ fn tool_results(result: &ToolResultRecord) -> Vec<SessionUpdate> {
         if let Some(command) = &result.command {
             fields = fields.raw_output(serde_json::to_value(command).unwrap_or(Value::Null));
         }
-        updates.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-            tool_call_id.clone(),
-            fields,
-        )));
+        let update = ToolCallUpdate::new(tool_call_id.clone(), fields);
+        updates.push((tool_call_id.clone(), SessionUpdate::ToolCallUpdate(update)));
     }
     updates
 }
@@ -165,7 +201,7 @@ pub fn kind(name: &str) -> ToolKind {
         "glob" | "grep" => ToolKind::Search,
         "bash" | "job_output" | "job_list" | "job_kill" => ToolKind::Execute,
         "web_fetch" | "web_search" => ToolKind::Fetch,
-        "todo_write" => ToolKind::Think,
+        "todo_write" | "ask_user_question" => ToolKind::Think,
         "exit_plan_mode" => ToolKind::SwitchMode,
         _ => ToolKind::Other,
     }
@@ -183,11 +219,16 @@ pub fn title(name: &str, args: &Value) -> String {
         "web_fetch" => "Fetch",
         "web_search" => "Search the web for",
         "todo_write" => "Update the plan",
+        "ask_user_question" => "Ask",
         "exit_plan_mode" => "Present the plan",
         other => other,
     };
     let summary = match name {
         "todo_write" | "exit_plan_mode" => String::new(),
+        "ask_user_question" => (args.pointer("/questions/0/question"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
         _ => dsh_core::call_summary(name, args),
     };
     if summary.is_empty() {
@@ -227,6 +268,11 @@ fn locations(name: &str, args: &Value, cwd: &Path) -> Vec<ToolCallLocation> {
         _ => None,
     };
     vec![ToolCallLocation::new(absolute(path, cwd)).line(line)]
+}
+
+/// Whether a tool's call shows the change it makes as a diff (its content while it runs).
+pub fn shows_diff(name: &str) -> bool {
+    matches!(name, "edit" | "write" | "str_replace_editor")
 }
 
 /// The change a call asks for. An `edit` shows the text it replaces and its replacement; a
@@ -345,7 +391,7 @@ mod tests {
             command: None,
         };
         let updates = tool_results(&result);
-        let shown = wire(&updates[0]);
+        let shown = wire(&updates[0].1);
         assert_eq!(shown["sessionUpdate"], "tool_call_update");
         assert_eq!(shown["toolCallId"], "call-1");
         assert_eq!(shown["status"], "failed");
@@ -371,5 +417,58 @@ mod tests {
                 {"content": "fix", "priority": "medium", "status": "in_progress"}
             ])
         );
+    }
+}
+
+#[cfg(test)]
+mod replay_tests {
+    use super::*;
+    use dsh_protocol::{AssistantMessageRecord, FinishReason, Message, Role, Usage};
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn a_result_whose_call_was_never_logged_is_announced_first() {
+        let asked = Record::AssistantMessage(AssistantMessageRecord {
+            turn: 1,
+            step: 1,
+            message: Message {
+                role: Role::Assistant,
+                content: vec![Block::ToolCall {
+                    id: "call-9".into(),
+                    name: "bash".into(),
+                    arguments: r#"{"command":"make"}"#.into(),
+                }],
+            },
+            finish: FinishReason::ToolCalls,
+            provider: "deepseek".into(),
+            model: "m".into(),
+            usage: Usage::default(),
+        });
+        let repaired = Record::ToolResult(ToolResultRecord {
+            turn: 1,
+            step: 1,
+            message: Message {
+                role: Role::User,
+                content: vec![Block::ToolResult {
+                    tool_call_id: "call-9".into(),
+                    content: vec![ToolOutputPart::Text {
+                        text: "interrupted".into(),
+                    }],
+                    is_error: true,
+                }],
+            },
+            error: None,
+            command: None,
+        });
+        let updates = replay(&[asked, repaired], Path::new("/w"));
+        let shown: Vec<Value> = updates
+            .iter()
+            .map(|u| serde_json::to_value(u).unwrap_or_default())
+            .collect();
+        assert_eq!(shown.len(), 2);
+        assert_eq!(shown[0]["sessionUpdate"], "tool_call");
+        assert_eq!(shown[0]["title"], "Run make");
+        assert_eq!(shown[1]["sessionUpdate"], "tool_call_update");
+        assert_eq!(shown[1]["toolCallId"], "call-9");
     }
 }

@@ -41,6 +41,11 @@ impl Usage {
         }
     }
 
+    /// Every input token of the request, cached or not: the size of the context it sent.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
+
     /// The usage of one request whose server reported nothing.
     pub fn unreported() -> Self {
         Usage {

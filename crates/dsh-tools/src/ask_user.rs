@@ -55,10 +55,12 @@ pub enum AskOutcome {
     Cancelled,
 }
 
-/// Someone who can answer the model's questions (the terminal UI).
+/// Someone who can answer the model's questions (the terminal UI, an editor).
 pub trait UserQuestions: Send + Sync {
+    /// Puts the questions of call `call_id` to the user.
     fn ask(
         &self,
+        call_id: &str,
         questions: Vec<Question>,
     ) -> Pin<Box<dyn Future<Output = AskOutcome> + Send + '_>>;
 }
@@ -157,7 +159,7 @@ impl Tool for AskUserQuestion {
                 ));
             };
             let outcome = tokio::select! {
-                outcome = provider.ask(questions) => outcome,
+                outcome = provider.ask(&ctx.call_id, questions) => outcome,
                 () = ctx.cancel.cancelled() => return Err(question_error(
                     "ASK_ABORTED",
                     "ask_user_question was aborted before the user answered",
@@ -228,6 +230,7 @@ mod tests {
     impl UserQuestions for FirstChoice {
         fn ask(
             &self,
+            _call_id: &str,
             questions: Vec<Question>,
         ) -> Pin<Box<dyn Future<Output = AskOutcome> + Send + '_>> {
             let outcome = if self.cancel {
@@ -300,6 +303,7 @@ mod tests {
         impl UserQuestions for Never {
             fn ask(
                 &self,
+                _: &str,
                 _: Vec<Question>,
             ) -> Pin<Box<dyn Future<Output = AskOutcome> + Send + '_>> {
                 Box::pin(std::future::pending())

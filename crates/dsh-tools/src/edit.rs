@@ -99,10 +99,12 @@ impl Tool for Edit {
             let policy = call_policy(&args, ctx, "edit", dsh_sandbox::Subject::Operation).await?;
             let target = resolve_for_write(&policy, &raw)?;
             let session = ctx.session.clone();
-            let buffer = crate::read::editor_text(&session, &target.key).await;
+            let buffer = crate::read::editor_text(&session, &target)
+                .await
+                .map(|open| open.text);
             let editor = session.writing_editor();
             let through_editor = editor.is_some();
-            let (key, shown, edited) = crate::registry::blocking("edit", move || {
+            let (target, shown, edited) = crate::registry::blocking("edit", move || {
                 let shown = target.shown().to_string();
                 let version = match session.observations.get(&target.key) {
                     None => {
@@ -128,20 +130,20 @@ impl Tool for Edit {
                 let edited = edited_file(&target.key, &version, change, &shown, buffer)
                     .map_err(with_remedy)?;
                 if through_editor {
-                    return Ok((target.key, shown, Some(edited.text)));
+                    return Ok((target, shown, Some(edited.text)));
                 }
                 let mode = Publish::Replace { mode: edited.mode };
                 publish(&target.key, edited.text.as_bytes(), mode, &shown)?;
                 session.observe_written(&target.key);
-                Ok((target.key, shown, None))
+                Ok((target, shown, None))
             })
             .await?;
             if let (Some(editor), Some(text)) = (editor, edited) {
                 editor
-                    .write_text(&key, text)
+                    .write_text(&target.display, text)
                     .await
                     .map_err(|reason| crate::write::editor_refused(&shown, &reason))?;
-                ctx.session.observe_written(&key);
+                ctx.session.observe_written(&target.key);
             }
             Ok(ToolOutput::text(if replace_all {
                 format!(

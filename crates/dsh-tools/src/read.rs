@@ -114,7 +114,7 @@ impl Tool for Read {
             let cancel = ctx.cancel.clone();
             let session = ctx.session.clone();
             let buffer = match resolve(&cwd, &raw) {
-                Ok(target) => editor_text(&session, &target.key).await,
+                Ok(target) => editor_text(&session, &target).await,
                 Err(_) => None,
             };
             crate::registry::blocking("read", move || {
@@ -136,18 +136,31 @@ impl Tool for Read {
 struct Source<'a> {
     cwd: &'a Path,
     raw: &'a str,
-    buffer: Option<String>,
+    buffer: Option<EditorText>,
 }
 
-/// The editor's text of the file, unsaved changes included, when the session has an editor
-/// that takes reads and the file is on disk; `None` reads the disk (an editor that cannot
-/// give the file is not an error: the disk has it).
-pub(crate) async fn editor_text(session: &crate::ToolSession, key: &Path) -> Option<String> {
+/// An open file's text as the editor has it, unsaved changes included, and the file's
+/// metadata on disk from before the text was asked for: the version a later change is
+/// checked against.
+pub(crate) struct EditorText {
+    pub text: String,
+    pub before: std::fs::Metadata,
+}
+
+/// The editor's text of the file when the session has an editor that takes reads and the
+/// file is on disk; `None` reads the disk (an editor that cannot give the file is not an
+/// error: the disk has it). The editor is asked for the path as the session spells it (under
+/// its folder, symlinks and all), which is how the editor knows its open files.
+pub(crate) async fn editor_text(
+    session: &crate::ToolSession,
+    target: &crate::Target,
+) -> Option<EditorText> {
     let editor = session.reading_editor()?;
-    if !key.is_file() {
-        return None;
-    }
-    editor.read_text(key).await.ok()
+    let before = std::fs::metadata(&target.key)
+        .ok()
+        .filter(std::fs::Metadata::is_file)?;
+    let text = editor.read_text(&target.display).await.ok()?;
+    Some(EditorText { text, before })
 }
 
 fn read_window(
@@ -159,20 +172,24 @@ fn read_window(
 ) -> Result<String, ToolError> {
     let target = resolve(source.cwd, source.raw)?;
     let shown = target.shown().to_string();
-    let metadata = stat_readable(&target, &shown, observations)?;
     let mut scanner = WindowScanner::new(offset, limit);
-    match source.buffer {
-        Some(text) => scan(
-            io::Cursor::new(text.into_bytes()),
-            &mut scanner,
-            &shown,
-            cancel,
-        )?,
+    let metadata = match source.buffer {
+        Some(EditorText { text, before }) => {
+            scan(
+                io::Cursor::new(text.into_bytes()),
+                &mut scanner,
+                &shown,
+                cancel,
+            )?;
+            before
+        }
         None => {
+            let metadata = stat_readable(&target, &shown, observations)?;
             let file = File::open(&target.key).map_err(|e| read_error(&shown, &e))?;
             scan(file, &mut scanner, &shown, cancel)?;
+            metadata
         }
-    }
+    };
     let window = scanner.finish(&shown)?;
     // The version from before the content was read: a change while reading makes the next
     // mutation fail as stale rather than silently overwrite it.

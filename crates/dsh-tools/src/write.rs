@@ -75,26 +75,26 @@ impl Tool for Write {
             let session = ctx.session.clone();
             let editor = session.writing_editor();
             let through_editor = editor.is_some();
-            let (key, shown, created, content) = crate::registry::blocking("write", move || {
+            let (target, shown, created, content) = crate::registry::blocking("write", move || {
                 let shown = target.shown().to_string();
                 let seen = session.observations.get(&target.key);
                 let target = fence(&target, &policy, session.offers_escalation())?;
                 let publish_as = checked(&target.key, seen, &shown).map_err(with_remedy)?;
                 let created = matches!(publish_as, Publish::Create);
                 if through_editor {
-                    return Ok((target.key, shown, created, Some(content)));
+                    return Ok((target, shown, created, Some(content)));
                 }
                 publish(&target.key, content.as_bytes(), publish_as, &shown)?;
                 session.observe_written(&target.key);
-                Ok((target.key, shown, created, None))
+                Ok((target, shown, created, None))
             })
             .await?;
             if let (Some(editor), Some(content)) = (editor, content) {
                 editor
-                    .write_text(&key, content)
+                    .write_text(&target.display, content)
                     .await
                     .map_err(|reason| editor_refused(&shown, &reason))?;
-                ctx.session.observe_written(&key);
+                ctx.session.observe_written(&target.key);
             }
             let what = if created {
                 "Created file"
@@ -108,11 +108,14 @@ impl Tool for Write {
     }
 }
 
-/// The editor would not take a write (ACP's `fs/write_text_file` failed).
+/// The editor would not take a write (ACP's `fs/write_text_file` failed): nothing changed.
 pub(crate) fn editor_refused(shown: &str, reason: &str) -> ToolError {
     ToolError::fs(
         fs_code::IO_ERROR,
-        format!("cannot write \"{shown}\": the editor refused the change: {reason}"),
+        format!(
+            "cannot write \"{shown}\": the editor refused the change ({reason}); the file is \
+             unchanged — read it again, or ask the user why the editor refuses it"
+        ),
     )
 }
 

@@ -113,6 +113,7 @@ impl Approver for AskTheUi {
 impl UserQuestions for AskTheUi {
     fn ask(
         &self,
+        _call_id: &str,
         questions: Vec<Question>,
     ) -> Pin<Box<dyn Future<Output = AskOutcome> + Send + '_>> {
         let (tx, rx) = oneshot::channel();

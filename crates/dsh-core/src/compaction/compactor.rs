@@ -58,10 +58,8 @@ impl Compactor {
     /// After an answered request that carried `sent_len` messages: what it reported is the
     /// base of the next measurement (an attempt that reported nothing leaves none).
     pub(crate) fn measured(&mut self, usage: &Usage, sent_len: usize) {
-        self.last_prompt = (usage.unreported_calls == 0).then_some((
-            usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
-            sent_len,
-        ));
+        self.last_prompt =
+            (usage.unreported_calls == 0).then_some((usage.prompt_tokens(), sent_len));
     }
 
     /// The history's size as the next request would carry it.

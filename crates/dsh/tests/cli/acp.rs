@@ -32,6 +32,9 @@ struct Editor {
     buffers: Option<std::collections::BTreeMap<String, String>>,
     /// Every `fs/*` request received so far: the method and the path.
     file_requests: Vec<(String, String)>,
+    /// Everything received, in order: `update <kind> <toolCallId>` or the method of a
+    /// request.
+    order: Vec<String>,
 }
 
 impl Editor {
@@ -87,6 +90,7 @@ impl Editor {
             asked: Vec::new(),
             buffers,
             file_requests: Vec::new(),
+            order: Vec::new(),
         };
         let fs = json!({"readTextFile": offers_files, "writeTextFile": offers_files});
         let init = editor.call(
@@ -131,8 +135,17 @@ impl Editor {
             if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
                 return message;
             }
+            let update = &message["params"]["update"];
+            self.order.push(match message["method"].as_str() {
+                Some("session/update") => format!(
+                    "update {} {}",
+                    update["sessionUpdate"].as_str().unwrap_or_default(),
+                    update["toolCallId"].as_str().unwrap_or_default()
+                ),
+                other => other.unwrap_or_default().to_owned(),
+            });
             match message["method"].as_str() {
-                Some("session/update") => self.updates.push(message["params"]["update"].clone()),
+                Some("session/update") => self.updates.push(update.clone()),
                 Some("session/request_permission") => {
                     self.asked.push(message["params"].clone());
                     let outcome = match answer(&message["params"]) {
@@ -308,16 +321,26 @@ fn an_escalation_is_a_permission_request_the_client_answers() {
         Some("allow-once".into())
     });
     assert_eq!(done["result"]["stopReason"], "end_turn");
-    let asked = &editor.asked[0];
-    assert_eq!(
-        asked["toolCall"]["title"],
-        "escalate sandbox to danger-full-access: needs the whole machine"
-    );
+    let asked = &editor.asked[0].clone();
     assert_eq!(
         asked["toolCall"]["toolCallId"],
         editor.updates_of("tool_call")[0]["toolCallId"]
     );
     assert!(env.server.requests()[1].tool_results()[0].contains("allowed-run"));
+    // The client knows the call before it is asked about it, and the call keeps its title.
+    let call_id = asked["toolCall"]["toolCallId"].as_str().unwrap();
+    let announced = (editor.order.iter())
+        .position(|m| m == &format!("update tool_call {call_id}"))
+        .unwrap();
+    let request = (editor.order.iter())
+        .position(|m| m == "session/request_permission")
+        .unwrap();
+    assert!(announced < request, "{:?}", editor.order);
+    assert!(asked["toolCall"].get("title").is_none(), "{asked}");
+    assert_eq!(
+        asked["toolCall"]["content"][0]["content"]["text"],
+        "escalate sandbox to danger-full-access: needs the whole machine"
+    );
 
     let done = editor.prompt(&session, "again", &mut |_| Some("reject".into()));
     assert_eq!(done["result"]["stopReason"], "end_turn");
@@ -496,6 +519,13 @@ fn the_models_question_is_asked_with_its_choices() {
         editor.asked[0]["toolCall"]["title"],
         "Storage: Which database?"
     );
+    // Asked on the model's call itself, which the client already shows.
+    let call = &editor.updates_of("tool_call")[0];
+    assert_eq!(call["title"], "Ask Which database?");
+    assert_eq!(
+        editor.asked[0]["toolCall"]["toolCallId"],
+        call["toolCallId"]
+    );
     let answer = env.server.requests()[1].tool_results();
     assert_eq!(
         answer.last().unwrap(),
@@ -646,4 +676,80 @@ fn closing_a_session_stops_its_turn_its_commands_and_its_jobs() {
     );
     assert_eq!(again["error"]["code"], -32002, "{again}");
     assert!(editor.quit().success());
+}
+
+#[test]
+fn a_cancel_also_cancels_the_prompt_waiting_behind_the_turn() {
+    let env = TestEnv::new(vec![Turn::hang(), Turn::text("never sent")]);
+    let mut editor = Editor::start(&env, &[]);
+    let session = editor.new_session(&env);
+    let prompt = |editor: &mut Editor, text: &str| {
+        editor.request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+        )
+    };
+    let first = prompt(&mut editor, "wait forever");
+    assert!(env.server.wait_for_requests(1, LIMIT));
+    let second = prompt(&mut editor, "and then this");
+    editor.notify("session/cancel", json!({"sessionId": session}));
+    let stopped = editor.response(first, &mut |_| None);
+    assert_eq!(stopped["result"]["stopReason"], "cancelled", "{stopped}");
+    let queued = editor.response(second, &mut |_| None);
+    assert_eq!(queued["result"]["stopReason"], "cancelled", "{queued}");
+    assert_eq!(env.server.requests().len(), 1);
+    assert!(editor.quit().success());
+}
+
+#[test]
+fn load_answers_while_a_turn_runs_and_two_loads_share_one_opening() {
+    let env = TestEnv::new(vec![Turn::text("first answer"), Turn::hang()]);
+    let mut first = Editor::start(&env, &[]);
+    let session = first.new_session(&env);
+    first.prompt(&session, "hello", &mut |_| None);
+    assert!(first.quit().success());
+
+    let mut editor = Editor::start(&env, &[]);
+    let load = json!({"sessionId": session, "cwd": env.ws_path(), "mcpServers": []});
+    let one = editor.request("session/load", load.clone());
+    let two = editor.request("session/load", load.clone());
+    for id in [one, two] {
+        let loaded = editor.response(id, &mut |_| None);
+        assert!(loaded.get("result").is_some(), "{loaded}");
+    }
+    let turn = editor.request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}),
+    );
+    assert!(env.server.wait_for_requests(2, LIMIT));
+    editor.updates.clear();
+    let during = editor.call("session/load", load);
+    assert!(during.get("result").is_some(), "{during}");
+    assert_eq!(editor.text_of("user_message_chunk"), "hellowait");
+    editor.notify("session/cancel", json!({"sessionId": session}));
+    let stopped = editor.response(turn, &mut |_| None);
+    assert_eq!(stopped["result"]["stopReason"], "cancelled", "{stopped}");
+    assert!(editor.quit().success());
+}
+
+#[test]
+fn an_editor_that_quits_mid_turn_leaves_the_turn_closed_in_the_log() {
+    let env = TestEnv::new(vec![Turn::hang()]);
+    let mut editor = Editor::start(&env, &[]);
+    let session = editor.new_session(&env);
+    editor.request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}),
+    );
+    assert!(env.server.wait_for_requests(1, LIMIT));
+    assert!(editor.quit().success());
+    let ends: Vec<Value> = (env.session_log().lines())
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|record| record["type"] == "turn/end")
+        .map(|record| record["data"]["reason"].clone())
+        .collect();
+    assert_eq!(
+        ends,
+        [json!({"kind": "aborted", "reason": {"kind": "user"}})]
+    );
 }
