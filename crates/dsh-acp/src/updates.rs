@@ -275,31 +275,16 @@ pub fn shows_diff(name: &str) -> bool {
     matches!(name, "edit" | "write" | "str_replace_editor")
 }
 
-/// The change a call asks for. An `edit` shows the text it replaces and its replacement; a
-/// `write` shows the content it writes (the file's earlier content is not read here: the
-/// call may already have run by the time its event is told).
+/// The change a call asks for: an edit's replaced text and its replacement, a write's whole
+/// content (the file's earlier content is not read here: the call may already have run by
+/// the time its event is told). An insert, a piece with no whole to show it in, has none.
 fn diff(name: &str, args: &Value, cwd: &Path) -> Option<ToolCallContent> {
-    let diff = match name {
-        "edit" => {
-            let path = absolute(text_arg(args, "file_path")?, cwd);
-            Diff::new(path, text_arg(args, "new_string")?)
-                .old_text(text_arg(args, "old_string").map(str::to_owned))
-        }
-        "write" => Diff::new(
-            absolute(text_arg(args, "file_path")?, cwd),
-            text_arg(args, "content")?,
-        ),
-        "str_replace_editor" => {
-            let path = absolute(text_arg(args, "path")?, cwd);
-            match text_arg(args, "command")? {
-                "str_replace" => Diff::new(path, text_arg(args, "new_str").unwrap_or_default())
-                    .old_text(text_arg(args, "old_str").map(str::to_owned)),
-                "create" => Diff::new(path, text_arg(args, "file_text")?),
-                _ => return None,
-            }
-        }
-        _ => return None,
-    };
+    let change = dsh_core::call_change(name, args)?;
+    if change.old.is_none() && !change.whole_file {
+        return None;
+    }
+    let diff =
+        Diff::new(absolute(change.path, cwd), change.new).old_text(change.old.map(str::to_owned));
     Some(ToolCallContent::Diff(diff))
 }
 

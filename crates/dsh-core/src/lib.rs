@@ -30,7 +30,7 @@ mod subagents;
 
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
 pub use builder::{AgentBuilder, Processes, Run, StartedRun, User};
-pub use call_summary::call_summary;
+pub use call_summary::{CallChange, call_change, call_summary};
 pub use catalog::{list_sessions, session_log_path, utc_date_time};
 pub use config::{Config, ConfigError, ConfigFiles, Environment, Flags, Settings, SetupError};
 pub use dotenv::{Credentials, DotenvError, EnvSource};

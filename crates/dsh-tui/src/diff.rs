@@ -9,21 +9,13 @@ use similar::{ChangeTag, TextDiff};
 /// The most diff lines a cell shows; the rest is counted.
 pub const MAX_DIFF_LINES: usize = 40;
 
-/// The diff a file-changing call shows, if it is one: `edit`, `write` and
-/// `str_replace_editor`'s `create`, `str_replace` and `insert`.
+/// The diff a file-changing call shows, if it is one ([`dsh_core::call_change`]).
 pub fn call_diff(tool: &str, args: &Value) -> Option<Vec<Line<'static>>> {
-    let s = |key: &str| args.get(key).and_then(Value::as_str);
-    match tool {
-        "edit" => Some(diff(s("old_string")?, s("new_string")?)),
-        "write" => Some(added(s("content")?)),
-        "str_replace_editor" => match s("command")? {
-            "create" => Some(added(s("file_text")?)),
-            "str_replace" => Some(diff(s("old_str")?, s("new_str").unwrap_or(""))),
-            "insert" => Some(added(s("new_str")?)),
-            _ => None,
-        },
-        _ => None,
-    }
+    let change = dsh_core::call_change(tool, args)?;
+    Some(match change.old {
+        Some(old) => diff(old, change.new),
+        None => added(change.new),
+    })
 }
 
 fn styled(tag: ChangeTag, text: &str) -> Line<'static> {
