@@ -281,10 +281,17 @@ impl StartedRun {
         let (tx, events) = mpsc::unbounded_channel();
         let progress = user.watches_output.then(|| {
             let tx = tx.clone();
+            // Live output is redacted too, chunk by chunk (a secret cut between two chunks
+            // shows; the result, redacted whole, is what is kept).
+            let redactor = settings.redactor();
             let progress: dsh_tools::ToolProgress = Arc::new(move |call_id: &str, text: &str| {
+                let text = match &redactor {
+                    Some(redactor) => redactor.redact(text).into_owned(),
+                    None => text.to_owned(),
+                };
                 let _ = tx.send(AgentEvent::ToolOutput {
                     call_id: call_id.to_owned(),
-                    text: text.to_owned(),
+                    text,
                 });
             });
             progress
@@ -389,6 +396,7 @@ fn tool_session(
         // Jobs nobody can read are not started: commands past their timeout stop.
         .with_background_jobs(settings.tool_filter.allows("job_output"))
         .with_shell(shell)
+        .with_redactor(settings.redactor())
 }
 
 /// What the run's subagents are built from: the same model, shell, tools and prompt facts as

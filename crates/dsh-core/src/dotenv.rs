@@ -137,6 +137,16 @@ impl Credentials {
         })
     }
 
+    /// The values of every variable whose name says it is a secret
+    /// ([`dsh_tools::is_secret_name`]), from the launch environment and the files.
+    pub fn secret_values(&self) -> Vec<String> {
+        let files = self.files.iter().map(|(name, (value, _))| (name, value));
+        (self.launch.iter().chain(files))
+            .filter(|(name, _)| dsh_tools::is_secret_name(name))
+            .map(|(_, value)| value.clone())
+            .collect()
+    }
+
     /// The value of `name` and where it came from: the launch environment, else the files.
     pub fn get(&self, name: &str) -> Option<(String, EnvSource)> {
         if let Some(value) = self.launch.get(name) {

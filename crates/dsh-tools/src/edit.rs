@@ -92,6 +92,7 @@ impl Tool for Edit {
             if old.is_empty() {
                 return Err(ToolError::plain("old_string must be a non-empty string"));
             }
+            crate::redact::refuse_placeholder(&ctx.session, &new)?;
             if old == new {
                 return Err(ToolError::plain("old_string and new_string must differ"));
             }

@@ -24,6 +24,7 @@ mod path;
 mod plan;
 mod read;
 mod read_image;
+mod redact;
 mod registry;
 mod schema;
 mod search;
@@ -58,6 +59,7 @@ pub use path::{Target, resolve};
 pub use plan::ExitPlanMode;
 pub use read::Read;
 pub use read_image::ReadImage;
+pub use redact::{MIN_SECRET_CHARS, REDACTED, Redactor, is_secret_name};
 pub use registry::{PreparedCall, ToolGroup, ToolOutcome, ToolRegistry};
 pub use schema::{Arguments, Param, ParamType, Parameters, Shape};
 pub use search::glob::Glob;
@@ -118,6 +120,8 @@ pub struct ToolSession {
     pub background_jobs: bool,
     /// The editor the file tools read and write through (ACP); none: the disk.
     pub editor: Option<Arc<dyn EditorFiles>>,
+    /// The secrets taken out of every result; none: results are kept as the tools wrote them.
+    pub redactor: Option<Redactor>,
 }
 
 impl ToolSession {
@@ -136,7 +140,14 @@ impl ToolSession {
             plan_mode: false,
             background_jobs: true,
             editor: None,
+            redactor: None,
         }
+    }
+
+    /// The session with the secrets to take out of every result.
+    pub fn with_redactor(mut self, redactor: Option<Redactor>) -> Self {
+        self.redactor = redactor;
+        self
     }
 
     /// The session with an editor the file tools read and write through.

@@ -293,6 +293,10 @@ impl PreparedCall {
             Ok(output) => ToolOutcome::success(output),
             Err(error) => ToolOutcome::failure(error),
         };
+        // Before the spill: a saved copy must not hold a secret either.
+        if let Some(redactor) = &ctx.session.redactor {
+            redactor.redact_outcome(&mut outcome);
+        }
         // An image result is small text next to an image, which a spill would lose.
         let has_image = outcome
             .parts

@@ -70,6 +70,7 @@ impl Tool for Write {
                 return Err(ToolError::plain("file_path must be a non-empty string"));
             }
             let content = args.str("content").unwrap_or_default().to_owned();
+            crate::redact::refuse_placeholder(&ctx.session, &content)?;
             let policy = call_policy(&args, ctx, "write", dsh_sandbox::Subject::Operation).await?;
             let target = resolve_for_write(&policy, &raw)?;
             let session = ctx.session.clone();

@@ -35,6 +35,7 @@ pub struct Config {
     pub web: WebConfig,
     pub subagents: SubagentsConfig,
     pub mcp: McpConfig,
+    pub secrets: SecretsConfig,
     /// What is known about models by name, over the built-in table.
     pub models: BTreeMap<String, ModelConfig>,
     /// Model routes by name, used as `--model <provider>/<model>`.
@@ -78,6 +79,16 @@ pub struct ShellConfig {
     /// Name fragments (any case, anywhere in the name) of inherited variables not passed to
     /// commands; replaces the default list when given.
     pub scrub: Option<Vec<String>>,
+}
+
+/// Secrets in what tools return.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SecretsConfig {
+    /// Replace the values of the keys, tokens, headers and URL credentials dsh knows with
+    /// `[REDACTED]` in tool results, before the log, the stream and the model see them
+    /// (default true).
+    pub redact: Option<bool>,
 }
 
 /// Background jobs.

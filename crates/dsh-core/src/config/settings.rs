@@ -233,6 +233,55 @@ pub struct SubagentLimits {
     pub max_tokens: u64,
 }
 
+/// The secret values a run knows: every variable of the launch environment and the `.env`
+/// files whose name says it is a secret, the model route's key and headers, the MCP servers'
+/// `env` and header values and URL credentials, the search key.
+#[derive(Clone, Default, PartialEq)]
+pub struct SecretValues(Vec<String>);
+
+/// The values are secrets: only how many there are is shown.
+impl fmt::Debug for SecretValues {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SecretValues({})", self.0.len())
+    }
+}
+
+impl SecretValues {
+    fn known(
+        credentials: &crate::Credentials,
+        route: &Route,
+        mcp_servers: &[McpServerSettings],
+        web: &dsh_web::WebSettings,
+    ) -> SecretValues {
+        let mut values = credentials.secret_values();
+        if let crate::config::ApiKey::Found { value, .. } = &route.api_key {
+            values.push(value.clone());
+        }
+        values.extend(route.headers.iter().map(|(_, value)| value.clone()));
+        for server in mcp_servers {
+            match &server.transport {
+                McpTransport::Stdio { env, .. } => {
+                    values.extend(env.iter().map(|(_, value)| value.clone()));
+                }
+                McpTransport::Http { url, headers } => {
+                    values.extend(headers.iter().map(|(_, value)| value.clone()));
+                    values.extend(super::shown::url_credentials(url));
+                }
+            }
+        }
+        if let Ok(dsh_web::SearchBackend::Brave { api_key, .. }) = &web.search {
+            values.push(api_key.clone());
+        }
+        SecretValues(values)
+    }
+
+    /// What takes them out of tool results; `None` when there are none long enough to be
+    /// keys ([`dsh_tools::MIN_SECRET_CHARS`]).
+    pub fn redactor(&self) -> Option<dsh_tools::Redactor> {
+        dsh_tools::Redactor::new(self.0.iter().cloned())
+    }
+}
+
 /// One MCP server as the run will start it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpServerSettings {
@@ -350,6 +399,10 @@ pub struct Settings {
     pub mcp_servers: Vec<McpServerSettings>,
     /// What the web tools may reach (`[web]`, and the sandbox's network switch).
     pub web: dsh_web::WebSettings,
+    /// `secrets.redact`: whether [`Settings::secrets`] are taken out of tool results.
+    pub redact_secrets: Sourced<bool>,
+    /// The secret values the run knows (keys, tokens, headers, URL credentials).
+    pub secrets: SecretValues,
     /// How many subagents, how deep, how costly (`[subagents]`).
     pub subagents: SubagentLimits,
     /// The session to continue; `None` starts a new one.
@@ -665,6 +718,12 @@ impl Settings {
             .filter(|(_, server)| server.enabled != Some(false))
             .map(|(name, server)| mcp_server(&mut r, name, server, &cwd))
             .collect::<Result<Vec<_>, _>>()?;
+        let redact_secrets = r.setting(
+            "secrets.redact",
+            [r.file("secrets.redact", config.secrets.redact)],
+            true,
+        );
+        let secrets = SecretValues::known(&credentials, &route, &mcp_servers, &web);
         let mut rows = r.rows;
         // What the files set that no setting above reads on its own (routes and models not
         // in use, MCP servers' commands and secrets) is shown as the files give it.
@@ -751,12 +810,22 @@ impl Settings {
             mcp_grace,
             mcp_servers,
             web,
+            redact_secrets,
+            secrets,
             subagents,
             session_id: session_id.map(|(id, _)| id),
             fork: flags.fork,
             files,
             rows,
         })
+    }
+
+    /// What takes the run's secrets out of tool results, unless `secrets.redact` is false.
+    pub fn redactor(&self) -> Option<dsh_tools::Redactor> {
+        self.redact_secrets
+            .value
+            .then(|| self.secrets.redactor())
+            .flatten()
     }
 
     /// Every value in effect with its source, by key, secrets hidden: what `--dump-config`

@@ -179,8 +179,36 @@ fn url_without_secrets(url: &str) -> Option<String> {
     Some(format!("{scheme}://{authority}{path}{query}"))
 }
 
+/// The credentials a URL carries: its user part and password, and its query's values.
+pub(crate) fn url_credentials(url: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let (head, query) = url.split_once('?').unwrap_or((url, ""));
+    if let Some((_, rest)) = head.split_once("://") {
+        let authority = rest.split('/').next().unwrap_or_default();
+        if let Some((user, _)) = authority.rsplit_once('@') {
+            found.extend(user.split(':').map(str::to_owned));
+        }
+    }
+    let query = query.split('#').next().unwrap_or_default();
+    found.extend(
+        (query.split('&'))
+            .filter_map(|pair| pair.split_once('='))
+            .map(|(_, value)| value.to_owned()),
+    );
+    found
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_urls_credentials_are_its_user_part_and_query_values() {
+        assert_eq!(
+            url_credentials("https://bot:s3cr3t-pass@mcp.example.com/x?token=abc123456&v=1"),
+            ["bot", "s3cr3t-pass", "abc123456", "1"]
+        );
+        assert!(url_credentials("https://mcp.example.com/x").is_empty());
+    }
     use super::*;
 
     #[test]

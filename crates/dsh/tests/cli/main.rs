@@ -16,6 +16,7 @@ mod output_schema;
 mod patches;
 mod providers;
 mod sandbox;
+mod secrets;
 mod sessions;
 mod settings;
 mod signals;

@@ -1,0 +1,78 @@
+//! Secrets the run knows never reach the log, the event stream or the model through a tool's
+//! result: they are replaced by `[REDACTED]` (`secrets.redact`, on by default).
+
+use dsh_testkit::{TestEnv, Turn};
+use serde_json::json;
+
+use crate::dsh;
+
+const TOKEN: &str = "tok_live_9f8e7d6c5b4a";
+
+fn leaky_env() -> TestEnv {
+    let env = TestEnv::new(vec![
+        Turn::tool_calls(&[
+            ("read", json!({"file_path": "notes.txt"})),
+            (
+                "bash",
+                json!({"command": "cat notes.txt", "description": "show the notes"}),
+            ),
+        ]),
+        Turn::text("done"),
+    ]);
+    env.write(".env", &format!("PAYMENT_API_TOKEN={TOKEN}\n"));
+    env.write("notes.txt", &format!("the token is {TOKEN}\n"));
+    env
+}
+
+#[test]
+fn a_key_in_a_result_is_redacted_in_the_log_the_stream_and_the_next_request() {
+    let env = leaky_env();
+    let out = env.run(dsh(), &["--json", "what do the notes say?"]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert!(!out.stdout.contains(TOKEN), "{}", out.stdout);
+    assert!(!env.session_log().contains(TOKEN));
+    let results = env.server.requests()[1].tool_results();
+    assert_eq!(results.len(), 2);
+    for result in &results {
+        assert!(result.contains("the token is [REDACTED]"), "{result}");
+        assert!(!result.contains(TOKEN), "{result}");
+    }
+    assert!(out.stdout.contains("[REDACTED]"));
+}
+
+#[test]
+fn redaction_can_be_turned_off() {
+    let env = leaky_env();
+    env.write(".dsh/config.toml", "[secrets]\nredact = false\n");
+    let out = env.run(dsh(), &["--json", "what do the notes say?"]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let results = env.server.requests()[1].tool_results();
+    assert!(results[0].contains(TOKEN), "{results:?}");
+}
+
+#[test]
+fn writing_the_placeholder_back_over_a_secret_is_refused() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": ".env"})),
+        Turn::tool_call(
+            "write",
+            json!({"file_path": ".env", "content": "PAYMENT_API_TOKEN=[REDACTED]\nDEBUG=1\n"}),
+        ),
+        Turn::text("done"),
+    ]);
+    env.write(".env", &format!("PAYMENT_API_TOKEN={TOKEN}\n"));
+    let out = env.run(dsh(), &["add DEBUG=1 to .env"]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let refused = env.server.requests()[2].tool_results();
+    assert!(
+        refused
+            .last()
+            .unwrap()
+            .contains("stands for a secret dsh kept from you"),
+        "{refused:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.ws.path().join(".env")).unwrap(),
+        format!("PAYMENT_API_TOKEN={TOKEN}\n")
+    );
+}
