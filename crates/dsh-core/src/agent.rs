@@ -753,6 +753,9 @@ impl Agent {
         };
         // What woke a turn that ended before its first step is still the turn's.
         usage.add(&std::mem::take(&mut self.carried));
+        // Told as it is logged: a provider's message can quote the key it was sent.
+        let mut reason = reason;
+        self.session.redact_reason(&mut reason);
         self.commit(Record::TurnEnd {
             turn,
             reason: reason.clone(),
@@ -801,7 +804,14 @@ impl Agent {
             max_output_tokens: self.config.max_output_tokens,
         };
         let events = self.events.clone();
-        let mut on_delta = move |delta| {
+        let redactor = self.session.redactor().cloned();
+        let mut on_delta = move |mut delta| {
+            // A retry's reason is the provider's message, which can quote the key.
+            if let (StreamDelta::Retry(notice), Some(redactor)) = (&mut delta, &redactor)
+                && let std::borrow::Cow::Owned(redacted) = redactor.redact(&notice.message)
+            {
+                notice.message = redacted;
+            }
             let _ = events.send(AgentEvent::Delta(delta));
         };
         let answer = tokio::select! {

@@ -174,6 +174,8 @@ impl AgentBuilder {
             None => Ok(Session::create(home, cwd, log_options)),
         }
         .map_err(|e| SetupError::new(e.code(), e.to_string()))?;
+        let mut session = session;
+        session.redact_failures(settings.redactor());
         let mut shell_env = ShellEnv::new(vec![
             ("DSH_HOME".into(), home.clone().into_os_string()),
             ("DSH_SESSION_ID".into(), session.id().into()),

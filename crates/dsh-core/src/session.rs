@@ -2,6 +2,7 @@ use std::path::{Path, PathBuf};
 
 use dsh_protocol::{
     Block, Message, Record, RecordEnvelope, SessionHeader, SubagentRunRecord, TodoItem,
+    TurnEndReason,
 };
 
 use crate::CoreError;
@@ -28,6 +29,9 @@ pub struct Session {
     children: Vec<SubagentRunRecord>,
     /// What its logged steps billed, in tokens.
     logged_tokens: u64,
+    /// The secrets taken out of failure messages before they are logged (a provider's
+    /// error can quote the key it was sent); tool results are redacted where they are made.
+    redactor: Option<dsh_tools::Redactor>,
 }
 
 impl Session {
@@ -82,6 +86,7 @@ impl Session {
             completed: 0,
             children: Vec::new(),
             logged_tokens: 0,
+            redactor: None,
         }
     }
 
@@ -179,6 +184,7 @@ impl Session {
             completed: 0,
             children: Vec::new(),
             logged_tokens: 0,
+            redactor: None,
             log: SessionLog::resume(path, loaded.header, seq, file, lock, options),
         };
         let closing = crate::repair::repair(&loaded.records);
@@ -260,7 +266,31 @@ impl Session {
     }
 
     /// Commits a record: the log first, then the history the model will see.
-    pub(crate) fn commit(&mut self, record: Record) -> Result<RecordEnvelope, CoreError> {
+    /// Takes `redactor`'s secrets out of the failure messages it logs from now on.
+    pub(crate) fn redact_failures(&mut self, redactor: Option<dsh_tools::Redactor>) {
+        self.redactor = redactor;
+    }
+
+    /// What takes the secrets out of what the session logs and tells.
+    pub(crate) fn redactor(&self) -> Option<&dsh_tools::Redactor> {
+        self.redactor.as_ref()
+    }
+
+    /// Takes the secrets out of a failure's message, as it will be logged.
+    pub(crate) fn redact_reason(&self, reason: &mut TurnEndReason) {
+        if let (Some(redactor), TurnEndReason::Error { error }) = (&self.redactor, reason)
+            && let std::borrow::Cow::Owned(redacted) = redactor.redact(&error.message)
+        {
+            error.message = redacted;
+        }
+    }
+
+    pub(crate) fn commit(&mut self, mut record: Record) -> Result<RecordEnvelope, CoreError> {
+        match &mut record {
+            Record::TurnEnd { reason, .. } => self.redact_reason(reason),
+            Record::SubagentRun(run) => self.redact_reason(&mut run.reason),
+            _ => {}
+        }
         let envelope = self.log.append(record)?;
         self.absorb(envelope.record.clone());
         Ok(envelope)

@@ -296,6 +296,7 @@ impl SubagentTool {
             &self.parent_session,
             depth,
         );
+        session.redact_failures(parts.settings.redactor());
         // How the child's runs are recorded in the caller's log; the end of each run fills in
         // how it ended and what it billed.
         let mut record = SubagentRunRecord {
@@ -403,7 +404,7 @@ impl SubagentTool {
             read_only: run.read_only,
             fork: run.fork,
         });
-        let session = Session::resume(
+        let mut session = Session::resume(
             &parts.session_home,
             parts.cwd.clone(),
             &run.session_id,
@@ -419,6 +420,7 @@ impl SubagentTool {
                 ),
             )
         })?;
+        session.redact_failures(parts.settings.redactor());
         let mut parts = parts;
         // Its history has the workspace instructions it was given: only what changed since.
         parts.config.instructions =

@@ -76,3 +76,48 @@ fn writing_the_placeholder_back_over_a_secret_is_refused() {
         format!("PAYMENT_API_TOKEN={TOKEN}\n")
     );
 }
+
+#[test]
+fn a_provider_error_that_quotes_the_key_is_redacted_everywhere() {
+    let key = "sk-test-0123456789abcdef";
+    let env = TestEnv::new(vec![Turn::status(
+        400,
+        &format!("the key {key} is not valid for this model"),
+    )]);
+    let out = dsh_testkit::RunOutput::of(
+        env.command(dsh())
+            .env("DEEPSEEK_API_KEY", key)
+            .args(["--json", "hi"]),
+    );
+    assert_ne!(out.code(), Some(0));
+    assert!(out.stdout.contains("[REDACTED]"), "{}", out.stdout);
+    for (name, text) in [
+        ("stdout", &out.stdout),
+        ("stderr", &out.stderr),
+        ("log", &env.session_log()),
+    ] {
+        assert!(!text.contains(key), "{name}: {text}");
+    }
+}
+
+#[test]
+fn a_retry_notice_that_quotes_the_key_is_redacted() {
+    let key = "sk-test-0123456789abcdef";
+    let env = TestEnv::new(vec![
+        Turn::status(503, &format!("overloaded while serving {key}")),
+        Turn::text("fine now"),
+    ]);
+    env.write(
+        ".dsh/config.toml",
+        "[requests]\nretry_base_ms = 1\nretry_max_ms = 5\n",
+    );
+    let out = dsh_testkit::RunOutput::of(
+        env.command(dsh())
+            .env("DEEPSEEK_API_KEY", key)
+            .args(["--json", "hi"]),
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert!(out.stderr.contains("[REDACTED]"), "{}", out.stderr);
+    assert!(!out.stderr.contains(key), "{}", out.stderr);
+    assert!(!out.stdout.contains(key), "{}", out.stdout);
+}
