@@ -183,6 +183,17 @@ fn profile(mode: SandboxMode, policy: Option<&SandboxPolicy>, network: bool) -> 
             root.clone().into_os_string(),
         ]);
     }
+    // The protected paths, bound read-only over the writable workspace. One that does not
+    // exist (`.dsh/` only) gets an empty read-only folder, so that it cannot be created; its
+    // mount point is left behind in the workspace as an empty `.dsh/`.
+    for path in policy.protected_paths() {
+        let path = path.into_os_string();
+        if std::fs::symlink_metadata(&path).is_ok() {
+            args.extend(["--ro-bind".into(), path.clone(), path]);
+        } else {
+            args.extend(["--tmpfs".into(), path.clone(), "--remount-ro".into(), path]);
+        }
+    }
     args
 }
 
@@ -286,8 +297,13 @@ mod tests {
     #[test]
     fn a_workspace_that_is_the_temp_folder_is_bound_not_hidden() {
         let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, Path::new("/tmp"), Vec::new());
-        let text = strings(&profile(policy.mode(), Some(&policy), true)).join(" ");
-        assert!(!text.contains("--tmpfs /tmp"), "{text}");
+        let args = strings(&profile(policy.mode(), Some(&policy), true));
+        let text = args.join(" ");
+        // `/tmp/.dsh` may be a tmpfs (a protected path); `/tmp` itself must not be.
+        assert!(
+            !args.windows(2).any(|pair| pair == ["--tmpfs", "/tmp"]),
+            "{text}"
+        );
         assert!(text.contains("--bind /tmp /tmp"), "{text}");
         assert!(text.contains("--unshare-ipc"), "{text}");
     }

@@ -125,10 +125,67 @@ impl SandboxPolicy {
             SandboxMode::DangerFullAccess => true,
             SandboxMode::ReadOnly => false,
             SandboxMode::WorkspaceWrite => {
-                self.roots.iter().any(|root| real_path.starts_with(root))
-                    || self.is_aliased_under_a_root(real_path)
+                (self.roots.iter().any(|root| real_path.starts_with(root))
+                    || self.is_aliased_under_a_root(real_path))
+                    && self.protection_of(real_path).is_none()
             }
         }
+    }
+
+    /// Under `workspace-write`, the paths inside the workspace that stay read-only unless an
+    /// escalation is approved, because writing them changes what runs or what dsh trusts
+    /// later: Git's hooks and config (a hook runs at the user's next commit), dsh's own
+    /// `.dsh/` (its config can widen the sandbox, its hooks run commands) and the `.env`
+    /// files of the workspace's top folder (where dsh reads keys). `.dsh/` is listed even
+    /// when absent, so that it cannot be created; the Git paths only when `.git` is the
+    /// workspace's own folder (a worktree's `.git` file points outside it, where nothing is
+    /// writable anyway).
+    pub fn protected_paths(&self) -> Vec<PathBuf> {
+        if self.mode != SandboxMode::WorkspaceWrite {
+            return Vec::new();
+        }
+        let ws = &self.workspace;
+        let mut paths = Vec::new();
+        let git = ws.join(".git");
+        if std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir()) {
+            paths.push(git.join("hooks"));
+            paths.push(git.join("config"));
+        }
+        paths.push(ws.join(".dsh"));
+        if let Ok(entries) = std::fs::read_dir(ws) {
+            let mut env_files: Vec<PathBuf> = entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .filter(|path| path.file_name().is_some_and(is_env_file))
+                .collect();
+            env_files.sort();
+            paths.extend(env_files);
+        }
+        paths
+    }
+
+    /// The protected path ([`SandboxPolicy::protected_paths`]) `real_path` is, or is under.
+    pub fn protection_of(&self, real_path: &Path) -> Option<PathBuf> {
+        if self.mode != SandboxMode::WorkspaceWrite {
+            return None;
+        }
+        let ws = &self.workspace;
+        let git = ws.join(".git");
+        let protected_git = std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir());
+        if protected_git {
+            for path in [git.join("hooks"), git.join("config")] {
+                if real_path.starts_with(&path) {
+                    return Some(path);
+                }
+            }
+        }
+        let dsh = ws.join(".dsh");
+        if real_path.starts_with(&dsh) {
+            return Some(dsh);
+        }
+        let top_level_env = real_path.parent() == Some(ws.as_path())
+            && real_path.file_name().is_some_and(is_env_file);
+        top_level_env.then(|| real_path.to_path_buf())
     }
 
     /// A root reached under another name (a bind mount): an existing ancestor of the path that
@@ -147,6 +204,17 @@ impl SandboxPolicy {
 }
 
 /// Opens and identifies a root directory, without following a symlink in its place.
+/// `.env`, and `.env.<anything>` (`.env.local`, `.env.production`), but not the templates
+/// projects commit beside them (`.env.example`, `.env.sample`, `.env.template`, `.env.dist`),
+/// which hold no secrets.
+fn is_env_file(name: &std::ffi::OsStr) -> bool {
+    let name = name.to_string_lossy();
+    let template = [".example", ".sample", ".template", ".dist"]
+        .iter()
+        .any(|suffix| name.ends_with(suffix));
+    name == ".env" || (name.starts_with(".env.") && !template)
+}
+
 fn pin(root: &Path) -> Option<PinnedRoot> {
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -169,6 +237,57 @@ fn canonical(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn git_hooks_and_config_dsh_and_env_files_are_protected_under_workspace_write() {
+        let ws = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(ws.path()).unwrap();
+        std::fs::create_dir_all(real.join(".git/hooks")).unwrap();
+        std::fs::write(real.join(".git/config"), "").unwrap();
+        for file in [".env", ".env.local", ".env.example"] {
+            std::fs::write(real.join(file), "").unwrap();
+        }
+        let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &real, Vec::new());
+        assert_eq!(
+            policy.protected_paths(),
+            [
+                real.join(".git/hooks"),
+                real.join(".git/config"),
+                real.join(".dsh"),
+                real.join(".env"),
+                real.join(".env.local"),
+            ]
+        );
+        for refused in [
+            ".git/hooks/pre-commit",
+            ".git/config",
+            ".dsh/config.toml",
+            ".dsh",
+            ".env",
+            ".env.local",
+        ] {
+            assert!(!policy.allows_write(&real.join(refused)), "{refused}");
+        }
+        for allowed in [".git/objects/ab", ".env.example", "src/.env", "a.txt"] {
+            assert!(policy.allows_write(&real.join(allowed)), "{allowed}");
+        }
+        assert_eq!(
+            policy.protection_of(&real.join(".git/hooks/pre-push")),
+            Some(real.join(".git/hooks"))
+        );
+        let full = policy.with_mode(SandboxMode::DangerFullAccess);
+        assert!(full.protected_paths().is_empty());
+        assert!(full.allows_write(&real.join(".git/hooks/pre-commit")));
+    }
+
+    #[test]
+    fn a_git_file_leaves_git_paths_alone() {
+        let ws = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(ws.path()).unwrap();
+        std::fs::write(real.join(".git"), "gitdir: /elsewhere\n").unwrap();
+        let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &real, Vec::new());
+        assert_eq!(policy.protected_paths(), [real.join(".dsh")]);
+    }
 
     #[test]
     fn workspace_write_allows_the_workspace_and_temp_only() {

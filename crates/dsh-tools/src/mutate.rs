@@ -88,6 +88,13 @@ pub(crate) fn fence(
         });
     }
     let mut message = dsh_sandbox::denial_marker(policy.mode());
+    if let Some(protected) = policy.protection_of(&fresh.key) {
+        message.push_str(&format!(
+            "\n{} is protected under workspace-write: Git's hooks and config, dsh's .dsh/ \
+             folder and the workspace's .env files change what runs or what dsh trusts later",
+            protected.display()
+        ));
+    }
     if offers_escalation {
         message.push('\n');
         message.push_str(&dsh_sandbox::escalation_hint(Subject::Operation));

@@ -483,3 +483,53 @@ async fn odd_paths_get_clear_errors() {
     );
     drop(f.ws);
 }
+
+#[tokio::test]
+async fn the_fence_keeps_git_hooks_dsh_and_env_files_read_only_and_says_why() {
+    let f = Fixture::new();
+    std::fs::create_dir_all(f.path(".git/hooks")).unwrap();
+    f.put(".env", b"KEY_ID=1\n");
+    f.result("read", json!({"file_path": ".env"})).await;
+    for (tool, args, protected) in [
+        (
+            "write",
+            json!({"file_path": ".git/hooks/pre-commit", "content": "#!/bin/sh\n"}),
+            ".git/hooks",
+        ),
+        (
+            "write",
+            json!({"file_path": ".dsh/config.toml", "content": "[sandbox]\n"}),
+            ".dsh",
+        ),
+        (
+            "edit",
+            json!({"file_path": ".env", "old_string": "1", "new_string": "2"}),
+            ".env",
+        ),
+    ] {
+        let out = f.call(tool, args).await;
+        let text = out.text();
+        assert_eq!(out.error.unwrap().code, "FS_SANDBOX_DENIED", "{protected}");
+        assert!(
+            text.starts_with("Error: [sandbox: file access denied under workspace-write mode]\n"),
+            "{text}"
+        );
+        let why = format!(
+            "{} is protected under workspace-write: Git's hooks and config, dsh's .dsh/ folder \
+             and the workspace's .env files change what runs or what dsh trusts later",
+            f.path(protected).display()
+        );
+        assert!(text.contains(&why), "{text}");
+        assert!(text.contains("[sandbox: escalation available"), "{text}");
+    }
+    assert!(!f.path(".git/hooks/pre-commit").exists());
+    assert!(!f.path(".dsh").exists());
+    assert_eq!(f.text(".env"), "KEY_ID=1\n");
+    // Everything else in .git, and the templates beside .env, stay writable.
+    f.result(
+        "write",
+        json!({"file_path": ".env.example", "content": "KEY_ID=\n"}),
+    )
+    .await;
+    assert_eq!(f.text(".env.example"), "KEY_ID=\n");
+}

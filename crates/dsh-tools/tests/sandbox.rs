@@ -302,3 +302,39 @@ per_backend!(
     a_background_denial_is_marked_on_every_read_once_it_ends,
     escalation_follows_the_approval_policy,
 );
+
+/// Git's hooks and config, `.dsh/` (even before it exists) and the top folder's `.env` files
+/// stay read-only to commands under workspace-write; the rest of `.git` does not.
+#[tokio::test(flavor = "current_thread")]
+async fn protected_paths_stay_read_only_to_commands_under_bubblewrap() {
+    let Some(sh) = sh(Options::new(BackendChoice::Bubblewrap)) else {
+        return;
+    };
+    std::fs::create_dir_all(sh.ws.join(".git/hooks")).unwrap();
+    std::fs::write(sh.ws.join(".git/config"), "[core]\n").unwrap();
+    std::fs::write(sh.ws.join(".env"), "A=1\n").unwrap();
+    for command in [
+        "echo x > .git/hooks/pre-commit",
+        "echo x >> .git/config",
+        "echo B=2 >> .env",
+        "echo x > .dsh/config.toml",
+    ] {
+        let out = sh.bash(command).await;
+        assert!(out.contains(DENIED), "{command}: {out}");
+        assert!(out.contains(HINT), "{command}: {out}");
+    }
+    assert!(!sh.ws.join(".git/hooks/pre-commit").exists());
+    assert_eq!(
+        std::fs::read_to_string(sh.ws.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sh.ws.join(".env")).unwrap(),
+        "A=1\n"
+    );
+    assert!(!sh.ws.join(".dsh/config.toml").exists());
+    let out = sh
+        .bash("echo ok > .git/description && echo fine > a.txt && cat a.txt")
+        .await;
+    assert_eq!(out, "fine\n");
+}
