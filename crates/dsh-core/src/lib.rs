@@ -22,6 +22,8 @@ mod hooks;
 mod instructions;
 mod lock;
 mod log;
+#[cfg(test)]
+mod log_props;
 mod output_schema;
 mod prompt;
 mod repair;

@@ -225,7 +225,7 @@ fn result_part(part: &ToolOutputPart) -> Value {
 
 /// Builds the answer from the stream's events.
 #[derive(Default)]
-struct Assembler {
+pub(crate) struct Assembler {
     /// Blocks by index: the block, and a tool call's argument text so far.
     blocks: Vec<(Block, String)>,
     input: u64,

@@ -15,6 +15,8 @@ mod http;
 mod openai_responses;
 mod retry;
 pub mod sse;
+#[cfg(test)]
+mod stream_props;
 
 use std::fmt;
 use std::future::Future;

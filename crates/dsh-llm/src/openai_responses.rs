@@ -171,7 +171,7 @@ fn push_items(out: &mut Vec<Value>, message: &Message) {
 
 /// Builds the answer from the stream's events.
 #[derive(Default)]
-struct Assembler {
+pub(crate) struct Assembler {
     reasoning: String,
     text: String,
     /// Calls in the order they opened: (item id, call id, name, arguments).

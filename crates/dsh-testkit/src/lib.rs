@@ -24,7 +24,7 @@ pub mod tmux;
 pub use env::{RunOutput, TestEnv};
 pub use schema::{check_event, events_schema};
 pub use script::{Answer, Fault, Turn};
-pub use server::{Request, ScriptedServer};
+pub use server::{Dialect, Request, ScriptedServer, stream_body};
 
 /// A folder for test files that must lie outside every writable root of the default sandbox
 /// policy (so not under `/tmp` or the OS temporary directory): the test crate's

@@ -238,10 +238,25 @@ fn shell_turn(request: &Request, steps: usize) -> Turn {
 
 /// Which API a request was sent to, by its path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Dialect {
+pub enum Dialect {
+    /// Chat completions (DeepSeek, OpenAI-compatible servers).
     Chat,
+    /// Anthropic Messages.
     Messages,
+    /// OpenAI Responses.
     Responses,
+}
+
+/// The event stream (the body after the HTTP head) the server sends for `answer` in
+/// `dialect`, for tests that feed a stream to a decoder directly (chunked as they choose).
+pub fn stream_body(answer: &Answer, dialect: Dialect) -> Vec<u8> {
+    let mut out = Vec::new();
+    let _ = match dialect {
+        Dialect::Chat => write_stream(&mut out, answer, true),
+        Dialect::Messages => write_messages_stream(&mut out, answer),
+        Dialect::Responses => write_responses_stream(&mut out, answer),
+    };
+    out.split_off(SSE_HEAD.len())
 }
 
 const SSE_HEAD: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
@@ -389,7 +404,7 @@ fn read_request(stream: &TcpStream) -> Option<Request> {
 /// 16-character pieces, each tool call, the finish reason, the usage, `[DONE]`.
 /// The answer as an Anthropic Messages stream: thinking (signed), text, then each tool call
 /// with its input in two `input_json_delta` pieces.
-fn write_messages_stream(stream: &mut TcpStream, answer: &Answer) -> std::io::Result<()> {
+fn write_messages_stream(stream: &mut impl Write, answer: &Answer) -> std::io::Result<()> {
     stream.write_all(SSE_HEAD)?;
     let mut send = |kind: &str, data: Value| -> std::io::Result<()> {
         stream.write_all(format!("event: {kind}\ndata: {data}\n\n").as_bytes())?;
@@ -478,7 +493,7 @@ fn write_messages_stream(stream: &mut TcpStream, answer: &Answer) -> std::io::Re
 
 /// The answer as an OpenAI Responses stream: reasoning summary, text, then each call with its
 /// arguments in two pieces, then `response.completed` with the usage.
-fn write_responses_stream(stream: &mut TcpStream, answer: &Answer) -> std::io::Result<()> {
+fn write_responses_stream(stream: &mut impl Write, answer: &Answer) -> std::io::Result<()> {
     stream.write_all(SSE_HEAD)?;
     let mut send = |data: Value| -> std::io::Result<()> {
         let kind = data["type"].as_str().unwrap_or("").to_owned();
@@ -534,7 +549,7 @@ fn write_responses_stream(stream: &mut TcpStream, answer: &Answer) -> std::io::R
     send(json!({"type":"response.completed","response":response}))
 }
 
-fn write_stream(stream: &mut TcpStream, answer: &Answer, done: bool) -> std::io::Result<()> {
+fn write_stream(stream: &mut impl Write, answer: &Answer, done: bool) -> std::io::Result<()> {
     stream.write_all(
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
     )?;

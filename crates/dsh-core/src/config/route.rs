@@ -68,6 +68,17 @@ impl Route {
         let model_ref = model_ref.value.as_str();
         let files = r.files().config();
         let fail = |message: String| Err(SetupError::config(message));
+        // Where the model was named, for an error about the name itself.
+        let named_in = match &chosen {
+            Source::Default => String::new(),
+            source => format!(" (set by {source})"),
+        };
+        if model_ref.trim().is_empty() {
+            return fail(format!(
+                "the model is empty{named_in}: give a model, such as {} or <provider>/<model>",
+                super::DEFAULT_MODEL
+            ));
+        }
         let (provider, model) = match model_ref.split_once('/') {
             Some((provider, model))
                 if files.providers.contains_key(provider) || provider == "deepseek" =>
@@ -80,9 +91,9 @@ impl Route {
                     known.insert(0, "deepseek");
                 }
                 return fail(format!(
-                    "unknown provider \"{provider}\" in model \"{model_ref}\": declare \
-                     [providers.{provider}] in a config file (see docs/providers.md), or use one \
-                     of: {}",
+                    "unknown provider \"{provider}\" in model \"{model_ref}\"{named_in}: \
+                     declare [providers.{provider}] in a config file (see docs/providers.md), or \
+                     use one of: {}",
                     known.join(", ")
                 ));
             }
@@ -90,7 +101,7 @@ impl Route {
         };
         if model.trim().is_empty() {
             return fail(format!(
-                "model \"{model_ref}\" names no model after the provider"
+                "model \"{model_ref}\"{named_in} names no model after the provider"
             ));
         }
         let declared = files.providers.get(provider);

@@ -12,8 +12,9 @@ use crate::http;
 use crate::{
     BoxFuture, Completion, DeltaSink, Effort, EndpointConfig, LlmError, ModelRequest, Provider,
 };
+pub(crate) use wire::ChatAssembler;
 pub(crate) use wire::image_base64;
-use wire::{BodyOptions, ChatAssembler, ChatChunk, request_body};
+use wire::{BodyOptions, ChatChunk, request_body};
 
 /// Which server family a route talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
