@@ -138,7 +138,8 @@ fn unknown_routes_and_unsupported_kinds_name_the_fix() {
     assert_eq!(out.code(), Some(1));
     assert!(
         out.stderr.starts_with(
-            "dsh: unknown provider \"nowhere\" in model \"nowhere/m\": declare [providers.nowhere]"
+            "dsh: unknown provider \"nowhere\" in model \"nowhere/m\" (set by --model): declare \
+             [providers.nowhere]"
         ),
         "{}",
         out.stderr
