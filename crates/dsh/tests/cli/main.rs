@@ -10,6 +10,7 @@ mod faults;
 mod headless;
 mod hooks;
 mod json;
+mod kill_matrix;
 mod mcp;
 mod mcp_server;
 mod output_schema;
