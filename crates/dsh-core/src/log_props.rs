@@ -119,6 +119,11 @@ proptest! {
                 );
             }
         }
+        dsh_testkit::fault_matrix(
+            "hostile input",
+            "a session log cut at any byte (plain and zstd)",
+            "its whole records loaded, nothing else; lost 0",
+        );
     }
 
     #[test]
@@ -149,5 +154,10 @@ proptest! {
                 );
             }
         }
+        dsh_testkit::fault_matrix(
+            "hostile input",
+            "a session log with a byte changed or inserted",
+            "a prefix loaded, or refused naming the line; no panic",
+        );
     }
 }

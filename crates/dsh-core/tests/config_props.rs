@@ -111,6 +111,11 @@ proptest! {
         if let Err(message) = load(Some(&text), None) {
             prop_assert!(message.contains("config.toml") || message.contains("config "), "{}", message);
         }
+        dsh_testkit::fault_matrix(
+            "hostile input",
+            "a config file of any content",
+            "loaded, or refused naming the file; no panic",
+        );
     }
 
     #[test]
@@ -118,6 +123,11 @@ proptest! {
         if let Err(message) = load(None, Some(("layer.toml", &text))) {
             prop_assert!(message.contains("layer.toml") || message.contains("config "), "{}", message);
         }
+        dsh_testkit::fault_matrix(
+            "hostile input",
+            "a TOML patch of any content",
+            "loaded, or refused naming the file; no panic",
+        );
     }
 
     #[test]
@@ -125,6 +135,11 @@ proptest! {
         if let Err(message) = load(None, Some(("layer.yml", &text))) {
             prop_assert!(message.contains("layer.yml") || message.contains("config "), "{}", message);
         }
+        dsh_testkit::fault_matrix(
+            "hostile input",
+            "a patch of rows of any content",
+            "loaded, or refused naming the file; no panic",
+        );
     }
 }
 

@@ -117,6 +117,11 @@ proptest! {
         cuts in proptest::collection::vec(any::<usize>(), 0..20),
     ) {
         prop_assert_eq!(decode(&bytes, &cuts), decode(&bytes, &[]));
+        dsh_testkit::fault_matrix(
+            "hostile input",
+            "server-sent event bytes, cut anywhere",
+            "the same events however cut; no panic",
+        );
     }
 
     #[test]
@@ -145,6 +150,11 @@ proptest! {
             prop_assert_eq!(&calls, &answer.tool_calls, "{:?}", dialect);
             prop_assert_eq!(assemble_in(dialect, &bytes, &cuts), whole, "{:?}", dialect);
         }
+        dsh_testkit::fault_matrix(
+            "hostile input",
+            "a model's stream in each dialect, cut anywhere",
+            "the same answer however cut",
+        );
     }
 
     #[test]
@@ -168,5 +178,10 @@ proptest! {
             // Any outcome is fine; a panic fails the case.
             let _ = assemble_in(dialect, body.as_bytes(), &[]);
         }
+        dsh_testkit::fault_matrix(
+            "hostile input",
+            "arbitrary event data in each dialect",
+            "an answer or an error with its code; no panic",
+        );
     }
 }

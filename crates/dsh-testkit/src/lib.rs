@@ -8,6 +8,7 @@
 //!   schema, `docs/events.schema.json`).
 //! * [`mcp`]: the official MCP reference server, over stdio or streamable HTTP.
 //! * [`site`]: a small web site on loopback for the web tools.
+//! * [`fault_matrix`]: how the fault tests report each case to `scripts/fault-matrix`.
 //!
 //! Everything here panics on unexpected failures: it exists to fail tests loudly.
 
@@ -25,6 +26,26 @@ pub use env::{RunOutput, TestEnv};
 pub use schema::{check_event, events_schema};
 pub use script::{Answer, Fault, Turn};
 pub use server::{Dialect, Request, ScriptedServer, stream_body};
+
+/// Records one case of the fault matrix, once its assertions held: its class (`provider
+/// fault`, `kill point`, `hostile input`, `secret`), what was done to dsh, and how dsh came
+/// out of it. `scripts/fault-matrix` sets `DSH_FAULT_MATRIX` to a file the cases are appended
+/// to (one line each, written whole) and counts them into `docs/reliability.md`; in any other
+/// run this does nothing.
+pub fn fault_matrix(class: &str, case: &str, outcome: &str) {
+    use std::io::Write as _;
+    let Some(path) = std::env::var_os("DSH_FAULT_MATRIX") else {
+        return;
+    };
+    let line = format!("{class}\t{case}\t{outcome}\n");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path);
+    if let Ok(mut file) = file {
+        let _ = file.write_all(line.as_bytes());
+    }
+}
 
 /// A folder for test files that must lie outside every writable root of the default sandbox
 /// policy (so not under `/tmp` or the OS temporary directory): the test crate's

@@ -140,6 +140,11 @@ proptest! {
         }
         let outcome = runtime().block_on(prepared.run(&f.ctx));
         prop_assert!(!outcome.text().is_empty(), "{} {}: an empty result", tool, arguments);
+        dsh_testkit::fault_matrix(
+            "hostile input",
+            "tool-call arguments of any shape",
+            "a result the model reads; no panic",
+        );
     }
 
     #[test]
@@ -177,6 +182,11 @@ proptest! {
             lf.replacen(line.as_str(), &new, 1).replace('\n', ending)
         );
         prop_assert_eq!(after, expected);
+        dsh_testkit::fault_matrix(
+            "hostile input",
+            "edit in LF and CRLF files, with and without a BOM",
+            "exactly the change asked for",
+        );
     }
 
     #[test]
@@ -194,5 +204,10 @@ proptest! {
         let outcome = rt.block_on(f.registry.execute("edit", &args.to_string(), &f.ctx));
         prop_assert!(outcome.is_error, "{}", outcome.text());
         prop_assert_eq!(std::fs::read(f.ctx.cwd.join("b.bin")).unwrap(), bytes);
+        dsh_testkit::fault_matrix(
+            "hostile input",
+            "edit of a file that is not UTF-8",
+            "refused; the file unchanged",
+        );
     }
 }

@@ -24,7 +24,7 @@ fn final_usage(out: &RunOutput) -> Value {
 }
 
 /// A fault, then an answer the server reports 100 + 10 tokens for.
-fn survives(fault: Turn, unreported: u64, extra_tokens: u64) {
+fn survives(name: &str, fault: Turn, unreported: u64, extra_tokens: u64) {
     let (env, out) = run(vec![fault, Turn::text("same answer")]);
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
     let events = out.events();
@@ -49,26 +49,38 @@ fn survives(fault: Turn, unreported: u64, extra_tokens: u64) {
         .unwrap()
         .clone();
     assert_eq!(step_end["usage"], usage);
+    dsh_testkit::fault_matrix(
+        "provider fault",
+        name,
+        "survived: retried, the same answer, every attempt's tokens counted",
+    );
 }
 
 #[test]
 fn rate_limits_and_server_errors_are_retried_honouring_retry_after() {
     survives(
+        "429 with retry-after",
         Turn::status_with(429, "slow down", &[("retry-after", "1")]),
         0,
         0,
     );
-    survives(Turn::status(500, "internal error"), 0, 0);
-    survives(Turn::status(503, "overloaded"), 0, 0);
+    survives("500", Turn::status(500, "internal error"), 0, 0);
+    survives("503", Turn::status(503, "overloaded"), 0, 0);
 }
 
 #[test]
 fn broken_streams_are_retried_and_their_usage_kept() {
     // Cut before any usage: the attempt is counted as one whose tokens nobody reported.
-    survives(Turn::Fault(Fault::ResetMidStream("partial".into())), 1, 0);
-    survives(Turn::Fault(Fault::Empty), 1, 0);
+    survives(
+        "connection reset mid-stream",
+        Turn::Fault(Fault::ResetMidStream("partial".into())),
+        1,
+        0,
+    );
+    survives("empty stream", Turn::Fault(Fault::Empty), 1, 0);
     // Closed after the server reported 300 + 20 tokens: those are kept.
     survives(
+        "stream closed before its end",
         Turn::Fault(Fault::ClosedBeforeDone(Answer {
             text: "an answer that never ends".into(),
             usage: Some((300, 20, 0)),
@@ -82,6 +94,7 @@ fn broken_streams_are_retried_and_their_usage_kept() {
 #[test]
 fn a_server_slower_than_the_idle_limit_is_retried() {
     survives(
+        "first byte after the idle limit",
         Turn::text("too late").delayed(Duration::from_millis(1500)),
         1,
         0,
@@ -95,6 +108,11 @@ fn a_usage_less_answer_counts_as_unreported_not_zero() {
     let usage = final_usage(&out);
     assert_eq!(usage["unreportedCalls"], 1, "{usage}");
     assert_eq!(usage["totalTokens"], 0, "{usage}");
+    dsh_testkit::fault_matrix(
+        "provider fault",
+        "answer without usage",
+        "survived: counted as an unreported call, not as zero tokens",
+    );
 }
 
 #[test]
@@ -111,6 +129,11 @@ fn a_malformed_event_is_not_retried_and_ends_with_its_code() {
             .any(|l| l.starts_with("dsh: MALFORMED_RESPONSE: ")),
         "{}",
         out.stderr
+    );
+    dsh_testkit::fault_matrix(
+        "provider fault",
+        "malformed event",
+        "reported: MALFORMED_RESPONSE, not retried",
     );
 }
 
@@ -137,6 +160,11 @@ fn outages_end_the_run_after_five_retries_with_every_attempt_counted() {
         out.stderr
     );
     assert_eq!(final_usage(&out)["totalTokens"], 6 * 55);
+    dsh_testkit::fault_matrix(
+        "provider fault",
+        "outage on every attempt",
+        "reported: STREAM_CLOSED after 6 attempts, all their tokens counted",
+    );
 }
 
 #[test]
@@ -148,6 +176,7 @@ fn a_refused_key_is_not_retried() {
     assert_eq!(out.code(), Some(1));
     assert_eq!(env.server.requests().len(), 1);
     assert!(!out.stderr.contains("retrying"), "{}", out.stderr);
+    dsh_testkit::fault_matrix("provider fault", "401", "reported: AUTH, not retried");
 }
 
 /// Never hang: a provider that starts an answer and then goes silent, every time, ends the
@@ -162,6 +191,11 @@ fn a_stream_that_stalls_every_time_ends_the_run() {
     assert_eq!(last["type"], "final");
     assert_eq!(last["reason"]["kind"], "error");
     assert_eq!(last["reason"]["error"]["code"], "TIMEOUT", "{last}");
+    dsh_testkit::fault_matrix(
+        "provider fault",
+        "stream stalls on every attempt",
+        "reported: TIMEOUT after 6 attempts, never hangs",
+    );
 }
 
 /// Never hang: with no one to ask, an escalation under the approval policy `ask` is refused

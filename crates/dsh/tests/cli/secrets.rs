@@ -38,6 +38,11 @@ fn a_key_in_a_result_is_redacted_in_the_log_the_stream_and_the_next_request() {
         assert!(!result.contains(TOKEN), "{result}");
     }
     assert!(out.stdout.contains("[REDACTED]"));
+    dsh_testkit::fault_matrix(
+        "secret",
+        "a .env token in a read and a command's output",
+        "redacted in the log, the stream and the next request",
+    );
 }
 
 #[test]
@@ -75,6 +80,11 @@ fn writing_the_placeholder_back_over_a_secret_is_refused() {
         std::fs::read_to_string(env.ws.path().join(".env")).unwrap(),
         format!("PAYMENT_API_TOKEN={TOKEN}\n")
     );
+    dsh_testkit::fault_matrix(
+        "secret",
+        "the placeholder written back over a key",
+        "refused; the file unchanged",
+    );
 }
 
 #[test]
@@ -98,6 +108,11 @@ fn a_provider_error_that_quotes_the_key_is_redacted_everywhere() {
     ] {
         assert!(!text.contains(key), "{name}: {text}");
     }
+    dsh_testkit::fault_matrix(
+        "secret",
+        "the key quoted by a provider's error",
+        "redacted in the log, the stream and stderr",
+    );
 }
 
 #[test]
@@ -120,4 +135,9 @@ fn a_retry_notice_that_quotes_the_key_is_redacted() {
     assert!(out.stderr.contains("[REDACTED]"), "{}", out.stderr);
     assert!(!out.stderr.contains(key), "{}", out.stderr);
     assert!(!out.stdout.contains(key), "{}", out.stdout);
+    dsh_testkit::fault_matrix(
+        "secret",
+        "the key quoted by a retried error",
+        "redacted in the retry notice",
+    );
 }
