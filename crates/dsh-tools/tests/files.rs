@@ -533,3 +533,28 @@ async fn the_fence_keeps_git_hooks_dsh_and_env_files_read_only_and_says_why() {
     .await;
     assert_eq!(f.text(".env.example"), "KEY_ID=\n");
 }
+
+#[tokio::test]
+async fn edit_changes_one_line_of_a_huge_file_and_nothing_else() {
+    let f = Fixture::new();
+    // 32 MiB of lines, one of them unique near the end.
+    let line = "an ordinary line of a large generated file, repeated many times\n";
+    let mut text = line.repeat((32 << 20) / line.len());
+    text.push_str("the one line to change\n");
+    text.push_str(&line.repeat(10));
+    f.put("huge.txt", text.as_bytes());
+    f.result(
+        "read",
+        json!({"file_path": "huge.txt", "offset": 1, "limit": 1}),
+    )
+    .await;
+    let out = f
+        .result(
+            "edit",
+            json!({"file_path": "huge.txt", "old_string": "the one line to change", "new_string": "changed"}),
+        )
+        .await;
+    assert_eq!(out, "The file <WS>/huge.txt has been updated successfully.");
+    let after = std::fs::read_to_string(f.path("huge.txt")).unwrap();
+    assert_eq!(after, text.replacen("the one line to change", "changed", 1));
+}
