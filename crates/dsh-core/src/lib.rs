@@ -57,6 +57,16 @@ pub fn sandbox_report(
     Ok(dsh_sandbox::Sandbox::new(settings).report())
 }
 
+/// The runtime every front end runs its runs on: one thread (a run waits on the model and on
+/// commands, and one thread keeps start-up and memory small) with I/O and timers. The error
+/// says what failed, for the front end to report.
+pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
 /// What a front end implements to put the model's requests to the person using it, and, for
 /// an editor, to hand the file tools the files it holds open.
 pub mod ask {

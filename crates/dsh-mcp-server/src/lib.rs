@@ -42,10 +42,7 @@ pub struct ServeError(pub String);
 pub fn serve_stdio(base: Flags) -> Result<(), ServeError> {
     let cwd = std::env::current_dir()
         .map_err(|e| ServeError(format!("cannot read the current directory: {e}")))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| ServeError(format!("cannot start the async runtime: {e}")))?;
+    let runtime = dsh_core::runtime().map_err(ServeError)?;
     let server = DshServer {
         base,
         cwd,

@@ -68,10 +68,7 @@ pub fn run(options: Options) -> Result<(), StartError> {
     let settings = Settings::load(cwd.clone(), &Environment::from_process(), &options.flags)
         .map_err(|e| StartError(e.message))?;
     let home = settings.home.value.clone();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| StartError(format!("cannot start the async runtime: {e}")))?;
+    let runtime = dsh_core::runtime().map_err(StartError)?;
     let outcome = runtime.block_on(main_loop(options, settings, home, cwd));
     runtime.shutdown_background();
     let session = outcome?;

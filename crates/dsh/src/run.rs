@@ -16,13 +16,9 @@ use crate::surface::Surface;
 /// Runs and returns the exit status.
 pub fn run(args: RunArgs) -> u8 {
     let mut surface = Surface::new(args.json);
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match dsh_core::runtime() {
         Ok(runtime) => runtime,
-        Err(e) => {
-            let message = format!("cannot start the async runtime: {e}");
+        Err(message) => {
             surface.fail(&message, &message, Some("INTERNAL".into()));
             return 1;
         }
