@@ -13,6 +13,8 @@ search=$(bench/search.sh)
 # Its own section, kept below; its figures join the targets table.
 cargo build --release --locked -q -p dsh-testkit --bin scripted-server
 python3 bench/tui.py | python3 bench/section.py tui
+python3 bench/acp.py | python3 bench/section.py acp
+python3 bench/bwrap.py | python3 bench/section.py bwrap
 targets=$(python3 bench/targets.py "$DSH_BENCH_SUMMARY")
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)
 cores=$(nproc)
@@ -27,9 +29,10 @@ kept=$(sed -n '/<!-- [a-z]*:start -->/,/<!-- [a-z]*:end -->/p' docs/performance.
   echo "# Performance"
   echo
   echo "Written by \`bench/run.sh\` (the targets, start-up, the tool path, sandbox cost, session"
-  echo "load and search), \`bench/tui.sh\`, \`bench/peers.sh\` and \`bench/profile.sh\` (their own"
-  echo "sections); do not edit by hand. The model is the scripted server of \`dsh-testkit\` on"
-  echo "loopback, which answers at once, so the times are dsh's own."
+  echo "load, search, and the sections of \`bench/tui.sh\`, \`bench/acp.sh\` and \`bench/bwrap.sh\`),"
+  echo "\`bench/peers.sh\` and \`bench/profile.sh\` (their own sections); do not edit by hand. The"
+  echo "model is the scripted server of \`dsh-testkit\` on loopback, which answers at once, so the"
+  echo "times are dsh's own."
   echo
   echo "- Date: $(date -u +%Y-%m-%d)"
   echo "- Machine: ${cpu}, ${cores} cores, ${mem}, ${kernel}"

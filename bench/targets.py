@@ -15,6 +15,7 @@ TARGETS = [
     ("bash10_bubblewrap_wall_ms", "10-step sandboxed `bash true` session, wall time (bubblewrap)", "< 150 ms", 150, "ms"),
     ("bash10_landlock_wall_ms", "10-step sandboxed `bash true` session, wall time (Landlock)", "< 150 ms", 150, "ms"),
     ("ten_read_wall_ms", "10-step `read` session, wall time", "< 50 ms", 50, "ms"),
+    ("parallel_read_wall_ms", "10 `read` calls in one step (run in parallel), wall time", "< 15 ms", 15, "ms"),
     ("peak_rss_mib", "peak RSS of dsh (0-step, 10-step `read` and `bash` runs)", "< 15 MB", 15, "MB"),
     ("huge_read_rss_mib", "peak RSS reading the end of a 1 GiB file", "< 50 MB", 50, "MB"),
     ("bash_bubblewrap_call_ms", "one confined `bash true` through the tool path (bubblewrap)", "< 10 ms", 10, "ms"),
@@ -25,6 +26,8 @@ TARGETS = [
     ("resume_zstd_ms", "the same, log compressed with zstd", "< 100 ms", 100, "ms"),
     ("tui_first_frame_ms", "terminal UI: exec to first frame (80x24)", "< 30 ms", 30, "ms"),
     ("tui_rss_mib", "terminal UI: peak RSS, session ready", "< 15 MB", 15, "MB"),
+    ("acp_prompt_ms", "`dsh acp`: prompt round trip, a one-step answer", "< 5 ms", 5, "ms"),
+    ("acp_rss_mib", "`dsh acp`: peak RSS after 200 prompts", "< 20 MB", 20, "MB"),
     # No fixed figure: the memory should be the history held (the tables below).
     ("thousand_rss_mib", "peak RSS of a 1,000-step `read` run", "its history", None, "MB"),
 ]

@@ -185,6 +185,16 @@ fn main() {
         .map(|_| run_once(vec![Turn::text("done")], &|_| {}))
         .collect();
     let ten: Vec<Sample> = (0..RUNS).map(|_| run_once(ten_steps(), &files)).collect();
+    // The same ten reads asked for at once, in one step: they run in parallel.
+    let parallel_reads = || {
+        let calls: Vec<(&str, serde_json::Value)> = (0..10)
+            .map(|i| ("read", json!({"file_path": format!("f{i}.txt")})))
+            .collect();
+        vec![Turn::tool_calls(&calls), Turn::text("done")]
+    };
+    let parallel: Vec<Sample> = (0..RUNS)
+        .map(|_| run_once(parallel_reads(), &files))
+        .collect();
     let big = huge_text_file();
     let link = |env: &TestEnv| {
         std::os::unix::fs::symlink(big.path(), env.ws_path().join("big.txt")).unwrap();
@@ -208,9 +218,11 @@ fn main() {
     println!("|---|---|---|---|");
     let zero_medians = report("0-step run", &zero);
     let ten_medians = report("10-step `read` run", &ten);
+    let parallel_medians = report("10 `read` calls in one step", &parallel);
     let huge_medians = report("1 GiB `read` (3 runs)", &huge);
     record("first_request_ms", zero_medians.first_request_ms);
     record("ten_read_wall_ms", ten_medians.wall_ms);
+    record("parallel_read_wall_ms", parallel_medians.wall_ms);
     record("huge_read_rss_mib", huge_medians.peak_rss_mib);
     let mut peak_rss = zero_medians.peak_rss_mib.max(ten_medians.peak_rss_mib);
     let bash_turns = || {
