@@ -185,16 +185,29 @@ fn profile(mode: SandboxMode, policy: Option<&SandboxPolicy>, network: bool) -> 
     }
     // The protected paths, bound read-only over the writable workspace. One that does not
     // exist (`.dsh/` only) gets an empty read-only folder, so that it cannot be created; its
-    // mount point is left behind in the workspace as an empty `.dsh/`.
+    // mount point is left behind in the workspace as an empty `.dsh/`. Where dsh itself
+    // cannot create it (a workspace it may not write), neither can a command, and bwrap could
+    // not make the mount point: it is left out.
     for path in policy.protected_paths() {
-        let path = path.into_os_string();
         if std::fs::symlink_metadata(&path).is_ok() {
+            let path = path.into_os_string();
             args.extend(["--ro-bind".into(), path.clone(), path]);
-        } else {
+        } else if path.parent().is_some_and(writable_by_us) {
+            let path = path.into_os_string();
             args.extend(["--tmpfs".into(), path.clone(), "--remount-ro".into(), path]);
         }
     }
     args
+}
+
+/// Whether this process may create entries in `dir`.
+fn writable_by_us(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt as _;
+    let Ok(c_path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: access(2) reads the NUL-terminated path and nothing else.
+    unsafe { libc::access(c_path.as_ptr(), libc::W_OK) == 0 }
 }
 
 /// Whether a failed run shows bwrap itself failing: it prints `bwrap: <why>` as the first
@@ -306,5 +319,29 @@ mod tests {
         );
         assert!(text.contains("--bind /tmp /tmp"), "{text}");
         assert!(text.contains("--unshare-ipc"), "{text}");
+    }
+
+    #[test]
+    fn an_absent_dsh_folder_is_a_read_only_tmpfs_where_it_could_be_made() {
+        let ws = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(ws.path()).unwrap();
+        let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &real, Vec::new());
+        let args = strings(&profile(policy.mode(), Some(&policy), true));
+        let dsh = real.join(".dsh").display().to_string();
+        let text = args.join(" ");
+        assert!(
+            text.contains(&format!("--tmpfs {dsh} --remount-ro {dsh}")),
+            "{text}"
+        );
+        // Root may write anywhere, so only another user sees a folder it cannot write.
+        // SAFETY: geteuid cannot fail and touches no memory.
+        if unsafe { libc::geteuid() } == 0 {
+            return;
+        }
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o555)).unwrap();
+        let args = strings(&profile(policy.mode(), Some(&policy), true));
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(!args.join(" ").contains(".dsh"), "{args:?}");
     }
 }
