@@ -192,7 +192,11 @@ fn profile(mode: SandboxMode, policy: Option<&SandboxPolicy>, network: bool) -> 
         if std::fs::symlink_metadata(&path).is_ok() {
             let path = path.into_os_string();
             args.extend(["--ro-bind".into(), path.clone(), path]);
-        } else if path.parent().is_some_and(writable_by_us) {
+        } else if path.file_name().is_some_and(|name| name == ".dsh")
+            && path.parent().is_some_and(writable_by_us)
+        {
+            // Only `.dsh/` is held open when absent: a mount point made for `.git/config`
+            // would be left behind as a folder, which breaks Git.
             let path = path.into_os_string();
             args.extend(["--tmpfs".into(), path.clone(), "--remount-ro".into(), path]);
         }
@@ -343,5 +347,23 @@ mod tests {
         let args = strings(&profile(policy.mode(), Some(&policy), true));
         std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o755)).unwrap();
         assert!(!args.join(" ").contains(".dsh"), "{args:?}");
+    }
+}
+
+#[cfg(test)]
+mod absent_git_paths {
+    use super::*;
+
+    #[test]
+    fn no_mount_point_is_made_inside_git() {
+        let ws = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let real = std::fs::canonicalize(ws.path()).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir(real.join(".git")).unwrap_or_else(|e| panic!("{e}"));
+        let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &real, Vec::new());
+        let args: Vec<String> = profile(policy.mode(), Some(&policy), true)
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(!args.iter().any(|a| a.contains(".git")), "{args:?}");
     }
 }

@@ -24,6 +24,13 @@ pub fn is_secret_name(name: &str) -> bool {
     crate::DEFAULT_SCRUB.iter().any(|part| upper.contains(part))
 }
 
+/// A value of letters alone, shorter than 16 characters, is a word (`production`,
+/// `Authorization`) that a secret-named setting happens to hold, not a key: replacing it would
+/// blank the word wherever it occurs in the code the model reads.
+fn is_a_word(value: &str) -> bool {
+    value.chars().count() < 16 && value.chars().all(char::is_alphabetic)
+}
+
 /// Replaces known secret values in text.
 #[derive(Clone)]
 pub struct Redactor {
@@ -46,7 +53,7 @@ impl Redactor {
         let mut secrets: Vec<String> = values
             .into_iter()
             .map(|value| value.trim().to_owned())
-            .filter(|value| value.chars().count() >= MIN_SECRET_CHARS)
+            .filter(|value| value.chars().count() >= MIN_SECRET_CHARS && !is_a_word(value))
             .collect();
         secrets.sort();
         secrets.dedup();
@@ -127,6 +134,12 @@ mod tests {
     #[test]
     fn no_values_long_enough_make_no_redactor() {
         assert!(Redactor::new(["1".to_owned(), "  short ".to_owned()]).is_none());
+    }
+
+    #[test]
+    fn plain_words_are_not_secrets() {
+        assert!(Redactor::new(["Authorization".to_owned(), "production".to_owned()]).is_none());
+        assert!(Redactor::new(["correcthorsebatterystaple".to_owned()]).is_some());
     }
 
     #[test]

@@ -116,6 +116,12 @@ impl Tool for StrReplaceEditor {
                      meant /{raw}?"
                 )));
             }
+            for new_text in [args.str("file_text"), args.str("new_str")]
+                .into_iter()
+                .flatten()
+            {
+                crate::redact::refuse_placeholder(&ctx.session, new_text)?;
+            }
             let request = Request {
                 command,
                 file_text: args.str("file_text").map(str::to_owned),

@@ -257,14 +257,20 @@ impl SecretValues {
         if let crate::config::ApiKey::Found { value, .. } = &route.api_key {
             values.push(value.clone());
         }
-        values.extend(route.headers.iter().map(|(_, value)| value.clone()));
+        values.extend(secret_headers(&route.headers));
         for server in mcp_servers {
             match &server.transport {
                 McpTransport::Stdio { env, .. } => {
-                    values.extend(env.iter().map(|(_, value)| value.clone()));
+                    // Only what is named like a secret: `NODE_ENV = "production"` is not one,
+                    // and taking it for one would blank the word in every file read.
+                    values.extend(
+                        (env.iter())
+                            .filter(|(name, _)| dsh_tools::is_secret_name(name))
+                            .map(|(_, value)| value.clone()),
+                    );
                 }
                 McpTransport::Http { url, headers } => {
-                    values.extend(headers.iter().map(|(_, value)| value.clone()));
+                    values.extend(secret_headers(headers));
                     values.extend(super::shown::url_credentials(url));
                 }
             }
@@ -280,6 +286,25 @@ impl SecretValues {
     pub fn redactor(&self) -> Option<dsh_tools::Redactor> {
         dsh_tools::Redactor::new(self.0.iter().cloned())
     }
+}
+
+/// The values of headers that carry credentials (`Authorization`, `Cookie`, `X-Api-Key`, any
+/// name a variable holding a secret could have), and for `<scheme> <credential>` values
+/// (`Bearer abc`) the credential alone too, since it is what a command would print.
+fn secret_headers(headers: &[(String, String)]) -> Vec<String> {
+    let mut values = Vec::new();
+    for (name, value) in headers {
+        let upper = name.to_uppercase();
+        if !(upper.contains("AUTH") || upper.contains("COOKIE") || dsh_tools::is_secret_name(name))
+        {
+            continue;
+        }
+        values.push(value.clone());
+        if let Some((_, credential)) = value.trim().split_once(' ') {
+            values.push(credential.trim().to_owned());
+        }
+    }
+    values
 }
 
 /// One MCP server as the run will start it.

@@ -186,13 +186,26 @@ pub(crate) fn url_credentials(url: &str) -> Vec<String> {
     if let Some((_, rest)) = head.split_once("://") {
         let authority = rest.split('/').next().unwrap_or_default();
         if let Some((user, _)) = authority.rsplit_once('@') {
-            found.extend(user.split(':').map(str::to_owned));
+            // `user:password`: the password; a user part alone is the token itself.
+            found.push(match user.split_once(':') {
+                Some((_, password)) => password.to_owned(),
+                None => user.to_owned(),
+            });
         }
     }
     let query = query.split('#').next().unwrap_or_default();
+    // Only parameters named like credentials (`token`, `api_key`, `sig`): a `format=json`
+    // is no secret.
     found.extend(
         (query.split('&'))
             .filter_map(|pair| pair.split_once('='))
+            .filter(|(name, _)| {
+                let upper = name.to_uppercase();
+                dsh_tools::is_secret_name(name)
+                    || ["AUTH", "SIG", "APIKEY"]
+                        .iter()
+                        .any(|part| upper.contains(part))
+            })
             .map(|(_, value)| value.to_owned()),
     );
     found
@@ -205,7 +218,11 @@ mod tests {
     fn a_urls_credentials_are_its_user_part_and_query_values() {
         assert_eq!(
             url_credentials("https://bot:s3cr3t-pass@mcp.example.com/x?token=abc123456&v=1"),
-            ["bot", "s3cr3t-pass", "abc123456", "1"]
+            ["s3cr3t-pass", "abc123456"]
+        );
+        assert_eq!(
+            url_credentials("https://ghp_token123@h/x?format=json&sig=zzz"),
+            ["ghp_token123", "zzz"]
         );
         assert!(url_credentials("https://mcp.example.com/x").is_empty());
     }

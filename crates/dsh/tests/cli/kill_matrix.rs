@@ -198,7 +198,8 @@ fn a_run_killed_at_any_record_resumes_with_nothing_lost_or_doubled() {
         );
         dsh_testkit::fault_matrix(
             "kill point",
-            "SIGKILL after any record of a 3-step turn (parallel calls, a background job)",
+            "SIGKILL once the log holds N records, N = 1..all, of a 3-step turn (parallel \
+             calls, a background job)",
             "survived: resumed; records lost 0, doubled 0, calls unanswered 0",
         );
     }
