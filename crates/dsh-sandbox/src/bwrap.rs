@@ -188,6 +188,13 @@ fn profile(mode: SandboxMode, policy: Option<&SandboxPolicy>, network: bool) -> 
     // mount point is left behind in the workspace as an empty `.dsh/`. Where dsh itself
     // cannot create it (a workspace it may not write), neither can a command, and bwrap could
     // not make the mount point: it is left out.
+    // `.git` itself is made a mount point, so that it cannot be renamed away and replaced by
+    // a folder of a command's own making (with its own hooks).
+    let git = policy.workspace().join(".git");
+    if std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir()) {
+        let git = git.into_os_string();
+        args.extend(["--bind".into(), git.clone(), git]);
+    }
     for path in policy.protected_paths() {
         if std::fs::symlink_metadata(&path).is_ok() {
             let path = path.into_os_string();
@@ -364,6 +371,12 @@ mod absent_git_paths {
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
-        assert!(!args.iter().any(|a| a.contains(".git")), "{args:?}");
+        // `.git` itself is bound (a mount point, so it cannot be renamed away); nothing is
+        // made inside it.
+        let git = real.join(".git").display().to_string();
+        assert!(
+            args.iter().all(|a| !a.contains(".git") || *a == git),
+            "{args:?}"
+        );
     }
 }

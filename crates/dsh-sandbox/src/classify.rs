@@ -27,12 +27,24 @@ pub enum Verdict {
 
 const EROFS_TEXT: &str = "read-only file system";
 const EACCES_TEXT: &str = "permission denied";
+const EBUSY_TEXT: &str = "device or resource busy";
 
 /// Lines showing a bubblewrap denial: EROFS, unless every path the line names is absolute and
 /// inside the writable roots (a relative one may be relative to wherever the command `cd`-ed).
 pub(crate) fn erofs_denied(output: &[&str], policy: &SandboxPolicy, cwd: &Path) -> bool {
     output.iter().flat_map(|text| text.lines()).any(|line| {
         let lower = line.to_lowercase();
+        // Replacing or removing a protected path, which is bound read-only over the
+        // workspace, fails with EBUSY (it is a mount point), not EROFS: in the workspace, the
+        // only mount points are the sandbox's.
+        if lower.contains(EBUSY_TEXT) {
+            let paths = mentioned_paths(line, true);
+            return paths.is_empty()
+                || paths.iter().any(|p| {
+                    let path = Path::new(p);
+                    !path.is_absolute() || path.starts_with(policy.workspace())
+                });
+        }
         if !lower.contains(EROFS_TEXT) {
             return false;
         }

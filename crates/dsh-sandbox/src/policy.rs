@@ -145,12 +145,7 @@ impl SandboxPolicy {
             return Vec::new();
         }
         let ws = &self.workspace;
-        let mut paths = Vec::new();
-        let git = ws.join(".git");
-        if std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir()) {
-            paths.push(git.join("hooks"));
-            paths.push(git.join("config"));
-        }
+        let mut paths = git_paths(&ws.join(".git"));
         paths.push(ws.join(".dsh"));
         if let Ok(entries) = std::fs::read_dir(ws) {
             let mut env_files: Vec<PathBuf> = entries
@@ -170,14 +165,9 @@ impl SandboxPolicy {
             return None;
         }
         let ws = &self.workspace;
-        let git = ws.join(".git");
-        let protected_git = std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir());
-        if protected_git {
-            for path in [git.join("hooks"), git.join("config")] {
-                if real_path.starts_with(&path) {
-                    return Some(path);
-                }
-            }
+        let git = git_paths(&ws.join(".git"));
+        if let Some(path) = git.into_iter().find(|path| real_path.starts_with(path)) {
+            return Some(path);
         }
         let dsh = ws.join(".dsh");
         if real_path.starts_with(&dsh) {
@@ -204,6 +194,46 @@ impl SandboxPolicy {
 }
 
 /// Opens and identifies a root directory, without following a symlink in its place.
+/// The files of a workspace's own Git folder that make Git run something or look elsewhere
+/// for what it runs: the hooks and config, a worktree's config and the common-folder pointer,
+/// the linked worktrees' folders, and each submodule's hooks and config (nested submodules
+/// too). Listed whether or not they exist; none when `.git` is not a folder.
+fn git_paths(git: &Path) -> Vec<PathBuf> {
+    if !std::fs::symlink_metadata(git).is_ok_and(|m| m.is_dir()) {
+        return Vec::new();
+    }
+    let mut paths = vec![
+        git.join("hooks"),
+        git.join("config"),
+        git.join("config.worktree"),
+        git.join("commondir"),
+        git.join("worktrees"),
+    ];
+    let mut modules = vec![(git.join("modules"), 0)];
+    while let Some((dir, depth)) = modules.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let module = entry.path();
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if module.join("HEAD").is_file() {
+                paths.push(module.join("hooks"));
+                paths.push(module.join("config"));
+                if depth < 4 {
+                    modules.push((module.join("modules"), depth + 1));
+                }
+            } else if depth < 4 {
+                // A submodule named with a slash (`libs/a`) is a folder of folders.
+                modules.push((module, depth + 1));
+            }
+        }
+    }
+    paths
+}
+
 /// `.env`, and `.env.<anything>` (`.env.local`, `.env.production`), but not the templates
 /// projects commit beside them (`.env.example`, `.env.sample`, `.env.template`, `.env.dist`),
 /// which hold no secrets.
@@ -253,14 +283,26 @@ mod tests {
             [
                 real.join(".git/hooks"),
                 real.join(".git/config"),
+                real.join(".git/config.worktree"),
+                real.join(".git/commondir"),
+                real.join(".git/worktrees"),
                 real.join(".dsh"),
                 real.join(".env"),
                 real.join(".env.local"),
             ]
         );
+        std::fs::create_dir_all(real.join(".git/modules/lib/a")).unwrap();
+        std::fs::write(
+            real.join(".git/modules/lib/a/HEAD"),
+            "ref: refs/heads/main\n",
+        )
+        .unwrap();
         for refused in [
             ".git/hooks/pre-commit",
             ".git/config",
+            ".git/commondir",
+            ".git/modules/lib/a/hooks/post-checkout",
+            ".git/modules/lib/a/config",
             ".dsh/config.toml",
             ".dsh",
             ".env",

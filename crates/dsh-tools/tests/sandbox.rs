@@ -318,6 +318,9 @@ async fn protected_paths_stay_read_only_to_commands_under_bubblewrap() {
         "echo x >> .git/config",
         "echo B=2 >> .env",
         "echo x > .dsh/config.toml",
+        // Renamed away (to be replaced by a folder with hooks of its own), or replaced.
+        "mv .git .git.old",
+        "sed -i s/1/2/ .env",
     ] {
         let out = sh.bash(command).await;
         assert!(out.contains(DENIED), "{command}: {out}");
@@ -333,6 +336,7 @@ async fn protected_paths_stay_read_only_to_commands_under_bubblewrap() {
         "A=1\n"
     );
     assert!(!sh.ws.join(".dsh/config.toml").exists());
+    assert!(sh.ws.join(".git/hooks").is_dir() && !sh.ws.join(".git.old").exists());
     let out = sh
         .bash("echo ok > .git/description && echo fine > a.txt && cat a.txt")
         .await;
