@@ -151,6 +151,9 @@ impl AgentBuilder {
         notices: UnboundedSender<String>,
     ) -> Result<StartedRun, SetupError> {
         let AgentBuilder { settings, user } = self;
+        // What the user is told from outside the agent (a server's stderr, a skipped hook)
+        // can quote a key too.
+        let notices = redacting(notices, settings.redactor());
         let output_schema = match &settings.output_schema.value {
             Some(path) => Some(Arc::new(crate::OutputSchema::load(path)?)),
             None => None,
@@ -244,7 +247,14 @@ impl StartedRun {
         let mcp_ready = mcp_startup
             .ready(settings.mcp_grace.value, mcp_joins)
             .await
-            .map_err(|e| SetupError::new("MCP_STARTUP", e.to_string()))?;
+            .map_err(|e| {
+                let message = e.to_string();
+                let message = match settings.redactor() {
+                    Some(redactor) => redactor.redact(&message).into_owned(),
+                    None => message,
+                };
+                SetupError::new("MCP_STARTUP", message)
+            })?;
         let route = &settings.route;
         let mut config = agent_config(&settings);
         // The run's caps are the top agent's: a child's requests are its parent's calls, and
@@ -301,6 +311,7 @@ impl StartedRun {
         config.hooks = (!hooks.is_empty()).then(|| {
             Arc::new(crate::HookRunner {
                 hooks,
+                redactor: settings.redactor(),
                 subagent: false,
                 shell: shell.clone(),
                 policy: policy.clone(),
@@ -591,4 +602,23 @@ fn transport(transport: &McpTransport, shell_env: &ShellEnv) -> Transport {
             headers: headers.clone(),
         },
     }
+}
+
+/// `notices` with the secrets taken out of each line on its way, when there are secrets.
+fn redacting(
+    notices: UnboundedSender<String>,
+    redactor: Option<dsh_tools::Redactor>,
+) -> UnboundedSender<String> {
+    let Some(redactor) = redactor else {
+        return notices;
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        while let Some(line) = rx.recv().await {
+            if notices.send(redactor.redact(&line).into_owned()).is_err() {
+                break;
+            }
+        }
+    });
+    tx
 }

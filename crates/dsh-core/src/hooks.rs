@@ -267,6 +267,9 @@ pub struct HookVerdict {
 #[derive(Clone)]
 pub struct HookRunner {
     pub hooks: HookSet,
+    /// The run's secrets, taken out of what hooks print before it reaches the model, the log
+    /// or the user.
+    pub redactor: Option<dsh_tools::Redactor>,
     /// A subagent's runner: only its tool calls have hooks.
     pub subagent: bool,
     pub shell: Arc<dsh_tools::Shell>,
@@ -329,7 +332,10 @@ impl HookRunner {
             if cancel.is_cancelled() {
                 break;
             }
-            let said = |text: &str| text.trim().to_owned();
+            let said = |text: &str| match &self.redactor {
+                Some(redactor) => redactor.redact(text.trim()).into_owned(),
+                None => text.trim().to_owned(),
+            };
             match run {
                 Ok(run) if run.timed_out => self.notice(format!(
                     "{} hook `{}` was stopped after {:?}; the run goes on",

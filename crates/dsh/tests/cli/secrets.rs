@@ -141,3 +141,28 @@ fn a_retry_notice_that_quotes_the_key_is_redacted() {
         "redacted in the retry notice",
     );
 }
+
+#[test]
+fn what_a_hook_prints_is_redacted_before_the_model_and_the_log_see_it() {
+    let env = TestEnv::new(vec![Turn::text("noted")]);
+    env.write(".env", &format!("PAYMENT_API_TOKEN={TOKEN}\n"));
+    env.write(
+        ".dsh/hooks.json",
+        &json!({"hooks": {"SessionStart": [{"hooks": [
+            {"type": "command", "command": "echo the token is $(cut -d= -f2 .env)"}
+        ]}]}})
+        .to_string(),
+    );
+    let out = env.run(dsh(), &["--json", "hello"]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let sent = serde_json::to_string(env.server.requests()[0].messages()).unwrap();
+    assert!(sent.contains("the token is [REDACTED]"), "{sent}");
+    assert!(!sent.contains(TOKEN), "{sent}");
+    assert!(!env.session_log().contains(TOKEN));
+    assert!(!out.stdout.contains(TOKEN));
+    dsh_testkit::fault_matrix(
+        "secret",
+        "a key printed by a hook",
+        "redacted before the model, the log and the stream",
+    );
+}
