@@ -47,6 +47,7 @@ fn toml_text() -> impl Strategy<Value = String> {
         Just("1e400".to_owned()),
         Just("\"zstd\"".to_owned()),
         Just("\"danger-full-access\"".to_owned()),
+        Just("\"p/m\"".to_owned()),
         Just("\"\"".to_owned()),
         Just("[\"a\", 1]".to_owned()),
         Just("{ x = 1 }".to_owned()),
@@ -109,7 +110,7 @@ proptest! {
     #[test]
     fn a_config_file_loads_or_is_refused_naming_itself(text in toml_text()) {
         if let Err(message) = load(Some(&text), None) {
-            prop_assert!(message.contains("config.toml") || message.contains("config "), "{}", message);
+            prop_assert!(message.contains("config.toml"), "{}", message);
         }
         dsh_testkit::fault_matrix(
             "hostile input",
@@ -121,7 +122,7 @@ proptest! {
     #[test]
     fn a_toml_patch_loads_or_is_refused_naming_itself(text in toml_text()) {
         if let Err(message) = load(None, Some(("layer.toml", &text))) {
-            prop_assert!(message.contains("layer.toml") || message.contains("config "), "{}", message);
+            prop_assert!(message.contains("layer.toml"), "{}", message);
         }
         dsh_testkit::fault_matrix(
             "hostile input",
@@ -133,7 +134,7 @@ proptest! {
     #[test]
     fn a_row_patch_loads_or_is_refused_naming_itself(text in yaml_text()) {
         if let Err(message) = load(None, Some(("layer.yml", &text))) {
-            prop_assert!(message.contains("layer.yml") || message.contains("config "), "{}", message);
+            prop_assert!(message.contains("layer.yml"), "{}", message);
         }
         dsh_testkit::fault_matrix(
             "hostile input",

@@ -113,9 +113,12 @@ impl Route {
             ),
             None if provider == "deepseek" => Sourced::new(ProviderKind::DeepSeek, Source::Default),
             None => {
+                let declared_in = r.files().source_of(&route_key);
                 return fail(format!(
-                    "provider \"{provider}\" needs a kind: deepseek, openai-completions, \
-                     openai-responses or anthropic-messages"
+                    "provider \"{provider}\" (declared in {}) needs a kind: set \
+                     {route_key}.kind to deepseek, openai-completions, openai-responses or \
+                     anthropic-messages",
+                    declared_in.display()
                 ));
             }
         };

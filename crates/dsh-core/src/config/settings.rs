@@ -1212,7 +1212,15 @@ fn mcp_server(
     config: &McpServerConfig,
     cwd: &Path,
 ) -> Result<McpServerSettings, SetupError> {
-    let fail = |what: String| SetupError::config(format!("config mcp.servers.{name}: {what}"));
+    let file = r
+        .files()
+        .source_of(&format!("mcp.servers.{}", quote_key(name)));
+    let fail = |what: String| {
+        SetupError::config(format!(
+            "config mcp.servers.{name} ({}): {what}",
+            file.display()
+        ))
+    };
     if !dsh_mcp::valid_server_name(name) {
         return Err(fail(
             "the name must be 1 to 32 letters, digits, `_` or `-`, without `__` and not \

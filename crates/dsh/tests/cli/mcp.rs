@@ -211,7 +211,11 @@ fn bad_server_entries_are_refused_with_the_key() {
         config(&env, toml);
         let out = env.run(dsh(), &["go"]);
         assert_eq!(out.code(), Some(1), "{toml}");
-        assert!(out.stderr.contains(expected), "{toml}: {}", out.stderr);
+        // The key, then the file that set it, then what is wrong.
+        let (key, what) = expected.split_once(": ").unwrap();
+        let file = env.ws_path().join(".dsh/config.toml");
+        let expected = format!("{key} ({}): {what}", file.display());
+        assert!(out.stderr.contains(&expected), "{toml}: {}", out.stderr);
         assert!(!out.stderr.contains("secret1"), "{}", out.stderr);
     }
     assert!(env.server.requests().is_empty());
