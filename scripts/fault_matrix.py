@@ -47,8 +47,7 @@ def main() -> None:
     out.write(
         f"{total} cases in all. Each row's outcome is what its test asserts, and only that: "
         "the secret rows cover the cases listed, not every path a secret can take (see "
-        "`docs/config.md` for what is and is not redacted), and a kill point is reached by "
-        "polling the log, so it lands at or after the record named.\n\n"
+        "`docs/config.md` for what is and is not redacted).\n\n"
     )
     out.write(
         "Where the tests are: provider faults in `crates/dsh/tests/cli/faults.rs`, kill points in "

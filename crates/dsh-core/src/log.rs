@@ -132,6 +132,7 @@ impl SessionLog {
         });
         written.map_err(|source| self.error(source))?;
         self.seq += 1;
+        die_after_record(self.seq);
         Ok(envelope)
     }
 
@@ -230,6 +231,29 @@ pub struct LoadedLog {
     /// Whether a torn last line was dropped.
     pub torn: bool,
 }
+
+/// For the kill matrix (`crates/dsh/tests/cli/kill_matrix.rs`), in debug builds only: with
+/// `DSH_TEST_DIE_AFTER_RECORDS=N`, the process is killed (SIGKILL, by itself) the moment the
+/// Nth record of a log is written, a kill point exactly on a record boundary. Release builds
+/// have no such switch.
+#[cfg(debug_assertions)]
+fn die_after_record(seq: u64) {
+    static DIE_AFTER: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    let limit = DIE_AFTER.get_or_init(|| {
+        std::env::var("DSH_TEST_DIE_AFTER_RECORDS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+    });
+    if *limit == Some(seq) {
+        // SAFETY: kill(2) on this process with SIGKILL; nothing is read or written.
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGKILL);
+        }
+    }
+}
+
+#[cfg(not(debug_assertions))]
+fn die_after_record(_seq: u64) {}
 
 /// Every record of the log at `path`, in order: what a front end replays to show a session as
 /// it was. A session's log was read whole when it opened; one that cannot be read again now

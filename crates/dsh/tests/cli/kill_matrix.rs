@@ -1,12 +1,11 @@
-//! The kill matrix: a run is killed outright (SIGKILL) once its log holds 1, 2, ... records,
-//! through every record of a three-step turn with parallel tool calls and a background job;
+//! The kill matrix: a run is killed outright (SIGKILL) right after its log's 1st, 2nd, ...
+//! record, through every record of a three-step turn with parallel tool calls and a background
+//! job;
 //! after each kill, `--session-id` resumes the session, and no record that was written whole
 //! is lost, changed or written twice.
 
-use std::io::Read as _;
+use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 use dsh_testkit::{ScriptedServer, TestEnv, Turn};
 use serde_json::{Value, json};
@@ -68,35 +67,21 @@ fn records_of_a_full_run() -> usize {
     whole_lines(&env.session_log()).len() - 1
 }
 
-/// Runs the turn and kills dsh as soon as its log holds `records` records.
+/// Runs the turn in a dsh that kills itself (SIGKILL) the moment its log's `records`th record
+/// is written (`DSH_TEST_DIE_AFTER_RECORDS`, debug builds only): a kill exactly on that
+/// record boundary. Returns the log as the kill left it.
 fn killed_after(env: &TestEnv, records: usize) -> String {
-    let mut child = env
-        .command(dsh())
-        .args(["--json", "do the work"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let lines = log_path(env.home.path())
-            .and_then(|path| std::fs::read_to_string(path).ok())
-            .map_or(0, |text| whole_lines(&text).len());
-        if lines > records || child.try_wait().unwrap().is_some() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the log never reached {records} records"
-        );
-        std::thread::yield_now();
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    let mut stdout = String::new();
-    if let Some(mut out) = child.stdout.take() {
-        let _ = out.read_to_string(&mut stdout);
-    }
+    let out = dsh_testkit::RunOutput::of(
+        env.command(dsh())
+            .env("DSH_TEST_DIE_AFTER_RECORDS", records.to_string())
+            .args(["--json", "do the work"]),
+    );
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGKILL),
+        "dsh was not killed at record {records}: {}",
+        out.stderr
+    );
     let path = log_path(env.home.path()).unwrap();
     std::fs::read_to_string(path).unwrap()
 }
@@ -109,6 +94,8 @@ fn a_run_killed_at_any_record_resumes_with_nothing_lost_or_doubled() {
         let env = TestEnv::new(script());
         prepared(&env);
         let before = killed_after(&env, records);
+        // The kill came exactly after that record.
+        assert_eq!(whole_lines(&before).len() - 1, records);
         let header: Value = serde_json::from_str(before.lines().next().unwrap()).unwrap();
         let id = header["id"].as_str().unwrap().to_owned();
 
@@ -198,8 +185,8 @@ fn a_run_killed_at_any_record_resumes_with_nothing_lost_or_doubled() {
         );
         dsh_testkit::fault_matrix(
             "kill point",
-            "SIGKILL once the log holds N records, N = 1..all, of a 3-step turn (parallel \
-             calls, a background job)",
+            "SIGKILL right after each record of a 3-step turn (parallel calls, a \
+             background job)",
             "survived: resumed; records lost 0, doubled 0, calls unanswered 0",
         );
     }
