@@ -234,58 +234,41 @@ pub struct SubagentLimits {
 }
 
 /// The secret values a run knows: every variable of the launch environment and the `.env`
-/// files whose name says it is a secret, the model route's key and headers, the MCP servers'
-/// `env` and header values and URL credentials, the search key.
-#[derive(Clone, Default, PartialEq)]
-pub struct SecretValues(Vec<String>);
-
-/// The values are secrets: only how many there are is shown.
-impl fmt::Debug for SecretValues {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "SecretValues({})", self.0.len())
+/// files whose name says it is a secret, the model route's key and credential headers, the
+/// MCP servers' secret-named `env` values, credential headers and URL credentials, the search
+/// key.
+fn secret_values(
+    credentials: &crate::Credentials,
+    route: &Route,
+    mcp_servers: &[McpServerSettings],
+    web: &dsh_web::WebSettings,
+) -> Vec<String> {
+    let mut values = credentials.secret_values();
+    if let crate::config::ApiKey::Found { value, .. } = &route.api_key {
+        values.push(value.clone());
     }
-}
-
-impl SecretValues {
-    fn known(
-        credentials: &crate::Credentials,
-        route: &Route,
-        mcp_servers: &[McpServerSettings],
-        web: &dsh_web::WebSettings,
-    ) -> SecretValues {
-        let mut values = credentials.secret_values();
-        if let crate::config::ApiKey::Found { value, .. } = &route.api_key {
-            values.push(value.clone());
-        }
-        values.extend(secret_headers(&route.headers));
-        for server in mcp_servers {
-            match &server.transport {
-                McpTransport::Stdio { env, .. } => {
-                    // Only what is named like a secret: `NODE_ENV = "production"` is not one,
-                    // and taking it for one would blank the word in every file read.
-                    values.extend(
-                        (env.iter())
-                            .filter(|(name, _)| dsh_tools::is_secret_name(name))
-                            .map(|(_, value)| value.clone()),
-                    );
-                }
-                McpTransport::Http { url, headers } => {
-                    values.extend(secret_headers(headers));
-                    values.extend(super::shown::url_credentials(url));
-                }
+    values.extend(secret_headers(&route.headers));
+    for server in mcp_servers {
+        match &server.transport {
+            McpTransport::Stdio { env, .. } => {
+                // Only what is named like a secret: `NODE_ENV = "production"` is not one,
+                // and taking it for one would blank the word in every file read.
+                values.extend(
+                    (env.iter())
+                        .filter(|(name, _)| dsh_tools::is_secret_name(name))
+                        .map(|(_, value)| value.clone()),
+                );
+            }
+            McpTransport::Http { url, headers } => {
+                values.extend(secret_headers(headers));
+                values.extend(super::shown::url_credentials(url));
             }
         }
-        if let Ok(dsh_web::SearchBackend::Brave { api_key, .. }) = &web.search {
-            values.push(api_key.clone());
-        }
-        SecretValues(values)
     }
-
-    /// What takes them out of tool results; `None` when there are none long enough to be
-    /// keys ([`dsh_tools::MIN_SECRET_CHARS`]).
-    pub fn redactor(&self) -> Option<dsh_tools::Redactor> {
-        dsh_tools::Redactor::new(self.0.iter().cloned())
+    if let Ok(dsh_web::SearchBackend::Brave { api_key, .. }) = &web.search {
+        values.push(api_key.clone());
     }
+    values
 }
 
 /// The values of headers that carry credentials (`Authorization`, `Cookie`, `X-Api-Key`, any
@@ -424,10 +407,11 @@ pub struct Settings {
     pub mcp_servers: Vec<McpServerSettings>,
     /// What the web tools may reach (`[web]`, and the sandbox's network switch).
     pub web: dsh_web::WebSettings,
-    /// `secrets.redact`: whether [`Settings::secrets`] are taken out of tool results.
+    /// `secrets.redact`: whether the run's secrets are taken out of tool results.
     pub redact_secrets: Sourced<bool>,
-    /// The secret values the run knows (keys, tokens, headers, URL credentials).
-    pub secrets: SecretValues,
+    /// What takes them out ([`Settings::redactor`]), built once from the secret values the run
+    /// knows (keys, tokens, headers, URL credentials).
+    redactor: Option<dsh_tools::Redactor>,
     /// How many subagents, how deep, how costly (`[subagents]`).
     pub subagents: SubagentLimits,
     /// The session to continue; `None` starts a new one.
@@ -748,7 +732,12 @@ impl Settings {
             [r.file("secrets.redact", config.secrets.redact)],
             true,
         );
-        let secrets = SecretValues::known(&credentials, &route, &mcp_servers, &web);
+        let redactor = redact_secrets
+            .value
+            .then(|| {
+                dsh_tools::Redactor::new(secret_values(&credentials, &route, &mcp_servers, &web))
+            })
+            .flatten();
         let mut rows = r.rows;
         // What the files set that no setting above reads on its own (routes and models not
         // in use, MCP servers' commands and secrets) is shown as the files give it.
@@ -836,7 +825,7 @@ impl Settings {
             mcp_servers,
             web,
             redact_secrets,
-            secrets,
+            redactor,
             subagents,
             session_id: session_id.map(|(id, _)| id),
             fork: flags.fork,
@@ -845,12 +834,10 @@ impl Settings {
         })
     }
 
-    /// What takes the run's secrets out of tool results, unless `secrets.redact` is false.
+    /// What takes the run's secrets out of tool results, unless `secrets.redact` is false or
+    /// there are none long enough to be keys; a cheap clone of the one built with the settings.
     pub fn redactor(&self) -> Option<dsh_tools::Redactor> {
-        self.redact_secrets
-            .value
-            .then(|| self.secrets.redactor())
-            .flatten()
+        self.redactor.clone()
     }
 
     /// Every value in effect with its source, by key, secrets hidden: what `--dump-config`
