@@ -293,8 +293,9 @@ impl StartedRun {
         let (tx, events) = mpsc::unbounded_channel();
         let progress = user.watches_output.then(|| {
             let tx = tx.clone();
-            // Live output is redacted too, chunk by chunk (a secret cut between two chunks
-            // shows; the result, redacted whole, is what is kept).
+            // Live output is redacted too. bash's comes from its redacting capture, which
+            // holds back a secret's start until the next read settles it; what other tools
+            // report as they go is redacted chunk by chunk here.
             let redactor = settings.redactor();
             let progress: dsh_tools::ToolProgress = Arc::new(move |call_id: &str, text: &str| {
                 let text = match &redactor {

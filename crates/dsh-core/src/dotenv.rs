@@ -137,14 +137,11 @@ impl Credentials {
         })
     }
 
-    /// The values of every variable whose name says it is a secret
-    /// ([`dsh_tools::is_secret_name`]), from the launch environment and the files.
-    pub fn secret_values(&self) -> Vec<String> {
+    /// Every variable of the launch environment and the files, by name (a name set in both
+    /// comes twice: both values may be printed).
+    pub fn all(&self) -> impl Iterator<Item = (&str, &str)> {
         let files = self.files.iter().map(|(name, (value, _))| (name, value));
-        (self.launch.iter().chain(files))
-            .filter(|(name, _)| dsh_tools::is_secret_name(name))
-            .map(|(_, value)| value.clone())
-            .collect()
+        (self.launch.iter().chain(files)).map(|(name, value)| (name.as_str(), value.as_str()))
     }
 
     /// The value of `name` and where it came from: the launch environment, else the files.
@@ -178,26 +175,7 @@ fn parse_file(path: &Path) -> Result<Vec<(String, String)>, DotenvError> {
 /// other tools, and what dsh cannot read it does not use.
 pub(crate) fn parse(text: &str, path: &Path) -> Result<Vec<(String, String)>, DotenvError> {
     let mut out = Vec::new();
-    for (index, raw) in text.lines().enumerate() {
-        let line = index + 1;
-        let trimmed = raw.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let trimmed = trimmed
-            .strip_prefix("export ")
-            .unwrap_or(trimmed)
-            .trim_start();
-        let Some((name, value)) = trimmed.split_once('=') else {
-            continue;
-        };
-        let name = name.trim();
-        let valid = !name.is_empty()
-            && !name.starts_with(|c: char| c.is_ascii_digit())
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
-            continue;
-        }
+    for (line, name, value) in assignments(text) {
         let upper = name.to_ascii_uppercase();
         if RESERVED.contains(&upper.as_str())
             || RESERVED_PREFIXES.iter().any(|p| upper.starts_with(p))
@@ -208,11 +186,64 @@ pub(crate) fn parse(text: &str, path: &Path) -> Result<Vec<(String, String)>, Do
                 name: name.to_owned(),
             });
         }
-        if let Some(value) = unquote(value.trim()) {
-            out.push((name.to_owned(), value));
-        }
+        out.push((name.to_owned(), value));
     }
     Ok(out)
+}
+
+/// The assignments of a `.env` text, with their line numbers; lines that are not one are
+/// skipped.
+fn assignments(text: &str) -> impl Iterator<Item = (usize, &str, String)> {
+    text.lines().enumerate().filter_map(|(index, raw)| {
+        let trimmed = raw.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            return None;
+        }
+        let trimmed = trimmed
+            .strip_prefix("export ")
+            .unwrap_or(trimmed)
+            .trim_start();
+        let (name, value) = trimmed.split_once('=')?;
+        let name = name.trim();
+        let valid = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return None;
+        }
+        Some((index + 1, name, unquote(value.trim())?))
+    })
+}
+
+/// Every assignment in the project's `.env` files, for the redactor: `.env` and `.env.*`
+/// (not the templates, [`dsh_sandbox::is_env_file`]) in `cwd` and in the project's root above
+/// it. Unlike the credentials dsh reads, nothing here is refused (a `.env.production` may set
+/// anything, for other tools) and a file that cannot be read is passed over: this only says
+/// which values must not be shown.
+pub fn project_env_values(cwd: &Path, root: &Path) -> Vec<(String, String)> {
+    let mut folders = vec![cwd];
+    if root != cwd {
+        folders.push(root);
+    }
+    let mut values = Vec::new();
+    for folder in folders {
+        let Ok(entries) = std::fs::read_dir(folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if !dsh_sandbox::is_env_file(&entry.file_name()) {
+                continue;
+            }
+            // Bounded: a secrets file is small, and a huge one is not worth stalling on.
+            let small = entry
+                .metadata()
+                .is_ok_and(|m| m.is_file() && m.len() <= 1 << 20);
+            if let (true, Ok(text)) = (small, std::fs::read_to_string(entry.path())) {
+                values.extend(assignments(&text).map(|(_, name, value)| (name.to_owned(), value)));
+            }
+        }
+    }
+    values
 }
 
 fn unquote(value: &str) -> Option<String> {

@@ -25,7 +25,7 @@ pub use backend::{
 pub use classify::Verdict;
 pub use confine::{ChildSetup, ConfinedCommand, SandboxUnavailable};
 pub use mode::{SandboxMode, UnknownMode};
-pub use policy::SandboxPolicy;
+pub use policy::{SandboxPolicy, is_env_file};
 
 /// The noun a denial or hint uses for what was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -237,7 +237,7 @@ fn git_paths(git: &Path) -> Vec<PathBuf> {
 /// `.env`, and `.env.<anything>` (`.env.local`, `.env.production`), but not the templates
 /// projects commit beside them (`.env.example`, `.env.sample`, `.env.template`, `.env.dist`),
 /// which hold no secrets.
-fn is_env_file(name: &std::ffi::OsStr) -> bool {
+pub fn is_env_file(name: &std::ffi::OsStr) -> bool {
     let name = name.to_string_lossy();
     let template = [".example", ".sample", ".template", ".dist"]
         .iter()

@@ -123,8 +123,8 @@ impl Tool for Read {
                     raw: &raw,
                     buffer,
                 };
-                read_window(source, offset, limit, &cancel, &session.observations)
-                    .map(ToolOutput::text)
+                let scanner = WindowScanner::new(offset, limit, session.redactor.clone());
+                read_window(source, scanner, &cancel, &session.observations).map(ToolOutput::text)
             })
             .await
         })
@@ -165,14 +165,12 @@ pub(crate) async fn editor_text(
 
 fn read_window(
     source: Source<'_>,
-    offset: u64,
-    limit: u64,
+    mut scanner: WindowScanner,
     cancel: &CancellationToken,
     observations: &ObservationMap,
 ) -> Result<String, ToolError> {
     let target = resolve(source.cwd, source.raw)?;
     let shown = target.shown().to_string();
-    let mut scanner = WindowScanner::new(offset, limit);
     let metadata = match source.buffer {
         Some(EditorText { text, before }) => {
             scan(
@@ -381,10 +379,12 @@ struct WindowScanner {
     /// Characters of the current line past the cut (2 means "two or more").
     overflow: u8,
     first_overflow: char,
+    /// A line cut in the middle of a secret must not show its start.
+    redactor: Option<crate::Redactor>,
 }
 
 impl WindowScanner {
-    fn new(offset: u64, limit: u64) -> Self {
+    fn new(offset: u64, limit: u64, redactor: Option<crate::Redactor>) -> Self {
         WindowScanner {
             offset,
             limit,
@@ -399,6 +399,7 @@ impl WindowScanner {
             kept_units: 0,
             overflow: 0,
             first_overflow: '\0',
+            redactor,
         }
     }
 
@@ -464,6 +465,10 @@ impl WindowScanner {
                 // The one character past the cut is the line's `\r`: nothing was lost.
                 1 if self.first_overflow == '\r' => {}
                 _ => {
+                    if let Some(redactor) = &self.redactor {
+                        let kept = redactor.before_cut(&text).len();
+                        text.truncate(kept);
+                    }
                     text.push_str("... (line truncated to ");
                     text.push_str(&MAX_LINE_UNITS.to_string());
                     text.push_str(" chars)");
@@ -516,7 +521,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     fn window(text: &str, offset: u64, limit: u64) -> Result<String, ToolError> {
-        let mut scanner = WindowScanner::new(offset, limit);
+        let mut scanner = WindowScanner::new(offset, limit, None);
         // Feed in small pieces: chunk boundaries must not matter.
         let mut rest = text;
         while !rest.is_empty() {
@@ -596,6 +601,21 @@ mod tests {
     }
 
     #[test]
+    fn a_secret_cut_with_its_line_shows_no_part() {
+        let secret = "sk-live-0123456789abcdef";
+        let line = format!("{}{secret}\n", "x".repeat(MAX_LINE_UNITS - 6));
+        let redactor = crate::Redactor::new([secret.to_owned()]);
+        let mut scanner = WindowScanner::new(1, 2000, redactor);
+        scanner.push_str(&line);
+        let out = scanner.finish("f").unwrap().render("f");
+        assert!(!out.contains("sk-"), "{out}");
+        assert!(out.contains(&format!(
+            "{}... (line truncated",
+            "x".repeat(MAX_LINE_UNITS - 6)
+        )));
+    }
+
+    #[test]
     fn stops_at_the_byte_cap() {
         let text: String = (1..=1000)
             .map(|i| format!("{i:04}{}\n", "w".repeat(95)))
@@ -629,8 +649,7 @@ mod tests {
         std::fs::write(dir.path().join("f"), bytes).unwrap();
         read_window(
             on_disk(dir.path(), "f"),
-            1,
-            2000,
+            WindowScanner::new(1, 2000, None),
             &CancellationToken::new(),
             &ObservationMap::new(),
         )
@@ -679,8 +698,7 @@ mod tests {
         let cancel = CancellationToken::new();
         let missing = read_window(
             on_disk(dir.path(), "nope"),
-            1,
-            2000,
+            WindowScanner::new(1, 2000, None),
             &cancel,
             &ObservationMap::new(),
         )
@@ -688,8 +706,7 @@ mod tests {
         assert_eq!(missing.info.unwrap().code, "FS_NOT_FOUND");
         let folder = read_window(
             on_disk(dir.path(), "."),
-            1,
-            2000,
+            WindowScanner::new(1, 2000, None),
             &cancel,
             &ObservationMap::new(),
         )

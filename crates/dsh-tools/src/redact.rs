@@ -4,6 +4,7 @@
 //! prints its environment or a file that holds a key is the usual way one would get there.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use dsh_protocol::ToolOutputPart;
@@ -35,6 +36,8 @@ fn is_a_word(value: &str) -> bool {
 #[derive(Clone)]
 pub struct Redactor {
     secrets: AhoCorasick,
+    /// The same values, for [`Redactor::unsettled_tail`].
+    values: Arc<[Box<[u8]>]>,
 }
 
 /// The values are secrets: only how many there are is shown.
@@ -52,7 +55,7 @@ impl Redactor {
     pub fn new(values: impl IntoIterator<Item = String>) -> Option<Redactor> {
         let mut secrets: Vec<String> = values
             .into_iter()
-            .map(|value| value.trim().to_owned())
+            .flat_map(|value| spellings(value.trim()))
             .filter(|value| value.chars().count() >= MIN_SECRET_CHARS && !is_a_word(value))
             .collect();
         secrets.sort();
@@ -61,11 +64,17 @@ impl Redactor {
             return None;
         }
         // Leftmost-longest: a secret that contains another is replaced whole.
-        let secrets = AhoCorasick::builder()
+        let automaton = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
             .build(&secrets)
             .ok()?;
-        Some(Redactor { secrets })
+        Some(Redactor {
+            secrets: automaton,
+            values: secrets
+                .into_iter()
+                .map(|value| value.into_bytes().into_boxed_slice())
+                .collect(),
+        })
     }
 
     /// The text with every secret replaced; borrowed when there was none.
@@ -75,6 +84,44 @@ impl Redactor {
         }
         let replacements = vec![REDACTED; self.secrets.patterns_len()];
         Cow::Owned(self.secrets.replace_all(text, &replacements))
+    }
+
+    /// The bytes with every secret replaced; borrowed when there was none.
+    pub fn redact_bytes<'a>(&self, bytes: &'a [u8]) -> Cow<'a, [u8]> {
+        if !self.secrets.is_match(bytes) {
+            return Cow::Borrowed(bytes);
+        }
+        let replacements = vec![REDACTED.as_bytes(); self.secrets.patterns_len()];
+        Cow::Owned(self.secrets.replace_all_bytes(bytes, &replacements))
+    }
+
+    /// Where the end of a stream read so far stops being safe to pass on: the start of the
+    /// longest tail of `bytes` that begins some secret (which the next bytes may complete),
+    /// or `bytes.len()`. Output read in pieces is redacted up to there and the rest carried
+    /// over, so a secret cut between two reads is still caught whole; and since no secret
+    /// can start before that point and end after it, leftmost-longest matching of the part
+    /// before it is the same as of the whole stream.
+    pub fn unsettled_tail(&self, bytes: &[u8]) -> usize {
+        let mut start = bytes.len();
+        for value in self.values.iter() {
+            // Longest first: the first hit is this secret's earliest possible start.
+            let longest = (value.len() - 1).min(bytes.len());
+            if let Some(len) = (1..=longest)
+                .rev()
+                .find(|&len| bytes.ends_with(&value[..len]))
+            {
+                start = start.min(bytes.len() - len);
+            }
+        }
+        start
+    }
+
+    /// Text about to be cut after `kept` (a long line, a capped view), without the start of a
+    /// secret the cut would leave showing; the part of it before the cut is redacted with the
+    /// rest of the result.
+    pub fn before_cut<'a>(&self, kept: &'a str) -> &'a str {
+        // A secret's first byte starts a character, so the tail found starts one too.
+        &kept[..self.unsettled_tail(kept.as_bytes())]
     }
 
     /// Redacts the text parts of a call's result.
@@ -89,6 +136,56 @@ impl Redactor {
     }
 }
 
+/// The ways a value is printed: as it is, escaped inside a JSON string (`"` and `\\` in a
+/// password, a command that prints its config as JSON), percent-encoded (in a URL), and, when
+/// the value itself is percent-encoded (a URL's password), decoded.
+fn spellings(value: &str) -> Vec<String> {
+    let mut spellings = vec![value.to_owned()];
+    if let Ok(json) = serde_json::to_string(value) {
+        spellings.push(json[1..json.len() - 1].to_owned());
+    }
+    let mut encoded = String::new();
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            encoded.push(byte as char);
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    spellings.push(encoded);
+    if let Some(decoded) = percent_decoded(value) {
+        spellings.push(decoded);
+    }
+    spellings
+}
+
+/// The value with its `%XX` escapes decoded, when it has any and they make UTF-8.
+fn percent_decoded(value: &str) -> Option<String> {
+    if !value.contains('%') {
+        return None;
+    }
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let hex = bytes
+            .get(at + 1..at + 3)
+            .and_then(|pair| std::str::from_utf8(pair).ok())
+            .and_then(|pair| u8::from_str_radix(pair, 16).ok());
+        match (bytes[at], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                at += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
 /// Refuses new file content that holds [`REDACTED`] while secrets are being taken out: the
 /// model saw a placeholder where a key was, and writing it back would destroy the key.
 pub(crate) fn refuse_placeholder(
@@ -100,6 +197,22 @@ pub(crate) fn refuse_placeholder(
             "the new content contains {REDACTED}, which stands for a secret dsh kept from you; \
              writing it would replace the secret in the file. Change only the parts around it \
              with edit, leaving the lines that hold {REDACTED} untouched"
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a command that holds [`REDACTED`] while secrets are being taken out: it would
+/// write the placeholder where a key was (`sed -i`, `echo ... > .env`) or send it where the
+/// key was meant (`curl -H "Authorization: Bearer [REDACTED]"`), and either way the model
+/// means the secret, which its variable still holds.
+pub(crate) fn refuse_placeholder_command(
+    session: &crate::ToolSession,
+    command: &str,
+) -> Result<(), crate::ToolError> {
+    if session.redactor.is_some() && command.contains(REDACTED) {
+        return Err(crate::ToolError::plain(format!(
+            "the command contains {REDACTED}, which stands for a secret dsh kept from you: run              as it is, it would write or send the placeholder instead of the secret. Refer to              the secret through the variable that holds it (\"$NAME\"), and leave the lines              of files that hold {REDACTED} untouched"
         )));
     }
     Ok(())
@@ -129,6 +242,42 @@ mod tests {
         let redactor =
             Redactor::new(["abcdefgh".to_owned(), "abcdefgh-and-more".to_owned()]).unwrap();
         assert_eq!(redactor.redact("x abcdefgh-and-more y"), "x [REDACTED] y");
+    }
+
+    #[test]
+    fn the_unsettled_tail_is_where_a_secret_may_begin() {
+        let redactor =
+            Redactor::new(["sk-live-0123456789".to_owned(), "abc12345".to_owned()]).unwrap();
+        assert_eq!(redactor.unsettled_tail(b"key sk-live-01"), 4);
+        assert_eq!(redactor.unsettled_tail(b"key abc"), 4);
+        assert_eq!(redactor.unsettled_tail(b"key s"), 4);
+        assert_eq!(redactor.unsettled_tail(b"nothing"), 7);
+        // A whole secret is settled: it is replaced where it is.
+        assert_eq!(redactor.unsettled_tail(b"abc12345"), 8);
+        assert_eq!(redactor.before_cut("cut at sk-li"), "cut at ");
+        assert_eq!(redactor.unsettled_tail(b""), 0);
+        assert_eq!(
+            redactor.redact_bytes(b"x sk-live-0123456789 y").as_ref(),
+            b"x [REDACTED] y"
+        );
+    }
+
+    #[test]
+    fn a_secret_is_caught_as_json_and_urls_spell_it() {
+        let redactor =
+            Redactor::new(["pa\"ss/wo rd\\1".to_owned(), "p%40ssw0rd%21".to_owned()]).unwrap();
+        for (printed, shown) in [
+            (
+                r#"{"password":"pa\"ss/wo rd\\1"}"#,
+                r#"{"password":"[REDACTED]"}"#,
+            ),
+            ("x=pa%22ss%2Fwo%20rd%5C1;", "x=[REDACTED];"),
+            ("x=pa\"ss/wo rd\\1;", "x=[REDACTED];"),
+            ("x=p@ssw0rd!;", "x=[REDACTED];"),
+            ("x=p%40ssw0rd%21;", "x=[REDACTED];"),
+        ] {
+            assert_eq!(redactor.redact(printed), shown);
+        }
     }
 
     #[test]

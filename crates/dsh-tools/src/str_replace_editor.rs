@@ -382,7 +382,10 @@ fn view(
         .enumerate()
         .map(|(i, line)| format!("{:>6}  {line}", first + i))
         .collect();
-    Ok(clip(format!("{header}:\n{}\n", numbered.join("\n"))))
+    Ok(clip(
+        format!("{header}:\n{}\n", numbered.join("\n")),
+        session.redactor.as_ref(),
+    ))
 }
 
 /// A folder's non-hidden entries two levels deep, `d`/`f`/`?`, a tab and the absolute path.
@@ -415,17 +418,20 @@ fn list_dir(target: &Target, shown: &str) -> String {
     let listing: Vec<String> = rows.iter().map(|(p, k)| format!("{k}\t{p}")).collect();
     format!(
         "Here're the files and directories up to 2 levels deep in {shown}, excluding hidden items, node_modules, and Python cache directories:\n{}\n",
-        clip(listing.join("\n") + "\n")
+        clip(listing.join("\n") + "\n", None)
     )
 }
 
-/// Cuts text longer than [`MAX_OUTPUT_UNITS`] and says so.
-fn clip(text: String) -> String {
+/// Cuts text longer than [`MAX_OUTPUT_UNITS`] and says so (never leaving the start of a
+/// secret at the cut).
+fn clip(text: String, redactor: Option<&crate::Redactor>) -> String {
     let mut units = 0;
     for (at, c) in text.char_indices() {
         units += c.len_utf16();
         if units > MAX_OUTPUT_UNITS {
-            return format!("{}{CLIPPED}", &text[..at]);
+            let kept = &text[..at];
+            let kept = redactor.map_or(kept, |redactor| redactor.before_cut(kept));
+            return format!("{kept}{CLIPPED}");
         }
     }
     text

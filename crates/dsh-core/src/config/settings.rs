@@ -233,17 +233,29 @@ pub struct SubagentLimits {
     pub max_tokens: u64,
 }
 
-/// The secret values a run knows: every variable of the launch environment and the `.env`
-/// files whose name says it is a secret, the model route's key and credential headers, the
-/// MCP servers' secret-named `env` values, credential headers and URL credentials, the search
-/// key.
+/// The secret values a run knows: every variable of the launch environment, the `.env` files
+/// dsh reads and the project's other `.env.*` files whose name says it is a secret, and the
+/// credentials inside any of their values that is a URL (`DATABASE_URL`); the model route's
+/// key and credential headers; the MCP servers' secret-named `env` values, credential headers
+/// and URL credentials; the search key.
 fn secret_values(
     credentials: &crate::Credentials,
+    project_env: &[(String, String)],
     route: &Route,
     mcp_servers: &[McpServerSettings],
     web: &dsh_web::WebSettings,
 ) -> Vec<String> {
-    let mut values = credentials.secret_values();
+    let mut values = Vec::new();
+    let variables = (credentials.all())
+        .chain((project_env.iter()).map(|(name, value)| (name.as_str(), value.as_str())));
+    for (name, value) in variables {
+        if dsh_tools::is_secret_name(name) {
+            values.push(value.to_owned());
+        }
+        if value.contains("://") {
+            values.extend(super::shown::url_credentials(value));
+        }
+    }
     if let crate::config::ApiKey::Found { value, .. } = &route.api_key {
         values.push(value.clone());
     }
@@ -735,7 +747,10 @@ impl Settings {
         let redactor = redact_secrets
             .value
             .then(|| {
-                dsh_tools::Redactor::new(secret_values(&credentials, &route, &mcp_servers, &web))
+                let root = crate::instructions::project_root(&cwd, &[".git".to_owned()]);
+                let project_env = crate::dotenv::project_env_values(&cwd, &root);
+                let values = secret_values(&credentials, &project_env, &route, &mcp_servers, &web);
+                dsh_tools::Redactor::new(values)
             })
             .flatten();
         let mut rows = r.rows;

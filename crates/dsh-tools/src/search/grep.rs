@@ -112,8 +112,9 @@ impl Tool for Grep {
                 .map_err(|error| rejected("grep", &suggest_pcre2(error.to_string())))?;
             let files = {
                 let root = root.clone();
+                let redactor = ctx.session.redactor.clone();
                 bounded("grep", SEARCH_TIMEOUT, move |stop| {
-                    search(&root, filter, &matcher, &stop)
+                    search(&root, filter, &matcher, &stop, redactor.as_ref())
                 })
                 .await?
             };
@@ -187,6 +188,8 @@ struct Progress<'a> {
     collected: AtomicUsize,
     over_cap: AtomicBool,
     stop: &'a StopFlag,
+    /// A line cut in the middle of a secret must not show its start.
+    redactor: Option<&'a crate::Redactor>,
 }
 
 fn search(
@@ -194,6 +197,7 @@ fn search(
     filter: Override,
     matcher: &RegexMatcher,
     stop: &StopFlag,
+    redactor: Option<&crate::Redactor>,
 ) -> Result<Vec<FileMatches>, ToolError> {
     let found = Mutex::new(Vec::new());
     let progress = Progress {
@@ -201,6 +205,7 @@ fn search(
         collected: AtomicUsize::new(0),
         over_cap: AtomicBool::new(false),
         stop,
+        redactor,
     };
     WalkBuilder::new(&root.walk)
         .add_custom_ignore_filename(".rgignore")
@@ -286,7 +291,7 @@ impl Sink for Collect<'_, '_> {
         }
         let first = mat.line_number().unwrap_or(0);
         for (n, line) in (first..).zip(mat.lines()) {
-            let shown = preview(line);
+            let shown = preview(line, self.progress.redactor);
             let bytes = shown.len() + 16;
             let total = self.progress.collected.fetch_add(bytes, Ordering::Relaxed);
             if total + bytes > MAX_COLLECTED_BYTES {
@@ -301,7 +306,7 @@ impl Sink for Collect<'_, '_> {
 
 /// A matched line as shown: without its line end, cut to [`MAX_LINE_BYTES`] at a character
 /// boundary.
-fn preview(line: &[u8]) -> String {
+fn preview(line: &[u8], redactor: Option<&crate::Redactor>) -> String {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let Ok(text) = std::str::from_utf8(line) else {
@@ -310,10 +315,9 @@ fn preview(line: &[u8]) -> String {
     if text.len() <= MAX_LINE_BYTES {
         return text.to_owned();
     }
-    format!(
-        "{} (line truncated)",
-        &text[..floor_boundary(text, MAX_LINE_BYTES)]
-    )
+    let kept = &text[..floor_boundary(text, MAX_LINE_BYTES)];
+    let kept = redactor.map_or(kept, |redactor| redactor.before_cut(kept));
+    format!("{kept} (line truncated)")
 }
 
 fn render(ctx: &ToolContext, files: Vec<FileMatches>) -> String {
@@ -368,10 +372,10 @@ mod tests {
 
     #[test]
     fn long_and_foreign_lines_are_previewed() {
-        assert_eq!(preview(b"abc\r\n"), "abc");
-        assert_eq!(preview(b"\xff\xfe\n"), "(line is not valid UTF-8)");
+        assert_eq!(preview(b"abc\r\n", None), "abc");
+        assert_eq!(preview(b"\xff\xfe\n", None), "(line is not valid UTF-8)");
         let long = "é".repeat(1500);
-        let shown = preview(long.as_bytes());
+        let shown = preview(long.as_bytes(), None);
         assert_eq!(shown, format!("{} (line truncated)", "é".repeat(1000)));
     }
 

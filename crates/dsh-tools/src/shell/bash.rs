@@ -112,6 +112,7 @@ impl Tool for Bash {
                     "invalid command: expected a non-empty string",
                 ));
             }
+            crate::redact::refuse_placeholder_command(&ctx.session, &command)?;
             if args
                 .str("description")
                 .unwrap_or_default()
@@ -166,6 +167,7 @@ impl Tool for Bash {
                 }),
                 confinement: confined.child_setup().cloned(),
                 stdin: None,
+                redactor: ctx.session.redactor.clone(),
             };
             let process = ShellProcess::spawn(spec).map_err(|e| spawn_failed(&confined, e))?;
             let facts = Arc::new(SandboxFacts {

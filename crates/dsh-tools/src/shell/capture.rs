@@ -1,10 +1,15 @@
 //! One output stream of a command: the last 64,000 bytes in memory, and the whole stream in a
-//! private file once it outgrows that (up to 64 MiB, after which the file is dropped).
+//! private file once it outgrows that (up to 64 MiB, after which the file is dropped). With a
+//! [`Redactor`], secrets are taken out as the bytes come in, before either copy is written: a
+//! key cut by the kept window, split between two reads, or sitting in the full copy (which
+//! the model may read back) never shows.
 
 use std::collections::VecDeque;
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
+
+use crate::Redactor;
 
 /// Bytes of each stream kept in memory.
 pub const KEPT_BYTES: usize = 64_000;
@@ -34,19 +39,50 @@ pub struct StreamCapture {
     total: u64,
     spill: Spill,
     target: Option<SpillTarget>,
+    redactor: Option<Redactor>,
+    /// Read but not yet passed on: the end of what was read, which may be the start of a
+    /// secret that the next read completes.
+    unsettled: Vec<u8>,
 }
 
 impl StreamCapture {
-    pub fn new(target: Option<SpillTarget>) -> Self {
+    pub fn new(target: Option<SpillTarget>, redactor: Option<Redactor>) -> Self {
         StreamCapture {
             kept: VecDeque::new(),
             total: 0,
             spill: Spill::NotNeeded,
             target,
+            redactor,
+            unsettled: Vec::new(),
         }
     }
 
+    /// Takes in bytes read from the stream.
     pub fn push(&mut self, chunk: &[u8]) {
+        let Some(redactor) = &self.redactor else {
+            return self.append(chunk);
+        };
+        self.unsettled.extend_from_slice(chunk);
+        let settled = redactor.unsettled_tail(&self.unsettled);
+        let redacted = redactor
+            .redact_bytes(&self.unsettled[..settled])
+            .into_owned();
+        self.unsettled.drain(..settled);
+        self.append(&redacted);
+    }
+
+    /// The stream has ended: what was held back as a possible secret's start is passed on.
+    pub fn finish(&mut self) {
+        let rest = std::mem::take(&mut self.unsettled);
+        if let Some(redactor) = &self.redactor
+            && !rest.is_empty()
+        {
+            let redacted = redactor.redact_bytes(&rest).into_owned();
+            self.append(&redacted);
+        }
+    }
+
+    fn append(&mut self, chunk: &[u8]) {
         self.total += chunk.len() as u64;
         if matches!(self.spill, Spill::NotNeeded) && self.kept.len() + chunk.len() > KEPT_BYTES {
             self.spill = self.open_spill();
@@ -149,10 +185,13 @@ mod tests {
     #[test]
     fn keeps_the_last_bytes_and_spills_the_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let mut capture = StreamCapture::new(Some(SpillTarget {
-            dir: dir.path().join("s"),
-            name: "x-stdout.log".into(),
-        }));
+        let mut capture = StreamCapture::new(
+            Some(SpillTarget {
+                dir: dir.path().join("s"),
+                name: "x-stdout.log".into(),
+            }),
+            None,
+        );
         let text = "é".repeat(40_000); // 80,000 bytes
         for chunk in text.as_bytes().chunks(777) {
             capture.push(chunk);
@@ -183,7 +222,7 @@ mod tests {
                 format!("\u{FFFD}\u{FFFD}{}a\n", "中".repeat(21_332)),
             ),
         ] {
-            let mut capture = StreamCapture::new(None);
+            let mut capture = StreamCapture::new(None, None);
             capture.push(text.as_bytes());
             assert_eq!(capture.text(), kept);
             assert_eq!(capture.since(0), (kept, true));
@@ -192,7 +231,7 @@ mod tests {
 
     #[test]
     fn output_at_the_cap_is_whole_and_reads_are_deltas() {
-        let mut capture = StreamCapture::new(None);
+        let mut capture = StreamCapture::new(None, None);
         capture.push(&vec![b'a'; KEPT_BYTES]);
         assert!(!capture.truncated());
         assert_eq!(capture.spill_path(), "(unavailable)");
@@ -206,4 +245,48 @@ mod tests {
         assert!(lossy);
         assert_eq!(all.len(), KEPT_BYTES);
     }
+
+    #[test]
+    fn a_secret_is_caught_however_the_reads_cut_it() {
+        let secret = "sk-live-0123456789abcdef";
+        let redactor = Redactor::new([secret.to_owned()]).unwrap();
+        // Past the kept window, so the spill file is written too; the secret sits across the
+        // window's start, across reads, and at the very end.
+        let text = format!(
+            "{}{secret}{}{secret}\nlast {secret}",
+            "a".repeat(KEPT_BYTES - 5),
+            "b".repeat(KEPT_BYTES)
+        );
+        let expected = text.replace(secret, REDACTED_TEXT);
+        for chunk_len in [1, 3, 7, 4096, 16 * 1024] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut capture = StreamCapture::new(
+                Some(SpillTarget {
+                    dir: dir.path().to_path_buf(),
+                    name: "s.log".into(),
+                }),
+                Some(redactor.clone()),
+            );
+            let mut cursor = 0;
+            let mut deltas = String::new();
+            for chunk in text.as_bytes().chunks(chunk_len) {
+                capture.push(chunk);
+                let (delta, lossy) = capture.since(cursor);
+                assert!(!delta.contains("sk-live"), "a delta shows part of the key");
+                if !lossy {
+                    deltas.push_str(&delta);
+                }
+                cursor = capture.total();
+            }
+            capture.finish();
+            deltas.push_str(&capture.since(cursor).0);
+            assert!(deltas.ends_with(&format!("last {REDACTED_TEXT}")));
+            assert!(!capture.text().contains("sk-live"), "chunks of {chunk_len}");
+            assert!(expected.ends_with(&capture.text()));
+            let spilled = std::fs::read_to_string(capture.spill_path()).unwrap();
+            assert_eq!(spilled, expected, "chunks of {chunk_len}");
+        }
+    }
+
+    const REDACTED_TEXT: &str = crate::REDACTED;
 }

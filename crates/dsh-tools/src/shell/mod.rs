@@ -124,6 +124,9 @@ impl Shell {
             spill: None,
             confinement: confined.child_setup().cloned(),
             stdin: Some(input),
+            // Hooks answer in JSON that must reach dsh whole; what a hook says is redacted
+            // where it is shown (`dsh_core::HookRunner`).
+            redactor: None,
         };
         let process = process::ShellProcess::spawn(spec).map_err(|e| e.to_string())?;
         let (exit, timed_out) = tokio::select! {

@@ -38,6 +38,8 @@ pub struct Spec {
     pub confinement: Option<dsh_sandbox::ChildSetup>,
     /// Written to its stdin, which is then closed; `None`: stdin is `/dev/null`.
     pub stdin: Option<Vec<u8>>,
+    /// Takes secrets out of its output as it is read (see [`StreamCapture`]).
+    pub redactor: Option<crate::Redactor>,
 }
 
 /// How a process ended.
@@ -116,8 +118,14 @@ impl ShellProcess {
                 name: format!("{}-{stream}.log", t.name),
             })
         };
-        let stdout = Arc::new(Mutex::new(StreamCapture::new(target("stdout"))));
-        let stderr = Arc::new(Mutex::new(StreamCapture::new(target("stderr"))));
+        let capture = |stream: &str| {
+            Arc::new(Mutex::new(StreamCapture::new(
+                target(stream),
+                spec.redactor.clone(),
+            )))
+        };
+        let (stdout, stderr) = (capture("stdout"), capture("stderr"));
+        let captures = [stdout.clone(), stderr.clone()];
         let readers = [
             child.stdout.take().map(|pipe| pump(pipe, stdout.clone())),
             child.stderr.take().map(|pipe| pump(pipe, stderr.clone())),
@@ -131,6 +139,12 @@ impl ShellProcess {
                 if tokio::time::timeout(GRACE, reader).await.is_err() {
                     abort.abort();
                 }
+            }
+            for capture in captures {
+                capture
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .finish();
             }
             use std::os::unix::process::ExitStatusExt as _;
             let exit = match status {

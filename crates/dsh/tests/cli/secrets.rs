@@ -166,3 +166,130 @@ fn what_a_hook_prints_is_redacted_before_the_model_and_the_log_see_it() {
         "redacted before the model, the log and the stream",
     );
 }
+
+#[test]
+fn a_secret_cut_by_a_window_shows_no_part_and_the_full_output_file_holds_none() {
+    // bash keeps the last 64,000 bytes: the window starts five bytes before the token ends.
+    // The read cuts its line 2,000 characters in, six into the token.
+    let big = format!("{}{TOKEN}{}", "a".repeat(70_000), "b".repeat(64_000 - 5));
+    let line = format!("{}{TOKEN}\n", "x".repeat(1_994));
+    let env = TestEnv::new(vec![
+        Turn::tool_calls(&[
+            (
+                "bash",
+                json!({"command": "cat big.txt", "description": "show the big file"}),
+            ),
+            ("read", json!({"file_path": "line.txt"})),
+        ]),
+        Turn::text("done"),
+    ]);
+    env.write(".env", &format!("PAYMENT_API_TOKEN={TOKEN}\n"));
+    env.write("big.txt", &big);
+    env.write("line.txt", &line);
+    let out = env.run(dsh(), &["--json", "show them"]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let results = env.server.requests()[1].tool_results();
+    let piece = &TOKEN[TOKEN.len() - 5..];
+    assert!(!results[0].starts_with(piece), "{}", &results[0][..40]);
+    assert!(results[0].contains("[output truncated; full output: "));
+    let spill = results[0]
+        .split("full output: ")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .unwrap();
+    let full = std::fs::read_to_string(spill).unwrap();
+    assert_eq!(full, big.replace(TOKEN, "[REDACTED]"));
+    assert!(!results[1].contains(&TOKEN[..6]), "{}", results[1]);
+    assert!(results[1].contains("... (line truncated to 2000 chars)"));
+    for text in [&out.stdout, &env.session_log()] {
+        assert!(!text.contains(piece) && !text.contains(&TOKEN[..6]));
+    }
+    dsh_testkit::fault_matrix(
+        "secret",
+        "a token cut by bash's kept window, read's line cut, and in bash's full-output file",
+        "no part of it shows; the full-output file holds it redacted",
+    );
+}
+
+#[test]
+fn secrets_in_the_projects_other_env_files_and_urls_are_redacted_from_a_subfolder() {
+    const STRIPE: &str = "sk_prod_77aa88bb99cc";
+    const DB_PASSWORD: &str = "hunter2-but-longer";
+    let env = TestEnv::new(vec![
+        Turn::tool_calls(&[(
+            "bash",
+            json!({"command": "cat ../.env.production ../.env; echo \"$DATABASE_URL\"",
+                   "description": "print the settings"}),
+        )]),
+        Turn::text("done"),
+    ]);
+    env.write(".git/HEAD", "ref: refs/heads/main\n");
+    env.write(
+        ".env.production",
+        &format!("STRIPE_SECRET_KEY=\"{STRIPE}\"\n"),
+    );
+    env.write(
+        ".env",
+        &format!("DATABASE_URL=postgres://app:{DB_PASSWORD}@db:5432/app\n"),
+    );
+    env.write(".env.example", "STRIPE_SECRET_KEY=sk_example_placeholder\n");
+    env.write("sub/README.md", "a subfolder\n");
+    let mut command = env.command(dsh());
+    command
+        .current_dir(env.ws_path().join("sub"))
+        .env(
+            "DATABASE_URL",
+            format!("postgres://app:{DB_PASSWORD}@db:5432/app"),
+        )
+        .args([
+            "--json",
+            "--permission-mode",
+            "danger-full-access",
+            "print them",
+        ]);
+    let out = dsh_testkit::RunOutput::of(&mut command);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let result = &env.server.requests()[1].tool_results()[0];
+    assert!(
+        !result.contains(STRIPE) && !result.contains(DB_PASSWORD),
+        "{result}"
+    );
+    assert_eq!(result.matches("[REDACTED]").count(), 3, "{result}");
+    // A template's values are placeholders, not secrets.
+    assert!(!out.stdout.contains(STRIPE) && !out.stdout.contains(DB_PASSWORD));
+    dsh_testkit::fault_matrix(
+        "secret",
+        "keys in the project root's .env.* files and a URL's password, started in a subfolder",
+        "redacted in the next request and the stream",
+    );
+}
+
+#[test]
+fn a_command_that_holds_the_placeholder_is_refused() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "bash",
+            json!({"command": "sed -i 's/^token=.*/token=[REDACTED]/' app.ini",
+                   "description": "reset the token line"}),
+        ),
+        Turn::text("done"),
+    ]);
+    env.write(".env", &format!("PAYMENT_API_TOKEN={TOKEN}\n"));
+    env.write("app.ini", &format!("token={TOKEN}\n"));
+    let out = env.run(dsh(), &["tidy app.ini"]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let refused = &env.server.requests()[1].tool_results()[0];
+    assert!(
+        refused.contains("through the variable that holds it"),
+        "{refused}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.ws.path().join("app.ini")).unwrap(),
+        format!("token={TOKEN}\n")
+    );
+    dsh_testkit::fault_matrix(
+        "secret",
+        "a command that would write the placeholder over a key",
+        "refused; the file unchanged",
+    );
+}
