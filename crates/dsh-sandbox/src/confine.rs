@@ -24,6 +24,8 @@ pub struct ConfinedCommand {
     pub network: bool,
     policy: SandboxPolicy,
     child: Option<ChildSetup>,
+    /// The protected paths it could create.
+    watch: Option<crate::CreationWatch>,
 }
 
 /// What the child process applies to itself between fork and exec.
@@ -51,6 +53,20 @@ impl ChildSetup {
 }
 
 impl ConfinedCommand {
+    /// The protected paths the command created (to be moved out of the workspace: see
+    /// [`crate::move_aside`]); only ever some under `workspace-write`.
+    pub fn created_protected(&self) -> Vec<std::path::PathBuf> {
+        self.watch
+            .as_ref()
+            .map(crate::CreationWatch::created)
+            .unwrap_or_default()
+    }
+
+    /// The workspace of its policy.
+    pub fn workspace(&self) -> &Path {
+        self.policy.workspace()
+    }
+
     /// What the child must apply before exec, if anything.
     pub fn child_setup(&self) -> Option<&ChildSetup> {
         self.child.as_ref()
@@ -137,6 +153,7 @@ impl Sandbox {
             network: true,
             policy: policy.clone(),
             child: None,
+            watch: None,
         };
         if mode == SandboxMode::DangerFullAccess {
             return Ok(unconfined(argv));
@@ -165,6 +182,7 @@ impl Sandbox {
             network,
             policy: policy.clone(),
             child,
+            watch: crate::CreationWatch::new(policy, backend),
         };
         match backend {
             Backend::Bubblewrap => {

@@ -18,6 +18,7 @@ mod landlock_backend;
 mod mode;
 mod policy;
 mod report;
+mod watch;
 
 pub use backend::{
     Backend, BackendChoice, Enforcement, Probe, Sandbox, SandboxSettings, UnknownBackend,
@@ -26,6 +27,7 @@ pub use classify::Verdict;
 pub use confine::{ChildSetup, ConfinedCommand, SandboxUnavailable};
 pub use mode::{SandboxMode, UnknownMode};
 pub use policy::{SandboxPolicy, is_env_file};
+pub use watch::{CreationWatch, move_aside};
 
 /// The noun a denial or hint uses for what was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -139,13 +139,14 @@ impl SandboxPolicy {
     /// files of the workspace's top folder (where dsh reads keys). `.dsh/` is listed even
     /// when absent, so that it cannot be created; the Git paths only when `.git` is the
     /// workspace's own folder (a worktree's `.git` file points outside it, where nothing is
-    /// writable anyway).
+    /// writable anyway), with the hooks folder its config names (`core.hooksPath`) and the
+    /// files it includes, when they are in the workspace.
     pub fn protected_paths(&self) -> Vec<PathBuf> {
         if self.mode != SandboxMode::WorkspaceWrite {
             return Vec::new();
         }
         let ws = &self.workspace;
-        let mut paths = git_paths(&ws.join(".git"));
+        let mut paths = git_paths(&ws.join(".git"), ws);
         paths.push(ws.join(".dsh"));
         if let Ok(entries) = std::fs::read_dir(ws) {
             let mut env_files: Vec<PathBuf> = entries
@@ -165,13 +166,20 @@ impl SandboxPolicy {
             return None;
         }
         let ws = &self.workspace;
-        let git = git_paths(&ws.join(".git"));
+        let git = git_paths(&ws.join(".git"), ws);
         if let Some(path) = git.into_iter().find(|path| real_path.starts_with(path)) {
             return Some(path);
         }
-        let dsh = ws.join(".dsh");
-        if real_path.starts_with(&dsh) {
-            return Some(dsh);
+        // Any `.dsh/` in the workspace, not only the top one: dsh reads the one of the folder
+        // it is started in, which may be a subfolder next time.
+        if let Ok(inside) = real_path.strip_prefix(ws) {
+            let mut dsh = ws.clone();
+            for part in inside.components() {
+                dsh.push(part);
+                if part.as_os_str() == ".dsh" {
+                    return Some(dsh);
+                }
+            }
         }
         let top_level_env = real_path.parent() == Some(ws.as_path())
             && real_path.file_name().is_some_and(is_env_file);
@@ -197,8 +205,9 @@ impl SandboxPolicy {
 /// The files of a workspace's own Git folder that make Git run something or look elsewhere
 /// for what it runs: the hooks and config, a worktree's config and the common-folder pointer,
 /// the linked worktrees' folders, and each submodule's hooks and config (nested submodules
-/// too). Listed whether or not they exist; none when `.git` is not a folder.
-fn git_paths(git: &Path) -> Vec<PathBuf> {
+/// too). Listed whether or not they exist; none when `.git` is not a folder. Then what the
+/// config points at inside the workspace `ws` ([`config_targets`]).
+fn git_paths(git: &Path, ws: &Path) -> Vec<PathBuf> {
     if !std::fs::symlink_metadata(git).is_ok_and(|m| m.is_dir()) {
         return Vec::new();
     }
@@ -209,6 +218,11 @@ fn git_paths(git: &Path) -> Vec<PathBuf> {
         git.join("commondir"),
         git.join("worktrees"),
     ];
+    for target in config_targets(git, ws) {
+        if !paths.iter().any(|path| target.starts_with(path)) {
+            paths.push(target);
+        }
+    }
     let mut modules = vec![(git.join("modules"), 0)];
     while let Some((dir, depth)) = modules.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -232,6 +246,75 @@ fn git_paths(git: &Path) -> Vec<PathBuf> {
         }
     }
     paths
+}
+
+/// What a repository's config (`.git/config`, `.git/config.worktree`) points at inside the
+/// workspace that Git runs or reads more config from: the `core.hooksPath` folder (a
+/// committed `.githooks/` or `.husky/`), and the files `include.path` and `includeIf.*.path`
+/// name, which could set one. A command that could write either could have the user's next
+/// commit run its code outside the sandbox. Read with a small scanner of Git's config syntax
+/// (sections, `key = value`, quotes, `~/`); a value it cannot place is passed over.
+fn config_targets(git: &Path, ws: &Path) -> Vec<PathBuf> {
+    let mut targets = Vec::new();
+    for file in [git.join("config"), git.join("config.worktree")] {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let mut section = String::new();
+        for line in text.lines() {
+            let line = line.trim();
+            if let Some(header) = line.strip_prefix('[') {
+                let name = header
+                    .split([']', ' ', '"', '.'])
+                    .next()
+                    .unwrap_or_default();
+                section = name.to_ascii_lowercase();
+                continue;
+            }
+            let Some((key, value)) = line.split_once('=') else {
+                continue;
+            };
+            let key = key.trim().to_ascii_lowercase();
+            let value = value.trim().trim_matches('"');
+            let wanted = (section == "core" && key == "hookspath")
+                || ((section == "include" || section == "includeif") && key == "path");
+            if !wanted || value.is_empty() {
+                continue;
+            }
+            let path = if let Some(rest) = value.strip_prefix("~/") {
+                match std::env::var_os("HOME") {
+                    Some(home) => Path::new(&home).join(rest),
+                    None => continue,
+                }
+            } else if section == "core" {
+                // A relative hooks path is taken from where hooks run: the worktree's top.
+                ws.join(value)
+            } else {
+                // A relative include is taken from the including file's folder.
+                git.join(value)
+            };
+            let path = lexically_normal(&path);
+            if path.starts_with(ws) && path != ws {
+                targets.push(path);
+            }
+        }
+    }
+    targets
+}
+
+/// `path` with `.` and `..` taken out by name (the path need not exist).
+fn lexically_normal(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// `.env`, and `.env.<anything>` (`.env.local`, `.env.production`), but not the templates
@@ -320,6 +403,39 @@ mod tests {
         let full = policy.with_mode(SandboxMode::DangerFullAccess);
         assert!(full.protected_paths().is_empty());
         assert!(full.allows_write(&real.join(".git/hooks/pre-commit")));
+    }
+
+    #[test]
+    fn hooks_paths_includes_and_nested_dsh_folders_are_protected() {
+        let ws = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(ws.path()).unwrap();
+        std::fs::create_dir_all(real.join(".git")).unwrap();
+        std::fs::write(
+            real.join(".git/config"),
+            "[core]\n\tbare = false\n\thooksPath = .husky\n[include]\n\tpath = \
+             ../shared.gitconfig\n[includeIf \"gitdir:~/w/\"]\n\tpath = /etc/elsewhere\n",
+        )
+        .unwrap();
+        let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &real, Vec::new());
+        let protected = policy.protected_paths();
+        assert!(protected.contains(&real.join(".husky")), "{protected:?}");
+        assert!(
+            protected.contains(&real.join("shared.gitconfig")),
+            "{protected:?}"
+        );
+        assert!(!protected.iter().any(|p| p.starts_with("/etc")));
+        for refused in [
+            ".husky/pre-commit",
+            "shared.gitconfig",
+            "sub/.dsh/config.toml",
+        ] {
+            assert!(!policy.allows_write(&real.join(refused)), "{refused}");
+        }
+        assert_eq!(
+            policy.protection_of(&real.join("a/b/.dsh/hooks.toml")),
+            Some(real.join("a/b/.dsh"))
+        );
+        assert!(policy.allows_write(&real.join("a/b/dsh.toml")));
     }
 
     #[test]

@@ -274,6 +274,68 @@ async fn escalation_follows_the_approval_policy(backend: BackendChoice) {
     assert!(!std::path::Path::new("/etc/dsh-test-esc").exists());
 }
 
+/// What a command creates where a protected path was absent (Git files that cannot be bound
+/// before they exist, new `.env` files, `.dsh/` under Landlock) is moved out of the workspace
+/// when it ends, and the model is told where; a background job's, when the job ends.
+async fn protected_paths_a_command_creates_are_moved_aside(backend: BackendChoice) {
+    let Some(sh) = sh(Options::new(backend)) else {
+        return;
+    };
+    std::fs::create_dir_all(sh.ws.join(".git")).unwrap();
+    std::fs::write(
+        sh.ws.join(".git/config"),
+        "[core]\n\thooksPath = .githooks\n",
+    )
+    .unwrap();
+    let out = sh
+        .bash(
+            "echo ../elsewhere > .git/commondir; mkdir -p .git/hooks .githooks; \
+             echo run > .git/hooks/pre-commit; echo run > .githooks/pre-push; \
+             echo K=1 > .env.local; echo K= > .env.example; echo made",
+        )
+        .await;
+    assert!(out.starts_with("made\n"), "{out}");
+    for created in [".git/commondir", ".git/hooks", ".githooks", ".env.local"] {
+        assert!(!sh.ws.join(created).exists(), "{created}: {out}");
+        let line = format!(
+            "[sandbox: {created} is protected under workspace-write; the command created it, \
+             and it was moved out of the workspace to {}",
+            sh.ws.join(".spill/protected").display()
+        );
+        assert!(out.contains(&line), "{created}: {out}");
+    }
+    assert!(out.contains(HINT), "{out}");
+    assert!(!out.contains(DENIED), "{out}");
+    assert!(sh.ws.join(".env.example").exists());
+    assert_eq!(
+        std::fs::read_to_string(sh.ws.join(".spill/protected/pre-push"))
+            .or_else(|_| std::fs::read_to_string(sh.ws.join(".spill/protected/.githooks/pre-push")))
+            .unwrap(),
+        "run\n"
+    );
+    // A background job's creation is moved when it ends, read or not.
+    let started = sh
+        .call(
+            "bash",
+            json!({"command": "echo K=2 > .env.production", "description": "t",
+                   "run_in_background": true}),
+        )
+        .await
+        .text();
+    let id = started.trim_start_matches("started background job ").trim();
+    let read = sh
+        .call("job_output", json!({"job_id": id, "wait": true}))
+        .await
+        .text();
+    assert!(
+        read.contains("[sandbox: .env.production is protected"),
+        "{read}"
+    );
+    assert!(!sh.ws.join(".env.production").exists());
+    // Nothing created, nothing said.
+    assert_eq!(sh.bash("echo fine > a.txt && cat a.txt").await, "fine\n");
+}
+
 macro_rules! per_backend {
     ($($name:ident),* $(,)?) => {
         mod bubblewrap {
@@ -301,6 +363,7 @@ per_backend!(
     read_only_denies_the_workspace_too,
     a_background_denial_is_marked_on_every_read_once_it_ends,
     escalation_follows_the_approval_policy,
+    protected_paths_a_command_creates_are_moved_aside,
 );
 
 /// Git's hooks and config, `.dsh/` (even before it exists) and the top folder's `.env` files

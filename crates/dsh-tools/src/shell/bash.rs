@@ -170,11 +170,12 @@ impl Tool for Bash {
                 redactor: ctx.session.redactor.clone(),
             };
             let process = ShellProcess::spawn(spec).map_err(|e| spawn_failed(&confined, e))?;
-            let facts = Arc::new(SandboxFacts {
+            let facts = Arc::new(SandboxFacts::new(
                 confined,
                 cwd,
-                hint: self.confining && ctx.session.offers_escalation(),
-            });
+                self.confining && ctx.session.offers_escalation(),
+                ctx.session.spill.dir().join("protected"),
+            ));
             if background {
                 let job = shell
                     .jobs

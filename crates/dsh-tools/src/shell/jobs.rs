@@ -61,9 +61,55 @@ pub struct SandboxFacts {
     pub cwd: std::path::PathBuf,
     /// Whether a denial may point at escalation.
     pub hint: bool,
+    /// Where protected paths the command created are moved to.
+    pub aside: std::path::PathBuf,
+    /// What was moved there, as the lines the model reads: worked out once, when it ended.
+    moved: std::sync::OnceLock<Vec<String>>,
 }
 
 impl SandboxFacts {
+    pub fn new(
+        confined: ConfinedCommand,
+        cwd: std::path::PathBuf,
+        hint: bool,
+        aside: std::path::PathBuf,
+    ) -> Self {
+        SandboxFacts {
+            confined,
+            cwd,
+            hint,
+            aside,
+            moved: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Once the command has ended: the protected paths it created, moved out of the workspace
+    /// ([`dsh_sandbox::CreationWatch`]), one line each for the model. Done once, however
+    /// often it is asked.
+    pub fn move_created_aside(&self) -> &[String] {
+        self.moved.get_or_init(|| {
+            let workspace = self.confined.workspace();
+            (self.confined.created_protected().into_iter())
+                .map(|path| {
+                    let shown = path.strip_prefix(workspace).unwrap_or(&path).display();
+                    match dsh_sandbox::move_aside(&path, &self.aside) {
+                        Ok(to) => format!(
+                            "[sandbox: {shown} is protected under {}; the command created it, \
+                             and it was moved out of the workspace to {}]",
+                            self.confined.mode,
+                            to.display()
+                        ),
+                        Err(error) => format!(
+                            "[sandbox: {shown} is protected under {}; the command created it, \
+                             and it could not be moved out of the workspace ({error})]",
+                            self.confined.mode
+                        ),
+                    }
+                })
+                .collect()
+        })
+    }
+
     /// The sandbox markers for a finished run: the denial marker and, when offered, the
     /// escalation hint. A runner failure is an error: the command never ran.
     pub fn markers(
@@ -77,14 +123,20 @@ impl SandboxFacts {
         } else {
             exit.code
         };
+        let moved = self.move_created_aside();
+        let hint = |mut markers: Vec<String>| {
+            if self.hint {
+                markers.push(dsh_sandbox::escalation_hint(Subject::Command));
+            }
+            markers
+        };
         match self.confined.verdict(code, stdout, stderr, &self.cwd) {
-            Verdict::Ran => Ok(Vec::new()),
+            Verdict::Ran if moved.is_empty() => Ok(Vec::new()),
+            Verdict::Ran => Ok(hint(moved.to_vec())),
             Verdict::Denied => {
                 let mut markers = vec![dsh_sandbox::denial_marker(self.confined.mode)];
-                if self.hint {
-                    markers.push(dsh_sandbox::escalation_hint(Subject::Command));
-                }
-                Ok(markers)
+                markers.extend_from_slice(moved);
+                Ok(hint(markers))
             }
             Verdict::RunnerFailed(line) => {
                 Err(SandboxUnavailable::runner_failed(self.confined.mode, line))
@@ -285,6 +337,13 @@ impl JobRegistry {
             return Err(LimitReached);
         }
         let n = self.next.fetch_add(1, Ordering::SeqCst) + 1;
+        // What a job creates at protected paths is moved aside when it ends, whether or not
+        // anyone reads it then.
+        let (ended, facts) = (process.clone(), sandbox.clone());
+        tokio::spawn(async move {
+            ended.settled().await;
+            facts.move_created_aside();
+        });
         let job = Arc::new(Job {
             id: format!("bash-{n}"),
             label: label.to_owned(),
