@@ -105,6 +105,9 @@ pub struct SandboxSettings {
     /// The `bwrap` to use (`sandbox.bwrap`), instead of looking in the system folders and on
     /// `PATH`.
     pub bwrap: Option<PathBuf>,
+    /// Whether bubblewrap's commands run through one sandbox helper per run
+    /// (`sandbox.helper`, default on) rather than a `bwrap` each; see [`crate::helper`].
+    pub helper: bool,
 }
 
 impl Default for SandboxSettings {
@@ -113,6 +116,7 @@ impl Default for SandboxSettings {
             backend: BackendChoice::Auto,
             network: true,
             bwrap: None,
+            helper: true,
         }
     }
 }
@@ -139,6 +143,7 @@ struct Selection {
 pub struct Sandbox {
     settings: SandboxSettings,
     selection: OnceLock<Selection>,
+    helpers: std::sync::Arc<crate::helper::HelperPool>,
 }
 
 impl Sandbox {
@@ -146,7 +151,49 @@ impl Sandbox {
         Sandbox {
             settings,
             selection: OnceLock::new(),
+            helpers: Default::default(),
         }
+    }
+
+    /// The run's sandbox helpers.
+    pub(crate) fn helpers(&self) -> std::sync::Arc<crate::helper::HelperPool> {
+        self.helpers.clone()
+    }
+
+    /// Gets the sandbox of commands under `policy` ready in the background, before the first
+    /// one is asked for: the backends are probed, and under bubblewrap the run's sandbox
+    /// helper is started (about 3 ms, spent while the model is thinking). Without a tokio
+    /// runtime, or with nothing to prepare, it does nothing.
+    pub fn warm_up(self: &std::sync::Arc<Self>, policy: crate::SandboxPolicy) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if policy.mode() == crate::SandboxMode::DangerFullAccess {
+            return;
+        }
+        let sandbox = self.clone();
+        runtime.spawn(async move {
+            let probing = sandbox.clone();
+            // The probe runs `bwrap` and waits for it: not on the runtime's own thread.
+            if tokio::task::spawn_blocking(move || probing.chosen().is_some())
+                .await
+                .ok()
+                != Some(true)
+            {
+                return;
+            }
+            if let Ok(confined) = sandbox.confine(vec!["true".into()], &policy)
+                && let Some(launch) = confined.helper()
+            {
+                launch.warm().await;
+            }
+        });
+    }
+
+    /// Why commands under bubblewrap no longer run through a sandbox helper in this run
+    /// (it could not start, or could not make namespaces), once that happened.
+    pub async fn helper_refused(&self) -> Option<String> {
+        self.helpers.broken().await
     }
 
     pub fn settings(&self) -> &SandboxSettings {

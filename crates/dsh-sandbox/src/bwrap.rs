@@ -99,21 +99,71 @@ pub(crate) fn probe(bwrap: &Path, network: bool) -> Result<(), String> {
 }
 
 /// The whole argv: `bwrap <profile> -- <argv...>`.
-pub(crate) fn wrap(
-    bwrap: &Path,
-    policy: &SandboxPolicy,
-    network: bool,
-    argv: Vec<OsString>,
-) -> Vec<OsString> {
+pub(crate) fn wrap(bwrap: &Path, profile: &[OsString], argv: Vec<OsString>) -> Vec<OsString> {
     let mut wrapped = vec![bwrap.as_os_str().to_owned()];
-    wrapped.extend(profile(policy.mode(), Some(policy), network));
+    wrapped.extend_from_slice(profile);
     wrapped.push("--".into());
     wrapped.extend(argv);
     wrapped
 }
 
+/// What a sandbox made with `profile` is bound to: the device and inode of both ends of each
+/// bind, as they are now. A sandbox that lives longer than one command (the run's helper) is
+/// only as good as its binds, and a bind goes away, in that sandbox, when what it covers is
+/// replaced on the host (Git writes `.git/config` by renaming a new file over it, an editor
+/// saves `.env` the same way, a daemon re-creates its socket). So the helper is reused only
+/// while these are unchanged.
+pub(crate) fn bind_identity(profile: &[OsString]) -> Vec<OsString> {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut identity = Vec::new();
+    let mut options = profile.iter();
+    while let Some(option) = options.next() {
+        if option != "--bind" && option != "--ro-bind" {
+            continue;
+        }
+        for path in [options.next(), options.next()].into_iter().flatten() {
+            identity.push(match std::fs::metadata(path) {
+                Ok(m) => format!("{}:{}", m.dev(), m.ino()).into(),
+                Err(_) => "absent".into(),
+            });
+        }
+    }
+    identity
+}
+
+/// The argv that starts a sandbox helper (`crate::helper`) under `profile`: the same sandbox,
+/// except that the helper keeps two capabilities in it: CAP_SYS_ADMIN, to give each command
+/// PID and mount namespaces and a /proc of its own, and CAP_SETPCAP, to empty the bounding
+/// set. Each command's init gives up both (and every other) before the command starts.
+pub(crate) fn helper_start(bwrap: &Path, profile: &[OsString], exe: &Path) -> Vec<OsString> {
+    let mut argv = vec![bwrap.as_os_str().to_owned()];
+    argv.extend_from_slice(profile);
+    // After root's `--cap-drop ALL`, where there is one: the two are all the helper keeps.
+    argv.extend([
+        "--cap-add".into(),
+        "CAP_SYS_ADMIN".into(),
+        "--cap-add".into(),
+        "CAP_SETPCAP".into(),
+    ]);
+    argv.extend([
+        "--".into(),
+        exe.as_os_str().to_owned(),
+        crate::helper::HELPER_ARG.into(),
+    ]);
+    argv
+}
+
+/// What of /proc is read-only in every sandbox (see [`profile`]; the sandbox helper covers
+/// each command's own /proc the same way).
+pub(crate) const PROC_COVERS: [&str; 4] =
+    ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"];
+
 /// The options before `--`.
-fn profile(mode: SandboxMode, policy: Option<&SandboxPolicy>, network: bool) -> Vec<OsString> {
+pub(crate) fn profile(
+    mode: SandboxMode,
+    policy: Option<&SandboxPolicy>,
+    network: bool,
+) -> Vec<OsString> {
     let mut args: Vec<OsString> = [
         "--ro-bind",
         "/",
@@ -128,6 +178,12 @@ fn profile(mode: SandboxMode, policy: Option<&SandboxPolicy>, network: bool) -> 
     .into_iter()
     .map(OsString::from)
     .collect();
+    // Kernel settings in /proc that a uid-0 command may write without any capability
+    // (`/proc/sys/kernel/core_pattern` names a program the kernel runs as host root), and
+    // the SysRq trigger: bwrap's `--proc` leaves them writable to root.
+    for cover in PROC_COVERS {
+        args.extend(["--ro-bind-try".into(), cover.into(), cover.into()]);
+    }
     // Run as root, bwrap keeps every capability inside the sandbox, and CAP_SYS_ADMIN can
     // remount `/` read-write: the reference's profile is escapable by root. Drop them all.
     // SAFETY: geteuid cannot fail and touches no memory.
@@ -184,10 +240,11 @@ fn profile(mode: SandboxMode, policy: Option<&SandboxPolicy>, network: bool) -> 
         ]);
     }
     // The protected paths, bound read-only over the writable workspace. One that does not
-    // exist (`.dsh/` only) gets an empty read-only folder, so that it cannot be created; its
-    // mount point is left behind in the workspace as an empty `.dsh/`. Where dsh itself
-    // cannot create it (a workspace it may not write), neither can a command, and bwrap could
-    // not make the mount point: it is left out.
+    // exist (`.dsh/` only) is made, empty, and bound, so that a command cannot create it
+    // (bwrap would leave a mount point for it behind anyway; making it here keeps the profile,
+    // and with it the run's sandbox helper, the same from one command to the next). Where
+    // dsh itself cannot create it (a workspace it may not write), neither can a command: it
+    // is left out.
     // `.git` itself is made a mount point, so that it cannot be renamed away and replaced by
     // a folder of a command's own making (with its own hooks).
     let git = policy.workspace().join(".git");
@@ -196,16 +253,16 @@ fn profile(mode: SandboxMode, policy: Option<&SandboxPolicy>, network: bool) -> 
         args.extend(["--bind".into(), git.clone(), git]);
     }
     for path in policy.protected_paths() {
+        // Only `.dsh/` is made when absent: a folder made for `.git/config` breaks Git.
+        let absent_dsh = path.file_name().is_some_and(|name| name == ".dsh")
+            && std::fs::symlink_metadata(&path).is_err()
+            && path.parent().is_some_and(writable_by_us);
+        if absent_dsh {
+            let _ = std::fs::create_dir(&path);
+        }
         if std::fs::symlink_metadata(&path).is_ok() {
             let path = path.into_os_string();
             args.extend(["--ro-bind".into(), path.clone(), path]);
-        } else if path.file_name().is_some_and(|name| name == ".dsh")
-            && path.parent().is_some_and(writable_by_us)
-        {
-            // Only `.dsh/` is held open when absent: a mount point made for `.git/config`
-            // would be left behind as a folder, which breaks Git.
-            let path = path.into_os_string();
-            args.extend(["--tmpfs".into(), path.clone(), "--remount-ro".into(), path]);
         }
     }
     args
@@ -253,8 +310,7 @@ mod tests {
         let policy = SandboxPolicy::new(SandboxMode::ReadOnly, Path::new("/w"), Vec::new());
         let argv = wrap(
             Path::new("/usr/bin/bwrap"),
-            &policy,
-            true,
+            &profile(policy.mode(), Some(&policy), true),
             vec!["bash".into(), "-c".into(), "ls".into()],
         );
         let text = strings(&argv).join(" ");
@@ -323,7 +379,7 @@ mod tests {
         let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, Path::new("/tmp"), Vec::new());
         let args = strings(&profile(policy.mode(), Some(&policy), true));
         let text = args.join(" ");
-        // `/tmp/.dsh` may be a tmpfs (a protected path); `/tmp` itself must not be.
+        // `/tmp` itself must not be a tmpfs here (`/tmp/.dsh`, a protected path, is bound).
         assert!(
             !args.windows(2).any(|pair| pair == ["--tmpfs", "/tmp"]),
             "{text}"
@@ -333,17 +389,18 @@ mod tests {
     }
 
     #[test]
-    fn an_absent_dsh_folder_is_a_read_only_tmpfs_where_it_could_be_made() {
+    fn an_absent_dsh_folder_is_made_and_bound_read_only_where_it_could_be_made() {
         let ws = tempfile::tempdir().unwrap();
         let real = std::fs::canonicalize(ws.path()).unwrap();
         let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &real, Vec::new());
         let args = strings(&profile(policy.mode(), Some(&policy), true));
         let dsh = real.join(".dsh").display().to_string();
         let text = args.join(" ");
-        assert!(
-            text.contains(&format!("--tmpfs {dsh} --remount-ro {dsh}")),
-            "{text}"
-        );
+        assert!(text.contains(&format!("--ro-bind {dsh} {dsh}")), "{text}");
+        assert!(real.join(".dsh").is_dir());
+        // The next command's profile is the same (its helper too).
+        assert_eq!(strings(&profile(policy.mode(), Some(&policy), true)), args);
+        std::fs::remove_dir(real.join(".dsh")).unwrap();
         // Root may write anywhere, so only another user sees a folder it cannot write.
         // SAFETY: geteuid cannot fail and touches no memory.
         if unsafe { libc::geteuid() } == 0 {

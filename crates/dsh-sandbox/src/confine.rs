@@ -26,6 +26,8 @@ pub struct ConfinedCommand {
     child: Option<ChildSetup>,
     /// The protected paths it could create.
     watch: Option<crate::CreationWatch>,
+    /// How to run it through the run's sandbox helper instead of `argv` (bubblewrap only).
+    helper: Option<crate::HelperLaunch>,
 }
 
 /// What the child process applies to itself between fork and exec.
@@ -60,6 +62,12 @@ impl ConfinedCommand {
             .as_ref()
             .map(crate::CreationWatch::created)
             .unwrap_or_default()
+    }
+
+    /// How to run it through the run's sandbox helper, when one may: a faster way to the same
+    /// sandbox as `argv`, which is what to run when the helper refuses.
+    pub fn helper(&self) -> Option<&crate::HelperLaunch> {
+        self.helper.as_ref()
     }
 
     /// The workspace of its policy.
@@ -154,6 +162,7 @@ impl Sandbox {
             policy: policy.clone(),
             child: None,
             watch: None,
+            helper: None,
         };
         if mode == SandboxMode::DangerFullAccess {
             return Ok(unconfined(argv));
@@ -183,6 +192,7 @@ impl Sandbox {
             policy: policy.clone(),
             child,
             watch: crate::CreationWatch::new(policy, backend),
+            helper: None,
         };
         match backend {
             Backend::Bubblewrap => {
@@ -202,10 +212,20 @@ impl Sandbox {
                     ));
                 }
                 let bwrap = self.bwrap_path().unwrap_or(Path::new("bwrap"));
-                Ok(confined(
-                    crate::bwrap::wrap(bwrap, policy, network, argv),
-                    None,
-                ))
+                let profile = crate::bwrap::profile(mode, Some(policy), network);
+                let helper = (self.settings().helper)
+                    .then(crate::helper::executable)
+                    .flatten()
+                    .map(|exe| crate::HelperLaunch {
+                        pool: self.helpers(),
+                        start: crate::bwrap::helper_start(bwrap, &profile, exe),
+                        argv: argv.clone(),
+                        key: [profile.clone(), crate::bwrap::bind_identity(&profile)].concat(),
+                    });
+                Ok(ConfinedCommand {
+                    helper,
+                    ..confined(crate::bwrap::wrap(bwrap, &profile, argv), None)
+                })
             }
             #[cfg(target_os = "linux")]
             Backend::Landlock => {
@@ -280,7 +300,7 @@ mod tests {
         let sandbox = Sandbox::new(SandboxSettings {
             backend: BackendChoice::Bubblewrap,
             network: true,
-            bwrap: None,
+            ..SandboxSettings::default()
         });
         assert_eq!(sandbox.probes().len(), 1);
         assert_eq!(sandbox.probes()[0].backend, Backend::Bubblewrap);

@@ -13,6 +13,7 @@ mod bwrap;
 mod classify;
 mod confine;
 pub mod escalation;
+pub mod helper;
 #[cfg(target_os = "linux")]
 mod landlock_backend;
 mod mode;
@@ -25,6 +26,7 @@ pub use backend::{
 };
 pub use classify::Verdict;
 pub use confine::{ChildSetup, ConfinedCommand, SandboxUnavailable};
+pub use helper::{HelperChild, HelperExit, HelperLaunch, HelperRefusal, HelperWaiter};
 pub use mode::{SandboxMode, UnknownMode};
 pub use policy::{SandboxPolicy, is_env_file};
 pub use watch::{CreationWatch, move_aside};

@@ -33,8 +33,8 @@ impl CreationWatch {
         let top = policy.workspace().to_path_buf();
         let absent = (policy.protected_paths().into_iter())
             .filter(|path| std::fs::symlink_metadata(path).is_err())
-            // An absent `.dsh/` is a read-only tmpfs under bubblewrap, whose mount point
-            // (an empty folder) bwrap itself leaves behind.
+            // Under bubblewrap an absent `.dsh/` is made empty and bound read-only before
+            // the command starts (`crate::bwrap`): that one is dsh's own.
             .filter(|path| !(backend == Backend::Bubblewrap && path == &top.join(".dsh")))
             .collect();
         Some(CreationWatch {

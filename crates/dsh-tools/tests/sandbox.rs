@@ -54,7 +54,7 @@ fn sh(options: Options) -> Option<Sh> {
     let sandbox = Arc::new(Sandbox::new(SandboxSettings {
         backend: options.backend,
         network: options.network,
-        bwrap: None,
+        ..SandboxSettings::default()
     }));
     if sandbox.chosen().is_none() {
         if std::env::var("DSH_TEST_REQUIRE_BACKENDS").as_deref() == Ok("1") {

@@ -9,7 +9,8 @@
 //!   end to count its lines: the peak RSS shows the file is never held in memory;
 //! * `10-step bash true run`: ten `bash` calls of `true`; (its wall time - the 0-step run's) / 10
 //!   is the cost of one call through the tool path: unconfined (`danger-full-access`), then
-//!   confined in `workspace-write` by bubblewrap and by Landlock (`sandbox.backend`).
+//!   confined in `workspace-write` by bubblewrap (through the run's sandbox helper, and with a
+//!   `bwrap` per command) and by Landlock (`sandbox.backend`, `sandbox.helper`).
 //!
 //! Run with `cargo bench -p dsh --bench startup` (the release profile), or `bench/run.sh`,
 //! which also writes `docs/performance.md`. Prints a Markdown table: medians of N runs, with
@@ -237,20 +238,27 @@ fn main() {
     let zero_wall = wall_ms(&zero);
     let mut per_call = Vec::new();
     let mut unconfined: Option<f64> = None;
-    for (name, backend) in [
-        ("no sandbox", None),
-        ("bubblewrap", Some("bubblewrap")),
-        ("Landlock", Some("landlock")),
+    // `bubblewrap` is the default: one sandbox helper per run; `bubblewrap_each` is a `bwrap`
+    // per command (`sandbox.helper = false`), as before the helper.
+    for (name, backend, sandbox) in [
+        ("no sandbox", None, ""),
+        (
+            "bubblewrap, one helper per run",
+            Some("bubblewrap"),
+            "backend = \"bubblewrap\"",
+        ),
+        (
+            "bubblewrap, a bwrap per command",
+            Some("bubblewrap_each"),
+            "backend = \"bubblewrap\"\nhelper = false",
+        ),
+        ("Landlock", Some("landlock"), "backend = \"landlock\""),
     ] {
         let patch = tempfile::NamedTempFile::new().unwrap();
         let args: Vec<String> = match backend {
             None => vec!["--permission-mode".into(), "danger-full-access".into()],
-            Some(backend) => {
-                std::fs::write(
-                    patch.path(),
-                    format!("[sandbox]\nbackend = \"{backend}\"\n"),
-                )
-                .unwrap();
+            Some(_) => {
+                std::fs::write(patch.path(), format!("[sandbox]\n{sandbox}\n")).unwrap();
                 vec!["--patch".into(), patch.path().display().to_string()]
             }
         };

@@ -18,6 +18,9 @@ use std::process::ExitCode;
 use cli::Command;
 
 fn main() -> ExitCode {
+    // Before anything else, and before any thread starts: this process may be the run's
+    // sandbox helper, started by bubblewrap inside its sandbox (see `dsh_sandbox::helper`).
+    dsh_sandbox::helper::serve_if_asked();
     let args = std::env::args_os().skip(1).collect();
     let terminals = cli::Terminals {
         stdin: std::io::stdin().is_terminal(),

@@ -114,6 +114,8 @@ pub struct SandboxConfig {
     pub backend: Option<BackendChoice>,
     /// The bwrap binary to use.
     pub bwrap: Option<PathBuf>,
+    /// Whether bubblewrap's commands run through one sandbox helper per run (default true).
+    pub helper: Option<bool>,
 }
 
 /// The session logs.

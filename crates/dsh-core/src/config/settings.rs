@@ -1061,10 +1061,16 @@ fn sandbox_settings(r: &mut Resolver<'_>, config: &Config) -> SandboxSettings {
         None,
     );
     r.none_means(&bwrap, "looked up: the system folders, then PATH");
+    let helper = r.setting(
+        "sandbox.helper",
+        [r.file("sandbox.helper", config.sandbox.helper)],
+        true,
+    );
     SandboxSettings {
         backend: backend.value,
         network: network.value,
         bwrap: bwrap.value,
+        helper: helper.value,
     }
 }
 

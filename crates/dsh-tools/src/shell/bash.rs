@@ -168,8 +168,11 @@ impl Tool for Bash {
                 confinement: confined.child_setup().cloned(),
                 stdin: None,
                 redactor: ctx.session.redactor.clone(),
+                helper: confined.helper().cloned(),
             };
-            let process = ShellProcess::spawn(spec).map_err(|e| spawn_failed(&confined, e))?;
+            let process = ShellProcess::spawn(spec)
+                .await
+                .map_err(|e| spawn_failed(&confined, e))?;
             let facts = Arc::new(SandboxFacts::new(
                 confined,
                 cwd,

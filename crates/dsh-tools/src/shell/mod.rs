@@ -127,8 +127,11 @@ impl Shell {
             // Hooks answer in JSON that must reach dsh whole; what a hook says is redacted
             // where it is shown (`dsh_core::HookRunner`).
             redactor: None,
+            helper: confined.helper().cloned(),
         };
-        let process = process::ShellProcess::spawn(spec).map_err(|e| e.to_string())?;
+        let process = process::ShellProcess::spawn(spec)
+            .await
+            .map_err(|e| e.to_string())?;
         let (exit, timed_out) = tokio::select! {
             exit = tokio::time::timeout(limit, process.settled()) => match exit {
                 Ok(exit) => (exit, false),

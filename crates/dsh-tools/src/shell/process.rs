@@ -40,6 +40,9 @@ pub struct Spec {
     pub stdin: Option<Vec<u8>>,
     /// Takes secrets out of its output as it is read (see [`StreamCapture`]).
     pub redactor: Option<crate::Redactor>,
+    /// The run's sandbox helper, when the command may run through it (`argv` is then what to
+    /// run if it cannot).
+    pub helper: Option<dsh_sandbox::HelperLaunch>,
 }
 
 /// How a process ended.
@@ -55,10 +58,19 @@ impl Exit {
     }
 }
 
+/// How a command was started, which decides how it is signalled.
+#[derive(Debug)]
+enum Launched {
+    /// dsh spawned it (its argv may be `bwrap ...`); this is its process group.
+    Direct { pgid: i32 },
+    /// The run's sandbox helper runs it, in namespaces dsh's PIDs do not reach.
+    Helper(dsh_sandbox::HelperChild),
+}
+
 /// A started command.
 #[derive(Debug)]
 pub struct ShellProcess {
-    pgid: i32,
+    launched: Launched,
     tag: String,
     pub stdout: Arc<Mutex<StreamCapture>>,
     pub stderr: Arc<Mutex<StreamCapture>>,
@@ -67,8 +79,21 @@ pub struct ShellProcess {
 }
 
 impl ShellProcess {
-    /// Starts the command; stdin is `spec.stdin`, or `/dev/null`.
-    pub fn spawn(spec: Spec) -> std::io::Result<Arc<ShellProcess>> {
+    /// Starts the command; stdin is `spec.stdin`, or `/dev/null`. Through the run's sandbox
+    /// helper when the command may use one; when the helper cannot take it, as its own
+    /// `bwrap` (the same sandbox, started the slow way).
+    pub async fn spawn(spec: Spec) -> std::io::Result<Arc<ShellProcess>> {
+        if let Some(launch) = &spec.helper {
+            match spawn_by_helper(&spec, launch).await {
+                Ok(process) => return Ok(process),
+                Err(dsh_sandbox::HelperRefusal::Failed(error)) => return Err(error),
+                Err(dsh_sandbox::HelperRefusal::FallBack(_)) => {}
+            }
+        }
+        Self::spawn_directly(spec)
+    }
+
+    fn spawn_directly(spec: Spec) -> std::io::Result<Arc<ShellProcess>> {
         let (program, args) = spec
             .argv
             .split_first()
@@ -104,50 +129,18 @@ impl ShellProcess {
             });
         }
         let mut child = command.spawn()?;
-        if let (Some(bytes), Some(mut pipe)) = (spec.stdin.clone(), child.stdin.take()) {
-            // A reader that stops early (a hook that ignores its input) is not an error.
-            tokio::spawn(async move {
-                use tokio::io::AsyncWriteExt as _;
-                let _ = pipe.write_all(&bytes).await;
-            });
+        if let (Some(bytes), Some(pipe)) = (spec.stdin.clone(), child.stdin.take()) {
+            feed(pipe, bytes);
         }
         let pid = child.id().map_or(-1, |id| id as i32);
-        let target = |stream: &str| {
-            spec.spill.as_ref().map(|t| SpillTarget {
-                dir: t.dir.clone(),
-                name: format!("{}-{stream}.log", t.name),
-            })
-        };
-        let capture = |stream: &str| {
-            Arc::new(Mutex::new(StreamCapture::new(
-                target(stream),
-                spec.redactor.clone(),
-            )))
-        };
-        let (stdout, stderr) = (capture("stdout"), capture("stderr"));
-        let captures = [stdout.clone(), stderr.clone()];
+        let (stdout, stderr) = captures(&spec);
         let readers = [
             child.stdout.take().map(|pipe| pump(pipe, stdout.clone())),
             child.stderr.take().map(|pipe| pump(pipe, stderr.clone())),
         ];
-        let (tx, rx) = watch::channel(None);
-        tokio::spawn(async move {
-            let status = child.wait().await;
-            // Pipes a descendant still holds are given the grace period, then abandoned.
-            for reader in readers.into_iter().flatten() {
-                let abort = reader.abort_handle();
-                if tokio::time::timeout(GRACE, reader).await.is_err() {
-                    abort.abort();
-                }
-            }
-            for capture in captures {
-                capture
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .finish();
-            }
+        let ended = async move {
             use std::os::unix::process::ExitStatusExt as _;
-            let exit = match status {
+            match child.wait().await {
                 Ok(status) => Exit {
                     code: status.code(),
                     signal: status.signal(),
@@ -156,15 +149,15 @@ impl ShellProcess {
                     code: None,
                     signal: None,
                 },
-            };
-            let _ = tx.send(Some(exit));
-        });
+            }
+        };
+        let exit = settle(ended, readers, [stdout.clone(), stderr.clone()]);
         Ok(Arc::new(ShellProcess {
-            pgid: pid,
+            launched: Launched::Direct { pgid: pid },
             tag: spec.tag,
             stdout,
             stderr,
-            exit: rx,
+            exit,
             stopping: AtomicBool::new(false),
         }))
     }
@@ -201,12 +194,28 @@ impl ShellProcess {
         if self.stopping.swap(true, Ordering::SeqCst) {
             return;
         }
-        signal_tree(self.pgid, &self.tag, libc::SIGTERM);
+        self.signal_tree(libc::SIGTERM);
         let this = self.clone();
         tokio::spawn(async move {
             tokio::time::sleep(GRACE).await;
-            signal_tree(this.pgid, &this.tag, libc::SIGKILL);
+            this.signal_tree(libc::SIGKILL);
         });
+    }
+
+    /// Signals its process group (through the helper, for a command the helper runs) and every
+    /// process carrying its tag.
+    fn signal_tree(&self, signal: i32) {
+        match &self.launched {
+            Launched::Direct { pgid } if *pgid > 0 => {
+                // SAFETY: signalling a process group we created.
+                unsafe {
+                    libc::kill(-pgid, signal);
+                }
+            }
+            Launched::Direct { .. } => {}
+            Launched::Helper(child) => child.signal(signal),
+        }
+        sweep(&format!("{TAG_VARIABLE}={}", self.tag), signal);
     }
 }
 
@@ -215,7 +224,7 @@ impl Drop for ShellProcess {
         // A command whose call was abandoned must not run on unseen. What a finished command
         // left running is stopped at the end of the run (see `JobRegistry::shutdown`).
         if self.exit().is_none() {
-            signal_tree(self.pgid, &self.tag, libc::SIGKILL);
+            self.signal_tree(libc::SIGKILL);
         }
     }
 }
@@ -238,15 +247,140 @@ fn pump(
     })
 }
 
-/// Signals the process group and every process carrying `tag`.
-fn signal_tree(pgid: i32, tag: &str, signal: i32) {
-    if pgid > 0 {
-        // SAFETY: signalling a process group we created.
-        unsafe {
-            libc::kill(-pgid, signal);
+/// Starts the command through the run's sandbox helper, with pipes of dsh's making as its
+/// stdio.
+async fn spawn_by_helper(
+    spec: &Spec,
+    launch: &dsh_sandbox::HelperLaunch,
+) -> Result<Arc<ShellProcess>, dsh_sandbox::HelperRefusal> {
+    use dsh_sandbox::HelperRefusal;
+    use std::os::fd::AsFd as _;
+    let fall_back = |e: std::io::Error| HelperRefusal::FallBack(e.to_string());
+    let (out_read, out_write) = pipe().map_err(fall_back)?;
+    let (err_read, err_write) = pipe().map_err(fall_back)?;
+    let (stdin, stdin_write) = match &spec.stdin {
+        Some(_) => {
+            let (read, write) = pipe().map_err(fall_back)?;
+            (read, Some(write))
         }
+        None => (
+            std::fs::File::open("/dev/null").map_err(fall_back)?.into(),
+            None,
+        ),
+    };
+    // Everything that can fail is done before the request: once it is sent, the command may
+    // be running, and must not be run a second way.
+    let receiver = |fd| tokio::net::unix::pipe::Receiver::from_owned_fd(fd).map_err(fall_back);
+    let (out_read, err_read) = (receiver(out_read)?, receiver(err_read)?);
+    let stdin_sender = match stdin_write {
+        Some(write) => {
+            Some(tokio::net::unix::pipe::Sender::from_owned_fd(write).map_err(fall_back)?)
+        }
+        None => None,
+    };
+    let child = launch
+        .spawn(
+            &spec.env,
+            &spec.cwd,
+            [stdin.as_fd(), out_write.as_fd(), err_write.as_fd()],
+        )
+        .await?;
+    // Only the command holds the other ends now, so the pipes end when it does.
+    drop((stdin, out_write, err_write));
+    if let (Some(bytes), Some(sender)) = (spec.stdin.clone(), stdin_sender) {
+        feed(sender, bytes);
     }
-    sweep(&format!("{TAG_VARIABLE}={tag}"), signal);
+    let (stdout, stderr) = captures(spec);
+    let readers = [
+        Some(pump(out_read, stdout.clone())),
+        Some(pump(err_read, stderr.clone())),
+    ];
+    let waiting = child.waiter();
+    let launched = Launched::Helper(child);
+    let ended = async move {
+        let exit = waiting.wait().await;
+        Exit {
+            code: exit.code,
+            signal: exit.signal,
+        }
+    };
+    let exit = settle(ended, readers, [stdout.clone(), stderr.clone()]);
+    Ok(Arc::new(ShellProcess {
+        launched,
+        tag: spec.tag.clone(),
+        stdout,
+        stderr,
+        exit,
+        stopping: AtomicBool::new(false),
+    }))
+}
+
+/// A close-on-exec pipe: (read end, write end).
+fn pipe() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd as _;
+    let mut fds = [-1; 2];
+    // SAFETY: a valid array for the two new descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: just created, owned here.
+    Ok(unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    })
+}
+
+/// Writes `bytes` to a command's stdin, then closes it. A reader that stops early (a hook
+/// that ignores its input) is not an error.
+fn feed(mut pipe: impl tokio::io::AsyncWrite + Unpin + Send + 'static, bytes: Vec<u8>) {
+    tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt as _;
+        let _ = pipe.write_all(&bytes).await;
+    });
+}
+
+/// The two captures of a command's output.
+fn captures(spec: &Spec) -> (Arc<Mutex<StreamCapture>>, Arc<Mutex<StreamCapture>>) {
+    let capture = |stream: &str| {
+        let target = spec.spill.as_ref().map(|t| SpillTarget {
+            dir: t.dir.clone(),
+            name: format!("{}-{stream}.log", t.name),
+        });
+        Arc::new(Mutex::new(StreamCapture::new(
+            target,
+            spec.redactor.clone(),
+        )))
+    };
+    (capture("stdout"), capture("stderr"))
+}
+
+/// Once `ended` says how the command ended, gives the readers of pipes a descendant still
+/// holds the grace period (then abandons them), settles the captures, and publishes the exit.
+fn settle(
+    ended: impl std::future::Future<Output = Exit> + Send + 'static,
+    readers: [Option<tokio::task::JoinHandle<()>>; 2],
+    captures: [Arc<Mutex<StreamCapture>>; 2],
+) -> watch::Receiver<Option<Exit>> {
+    let (tx, rx) = watch::channel(None);
+    tokio::spawn(async move {
+        let exit = ended.await;
+        for reader in readers.into_iter().flatten() {
+            let abort = reader.abort_handle();
+            if tokio::time::timeout(GRACE, reader).await.is_err() {
+                abort.abort();
+            }
+        }
+        for capture in captures {
+            capture
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .finish();
+        }
+        let _ = tx.send(Some(exit));
+    });
+    rx
 }
 
 /// Signals every process whose environment holds `entry` exactly (or, ending in `*`, starts

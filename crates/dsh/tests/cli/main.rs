@@ -6,6 +6,7 @@ mod acp;
 mod caps;
 mod compaction;
 mod errors;
+mod escape;
 mod faults;
 mod headless;
 mod hooks;

@@ -176,3 +176,67 @@ fn sandbox_check_names_each_backend_and_the_one_used() {
         out.stdout
     );
 }
+
+/// Under bubblewrap, a run's commands go through one sandbox helper: each still sees only its
+/// own processes (the helper's init is its PID 1, a fresh /proc), starts in a session of its
+/// own with no capabilities, cannot write outside the workspace, and does not leave daemons
+/// behind; with `sandbox.helper = false` each gets a `bwrap` of its own instead.
+#[test]
+fn commands_run_through_the_sandbox_helper_with_the_same_confinement() {
+    let probe = "echo init=$(cat /proc/1/comm) self=$$ procs=$(ls /proc | grep -c '^[0-9]'); \
+                 grep CapEff /proc/self/status; (setsid sleep 300 &); \
+                 echo x > /etc/dsh-helper-probe; echo rc=$?";
+    let call = |n: usize| {
+        (
+            "bash",
+            json!({"command": probe, "description": format!("probe {n}")}),
+        )
+    };
+    let env = TestEnv::new(vec![
+        Turn::tool_calls(&[call(1), call(2)]),
+        Turn::tool_calls(&[call(3)]),
+        Turn::text("done"),
+    ]);
+    let bwrap_usable = std::process::Command::new("bwrap")
+        .args(["--ro-bind", "/", "/", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !bwrap_usable {
+        eprintln!("skipped: bubblewrap is not usable here");
+        return;
+    }
+    let out = env.run(dsh(), &["--json", "probe"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    // The last request carries all three results.
+    let results = env.server.requests()[2].tool_results();
+    assert_eq!(results.len(), 3);
+    for result in &results {
+        // PID 1 is the helper's init (a copy of dsh), the shell is PID 2, and the only
+        // processes in view are the command's own (init, shell, the subshells, ls, grep).
+        assert!(result.contains("init=dsh self=2 "), "{result}");
+        let procs: usize = result
+            .split("procs=")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        assert!(procs <= 6, "{result}");
+        assert!(result.contains("CapEff:\t0000000000000000"), "{result}");
+        assert!(result.contains("Read-only file system"), "{result}");
+    }
+    assert!(!std::path::Path::new("/etc/dsh-helper-probe").exists());
+    // Each command's `sleep 300`, in a session of its own, died with its namespace.
+    let sleepers = std::process::Command::new("pgrep")
+        .args(["-f", "^sleep 300$"])
+        .output()
+        .unwrap();
+    assert!(sleepers.stdout.is_empty(), "{sleepers:?}");
+
+    // Without the helper: bwrap's own init.
+    let env2 = TestEnv::new(vec![Turn::tool_calls(&[call(4)]), Turn::text("done")]);
+    env2.write(".dsh/config.toml", "[sandbox]\nhelper = false\n");
+    let out = env2.run(dsh(), &["--json", "probe"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let result = &env2.server.requests()[1].tool_results()[0];
+    assert!(result.contains("init=bwrap self=2 "), "{result}");
+}
