@@ -202,20 +202,24 @@ impl ShellProcess {
         });
     }
 
-    /// Signals its process group (through the helper, for a command the helper runs) and every
-    /// process carrying its tag.
+    /// Signals its process group and every process carrying its tag; for a command the helper
+    /// runs, only its group, through the helper: what left the group dies with its PID
+    /// namespace when the command ends, and a signal from outside would reach the command
+    /// before its init knew that dsh had stopped it (the init reports a stopped command as
+    /// killed by the stop, as a `bwrap` of its own would be).
     fn signal_tree(&self, signal: i32) {
         match &self.launched {
-            Launched::Direct { pgid } if *pgid > 0 => {
-                // SAFETY: signalling a process group we created.
-                unsafe {
-                    libc::kill(-pgid, signal);
+            Launched::Direct { pgid } => {
+                if *pgid > 0 {
+                    // SAFETY: signalling a process group we created.
+                    unsafe {
+                        libc::kill(-pgid, signal);
+                    }
                 }
+                sweep(&format!("{TAG_VARIABLE}={}", self.tag), signal);
             }
-            Launched::Direct { .. } => {}
             Launched::Helper(child) => child.signal(signal),
         }
-        sweep(&format!("{TAG_VARIABLE}={}", self.tag), signal);
     }
 }
 
