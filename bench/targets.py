@@ -29,6 +29,9 @@ TARGETS = [
     ("tui_rss_mib", "terminal UI: peak RSS, session ready", "< 15 MB", 15, "MB"),
     ("acp_prompt_ms", "`dsh acp`: prompt round trip, a one-step answer", "< 5 ms", 5, "ms"),
     ("acp_rss_mib", "`dsh acp`: peak RSS after 200 prompts", "< 20 MB", 20, "MB"),
+    ("long_run_rss_mib", "peak RSS of a 10,000-step `read` run (16,000-token window, compacting)", "< 20 MB", 20, "MB"),
+    ("long_run_rss_growth", "peak RSS: the 10,000-step run against the 1,000-step one", "≤ 1.1x", 1.1, "x"),
+    ("long_run_cpu_growth", "CPU time a step: the 10,000-step run against the 1,000-step one", "≤ 1.2x", 1.2, "x"),
     # No fixed figure: the memory should be the history held (the tables below).
     ("thousand_rss_mib", "peak RSS of a 1,000-step `read` run", "its history", None, "MB"),
 ]

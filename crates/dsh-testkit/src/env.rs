@@ -15,6 +15,11 @@ pub struct TestEnv {
 
 impl TestEnv {
     pub fn new(turns: Vec<Turn>) -> TestEnv {
+        TestEnv::with_server(ScriptedServer::start(turns))
+    }
+
+    /// An environment around a server started another way (a shell or read session).
+    pub fn with_server(server: ScriptedServer) -> TestEnv {
         TestEnv {
             ws: tempfile::Builder::new()
                 .prefix("dsh-test-ws-")
@@ -24,7 +29,7 @@ impl TestEnv {
                 .prefix("dsh-test-home-")
                 .tempdir()
                 .unwrap(),
-            server: ScriptedServer::start(turns),
+            server,
         }
     }
 

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -79,9 +79,18 @@ impl Request {
     }
 }
 
+/// How a server picks its answers.
+enum Script {
+    /// From its turns, in order.
+    Turns,
+    /// As [`ScriptedServer::shell_session`].
+    Shell(usize),
+    /// As [`ScriptedServer::read_session`]: how many steps, and how many were asked for.
+    Reads(usize, AtomicUsize),
+}
+
 struct Shared {
-    /// `Some(steps)`: answer like [`ScriptedServer::shell_session`], not from `turns`.
-    shell_steps: Option<usize>,
+    script: Script,
     turns: Mutex<VecDeque<Turn>>,
     requests: Mutex<Vec<Request>>,
     arrived: Condvar,
@@ -97,7 +106,7 @@ pub struct ScriptedServer {
 impl ScriptedServer {
     /// Starts a server that answers requests with `turns` in order, then with `done`.
     pub fn start(turns: Vec<Turn>) -> ScriptedServer {
-        Self::launch(turns, None, 0)
+        Self::launch(turns, Script::Turns, 0)
     }
 
     /// Starts a server that plays a session of `steps` steps with any coding agent, for
@@ -107,14 +116,23 @@ impl ScriptedServer {
     /// so retries, several agents and extra requests (titles, summaries) are all fine.
     /// `port` 0 picks a free one.
     pub fn shell_session(steps: usize, port: u16) -> ScriptedServer {
-        Self::launch(Vec::new(), Some(steps), port)
+        Self::launch(Vec::new(), Script::Shell(steps), port)
     }
 
-    fn launch(turns: Vec<Turn>, shell_steps: Option<usize>, port: u16) -> ScriptedServer {
+    /// Starts a server that plays a `read` session of `steps` steps however long the agent
+    /// keeps its history: it counts the steps itself, asking each time for one of the files
+    /// `f0.txt` to `f9.txt`, then answers `done`; a request for a checkpoint of the
+    /// conversation (dsh's compaction) is answered with a short one. For runs too long to keep
+    /// every request, it keeps only the first ([`ScriptedServer::requests`]).
+    pub fn read_session(steps: usize) -> ScriptedServer {
+        Self::launch(Vec::new(), Script::Reads(steps, AtomicUsize::new(0)), 0)
+    }
+
+    fn launch(turns: Vec<Turn>, script: Script, port: u16) -> ScriptedServer {
         let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind a loopback port");
         let port = listener.local_addr().unwrap().port();
         let shared = Arc::new(Shared {
-            shell_steps,
+            script,
             turns: Mutex::new(turns.into()),
             requests: Mutex::new(Vec::new()),
             arrived: Condvar::new(),
@@ -191,16 +209,19 @@ fn serve(stream: TcpStream, shared: &Shared) {
     }
     let turn = {
         let mut requests = shared.requests.lock().unwrap();
-        let turn = match shared.shell_steps {
-            Some(steps) => shell_turn(&request, steps),
-            None => shared
+        let turn = match &shared.script {
+            Script::Shell(steps) => shell_turn(&request, *steps),
+            Script::Reads(steps, served) => read_turn(&request, *steps, served),
+            Script::Turns => shared
                 .turns
                 .lock()
                 .unwrap()
                 .pop_front()
                 .unwrap_or_else(|| Turn::text("done")),
         };
-        requests.push(request);
+        if !matches!(shared.script, Script::Reads(..)) || requests.is_empty() {
+            requests.push(request);
+        }
         shared.arrived.notify_all();
         turn
     };
@@ -234,6 +255,27 @@ fn shell_turn(request: &Request, steps: usize) -> Turn {
     } else {
         Turn::text("done")
     }
+}
+
+/// The next answer of a read session of `steps` steps.
+fn read_turn(request: &Request, steps: usize, served: &AtomicUsize) -> Turn {
+    let last = request.messages().last().cloned().unwrap_or_default();
+    let asks_for_checkpoint = last["role"] == "user"
+        && last["content"]
+            .as_str()
+            .is_some_and(|text| text.contains("checkpoint of the conversation"));
+    if asks_for_checkpoint {
+        return Turn::text(
+            "## Goal\n- read the files one by one\n## State\n- reading, nothing found yet\n\
+             ## Files\n- f0.txt to f9.txt\n## Problems\n(none)\n## Background jobs\n(none)\n\
+             ## Next step\n- read the next file",
+        );
+    }
+    let step = served.fetch_add(1, Ordering::SeqCst);
+    if step + 1 >= steps {
+        return Turn::text("done");
+    }
+    Turn::tool_call("read", json!({"file_path": format!("f{}.txt", step % 10)}))
 }
 
 /// Which API a request was sent to, by its path.

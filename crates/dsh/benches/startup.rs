@@ -46,7 +46,11 @@ fn run_once(turns: Vec<Turn>, prepare: &dyn Fn(&TestEnv)) -> Sample {
 
 /// One run with `args` before the task.
 fn run_with(turns: Vec<Turn>, prepare: &dyn Fn(&TestEnv), args: &[&str]) -> Sample {
-    let env = TestEnv::new(turns);
+    run_in(TestEnv::new(turns), prepare, args)
+}
+
+/// One run in `env`, with `args` before the task.
+fn run_in(env: TestEnv, prepare: &dyn Fn(&TestEnv), args: &[&str]) -> Sample {
     prepare(&env);
     let mut command = env.command(dsh());
     command
@@ -340,6 +344,44 @@ fn main() {
          its wall time is mostly the scripted server parsing them: dsh itself used {cpu:.1} s \
          of CPU. Its peak RSS is the history it holds, not more."
     );
+
+    // Long runs inside a small window (16,000 tokens): compaction keeps the history bounded,
+    // so memory and CPU per step should not grow with the number of steps.
+    let window = |env: &TestEnv| {
+        files(env);
+        env.write(
+            "window.toml",
+            "[models.\"deepseek-v4-flash\"]\ncontext_window = 16000\n",
+        );
+    };
+    let mut per_step = Vec::new();
+    for steps in [1_000usize, 10_000] {
+        let env = TestEnv::with_server(dsh_testkit::ScriptedServer::read_session(steps));
+        let max_steps = (steps * 2).to_string();
+        let args = [
+            "--permission-mode",
+            "danger-full-access",
+            "--patch",
+            "window.toml",
+            "--max-steps",
+            max_steps.as_str(),
+        ];
+        let run = run_in(env, &window, &args);
+        let cpu_ms = run.cpu.as_secs_f64() * 1000.0 / steps as f64;
+        let rss = run.peak_rss_kib as f64 / 1024.0;
+        let wall = run.wall.as_secs_f64();
+        println!(
+            "| {steps}-step `read` run in a 16,000-token window (1 run) | {wall:.1} s | \
+             {cpu_ms:.2} ms of CPU a step | {rss:.1} MiB |"
+        );
+        per_step.push((steps, cpu_ms, rss));
+    }
+    if let [(_, cpu_1k, rss_1k), (_, cpu_10k, rss_10k)] = per_step[..] {
+        record("long_run_rss_mib", rss_10k);
+        record("long_run_cpu_ms_per_step", cpu_10k);
+        record("long_run_cpu_growth", cpu_10k / cpu_1k);
+        record("long_run_rss_growth", rss_10k / rss_1k);
+    }
 }
 
 const BENCH_SESSION: &str = "session-bench";
