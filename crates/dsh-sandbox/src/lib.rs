@@ -10,6 +10,8 @@
 
 mod backend;
 mod bwrap;
+#[cfg(target_os = "linux")]
+mod caps;
 mod classify;
 mod confine;
 pub mod escalation;

@@ -610,61 +610,16 @@ fn candidates(program: &[u8], env: &[CString]) -> Vec<CString> {
         .collect()
 }
 
-/// Gives up every capability for good: the bounding set (where allowed), the ambient set, the
-/// effective, permitted and inheritable sets, and, with `no_new_privs`, any an `execve` of a
-/// set-user-ID or file-capability program would grant. The helper keeps CAP_SYS_ADMIN in its
-/// namespace to make these namespaces; the command must not.
+/// Gives up every capability for good (`crate::caps::drop_capabilities`), with
+/// `no_new_privs`, so that no `execve` of a set-user-ID or file-capability program grants any
+/// back; the errno when it cannot.
 fn drop_capabilities() -> Result<(), i32> {
-    // SAFETY: prctl and capset with valid arguments, on our own process.
+    let errno = |e: std::io::Error| e.raw_os_error().unwrap_or(libc::EPERM);
+    // SAFETY: prctl with integer arguments, and raw system calls on our own process.
     unsafe {
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-            return Err(std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EPERM));
+            return Err(errno(std::io::Error::last_os_error()));
         }
-        for cap in 0..64 {
-            // Refused without CAP_SETPCAP (an unprivileged user's namespace): the empty
-            // permitted set and no_new_privs still keep the command from regaining any.
-            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0
-                && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL)
-            {
-                break;
-            }
-        }
-        libc::prctl(
-            libc::PR_CAP_AMBIENT,
-            libc::PR_CAP_AMBIENT_CLEAR_ALL,
-            0,
-            0,
-            0,
-        );
-        #[repr(C)]
-        struct Header {
-            version: u32,
-            pid: libc::c_int,
-        }
-        #[repr(C)]
-        #[derive(Clone, Copy)]
-        struct Data {
-            effective: u32,
-            permitted: u32,
-            inheritable: u32,
-        }
-        const VERSION_3: u32 = 0x2008_0522;
-        let mut header = Header {
-            version: VERSION_3,
-            pid: 0,
-        };
-        let data = [Data {
-            effective: 0,
-            permitted: 0,
-            inheritable: 0,
-        }; 2];
-        if libc::syscall(libc::SYS_capset, &mut header as *mut Header, data.as_ptr()) != 0 {
-            return Err(std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EPERM));
-        }
+        crate::caps::drop_capabilities().map_err(errno)
     }
-    Ok(())
 }

@@ -147,3 +147,36 @@ fn a_context_window_error_compacts_and_retries_the_step() {
     // The last call and its result are kept as they were.
     assert_eq!(retried.tool_results().len(), 1);
 }
+
+/// A run far longer than its window stays inside it: 300 steps of 5 KB reads in a
+/// 4,000-token window are pruned and summarised as they go, so no request grows with the run
+/// (the server answers each checkpoint request and counts the steps itself).
+#[test]
+fn a_long_run_in_a_small_window_keeps_every_request_inside_it() {
+    let server = dsh_testkit::ScriptedServer::read_session(300);
+    let env = TestEnv::with_server(server);
+    for i in 0..10 {
+        env.write(
+            &format!("f{i}.txt"),
+            &"some line of source code\n".repeat(200),
+        );
+    }
+    small_window(&env, 4000);
+    let out = env.run(
+        dsh(),
+        &[
+            "--patch",
+            "window.toml",
+            "--max-steps",
+            "1000",
+            "--json",
+            "read them all",
+        ],
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let log = env.session_log();
+    assert_eq!(log.matches("\"type\":\"tool/result\"").count(), 299);
+    assert!(log.matches("\"type\":\"compaction/summary\"").count() >= 5);
+    let final_event = out.events().into_iter().last().unwrap();
+    assert_eq!(final_event["type"], "final", "{final_event}");
+}
