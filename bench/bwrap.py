@@ -61,7 +61,9 @@ def main():
         f"bubblewrap is the last-but-one row less the first: {rows[-2][1] - bare:.2f} ms with "
         f"the network on, {rows[-1][1] - bare:.2f} ms off. Namespaces and the root's mount are "
         "most of it, and they are paid again by every command: only a sandbox that outlives "
-        "one command (set up once per run, forking each command inside it) gets under 1 ms."
+        "one command (set up once per run, forking each command inside it) gets under 1 ms. "
+        "That is what dsh does by default (the sandbox helper, docs/sandbox.md): the tool-path "
+        "rows above show a command's cost through it and with a `bwrap` of its own."
     )
     print()
     print("| start | median (ms) | added (ms) |")

@@ -175,18 +175,20 @@ impl Sandbox {
         runtime.spawn(async move {
             let probing = sandbox.clone();
             // The probe runs `bwrap` and waits for it: not on the runtime's own thread.
-            if tokio::task::spawn_blocking(move || probing.chosen().is_some())
-                .await
-                .ok()
-                != Some(true)
+            let probe = tokio::task::spawn_blocking(move || probing.chosen());
+            // Meanwhile the helper starts, in case the probe picks bubblewrap (the first
+            // choice); commands use it only if it does. Both take a few milliseconds, which
+            // a model answering at once would otherwise see added to its first command.
+            let settings = sandbox.settings();
+            if settings.backend.candidates().first() == Some(&Backend::Bubblewrap)
+                && let Some(bwrap) = settings.bwrap.clone().or_else(crate::bwrap::locate)
             {
-                return;
+                let profile = crate::bwrap::profile(policy.mode(), Some(&policy), settings.network);
+                if let Some(launch) = sandbox.helper_launch(&bwrap, &profile, Vec::new()) {
+                    launch.warm().await;
+                }
             }
-            if let Ok(confined) = sandbox.confine(vec!["true".into()], &policy)
-                && let Some(launch) = confined.helper()
-            {
-                launch.warm().await;
-            }
+            let _ = probe.await;
         });
     }
 

@@ -145,6 +145,23 @@ impl SandboxUnavailable {
 }
 
 impl Sandbox {
+    /// How to run `argv` through the run's sandbox helper for `profile`, when helpers are on
+    /// and this process offers one.
+    pub(crate) fn helper_launch(
+        &self,
+        bwrap: &Path,
+        profile: &[OsString],
+        argv: Vec<OsString>,
+    ) -> Option<crate::HelperLaunch> {
+        let exe = crate::helper::executable().filter(|_| self.settings().helper)?;
+        Some(crate::HelperLaunch {
+            pool: self.helpers(),
+            start: crate::bwrap::helper_start(bwrap, profile, exe),
+            argv,
+            key: [profile.to_vec(), crate::bwrap::bind_identity(profile)].concat(),
+        })
+    }
+
     /// The command to spawn for `argv` under `policy`.
     pub fn confine(
         &self,
@@ -213,15 +230,7 @@ impl Sandbox {
                 }
                 let bwrap = self.bwrap_path().unwrap_or(Path::new("bwrap"));
                 let profile = crate::bwrap::profile(mode, Some(policy), network);
-                let helper = (self.settings().helper)
-                    .then(crate::helper::executable)
-                    .flatten()
-                    .map(|exe| crate::HelperLaunch {
-                        pool: self.helpers(),
-                        start: crate::bwrap::helper_start(bwrap, &profile, exe),
-                        argv: argv.clone(),
-                        key: [profile.clone(), crate::bwrap::bind_identity(&profile)].concat(),
-                    });
+                let helper = self.helper_launch(bwrap, &profile, argv.clone());
                 Ok(ConfinedCommand {
                     helper,
                     ..confined(crate::bwrap::wrap(bwrap, &profile, argv), None)

@@ -230,8 +230,8 @@ fn main() {
     record("parallel_read_wall_ms", parallel_medians.wall_ms);
     record("huge_read_rss_mib", huge_medians.peak_rss_mib);
     let mut peak_rss = zero_medians.peak_rss_mib.max(ten_medians.peak_rss_mib);
-    let bash_turns = || {
-        let mut turns: Vec<Turn> = (0..10)
+    let bash_turns = |steps: usize| {
+        let mut turns: Vec<Turn> = (0..steps)
             .map(|_| Turn::tool_call("bash", json!({"command": "true", "description": "bench"})))
             .collect();
         turns.push(Turn::text("done"));
@@ -241,7 +241,8 @@ fn main() {
         |runs: &[Sample]| median(runs.iter().map(|s| s.wall.as_secs_f64() * 1000.0).collect()).0;
     let zero_wall = wall_ms(&zero);
     let mut per_call = Vec::new();
-    let mut unconfined: Option<f64> = None;
+    // The unconfined run's (call through the tool path, marginal call, first call).
+    let mut unconfined: Option<(f64, f64, f64)> = None;
     // `bubblewrap` is the default: one sandbox helper per run; `bubblewrap_each` is a `bwrap`
     // per command (`sandbox.helper = false`), as before the helper.
     for (name, backend, sandbox) in [
@@ -268,29 +269,49 @@ fn main() {
         };
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let runs: Vec<Sample> = (0..RUNS)
-            .map(|_| run_with(bash_turns(), &|_| {}, &args))
+            .map(|_| run_with(bash_turns(10), &|_| {}, &args))
             .collect();
         let medians = report(&format!("10-step `bash true` run ({name})"), &runs);
+        let one: Vec<Sample> = (0..RUNS)
+            .map(|_| run_with(bash_turns(1), &|_| {}, &args))
+            .collect();
+        report(&format!("1-step `bash true` run ({name})"), &one);
         peak_rss = peak_rss.max(medians.peak_rss_mib);
+        // Through the tool path, averaged over the run: (10-step - 0-step) / 10. A command
+        // after the first (the marginal one): (10-step - 1-step) / 9. The first command's
+        // extra is what the run's sandbox costs once (probing it, starting its helper).
         let call = (wall_ms(&runs) - zero_wall) / 10.0;
-        let unconfined = *unconfined.get_or_insert(call);
+        let marginal = (wall_ms(&runs) - wall_ms(&one)) / 9.0;
+        let first = wall_ms(&one) - zero_wall;
+        let (bare_call, bare_marginal, bare_first) =
+            *unconfined.get_or_insert((call, marginal, first));
         if let Some(backend) = backend {
             record(&format!("bash10_{backend}_wall_ms"), medians.wall_ms);
             record(&format!("bash_{backend}_call_ms"), call);
-            record(&format!("bash_{backend}_cost_ms"), call - unconfined);
+            record(&format!("bash_{backend}_run_cost_ms"), call - bare_call);
+            record(&format!("bash_{backend}_cost_ms"), marginal - bare_marginal);
+            record(
+                &format!("bash_{backend}_setup_ms"),
+                (first - bare_first) - (marginal - bare_marginal),
+            );
         }
         per_call.push(if backend.is_none() {
-            format!("{name} {call:.1} ms")
+            format!("{name}: {call:.1} ms a call, {marginal:.1} ms after the first")
         } else {
             format!(
-                "{name} {call:.1} ms (the sandbox's own cost: {:+.1} ms)",
-                call - unconfined
+                "{name}: {call:.1} ms a call (the sandbox's own cost {:+.1} ms averaged over the \
+                 run, {:+.1} ms for each command after the first, and {:+.1} ms once, for the \
+                 first)",
+                call - bare_call,
+                marginal - bare_marginal,
+                (first - bare_first) - (marginal - bare_marginal)
             )
         });
     }
     println!(
-        "\nOne `bash true` call through the tool path, (10-step run - 0-step run) / 10: {}.",
-        per_call.join(", ")
+        "\nOne `bash true` call through the tool path, (10-step run - 0-step run) / 10, and after \
+         the first, (10-step run - 1-step run) / 9: {}.",
+        per_call.join("; ")
     );
     record("peak_rss_mib", peak_rss);
 
