@@ -165,11 +165,6 @@ impl AgentBuilder {
         let provider = settings.route.connect(settings.idle_timeout.value)?;
         let provider: Arc<dyn Provider> = Arc::new(Retrying::new(provider, settings.retry));
         let sandbox = Arc::new(Sandbox::new(settings.sandbox.clone()));
-        sandbox.warm_up(SandboxPolicy::new(
-            settings.permission_mode.value.sandbox(),
-            &settings.cwd,
-            settings.add_dirs.value.clone(),
-        ));
         let log_options = LogOptions {
             fsync: settings.fsync.value,
             zstd: settings.compression.value == Compression::Zstd,
