@@ -197,6 +197,18 @@ def main():
             else:
                 cells += [f"{wall:.0f} ({wall / bwall:.0f}x)", f"{rss:.1f} ({rss / brss:.0f}x)"]
         lines.append(f"| {agent['name']} | {agent['version']} | " + " | ".join(cells) + " |")
+    codex = next((a for a in found if "Codex" in a["name"]), None)
+    if codex and not results[(codex["name"], "10-step")]["failures"]:
+        theirs, ours = results[(codex["name"], "10-step")], results[(base, "10-step")]
+        faster = med(theirs["wall"]) / med(ours["wall"])
+        smaller = med(theirs["rss"]) / med(ours["rss"])
+        verdict = lambda ratio, goal: "met" if ratio >= goal else f"missed by {goal - ratio:.1f}x"
+        lines += [
+            "",
+            "Targets (issue 24), the 10-step run against Codex: "
+            f"≥ 25x faster, {faster:.1f}x ({verdict(faster, 25)}); "
+            f"≥ 10x smaller, {smaller:.1f}x ({verdict(smaller, 10)}).",
+        ]
     if notes:
         lines += ["", "Runs that did not finish the task are not compared; the first failure of each:"]
         lines += [f"- {note}" for note in dict.fromkeys(notes)]
