@@ -301,19 +301,10 @@ fn init(
             .raw_os_error()
             .unwrap_or(libc::EIO)
     };
-    // SAFETY: prctl and mount with valid C strings; mounts stay in our new mount namespace.
+    // SAFETY: prctl and mount with valid C strings. The mounts stay in our new mount
+    // namespace: it is a copy of the helper's, whose mounts are all private (`serve`).
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-        if libc::mount(
-            c"none".as_ptr(),
-            c"/".as_ptr(),
-            std::ptr::null(),
-            libc::MS_REC | libc::MS_PRIVATE,
-            std::ptr::null(),
-        ) != 0
-        {
-            fail(Stage::Setup, last_errno());
-        }
         // The command's own /proc: its PIDs are the ones `ps` shows and `kill` takes.
         if libc::mount(
             c"proc".as_ptr(),
