@@ -184,7 +184,7 @@ impl Sandbox {
                 && let Some(bwrap) = settings.bwrap.clone().or_else(crate::bwrap::locate)
             {
                 let profile = crate::bwrap::profile(policy.mode(), Some(&policy), settings.network);
-                if let Some(launch) = sandbox.helper_launch(&bwrap, &profile, Vec::new()) {
+                if let Some(launch) = sandbox.helper_launch(&policy, &bwrap, &profile, Vec::new()) {
                     launch.warm().await;
                 }
             }

@@ -55,8 +55,8 @@ impl ChildSetup {
 }
 
 impl ConfinedCommand {
-    /// The protected paths the command created (to be moved out of the workspace: see
-    /// [`crate::move_aside`]); only ever some under `workspace-write`.
+    /// The protected paths the command created (to be set aside: [`crate::set_aside`]); only
+    /// ever some under `workspace-write`.
     pub fn created_protected(&self) -> Vec<std::path::PathBuf> {
         self.watch
             .as_ref()
@@ -146,14 +146,21 @@ impl SandboxUnavailable {
 
 impl Sandbox {
     /// How to run `argv` through the run's sandbox helper for `profile`, when helpers are on
-    /// and this process offers one.
+    /// and this process offers one. Not when a command under `policy` could write the
+    /// executable: the helper keeps CAP_SYS_ADMIN in the sandbox, and a helper started later
+    /// in the run from a file a command replaced could undo the sandbox's mounts.
     pub(crate) fn helper_launch(
         &self,
+        policy: &SandboxPolicy,
         bwrap: &Path,
         profile: &[OsString],
         argv: Vec<OsString>,
     ) -> Option<crate::HelperLaunch> {
         let exe = crate::helper::executable().filter(|_| self.settings().helper)?;
+        let real = std::fs::canonicalize(exe).ok()?;
+        if policy.allows_write(&real) || real.parent().is_some_and(|p| policy.allows_write(p)) {
+            return None;
+        }
         Some(crate::HelperLaunch {
             pool: self.helpers(),
             start: crate::bwrap::helper_start(bwrap, profile, exe),
@@ -230,7 +237,7 @@ impl Sandbox {
                 }
                 let bwrap = self.bwrap_path().unwrap_or(Path::new("bwrap"));
                 let profile = crate::bwrap::profile(mode, Some(policy), network);
-                let helper = self.helper_launch(bwrap, &profile, argv.clone());
+                let helper = self.helper_launch(policy, bwrap, &profile, argv.clone());
                 Ok(ConfinedCommand {
                     helper,
                     ..confined(crate::bwrap::wrap(bwrap, &profile, argv), None)

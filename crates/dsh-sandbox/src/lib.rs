@@ -31,7 +31,7 @@ pub use confine::{ChildSetup, ConfinedCommand, SandboxUnavailable};
 pub use helper::{HelperChild, HelperExit, HelperLaunch, HelperRefusal, HelperWaiter};
 pub use mode::{SandboxMode, UnknownMode};
 pub use policy::{SandboxPolicy, is_env_file};
-pub use watch::{CreationWatch, move_aside};
+pub use watch::{CreationWatch, set_aside};
 
 /// The noun a denial or hint uses for what was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,8 @@
 //! would be left behind as a folder, which breaks Git), and Landlock cannot single out names
 //! inside a writable folder. So each confined command under `workspace-write` notes which
 //! protected paths were absent when it started, and when it has ended, what it created there
-//! is moved out of the workspace: never deleted, since what is moved may be someone's work.
+//! is renamed where it is to a name nothing reads: never deleted, since it may be someone's
+//! work.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -72,57 +73,74 @@ fn env_files(top: &Path) -> Vec<OsString> {
         .collect()
 }
 
-/// Moves `path` (a file or a folder) into the folder `into`, made private if it is new, under
-/// a name no earlier move took; returns where it went. Across file systems it is copied, then
-/// removed.
-pub fn move_aside(path: &Path, into: &Path) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt as _;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(into)?;
-    let name = path
-        .file_name()
-        .map_or_else(|| "moved".into(), |n| n.to_string_lossy().into_owned());
-    let mut target = into.join(&name);
+/// Renames `path` (a file or a folder a command created at a protected path) beside itself,
+/// to `<name>.dsh-set-aside` (then `.2`, `.3`, ...), where it has no effect: no Git, dsh or
+/// `.env` reader looks for that name. Nothing is copied or deleted, and nothing leaves its file
+/// system. Its folder must be in `workspace` and reached without a symbolic link (a command
+/// could otherwise point the rename at another repository's hooks): the folder is opened
+/// once, checked by what the open resolved to, and the rename is made relative to it. Returns
+/// the new path.
+pub fn set_aside(path: &Path, workspace: &Path) -> std::io::Result<PathBuf> {
+    use std::ffi::CString;
+    use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
+    use std::os::unix::ffi::OsStrExt as _;
+    let invalid = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidInput, why.to_owned());
+    let (Some(folder), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(invalid("not a path inside the workspace"));
+    };
+    let c_folder = CString::new(folder.as_os_str().as_bytes()).map_err(|_| invalid("a NUL"))?;
+    // SAFETY: open with a valid C string; the descriptor is owned below.
+    let fd = unsafe {
+        libc::open(
+            c_folder.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: just opened, owned here.
+    let folder_fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let opened = std::fs::read_link(format!("/proc/self/fd/{}", folder_fd.as_raw_fd()))?;
+    if opened != folder || !opened.starts_with(workspace) {
+        return Err(invalid(
+            "its folder is reached through a symbolic link, or is outside the workspace",
+        ));
+    }
+    let exists = |candidate: &CString| {
+        // SAFETY: fstatat relative to our folder, into a zeroed stat.
+        unsafe {
+            let mut stat: libc::stat = std::mem::zeroed();
+            libc::fstatat(
+                folder_fd.as_raw_fd(),
+                candidate.as_ptr(),
+                &mut stat,
+                libc::AT_SYMLINK_NOFOLLOW,
+            ) == 0
+        }
+    };
+    let c_name = CString::new(name.as_bytes()).map_err(|_| invalid("a NUL"))?;
+    let base = format!("{}.dsh-set-aside", name.to_string_lossy());
+    let mut new_name = base.clone();
     let mut n = 1;
-    while std::fs::symlink_metadata(&target).is_ok() {
+    while exists(&CString::new(new_name.as_bytes()).map_err(|_| invalid("a NUL"))?) {
         n += 1;
-        target = into.join(format!("{name}.{n}"));
+        new_name = format!("{base}.{n}");
     }
-    match std::fs::rename(path, &target) {
-        Ok(()) => Ok(target),
-        Err(error) if error.raw_os_error() == Some(libc::EXDEV) => {
-            copy_tree(path, &target)?;
-            remove_tree(path)?;
-            Ok(target)
-        }
-        Err(error) => Err(error),
+    let c_new = CString::new(new_name.as_bytes()).map_err(|_| invalid("a NUL"))?;
+    // SAFETY: renameat within the folder we opened and checked.
+    let renamed = unsafe {
+        libc::renameat(
+            folder_fd.as_raw_fd(),
+            c_name.as_ptr(),
+            folder_fd.as_raw_fd(),
+            c_new.as_ptr(),
+        )
+    };
+    if renamed != 0 {
+        return Err(std::io::Error::last_os_error());
     }
-}
-
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    let meta = std::fs::symlink_metadata(from)?;
-    if meta.is_dir() {
-        std::fs::create_dir(to)?;
-        for entry in std::fs::read_dir(from)? {
-            let entry = entry?;
-            copy_tree(&entry.path(), &to.join(entry.file_name()))?;
-        }
-        Ok(())
-    } else if meta.file_type().is_symlink() {
-        std::os::unix::fs::symlink(std::fs::read_link(from)?, to)
-    } else {
-        std::fs::copy(from, to).map(|_| ())
-    }
-}
-
-fn remove_tree(path: &Path) -> std::io::Result<()> {
-    if std::fs::symlink_metadata(path)?.is_dir() {
-        std::fs::remove_dir_all(path)
-    } else {
-        std::fs::remove_file(path)
-    }
+    Ok(folder.join(new_name))
 }
 
 #[cfg(test)]
@@ -147,15 +165,21 @@ mod tests {
             created,
             [real.join(".git/config.worktree"), real.join(".env.local")]
         );
-        let aside = tempfile::tempdir().unwrap();
-        let moved = move_aside(&created[1], aside.path()).unwrap();
+        let moved = set_aside(&created[1], &real).unwrap();
+        assert_eq!(moved, real.join(".env.local.dsh-set-aside"));
         assert_eq!(std::fs::read_to_string(&moved).unwrap(), "B=2\n");
         assert!(!real.join(".env.local").exists());
-        // A second file of the same name does not replace the first.
+        // A second one of the same name does not replace the first.
         std::fs::write(real.join(".env.local"), "C=3\n").unwrap();
-        let again = move_aside(&real.join(".env.local"), aside.path()).unwrap();
-        assert_ne!(again, moved);
+        let again = set_aside(&real.join(".env.local"), &real).unwrap();
+        assert_eq!(again, real.join(".env.local.dsh-set-aside.2"));
         assert_eq!(std::fs::read_to_string(&moved).unwrap(), "B=2\n");
+        // A folder reached through a symbolic link (another repository's) is left alone.
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(elsewhere.path().join("hooks")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), real.join("linked")).unwrap();
+        assert!(set_aside(&real.join("linked/hooks"), &real).is_err());
+        assert!(elsewhere.path().join("hooks").is_dir());
         // Under Landlock nothing holds `.dsh/` open: creating it counts.
         std::fs::remove_dir(real.join(".dsh")).unwrap();
         let landlock = CreationWatch::new(&policy, Backend::Landlock).unwrap();

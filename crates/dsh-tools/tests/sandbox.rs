@@ -275,9 +275,9 @@ async fn escalation_follows_the_approval_policy(backend: BackendChoice) {
 }
 
 /// What a command creates where a protected path was absent (Git files that cannot be bound
-/// before they exist, new `.env` files, `.dsh/` under Landlock) is moved out of the workspace
-/// when it ends, and the model is told where; a background job's, when the job ends.
-async fn protected_paths_a_command_creates_are_moved_aside(backend: BackendChoice) {
+/// before they exist, new `.env` files, `.dsh/` under Landlock) is renamed where it has no
+/// effect when it ends, and the model is told so; a background job's, when the job ends.
+async fn protected_paths_a_command_creates_are_set_aside(backend: BackendChoice) {
     let Some(sh) = sh(Options::new(backend)) else {
         return;
     };
@@ -299,8 +299,7 @@ async fn protected_paths_a_command_creates_are_moved_aside(backend: BackendChoic
         assert!(!sh.ws.join(created).exists(), "{created}: {out}");
         let line = format!(
             "[sandbox: {created} is protected under workspace-write; the command created it, \
-             and it was moved out of the workspace to {}",
-            sh.ws.join(".spill/protected").display()
+             and it was renamed to {created}.dsh-set-aside, where it has no effect]"
         );
         assert!(out.contains(&line), "{created}: {out}");
     }
@@ -308,12 +307,10 @@ async fn protected_paths_a_command_creates_are_moved_aside(backend: BackendChoic
     assert!(!out.contains(DENIED), "{out}");
     assert!(sh.ws.join(".env.example").exists());
     assert_eq!(
-        std::fs::read_to_string(sh.ws.join(".spill/protected/pre-push"))
-            .or_else(|_| std::fs::read_to_string(sh.ws.join(".spill/protected/.githooks/pre-push")))
-            .unwrap(),
+        std::fs::read_to_string(sh.ws.join(".githooks.dsh-set-aside/pre-push")).unwrap(),
         "run\n"
     );
-    // A background job's creation is moved when it ends, read or not.
+    // A background job's creation is set aside when it ends, read or not.
     let started = sh
         .call(
             "bash",
@@ -363,7 +360,7 @@ per_backend!(
     read_only_denies_the_workspace_too,
     a_background_denial_is_marked_on_every_read_once_it_ends,
     escalation_follows_the_approval_policy,
-    protected_paths_a_command_creates_are_moved_aside,
+    protected_paths_a_command_creates_are_set_aside,
 );
 
 /// Git's hooks and config, `.dsh/` (even before it exists) and the top folder's `.env` files

@@ -265,11 +265,11 @@ const FORWARDED: [libc::c_int; 6] = [
 ];
 
 extern "C" fn forward(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
-    // Only dsh's signals, which come from outside the command's PID namespace and so carry
-    // no sender (si_pid 0); one the command sends its PID 1 is ignored, as bwrap's init
-    // ignores it.
+    // Only dsh's signals: sent with kill(2) (SI_USER, which no process can fake for
+    // another with sigqueue) from outside the command's PID namespace, so with no sender
+    // (si_pid 0). One the command sends its PID 1 is ignored, as bwrap's init ignores it.
     // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
-    if unsafe { (*info).si_pid() } != 0 {
+    if unsafe { (*info).si_code != libc::SI_USER || (*info).si_pid() != 0 } {
         return;
     }
     let group = COMMAND.load(Ordering::SeqCst);
@@ -292,9 +292,10 @@ fn init(
     stdio: &[OwnedFd; 3],
 ) -> ! {
     let fail = |stage: Stage, errno: i32| -> ! {
-        let _ = send(socket, Reply::Failed { id, stage, errno });
-        // SAFETY: leaving the forked child without running the parent's exit handlers.
-        unsafe { libc::_exit(0) }
+        let reported = send(socket, Reply::Failed { id, stage, errno }).is_ok();
+        // SAFETY: leaving the forked child without running the parent's exit handlers. A
+        // report that did not go out is the helper's to make (an init that did not exit 0).
+        unsafe { libc::_exit(if reported { 0 } else { 1 }) }
     };
     let last_errno = || {
         std::io::Error::last_os_error()

@@ -177,7 +177,6 @@ impl Tool for Bash {
                 confined,
                 cwd,
                 self.confining && ctx.session.offers_escalation(),
-                ctx.session.spill.dir().join("protected"),
             ));
             if background {
                 let job = shell

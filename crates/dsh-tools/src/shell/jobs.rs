@@ -61,50 +61,48 @@ pub struct SandboxFacts {
     pub cwd: std::path::PathBuf,
     /// Whether a denial may point at escalation.
     pub hint: bool,
-    /// Where protected paths the command created are moved to.
-    pub aside: std::path::PathBuf,
-    /// What was moved there, as the lines the model reads: worked out once, when it ended.
-    moved: std::sync::OnceLock<Vec<String>>,
+    /// What was set aside, as the lines the model reads: worked out once, when it ended.
+    set_aside: std::sync::OnceLock<Vec<String>>,
 }
 
 impl SandboxFacts {
-    pub fn new(
-        confined: ConfinedCommand,
-        cwd: std::path::PathBuf,
-        hint: bool,
-        aside: std::path::PathBuf,
-    ) -> Self {
+    pub fn new(confined: ConfinedCommand, cwd: std::path::PathBuf, hint: bool) -> Self {
         SandboxFacts {
             confined,
             cwd,
             hint,
-            aside,
-            moved: std::sync::OnceLock::new(),
+            set_aside: std::sync::OnceLock::new(),
         }
     }
 
-    /// Once the command has ended: the protected paths it created, moved out of the workspace
-    /// ([`dsh_sandbox::CreationWatch`]), one line each for the model. Done once, however
-    /// often it is asked.
-    pub fn move_created_aside(&self) -> &[String] {
-        self.moved.get_or_init(|| {
+    /// Once the command has ended: the protected paths it created, renamed to where they
+    /// have no effect ([`dsh_sandbox::CreationWatch`], [`dsh_sandbox::set_aside`]), one line
+    /// each for the model. Done once, however often it is asked.
+    pub fn set_created_aside(&self) -> &[String] {
+        self.set_aside.get_or_init(|| {
             let workspace = self.confined.workspace();
+            let shown = |path: &std::path::Path| {
+                path.strip_prefix(workspace)
+                    .unwrap_or(path)
+                    .display()
+                    .to_string()
+            };
             (self.confined.created_protected().into_iter())
-                .map(|path| {
-                    let shown = path.strip_prefix(workspace).unwrap_or(&path).display();
-                    match dsh_sandbox::move_aside(&path, &self.aside) {
-                        Ok(to) => format!(
-                            "[sandbox: {shown} is protected under {}; the command created it, \
-                             and it was moved out of the workspace to {}]",
-                            self.confined.mode,
-                            to.display()
-                        ),
-                        Err(error) => format!(
-                            "[sandbox: {shown} is protected under {}; the command created it, \
-                             and it could not be moved out of the workspace ({error})]",
-                            self.confined.mode
-                        ),
-                    }
+                .map(|path| match dsh_sandbox::set_aside(&path, workspace) {
+                    Ok(to) => format!(
+                        "[sandbox: {} is protected under {}; the command created it, and it was \
+                         renamed to {}, where it has no effect]",
+                        shown(&path),
+                        self.confined.mode,
+                        shown(&to)
+                    ),
+                    Err(error) => format!(
+                        "[sandbox: {} is protected under {}; the command created it, and it \
+                         could not be set aside ({error}): remove it before running Git or dsh \
+                         there]",
+                        shown(&path),
+                        self.confined.mode
+                    ),
                 })
                 .collect()
         })
@@ -123,7 +121,7 @@ impl SandboxFacts {
         } else {
             exit.code
         };
-        let moved = self.move_created_aside();
+        let moved = self.set_created_aside();
         let hint = |mut markers: Vec<String>| {
             if self.hint {
                 markers.push(dsh_sandbox::escalation_hint(Subject::Command));
@@ -337,12 +335,12 @@ impl JobRegistry {
             return Err(LimitReached);
         }
         let n = self.next.fetch_add(1, Ordering::SeqCst) + 1;
-        // What a job creates at protected paths is moved aside when it ends, whether or not
+        // What a job creates at protected paths is set aside when it ends, whether or not
         // anyone reads it then.
         let (ended, facts) = (process.clone(), sandbox.clone());
         tokio::spawn(async move {
             ended.settled().await;
-            facts.move_created_aside();
+            facts.set_created_aside();
         });
         let job = Arc::new(Job {
             id: format!("bash-{n}"),

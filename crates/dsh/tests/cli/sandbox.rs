@@ -240,3 +240,31 @@ fn commands_run_through_the_sandbox_helper_with_the_same_confinement() {
     let result = &env2.server.requests()[1].tool_results()[0];
     assert!(result.contains("init=bwrap self=2 "), "{result}");
 }
+
+/// dsh run from a file a command could replace (inside the workspace) starts no helper: the
+/// helper keeps CAP_SYS_ADMIN in the sandbox, so a replaced one started later in the run could
+/// undo its mounts. Each command gets a `bwrap` of its own instead.
+#[test]
+fn no_sandbox_helper_from_an_executable_inside_the_workspace() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "bash",
+            json!({"command": "cat /proc/1/comm", "description": "who is PID 1"}),
+        ),
+        Turn::text("done"),
+    ]);
+    if !std::process::Command::new("bwrap")
+        .args(["--ro-bind", "/", "/", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("skipped: bubblewrap is not usable here");
+        return;
+    }
+    let copy = env.ws_path().join("bin/dsh");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(dsh(), &copy).unwrap();
+    let out = env.run(&copy, &["--json", "probe"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(env.server.requests()[1].tool_results()[0], "bwrap\n");
+}
