@@ -223,7 +223,7 @@ pub struct Agent {
     /// Folders already looked at for nested instruction files.
     probed: std::collections::HashSet<std::path::PathBuf>,
     /// Whether the sandbox of the first command was got ready (`Sandbox::warm_up`).
-    sandbox_warmed: bool,
+    sandbox_warmed: Arc<std::sync::atomic::AtomicBool>,
     /// Tokens billed by the turns before this one (and the background work they were told
     /// of): the token budget covers all of them.
     spent_before: u64,
@@ -286,7 +286,7 @@ impl Agent {
             system,
             specs,
             probed: std::collections::HashSet::new(),
-            sandbox_warmed: false,
+            sandbox_warmed: Arc::default(),
             spent_before: 0,
             carried: Usage::default(),
             run_requests: 0,
@@ -808,16 +808,22 @@ impl Agent {
         };
         let events = self.events.clone();
         let redactor = self.session.redactor().cloned();
-        // The sandbox of the first command is got ready once the model starts answering: not
-        // before the first request is on the wire (it would be sent later), and behind the
-        // rest of the answer rather than in front of the first command.
-        let mut warm = match (&self.tool_session.shell, self.sandbox_warmed) {
-            (Some(shell), false) => Some((shell.sandbox.clone(), self.tool_session.policy.clone())),
+        // The sandbox of the first command is got ready once the model starts a tool call:
+        // not before the first request is on the wire (it would be sent later), not in a run
+        // that calls no tool, and while the rest of the call streams rather than in front of
+        // the command.
+        let warmed = self.sandbox_warmed.clone();
+        let mut warm = match &self.tool_session.shell {
+            Some(shell) if !warmed.load(std::sync::atomic::Ordering::SeqCst) => {
+                Some((shell.sandbox.clone(), self.tool_session.policy.clone()))
+            }
             _ => None,
         };
-        self.sandbox_warmed = true;
         let mut on_delta = move |mut delta| {
-            if let Some((sandbox, policy)) = warm.take() {
+            if matches!(delta, StreamDelta::ToolCall)
+                && let Some((sandbox, policy)) = warm.take()
+            {
+                warmed.store(true, std::sync::atomic::Ordering::SeqCst);
                 sandbox.warm_up(policy);
             }
             // A retry's reason is the provider's message, which can quote the key.
