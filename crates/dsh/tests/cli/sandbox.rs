@@ -184,7 +184,7 @@ fn sandbox_check_names_each_backend_and_the_one_used() {
 #[test]
 fn commands_run_through_the_sandbox_helper_with_the_same_confinement() {
     let probe = "echo init=$(cat /proc/1/comm) self=$$ procs=$(ls /proc | grep -c '^[0-9]'); \
-                 grep CapEff /proc/self/status; (setsid sleep 300 &); \
+                 grep CapEff /proc/self/status; (setsid sleep 3017 &); \
                  echo x > /etc/dsh-helper-probe; echo rc=$?";
     let call = |n: usize| {
         (
@@ -225,12 +225,15 @@ fn commands_run_through_the_sandbox_helper_with_the_same_confinement() {
         assert!(result.contains("Read-only file system"), "{result}");
     }
     assert!(!std::path::Path::new("/etc/dsh-helper-probe").exists());
-    // Each command's `sleep 300`, in a session of its own, died with its namespace.
-    let sleepers = std::process::Command::new("pgrep")
-        .args(["-f", "^sleep 300$"])
-        .output()
-        .unwrap();
-    assert!(sleepers.stdout.is_empty(), "{sleepers:?}");
+    // Each command's `sleep 3017`, in a session of its own, died with its namespace.
+    let sleepers: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
+        .filter(|cmdline| cmdline.as_slice() == b"sleep\x003017\x00")
+        .map(|cmdline| String::from_utf8_lossy(&cmdline).into_owned())
+        .collect();
+    assert!(sleepers.is_empty(), "{sleepers:?}");
 
     // Without the helper: bwrap's own init.
     let env2 = TestEnv::new(vec![Turn::tool_calls(&[call(4)]), Turn::text("done")]);
