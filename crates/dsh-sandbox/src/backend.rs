@@ -183,19 +183,19 @@ impl Sandbox {
             if settings.backend.candidates().first() == Some(&Backend::Bubblewrap)
                 && let Some(bwrap) = settings.bwrap.clone().or_else(crate::bwrap::locate)
             {
-                let profile = crate::bwrap::profile(policy.mode(), Some(&policy), settings.network);
+                let protected = policy.protected_paths();
+                let profile = crate::bwrap::profile(
+                    policy.mode(),
+                    Some(&policy),
+                    &protected,
+                    settings.network,
+                );
                 if let Some(launch) = sandbox.helper_launch(&policy, &bwrap, &profile, Vec::new()) {
                     launch.warm().await;
                 }
             }
             let _ = probe.await;
         });
-    }
-
-    /// Why commands under bubblewrap no longer run through a sandbox helper in this run
-    /// (it could not start, or could not make namespaces), once that happened.
-    pub async fn helper_refused(&self) -> Option<String> {
-        self.helpers.broken().await
     }
 
     pub fn settings(&self) -> &SandboxSettings {

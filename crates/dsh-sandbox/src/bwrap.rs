@@ -54,7 +54,7 @@ pub(crate) fn is_executable(path: &Path) -> bool {
 
 /// Whether bwrap can start a read-only sandbox here; the error is bwrap's own words.
 pub(crate) fn probe(bwrap: &Path, network: bool) -> Result<(), String> {
-    let mut argv = profile(SandboxMode::ReadOnly, None, network);
+    let mut argv = profile(SandboxMode::ReadOnly, None, &[], network);
     argv.extend(["--".into(), "true".into()]);
     let mut child = Command::new(bwrap)
         .args(&argv)
@@ -158,10 +158,12 @@ pub(crate) fn helper_start(bwrap: &Path, profile: &[OsString], exe: &Path) -> Ve
 pub(crate) const PROC_COVERS: [&str; 4] =
     ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"];
 
-/// The options before `--`.
+/// The options before `--`; `protected` is `policy`'s
+/// [`SandboxPolicy::protected_paths`], worked out once by the caller, which needs them too.
 pub(crate) fn profile(
     mode: SandboxMode,
     policy: Option<&SandboxPolicy>,
+    protected: &[std::path::PathBuf],
     network: bool,
 ) -> Vec<OsString> {
     let mut args: Vec<OsString> = [
@@ -252,16 +254,16 @@ pub(crate) fn profile(
         let git = git.into_os_string();
         args.extend(["--bind".into(), git.clone(), git]);
     }
-    for path in policy.protected_paths() {
+    for path in protected {
         // Only `.dsh/` is made when absent: a folder made for `.git/config` breaks Git.
         let absent_dsh = path.file_name().is_some_and(|name| name == ".dsh")
-            && std::fs::symlink_metadata(&path).is_err()
+            && std::fs::symlink_metadata(path).is_err()
             && path.parent().is_some_and(writable_by_us);
         if absent_dsh {
-            let _ = std::fs::create_dir(&path);
+            let _ = std::fs::create_dir(path);
         }
-        if std::fs::symlink_metadata(&path).is_ok() {
-            let path = path.into_os_string();
+        if std::fs::symlink_metadata(path).is_ok() {
+            let path = path.clone().into_os_string();
             args.extend(["--ro-bind".into(), path.clone(), path]);
         }
     }
@@ -310,7 +312,12 @@ mod tests {
         let policy = SandboxPolicy::new(SandboxMode::ReadOnly, Path::new("/w"), Vec::new());
         let argv = wrap(
             Path::new("/usr/bin/bwrap"),
-            &profile(policy.mode(), Some(&policy), true),
+            &profile(
+                policy.mode(),
+                Some(&policy),
+                &policy.protected_paths(),
+                true,
+            ),
             vec!["bash".into(), "-c".into(), "ls".into()],
         );
         let text = strings(&argv).join(" ");
@@ -342,7 +349,12 @@ mod tests {
             ws.path(),
             vec![extra_real.clone()],
         );
-        let args = strings(&profile(policy.mode(), Some(&policy), false));
+        let args = strings(&profile(
+            policy.mode(),
+            Some(&policy),
+            &policy.protected_paths(),
+            false,
+        ));
         let text = args.join(" ");
         assert!(text.contains("--unshare-net --tmpfs /tmp"));
         let ws_real = std::fs::canonicalize(ws.path()).unwrap();
@@ -377,7 +389,12 @@ mod tests {
     #[test]
     fn a_workspace_that_is_the_temp_folder_is_bound_not_hidden() {
         let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, Path::new("/tmp"), Vec::new());
-        let args = strings(&profile(policy.mode(), Some(&policy), true));
+        let args = strings(&profile(
+            policy.mode(),
+            Some(&policy),
+            &policy.protected_paths(),
+            true,
+        ));
         let text = args.join(" ");
         // `/tmp` itself must not be a tmpfs here (`/tmp/.dsh`, a protected path, is bound).
         assert!(
@@ -393,13 +410,26 @@ mod tests {
         let ws = tempfile::tempdir().unwrap();
         let real = std::fs::canonicalize(ws.path()).unwrap();
         let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &real, Vec::new());
-        let args = strings(&profile(policy.mode(), Some(&policy), true));
+        let args = strings(&profile(
+            policy.mode(),
+            Some(&policy),
+            &policy.protected_paths(),
+            true,
+        ));
         let dsh = real.join(".dsh").display().to_string();
         let text = args.join(" ");
         assert!(text.contains(&format!("--ro-bind {dsh} {dsh}")), "{text}");
         assert!(real.join(".dsh").is_dir());
         // The next command's profile is the same (its helper too).
-        assert_eq!(strings(&profile(policy.mode(), Some(&policy), true)), args);
+        assert_eq!(
+            strings(&profile(
+                policy.mode(),
+                Some(&policy),
+                &policy.protected_paths(),
+                true
+            )),
+            args
+        );
         std::fs::remove_dir(real.join(".dsh")).unwrap();
         // Root may write anywhere, so only another user sees a folder it cannot write.
         // SAFETY: geteuid cannot fail and touches no memory.
@@ -408,7 +438,12 @@ mod tests {
         }
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o555)).unwrap();
-        let args = strings(&profile(policy.mode(), Some(&policy), true));
+        let args = strings(&profile(
+            policy.mode(),
+            Some(&policy),
+            &policy.protected_paths(),
+            true,
+        ));
         std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o755)).unwrap();
         assert!(!args.join(" ").contains(".dsh"), "{args:?}");
     }
@@ -424,10 +459,15 @@ mod absent_git_paths {
         let real = std::fs::canonicalize(ws.path()).unwrap_or_else(|e| panic!("{e}"));
         std::fs::create_dir(real.join(".git")).unwrap_or_else(|e| panic!("{e}"));
         let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &real, Vec::new());
-        let args: Vec<String> = profile(policy.mode(), Some(&policy), true)
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let args: Vec<String> = profile(
+            policy.mode(),
+            Some(&policy),
+            &policy.protected_paths(),
+            true,
+        )
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
         // `.git` itself is bound (a mount point, so it cannot be renamed away); nothing is
         // made inside it.
         let git = real.join(".git").display().to_string();

@@ -157,8 +157,7 @@ impl Sandbox {
         argv: Vec<OsString>,
     ) -> Option<crate::HelperLaunch> {
         let exe = crate::helper::executable().filter(|_| self.settings().helper)?;
-        let real = std::fs::canonicalize(exe).ok()?;
-        if policy.allows_write(&real) || real.parent().is_some_and(|p| policy.allows_write(p)) {
+        if policy.allows_write(exe) || exe.parent().is_some_and(|p| policy.allows_write(p)) {
             return None;
         }
         Some(crate::HelperLaunch {
@@ -207,6 +206,8 @@ impl Sandbox {
                 ),
             });
         };
+        // Bound read-only (bubblewrap) and watched for creation (both backends).
+        let protected = policy.protected_paths();
         let confined = |argv, child| ConfinedCommand {
             argv,
             backend,
@@ -215,7 +216,7 @@ impl Sandbox {
             network,
             policy: policy.clone(),
             child,
-            watch: crate::CreationWatch::new(policy, backend),
+            watch: crate::CreationWatch::new(policy, backend, &protected),
             helper: None,
         };
         match backend {
@@ -236,7 +237,7 @@ impl Sandbox {
                     ));
                 }
                 let bwrap = self.bwrap_path().unwrap_or(Path::new("bwrap"));
-                let profile = crate::bwrap::profile(mode, Some(policy), network);
+                let profile = crate::bwrap::profile(mode, Some(policy), &protected, network);
                 let helper = self.helper_launch(policy, bwrap, &profile, argv.clone());
                 Ok(ConfinedCommand {
                     helper,

@@ -25,22 +25,36 @@ pub struct CreationWatch {
 }
 
 impl CreationWatch {
-    /// What to watch for a command under `policy` on `backend`; none outside
-    /// `workspace-write`, where nothing is protected.
-    pub(crate) fn new(policy: &SandboxPolicy, backend: Backend) -> Option<CreationWatch> {
+    /// What to watch for a command under `policy` on `backend`, whose protected paths are
+    /// `protected` ([`SandboxPolicy::protected_paths`]); none outside `workspace-write`, where
+    /// nothing is protected.
+    pub(crate) fn new(
+        policy: &SandboxPolicy,
+        backend: Backend,
+        protected: &[PathBuf],
+    ) -> Option<CreationWatch> {
         if policy.mode() != SandboxMode::WorkspaceWrite {
             return None;
         }
         let top = policy.workspace().to_path_buf();
-        let absent = (policy.protected_paths().into_iter())
+        let absent = (protected.iter())
             .filter(|path| std::fs::symlink_metadata(path).is_err())
             // Under bubblewrap an absent `.dsh/` is made empty and bound read-only before
             // the command starts (`crate::bwrap`): that one is dsh's own.
-            .filter(|path| !(backend == Backend::Bubblewrap && path == &top.join(".dsh")))
+            .filter(|path| !(backend == Backend::Bubblewrap && **path == top.join(".dsh")))
+            .cloned()
+            .collect();
+        // The top folder's `.env` files are among the protected paths, as its listing found
+        // them.
+        let env_files = (protected.iter())
+            .filter(|path| path.parent() == Some(top.as_path()))
+            .filter_map(|path| path.file_name())
+            .filter(|name| crate::is_env_file(name))
+            .map(std::ffi::OsStr::to_os_string)
             .collect();
         Some(CreationWatch {
             absent,
-            env_files: env_files(&top),
+            env_files,
             top,
         })
     }
@@ -154,7 +168,8 @@ mod tests {
         std::fs::create_dir_all(real.join(".git/hooks")).unwrap();
         std::fs::write(real.join(".env"), "A=1\n").unwrap();
         let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &real, Vec::new());
-        let watch = CreationWatch::new(&policy, Backend::Bubblewrap).unwrap();
+        let watch =
+            CreationWatch::new(&policy, Backend::Bubblewrap, &policy.protected_paths()).unwrap();
         assert!(watch.created().is_empty());
         std::fs::write(real.join(".git/config.worktree"), "[core]\n").unwrap();
         std::fs::write(real.join(".env.local"), "B=2\n").unwrap();
@@ -182,12 +197,17 @@ mod tests {
         assert!(elsewhere.path().join("hooks").is_dir());
         // Under Landlock nothing holds `.dsh/` open: creating it counts.
         std::fs::remove_dir(real.join(".dsh")).unwrap();
-        let landlock = CreationWatch::new(&policy, Backend::Landlock).unwrap();
+        let landlock =
+            CreationWatch::new(&policy, Backend::Landlock, &policy.protected_paths()).unwrap();
         std::fs::create_dir_all(real.join(".dsh/hooks")).unwrap();
         assert!(landlock.created().contains(&real.join(".dsh")));
         assert!(
-            CreationWatch::new(&policy.with_mode(SandboxMode::ReadOnly), Backend::Landlock)
-                .is_none()
+            CreationWatch::new(
+                &policy.with_mode(SandboxMode::ReadOnly),
+                Backend::Landlock,
+                &[]
+            )
+            .is_none()
         );
     }
 }

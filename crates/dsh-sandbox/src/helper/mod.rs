@@ -58,11 +58,12 @@ pub fn serve_if_asked() {
 /// gets a `bwrap` of its own.
 pub fn offer(exe: PathBuf) {
     if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
-        let _ = EXECUTABLE.set(exe);
+        // As a real path: each command's launch checks that no command can write it.
+        let _ = EXECUTABLE.set(std::fs::canonicalize(&exe).unwrap_or(exe));
     }
 }
 
-/// The helper executable on offer, if any.
+/// The helper executable on offer, if any, as a real path.
 pub(crate) fn executable() -> Option<&'static PathBuf> {
     EXECUTABLE.get()
 }
@@ -79,13 +80,6 @@ struct Slot {
     current: Option<(Vec<OsString>, Arc<client::Helper>)>,
     /// Why helpers are not used any more in this run.
     broken: Option<String>,
-}
-
-impl HelperPool {
-    /// Why helpers are not used, once one failed.
-    pub(crate) async fn broken(&self) -> Option<String> {
-        self.slot.lock().await.broken.clone()
-    }
 }
 
 /// How to run one command through a helper: the pool, the profile the command would get from
