@@ -219,7 +219,8 @@ fn assignments(text: &str) -> impl Iterator<Item = (usize, &str, String)> {
 /// (not the templates, [`dsh_sandbox::is_env_file`]) in `cwd` and in the project's root above
 /// it. Unlike the credentials dsh reads, nothing here is refused (a `.env.production` may set
 /// anything, for other tools) and a file that cannot be read is passed over: this only says
-/// which values must not be shown.
+/// which values must not be shown. `<cwd>/.env` is left to [`Credentials`], which read it
+/// already.
 pub fn project_env_values(cwd: &Path, root: &Path) -> Vec<(String, String)> {
     let mut folders = vec![cwd];
     if root != cwd {
@@ -231,7 +232,8 @@ pub fn project_env_values(cwd: &Path, root: &Path) -> Vec<(String, String)> {
             continue;
         };
         for entry in entries.flatten() {
-            if !dsh_sandbox::is_env_file(&entry.file_name()) {
+            let name = entry.file_name();
+            if !dsh_sandbox::is_env_file(&name) || (folder == cwd && name == ".env") {
                 continue;
             }
             // Bounded: a secrets file is small, and a huge one is not worth stalling on.

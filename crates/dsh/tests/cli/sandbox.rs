@@ -197,12 +197,7 @@ fn commands_run_through_the_sandbox_helper_with_the_same_confinement() {
         Turn::tool_calls(&[call(3)]),
         Turn::text("done"),
     ]);
-    let bwrap_usable = std::process::Command::new("bwrap")
-        .args(["--ro-bind", "/", "/", "true"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !bwrap_usable {
-        eprintln!("skipped: bubblewrap is not usable here");
+    if !bubblewrap_usable() {
         return;
     }
     let out = env.run(dsh(), &["--json", "probe"]);
@@ -256,12 +251,7 @@ fn no_sandbox_helper_from_an_executable_inside_the_workspace() {
         ),
         Turn::text("done"),
     ]);
-    if !std::process::Command::new("bwrap")
-        .args(["--ro-bind", "/", "/", "true"])
-        .status()
-        .is_ok_and(|s| s.success())
-    {
-        eprintln!("skipped: bubblewrap is not usable here");
+    if !bubblewrap_usable() {
         return;
     }
     let copy = env.ws_path().join("bin/dsh");
@@ -270,4 +260,22 @@ fn no_sandbox_helper_from_an_executable_inside_the_workspace() {
     let out = env.run(&copy, &["--json", "probe"]);
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
     assert_eq!(env.server.requests()[1].tool_results()[0], "bwrap\n");
+}
+
+/// Whether bubblewrap can start here; a test that needs it is skipped with a note when it
+/// cannot, unless `DSH_TEST_REQUIRE_BACKENDS=1` (set by `.ci/run`) makes that a failure.
+#[allow(clippy::print_stderr)] // a skipped test says so
+fn bubblewrap_usable() -> bool {
+    let usable = std::process::Command::new("bwrap")
+        .args(["--ro-bind", "/", "/", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !usable {
+        assert!(
+            std::env::var("DSH_TEST_REQUIRE_BACKENDS").as_deref() != Ok("1"),
+            "bubblewrap is required but cannot start here"
+        );
+        eprintln!("skipped: bubblewrap is not usable here");
+    }
+    usable
 }
