@@ -65,20 +65,15 @@ impl Tool for TodoWrite {
         Box::pin(async move {
             let todos = todo_list(&args)?;
             let count = |status| todos.iter().filter(|t| t.status == status).count();
-            let mut text = format!(
+            // The count line alone, as the reference answers (conformance todo-write-basic):
+            // the list itself is already in the model's own call, so restating it would only
+            // bill its tokens a second time.
+            let text = format!(
                 "Updated todo list: {} pending, {} in progress, {} completed.",
                 count(TodoStatus::Pending),
                 count(TodoStatus::InProgress),
                 count(TodoStatus::Completed)
             );
-            for todo in &todos {
-                let mark = match todo.status {
-                    TodoStatus::Pending => "[ ]",
-                    TodoStatus::InProgress => "[>]",
-                    TodoStatus::Completed => "[x]",
-                };
-                text.push_str(&format!("\n{mark} {}", todo.content));
-            }
             Ok(ToolOutput::text(text).with_effect(ToolEffect::Todos(todos)))
         })
     }
@@ -149,14 +144,14 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_list_is_restated_and_becomes_an_effect() {
+    async fn the_list_is_counted_and_becomes_an_effect() {
         let outcome = call(
             r#"{"todos":[{"content":" Parse input ","status":"completed"},{"content":"Test","status":"in_progress"},{"content":"Docs","status":"pending"}]}"#,
         )
         .await;
         assert_eq!(
             outcome.text(),
-            "Updated todo list: 1 pending, 1 in progress, 1 completed.\n[x] Parse input\n[>] Test\n[ ] Docs"
+            "Updated todo list: 1 pending, 1 in progress, 1 completed."
         );
         let Some(ToolEffect::Todos(todos)) = outcome.effect else {
             panic!("no todos effect")
