@@ -9,6 +9,7 @@
 //! paths just before a write.
 
 mod backend;
+pub mod beneath;
 mod bwrap;
 #[cfg(target_os = "linux")]
 mod caps;
@@ -26,6 +27,7 @@ mod watch;
 pub use backend::{
     Backend, BackendChoice, Enforcement, Probe, Sandbox, SandboxSettings, UnknownBackend,
 };
+pub use beneath::WriteSite;
 pub use classify::Verdict;
 pub use confine::{ChildSetup, ConfinedCommand, SandboxUnavailable};
 pub use helper::{HelperChild, HelperExit, HelperLaunch, HelperRefusal, HelperWaiter};

@@ -1,9 +1,11 @@
-use std::os::fd::OwnedFd;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::SandboxMode;
+use crate::beneath::{self, WriteSite};
 
 /// The sandbox policy of one call: its mode and, under `workspace-write`, the directories it
 /// may write below.
@@ -184,6 +186,54 @@ impl SandboxPolicy {
         let top_level_env = real_path.parent() == Some(ws.as_path())
             && real_path.file_name().is_some_and(is_env_file);
         top_level_env.then(|| real_path.to_path_buf())
+    }
+
+    /// The folder of `real_path` (a real path [`SandboxPolicy::allows_write`] allowed), opened
+    /// beneath the handle pinned on the root that grants it, following no symlink, with missing
+    /// folders made when `make_missing`: the one place every later step of the write is
+    /// relative to ([`crate::beneath`]). Under `danger-full-access` nothing grants anything,
+    /// and the folder is opened beneath `/` in the same way.
+    pub fn write_site(&self, real_path: &Path, make_missing: bool) -> io::Result<WriteSite> {
+        if self.mode == SandboxMode::DangerFullAccess {
+            let slash = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+                .open("/")?;
+            return beneath::write_site(slash.as_fd(), Path::new("/"), real_path, make_missing);
+        }
+        // A root itself is a folder, written in no folder of a root.
+        if self.pinned.iter().any(|root| root.path == real_path) {
+            return Err(io::Error::from_raw_os_error(libc::EISDIR));
+        }
+        let parent = real_path.parent().unwrap_or(real_path);
+        // The deepest root the path is under by name, else one it reaches under another name.
+        let by_name = self
+            .pinned
+            .iter()
+            .filter(|root| parent.starts_with(&root.path))
+            .max_by_key(|root| root.path.components().count());
+        if let Some(root) = by_name {
+            return beneath::write_site(root.handle.as_fd(), &root.path, real_path, make_missing);
+        }
+        for ancestor in parent.ancestors() {
+            let Ok(meta) = std::fs::metadata(ancestor) else {
+                continue;
+            };
+            if let Some(root) = self
+                .pinned
+                .iter()
+                .find(|root| (root.dev, root.ino) == (meta.dev(), meta.ino()))
+            {
+                let inside = real_path.strip_prefix(ancestor).unwrap_or(real_path);
+                return beneath::write_site(
+                    root.handle.as_fd(),
+                    &root.path,
+                    &root.path.join(inside),
+                    make_missing,
+                );
+            }
+        }
+        Err(io::Error::from_raw_os_error(libc::EXDEV))
     }
 
     /// A root reached under another name (a bind mount): an existing ancestor of the path that

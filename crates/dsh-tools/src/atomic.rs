@@ -6,11 +6,18 @@
 //! when replacing, or hard-linked when creating, so that a file someone else created meanwhile
 //! is never overwritten (the link fails and the other writer wins). The directory is synced
 //! after the move so the new name survives a power loss.
+//!
+//! Every step is relative to the destination's folder as the fence opened it
+//! ([`dsh_sandbox::WriteSite`]), never by path: a folder swapped for a symlink meanwhile cannot
+//! move any of them elsewhere.
 
-use std::fs::{File, OpenOptions};
+use std::ffi::{CStr, CString};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::unix::fs::PermissionsExt;
+
+use dsh_sandbox::WriteSite;
+use dsh_sandbox::beneath::open_at;
 
 use crate::{ToolError, fs_code};
 
@@ -23,54 +30,64 @@ pub(crate) enum Publish {
     Replace { mode: u32 },
 }
 
-/// Writes `content` to `dest` atomically. `shown` is the path as the model spelled it.
+/// The temporary file's name inside the staging folder.
+const TEMP: &CStr = c"content.tmp";
+
+/// Writes `content` at `site` atomically. `shown` is the path as the model spelled it.
 pub(crate) fn publish(
-    dest: &Path,
+    site: &WriteSite,
     content: &[u8],
     how: Publish,
     shown: &str,
 ) -> Result<(), ToolError> {
-    let parent = dest.parent().unwrap_or_else(|| Path::new("/"));
-    std::fs::create_dir_all(parent).map_err(|e| write_error(shown, &e))?;
-    let name = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = String::from_utf8_lossy(site.name().to_bytes()).into_owned();
     let token = uuid::Uuid::new_v4().simple().to_string();
-    let staging = parent.join(format!(
+    let staging = CString::new(format!(
         ".{name}.{}.{}.tmpdir",
         std::process::id(),
         &token[..12]
-    ));
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&staging)
-        .map_err(|e| write_error(shown, &e))?;
-    let result = publish_from(&staging, dest, content, how, shown);
-    // The staging directory holds at most the temporary file; a failed cleanup leaves an
-    // owner-only directory behind and nothing else.
-    let _ = std::fs::remove_dir_all(&staging);
-    result?;
-    if let Ok(dir) = File::open(parent) {
-        let _ = dir.sync_all();
+    ))
+    .map_err(|_| write_error(shown, &io::Error::from_raw_os_error(libc::EINVAL)))?;
+    let dir = site.dir();
+    // SAFETY: `dir` is an open descriptor and `staging` a NUL-terminated name.
+    if unsafe { libc::mkdirat(dir.as_raw_fd(), staging.as_ptr(), 0o700) } != 0 {
+        return Err(write_error(shown, &io::Error::last_os_error()));
     }
+    let result = open_at(
+        dir,
+        &staging,
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        0,
+    )
+    .map_err(|e| write_error(shown, &e))
+    .and_then(|staged| {
+        let result = publish_from(staged.as_fd(), site, content, how, shown);
+        // The staging directory holds at most the temporary file; a failed cleanup leaves an
+        // owner-only directory behind and nothing else.
+        unlink_at(staged.as_fd(), TEMP, 0);
+        result
+    });
+    unlink_at(dir, &staging, libc::AT_REMOVEDIR);
+    result?;
+    // SAFETY: a plain fsync of an open descriptor (it fails harmlessly on a bare handle).
+    unsafe { libc::fsync(dir.as_raw_fd()) };
     Ok(())
 }
 
 fn publish_from(
-    staging: &Path,
-    dest: &Path,
+    staging: BorrowedFd<'_>,
+    site: &WriteSite,
     content: &[u8],
     how: Publish,
     shown: &str,
 ) -> Result<(), ToolError> {
-    let temp: PathBuf = staging.join("content.tmp");
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&temp)
-        .map_err(|e| write_error(shown, &e))?;
+    let mut file = open_at(
+        staging,
+        TEMP,
+        libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        0o600,
+    )
+    .map_err(|e| write_error(shown, &e))?;
     file.write_all(content)
         .map_err(|e| write_error(shown, &e))?;
     if let Publish::Replace { mode } = how {
@@ -79,15 +96,18 @@ fn publish_from(
     }
     file.sync_all().map_err(|e| write_error(shown, &e))?;
     drop(file);
+    let (dir, name) = (site.dir(), site.name());
     match how {
-        Publish::Replace { .. } => std::fs::rename(&temp, dest).map_err(|e| write_error(shown, &e)),
-        Publish::Create => match std::fs::hard_link(&temp, dest) {
+        Publish::Replace { .. } => {
+            rename_at(staging, dir, name, 0).map_err(|e| write_error(shown, &e))
+        }
+        Publish::Create => match link_at(staging, dir, name) {
             Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(existing(dest, shown)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(existing(site, shown)),
             // Some file systems have no hard links; an exclusive rename is just as safe.
-            Err(_) => rename_no_replace(&temp, dest).map_err(|e| {
+            Err(_) => rename_at(staging, dir, name, libc::RENAME_NOREPLACE).map_err(|e| {
                 if e.kind() == io::ErrorKind::AlreadyExists {
-                    existing(dest, shown)
+                    existing(site, shown)
                 } else {
                     write_error(shown, &e)
                 }
@@ -97,9 +117,9 @@ fn publish_from(
 }
 
 /// What a create found in its way: another writer's file, or something that is not a file.
-fn existing(dest: &Path, shown: &str) -> ToolError {
-    match std::fs::symlink_metadata(dest) {
-        Ok(meta) if !meta.is_file() => ToolError::fs(
+fn existing(site: &WriteSite, shown: &str) -> ToolError {
+    match site.metadata() {
+        Ok(Some(meta)) if !meta.is_file() => ToolError::fs(
             fs_code::NOT_REGULAR_FILE,
             format!("cannot write \"{shown}\": not a regular file"),
         ),
@@ -110,23 +130,15 @@ fn existing(dest: &Path, shown: &str) -> ToolError {
     }
 }
 
-fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-    let from = CString::new(from.as_os_str().as_bytes())?;
-    let to = CString::new(to.as_os_str().as_bytes())?;
-    // The system call itself rather than libc's wrapper, which musl (the static build) does
-    // not have.
-    // SAFETY: both paths are NUL-terminated C strings that outlive the call; the other
-    // arguments are plain integers.
+fn link_at(staging: BorrowedFd<'_>, dir: BorrowedFd<'_>, name: &CStr) -> io::Result<()> {
+    // SAFETY: open descriptors and NUL-terminated names; no flag follows anything.
     let rc = unsafe {
-        libc::syscall(
-            libc::SYS_renameat2,
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            libc::RENAME_NOREPLACE,
+        libc::linkat(
+            staging.as_raw_fd(),
+            TEMP.as_ptr(),
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            0,
         )
     };
     if rc == 0 {
@@ -134,6 +146,38 @@ fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+fn rename_at(
+    staging: BorrowedFd<'_>,
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    flags: libc::c_uint,
+) -> io::Result<()> {
+    // The system call itself rather than libc's wrapper, which musl (the static build) does
+    // not have.
+    // SAFETY: open descriptors and NUL-terminated names that outlive the call; the flags are
+    // a plain integer.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            staging.as_raw_fd(),
+            TEMP.as_ptr(),
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            flags,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn unlink_at(dir: BorrowedFd<'_>, name: &CStr, flags: libc::c_int) {
+    // SAFETY: an open descriptor and a NUL-terminated name; a failure leaves the entry.
+    unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), flags) };
 }
 
 /// An I/O failure while writing, with the path the model gave.
@@ -164,12 +208,26 @@ pub(crate) fn write_error(shown: &str, error: &io::Error) -> ToolError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dsh_sandbox::{SandboxMode, SandboxPolicy};
+
+    /// The site of `dest` as the fence opens it, beneath the test folder.
+    fn site(root: &std::path::Path, dest: &std::path::Path) -> WriteSite {
+        SandboxPolicy::new(SandboxMode::WorkspaceWrite, root, Vec::new())
+            .write_site(dest, true)
+            .unwrap()
+    }
 
     #[test]
     fn creates_owner_only_files_and_leaves_nothing_behind() {
         let dir = tempfile::tempdir().unwrap();
         let dest = dir.path().join("a/b/new.txt");
-        publish(&dest, b"hello", Publish::Create, "new.txt").unwrap();
+        publish(
+            &site(dir.path(), &dest),
+            b"hello",
+            Publish::Create,
+            "new.txt",
+        )
+        .unwrap();
         assert_eq!(std::fs::read(&dest).unwrap(), b"hello");
         assert_eq!(
             std::fs::metadata(&dest).unwrap().permissions().mode() & 0o777,
@@ -186,14 +244,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let dest = dir.path().join("x");
         std::fs::write(&dest, "theirs").unwrap();
-        let error = publish(&dest, b"mine", Publish::Create, "x").unwrap_err();
+        let error = publish(&site(dir.path(), &dest), b"mine", Publish::Create, "x").unwrap_err();
         assert_eq!(
             error.message,
             "cannot overwrite existing \"x\" without reading it first"
         );
         assert_eq!(std::fs::read_to_string(&dest).unwrap(), "theirs");
         std::fs::create_dir(dir.path().join("d")).unwrap();
-        let error = publish(&dir.path().join("d"), b"x", Publish::Create, "d").unwrap_err();
+        let error = publish(
+            &site(dir.path(), &dir.path().join("d")),
+            b"x",
+            Publish::Create,
+            "d",
+        )
+        .unwrap_err();
         assert_eq!(error.info.unwrap().code, "FS_NOT_REGULAR_FILE");
     }
 
@@ -202,7 +266,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let dest = dir.path().join("x");
         std::fs::write(&dest, "old").unwrap();
-        publish(&dest, b"new", Publish::Replace { mode: 0o640 }, "x").unwrap();
+        publish(
+            &site(dir.path(), &dest),
+            b"new",
+            Publish::Replace { mode: 0o640 },
+            "x",
+        )
+        .unwrap();
         assert_eq!(std::fs::read_to_string(&dest).unwrap(), "new");
         assert_eq!(
             std::fs::metadata(&dest).unwrap().permissions().mode() & 0o777,
@@ -217,8 +287,10 @@ mod tests {
         for _ in 0..20 {
             let _ = std::fs::remove_file(&dest);
             let results: Vec<_> = std::thread::scope(|s| {
-                let a = s.spawn(|| publish(&dest, b"a", Publish::Create, "race.txt"));
-                let b = s.spawn(|| publish(&dest, b"b", Publish::Create, "race.txt"));
+                let a = s
+                    .spawn(|| publish(&site(dir.path(), &dest), b"a", Publish::Create, "race.txt"));
+                let b = s
+                    .spawn(|| publish(&site(dir.path(), &dest), b"b", Publish::Create, "race.txt"));
                 vec![a.join().unwrap(), b.join().unwrap()]
             });
             let wins: Vec<_> = results.iter().filter(|r| r.is_ok()).collect();

@@ -7,7 +7,9 @@
 use std::os::unix::fs::PermissionsExt;
 
 use crate::atomic::{Publish, publish};
-use crate::mutate::{call_policy, escalation_params, fence, resolve_for_write, with_remedy};
+use crate::mutate::{
+    Fenced, call_policy, escalation_params, fence, resolve_for_write, with_remedy,
+};
 use crate::schema::{Param, ParamType, Parameters};
 use crate::{
     Arguments, Observation, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, Version, fs_code,
@@ -122,19 +124,20 @@ impl Tool for Edit {
                     }
                     Some(Observation::Present(version)) => version,
                 };
-                let target = fence(&target, &policy, session.offers_escalation())?;
+                let Fenced { target, site } =
+                    fence(&target, &policy, session.offers_escalation(), false)?;
                 let change = Change {
                     old: &old,
                     new: &new,
                     replace_all,
                 };
-                let edited = edited_file(&target.key, &version, change, &shown, buffer)
-                    .map_err(with_remedy)?;
+                let edited =
+                    edited_file(&site, &version, change, &shown, buffer).map_err(with_remedy)?;
                 if through_editor {
                     return Ok((target, shown, Some(edited.text)));
                 }
                 let mode = Publish::Replace { mode: edited.mode };
-                publish(&target.key, edited.text.as_bytes(), mode, &shown)?;
+                publish(&site, edited.text.as_bytes(), mode, &shown)?;
                 session.observe_written(&target.key);
                 Ok((target, shown, None))
             })
@@ -172,7 +175,7 @@ struct Edited {
 /// The file's content with the change made, checked against the version the session saw.
 /// `buffer` is the editor's text of the file, which is what is changed when there is one.
 fn edited_file(
-    key: &std::path::Path,
+    site: &dsh_sandbox::WriteSite,
     seen: &Version,
     change: Change<'_>,
     shown: &str,
@@ -184,7 +187,8 @@ fn edited_file(
             format!("cannot edit \"{shown}\": file changed since it was read"),
         )
     };
-    let meta = std::fs::metadata(key).map_err(|_| stale())?;
+    // Looked at and read at the name the fence opened, never through a symlink.
+    let meta = site.metadata().ok().flatten().ok_or_else(stale)?;
     if !meta.is_file() {
         return Err(ToolError::fs(
             fs_code::NOT_REGULAR_FILE,
@@ -197,7 +201,17 @@ fn edited_file(
     }
     let bytes = match buffer {
         Some(text) => text.into_bytes(),
-        None => std::fs::read(key).map_err(|e| crate::atomic::write_error(shown, &e))?,
+        None => {
+            let mut file = site.open_read().map_err(|_| stale())?;
+            // The file opened is the one checked (nothing was swapped in between).
+            if file.metadata().map(|m| Version::of(&m)).ok().as_ref() != Some(seen) {
+                return Err(stale());
+            }
+            let mut bytes = Vec::with_capacity(meta.len() as usize);
+            std::io::Read::read_to_end(&mut file, &mut bytes)
+                .map_err(|e| crate::atomic::write_error(shown, &e))?;
+            bytes
+        }
     };
     if bytes.contains(&0) {
         return Err(ToolError::fs(

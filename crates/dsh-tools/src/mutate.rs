@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use dsh_sandbox::escalation::{self, EscalationRequest};
-use dsh_sandbox::{SandboxMode, SandboxPolicy, Subject};
+use dsh_sandbox::{SandboxMode, SandboxPolicy, Subject, WriteSite};
 
 use crate::schema::{Param, ParamType};
 use crate::{Arguments, Target, ToolContext, ToolError, fs_code, resolve};
@@ -72,34 +72,74 @@ pub(crate) fn resolve_for_write(policy: &SandboxPolicy, raw: &str) -> Result<Tar
     resolve(policy.workspace(), raw)
 }
 
-/// The fence: re-resolves the path now (a symlink swapped since the call began is caught) and
-/// refuses a real path outside the writable roots. Returns the fresh target to write.
+/// A write the fence let through: the path, and its folder opened beneath the root that
+/// grants it, which every later step of the write is relative to.
+pub(crate) struct Fenced {
+    pub(crate) target: Target,
+    pub(crate) site: WriteSite,
+}
+
+/// The fence: re-resolves the path now (a symlink swapped since the call began is caught),
+/// refuses a real path outside the writable roots, and opens the file's folder beneath its root
+/// without following a symlink ([`SandboxPolicy::write_site`]; missing folders are made when
+/// `make_missing`), so that nothing swapped after the check can move the write elsewhere.
 /// `offers_escalation`: whether the denial may point at escalation (not under `never`).
 pub(crate) fn fence(
     target: &Target,
     policy: &SandboxPolicy,
     offers_escalation: bool,
-) -> Result<Target, ToolError> {
-    let fresh = resolve(Path::new("/"), &target.display.to_string_lossy())?;
-    if policy.allows_write(&fresh.key) {
-        return Ok(Target {
+    make_missing: bool,
+) -> Result<Fenced, ToolError> {
+    let shown = target.shown().to_string();
+    let fresh = resolve(Path::new("/"), &shown)?;
+    let denial = |why: Option<String>| {
+        let mut message = dsh_sandbox::denial_marker(policy.mode());
+        if let Some(why) = why {
+            message.push('\n');
+            message.push_str(&why);
+        }
+        if offers_escalation {
+            message.push('\n');
+            message.push_str(&dsh_sandbox::escalation_hint(Subject::Operation));
+        }
+        ToolError::fs(fs_code::SANDBOX_DENIED, message)
+    };
+    if !policy.allows_write(&fresh.key) {
+        return Err(denial(policy.protection_of(&fresh.key).map(|protected| {
+            format!(
+                "{} is protected under workspace-write: Git's hooks and config, dsh's .dsh/ \
+                 folder and the workspace's .env files change what runs or what dsh trusts later",
+                protected.display()
+            )
+        })));
+    }
+    let site = policy
+        .write_site(&fresh.key, make_missing)
+        .map_err(|e| match e.raw_os_error() {
+            // A folder on the way became a symlink, or the path left its root, after the
+            // check: the write would have gone elsewhere.
+            Some(libc::ELOOP | libc::EXDEV) => denial(Some(format!(
+                "a folder on the path of \"{shown}\" was replaced by a symlink while it was \
+                 being written, so nothing was written; check what changed it before retrying"
+            ))),
+            Some(libc::EISDIR) => ToolError::fs(
+                fs_code::NOT_REGULAR_FILE,
+                format!("cannot write \"{shown}\": not a regular file"),
+            ),
+            // The folder went away since the file was read (a write makes it instead).
+            Some(libc::ENOENT) => ToolError::fs(
+                fs_code::STALE_VERSION,
+                format!("cannot write \"{shown}\": file no longer exists"),
+            ),
+            _ => crate::atomic::write_error(&shown, &e),
+        })?;
+    Ok(Fenced {
+        target: Target {
             display: target.display.clone(),
             key: fresh.key,
-        });
-    }
-    let mut message = dsh_sandbox::denial_marker(policy.mode());
-    if let Some(protected) = policy.protection_of(&fresh.key) {
-        message.push_str(&format!(
-            "\n{} is protected under workspace-write: Git's hooks and config, dsh's .dsh/ \
-             folder and the workspace's .env files change what runs or what dsh trusts later",
-            protected.display()
-        ));
-    }
-    if offers_escalation {
-        message.push('\n');
-        message.push_str(&dsh_sandbox::escalation_hint(Subject::Operation));
-    }
-    Err(ToolError::fs(fs_code::SANDBOX_DENIED, message))
+        },
+        site,
+    })
 }
 
 /// Adds the reference's remedy to stale and unread errors, which the model can act on.

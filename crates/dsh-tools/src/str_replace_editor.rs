@@ -448,9 +448,9 @@ fn create(
             "File already exists at: {shown}. Cannot overwrite files using command `create`."
         )));
     }
-    let target = fenced(target, session)?;
-    write_checked(&target.key, content, None, shown)?;
-    record(&target, session);
+    let fenced = fenced(target, session, true)?;
+    write_checked(&fenced.site, content, None, shown)?;
+    record(&fenced.target, session);
     Ok(format!("New file created successfully at: {shown}"))
 }
 
@@ -461,21 +461,25 @@ fn replace(
     seen: Version,
     session: &ToolSession,
 ) -> Result<String, ToolError> {
-    let target = fenced(target, session)?;
+    let fenced = fenced(target, session, false)?;
     write_checked(
-        &target.key,
+        &fenced.site,
         content,
         Some(Observation::Present(seen)),
         shown,
     )?;
-    record(&target, session);
+    record(&fenced.target, session);
     Ok(format!("The file {shown} has been edited successfully."))
 }
 
 /// The write fence; a denial shows only the sandbox marker, as in the reference (this tool
 /// takes no escalation arguments).
-fn fenced(target: &Target, session: &ToolSession) -> Result<Target, ToolError> {
-    crate::mutate::fence(target, &session.policy, false)
+fn fenced(
+    target: &Target,
+    session: &ToolSession,
+    make_missing: bool,
+) -> Result<crate::mutate::Fenced, ToolError> {
+    crate::mutate::fence(target, &session.policy, false, make_missing)
 }
 
 fn record(target: &Target, session: &ToolSession) {

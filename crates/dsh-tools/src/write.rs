@@ -1,10 +1,13 @@
 //! The `write` tool: create a file, or replace one the session has read.
 
-use std::io;
 use std::os::unix::fs::PermissionsExt;
 
+use dsh_sandbox::WriteSite;
+
 use crate::atomic::{Publish, publish};
-use crate::mutate::{call_policy, escalation_params, fence, resolve_for_write, with_remedy};
+use crate::mutate::{
+    Fenced, call_policy, escalation_params, fence, resolve_for_write, with_remedy,
+};
 use crate::schema::{Param, ParamType, Parameters};
 use crate::{
     Arguments, Observation, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, Version, fs_code,
@@ -79,13 +82,14 @@ impl Tool for Write {
             let (target, shown, created, content) = crate::registry::blocking("write", move || {
                 let shown = target.shown().to_string();
                 let seen = session.observations.get(&target.key);
-                let target = fence(&target, &policy, session.offers_escalation())?;
-                let publish_as = checked(&target.key, seen, &shown).map_err(with_remedy)?;
+                let Fenced { target, site } =
+                    fence(&target, &policy, session.offers_escalation(), true)?;
+                let publish_as = checked(&site, seen, &shown).map_err(with_remedy)?;
                 let created = matches!(publish_as, Publish::Create);
                 if through_editor {
                     return Ok((target, shown, created, Some(content)));
                 }
-                publish(&target.key, content.as_bytes(), publish_as, &shown)?;
+                publish(&site, content.as_bytes(), publish_as, &shown)?;
                 session.observe_written(&target.key);
                 Ok((target, shown, created, None))
             })
@@ -120,39 +124,27 @@ pub(crate) fn editor_refused(shown: &str, reason: &str) -> ToolError {
     )
 }
 
-/// Publishes `content` at `key` if what is there matches what the session saw. Returns whether
+/// Publishes `content` at `site` if what is there matches what the session saw. Returns whether
 /// the file was created.
 pub(crate) fn write_checked(
-    key: &std::path::Path,
+    site: &WriteSite,
     content: &str,
     seen: Option<Observation>,
     shown: &str,
 ) -> Result<bool, ToolError> {
-    let publish_as = checked(key, seen, shown)?;
+    let publish_as = checked(site, seen, shown)?;
     let created = matches!(publish_as, Publish::Create);
-    publish(key, content.as_bytes(), publish_as, shown)?;
+    publish(site, content.as_bytes(), publish_as, shown)?;
     Ok(created)
 }
 
-/// How `key` may be written, if what is there matches what the session saw: replaced (keeping
-/// its permissions) or created.
-fn checked(
-    key: &std::path::Path,
-    seen: Option<Observation>,
-    shown: &str,
-) -> Result<Publish, ToolError> {
-    let current = match std::fs::metadata(key) {
-        Ok(meta) => Some(meta),
-        Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-            ) =>
-        {
-            None
-        }
-        Err(e) => return Err(crate::atomic::write_error(shown, &e)),
-    };
+/// How `site` may be written, if what is there matches what the session saw: replaced (keeping
+/// its permissions) or created. What is there is looked at without following a symlink: one
+/// swapped in after the fence is not a regular file.
+fn checked(site: &WriteSite, seen: Option<Observation>, shown: &str) -> Result<Publish, ToolError> {
+    let current = site
+        .metadata()
+        .map_err(|e| crate::atomic::write_error(shown, &e))?;
     let seen_version = match seen {
         Some(Observation::Present(version)) => Some(version),
         Some(Observation::Absent) | None => None,

@@ -381,6 +381,107 @@ async fn the_fence_refuses_writes_outside_the_roots_however_spelled() {
     assert!(!out.is_error, "{}", out.text());
 }
 
+/// The red team's race (issue 31): a job beside the model keeps exchanging a folder of the
+/// workspace with a symlink to a folder outside it (`renameat2` with `RENAME_EXCHANGE`) while
+/// `write` creates files in that folder (and folders under it) and `edit` changes one there.
+/// Resolved by path at each step, some writes landed outside; resolved once as a descriptor
+/// beneath the workspace, none may, whichever way each call ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_folder_swapped_for_a_symlink_never_lets_a_write_out() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let f = Fixture::new();
+    std::fs::create_dir(f.path("sub")).unwrap();
+    std::fs::write(f.path("sub/e.txt"), "a\n").unwrap();
+    std::os::unix::fs::symlink(f.outside.path(), f.path("swap")).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let stop = stop.clone();
+        let (a, b) = (f.path("sub"), f.path("swap"));
+        std::thread::spawn(move || {
+            let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+            let (a, b) = (c(&a), c(&b));
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                // SAFETY: two NUL-terminated paths; the exchange is atomic.
+                let rc = unsafe {
+                    libc::syscall(
+                        libc::SYS_renameat2,
+                        libc::AT_FDCWD,
+                        a.as_ptr(),
+                        libc::AT_FDCWD,
+                        b.as_ptr(),
+                        libc::RENAME_EXCHANGE,
+                    )
+                };
+                assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let (mut written, mut refused) = (0, 0);
+    for i in 0..400 {
+        let path = if i % 2 == 0 {
+            format!("sub/f{i}.txt")
+        } else {
+            format!("sub/d{i}/g.txt")
+        };
+        let out = f
+            .call("write", json!({"file_path": path, "content": "x"}))
+            .await;
+        if out.is_error {
+            refused += 1;
+        } else {
+            written += 1;
+        }
+        // An edit of a file read through the folder while it was in place.
+        if f.call("read", json!({"file_path": "sub/e.txt"}))
+            .await
+            .is_error
+        {
+            continue;
+        }
+        let _ = f
+            .call(
+                "edit",
+                json!({"file_path": "sub/e.txt", "old_string": "a", "new_string": "b"}),
+            )
+            .await;
+        let _ = f
+            .call(
+                "edit",
+                json!({"file_path": "sub/e.txt", "old_string": "b", "new_string": "a"}),
+            )
+            .await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    // The attack ran: the folder was swapped all along, and calls went both ways.
+    assert!(swaps > 1000, "only {swaps} swaps");
+    assert!(
+        written > 0 && refused > 0,
+        "{written} written, {refused} refused"
+    );
+    let escaped: Vec<_> = walk(f.outside.path());
+    assert!(
+        escaped.is_empty(),
+        "written outside the workspace: {escaped:?}"
+    );
+}
+
+/// Every entry under `dir`, folders included.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
+        let path = entry.path();
+        if entry.file_type().unwrap().is_dir() {
+            found.extend(walk(&path));
+        }
+        found.push(path);
+    }
+    found
+}
+
 #[tokio::test]
 async fn read_only_refuses_every_mutation() {
     let f = Fixture::with_mode(SandboxMode::ReadOnly);

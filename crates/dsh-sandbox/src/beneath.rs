@@ -1,0 +1,281 @@
+//! A write's folder, resolved once as a descriptor beneath the root that grants it.
+//!
+//! The file tools run in dsh's own process, which no kernel sandbox confines, while the model's
+//! commands may run beside them. Checking a path and then writing by the same path again leaves
+//! a window: a background job that keeps exchanging a folder with a symlink to elsewhere
+//! (`renameat2` with `RENAME_EXCHANGE`) could have one of the later steps (making the folder, the
+//! staging folder, the temporary file, the final link or rename) land outside the workspace.
+//!
+//! So a write opens the folder of its file once, starting from the handle the policy pinned on
+//! its root when the run began, and follows no symlink on the way (`openat2` with
+//! `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`, or one component at a time
+//! with `O_NOFOLLOW` on a kernel without `openat2`). Missing folders are made one component at a
+//! time in the same way. Every later step is relative to that descriptor, so whatever is swapped
+//! meanwhile, the write lands in the folder that was checked or fails.
+
+use std::ffi::{CStr, CString, OsStr};
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path};
+
+/// The folder a file is written in, open, and the file's name in it.
+#[derive(Debug)]
+pub struct WriteSite {
+    dir: OwnedFd,
+    name: CString,
+}
+
+impl WriteSite {
+    /// The folder, for `*at` calls.
+    pub fn dir(&self) -> BorrowedFd<'_> {
+        self.dir.as_fd()
+    }
+
+    /// The file's name in [`WriteSite::dir`]: one component, never `.` or `..`.
+    pub fn name(&self) -> &CStr {
+        &self.name
+    }
+
+    /// What is at the name now, without following a symlink there (a symlink is reported as
+    /// itself, so it is never taken for the file it points at); `None` when nothing is.
+    pub fn metadata(&self) -> io::Result<Option<std::fs::Metadata>> {
+        match open_at(
+            self.dir(),
+            &self.name,
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0,
+        ) {
+            Ok(file) => file.metadata().map(Some),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The file, opened for reading without following a symlink at its name (a FIFO swapped in
+    /// does not block the open).
+    pub fn open_read(&self) -> io::Result<File> {
+        open_at(
+            self.dir(),
+            &self.name,
+            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY,
+            0,
+        )
+    }
+}
+
+/// Opens the folder of `path`, which lies beneath `root` (the directory `root_path` named when it
+/// was pinned), without following a symlink, making missing folders when `make_missing`.
+pub(crate) fn write_site(
+    root: BorrowedFd<'_>,
+    root_path: &Path,
+    path: &Path,
+    make_missing: bool,
+) -> io::Result<WriteSite> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(io::Error::from_raw_os_error(libc::EISDIR));
+    };
+    let inside = parent
+        .strip_prefix(root_path)
+        .map_err(|_| io::Error::from_raw_os_error(libc::EXDEV))?;
+    let dir = open_dir_beneath(root, inside, make_missing)?;
+    Ok(WriteSite {
+        dir,
+        name: c_name(name)?,
+    })
+}
+
+/// The folder `inside` (relative, no `..`) beneath `root`, opened for reading (so that it can be
+/// synced), or as a bare handle where it cannot be read.
+fn open_dir_beneath(
+    root: BorrowedFd<'_>,
+    inside: &Path,
+    make_missing: bool,
+) -> io::Result<OwnedFd> {
+    let mut parts = Vec::new();
+    for part in inside.components() {
+        match part {
+            Component::Normal(name) => parts.push(c_name(name)?),
+            Component::CurDir => {}
+            // The paths given are real paths; a `..` or a second root is never one.
+            _ => return Err(io::Error::from_raw_os_error(libc::EXDEV)),
+        }
+    }
+    let joined = if parts.is_empty() {
+        CString::from(c".")
+    } else {
+        let mut bytes = Vec::new();
+        for (i, part) in parts.iter().enumerate() {
+            if i > 0 {
+                bytes.push(b'/');
+            }
+            bytes.extend_from_slice(part.as_bytes());
+        }
+        CString::new(bytes)?
+    };
+    match openat2_dir(root, &joined) {
+        Ok(fd) => return Ok(fd),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) && make_missing => {}
+        Err(e) if unsupported(&e) => {}
+        Err(e) => return Err(e),
+    }
+    // One component at a time: on a kernel without openat2, and to make what is missing.
+    let mut current: Option<OwnedFd> = None;
+    for part in parts.iter().map(CString::as_c_str).chain(
+        // With no component, the root itself is the folder.
+        std::iter::once(c".").filter(|_| parts.is_empty()),
+    ) {
+        let at = current.as_ref().map_or(root, |fd| fd.as_fd());
+        let next = match open_component(at, part) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) && make_missing => {
+                // SAFETY: `at` is an open descriptor and `part` a NUL-terminated name.
+                let rc = unsafe { libc::mkdirat(at.as_raw_fd(), part.as_ptr(), 0o777) };
+                if rc != 0 {
+                    let e = io::Error::last_os_error();
+                    if e.raw_os_error() != Some(libc::EEXIST) {
+                        return Err(e);
+                    }
+                }
+                open_component(at, part)?
+            }
+            other => other?,
+        };
+        current = Some(next);
+    }
+    current.ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))
+}
+
+/// A kernel (or a seccomp filter) without `openat2`.
+fn unsupported(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM))
+}
+
+/// `path` beneath `root` as a folder, following no symlink and never leaving `root`.
+fn openat2_dir(root: BorrowedFd<'_>, path: &CStr) -> io::Result<OwnedFd> {
+    let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+    let open = |flags: libc::c_int| -> io::Result<OwnedFd> {
+        // SAFETY: `open_how` is plain data; zeroed, then the three fields set.
+        let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+        how.flags = (flags | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
+        how.resolve = resolve;
+        // SAFETY: `root` is an open descriptor, `path` NUL-terminated and `how` lives across
+        // the call with its size passed.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                root.as_raw_fd(),
+                path.as_ptr(),
+                &how as *const libc::open_how,
+                std::mem::size_of::<libc::open_how>(),
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the kernel returned a new descriptor that nothing else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+    };
+    match open(libc::O_RDONLY) {
+        Err(e) if e.raw_os_error() == Some(libc::EACCES) => open(libc::O_PATH),
+        other => other,
+    }
+}
+
+/// One name in `at` as a folder, not followed if it is a symlink (which is then `ENOTDIR`
+/// or `ELOOP`).
+fn open_component(at: BorrowedFd<'_>, name: &CStr) -> io::Result<OwnedFd> {
+    let flags = libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    match open_at(at, name, libc::O_RDONLY | flags, 0) {
+        Err(e) if e.raw_os_error() == Some(libc::EACCES) => {
+            open_at(at, name, libc::O_PATH | flags, 0)
+        }
+        other => other,
+    }
+    .map(OwnedFd::from)
+}
+
+/// `openat(2)` as a `File`.
+pub fn open_at(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    flags: libc::c_int,
+    mode: libc::mode_t,
+) -> io::Result<File> {
+    // SAFETY: `dir` is an open descriptor and `name` NUL-terminated; the mode is read only
+    // with O_CREAT.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags, mode as libc::c_uint) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor that nothing else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+fn c_name(name: &OsStr) -> io::Result<CString> {
+    CString::new(name.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::OpenOptionsExt;
+
+    fn root(path: &Path) -> File {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+            .open(path)
+            .unwrap()
+    }
+
+    #[test]
+    fn missing_folders_are_made_beneath_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        let handle = root(&real);
+        let site = write_site(handle.as_fd(), &real, &real.join("a/b/c.txt"), true).unwrap();
+        assert_eq!(site.name().to_bytes(), b"c.txt");
+        assert!(real.join("a/b").is_dir());
+        assert!(site.metadata().unwrap().is_none());
+        // The root's own files: the folder is the root.
+        let site = write_site(handle.as_fd(), &real, &real.join("top.txt"), false).unwrap();
+        assert!(site.metadata().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_symlink_on_the_way_is_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), real.join("link")).unwrap();
+        let handle = root(&real);
+        for make in [false, true] {
+            let error =
+                write_site(handle.as_fd(), &real, &real.join("link/x/f.txt"), make).unwrap_err();
+            assert!(
+                matches!(error.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)),
+                "{error:?}"
+            );
+        }
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+        // A path that is not beneath the root at all.
+        let error = write_site(handle.as_fd(), &real, outside.path(), true).unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(libc::EXDEV));
+    }
+
+    #[test]
+    fn a_symlink_at_the_name_is_seen_as_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::write(real.join("target.txt"), "x").unwrap();
+        std::os::unix::fs::symlink(real.join("target.txt"), real.join("link.txt")).unwrap();
+        let handle = root(&real);
+        let site = write_site(handle.as_fd(), &real, &real.join("link.txt"), false).unwrap();
+        assert!(site.metadata().unwrap().unwrap().file_type().is_symlink());
+        assert_eq!(
+            site.open_read().unwrap_err().raw_os_error(),
+            Some(libc::ELOOP)
+        );
+    }
+}
