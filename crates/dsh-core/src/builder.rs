@@ -273,7 +273,8 @@ impl StartedRun {
         config.nested_instructions = Some(instructions.clone());
         let mode = settings.permission_mode.value.sandbox();
         let approval = settings.approval.value;
-        let policy = SandboxPolicy::new(mode, cwd, settings.add_dirs.value.clone());
+        let policy = SandboxPolicy::new(mode, cwd, settings.add_dirs.value.clone())
+            .with_dsh_home(&settings.home.value);
         config.context.push(dsh_sandbox::runtime_context(
             &policy,
             settings.sandbox.network,
@@ -456,7 +457,8 @@ fn child_kit(
             } else {
                 settings.permission_mode.value.sandbox()
             };
-            let policy = SandboxPolicy::new(mode, &settings.cwd, settings.add_dirs.value.clone());
+            let policy = SandboxPolicy::new(mode, &settings.cwd, settings.add_dirs.value.clone())
+                .with_dsh_home(&settings.home.value);
             let approval = ApprovalPolicy::Never;
             let mut config = agent_config(&settings);
             config.hooks.clone_from(&hooks);

@@ -21,6 +21,8 @@ pub struct SandboxPolicy {
     extra_roots: Vec<PathBuf>,
     roots: Vec<PathBuf>,
     pinned: Arc<Vec<PinnedRoot>>,
+    /// dsh's own home (`DSH_HOME`): its config, hooks and sessions, which dsh trusts.
+    dsh_home: Option<PathBuf>,
 }
 
 /// A writable root as it was when the policy was made.
@@ -70,7 +72,16 @@ impl SandboxPolicy {
             extra_roots,
             roots,
             pinned: Arc::new(pinned),
+            dsh_home: None,
         }
+    }
+
+    /// The same policy, with dsh's home protected like the workspace's `.dsh/`: its config can
+    /// widen the next run's sandbox and its hooks run commands, and it may well lie in a
+    /// writable root (a `DSH_HOME` under `/tmp`, or inside the workspace).
+    pub fn with_dsh_home(mut self, home: &Path) -> Self {
+        self.dsh_home = Some(canonical(home));
+        self
     }
 
     /// The roots as they were pinned (those that existed as directories then).
@@ -139,38 +150,63 @@ impl SandboxPolicy {
     /// later: Git's hooks and config (a hook runs at the user's next commit), dsh's own
     /// `.dsh/` (its config can widen the sandbox, its hooks run commands) and the `.env`
     /// files of the workspace's top folder (where dsh reads keys). `.dsh/` is listed even
-    /// when absent, so that it cannot be created; the Git paths only when `.git` is the
-    /// workspace's own folder (a worktree's `.git` file points outside it, where nothing is
-    /// writable anyway), with the hooks folder its config names (`core.hooksPath`) and the
-    /// files it includes, when they are in the workspace.
+    /// when absent, so that it cannot be created; the Git paths when `.git` is the
+    /// workspace's own folder, with the hooks folder its config names (`core.hooksPath`) and
+    /// the files it includes, when they are in the workspace; `.git` itself when it is a file
+    /// (a worktree's or a submodule's pointer); dsh's home when it is in the workspace or an
+    /// added folder.
     pub fn protected_paths(&self) -> Vec<PathBuf> {
         if self.mode != SandboxMode::WorkspaceWrite {
             return Vec::new();
         }
         let ws = &self.workspace;
-        let mut paths = git_paths(&ws.join(".git"), ws);
+        let git = ws.join(".git");
+        let mut paths = git_paths(&git, ws);
+        // A `.git` file (a linked worktree, a submodule's checkout) says where the repository
+        // is: a command that repoints it has the user's next `git status` run a repository of
+        // its making, hooks and `core.fsmonitor` included.
+        if std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_file()) {
+            paths.push(git);
+        }
         paths.push(ws.join(".dsh"));
-        if let Ok(entries) = std::fs::read_dir(ws) {
-            let mut env_files: Vec<PathBuf> = entries
-                .filter_map(Result::ok)
-                .map(|entry| entry.path())
-                .filter(|path| path.file_name().is_some_and(is_env_file))
-                .collect();
-            env_files.sort();
-            paths.extend(env_files);
+        paths.extend(top_level_env_files(ws));
+        // dsh's home, where a command could reach it: below the workspace or an added folder
+        // (the temporary areas are private to each command under bubblewrap).
+        if let Some(home) = &self.dsh_home {
+            let writable = std::iter::once(ws).chain(&self.extra_roots);
+            if writable.into_iter().any(|root| home.starts_with(root)) && !paths.contains(home) {
+                paths.push(home.clone());
+            }
         }
         paths
     }
 
-    /// The protected path ([`SandboxPolicy::protected_paths`]) `real_path` is, or is under.
+    /// The protected path ([`SandboxPolicy::protected_paths`]) `real_path` is, or is under,
+    /// for the file tools. A protected path that is a symlink (a `.git/hooks` shared from a
+    /// committed folder, an `.env` kept elsewhere in the workspace) protects where it leads too,
+    /// since the tools write real paths; so does a `.git` that is a symlink. Any `.dsh/` in
+    /// the workspace and dsh's home, wherever it is, are protected.
     pub fn protection_of(&self, real_path: &Path) -> Option<PathBuf> {
         if self.mode != SandboxMode::WorkspaceWrite {
             return None;
         }
         let ws = &self.workspace;
-        let git = git_paths(&ws.join(".git"), ws);
-        if let Some(path) = git.into_iter().find(|path| real_path.starts_with(path)) {
-            return Some(path);
+        let mut listed = self.protected_paths();
+        let git = ws.join(".git");
+        if std::fs::symlink_metadata(&git).is_ok_and(|m| m.file_type().is_symlink()) {
+            listed.push(git);
+        }
+        listed.extend(self.dsh_home.clone());
+        for path in listed {
+            if real_path.starts_with(&path) {
+                return Some(path);
+            }
+            if let Ok(real) = std::fs::canonicalize(&path)
+                && real != path
+                && real_path.starts_with(&real)
+            {
+                return Some(path);
+            }
         }
         // Any `.dsh/` in the workspace, not only the top one: dsh reads the one of the folder
         // it is started in, which may be a subfolder next time.
@@ -367,6 +403,20 @@ fn lexically_normal(path: &Path) -> PathBuf {
     out
 }
 
+/// The `.env` files of the workspace's top folder, sorted.
+fn top_level_env_files(ws: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(ws) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.file_name().is_some_and(is_env_file))
+        .collect();
+    files.sort();
+    files
+}
+
 /// `.env`, and `.env.<anything>` (`.env.local`, `.env.production`), but not the templates
 /// projects commit beside them (`.env.example`, `.env.sample`, `.env.template`, `.env.dist`),
 /// which hold no secrets.
@@ -456,6 +506,42 @@ mod tests {
     }
 
     #[test]
+    fn git_files_symlinked_protected_paths_and_dsh_home_are_protected() {
+        let ws = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(ws.path()).unwrap();
+        std::fs::write(real.join(".git"), "gitdir: /elsewhere\n").unwrap();
+        std::fs::create_dir_all(real.join("shared/hooks")).unwrap();
+        std::os::unix::fs::symlink("shared/hooks", real.join(".dsh")).unwrap();
+        let home = real.join("state/dsh-home");
+        std::fs::create_dir_all(&home).unwrap();
+        let policy =
+            SandboxPolicy::new(SandboxMode::WorkspaceWrite, &real, Vec::new()).with_dsh_home(&home);
+        // Commands: the `.git` file and the home are bound read-only.
+        let protected = policy.protected_paths();
+        assert!(protected.contains(&real.join(".git")), "{protected:?}");
+        assert!(protected.contains(&home), "{protected:?}");
+        // The file tools: where a protected symlink leads is protected too.
+        assert_eq!(
+            policy.protection_of(&real.join("shared/hooks/config.toml")),
+            Some(real.join(".dsh"))
+        );
+        assert!(!policy.allows_write(&real.join(".git")));
+        assert!(!policy.allows_write(&home.join("config.toml")));
+        assert!(policy.allows_write(&real.join("shared/other.txt")));
+        // A home outside the workspace is refused to the tools but not bound.
+        let elsewhere = tempfile::tempdir().unwrap();
+        let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &real, Vec::new())
+            .with_dsh_home(elsewhere.path());
+        assert!(!policy.allows_write(&elsewhere.path().join("hooks.json")));
+        assert!(
+            !policy
+                .protected_paths()
+                .iter()
+                .any(|p| p.starts_with(elsewhere.path()))
+        );
+    }
+
+    #[test]
     fn hooks_paths_includes_and_nested_dsh_folders_are_protected() {
         let ws = tempfile::tempdir().unwrap();
         let real = std::fs::canonicalize(ws.path()).unwrap();
@@ -489,12 +575,15 @@ mod tests {
     }
 
     #[test]
-    fn a_git_file_leaves_git_paths_alone() {
+    fn a_git_file_is_protected_itself_and_names_no_git_paths() {
         let ws = tempfile::tempdir().unwrap();
         let real = std::fs::canonicalize(ws.path()).unwrap();
         std::fs::write(real.join(".git"), "gitdir: /elsewhere\n").unwrap();
         let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &real, Vec::new());
-        assert_eq!(policy.protected_paths(), [real.join(".dsh")]);
+        assert_eq!(
+            policy.protected_paths(),
+            [real.join(".git"), real.join(".dsh")]
+        );
     }
 
     #[test]

@@ -143,6 +143,94 @@ fn an_added_directory_is_writable_by_the_file_tools() {
     assert!(system_prompt(&env, 0).contains(&format!("{:?}", granted.display().to_string())));
 }
 
+/// The red team's attacks on protected paths through the file tools (issue 31): a `.git/hooks`
+/// and an `.env` that are symlinks to folders in the workspace (a common way to share hooks),
+/// which the tools used to write through because the check compared the resolved path with
+/// the unresolved protected one; a linked worktree's `.git` file, repointed at a repository of
+/// the model's making; and dsh's own config and hooks in a `DSH_HOME` under `/tmp`, a writable
+/// root. Each write is refused and changes nothing.
+#[test]
+fn protected_paths_hold_against_symlinks_git_files_and_a_home_under_tmp() {
+    let env = TestEnv::new(Vec::new());
+    let ws = env.ws_path();
+    std::fs::create_dir_all(ws.join(".git")).unwrap();
+    std::fs::write(ws.join(".git/config"), "[core]\n\tbare = false\n").unwrap();
+    std::fs::create_dir_all(ws.join("tools/githooks")).unwrap();
+    std::os::unix::fs::symlink("../tools/githooks", ws.join(".git/hooks")).unwrap();
+    std::fs::create_dir_all(ws.join("config")).unwrap();
+    std::fs::write(ws.join("config/app.env"), "KEY=1\n").unwrap();
+    std::os::unix::fs::symlink("config/app.env", ws.join(".env")).unwrap();
+    let home = std::fs::canonicalize(env.home.path()).unwrap();
+    let hook = ws.join("tools/githooks/pre-commit");
+    let (config, hooks) = (home.join("config.toml"), home.join("hooks.json"));
+    let attempts = [
+        (".git/hooks/pre-commit", "#!/bin/sh\ntouch /tmp/pwned\n"),
+        (hook.to_str().unwrap(), "#!/bin/sh\ntouch /tmp/pwned\n"),
+        ("config/app.env", "KEY=2\n"),
+        (".env", "KEY=2\n"),
+        (
+            config.to_str().unwrap(),
+            "[sandbox]\nmode = \"danger-full-access\"\n",
+        ),
+        (hooks.to_str().unwrap(), "{}"),
+    ];
+    let mut turns: Vec<Turn> = attempts
+        .iter()
+        .map(|(path, content)| {
+            Turn::tool_call("write", json!({"file_path": path, "content": content}))
+        })
+        .collect();
+    turns.push(Turn::text("done"));
+    let env = TestEnv {
+        server: dsh_testkit::ScriptedServer::start(turns),
+        ..env
+    };
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let requests = env.server.requests();
+    for (i, (path, _)) in attempts.iter().enumerate() {
+        let result = requests[i + 1].tool_results().pop().unwrap();
+        assert!(
+            result.starts_with("Error: [sandbox: file access denied under workspace-write mode]")
+                && result.contains("is protected under workspace-write"),
+            "{path}: {result}"
+        );
+    }
+    assert!(!hook.exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.join("config/app.env")).unwrap(),
+        "KEY=1\n"
+    );
+    assert!(!config.exists() && !hooks.exists());
+
+    // A linked worktree's `.git` file: repointing it is refused too.
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": ".git"})),
+        Turn::tool_call(
+            "write",
+            json!({"file_path": ".git", "content": "gitdir: ./evil-repo\n"}),
+        ),
+        Turn::text("done"),
+    ]);
+    env.write(".git", "gitdir: /elsewhere/.git/worktrees/w\n");
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let result = env.server.requests()[2].tool_results().pop().unwrap();
+    assert!(
+        result.contains("is protected under workspace-write"),
+        "{result}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.ws.path().join(".git")).unwrap(),
+        "gitdir: /elsewhere/.git/worktrees/w\n"
+    );
+    dsh_testkit::fault_matrix(
+        "sandbox",
+        "write through a symlinked .git/hooks or .env, to a .git file, or to DSH_HOME under /tmp",
+        "refused as protected; nothing changed",
+    );
+}
+
 #[test]
 fn sandbox_check_names_each_backend_and_the_one_used() {
     let env = TestEnv::new(Vec::new());
