@@ -654,7 +654,7 @@ impl Agent {
         if let Some(delivery) = self.config.instructions.take() {
             self.commit(Record::UserMessage {
                 turn,
-                message: Message::user_text(delivery.text),
+                message: Message::user_text(self.redacted(delivery.text)),
                 instructions: Some(delivery.files),
             })?;
         }
@@ -1077,6 +1077,19 @@ impl Agent {
         self.commit(result_record(turn, step, id, outcome))
     }
 
+    /// `text` with the run's secrets taken out. Instruction files are the workspace's text like
+    /// any file a tool reads, and a command can copy `.env` into an `AGENTS.md`: what they
+    /// deliver is redacted as tool results are, before it is logged or sent.
+    fn redacted(&self, text: String) -> String {
+        match self.session.redactor() {
+            Some(redactor) => match redactor.redact(&text) {
+                std::borrow::Cow::Owned(clean) => clean,
+                std::borrow::Cow::Borrowed(_) => text,
+            },
+            None => text,
+        }
+    }
+
     /// Instruction files in folders the file tools just reached (`touched`: the paths their
     /// calls worked on), as user messages after the results.
     fn deliver_nested_instructions(
@@ -1099,9 +1112,10 @@ impl Agent {
             ));
         }
         for delivery in messages {
+            let text = self.redacted(delivery.text);
             self.commit(Record::UserMessage {
                 turn,
-                message: Message::user_text(delivery.text),
+                message: Message::user_text(text),
                 instructions: Some(delivery.files),
             })?;
         }

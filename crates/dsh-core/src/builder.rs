@@ -533,9 +533,15 @@ fn base_tools(settings: &Settings) -> BaseTools {
         tools.register(Box::new(ExitPlanMode::default()));
     }
     let skills = dsh_tools::skill::discover(&settings.skill_roots());
-    let catalog = dsh_tools::skill::catalog(&skills);
+    // A skill's description is the workspace's text, like a file a tool reads: the run's
+    // secrets come out of it before it reaches the prompt or a front end's list.
+    let redact = |text: String| match settings.redactor() {
+        Some(redactor) => redactor.redact(&text).into_owned(),
+        None => text,
+    };
+    let catalog = dsh_tools::skill::catalog(&skills).map(redact);
     let listed = (skills.iter())
-        .map(|skill| (skill.name.clone(), skill.description.clone()))
+        .map(|skill| (skill.name.clone(), redact(skill.description.clone())))
         .collect();
     if catalog.is_some() {
         tools.register(Box::new(dsh_tools::skill::SkillTool::new(skills)));

@@ -293,3 +293,63 @@ fn a_command_that_holds_the_placeholder_is_refused() {
         "refused; the file unchanged",
     );
 }
+
+/// The red team's attack on instruction files (issue 31): a command copies `.env` into an
+/// `AGENTS.md`, in a subfolder the model then reads (a nested delivery), and an `AGENTS.md` and
+/// a skill's description already hold the key when the run starts (a baseline delivery and the
+/// skill catalog). Instructions and skills reach the model like tool results, so they are
+/// redacted like them: no request (a subagent's included) and no log holds the key.
+#[test]
+fn secrets_copied_into_instruction_files_and_skills_are_redacted() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "bash",
+            json!({"command": "mkdir -p sub && cp .env sub/AGENTS.md && echo x > sub/a.txt",
+                   "description": "copy the keys"}),
+        ),
+        Turn::tool_call("read", json!({"file_path": "sub/a.txt"})),
+        Turn::tool_call(
+            "subagent",
+            json!({"description": "look", "prompt": "read sub/a.txt"}),
+        ),
+        Turn::tool_call("read", json!({"file_path": "sub/a.txt"})),
+        Turn::text("child done"),
+        Turn::text("done"),
+    ]);
+    env.write(".env", &format!("PAYMENT_API_TOKEN={TOKEN}\n"));
+    env.write("AGENTS.md", &format!("Use the key {TOKEN} for payments.\n"));
+    env.write(
+        ".dsh/skills/pay/SKILL.md",
+        &format!("---\nname: pay\ndescription: Pay with {TOKEN}\n---\nPay.\n"),
+    );
+    let out = env.run(dsh(), &["--json", "go"]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let requests = env.server.requests();
+    // The attack reached the model's context: the nested file was delivered to the top agent
+    // and to the subagent (whose requests carry its prompt and not the top agent's calls).
+    let delivered =
+        |r: &&dsh_testkit::Request| r.body.to_string().contains("PAYMENT_API_TOKEN=[REDACTED]");
+    let child = |r: &&dsh_testkit::Request| {
+        let body = r.body.to_string();
+        body.contains("read sub/a.txt") && !body.contains("copy the keys")
+    };
+    assert!(requests.iter().filter(child).any(|r| delivered(&r)));
+    assert!(requests.iter().filter(|r| !child(r)).any(|r| delivered(&r)));
+    assert!(
+        requests[0]
+            .body
+            .to_string()
+            .contains("Use the key [REDACTED]")
+    );
+    assert!(requests[0].body.to_string().contains("Pay with [REDACTED]"));
+    for (i, request) in requests.iter().enumerate() {
+        assert!(!request.body.to_string().contains(TOKEN), "request {i}");
+    }
+    assert!(!env.session_logs().contains(TOKEN));
+    assert!(!out.stdout.contains(TOKEN));
+    dsh_testkit::fault_matrix(
+        "secret",
+        "a .env token copied into AGENTS.md (baseline, nested, subagent) and a skill description",
+        "redacted in every request and log",
+    );
+}
