@@ -63,7 +63,7 @@ pub use redact::{MIN_SECRET_CHARS, REDACTED, Redactor, is_secret_name};
 pub use registry::{PreparedCall, ToolGroup, ToolOutcome, ToolRegistry};
 pub use schema::{Arguments, Param, ParamType, Parameters, Shape};
 pub use search::glob::Glob;
-pub use search::grep::Grep;
+pub use search::grep::{Grep, MAX_HELD_LINE_BYTES};
 pub use shell::bash::Bash;
 pub use shell::job_tools::{JobKill, JobList, JobOutput};
 pub use shell::{DEFAULT_SCRUB, JobRegistry, MAX_RUNNING, Script, ScriptRun, Shell, ShellEnv};

@@ -304,3 +304,24 @@ async fn search_paths_outside_the_workspace_are_absolute() {
         shown
     );
 }
+
+/// The red team's memory attack (issue 31): a file that is one enormous line made grep hold
+/// the whole line (a 300 MB file took dsh to 423 MB). The searcher holds at most
+/// `MAX_HELD_LINE_BYTES`; such a file is named as not searched past that line, while the
+/// other files' matches are reported as usual.
+#[tokio::test]
+async fn a_line_too_long_to_hold_is_skipped_and_named() {
+    let tree = Tree::new();
+    let mut huge = vec![b'a'; dsh_tools::MAX_HELD_LINE_BYTES + (1 << 20)];
+    huge.extend_from_slice(b" needle\n");
+    tree.put("dump.json", &huge);
+    tree.put("src/lib.rs", b"// a needle here\n");
+    let out = tree.call("grep", json!({"pattern": "needle"})).await;
+    assert!(!out.is_error, "{}", out.text());
+    assert_eq!(
+        out.text(),
+        "Found 1 match\n\nsrc/lib.rs\nLine 1: // a needle here\n\n(Not searched past a line \
+         longer than 16 MiB, which grep does not hold in memory: dump.json. Search such a file \
+         with bash, for example grep -o with a bounded context around the pattern.)"
+    );
+}

@@ -25,6 +25,10 @@ use crate::{Arguments, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
 pub const MAX_MATCHES: usize = 250;
 /// The longest line shown, in bytes.
 pub const MAX_LINE_BYTES: usize = 2000;
+/// The most a searcher may hold of one file at once: it keeps a whole line in memory, so a
+/// file with a longer line (a 300 MB one-line dump) is skipped and named in the result rather
+/// than taking dsh's memory with it.
+pub const MAX_HELD_LINE_BYTES: usize = 16 << 20;
 
 /// The `grep` tool.
 pub struct Grep {
@@ -190,6 +194,8 @@ struct Progress<'a> {
     stop: &'a StopFlag,
     /// A line cut in the middle of a secret must not show its start.
     redactor: Option<&'a crate::Redactor>,
+    /// Files left (partly) unsearched for a line over [`MAX_HELD_LINE_BYTES`], as shown.
+    skipped: Mutex<Vec<String>>,
 }
 
 fn search(
@@ -198,7 +204,7 @@ fn search(
     matcher: &RegexMatcher,
     stop: &StopFlag,
     redactor: Option<&crate::Redactor>,
-) -> Result<Vec<FileMatches>, ToolError> {
+) -> Result<Found, ToolError> {
     let found = Mutex::new(Vec::new());
     let progress = Progress {
         found: &found,
@@ -206,6 +212,7 @@ fn search(
         over_cap: AtomicBool::new(false),
         stop,
         redactor,
+        skipped: Mutex::new(Vec::new()),
     };
     WalkBuilder::new(&root.walk)
         .add_custom_ignore_filename(".rgignore")
@@ -240,8 +247,17 @@ fn search(
                     lines: Vec::new(),
                     progress,
                 };
-                // An unreadable file is skipped, as `rg` skips it (the rest is still searched).
-                let _ = searcher.search_path(&matcher, entry.path(), &mut sink);
+                // An unreadable file is skipped, as `rg` skips it (the rest is still searched);
+                // one with a line too long to hold is named in the result.
+                if let Err(error) = searcher.search_path(&matcher, entry.path(), &mut sink)
+                    && error.to_string().contains("allocation limit")
+                {
+                    progress
+                        .skipped
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push(root.show(entry.path()));
+                }
                 if !sink.lines.is_empty() {
                     let shown = root.show(entry.path());
                     let mut found = progress
@@ -262,17 +278,28 @@ fn search(
     if stop.is_set() {
         return Err(aborted("grep"));
     }
-    let mut found = found
+    let mut skipped =
+        (progress.skipped.into_inner()).unwrap_or_else(std::sync::PoisonError::into_inner);
+    skipped.sort_unstable();
+    let mut files = found
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    found.sort_unstable_by(|a, b| a.shown.cmp(&b.shown));
-    Ok(found)
+    files.sort_unstable_by(|a, b| a.shown.cmp(&b.shown));
+    Ok(Found { files, skipped })
+}
+
+/// What a search found: the matches of each file, and the files it could not search whole.
+#[derive(Debug)]
+struct Found {
+    files: Vec<FileMatches>,
+    skipped: Vec<String>,
 }
 
 fn searcher(binary: BinaryDetection) -> Searcher {
     SearcherBuilder::new()
         .line_number(true)
         .binary_detection(binary)
+        .heap_limit(Some(MAX_HELD_LINE_BYTES))
         .build()
 }
 
@@ -320,16 +347,30 @@ fn preview(line: &[u8], redactor: Option<&crate::Redactor>) -> String {
     format!("{kept} (line truncated)")
 }
 
-fn render(ctx: &ToolContext, files: Vec<FileMatches>) -> String {
+fn render(ctx: &ToolContext, found: Found) -> String {
+    let mut text = matches_text(ctx, &found.files);
+    if !found.skipped.is_empty() {
+        text.push_str(&format!(
+            "\n\n(Not searched past a line longer than {} MiB, which grep does not hold in \
+             memory: {}. Search such a file with bash, for example grep -o with a bounded \
+             context around the pattern.)",
+            MAX_HELD_LINE_BYTES >> 20,
+            found.skipped.join(", ")
+        ));
+    }
+    text
+}
+
+fn matches_text(ctx: &ToolContext, files: &[FileMatches]) -> String {
     let total: usize = files.iter().map(|f| f.lines.len()).sum();
     if total == 0 {
         return "No matches found".to_owned();
     }
     if total <= MAX_MATCHES {
         let noun = if total == 1 { "match" } else { "matches" };
-        return format!("Found {total} {noun}\n\n{}", groups(&files, usize::MAX));
+        return format!("Found {total} {noun}\n\n{}", groups(files, usize::MAX));
     }
-    let full = format!("Found {total} matches\n\n{}", groups(&files, usize::MAX));
+    let full = format!("Found {total} matches\n\n{}", groups(files, usize::MAX));
     let recovery = match save_full(ctx, "grep-results.txt", &full) {
         Some(path) => format!(
             "Full grep result stored at: {}. {}",
@@ -342,7 +383,7 @@ fn render(ctx: &ToolContext, files: Vec<FileMatches>) -> String {
     };
     format!(
         "Found {MAX_MATCHES} of {total} matches\n\n{}\n\n({recovery})",
-        groups(&files, MAX_MATCHES)
+        groups(files, MAX_MATCHES)
     )
 }
 
