@@ -5,7 +5,7 @@ import collections
 import datetime
 import sys
 
-CLASSES = ["provider fault", "kill point", "hostile input", "secret"]
+CLASSES = ["provider fault", "kill point", "hostile input", "secret", "attack"]
 
 
 def main() -> None:
@@ -21,7 +21,8 @@ def main() -> None:
     out.write(
         "Written by `scripts/fault-matrix`; do not edit by hand. Each row is something done to dsh "
         "on purpose (a provider that fails, a kill at a record boundary, input no well-behaved "
-        "peer sends, a secret where it should not be), how many cases of it the tests tried, and "
+        "peer sends, a secret where it should not be, an attack a hostile model could make "
+        "from its own tools), how many cases of it the tests tried, and "
         "how dsh came out of it. A case is counted only once its test's assertions held, so "
         "every row's outcome held for every case counted; a failing case stops the script "
         "instead.\n\n"
@@ -54,7 +55,9 @@ def main() -> None:
         "`crates/dsh/tests/cli/kill_matrix.rs`, secrets in `crates/dsh/tests/cli/secrets.rs`, "
         "hostile inputs in `crates/dsh-llm/src/stream_props.rs`, "
         "`crates/dsh-core/src/log_props.rs`, `crates/dsh-core/tests/config_props.rs` and "
-        "`crates/dsh-tools/tests/props.rs`.\n"
+        "`crates/dsh-tools/tests/props.rs`, attacks in `crates/dsh/tests/cli/sandbox.rs`, "
+        "`crates/dsh-tools/tests/files.rs` and `crates/dsh-tools/tests/search.rs` (the sandbox's "
+        "escape suite is counted in `docs/sandbox.md`).\n"
     )
 
 

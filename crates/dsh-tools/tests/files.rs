@@ -467,6 +467,11 @@ async fn a_folder_swapped_for_a_symlink_never_lets_a_write_out() {
         escaped.is_empty(),
         "written outside the workspace: {escaped:?}"
     );
+    dsh_testkit::fault_matrix(
+        "attack",
+        "a folder swapped with a symlink out of the workspace while write and edit run",
+        "no write lands outside; each call writes inside or is refused",
+    );
 }
 
 /// Every entry under `dir`, folders included.

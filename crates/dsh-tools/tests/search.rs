@@ -324,4 +324,9 @@ async fn a_line_too_long_to_hold_is_skipped_and_named() {
          longer than 16 MiB, which grep does not hold in memory: dump.json. Search such a file \
          with bash, for example grep -o with a bounded context around the pattern.)"
     );
+    dsh_testkit::fault_matrix(
+        "attack",
+        "grep over a file whose one line is longer than grep may hold",
+        "named as not searched past that line; other files searched",
+    );
 }

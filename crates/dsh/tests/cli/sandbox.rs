@@ -225,7 +225,7 @@ fn protected_paths_hold_against_symlinks_git_files_and_a_home_under_tmp() {
         "gitdir: /elsewhere/.git/worktrees/w\n"
     );
     dsh_testkit::fault_matrix(
-        "sandbox",
+        "attack",
         "write through a symlinked .git/hooks or .env, to a .git file, or to DSH_HOME under /tmp",
         "refused as protected; nothing changed",
     );
