@@ -23,6 +23,9 @@ const NEVER_INHERITED: [&str; 2] = ["BASH_ENV", "ENV"];
 pub struct ShellEnv {
     /// Upper-case name fragments to scrub.
     pub scrub: Vec<String>,
+    /// Whole names to scrub whatever they look like: the variables the run reads its keys from
+    /// (a route's `api_key_env` may be `LLM_ACCESS`, which no fragment catches).
+    pub scrub_names: Vec<String>,
     /// dsh's variables: `DSH_HOME`, `DSH_SESSION_ID`, `DSH_SESSION_JSONL`.
     pub dsh: Vec<(String, OsString)>,
 }
@@ -31,6 +34,7 @@ impl ShellEnv {
     pub fn new(dsh: Vec<(String, OsString)>) -> Self {
         ShellEnv {
             scrub: DEFAULT_SCRUB.iter().map(|s| (*s).to_owned()).collect(),
+            scrub_names: Vec::new(),
             dsh,
         }
     }
@@ -38,7 +42,10 @@ impl ShellEnv {
     /// Whether an inherited variable is dropped.
     pub fn scrubs(&self, name: &OsStr) -> bool {
         let upper = name.to_string_lossy().to_uppercase();
-        upper.starts_with("DSH_")
+        self.scrub_names
+            .iter()
+            .any(|scrubbed| name == scrubbed.as_str())
+            || upper.starts_with("DSH_")
             || NEVER_INHERITED.contains(&upper.as_str())
             || self
                 .scrub

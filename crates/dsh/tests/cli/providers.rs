@@ -370,3 +370,46 @@ fn an_openai_responses_route_runs_a_three_step_session() {
     assert_eq!(usage["cacheReadTokens"], 600, "{usage}");
     assert_eq!(usage["inputTokens"], 400 + 2 * 100, "{usage}");
 }
+
+/// The red team's finding (issue 31): a route's key in a variable whose name holds no scrub
+/// fragment (`LLM_ACCESS`) reached every command. The route's own key variable is always
+/// scrubbed, whatever `shell.scrub` says.
+#[test]
+fn the_routes_key_variable_never_reaches_a_command() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "bash",
+            json!({"command": "echo \"key=${LLM_ACCESS:-unset} other=${LLM_OTHER:-unset}\"",
+                   "description": "look for the key"}),
+        ),
+        Turn::text("ok"),
+    ]);
+    local_route(&env, "");
+    let text = std::fs::read_to_string(env.ws_path().join("local.toml")).unwrap();
+    env.write(
+        "local.toml",
+        &text.replace(
+            "[providers.local]\n",
+            "[providers.local]\napi_key_env = \"LLM_ACCESS\"\n",
+        ),
+    );
+    let out = RunOutput::of(
+        env.command(dsh())
+            .env("LLM_ACCESS", "plain-looking-value-9x8")
+            .env("LLM_OTHER", "kept")
+            .args(["--patch", "local.toml", "--model", "local/m", "go"]),
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let requests = env.server.requests();
+    assert_eq!(
+        requests[0].headers["authorization"],
+        "Bearer plain-looking-value-9x8"
+    );
+    let result = requests[1].tool_results().pop().unwrap();
+    assert_eq!(result, "key=unset other=kept\n");
+    dsh_testkit::fault_matrix(
+        "attack",
+        "a command reads the route's key from a variable named like no secret",
+        "the variable is not passed to commands",
+    );
+}
