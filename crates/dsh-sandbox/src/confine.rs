@@ -157,12 +157,29 @@ impl Sandbox {
         argv: Vec<OsString>,
     ) -> Option<crate::HelperLaunch> {
         let exe = crate::helper::executable().filter(|_| self.settings().helper)?;
-        if policy.allows_write(exe) || exe.parent().is_some_and(|p| policy.allows_write(p)) {
-            return None;
-        }
+        // Where a command could replace the file, or the sandbox would not show it (the
+        // host's temporary folders, which each sandbox replaces), the helper starts from a
+        // sealed copy that no command can reach or change.
+        let in_temp = [Path::new("/tmp"), &std::env::temp_dir()]
+            .iter()
+            .any(|temp| exe.starts_with(temp));
+        let writable =
+            policy.allows_write(exe) || exe.parent().is_some_and(|p| policy.allows_write(p));
+        let sealed = if writable || in_temp {
+            Some(crate::helper::sealed_executable()?)
+        } else {
+            None
+        };
+        let program = match sealed {
+            Some(_) => {
+                std::path::PathBuf::from(format!("/proc/self/fd/{}", crate::helper::SEALED_FD))
+            }
+            None => exe.clone(),
+        };
         Some(crate::HelperLaunch {
             pool: self.helpers(),
-            start: crate::bwrap::helper_start(bwrap, profile, exe),
+            start: crate::bwrap::helper_start(bwrap, profile, &program),
+            sealed,
             argv,
             key: [profile.to_vec(), crate::bwrap::bind_identity(profile)].concat(),
         })

@@ -81,8 +81,12 @@ pub(crate) enum NotStarted {
 
 impl Helper {
     /// Starts `argv` (`bwrap <profile> -- <exe> <HELPER_ARG>`) with one end of a socket pair
-    /// as its descriptor 3, and waits until the helper inside says it is ready.
-    pub(crate) async fn start(argv: &[OsString]) -> Result<Helper, String> {
+    /// as its descriptor 3 (and the sealed copy of the executable, when it is started from
+    /// that, as its descriptor 4), and waits until the helper inside says it is ready.
+    pub(crate) async fn start(
+        argv: &[OsString],
+        sealed: Option<BorrowedFd<'static>>,
+    ) -> Result<Helper, String> {
         let mut pair = [0; 2];
         // SAFETY: a valid array for the two new descriptors.
         let rc = unsafe {
@@ -115,12 +119,24 @@ impl Helper {
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(false);
         let fd = theirs.as_raw_fd();
+        let sealed = sealed.map(|copy| copy.as_raw_fd());
         // Its own process group: a Ctrl-C or a `timeout` aimed at dsh's group is dsh's to
         // handle (stopping commands with their grace), not the helper's to die of.
         command.process_group(0);
         // SAFETY: between fork and exec only dup2 or fcntl, on descriptors we own.
         unsafe {
             command.pre_exec(move || {
+                // The copy out of the way first: it may sit at 3 or 4 itself.
+                let copy = match sealed {
+                    Some(copy) => {
+                        let moved = libc::fcntl(copy, libc::F_DUPFD_CLOEXEC, 10);
+                        if moved < 0 {
+                            return Err(io::Error::last_os_error());
+                        }
+                        Some(moved)
+                    }
+                    None => None,
+                };
                 // dup2 onto itself would leave close-on-exec set.
                 let moved = if fd == 3 {
                     libc::fcntl(3, libc::F_SETFD, 0)
@@ -128,6 +144,11 @@ impl Helper {
                     libc::dup2(fd, 3)
                 };
                 if moved < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if let Some(copy) = copy
+                    && libc::dup2(copy, super::SEALED_FD) < 0
+                {
                     return Err(io::Error::last_os_error());
                 }
                 Ok(())

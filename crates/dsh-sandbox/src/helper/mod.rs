@@ -7,6 +7,13 @@
 //! under a small init whose exit takes the command's leftovers down, and with every
 //! capability dropped: the same guarantees as a `bwrap` of its own, for a fork and a mount.
 //!
+//! The helper keeps CAP_SYS_ADMIN inside the sandbox, so no command may ever be able to replace
+//! the file a helper is started from. When dsh's executable lies where a command could write it
+//! (a checkout under `/tmp` used as its own workspace, a `cargo install` into a home folder that
+//! is the workspace), or where the sandbox would not show it (the host's `/tmp`, which each
+//! sandbox replaces with its own), the helper is started from a sealed in-memory copy of it
+//! instead ([`sealed_executable`]): no path leads to that copy, and its seals refuse every write.
+//!
 //! A helper serves one profile, and only while its binds still cover what they were made over
 //! (`crate::bwrap::bind_identity`). When a command's differ (another mode, a protected file
 //! that appeared or was replaced, a new `--add-dir`), a new helper is started for it; the old
@@ -18,6 +25,7 @@ mod server;
 mod wire;
 
 use std::ffi::OsString;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
@@ -28,7 +36,21 @@ pub const HELPER_ARG: &str = "__sandbox-helper";
 
 /// The executable that serves as the helper: set by a program that calls
 /// [`serve_if_asked`] first thing in `main`.
-static EXECUTABLE: OnceLock<PathBuf> = OnceLock::new();
+static EXECUTABLE: OnceLock<Offered> = OnceLock::new();
+
+/// The executable on offer: its real path, and the file opened when it was offered (the copy
+/// is made from that, not from whatever the path names later).
+#[derive(Debug)]
+struct Offered {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+    /// Its sealed copy, made the first time one is needed.
+    sealed: OnceLock<Option<OwnedFd>>,
+}
+
+/// The descriptor a helper started from its sealed copy finds the copy on (after the socket's
+/// 3); the helper makes it close-on-exec first thing, so no command inherits it.
+pub(crate) const SEALED_FD: RawFd = 4;
 
 /// Serves as a sandbox helper and exits, when this process was started as one (by
 /// [`HelperLaunch`], with [`HELPER_ARG`]); otherwise offers the current executable as the
@@ -45,6 +67,14 @@ pub fn serve_if_asked() {
             }
             <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(3)
         };
+        // The sealed copy it was started from, when it was: not for the commands either. Its
+        // name is dsh's, however it was started (from a copy it would be the descriptor's).
+        // SAFETY: fcntl on a descriptor number (one that is not open fails harmlessly), and
+        // prctl with a NUL-terminated name.
+        unsafe {
+            libc::fcntl(SEALED_FD, libc::F_SETFD, libc::FD_CLOEXEC);
+            libc::prctl(libc::PR_SET_NAME, c"dsh".as_ptr(), 0, 0, 0);
+        }
         std::process::exit(server::serve(socket));
     }
     if let Ok(exe) = std::env::current_exe() {
@@ -58,14 +88,66 @@ pub fn serve_if_asked() {
 /// gets a `bwrap` of its own.
 pub fn offer(exe: PathBuf) {
     if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
-        // As a real path: each command's launch checks that no command can write it.
-        let _ = EXECUTABLE.set(std::fs::canonicalize(&exe).unwrap_or(exe));
+        // As a real path: each command's launch checks whether a command could write it.
+        let path = std::fs::canonicalize(&exe).unwrap_or(exe);
+        // Opened now, before any command runs: dsh's own running executable cannot be
+        // written while it runs (ETXTBSY), so what is copied later is what runs now.
+        let file = std::fs::File::open(&path).ok();
+        let _ = EXECUTABLE.set(Offered {
+            path,
+            file,
+            sealed: OnceLock::new(),
+        });
     }
 }
 
 /// The helper executable on offer, if any, as a real path.
 pub(crate) fn executable() -> Option<&'static PathBuf> {
-    EXECUTABLE.get()
+    EXECUTABLE.get().map(|offered| &offered.path)
+}
+
+/// A sealed in-memory copy of the executable on offer, made once (the first time a helper
+/// needs it): a `memfd` with the file's bytes, sealed against writing, growing, shrinking and
+/// further sealing. `None` where it cannot be made (no memfd, a kernel that forbids executing
+/// one: `vm.memfd_noexec = 2`); then such a helper is not started.
+pub(crate) fn sealed_executable() -> Option<BorrowedFd<'static>> {
+    let offered = EXECUTABLE.get()?;
+    offered
+        .sealed
+        .get_or_init(|| {
+            let file = offered.file.as_ref()?;
+            seal_copy(file).ok()
+        })
+        .as_ref()
+        .map(|fd| fd.as_fd())
+}
+
+fn seal_copy(source: &std::fs::File) -> std::io::Result<OwnedFd> {
+    use std::io::{Seek, SeekFrom};
+    let name = c"dsh-sandbox-helper";
+    let flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
+    // MFD_EXEC says it will be executed, where the kernel asks (6.3 and later); an older one
+    // refuses the flag it does not know, and executes memfds anyway.
+    // SAFETY: a NUL-terminated name and integer flags.
+    let mut fd = unsafe { libc::memfd_create(name.as_ptr(), flags | libc::MFD_EXEC) };
+    if fd < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+        // SAFETY: as above.
+        fd = unsafe { libc::memfd_create(name.as_ptr(), flags) };
+    }
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor that nothing else owns.
+    let copy = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let mut source = source;
+    source.seek(SeekFrom::Start(0))?;
+    std::io::copy(&mut source, &mut &copy)?;
+    let seals = libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
+    // SAFETY: fcntl on a descriptor we own, with integer arguments.
+    if unsafe { libc::fcntl(copy.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(OwnedFd::from(copy))
 }
 
 /// The helpers of one [`crate::Sandbox`].
@@ -92,6 +174,9 @@ pub struct HelperLaunch {
     pub(crate) key: Vec<OsString>,
     /// `bwrap <helper profile> -- <exe> __sandbox-helper`.
     pub(crate) start: Vec<OsString>,
+    /// The sealed copy the helper is started from (as [`SEALED_FD`], named
+    /// `/proc/self/fd/4` in `start`), when it is not started from the file.
+    pub(crate) sealed: Option<BorrowedFd<'static>>,
     /// The command itself, without `bwrap`.
     pub(crate) argv: Vec<OsString>,
 }
@@ -146,7 +231,7 @@ impl HelperLaunch {
         {
             return Ok(helper.clone());
         }
-        match client::Helper::start(&self.start).await {
+        match client::Helper::start(&self.start, self.sealed).await {
             Ok(helper) => {
                 let helper = Arc::new(helper);
                 slot.current = Some((self.key.clone(), helper.clone()));
@@ -158,5 +243,34 @@ impl HelperLaunch {
                 Err(HelperRefusal::FallBack(why))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sealed_copy_holds_the_bytes_and_refuses_every_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("exe");
+        std::fs::write(&path, b"\x7fELF and the rest").unwrap();
+        let copy = std::fs::File::from(seal_copy(&std::fs::File::open(&path).unwrap()).unwrap());
+        use std::os::unix::fs::FileExt;
+        let mut bytes = [0u8; 17];
+        copy.read_exact_at(&mut bytes, 0).unwrap();
+        assert_eq!(&bytes, b"\x7fELF and the rest");
+        // Not through this descriptor, nor another opened for writing, nor by size.
+        assert!(copy.write_at(b"X", 0).is_err());
+        if let Ok(reopened) = std::fs::OpenOptions::new()
+            .write(true)
+            .open(format!("/proc/self/fd/{}", copy.as_raw_fd()))
+        {
+            assert!(reopened.write_at(b"X", 0).is_err());
+        }
+        assert!(copy.set_len(0).is_err() && copy.set_len(1 << 20).is_err());
+        // SAFETY: fcntl with integer arguments on a descriptor we own.
+        let seals = unsafe { libc::fcntl(copy.as_raw_fd(), libc::F_GET_SEALS) };
+        assert_ne!(seals & libc::F_SEAL_SEAL, 0);
     }
 }

@@ -327,15 +327,22 @@ fn commands_run_through_the_sandbox_helper_with_the_same_confinement() {
     assert!(result.contains("init=bwrap self=2 "), "{result}");
 }
 
-/// dsh run from a file a command could replace (inside the workspace) starts no helper: the
-/// helper keeps CAP_SYS_ADMIN in the sandbox, so a replaced one started later in the run could
-/// undo its mounts. Each command gets a `bwrap` of its own instead.
+/// dsh run from a file a command could replace (inside the workspace, as in a checkout used as
+/// its own workspace) still gets the run's sandbox helper, started from a sealed in-memory copy
+/// of itself: the helper keeps CAP_SYS_ADMIN in the sandbox, so it must never run from a file
+/// a command could replace. The commands see the helper's init as PID 1 (with a `bwrap` each
+/// it would be bwrap), and a command that replaces the file changes nothing for the next.
 #[test]
-fn no_sandbox_helper_from_an_executable_inside_the_workspace() {
+fn a_helper_for_an_executable_inside_the_workspace_runs_from_a_sealed_copy() {
     let env = TestEnv::new(vec![
         Turn::tool_call(
             "bash",
-            json!({"command": "cat /proc/1/comm", "description": "who is PID 1"}),
+            json!({"command": "cat /proc/1/comm; echo broken > bin/dsh.new && mv bin/dsh.new bin/dsh && echo replaced",
+                   "description": "who is PID 1"}),
+        ),
+        Turn::tool_call(
+            "bash",
+            json!({"command": "cat /proc/1/comm", "description": "again"}),
         ),
         Turn::text("done"),
     ]);
@@ -347,7 +354,9 @@ fn no_sandbox_helper_from_an_executable_inside_the_workspace() {
     std::fs::copy(dsh(), &copy).unwrap();
     let out = env.run(&copy, &["--json", "probe"]);
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
-    assert_eq!(env.server.requests()[1].tool_results()[0], "bwrap\n");
+    let results = env.server.requests()[2].tool_results();
+    assert_eq!(results, ["dsh\nreplaced\n", "dsh\n"]);
+    assert_eq!(std::fs::read_to_string(&copy).unwrap(), "broken\n");
 }
 
 /// Whether bubblewrap can start here; a test that needs it is skipped with a note when it
