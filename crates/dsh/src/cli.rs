@@ -678,6 +678,9 @@ SIGTERM.
 ";
 
 #[cfg(test)]
+mod doc_examples;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
