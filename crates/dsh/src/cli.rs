@@ -142,7 +142,12 @@ const VALUED: &[&str] = &[
 /// sign of a supervisor (`headless`, `--profile headless`, `--json`, `-o`, `-` for stdin), so
 /// every command line that ran headless before still does.
 pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, UsageError> {
-    let json = wants_json(&args);
+    // A protocol server's stdout carries only its protocol: its usage errors, `--json`
+    // among them, go to stderr alone.
+    let protocol_server = args
+        .first()
+        .is_some_and(|a| a == "mcp-server" || a == "acp");
+    let json = wants_json(&args) && !protocol_server;
     let fail = |message: String, hint: bool| UsageError {
         message,
         json,
