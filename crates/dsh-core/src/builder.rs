@@ -151,6 +151,7 @@ impl AgentBuilder {
         notices: UnboundedSender<String>,
     ) -> Result<StartedRun, SetupError> {
         let AgentBuilder { settings, user } = self;
+        check_mcp_tool_names(&settings)?;
         // What the user is told from outside the agent (a server's stderr, a skipped hook)
         // can quote a key too.
         let notices = redacting(notices, settings.redactor());
@@ -220,6 +221,28 @@ impl AgentBuilder {
             mcp_joins,
         })
     }
+}
+
+/// A tool list's `mcp__<server>__...` name must name one of the run's MCP servers (the
+/// config's, and in an editor its own): else it covers no tool, and the list does not do what
+/// it was written for.
+fn check_mcp_tool_names(settings: &Settings) -> Result<(), SetupError> {
+    let servers: Vec<&str> = (settings.mcp_servers.iter())
+        .map(|server| server.name.as_str())
+        .collect();
+    let Some(name) = settings.tool_filter.unknown_server_name(&servers) else {
+        return Ok(());
+    };
+    let servers = if servers.is_empty() {
+        "this run has no MCP server (declare one under [mcp.servers.<name>])".to_owned()
+    } else {
+        format!("this run's MCP servers are {}", servers.join(", "))
+    };
+    Err(SetupError::config(format!(
+        "the tool list names \"{name}\", which covers no tool: {servers}; name a tool as \
+         mcp__<server>__<tool> (a trailing * covers several) or a built-in tool ({})",
+        dsh_tools::BUILTIN_TOOLS.join(", ")
+    )))
 }
 
 impl StartedRun {
