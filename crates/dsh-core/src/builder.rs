@@ -163,6 +163,10 @@ impl AgentBuilder {
         for skipped in &hooks.skipped {
             let _ = notices.send(skipped.clone());
         }
+        // A skill that cannot be loaded is left out, and the user told which and why.
+        for problem in dsh_tools::skill::discover(&settings.skill_roots()).problems {
+            let _ = notices.send(problem);
+        }
         let provider = settings.route.connect(settings.idle_timeout.value)?;
         let provider: Arc<dyn Provider> = Arc::new(Retrying::new(provider, settings.retry));
         let sandbox = Arc::new(Sandbox::new(settings.sandbox.clone()));
@@ -553,7 +557,7 @@ fn base_tools(settings: &Settings) -> BaseTools {
     if mode.is_plan() {
         tools.register(Box::new(ExitPlanMode::default()));
     }
-    let skills = dsh_tools::skill::discover(&settings.skill_roots());
+    let skills = dsh_tools::skill::discover(&settings.skill_roots()).skills;
     let catalog = dsh_tools::skill::catalog(&skills);
     let listed = (skills.iter())
         .map(|skill| (skill.name.clone(), skill.description.clone()))
