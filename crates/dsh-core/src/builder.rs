@@ -533,7 +533,11 @@ fn child_kit(
 }
 
 /// Told to every subagent, after the sandbox facts.
-const DELEGATED: &str = "You are a subagent: another agent gave you this task, and your final      answer is what it receives, so make it complete and self-contained (conclusions, and the      paths of what you changed). Your permissions were fixed when you were started: a request      for a wider sandbox is refused, so if the task needs more, say so in your answer instead      of retrying.";
+const DELEGATED: &str = "You are a subagent: another agent gave you this task, and your final \
+     answer is what it receives, so make it complete and self-contained (conclusions, and the \
+     paths of what you changed). Your permissions were fixed when you were started: a request \
+     for a wider sandbox is refused, so if the task needs more, say so in your answer instead \
+     of retrying.";
 
 /// The tools a run offers before its MCP servers join, and what they say of its skills.
 struct BaseTools {
