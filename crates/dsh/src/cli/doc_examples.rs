@@ -430,3 +430,18 @@ DEEPSEEK_API_KEY=sk-... dsh --json \\
         .count();
     assert_eq!(refused, 1, "on-request is refused");
 }
+
+#[test]
+fn the_tool_lists_section_names_every_built_in_tool() {
+    let config = std::fs::read_to_string(repo_root().join("docs/config.md")).unwrap();
+    let (_, section) = config.split_once("## Tool lists").unwrap();
+    let section = section.split("\n## ").next().unwrap_or_default();
+    let missing: Vec<&&str> = dsh_tools::BUILTIN_TOOLS
+        .iter()
+        .filter(|name| !section.contains(&format!("`{name}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/config.md#tool-lists does not name {missing:?}"
+    );
+}
