@@ -151,6 +151,7 @@ impl AgentBuilder {
         notices: UnboundedSender<String>,
     ) -> Result<StartedRun, SetupError> {
         let AgentBuilder { settings, user } = self;
+        check_mcp_tool_names(&settings)?;
         // What the user is told from outside the agent (a server's stderr, a skipped hook)
         // can quote a key too.
         let notices = redacting(notices, settings.redactor());
@@ -161,6 +162,10 @@ impl AgentBuilder {
         let hooks = crate::HookSet::load(&settings.home.value, &settings.cwd)?;
         for skipped in &hooks.skipped {
             let _ = notices.send(skipped.clone());
+        }
+        // A skill that cannot be loaded is left out, and the user told which and why.
+        for problem in dsh_tools::skill::discover(&settings.skill_roots()).problems {
+            let _ = notices.send(problem);
         }
         let provider = settings.route.connect(settings.idle_timeout.value)?;
         let provider: Arc<dyn Provider> = Arc::new(Retrying::new(provider, settings.retry));
@@ -226,6 +231,28 @@ impl AgentBuilder {
             mcp_joins,
         })
     }
+}
+
+/// A tool list's `mcp__<server>__...` name must name one of the run's MCP servers (the
+/// config's, and in an editor its own): else it covers no tool, and the list does not do what
+/// it was written for.
+fn check_mcp_tool_names(settings: &Settings) -> Result<(), SetupError> {
+    let servers: Vec<&str> = (settings.mcp_servers.iter())
+        .map(|server| server.name.as_str())
+        .collect();
+    let Some(name) = settings.tool_filter.unknown_server_name(&servers) else {
+        return Ok(());
+    };
+    let servers = if servers.is_empty() {
+        "this run has no MCP server (declare one under [mcp.servers.<name>])".to_owned()
+    } else {
+        format!("this run's MCP servers are {}", servers.join(", "))
+    };
+    Err(SetupError::config(format!(
+        "the tool list names \"{name}\", which covers no tool: {servers}; name a tool as \
+         mcp__<server>__<tool> (a trailing * covers several) or a built-in tool ({})",
+        dsh_tools::BUILTIN_TOOLS.join(", ")
+    )))
 }
 
 impl StartedRun {
@@ -514,7 +541,11 @@ fn child_kit(
 }
 
 /// Told to every subagent, after the sandbox facts.
-const DELEGATED: &str = "You are a subagent: another agent gave you this task, and your final      answer is what it receives, so make it complete and self-contained (conclusions, and the      paths of what you changed). Your permissions were fixed when you were started: a request      for a wider sandbox is refused, so if the task needs more, say so in your answer instead      of retrying.";
+const DELEGATED: &str = "You are a subagent: another agent gave you this task, and your final \
+     answer is what it receives, so make it complete and self-contained (conclusions, and the \
+     paths of what you changed). Your permissions were fixed when you were started: a request \
+     for a wider sandbox is refused, so if the task needs more, say so in your answer instead \
+     of retrying.";
 
 /// The tools a run offers before its MCP servers join, and what they say of its skills.
 struct BaseTools {
@@ -538,7 +569,7 @@ fn base_tools(settings: &Settings) -> BaseTools {
     if mode.is_plan() {
         tools.register(Box::new(ExitPlanMode::default()));
     }
-    let skills = dsh_tools::skill::discover(&settings.skill_roots());
+    let skills = dsh_tools::skill::discover(&settings.skill_roots()).skills;
     // A skill's description is the workspace's text, like a file a tool reads: the run's
     // secrets come out of it before it reaches the prompt or a front end's list.
     let redact = |text: String| match settings.redactor() {

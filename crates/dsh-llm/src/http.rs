@@ -168,11 +168,18 @@ impl Endpoint {
     }
 }
 
+/// What a silent server's failure adds: the setting that bounds the wait, and what to do.
+const IDLE_LIMIT: &str =
+    " (requests.idle_timeout_ms sets the limit: raise it for a server that thinks that long)";
+
 /// A server silent past the limit.
 pub(crate) fn silent(url: &str, idle: Duration) -> Failure {
     Failure::new(
         FailureCode::Timeout,
-        format!("{url} sent nothing for {} s", idle.as_secs_f64()),
+        format!(
+            "{url} sent nothing for {} s{IDLE_LIMIT}",
+            idle.as_secs_f64()
+        ),
     )
 }
 
@@ -303,7 +310,7 @@ async fn send(
                 Failure::new(
                     FailureCode::Timeout,
                     format!(
-                        "{} did not start answering within {} s",
+                        "{} did not start answering within {} s{IDLE_LIMIT}",
                         ctx.url,
                         idle.as_secs_f64()
                     ),
@@ -331,7 +338,11 @@ pub(crate) fn transport_failure(error: &reqwest::Error, url: &str) -> Failure {
     if error.is_timeout() {
         return Failure::new(
             FailureCode::Timeout,
-            format!("{url} did not answer in time: {cause}"),
+            format!(
+                "{url} did not accept a connection within {} s ({cause}): check the address \
+                 and the network",
+                CONNECT_TIMEOUT.as_secs()
+            ),
         );
     }
     Failure::new(

@@ -166,20 +166,41 @@ impl Ran {
         let mut result = if reason.is_answer() {
             CallToolResult::success(vec![ContentBlock::text(self.summary.text)])
         } else {
-            let why = match reason.failure() {
-                Some((code, message)) => format!("{code}: {message}"),
-                None => format!("the turn ended without an answer ({})", kind_of(reason)),
-            };
-            let mut text = format!("dsh did not finish: {why}");
-            if !self.summary.text.is_empty() {
-                text.push_str("\n\nWhat it said before it stopped:\n");
-                text.push_str(&self.summary.text);
-            }
+            let text = failure_text(reason, &self.summary.text);
             CallToolResult::error(vec![ContentBlock::text(text)])
         };
         result.structured_content = Some(structured);
         result
     }
+}
+
+/// A failed call's text, for the calling model: the code first, as on every other surface
+/// (`dsh: AUTH: ...` on the command line, `AUTH: ...` in ACP errors and this server's own
+/// setup failures), so the same words mean the same thing wherever they are read; then what
+/// happened, then what the model said before it stopped. A turn that ended without a failure
+/// code (cancelled, cut at the output limit) gets its reason's kind in capitals.
+fn failure_text(reason: &dsh_protocol::TurnEndReason, said: &str) -> String {
+    use dsh_protocol::TurnEndReason;
+    let mut text = match reason.failure() {
+        Some((code, message)) => format!("{code}: {message}"),
+        None => {
+            let code = kind_of(reason).to_uppercase().replace('-', "_");
+            let why = match reason {
+                TurnEndReason::Aborted { .. } => {
+                    "the turn was stopped before it answered; dsh-reply with its sessionId \
+                     continues the session"
+                }
+                TurnEndReason::MaxTokens => "the answer was cut at the model's output token limit",
+                _ => "the turn ended without an answer",
+            };
+            format!("{code}: {why}")
+        }
+    };
+    if !said.is_empty() {
+        text.push_str("\n\nWhat it said before it stopped:\n");
+        text.push_str(said);
+    }
+    text
 }
 
 /// The `kind` a reason is written with in the stream (`aborted`, `max-tokens`).
@@ -258,5 +279,42 @@ fn said(event: &AgentEvent) -> Option<String> {
             Some(format!("todo list: {done} of {} done", todos.len()))
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use dsh_protocol::{Failure, FailureCode, TurnEndReason};
+
+    use super::*;
+
+    #[test]
+    fn a_failed_calls_text_starts_with_its_code() {
+        let auth = TurnEndReason::Error {
+            error: Failure::new(
+                FailureCode::Auth,
+                "the provider refused the API key; check DEEPSEEK_API_KEY",
+            ),
+        };
+        assert_eq!(
+            failure_text(&auth, ""),
+            "AUTH: the provider refused the API key; check DEEPSEEK_API_KEY"
+        );
+        let cap = TurnEndReason::MaxTurns {
+            message: "3 requests made".into(),
+        };
+        assert_eq!(
+            failure_text(&cap, "Half done."),
+            "MAX_TURNS: 3 requests made\n\nWhat it said before it stopped:\nHalf done."
+        );
+        let stopped = TurnEndReason::Aborted {
+            reason: AbortReason::User,
+        };
+        assert!(
+            failure_text(&stopped, "").starts_with("ABORTED: the turn was stopped"),
+            "{}",
+            failure_text(&stopped, "")
+        );
+        assert!(failure_text(&TurnEndReason::MaxTokens, "").starts_with("MAX_TOKENS: "));
     }
 }

@@ -295,3 +295,38 @@ async fn an_http_server_that_went_away_is_connected_again_without_its_url_token_
     assert_eq!(back.text(), "Echo: one");
     servers.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_http_server_is_named_with_what_to_check() {
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let remote = McpServer {
+        name: "remote".into(),
+        transport: Transport::Http {
+            url: format!("http://127.0.0.1:{port}/mcp?token=s3cret"),
+            headers: Vec::new(),
+        },
+        call_timeout: Duration::from_secs(30),
+        startup_timeout: Duration::from_secs(30),
+        fail_on_startup_error: true,
+    };
+    let (notices, _lines) = tokio::sync::mpsc::unbounded_channel();
+    let servers = McpServers::default();
+    let (startup, joined) = McpStartup::begin(&servers, vec![remote], notices);
+    let Err(error) = startup.ready(Duration::from_secs(30), joined).await else {
+        panic!("nothing listens there");
+    };
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "MCP server \"remote\" could not start: cannot reach http://127.0.0.1:{port}/mcp \
+             (query and credentials not shown): connection refused; check that the server is \
+             running there, and mcp.servers.remote.url"
+        )
+    );
+    servers.shutdown().await;
+}

@@ -86,6 +86,32 @@ impl ToolFilter {
                     }
             })
     }
+
+    /// The first `mcp__` name that covers no tool of these MCP servers because it names no
+    /// server among them (`mcp__github__*` without a server `github`). Which tools a server
+    /// has is known only once it starts, so a name of a server that is there passes.
+    pub fn unknown_server_name(&self, servers: &[&str]) -> Option<&str> {
+        self.allow
+            .iter()
+            .flatten()
+            .chain(&self.deny)
+            .map(String::as_str)
+            .find(|name| {
+                let Some(rest) = name.strip_prefix("mcp__") else {
+                    return false;
+                };
+                match rest.strip_suffix('*') {
+                    // `mcp__*`, `mcp__git*`: a prefix of server names.
+                    Some(prefix) if !prefix.contains("__") => !servers
+                        .iter()
+                        .any(|server| format!("{server}__").starts_with(prefix)),
+                    _ => {
+                        let server = rest.split("__").next().unwrap_or_default();
+                        !servers.contains(&server)
+                    }
+                }
+            })
+    }
 }
 
 #[cfg(test)]
@@ -129,5 +155,35 @@ mod tests {
             .unknown_name(),
             Some("nope*")
         );
+    }
+
+    #[test]
+    fn mcp_names_must_name_a_server_of_the_run() {
+        let filter = |names: &[&str]| ToolFilter {
+            allow: Some(names.iter().map(|&n| n.to_owned()).collect()),
+            deny: Vec::new(),
+        };
+        let servers = ["github", "fs"];
+        for covered in [
+            "mcp__github__*",
+            "mcp__fs__read",
+            "mcp__git*",
+            "mcp__*",
+            "read",
+        ] {
+            assert_eq!(filter(&[covered]).unknown_server_name(&servers), None);
+        }
+        for uncovered in ["mcp__gitlab__*", "mcp__web__fetch", "mcp__x*"] {
+            assert_eq!(
+                filter(&["read", uncovered]).unknown_server_name(&servers),
+                Some(uncovered)
+            );
+        }
+        assert_eq!(filter(&["mcp__*"]).unknown_server_name(&[]), Some("mcp__*"));
+        let deny = ToolFilter {
+            allow: None,
+            deny: vec!["mcp__gone__*".into()],
+        };
+        assert_eq!(deny.unknown_server_name(&servers), Some("mcp__gone__*"));
     }
 }

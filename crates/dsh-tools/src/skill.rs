@@ -24,65 +24,111 @@ pub struct Skill {
     pub model_invocable: bool,
 }
 
+/// What [`discover`] found: the skills, and for each file that is meant as a skill but cannot
+/// be loaded, a line saying which and what is wrong (for the user, as a notice).
+#[derive(Debug, Default)]
+pub struct Discovered {
+    pub skills: Vec<Skill>,
+    pub problems: Vec<String>,
+}
+
 /// The skills under `roots`, in root order; the first skill of a name wins.
-pub fn discover(roots: &[PathBuf]) -> Vec<Skill> {
-    let mut skills: Vec<Skill> = Vec::new();
+pub fn discover(roots: &[PathBuf]) -> Discovered {
+    let mut discovered = Discovered::default();
     for root in roots {
         let Ok(entries) = std::fs::read_dir(root) else {
             continue;
         };
-        let mut found: Vec<Skill> = entries
-            .filter_map(Result::ok)
-            .filter_map(|entry| {
-                let path = entry.path();
-                if path.is_dir() {
-                    load(&path.join("SKILL.md"), &path)
-                } else if path.extension().is_some_and(|e| e == "md") {
-                    load(&path, root)
-                } else {
-                    None
-                }
-            })
-            .collect();
+        let mut found: Vec<Skill> = Vec::new();
+        let mut problems: Vec<String> = Vec::new();
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            let loaded = if path.is_dir() {
+                load(&path.join("SKILL.md"), &path, true)
+            } else if path.extension().is_some_and(|e| e == "md") {
+                load(&path, root, false)
+            } else {
+                continue;
+            };
+            match loaded {
+                Ok(skill) => found.push(skill),
+                Err(Some(problem)) => problems.push(problem),
+                Err(None) => {}
+            }
+        }
         found.sort_by(|a, b| a.name.cmp(&b.name));
+        problems.sort();
+        discovered.problems.append(&mut problems);
         for skill in found {
-            if !skills.iter().any(|s| s.name == skill.name) {
-                skills.push(skill);
+            if !discovered.skills.iter().any(|s| s.name == skill.name) {
+                discovered.skills.push(skill);
             }
         }
     }
-    skills
+    discovered
 }
 
-fn load(file: &Path, dir: &Path) -> Option<Skill> {
-    let text = std::fs::read_to_string(file).ok()?;
-    let (front, _) = split_front_matter(&text)?;
+/// The skill in `file`; `Err(None)` for a file that is not meant as one (a folder without
+/// `SKILL.md`, a `<name>.md` without a front matter), `Err(Some(..))` for one that is and
+/// cannot be loaded, naming the file and what is wrong.
+fn load(file: &Path, dir: &Path, named_skill: bool) -> Result<Skill, Option<String>> {
+    let problem = |what: String| {
+        Some(format!(
+            "skill {} is not loaded: {what} (see the front matter in docs/config.md#skills)",
+            file.display()
+        ))
+    };
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(None),
+        Err(e) => return Err(problem(format!("it cannot be read: {e}"))),
+    };
+    let Some((front, _)) = split_front_matter(&text) else {
+        return Err(if named_skill {
+            problem("it does not start with a front matter between --- lines".into())
+        } else {
+            None
+        });
+    };
     let field = |key: &str| {
         front.lines().find_map(|line| {
+            let line = line.trim_start();
+            if line.starts_with('#') {
+                return None;
+            }
             let (k, v) = line.split_once(':')?;
-            (k.trim() == key).then(|| unquote(v.trim()).to_owned())
+            (k.trim() == key).then(|| value(v))
         })
     };
-    let name = field("name")?;
-    let kebab = !name.is_empty()
-        && name.split('-').all(|part| {
-            !part.is_empty()
-                && part
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        });
+    let Some(name) = field("name").filter(|n| !n.is_empty()) else {
+        return Err(problem("its front matter has no name".into()));
+    };
+    let kebab = name.split('-').all(|part| {
+        !part.is_empty()
+            && part
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+    });
     if !kebab {
-        return None;
+        return Err(problem(format!(
+            "its name \"{name}\" is not lower-case words joined by -"
+        )));
     }
-    let description = field("description").filter(|d| !d.trim().is_empty())?;
+    let Some(description) = field("description").filter(|d| !d.trim().is_empty()) else {
+        return Err(problem("its front matter has no description".into()));
+    };
     let hidden = match field("disable-model-invocation").as_deref() {
-        None => false,
+        None | Some("") => false,
         Some("true" | "yes" | "on" | "1") => true,
         Some("false" | "no" | "off" | "0") => false,
         // An unreadable switch drops the skill rather than guess.
-        Some(_) => return None,
+        Some(other) => {
+            return Err(problem(format!(
+                "disable-model-invocation is \"{other}\": use true or false"
+            )));
+        }
     };
-    Some(Skill {
+    Ok(Skill {
         name,
         description,
         dir: dir.to_path_buf(),
@@ -91,13 +137,20 @@ fn load(file: &Path, dir: &Path) -> Option<Skill> {
     })
 }
 
-fn unquote(value: &str) -> &str {
+/// A front-matter value as YAML reads a plain line: quotes taken off, and a `#` comment (a
+/// `#` at the start or after white space, outside quotes) left out.
+fn value(raw: &str) -> String {
+    let raw = raw.trim();
     for q in ['"', '\''] {
-        if let Some(inner) = value.strip_prefix(q).and_then(|v| v.strip_suffix(q)) {
-            return inner;
+        if let Some(end) = raw.strip_prefix(q).and_then(|rest| rest.find(q)) {
+            return raw[1..=end].to_owned();
         }
     }
-    value
+    let comment = raw
+        .char_indices()
+        .find(|&(i, c)| c == '#' && (i == 0 || raw[..i].ends_with([' ', '\t'])))
+        .map_or(raw.len(), |(i, _)| i);
+    raw[..comment].trim_end().to_owned()
 }
 
 /// `(front matter, body)` of a file that starts with a `---` block.
@@ -267,13 +320,101 @@ mod tests {
             "---\nname: hidden\ndescription: x\ndisable-model-invocation: true\n---\n",
         )
         .unwrap();
-        let skills = discover(&[a.clone(), b]);
+        let Discovered { skills, problems } = discover(&[a.clone(), b.clone()]);
         let names: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            problems,
+            vec![format!(
+                "skill {} is not loaded: its name \"Bad_Name\" is not lower-case words joined \
+                 by - (see the front matter in docs/config.md#skills)",
+                b.join("Bad.md").display()
+            )]
+        );
         assert_eq!(names, vec!["release", "hidden", "lint"]);
         assert_eq!(skills[0].dir, a.join("release"));
         let catalog = catalog(&skills).unwrap();
         assert!(catalog.contains("- `release`: Cut a release &lt;carefully&gt;\n"));
         assert!(catalog.contains("- `lint`: Run linters\n"));
         assert!(!catalog.contains("hidden"));
+    }
+
+    #[test]
+    fn front_matter_comments_are_not_part_of_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        std::fs::create_dir_all(root.join("release")).unwrap();
+        // As docs/config.md shows a skill.
+        std::fs::write(
+            root.join("release/SKILL.md"),
+            "---\n# a release skill\nname: release                      # lower-case words \
+             joined by -\ndescription: Cut a release of the project\n\
+             disable-model-invocation: false    # true keeps it out of the model's catalog\n\
+             ---\nThe instructions...\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("tag.md"),
+            "---\nname: 'tag' # quoted\ndescription: \"Tag it #now\"\n---\nx\n",
+        )
+        .unwrap();
+        let Discovered { skills, problems } = discover(&[root]);
+        assert_eq!(problems, Vec::<String>::new());
+        let found: Vec<(&str, &str, bool)> = (skills.iter())
+            .map(|s| (s.name.as_str(), s.description.as_str(), s.model_invocable))
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                ("release", "Cut a release of the project", true),
+                ("tag", "Tag it #now", true)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_skill_that_cannot_be_loaded_is_named_with_what_is_wrong() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        for (folder, text) in [
+            ("plain", "Just text, no front matter.\n"),
+            ("nameless", "---\ndescription: x\n---\n"),
+            ("undescribed", "---\nname: undescribed\n---\n"),
+            (
+                "switch",
+                "---\nname: switch\ndescription: x\ndisable-model-invocation: maybe\n---\n",
+            ),
+        ] {
+            std::fs::create_dir_all(root.join(folder)).unwrap();
+            std::fs::write(root.join(folder).join("SKILL.md"), text).unwrap();
+        }
+        // Not meant as skills: a folder without SKILL.md, a markdown file without a front
+        // matter.
+        std::fs::create_dir_all(root.join("assets")).unwrap();
+        std::fs::write(root.join("README.md"), "About these skills.\n").unwrap();
+        let Discovered { skills, problems } = discover(std::slice::from_ref(&root));
+        assert!(skills.is_empty(), "{skills:?}");
+        let file = |folder: &str| root.join(folder).join("SKILL.md").display().to_string();
+        let expected: Vec<String> = [
+            ("nameless", "its front matter has no name"),
+            (
+                "plain",
+                "it does not start with a front matter between --- lines",
+            ),
+            (
+                "switch",
+                "disable-model-invocation is \"maybe\": use true or false",
+            ),
+            ("undescribed", "its front matter has no description"),
+        ]
+        .iter()
+        .map(|(folder, what)| {
+            format!(
+                "skill {} is not loaded: {what} (see the front matter in \
+                 docs/config.md#skills)",
+                file(folder)
+            )
+        })
+        .collect();
+        assert_eq!(problems, expected);
     }
 }

@@ -142,7 +142,12 @@ const VALUED: &[&str] = &[
 /// sign of a supervisor (`headless`, `--profile headless`, `--json`, `-o`, `-` for stdin), so
 /// every command line that ran headless before still does.
 pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, UsageError> {
-    let json = wants_json(&args);
+    // A protocol server's stdout carries only its protocol: its usage errors, `--json`
+    // among them, go to stderr alone.
+    let protocol_server = args
+        .first()
+        .is_some_and(|a| a == "mcp-server" || a == "acp");
+    let json = wants_json(&args) && !protocol_server;
     let fail = |message: String, hint: bool| UsageError {
         message,
         json,
@@ -646,8 +651,9 @@ Options:
                           read-only, workspace-write (default), danger-full-access, or
                           plan (explore and submit a plan; nothing is changed)
       --approval-policy <policy>
-                          ask (default) or never: whether a call may ask for a
-                          wider sandbox (headless has no one to ask either way)
+                          ask or never: whether a call may ask for a wider sandbox
+                          (default: never under danger-full-access, else ask; headless
+                          has no one to ask either way)
       --add-dir <dir>     Another writable directory: absolute, existing, its real
                           path (repeatable)
       --session-id <id>   Continue that session (from the directory it ran in)
@@ -676,6 +682,9 @@ Exit status: 0 completed; 1 failed or incomplete; 3 --max-turns, 4 --max-budget-
 5 --timeout reached; 6 no answer matched --output-schema; 130 stopped by SIGINT; 143 by
 SIGTERM.
 ";
+
+#[cfg(test)]
+mod doc_examples;
 
 #[cfg(test)]
 mod tests {
@@ -937,6 +946,25 @@ mod tests {
             panic!()
         };
         assert_eq!(run.flags.tools, Some(Vec::new()));
+    }
+
+    #[test]
+    fn the_help_gives_the_approval_default_settings_use() {
+        use dsh_sandbox::SandboxMode;
+        let help: String = HELP.split_whitespace().collect::<Vec<_>>().join(" ");
+        let (_, approval) = help.split_once("--approval-policy <policy>").unwrap();
+        let (approval, _) = approval.split_once(" --add-dir").unwrap();
+        for (mode, default) in [
+            (SandboxMode::DangerFullAccess, "never"),
+            (SandboxMode::WorkspaceWrite, "ask"),
+            (SandboxMode::ReadOnly, "ask"),
+        ] {
+            assert_eq!(ApprovalPolicy::default_for(mode).as_str(), default);
+        }
+        assert!(
+            approval.contains("(default: never under danger-full-access, else ask;"),
+            "{approval}"
+        );
     }
 
     #[test]

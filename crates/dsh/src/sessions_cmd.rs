@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-use dsh_core::{list_sessions, read_log, session_log_path};
+use dsh_core::{CoreError, list_sessions, read_log, session_log_path};
 use dsh_protocol::{Block, Record, ToolOutputPart};
 
 use crate::surface::Surface;
@@ -61,6 +61,15 @@ pub fn show(id: &str, json: bool) -> u8 {
     };
     let log = match session_log_path(&home, &cwd, id).and_then(|path| read_log(&path)) {
         Ok(log) => log,
+        // The core's text is for a resume (it says to leave --session-id out); here the way
+        // on is the list of this directory's sessions.
+        Err(CoreError::UnknownSession { id, .. }) => {
+            return fail(&format!(
+                "no session \"{id}\" was recorded in {}: `dsh sessions list` shows this \
+                 directory's sessions; a session is shown from the directory it ran in",
+                cwd.display()
+            ));
+        }
         Err(error) => return fail(&error.to_string()),
     };
     let mut out = String::new();

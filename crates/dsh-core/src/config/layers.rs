@@ -53,7 +53,30 @@ impl ConfigFiles {
         patches: &[PathBuf],
         headless: bool,
     ) -> Result<ConfigFiles, ConfigError> {
-        let layers = layers(home, cwd, patches, headless)?;
+        Self::load_keys(home, cwd, patches, headless, None)
+    }
+
+    /// As [`ConfigFiles::load`], reading only the top-level table `only` of each file
+    /// (`sandbox` for `dsh sandbox check`): whatever else a file says, right or wrong, is left
+    /// out. A file that cannot be read as TOML (or as rows) at all is still an error.
+    pub fn load_only(
+        home: &Path,
+        cwd: &Path,
+        patches: &[PathBuf],
+        headless: bool,
+        only: &str,
+    ) -> Result<ConfigFiles, ConfigError> {
+        Self::load_keys(home, cwd, patches, headless, Some(only))
+    }
+
+    fn load_keys(
+        home: &Path,
+        cwd: &Path,
+        patches: &[PathBuf],
+        headless: bool,
+        only: Option<&str>,
+    ) -> Result<ConfigFiles, ConfigError> {
+        let layers = layers(home, cwd, patches, headless, only)?;
         let merged = merged(&layers, home, patches)?;
         let provenance = provenance(&layers);
         Ok(ConfigFiles {
@@ -127,13 +150,14 @@ fn layers(
     cwd: &Path,
     patches: &[PathBuf],
     headless: bool,
+    only: Option<&str>,
 ) -> Result<Vec<Layer>, ConfigError> {
     let mut layers = Vec::new();
     for optional in [
         home.join("config.toml"),
         cwd.join(".dsh").join("config.toml"),
     ] {
-        let table = read_layer(&optional, false)?;
+        let table = read_layer(&optional, false, only)?;
         layers.push(Layer {
             path: optional,
             table,
@@ -163,11 +187,11 @@ fn layers(
                 .all(|line| line.trim().is_empty() || line.trim_start().starts_with('#')),
         };
         if !blank {
-            layers.push(patch_layer(&file, &context, &mut index)?);
+            layers.push(patch_layer(&file, &context, &mut index, only)?);
         }
     }
     for patch in patches {
-        layers.push(patch_layer(patch, &context, &mut index)?);
+        layers.push(patch_layer(patch, &context, &mut index, only)?);
     }
     Ok(layers)
 }
@@ -180,6 +204,7 @@ fn patch_layer(
     patch: &Path,
     context: &super::rows::RowContext,
     index: &mut super::rows::RowIndex,
+    only: Option<&str>,
 ) -> Result<Layer, ConfigError> {
     let fail = |message: String| ConfigError {
         path: patch.to_path_buf(),
@@ -187,7 +212,10 @@ fn patch_layer(
     };
     let text = std::fs::read_to_string(patch).map_err(|e| fail(format!("cannot be read: {e}")))?;
     if super::rows::is_row_list(patch, &text) {
-        let rows = super::rows::translate(&text, context, index).map_err(fail)?;
+        let mut rows = super::rows::translate(&text, context, index).map_err(fail)?;
+        if let Some(only) = only {
+            rows.table.retain(|key, _| key == only);
+        }
         // What the rows became is checked as a TOML file would be.
         Config::deserialize(rows.table.clone())
             .map_err(|e| fail(format!("translates to a bad setting: {}", e.message())))?;
@@ -201,7 +229,7 @@ fn patch_layer(
     } else {
         Ok(Layer {
             path: patch.to_path_buf(),
-            table: read_layer(patch, true)?,
+            table: read_layer(patch, true, only)?,
             rows: false,
             notes: Vec::new(),
             replaces: Vec::new(),
@@ -321,7 +349,11 @@ pub(super) fn quote_key(key: &str) -> String {
     }
 }
 
-fn read_layer(path: &Path, required: bool) -> Result<Option<toml::Table>, ConfigError> {
+fn read_layer(
+    path: &Path,
+    required: bool,
+    only: Option<&str>,
+) -> Result<Option<toml::Table>, ConfigError> {
     let fail = |message: String| ConfigError {
         path: path.to_path_buf(),
         message,
@@ -331,7 +363,13 @@ fn read_layer(path: &Path, required: bool) -> Result<Option<toml::Table>, Config
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => return Ok(None),
         Err(e) => return Err(fail(format!("cannot be read: {e}"))),
     };
-    let table: toml::Table = toml::from_str(&text).map_err(|e| fail(e.to_string()))?;
+    let mut table: toml::Table = toml::from_str(&text).map_err(|e| fail(e.to_string()))?;
+    if let Some(only) = only {
+        table.retain(|key, _| key == only);
+        Config::deserialize(table.clone())
+            .map_err(|e| fail(format!("[{only}]: {}", e.message())))?;
+        return Ok(Some(table));
+    }
     // Checked per layer too, from the text, so the error names the file, the line and the key.
     if let Err(e) = toml::from_str::<Config>(&text) {
         let at = e

@@ -1074,15 +1074,16 @@ fn sandbox_settings(r: &mut Resolver<'_>, config: &Config) -> SandboxSettings {
     }
 }
 
-/// The sandbox settings alone, for `dsh sandbox check`: only the config files are read, so a
-/// problem elsewhere in the settings (a route, a `.env` file) does not hide the sandbox's.
+/// The sandbox settings alone, for `dsh sandbox check`: only the `[sandbox]` table of each
+/// config file is read, so a problem elsewhere in the settings (another table's keys, a route,
+/// a `.env` file) does not hide the sandbox's.
 pub fn sandbox_only(
     cwd: PathBuf,
     env: &Environment,
     patches: &[PathBuf],
 ) -> Result<SandboxSettings, SetupError> {
     let home = home(env)?;
-    let files = ConfigFiles::load(&home.value, &cwd, patches, true)?;
+    let files = ConfigFiles::load_only(&home.value, &cwd, patches, true, "sandbox")?;
     let mut r = Resolver {
         files: &files,
         rows: Vec::new(),

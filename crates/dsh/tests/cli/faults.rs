@@ -191,10 +191,38 @@ fn a_stream_that_stalls_every_time_ends_the_run() {
     assert_eq!(last["type"], "final");
     assert_eq!(last["reason"]["kind"], "error");
     assert_eq!(last["reason"]["error"]["code"], "TIMEOUT", "{last}");
+    // The failure names the setting that bounds the wait.
+    let message = last["reason"]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.ends_with(
+            "sent nothing for 0.3 s (requests.idle_timeout_ms sets the limit: raise it for a \
+             server that thinks that long)"
+        ),
+        "{message}"
+    );
     dsh_testkit::fault_matrix(
         "provider fault",
         "stream stalls on every attempt",
         "reported: TIMEOUT after 6 attempts, never hangs",
+    );
+}
+
+/// A provider that takes the request and never starts its answer is bounded by the same
+/// limit, and the failure names it.
+#[test]
+fn a_provider_that_never_answers_names_the_limit() {
+    let turns: Vec<Turn> = (0..6).map(|_| Turn::hang()).collect();
+    let (_env, out) = run(turns);
+    assert_eq!(out.code(), Some(1), "stderr: {}", out.stderr);
+    let last = out.events().last().unwrap().clone();
+    assert_eq!(last["reason"]["error"]["code"], "TIMEOUT", "{last}");
+    let message = last["reason"]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.ends_with(
+            "did not start answering within 0.3 s (requests.idle_timeout_ms sets the limit: \
+             raise it for a server that thinks that long)"
+        ),
+        "{message}"
     );
 }
 

@@ -430,9 +430,17 @@ fn skills_are_listed_in_the_system_prompt_and_loaded_with_the_skill_tool() {
         Turn::tool_call("skill", json!({"name": "nope"})),
         Turn::text("done"),
     ]);
+    // Written as docs/config.md shows a skill, comments included.
     env.write(
         ".dsh/skills/release/SKILL.md",
-        "---\nname: release\ndescription: Cut a release of the project\n---\nRun scripts/release.sh, then tag.\n",
+        "---\nname: release                      # lower-case words joined by -\n\
+         description: Cut a release of the project\n\
+         disable-model-invocation: false    # true keeps it out of the model's catalog\n\
+         ---\nRun scripts/release.sh, then tag.\n",
+    );
+    env.write(
+        ".dsh/skills/broken/SKILL.md",
+        "---\nname: Broken\ndescription: x\n---\n",
     );
     env.write(
         "more/lint.md",
@@ -441,6 +449,15 @@ fn skills_are_listed_in_the_system_prompt_and_loaded_with_the_skill_tool() {
     env.write("skills.toml", "[skills]\ndirs = [\"more\"]\n");
     let out = env.run(dsh(), &["--patch", "skills.toml", "go"]);
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    // The skill that cannot be loaded is named, with what is wrong.
+    assert!(
+        out.stderr.contains(&format!(
+            "skill {} is not loaded: its name \"Broken\" is not lower-case words joined by -",
+            env.ws_path().join(".dsh/skills/broken/SKILL.md").display()
+        )),
+        "{}",
+        out.stderr
+    );
     let requests = env.server.requests();
     assert!(requests[0].tool_names().contains(&"skill".to_owned()));
     let system = requests[0].messages()[0]["content"]

@@ -126,6 +126,30 @@ fn a_failed_turn_still_ends_with_final() {
 }
 
 #[test]
+fn a_protocol_server_refuses_its_options_on_stderr_alone() {
+    let env = TestEnv::new(vec![]);
+    for args in [
+        &["mcp-server", "--json"][..],
+        &["acp", "--json"],
+        &["acp", "--bogus", "--json"],
+        &["mcp-server", "--json", "a task"],
+    ] {
+        let out = env.run(dsh(), args);
+        assert_eq!(out.code(), Some(1), "{args:?}");
+        // stdout is the protocol's: not even a JSON error event goes there.
+        assert_eq!(out.stdout, "", "{args:?}");
+        assert!(out.stderr.starts_with("dsh: "), "{args:?}: {}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
+    }
+    let out = env.run(dsh(), &["acp", "--json"]);
+    assert_eq!(
+        out.stderr,
+        "dsh: dsh acp does not take --json: it is about one run, and the client picks each \
+         session\n"
+    );
+}
+
+#[test]
 fn usage_errors_are_error_events_too() {
     let env = TestEnv::new(vec![]);
     let out = env.run(dsh(), &["--bogus", "--json", "go"]);

@@ -265,6 +265,43 @@ fn sandbox_check_names_each_backend_and_the_one_used() {
     );
 }
 
+/// `dsh sandbox check` reads only `[sandbox]`: a mistake anywhere else in the files (an unknown
+/// key, a bad value, a bad project config) does not stop it; one in `[sandbox]` does.
+#[test]
+fn sandbox_check_reads_only_the_sandbox_table() {
+    let env = TestEnv::new(Vec::new());
+    env.write(
+        ".dsh/config.toml",
+        "effort = \"huge\"\nbogus_key = 1\n[tools]\nallow = 3\n",
+    );
+    env.write(
+        "bwrap.toml",
+        "model = 7\n[sandbox]\nbackend = \"bubblewrap\"\nbwrap = \"/nonexistent/bwrap\"\n",
+    );
+    let out = RunOutput::of(
+        env.command(dsh())
+            .args(["sandbox", "check", "--patch", "bwrap.toml"]),
+    );
+    assert_eq!(out.stderr, "");
+    assert!(
+        out.stdout
+            .contains("bubblewrap  not usable: sandbox.bwrap names /nonexistent/bwrap"),
+        "{}",
+        out.stdout
+    );
+    env.write("bad.toml", "[sandbox]\nnetwork = \"maybe\"\n");
+    let out = RunOutput::of(
+        env.command(dsh())
+            .args(["sandbox", "check", "--patch", "bad.toml"]),
+    );
+    assert_eq!(out.code(), Some(1));
+    assert_eq!(
+        out.stderr,
+        "dsh: config file bad.toml: [sandbox]: invalid type: string \"maybe\", expected a \
+         boolean\n"
+    );
+}
+
 /// Under bubblewrap, a run's commands go through one sandbox helper: each still sees only its
 /// own processes (the helper's init is its PID 1, a fresh /proc), starts in a session of its
 /// own with no capabilities, cannot write outside the workspace, and does not leave daemons

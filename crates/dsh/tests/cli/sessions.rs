@@ -483,12 +483,14 @@ fn sessions_are_listed_newest_first_and_shown_as_a_transcript() {
 
     let missing = env.run(dsh(), &["sessions", "show", "session-nope"]);
     assert_eq!(missing.code(), Some(1));
-    assert!(
-        missing
-            .stderr
-            .starts_with("dsh: no session \"session-nope\""),
-        "{}",
-        missing.stderr
+    // What to do, in terms of this command (it takes no --session-id).
+    assert_eq!(
+        missing.stderr,
+        format!(
+            "dsh: no session \"session-nope\" was recorded in {}: `dsh sessions list` shows \
+             this directory's sessions; a session is shown from the directory it ran in\n",
+            env.ws_path().display()
+        )
     );
 }
 

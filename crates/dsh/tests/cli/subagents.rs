@@ -30,6 +30,20 @@ fn a_child_answers_the_call_and_its_tokens_are_the_parents_too() {
     ]);
     let out = env.run(dsh(), &["--json", "delegate"]);
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    // What the model reads has no runs of spaces inside its sentences (a string literal
+    // broken over lines without `\` keeps the next line's indentation).
+    for (who, request) in [("parent", 0), ("child", 1)] {
+        for message in env.server.requests()[request].messages() {
+            let text = message["content"].as_str().unwrap_or_default();
+            for line in text.lines() {
+                assert!(
+                    !line.trim().contains("  "),
+                    "a run of spaces in the {who}'s {} message: {line:?}",
+                    message["role"]
+                );
+            }
+        }
+    }
     let events = out.events();
     let results = tool_results(&out);
     assert_eq!(results.len(), 1, "the parent's own results only");

@@ -266,6 +266,50 @@ fn deny_lists_add_up_across_layers_and_an_allow_list_narrows_them() {
 }
 
 #[test]
+fn an_mcp_name_that_names_no_server_of_the_run_is_refused() {
+    let env = TestEnv::new(vec![]);
+    let out = env.run(dsh(), &["--tools", "read,mcp__github__*", "go"]);
+    assert_eq!(out.code(), Some(1));
+    let first = out.stderr.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(
+            "dsh: the tool list names \"mcp__github__*\", which covers no tool: this run has \
+             no MCP server (declare one under [mcp.servers.<name>]); name a tool as \
+             mcp__<server>__<tool> (a trailing * covers several) or a built-in tool (\
+             ask_user_question, bash,"
+        ),
+        "{}",
+        out.stderr
+    );
+    // With servers, the message names them; a server that is there passes the check (and is
+    // refused only when it cannot start).
+    env.write(
+        "servers.toml",
+        "[mcp.servers.fs]\ncommand = \"dsh-test-no-such-server\"\n\
+         [mcp.servers.web]\ncommand = \"dsh-test-no-such-server\"\n",
+    );
+    let out = env.run(
+        dsh(),
+        &[
+            "--patch",
+            "servers.toml",
+            "--disallowed-tools",
+            "mcp__gh__*",
+            "go",
+        ],
+    );
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.contains(
+            "names \"mcp__gh__*\", which covers no tool: this run's MCP servers are fs, web;"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(env.server.requests().is_empty());
+}
+
+#[test]
 fn reference_rows_switch_tool_parts_off() {
     let env = TestEnv::new(vec![
         Turn::tool_call(
