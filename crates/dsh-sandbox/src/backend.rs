@@ -108,6 +108,57 @@ pub struct SandboxSettings {
     /// Whether bubblewrap's commands run through one sandbox helper per run
     /// (`sandbox.helper`, default on) rather than a `bwrap` each; see [`crate::helper`].
     pub helper: bool,
+    /// What each process of a command may take.
+    pub limits: CommandLimits,
+}
+
+/// Resource limits on every process of a command (`setrlimit`, inherited by what it starts), so
+/// that one runaway test cannot take the machine, and dsh with it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CommandLimits {
+    /// Bytes of data (heap and private writable mappings, `RLIMIT_DATA`) one process may hold
+    /// (`sandbox.max_memory_mb`); `None`: no limit. Reserved address space that is never
+    /// written (a JVM's or V8's heap reservation) does not count.
+    pub memory_bytes: Option<u64>,
+    /// Processes the command's user may have at once (`sandbox.max_processes`,
+    /// `RLIMIT_NPROC`); the kernel counts all of that user's processes on the machine, not only
+    /// the command's. `None`: no limit.
+    pub processes: Option<u64>,
+}
+
+impl CommandLimits {
+    /// Sets the limits on the calling process.
+    ///
+    /// # Safety
+    /// Raw system calls only: for a child between fork and exec.
+    pub(crate) unsafe fn apply(&self) -> std::io::Result<()> {
+        for (resource, limit) in [
+            (libc::RLIMIT_DATA, self.memory_bytes),
+            (libc::RLIMIT_NPROC, self.processes),
+        ] {
+            let Some(limit) = limit else { continue };
+            // A limit only ever lowers: one above what the process may have already (its hard
+            // limit) leaves that in place, as raising it would need CAP_SYS_RESOURCE.
+            let mut current = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: a valid rlimit to fill in.
+            if unsafe { libc::getrlimit(resource, &mut current) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let limit = (limit as libc::rlim_t).min(current.rlim_max);
+            let value = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            // SAFETY: a valid rlimit for this process.
+            if unsafe { libc::setrlimit(resource, &value) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Default for SandboxSettings {
@@ -117,6 +168,7 @@ impl Default for SandboxSettings {
             network: true,
             bwrap: None,
             helper: true,
+            limits: CommandLimits::default(),
         }
     }
 }

@@ -30,11 +30,14 @@ pub struct ConfinedCommand {
     helper: Option<crate::HelperLaunch>,
 }
 
-/// What the child process applies to itself between fork and exec.
+/// What the child process applies to itself between fork and exec: the resource limits (under
+/// every backend; under bubblewrap bwrap inherits them, and so does the command), then Landlock's
+/// restrictions.
 #[derive(Debug, Clone)]
 pub struct ChildSetup {
+    limits: crate::CommandLimits,
     #[cfg(target_os = "linux")]
-    restrictions: Arc<crate::landlock_backend::ChildRestrictions>,
+    restrictions: Option<Arc<crate::landlock_backend::ChildRestrictions>>,
 }
 
 impl ChildSetup {
@@ -44,12 +47,13 @@ impl ChildSetup {
     /// Call it only in the child between fork and exec (a `pre_exec` hook): it makes raw
     /// system calls and nothing else.
     pub unsafe fn apply(&self) -> std::io::Result<()> {
-        #[cfg(target_os = "linux")]
         // SAFETY: the caller is the forked child.
-        unsafe {
-            self.restrictions.apply()
+        unsafe { self.limits.apply()? };
+        #[cfg(target_os = "linux")]
+        if let Some(restrictions) = &self.restrictions {
+            // SAFETY: the caller is the forked child.
+            unsafe { restrictions.apply()? };
         }
-        #[cfg(not(target_os = "linux"))]
         Ok(())
     }
 }
@@ -180,6 +184,7 @@ impl Sandbox {
             pool: self.helpers(),
             start: crate::bwrap::helper_start(bwrap, profile, &program),
             sealed,
+            limits: self.settings().limits,
             argv,
             key: [profile.to_vec(), crate::bwrap::bind_identity(profile)].concat(),
         })
@@ -192,7 +197,13 @@ impl Sandbox {
         policy: &SandboxPolicy,
     ) -> Result<ConfinedCommand, SandboxUnavailable> {
         let network = self.settings().network;
+        let limits = self.settings().limits;
         let mode = policy.mode();
+        let plain = ChildSetup {
+            limits,
+            #[cfg(target_os = "linux")]
+            restrictions: None,
+        };
         let unconfined = |argv| ConfinedCommand {
             argv,
             backend: Backend::None,
@@ -200,7 +211,7 @@ impl Sandbox {
             enforcement: Enforcement::Full,
             network: true,
             policy: policy.clone(),
-            child: None,
+            child: Some(plain.clone()),
             watch: None,
             helper: None,
         };
@@ -258,7 +269,10 @@ impl Sandbox {
                 let helper = self.helper_launch(policy, bwrap, &profile, argv.clone());
                 Ok(ConfinedCommand {
                     helper,
-                    ..confined(crate::bwrap::wrap(bwrap, &profile, argv), None)
+                    ..confined(
+                        crate::bwrap::wrap(bwrap, &profile, argv),
+                        Some(plain.clone()),
+                    )
                 })
             }
             #[cfg(target_os = "linux")]
@@ -269,7 +283,8 @@ impl Sandbox {
                 Ok(confined(
                     argv,
                     Some(ChildSetup {
-                        restrictions: Arc::new(restrictions),
+                        limits,
+                        restrictions: Some(Arc::new(restrictions)),
                     }),
                 ))
             }

@@ -25,7 +25,8 @@ mod report;
 mod watch;
 
 pub use backend::{
-    Backend, BackendChoice, Enforcement, Probe, Sandbox, SandboxSettings, UnknownBackend,
+    Backend, BackendChoice, CommandLimits, Enforcement, Probe, Sandbox, SandboxSettings,
+    UnknownBackend,
 };
 pub use beneath::WriteSite;
 pub use classify::Verdict;

@@ -116,6 +116,12 @@ pub struct SandboxConfig {
     pub bwrap: Option<PathBuf>,
     /// Whether bubblewrap's commands run through one sandbox helper per run (default true).
     pub helper: Option<bool>,
+    /// MiB of data one process of a command may hold (default: no limit; 0 is refused).
+    #[serde(deserialize_with = "limit")]
+    pub max_memory_mb: Option<u64>,
+    /// Processes the command's user may have at once (default: no limit; 0 is refused).
+    #[serde(deserialize_with = "limit")]
+    pub max_processes: Option<u64>,
 }
 
 /// The session logs.
@@ -288,6 +294,20 @@ where
 {
     let text = String::deserialize(deserializer)?;
     text.parse().map(Some).map_err(serde::de::Error::custom)
+}
+
+/// A resource limit: a whole number of at least 1 (0 would stop every command).
+fn limit<'de, D>(deserializer: D) -> Result<Option<u64>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    match u64::deserialize(deserializer)? {
+        0 => Err(serde::de::Error::custom(
+            "a limit of 0 would stop every command; give at least 1, or leave the key out for \
+             no limit",
+        )),
+        n => Ok(Some(n)),
+    }
 }
 
 /// Declares an enum read from and shown as fixed names, with the error that lists them.

@@ -1066,11 +1066,33 @@ fn sandbox_settings(r: &mut Resolver<'_>, config: &Config) -> SandboxSettings {
         [r.file("sandbox.helper", config.sandbox.helper)],
         true,
     );
+    let max_memory_mb = r.setting(
+        "sandbox.max_memory_mb",
+        [r.file(
+            "sandbox.max_memory_mb",
+            config.sandbox.max_memory_mb.map(Some),
+        )],
+        None,
+    );
+    r.none_means(&max_memory_mb, "no limit");
+    let max_processes = r.setting(
+        "sandbox.max_processes",
+        [r.file(
+            "sandbox.max_processes",
+            config.sandbox.max_processes.map(Some),
+        )],
+        None,
+    );
+    r.none_means(&max_processes, "no limit");
     SandboxSettings {
         backend: backend.value,
         network: network.value,
         bwrap: bwrap.value,
         helper: helper.value,
+        limits: dsh_sandbox::CommandLimits {
+            memory_bytes: max_memory_mb.value.map(|mb| mb.saturating_mul(1 << 20)),
+            processes: max_processes.value,
+        },
     }
 }
 

@@ -86,6 +86,7 @@ impl Helper {
     pub(crate) async fn start(
         argv: &[OsString],
         sealed: Option<BorrowedFd<'static>>,
+        limits: crate::CommandLimits,
     ) -> Result<Helper, String> {
         let mut pair = [0; 2];
         // SAFETY: a valid array for the two new descriptors.
@@ -123,7 +124,8 @@ impl Helper {
         // Its own process group: a Ctrl-C or a `timeout` aimed at dsh's group is dsh's to
         // handle (stopping commands with their grace), not the helper's to die of.
         command.process_group(0);
-        // SAFETY: between fork and exec only dup2 or fcntl, on descriptors we own.
+        // SAFETY: between fork and exec only dup2 or fcntl, on descriptors we own, and
+        // setrlimit.
         unsafe {
             command.pre_exec(move || {
                 // The copy out of the way first: it may sit at 3 or 4 itself.
@@ -151,7 +153,7 @@ impl Helper {
                 {
                     return Err(io::Error::last_os_error());
                 }
-                Ok(())
+                limits.apply()
             });
         }
         // `--die-with-parent` (like every PR_SET_PDEATHSIG) follows the thread that starts

@@ -177,6 +177,8 @@ pub struct HelperLaunch {
     /// The sealed copy the helper is started from (as [`SEALED_FD`], named
     /// `/proc/self/fd/4` in `start`), when it is not started from the file.
     pub(crate) sealed: Option<BorrowedFd<'static>>,
+    /// The run's resource limits, set on the helper and so inherited by every command.
+    pub(crate) limits: crate::CommandLimits,
     /// The command itself, without `bwrap`.
     pub(crate) argv: Vec<OsString>,
 }
@@ -231,7 +233,7 @@ impl HelperLaunch {
         {
             return Ok(helper.clone());
         }
-        match client::Helper::start(&self.start, self.sealed).await {
+        match client::Helper::start(&self.start, self.sealed, self.limits).await {
             Ok(helper) => {
                 let helper = Arc::new(helper);
                 slot.current = Some((self.key.clone(), helper.clone()));

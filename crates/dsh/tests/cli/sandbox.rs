@@ -457,6 +457,55 @@ fn landlock_scopes() -> bool {
     abi >= 6
 }
 
+/// The red team's finding (issue 31): nothing bounded what a command could take. With
+/// `sandbox.max_memory_mb` and `sandbox.max_processes`, every process of a command (through
+/// the sandbox helper, with a `bwrap` each, and under Landlock) holds at most that much data
+/// and its user at most that many processes; a runaway allocation fails in the command
+/// instead of taking the machine. 0 is refused with the file named.
+#[test]
+fn commands_run_under_the_configured_memory_and_process_limits() {
+    let probe = "ulimit -d; ulimit -u; python3 -c 'x = bytearray(300 << 20)' 2>&1 | tail -1";
+    for backend in ["bubblewrap-helper", "bubblewrap", "landlock"] {
+        let env = TestEnv::new(vec![
+            Turn::tool_call("bash", json!({"command": probe, "description": "limits"})),
+            Turn::text("done"),
+        ]);
+        let (backend_name, helper) = match backend {
+            "bubblewrap-helper" => ("bubblewrap", true),
+            other => (other, false),
+        };
+        env.write(
+            ".dsh/config.toml",
+            &format!(
+                "[sandbox]\nbackend = \"{backend_name}\"\nhelper = {helper}\n\
+                 max_memory_mb = 200\nmax_processes = 9000\n"
+            ),
+        );
+        if backend_name == "bubblewrap" && !bubblewrap_usable() {
+            continue;
+        }
+        let out = env.run(dsh(), &["--json", "go"]);
+        assert_eq!(out.code(), Some(0), "{backend}: {}", out.stderr);
+        let result = env.server.requests()[1].tool_results().pop().unwrap();
+        assert_eq!(result, "204800\n9000\nMemoryError\n", "{backend}");
+    }
+    let env = TestEnv::new(vec![Turn::text("done")]);
+    env.write(".dsh/config.toml", "[sandbox]\nmax_processes = 0\n");
+    let out = env.run(dsh(), &["go"]);
+    assert_eq!(out.code(), Some(1), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains(".dsh/config.toml: line 2: a limit of 0 would stop every command"),
+        "{}",
+        out.stderr
+    );
+    dsh_testkit::fault_matrix(
+        "attack",
+        "a command allocates past sandbox.max_memory_mb (helper, bwrap, Landlock)",
+        "the allocation fails in the command",
+    );
+}
+
 /// Whether bubblewrap can start here; a test that needs it is skipped with a note when it
 /// cannot, unless `DSH_TEST_REQUIRE_BACKENDS=1` (set by `.ci/run`) makes that a failure.
 #[allow(clippy::print_stderr)] // a skipped test says so
