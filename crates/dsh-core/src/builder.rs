@@ -59,6 +59,8 @@ pub struct StartedRun {
     mcp: McpServers,
     mcp_startup: McpStartup,
     mcp_joins: UnboundedReceiver<ToolGroup>,
+    /// The user's notices (already redacting).
+    notices: UnboundedSender<String>,
 }
 
 /// A run ready for its task.
@@ -78,12 +80,19 @@ pub struct Run {
 pub struct Processes {
     shell: Arc<Shell>,
     mcp: McpServers,
+    /// Where the user is told what the end of the run set aside.
+    notices: UnboundedSender<String>,
 }
 
 impl Processes {
-    /// Stops every process a command or a server started, and waits for them.
+    /// Stops every process a command or a server started, and waits for them; then sets aside
+    /// what commands whose results were never made (a run stopped in the middle of one)
+    /// created at protected paths, and tells the user.
     pub async fn shutdown(&self) {
-        tokio::join!(self.shell.shutdown(), self.mcp.shutdown());
+        let (set_aside, ()) = tokio::join!(self.shell.shutdown(), self.mcp.shutdown());
+        for line in set_aside {
+            let _ = self.notices.send(line);
+        }
     }
 }
 
@@ -216,7 +225,7 @@ impl AgentBuilder {
                 fail_on_startup_error: server.fail_on_startup_error,
             })
             .collect();
-        let (mcp_startup, mcp_joins) = McpStartup::begin(mcp, servers, notices);
+        let (mcp_startup, mcp_joins) = McpStartup::begin(mcp, servers, notices.clone());
         Ok(StartedRun {
             settings,
             user,
@@ -229,6 +238,7 @@ impl AgentBuilder {
             mcp: mcp.clone(),
             mcp_startup,
             mcp_joins,
+            notices,
         })
     }
 }
@@ -276,6 +286,7 @@ impl StartedRun {
             mcp,
             mcp_startup,
             mcp_joins,
+            notices,
         } = self;
         let mcp_ready = mcp_startup
             .ready(settings.mcp_grace.value, mcp_joins)
@@ -323,7 +334,16 @@ impl StartedRun {
             tools.set_group(group);
         }
         tools.follow(mcp_ready.joins);
-        let shell = Arc::new(Shell::new(shell_env, session.id(), sandbox));
+        // What the commands of a run that died outright (SIGKILL, a crash) created at
+        // protected paths, set aside now; this run's own watches are written down there too.
+        let journal = settings.home.value.join("pending-set-aside");
+        for line in dsh_tools::settle_left_over(&journal) {
+            let _ = notices.send(line);
+        }
+        let shell = Arc::new(
+            Shell::new(shell_env, session.id(), sandbox)
+                .with_pending(dsh_tools::PendingWatches::with_journal(journal)),
+        );
         let (tx, events) = mpsc::unbounded_channel();
         let progress = user.watches_output.then(|| {
             let tx = tx.clone();
@@ -403,7 +423,11 @@ impl StartedRun {
             events,
             prices: route.prices.value,
             skills,
-            processes: Processes { shell, mcp },
+            processes: Processes {
+                shell,
+                mcp,
+                notices,
+            },
         })
     }
 }

@@ -59,6 +59,11 @@ impl ChildSetup {
 }
 
 impl ConfinedCommand {
+    /// What the command's protected paths were when it started (`workspace-write` only).
+    pub fn watch(&self) -> Option<&crate::CreationWatch> {
+        self.watch.as_ref()
+    }
+
     /// The protected paths the command created (to be set aside: [`crate::set_aside`]); only
     /// ever some under `workspace-write`.
     pub fn created_protected(&self) -> Vec<std::path::PathBuf> {

@@ -10,14 +10,20 @@
 //! work.
 
 use std::ffi::OsString;
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
 use crate::{Backend, SandboxMode, SandboxPolicy};
 
-/// The protected paths absent when a command started.
-#[derive(Debug, Clone)]
+/// The protected paths as they were when a command started: those absent, and the identity of
+/// those present.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CreationWatch {
     absent: Vec<PathBuf>,
+    /// Each protected path present, with its device and inode: one that is another file when
+    /// the command ends was replaced (a command in a sandbox whose read-only bind moved with
+    /// the file it covered can make the name again).
+    present: Vec<(PathBuf, u64, u64)>,
     /// The workspace's top folder, whose new `.env` files count too.
     top: PathBuf,
     /// The `.env` files it held.
@@ -37,13 +43,17 @@ impl CreationWatch {
             return None;
         }
         let top = policy.workspace().to_path_buf();
-        let absent = (protected.iter())
-            .filter(|path| std::fs::symlink_metadata(path).is_err())
-            // Under bubblewrap an absent `.dsh/` is made empty and bound read-only before
-            // the command starts (`crate::bwrap`): that one is dsh's own.
-            .filter(|path| !(backend == Backend::Bubblewrap && **path == top.join(".dsh")))
-            .cloned()
-            .collect();
+        let mut absent = Vec::new();
+        let mut present = Vec::new();
+        for path in protected {
+            match std::fs::symlink_metadata(path) {
+                Ok(meta) => present.push((path.clone(), meta.dev(), meta.ino())),
+                // Under bubblewrap an absent `.dsh/` is made empty and bound read-only before
+                // the command starts (`crate::bwrap`): that one is dsh's own.
+                Err(_) if backend == Backend::Bubblewrap && *path == top.join(".dsh") => {}
+                Err(_) => absent.push(path.clone()),
+            }
+        }
         // The top folder's `.env` files are among the protected paths, as its listing found
         // them.
         let env_files = (protected.iter())
@@ -54,17 +64,29 @@ impl CreationWatch {
             .collect();
         Some(CreationWatch {
             absent,
+            present,
             env_files,
             top,
         })
     }
 
-    /// The protected paths that exist now and did not when the command started.
+    /// The workspace whose protected paths are watched.
+    pub fn workspace(&self) -> &Path {
+        &self.top
+    }
+
+    /// The protected paths that exist now and did not when the command started, or that are
+    /// now another file than they were.
     pub fn created(&self) -> Vec<PathBuf> {
         let mut created: Vec<PathBuf> = (self.absent.iter())
             .filter(|path| std::fs::symlink_metadata(path).is_ok())
             .cloned()
             .collect();
+        for (path, dev, ino) in &self.present {
+            if std::fs::symlink_metadata(path).is_ok_and(|m| (m.dev(), m.ino()) != (*dev, *ino)) {
+                created.push(path.clone());
+            }
+        }
         for name in env_files(&self.top) {
             if !self.env_files.contains(&name) {
                 let path = self.top.join(name);
@@ -77,13 +99,83 @@ impl CreationWatch {
     }
 }
 
+/// A watch written down, so that a run that dies before its command's end (SIGKILL, a crash)
+/// leaves what the next run needs to settle it: NUL-separated fields, `top`, then `absent`,
+/// `present` (path, device, inode) and `env` entries, each a tag and its values.
+impl CreationWatch {
+    pub fn to_record(&self) -> Vec<u8> {
+        use std::os::unix::ffi::OsStrExt as _;
+        let mut out = Vec::new();
+        let mut field = |bytes: &[u8]| {
+            out.extend_from_slice(bytes);
+            out.push(0);
+        };
+        field(b"top");
+        field(self.top.as_os_str().as_bytes());
+        for path in &self.absent {
+            field(b"absent");
+            field(path.as_os_str().as_bytes());
+        }
+        for (path, dev, ino) in &self.present {
+            field(b"present");
+            field(path.as_os_str().as_bytes());
+            field(dev.to_string().as_bytes());
+            field(ino.to_string().as_bytes());
+        }
+        for name in &self.env_files {
+            field(b"env");
+            field(name.as_bytes());
+        }
+        out
+    }
+
+    /// The watch [`CreationWatch::to_record`] wrote; `None` for anything else (a record cut
+    /// short by the crash it outlived).
+    pub fn from_record(bytes: &[u8]) -> Option<CreationWatch> {
+        use std::os::unix::ffi::OsStrExt as _;
+        let body = bytes.strip_suffix(&[0])?;
+        let mut fields = body.split(|b| *b == 0);
+        let path = |bytes: &[u8]| PathBuf::from(std::ffi::OsStr::from_bytes(bytes));
+        let number = |bytes: &[u8]| std::str::from_utf8(bytes).ok()?.parse::<u64>().ok();
+        if fields.next()? != b"top" {
+            return None;
+        }
+        let mut watch = CreationWatch {
+            top: path(fields.next()?),
+            absent: Vec::new(),
+            present: Vec::new(),
+            env_files: Vec::new(),
+        };
+        while let Some(tag) = fields.next() {
+            match tag {
+                b"absent" => watch.absent.push(path(fields.next()?)),
+                b"present" => {
+                    let at = path(fields.next()?);
+                    let dev = number(fields.next()?)?;
+                    let ino = number(fields.next()?)?;
+                    watch.present.push((at, dev, ino));
+                }
+                b"env" => watch
+                    .env_files
+                    .push(std::ffi::OsStr::from_bytes(fields.next()?).to_os_string()),
+                _ => return None,
+            }
+        }
+        watch.top.is_absolute().then_some(watch)
+    }
+}
+
+/// What [`set_aside`] adds to a name.
+const SET_ASIDE: &str = ".dsh-set-aside";
+
 fn env_files(top: &Path) -> Vec<OsString> {
     let Ok(entries) = std::fs::read_dir(top) else {
         return Vec::new();
     };
+    // What dsh itself set aside (`.env.local.dsh-set-aside`) is not a new `.env` file.
     (entries.filter_map(Result::ok))
         .map(|entry| entry.file_name())
-        .filter(|name| crate::is_env_file(name))
+        .filter(|name| crate::is_env_file(name) && !name.to_string_lossy().contains(SET_ASIDE))
         .collect()
 }
 
@@ -134,7 +226,7 @@ pub fn set_aside(path: &Path, workspace: &Path) -> std::io::Result<PathBuf> {
         }
     };
     let c_name = CString::new(name.as_bytes()).map_err(|_| invalid("a NUL"))?;
-    let base = format!("{}.dsh-set-aside", name.to_string_lossy());
+    let base = format!("{}{SET_ASIDE}", name.to_string_lossy());
     let mut new_name = base.clone();
     let mut n = 1;
     while exists(&CString::new(new_name.as_bytes()).map_err(|_| invalid("a NUL"))?) {
@@ -160,6 +252,23 @@ pub fn set_aside(path: &Path, workspace: &Path) -> std::io::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_protected_path_replaced_while_the_command_ran_counts_as_created() {
+        let ws = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(ws.path()).unwrap();
+        std::fs::write(real.join(".env"), "A=1\n").unwrap();
+        let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &real, Vec::new());
+        let watch =
+            CreationWatch::new(&policy, Backend::Bubblewrap, &policy.protected_paths()).unwrap();
+        // Written in place: the same file.
+        std::fs::write(real.join(".env"), "A=2\n").unwrap();
+        assert!(watch.created().is_empty());
+        // Set aside (by dsh, after an earlier command), then made again.
+        std::fs::rename(real.join(".env"), real.join(".env.dsh-set-aside")).unwrap();
+        std::fs::write(real.join(".env"), "A=evil\n").unwrap();
+        assert_eq!(watch.created(), [real.join(".env")]);
+    }
 
     #[test]
     fn what_a_command_creates_at_protected_paths_is_found_and_moved_aside() {
@@ -201,6 +310,13 @@ mod tests {
             CreationWatch::new(&policy, Backend::Landlock, &policy.protected_paths()).unwrap();
         std::fs::create_dir_all(real.join(".dsh/hooks")).unwrap();
         assert!(landlock.created().contains(&real.join(".dsh")));
+        // Written down and read back, as a run that died leaves it for the next.
+        assert_eq!(
+            CreationWatch::from_record(&landlock.to_record()).as_ref(),
+            Some(&landlock)
+        );
+        let record = landlock.to_record();
+        assert!(CreationWatch::from_record(&record[..record.len() - 3]).is_none());
         assert!(
             CreationWatch::new(
                 &policy.with_mode(SandboxMode::ReadOnly),

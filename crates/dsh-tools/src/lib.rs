@@ -66,7 +66,10 @@ pub use search::glob::Glob;
 pub use search::grep::{Grep, MAX_HELD_LINE_BYTES};
 pub use shell::bash::Bash;
 pub use shell::job_tools::{JobKill, JobList, JobOutput};
-pub use shell::{DEFAULT_SCRUB, JobRegistry, MAX_RUNNING, Script, ScriptRun, Shell, ShellEnv};
+pub use shell::{
+    DEFAULT_SCRUB, JobRegistry, MAX_RUNNING, PendingWatches, Script, ScriptRun, Shell, ShellEnv,
+    settle_left_over,
+};
 pub use spill::{MAX_INLINE_BYTES, SpillStore};
 pub use str_replace_editor::StrReplaceEditor;
 pub use todo::TodoWrite;

@@ -178,6 +178,7 @@ impl Tool for Bash {
                 cwd,
                 self.confining && ctx.session.offers_escalation(),
             ));
+            shell.pending.add(n, &facts);
             if background {
                 let job = shell
                     .jobs

@@ -63,6 +63,8 @@ pub struct SandboxFacts {
     pub hint: bool,
     /// What was set aside, as the lines the model reads: worked out once, when it ended.
     set_aside: std::sync::OnceLock<Vec<String>>,
+    /// Where its watch waits to be settled ([`super::pending::PendingWatches`]).
+    registration: std::sync::OnceLock<super::pending::Registration>,
 }
 
 impl SandboxFacts {
@@ -72,7 +74,12 @@ impl SandboxFacts {
             cwd,
             hint,
             set_aside: std::sync::OnceLock::new(),
+            registration: std::sync::OnceLock::new(),
         }
+    }
+
+    pub(crate) fn register(&self, registration: super::pending::Registration) {
+        let _ = self.registration.set(registration);
     }
 
     /// Once the command has ended: the protected paths it created, renamed to where they
@@ -80,6 +87,16 @@ impl SandboxFacts {
     /// each for the model. Done once, however often it is asked.
     pub fn set_created_aside(&self) -> &[String] {
         self.set_aside.get_or_init(|| {
+            let lines = self.set_aside_now();
+            if let Some(registration) = self.registration.get() {
+                registration.settled();
+            }
+            lines
+        })
+    }
+
+    fn set_aside_now(&self) -> Vec<String> {
+        {
             let workspace = self.confined.workspace();
             let shown = |path: &std::path::Path| {
                 path.strip_prefix(workspace)
@@ -105,7 +122,7 @@ impl SandboxFacts {
                     ),
                 })
                 .collect()
-        })
+        }
     }
 
     /// The sandbox markers for a finished run: the denial marker and, when offered, the

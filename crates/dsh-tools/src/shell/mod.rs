@@ -6,6 +6,7 @@ pub(crate) mod capture;
 pub(crate) mod env;
 pub(crate) mod job_tools;
 pub(crate) mod jobs;
+pub(crate) mod pending;
 pub(crate) mod process;
 
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use dsh_sandbox::Sandbox;
 
 pub use env::{DEFAULT_SCRUB, ShellEnv};
 pub use jobs::{JobRegistry, MAX_RUNNING};
+pub use pending::{PendingWatches, settle_left_over};
 
 /// A script for [`Shell::run_script`].
 #[derive(Debug)]
@@ -54,6 +56,8 @@ pub struct Shell {
     tag_prefix: String,
     /// Shared with the shells made [`Shell::for_child`], so no two commands share a tag.
     commands: Arc<AtomicU64>,
+    /// The protected-path watches not settled yet, shared with the children's shells.
+    pub(crate) pending: Arc<PendingWatches>,
 }
 
 impl Shell {
@@ -70,7 +74,14 @@ impl Shell {
             sandbox,
             tag_prefix: format!("{short}-"),
             commands: Arc::new(AtomicU64::new(0)),
+            pending: Arc::new(PendingWatches::default()),
         }
+    }
+
+    /// The same shell, keeping its unsettled watches in `pending` (written down where it says).
+    pub fn with_pending(mut self, pending: PendingWatches) -> Self {
+        self.pending = Arc::new(pending);
+        self
     }
 
     /// The shell of a subagent: the same environment, sandbox and process tags (the end of the
@@ -83,6 +94,7 @@ impl Shell {
             sandbox: self.sandbox.clone(),
             tag_prefix: self.tag_prefix.clone(),
             commands: self.commands.clone(),
+            pending: self.pending.clone(),
         }
     }
 
@@ -164,8 +176,11 @@ impl Shell {
         self.jobs.stop_all().await;
     }
 
-    /// Stops every job and everything the session's commands left running.
-    pub async fn shutdown(&self) {
+    /// Stops every job and everything the session's commands left running, then settles the
+    /// protected-path watches of commands whose results were never made (a run stopped in the
+    /// middle of one). What was set aside, a line each, for the user.
+    pub async fn shutdown(&self) -> Vec<String> {
         self.jobs.shutdown(&self.tag_prefix).await;
+        self.pending.settle_all()
     }
 }

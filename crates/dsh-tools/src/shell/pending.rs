@@ -1,0 +1,179 @@
+//! Protected-path watches not yet settled, so that no way a run ends leaves a command's
+//! creations in place.
+//!
+//! A command's watch ([`dsh_sandbox::CreationWatch`]) is settled when its result is made (or,
+//! for a job, when it ends). A run stopped by `--timeout`, SIGTERM or SIGINT abandons its
+//! foreground command's result, so the run's shell keeps every watch until it is settled and
+//! settles what is left once its processes are stopped ([`PendingWatches::settle_all`]). A run
+//! that dies outright (SIGKILL, a crash) cannot: each watch is also written down in a folder
+//! of dsh's home while its command may run, and the next run settles the records whose run is
+//! gone ([`settle_left_over`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+
+use dsh_sandbox::CreationWatch;
+
+use super::jobs::SandboxFacts;
+
+/// The watches of a run's commands that are not settled yet.
+#[derive(Debug, Default)]
+pub struct PendingWatches {
+    entries: Mutex<Vec<(u64, Arc<SandboxFacts>)>>,
+    /// Where each is written down while pending (`None`: nowhere, as in tests of the tools).
+    journal: Option<PathBuf>,
+}
+
+/// What registered a command's facts: removed from there when they are settled.
+#[derive(Debug)]
+pub(crate) struct Registration {
+    pending: Weak<PendingWatches>,
+    key: u64,
+}
+
+impl PendingWatches {
+    /// Watches written down in `journal` (made when first needed).
+    pub fn with_journal(journal: PathBuf) -> Self {
+        PendingWatches {
+            entries: Mutex::new(Vec::new()),
+            journal: Some(journal),
+        }
+    }
+
+    /// Keeps `facts` (the command numbered `key` in this run) until they are settled, and
+    /// writes its watch down. A command with nothing to watch is not kept.
+    pub(crate) fn add(self: &Arc<Self>, key: u64, facts: &Arc<SandboxFacts>) {
+        let Some(watch) = facts.confined.watch() else {
+            return;
+        };
+        if let Some(path) = self.record_path(key) {
+            // Best effort: a home that cannot be written loses only the crash case.
+            if let Some(dir) = path.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let _ = std::fs::write(&path, watch.to_record());
+        }
+        facts.register(Registration {
+            pending: Arc::downgrade(self),
+            key,
+        });
+        self.lock().push((key, facts.clone()));
+    }
+
+    /// Settles every watch still pending (the run is ending, its commands stopped): what
+    /// their commands created at protected paths is set aside. The lines the model would have
+    /// read, for the user.
+    pub fn settle_all(&self) -> Vec<String> {
+        let pending = std::mem::take(&mut *self.lock());
+        (pending.into_iter())
+            .flat_map(|(_, facts)| facts.set_created_aside().to_vec())
+            .collect()
+    }
+
+    /// Forgets a settled watch, and its record.
+    pub(crate) fn remove(&self, key: u64) {
+        self.lock().retain(|(k, _)| *k != key);
+        if let Some(path) = self.record_path(key) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Arc<SandboxFacts>)>> {
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// `<journal>/<pid>.<start time>.<key>`: the process and its start, so that the next run
+    /// can tell a record of a live run (left alone) from one whose run is gone.
+    fn record_path(&self, key: u64) -> Option<PathBuf> {
+        let journal = self.journal.as_ref()?;
+        let pid = std::process::id();
+        let started = process_start(pid)?;
+        Some(journal.join(format!("{pid}.{started}.{key}")))
+    }
+}
+
+impl Registration {
+    /// The facts were settled: drop them from the pending ones.
+    pub(crate) fn settled(&self) {
+        if let Some(pending) = self.pending.upgrade() {
+            pending.remove(self.key);
+        }
+    }
+}
+
+/// Settles the watches that runs which died left in `journal`: for each record whose run is
+/// gone, what is at its protected paths and was not when its command started is set aside.
+/// Records of runs still alive are left to them. The lines to tell the user.
+pub fn settle_left_over(journal: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(journal) else {
+        return Vec::new();
+    };
+    let mut lines = Vec::new();
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let mut parts = name.split('.');
+        let (Some(pid), Some(started)) = (
+            parts.next().and_then(|p| p.parse::<u32>().ok()),
+            parts.next().and_then(|s| s.parse::<u64>().ok()),
+        ) else {
+            continue;
+        };
+        if process_start(pid) == Some(started) {
+            continue;
+        }
+        let path = entry.path();
+        if let Some(watch) = std::fs::read(&path)
+            .ok()
+            .and_then(|bytes| CreationWatch::from_record(&bytes))
+        {
+            lines.extend(settle(&watch));
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+    lines
+}
+
+/// Sets aside what a watch of a run that died finds created.
+fn settle(watch: &CreationWatch) -> Vec<String> {
+    let workspace = watch.workspace();
+    (watch.created().into_iter())
+        .map(|path| match dsh_sandbox::set_aside(&path, workspace) {
+            Ok(to) => format!(
+                "{} is protected; a command of a run that ended without cleaning up created it, \
+                 and it was renamed to {}, where it has no effect",
+                path.display(),
+                to.display()
+            ),
+            Err(error) => format!(
+                "{} is protected; a command of a run that ended without cleaning up created it, \
+                 and it could not be set aside ({error}): remove it before running Git or dsh \
+                 there",
+                path.display()
+            ),
+        })
+        .collect()
+}
+
+/// When process `pid` started (clock ticks after boot, `/proc/<pid>/stat`'s 22nd field), if
+/// it is alive: a PID reused by another process has another start.
+fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name, in parentheses, may hold spaces: count from after it.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_has_a_start_time() {
+        let own = process_start(std::process::id()).unwrap();
+        assert!(own > 0);
+        assert_eq!(process_start(std::process::id()), Some(own));
+        assert_eq!(process_start(u32::MAX), None);
+    }
+}
