@@ -212,7 +212,10 @@ pub(crate) fn refuse_placeholder_command(
 ) -> Result<(), crate::ToolError> {
     if session.redactor.is_some() && command.contains(REDACTED) {
         return Err(crate::ToolError::plain(format!(
-            "the command contains {REDACTED}, which stands for a secret dsh kept from you: run              as it is, it would write or send the placeholder instead of the secret. Refer to              the secret through the variable that holds it (\"$NAME\"), and leave the lines              of files that hold {REDACTED} untouched"
+            "the command contains {REDACTED}, which stands for a secret dsh kept from you: run \
+             as it is, it would write or send the placeholder instead of the secret. Refer to \
+             the secret through the variable that holds it (\"$NAME\"), and leave the lines \
+             of files that hold {REDACTED} untouched"
         )));
     }
     Ok(())

@@ -283,6 +283,8 @@ fn a_command_that_holds_the_placeholder_is_refused() {
         refused.contains("through the variable that holds it"),
         "{refused}"
     );
+    // Model-facing text: no runs of spaces left by lost line continuations.
+    assert!(!refused.contains("  "), "{refused}");
     assert_eq!(
         std::fs::read_to_string(env.ws.path().join("app.ini")).unwrap(),
         format!("token={TOKEN}\n")
