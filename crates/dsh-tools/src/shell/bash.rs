@@ -170,15 +170,20 @@ impl Tool for Bash {
                 redactor: ctx.session.redactor.clone(),
                 helper: confined.helper().cloned(),
             };
-            let process = ShellProcess::spawn(spec)
-                .await
-                .map_err(|e| spawn_failed(&confined, e))?;
+            shell.pending.note(n, confined.watch());
+            let process = match ShellProcess::spawn(spec).await {
+                Ok(process) => process,
+                Err(e) => {
+                    shell.pending.remove(n);
+                    return Err(spawn_failed(&confined, e));
+                }
+            };
             let facts = Arc::new(SandboxFacts::new(
                 confined,
                 cwd,
                 self.confining && ctx.session.offers_escalation(),
             ));
-            shell.pending.add(n, &facts);
+            shell.pending.keep(n, &facts);
             if background {
                 let job = shell
                     .jobs

@@ -53,6 +53,36 @@ impl JobStatus {
     }
 }
 
+/// Sets aside `created` (protected paths a command created in `workspace`, which exist only
+/// under `workspace-write`) and says so, a line each, as the model and the user read it.
+pub(crate) fn set_aside_lines(
+    created: Vec<std::path::PathBuf>,
+    workspace: &std::path::Path,
+) -> Vec<String> {
+    let mode = dsh_sandbox::SandboxMode::WorkspaceWrite;
+    let shown = |path: &std::path::Path| {
+        path.strip_prefix(workspace)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    };
+    (created.into_iter())
+        .map(|path| match dsh_sandbox::set_aside(&path, workspace) {
+            Ok(to) => format!(
+                "[sandbox: {} is protected under {mode}; the command created it, and it was \
+                 renamed to {}, where it has no effect]",
+                shown(&path),
+                shown(&to)
+            ),
+            Err(error) => format!(
+                "[sandbox: {} is protected under {mode}; the command created it, and it could \
+                 not be set aside ({error}): remove it before running Git or dsh there]",
+                shown(&path),
+            ),
+        })
+        .collect()
+}
+
 /// How a command was confined, to read its outcome by when it ends.
 #[derive(Debug)]
 pub struct SandboxFacts {
@@ -96,33 +126,7 @@ impl SandboxFacts {
     }
 
     fn set_aside_now(&self) -> Vec<String> {
-        {
-            let workspace = self.confined.workspace();
-            let shown = |path: &std::path::Path| {
-                path.strip_prefix(workspace)
-                    .unwrap_or(path)
-                    .display()
-                    .to_string()
-            };
-            (self.confined.created_protected().into_iter())
-                .map(|path| match dsh_sandbox::set_aside(&path, workspace) {
-                    Ok(to) => format!(
-                        "[sandbox: {} is protected under {}; the command created it, and it was \
-                         renamed to {}, where it has no effect]",
-                        shown(&path),
-                        self.confined.mode,
-                        shown(&to)
-                    ),
-                    Err(error) => format!(
-                        "[sandbox: {} is protected under {}; the command created it, and it \
-                         could not be set aside ({error}): remove it before running Git or dsh \
-                         there]",
-                        shown(&path),
-                        self.confined.mode
-                    ),
-                })
-                .collect()
-        }
+        set_aside_lines(self.confined.created_protected(), self.confined.workspace())
     }
 
     /// The sandbox markers for a finished run: the denial marker and, when offered, the

@@ -40,18 +40,24 @@ impl PendingWatches {
         }
     }
 
-    /// Keeps `facts` (the command numbered `key` in this run) until they are settled, and
-    /// writes its watch down. A command with nothing to watch is not kept.
-    pub(crate) fn add(self: &Arc<Self>, key: u64, facts: &Arc<SandboxFacts>) {
-        let Some(watch) = facts.confined.watch() else {
+    /// Writes down the watch of the command numbered `key` in this run, before the command
+    /// starts: a run killed at any moment after it has started leaves the record.
+    pub(crate) fn note(&self, key: u64, watch: Option<&CreationWatch>) {
+        let (Some(watch), Some(path)) = (watch, self.record_path(key)) else {
             return;
         };
-        if let Some(path) = self.record_path(key) {
-            // Best effort: a home that cannot be written loses only the crash case.
-            if let Some(dir) = path.parent() {
-                let _ = std::fs::create_dir_all(dir);
-            }
-            let _ = std::fs::write(&path, watch.to_record());
+        // Best effort: a home that cannot be written loses only the crash case.
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = std::fs::write(&path, watch.to_record());
+    }
+
+    /// Keeps `facts` (of the command [`PendingWatches::note`]d as `key`) until they are
+    /// settled. A command with nothing to watch is not kept.
+    pub(crate) fn keep(self: &Arc<Self>, key: u64, facts: &Arc<SandboxFacts>) {
+        if facts.confined.watch().is_none() {
+            return;
         }
         facts.register(Registration {
             pending: Arc::downgrade(self),
@@ -65,9 +71,14 @@ impl PendingWatches {
     /// read, for the user.
     pub fn settle_all(&self) -> Vec<String> {
         let pending = std::mem::take(&mut *self.lock());
-        (pending.into_iter())
+        let mut lines: Vec<String> = (pending.into_iter())
             .flat_map(|(_, facts)| facts.set_created_aside().to_vec())
-            .collect()
+            .collect();
+        // A command stopped while it was being started was written down but never kept.
+        if let (Some(journal), Some(prefix)) = (&self.journal, own_prefix()) {
+            lines.extend(settle_records(journal, |name| name.starts_with(&prefix)));
+        }
+        lines
     }
 
     /// Forgets a settled watch, and its record.
@@ -87,10 +98,11 @@ impl PendingWatches {
     /// `<journal>/<pid>.<start time>.<key>`: the process and its start, so that the next run
     /// can tell a record of a live run (left alone) from one whose run is gone.
     fn record_path(&self, key: u64) -> Option<PathBuf> {
-        let journal = self.journal.as_ref()?;
-        let pid = std::process::id();
-        let started = process_start(pid)?;
-        Some(journal.join(format!("{pid}.{started}.{key}")))
+        Some(
+            self.journal
+                .as_ref()?
+                .join(format!("{}{key}", own_prefix()?)),
+        )
     }
 }
 
@@ -107,20 +119,26 @@ impl Registration {
 /// gone, what is at its protected paths and was not when its command started is set aside.
 /// Records of runs still alive are left to them. The lines to tell the user.
 pub fn settle_left_over(journal: &Path) -> Vec<String> {
+    settle_records(journal, |name| {
+        let mut parts = name.split('.');
+        match (
+            parts.next().and_then(|p| p.parse::<u32>().ok()),
+            parts.next().and_then(|s| s.parse::<u64>().ok()),
+        ) {
+            (Some(pid), Some(started)) => process_start(pid) != Some(started),
+            _ => false,
+        }
+    })
+}
+
+/// Settles the records in `journal` whose names `chosen` picks, and removes them.
+fn settle_records(journal: &Path, chosen: impl Fn(&str) -> bool) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(journal) else {
         return Vec::new();
     };
     let mut lines = Vec::new();
     for entry in entries.filter_map(Result::ok) {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let mut parts = name.split('.');
-        let (Some(pid), Some(started)) = (
-            parts.next().and_then(|p| p.parse::<u32>().ok()),
-            parts.next().and_then(|s| s.parse::<u64>().ok()),
-        ) else {
-            continue;
-        };
-        if process_start(pid) == Some(started) {
+        if !chosen(&entry.file_name().to_string_lossy()) {
             continue;
         }
         let path = entry.path();
@@ -135,25 +153,20 @@ pub fn settle_left_over(journal: &Path) -> Vec<String> {
     lines
 }
 
-/// Sets aside what a watch of a run that died finds created.
+/// Sets aside what a written-down watch finds created, with the workspace named (the user may
+/// be told in another run, from another folder).
 fn settle(watch: &CreationWatch) -> Vec<String> {
     let workspace = watch.workspace();
-    (watch.created().into_iter())
-        .map(|path| match dsh_sandbox::set_aside(&path, workspace) {
-            Ok(to) => format!(
-                "{} is protected; a command of a run that ended without cleaning up created it, \
-                 and it was renamed to {}, where it has no effect",
-                path.display(),
-                to.display()
-            ),
-            Err(error) => format!(
-                "{} is protected; a command of a run that ended without cleaning up created it, \
-                 and it could not be set aside ({error}): remove it before running Git or dsh \
-                 there",
-                path.display()
-            ),
-        })
+    super::jobs::set_aside_lines(watch.created(), workspace)
+        .into_iter()
+        .map(|line| format!("in {}: {line}", workspace.display()))
         .collect()
+}
+
+/// `<pid>.<start time>.`: how this process's records begin.
+fn own_prefix() -> Option<String> {
+    let pid = std::process::id();
+    Some(format!("{pid}.{}.", process_start(pid)?))
 }
 
 /// When process `pid` started (clock ticks after boot, `/proc/<pid>/stat`'s 22nd field), if

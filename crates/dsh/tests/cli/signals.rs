@@ -143,7 +143,7 @@ fn a_run_killed_mid_command_is_settled_by_the_next_run() {
     assert!(git.join("hooks.dsh-set-aside/pre-commit").is_file());
     assert!(
         out.stderr
-            .contains("a command of a run that ended without cleaning up created it"),
+            .contains("the command created it, and it was renamed to .git/hooks.dsh-set-aside"),
         "{}",
         out.stderr
     );
@@ -153,7 +153,7 @@ fn a_run_killed_mid_command_is_settled_by_the_next_run() {
         ..env
     }
     .run(dsh(), &["once more"]);
-    assert!(!out.stderr.contains("cleaning up"), "{}", out.stderr);
+    assert!(!out.stderr.contains("is protected"), "{}", out.stderr);
     dsh_testkit::fault_matrix(
         "attack",
         "a foreground command creates .git/hooks and dsh is killed (SIGKILL) mid-command",
