@@ -589,7 +589,11 @@ fn base_tools(settings: &Settings) -> BaseTools {
     tools.register(Box::new(AskUserQuestion::default()));
     let (web_fetch, web_search) = dsh_web::tools(settings.web.clone());
     tools.register(Box::new(web_fetch));
-    tools.register(Box::new(web_search));
+    // Offered only where a backend can serve it: a tool whose every call fails is noise in
+    // the prompt (`--dump-config` says why it is off).
+    if settings.web.search.is_ok() {
+        tools.register(Box::new(web_search));
+    }
     if mode.is_plan() {
         tools.register(Box::new(ExitPlanMode::default()));
     }

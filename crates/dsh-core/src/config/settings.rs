@@ -859,10 +859,14 @@ impl Settings {
     /// prints. `tools` is what the model is offered, as the run's builder assembles it.
     pub fn rows(&self) -> Vec<SettingRow> {
         let mut rows = self.rows.clone();
+        let mut from = "from sandbox.mode, tools.*, skills.* and mcp.servers".to_owned();
+        if let Err(why) = &self.web.search {
+            from.push_str(&format!("; web_search is off: {why}"));
+        }
         rows.push(SettingRow::described(
             "tools".to_owned(),
             crate::builder::offered_tools(self).shown(),
-            "from sandbox.mode, tools.*, skills.* and mcp.servers".to_owned(),
+            from,
         ));
         rows.sort_by(|a, b| a.key.cmp(&b.key));
         rows
@@ -986,7 +990,7 @@ fn web_settings(
         [r.file("web.search.provider", web.search.provider.map(Some))],
         None,
     );
-    r.none_means(&provider, "none: web_search says it has no backend");
+    r.none_means(&provider, "none: web_search is not offered");
     let base_url = |default: Option<&str>, r: &mut Resolver<'_>| {
         let url = r.setting(
             "web.search.base_url",

@@ -65,7 +65,6 @@ fn a_three_step_session_prints_the_answer_and_sends_the_exact_results() {
             "subagent_fork",
             "todo_write",
             "web_fetch",
-            "web_search",
             "write"
         ]
     );

@@ -410,6 +410,12 @@ fn the_new_tools_have_the_reference_s_schemas() {
     let reference: serde_json::Value =
         serde_json::from_str(include_str!("../fixtures/reference-tools.json")).unwrap();
     let env = TestEnv::new(vec![Turn::text("done")]);
+    // web_search is offered only with a backend that can serve it (nothing listens there:
+    // only the schema is compared).
+    env.write(
+        ".dsh/config.toml",
+        "[web.search]\nprovider = \"searxng\"\nbase_url = \"http://127.0.0.1:9\"\n",
+    );
     let out = env.run(dsh(), &["--permission-mode", "plan", "go"]);
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
     let offered = env.server.requests()[0].body["tools"].clone();

@@ -184,28 +184,32 @@ fn web_search_lists_a_backends_results_and_names_the_key_it_lacks() {
         found[1]["result"],
         "Error: queries must contain at least one query"
     );
-    // No backend, and a backend without its key: the model is told which setting is missing.
+    // No backend, and a backend without its key: web_search is not offered at all (a tool
+    // whose every call fails is noise in the prompt), and --dump-config says why.
     for (config, expected) in [
         (
             "",
-            "no usable web provider is registered: set web.search.provider",
+            "web_search is off: no usable web provider is registered: set web.search.provider",
         ),
         (
             "[web.search]\nprovider = \"brave\"\n",
-            "Brave search has no API key: set BRAVE_API_KEY in the environment",
+            "web_search is off: Brave search has no API key: set BRAVE_API_KEY in the environment",
         ),
     ] {
-        let env = TestEnv::new(vec![
-            Turn::tool_call("web_search", json!({"queries": ["x"]})),
-            Turn::text("none"),
-        ]);
+        let env = TestEnv::new(vec![Turn::text("none")]);
         env.write(".dsh/config.toml", config);
-        let results = tool_results(&env, &["--json", "search"]);
-        assert_eq!(results[0]["error"]["code"], "WEB_PROVIDER_UNAVAILABLE");
-        assert!(
-            results[0]["result"].as_str().unwrap().contains(expected),
-            "{}",
-            results[0]["result"]
-        );
+        let out = env.run(dsh(), &["--json", "search"]);
+        assert_eq!(out.code(), Some(0), "{}", out.stderr);
+        let offered = env.server.requests()[0].tool_names();
+        assert!(offered.contains(&"web_fetch".to_owned()), "{offered:?}");
+        assert!(!offered.contains(&"web_search".to_owned()), "{offered:?}");
+        let shown = env.run(dsh(), &["--dump-config"]);
+        let tools = shown
+            .stdout
+            .lines()
+            .find(|line| line.starts_with("tools ="))
+            .unwrap();
+        assert!(tools.contains(expected), "{tools}");
+        assert!(!tools.contains("\"web_search\""), "{tools}");
     }
 }
