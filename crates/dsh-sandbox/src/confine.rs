@@ -59,6 +59,11 @@ impl ChildSetup {
 }
 
 impl ConfinedCommand {
+    /// The policy it runs under.
+    pub fn policy(&self) -> &SandboxPolicy {
+        &self.policy
+    }
+
     /// What the command's protected paths were when it started (`workspace-write` only).
     pub fn watch(&self) -> Option<&crate::CreationWatch> {
         self.watch.as_ref()

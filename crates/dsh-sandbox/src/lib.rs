@@ -16,6 +16,7 @@ mod caps;
 mod classify;
 mod confine;
 pub mod escalation;
+pub mod git_view;
 pub mod helper;
 #[cfg(target_os = "linux")]
 mod landlock_backend;

@@ -4,8 +4,11 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use std::sync::{Mutex, OnceLock};
+
 use crate::SandboxMode;
 use crate::beneath::{self, WriteSite};
+use crate::git_view::GitView;
 
 /// The sandbox policy of one call: its mode and, under `workspace-write`, the directories it
 /// may write below.
@@ -23,6 +26,16 @@ pub struct SandboxPolicy {
     pinned: Arc<Vec<PinnedRoot>>,
     /// dsh's own home (`DSH_HOME`): its config, hooks and sessions, which dsh trusts.
     dsh_home: Option<PathBuf>,
+    /// What Git runs for the workspace, as Git reported it before the first command (the
+    /// snapshot), and as it was last asked.
+    git: Arc<GitWatch>,
+}
+
+/// Git's view of the workspace: the snapshot, taken once, and the latest.
+#[derive(Debug, Default)]
+struct GitWatch {
+    snapshot: OnceLock<Option<GitView>>,
+    latest: Mutex<Option<GitView>>,
 }
 
 /// A writable root as it was when the policy was made.
@@ -73,6 +86,7 @@ impl SandboxPolicy {
             roots,
             pinned: Arc::new(pinned),
             dsh_home: None,
+            git: Arc::default(),
         }
     }
 
@@ -168,6 +182,21 @@ impl SandboxPolicy {
         if std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_file()) {
             paths.push(git);
         }
+        // Every config file Git reads for the workspace and its hooks folder, as Git itself
+        // names them (an included file, a hooks path set anywhere), where a command could
+        // write them.
+        if let Some(view) = self.git_snapshot() {
+            let inside = |path: &PathBuf| {
+                std::iter::once(ws)
+                    .chain(&self.extra_roots)
+                    .any(|root| path.starts_with(root))
+            };
+            for path in view.files.iter().chain(&view.hooks) {
+                if inside(path) && !paths.iter().any(|p| path.starts_with(p)) {
+                    paths.push(path.clone());
+                }
+            }
+        }
         paths.push(ws.join(".dsh"));
         paths.extend(top_level_env_files(ws));
         // dsh's home, where a command could reach it: below the workspace or an added folder
@@ -222,6 +251,85 @@ impl SandboxPolicy {
         let top_level_env = real_path.parent() == Some(ws.as_path())
             && real_path.file_name().is_some_and(is_env_file);
         top_level_env.then(|| real_path.to_path_buf())
+    }
+
+    /// Git's view of the workspace as it was before the run's first command (taken on first
+    /// use); `None` outside `workspace-write` and outside a repository.
+    fn git_snapshot(&self) -> Option<&GitView> {
+        if self.mode != SandboxMode::WorkspaceWrite {
+            return None;
+        }
+        self.git
+            .snapshot
+            .get_or_init(|| GitView::read(&self.workspace))
+            .as_ref()
+    }
+
+    /// After a command (and when the run stops): what Git would now run that it did not
+    /// before the run's first command, set aside, a line each for the model and the user. A
+    /// setting that appeared or changed has the file it came from renamed beside itself (so
+    /// Git no longer reads it); a hook that appeared or changed is renamed itself. Git is asked
+    /// only when a file it reads, the hooks folder, the index or `.git/modules` changed.
+    pub fn git_changes(&self) -> Vec<String> {
+        let Some(snapshot) = self.git_snapshot() else {
+            return Vec::new();
+        };
+        let mut latest = self
+            .git
+            .latest
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let current = latest.as_ref().unwrap_or(snapshot);
+        if !current.may_have_changed() {
+            return Vec::new();
+        }
+        let Some(now) = GitView::read(&self.workspace) else {
+            return Vec::new();
+        };
+        let (settings, hooks) = snapshot.new_in(&now);
+        let ws = &self.workspace;
+        let shown = |path: &Path| path.strip_prefix(ws).unwrap_or(path).display().to_string();
+        let mut lines = Vec::new();
+        let set_aside = |path: &Path, what: String| match crate::set_aside(path, ws) {
+            Ok(to) => format!(
+                "[sandbox: {what} appeared during the command; Git would run it outside the \
+                     sandbox, so {} was renamed to {}, where Git does not read it]",
+                shown(path),
+                shown(&to)
+            ),
+            Err(error) => format!(
+                "[sandbox: {what} appeared during the command, and {} could not be set \
+                     aside ({error}): remove it before running Git there]",
+                shown(path)
+            ),
+        };
+        let mut done: Vec<PathBuf> = Vec::new();
+        for setting in settings {
+            let what = format!("Git setting {} = {:?}", setting.key, setting.value);
+            match setting.origin {
+                Some(origin) if origin.starts_with(ws) && !done.contains(&origin) => {
+                    lines.push(set_aside(&origin, what));
+                    done.push(origin);
+                }
+                Some(origin) if done.contains(&origin) => {}
+                origin => lines.push(format!(
+                    "[sandbox: {what} appeared during the command, from {}, outside the \
+                     workspace: check it before running Git]",
+                    origin.map_or("no file".to_owned(), |o| o.display().to_string())
+                )),
+            }
+        }
+        for hook in hooks {
+            if hook.starts_with(ws) {
+                lines.push(set_aside(&hook, format!("the Git hook {}", shown(&hook))));
+            }
+        }
+        *latest = if lines.is_empty() {
+            Some(now)
+        } else {
+            GitView::read(ws)
+        };
+        lines
     }
 
     /// The folder of `real_path` (a real path [`SandboxPolicy::allows_write`] allowed), opened

@@ -126,7 +126,11 @@ impl SandboxFacts {
     }
 
     fn set_aside_now(&self) -> Vec<String> {
-        set_aside_lines(self.confined.created_protected(), self.confined.workspace())
+        let mut lines =
+            set_aside_lines(self.confined.created_protected(), self.confined.workspace());
+        // And what Git would now run that it did not before the run's first command.
+        lines.extend(self.confined.policy().git_changes());
+        lines
     }
 
     /// The sandbox markers for a finished run: the denial marker and, when offered, the

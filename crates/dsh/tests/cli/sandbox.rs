@@ -506,6 +506,107 @@ fn commands_run_under_the_configured_memory_and_process_limits() {
     );
 }
 
+/// The red team's attacks on Git (issue 31, items 3 and 5), under each backend: a hooks path
+/// that a hand-written parser of `.git/config` could not place (set with a trailing comment),
+/// where a command plants a hook; and a repository a command makes, gives a `core.fsmonitor`
+/// and adds as a gitlink, which the user's next `git status` would run. dsh asks Git what it
+/// reads: the hooks folder is protected (read-only under bubblewrap), and after the command
+/// what Git would newly run is set aside and the model told.
+#[test]
+fn what_git_would_run_is_protected_and_checked_after_each_command() {
+    if std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return;
+    }
+    let plant = "mkdir -p .githooks && printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > .githooks/pre-commit; \
+                 chmod +x .githooks/pre-commit; echo planted";
+    let embed = "git init -q sub && git -C sub config core.fsmonitor 'touch /tmp/pwned' && \
+                 git -C sub -c user.name=a -c user.email=a@b commit -q --allow-empty -m x && \
+                 git add sub 2>/dev/null && echo embedded";
+    for backend in ["bubblewrap", "landlock"] {
+        if backend == "bubblewrap" && !bubblewrap_usable() {
+            continue;
+        }
+        let env = TestEnv::new(vec![
+            Turn::tool_call(
+                "bash",
+                json!({"command": plant, "description": "plant a hook"}),
+            ),
+            Turn::tool_call(
+                "bash",
+                json!({"command": embed, "description": "embed a repo"}),
+            ),
+            Turn::text("done"),
+        ]);
+        let ws = env.ws_path();
+        let git = |args: &[&str]| {
+            let status = std::process::Command::new("git")
+                .arg("-C")
+                .arg(&ws)
+                .args(args)
+                .stdout(std::process::Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success(), "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        git(&[
+            "config",
+            "--comment",
+            "the team's hooks",
+            "core.hooksPath",
+            ".githooks",
+        ]);
+        std::fs::create_dir_all(ws.join(".githooks")).unwrap();
+        env.write(
+            ".dsh/config.toml",
+            &format!("[sandbox]\nbackend = \"{backend}\"\n"),
+        );
+        let out = env.run(dsh(), &["--json", "go"]);
+        assert_eq!(out.code(), Some(0), "{backend}: {}", out.stderr);
+        let results = env.server.requests()[2].tool_results();
+        // The hook: refused where it is bound read-only, else set aside after the command.
+        let hook = ws.join(".githooks/pre-commit");
+        assert!(!hook.exists(), "{backend}: {}", results[0]);
+        if backend == "landlock" {
+            assert!(
+                results[0].contains(
+                    "the Git hook .githooks/pre-commit appeared during the command; Git would \
+                     run it outside the sandbox, so .githooks/pre-commit was renamed to \
+                     .githooks/pre-commit.dsh-set-aside"
+                ),
+                "{backend}: {}",
+                results[0]
+            );
+        } else {
+            assert!(
+                results[0].contains("Read-only file system"),
+                "{}",
+                results[0]
+            );
+        }
+        // The embedded repository's fsmonitor: its config set aside, so Git does not read it.
+        assert!(
+            results[1].contains(
+                "Git setting core.fsmonitor = \"touch /tmp/pwned\" appeared during the command; \
+                 Git would run it outside the sandbox, so sub/.git/config was renamed to \
+                 sub/.git/config.dsh-set-aside"
+            ),
+            "{backend}: {}",
+            results[1]
+        );
+        assert!(!ws.join("sub/.git/config").exists());
+    }
+    dsh_testkit::fault_matrix(
+        "attack",
+        "a hook planted in a core.hooksPath set with a trailing comment, and an embedded repository with core.fsmonitor added as a gitlink (bubblewrap, Landlock)",
+        "the hooks folder protected; what Git would newly run set aside after the command",
+    );
+}
+
 /// Whether bubblewrap can start here; a test that needs it is skipped with a note when it
 /// cannot, unless `DSH_TEST_REQUIRE_BACKENDS=1` (set by `.ci/run`) makes that a failure.
 #[allow(clippy::print_stderr)] // a skipped test says so

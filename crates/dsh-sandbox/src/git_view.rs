@@ -1,0 +1,398 @@
+//! What Git will run for the workspace, as Git itself reports it, and the check that nothing a
+//! command did changed it.
+//!
+//! Git runs code from many places: hooks, and settings such as `core.fsmonitor`,
+//! `core.sshCommand`, `core.pager`, `diff.external`, filters, `!` aliases and credential helpers,
+//! read from config files that include others, across worktrees and submodules. Listing those
+//! paths by hand misses some (a `core.hooksPath` set in an included file, or with a trailing
+//! comment, or in the global config). So dsh asks Git: `git config --list --show-origin
+//! --includes` for every setting and the file it came from, `git rev-parse --git-path hooks`
+//! for the hooks folder, and `git ls-files --stage` for the repositories embedded as gitlinks
+//! (submodules, and a repository a command made and added), whose own config Git reads when the
+//! user's `git status` looks into them.
+//!
+//! The view taken before a run's first command is the snapshot. Every config file Git named, and
+//! the hooks folder, are protected paths (bound read-only for commands under bubblewrap, refused
+//! to the file tools). After each command, and when the run stops, the settings that run code
+//! are compared with the snapshot (Git is asked again only when one of the files it reads, the
+//! hooks folder, the index or `.git/modules` changed): a setting that appeared or changed has
+//! the file that holds it set aside, and a hook that appeared or changed is set aside itself.
+//! Git is run with no optional locks and no fsmonitor, so asking runs nothing a command planted.
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// One setting: the file it came from (a real path; `None` for the command line and other
+/// sources that are not files), its key (as Git prints it: section and name in lower case) and
+/// value.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct GitSetting {
+    pub origin: Option<PathBuf>,
+    pub key: String,
+    pub value: String,
+}
+
+/// What Git reads and runs for one workspace.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GitView {
+    /// Every config file Git read, as real paths.
+    pub files: Vec<PathBuf>,
+    /// The hooks folder Git uses (`core.hooksPath`, or the repository's `hooks`).
+    pub hooks: Option<PathBuf>,
+    /// The settings that make Git run something, of the repository and of each embedded one.
+    pub code_running: BTreeSet<GitSetting>,
+    /// Each hook: its path and identity (device, inode, size, modification time).
+    pub hook_files: BTreeSet<(PathBuf, Stamp)>,
+    /// What to look at to tell whether Git needs to be asked again.
+    stamps: Vec<(PathBuf, Option<Stamp>)>,
+}
+
+/// A file's identity and version, as cheap as a `stat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Stamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime_ns: i128,
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Option<Stamp> {
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        Some(Stamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+        })
+    }
+}
+
+impl GitView {
+    /// Git's view of the repository `workspace` is in, or `None` when it is in none (or Git
+    /// is not installed, or refuses the repository).
+    pub fn read(workspace: &Path) -> Option<GitView> {
+        let paths = git(
+            workspace,
+            &["rev-parse", "--git-dir", "--git-path", "hooks"],
+        )?;
+        let mut lines = paths.lines();
+        let git_dir = real(workspace, lines.next()?);
+        let hooks = lines.next().map(|hooks| real(workspace, hooks));
+        let mut view = GitView {
+            hooks: hooks.clone(),
+            ..GitView::default()
+        };
+        let mut repositories = vec![(workspace.to_path_buf(), None)];
+        // Each repository embedded as a gitlink, and each submodule's own Git folder.
+        if let Some(staged) = git(workspace, &["ls-files", "--stage", "-z"]) {
+            for entry in staged.split('\0') {
+                let Some((meta, path)) = entry.split_once('\t') else {
+                    continue;
+                };
+                if meta.starts_with("160000 ") {
+                    let embedded = workspace.join(path);
+                    if embedded.join(".git").exists() {
+                        repositories.push((embedded, Some("--local")));
+                    }
+                }
+            }
+        }
+        if let Ok(modules) = std::fs::read_dir(git_dir.join("modules")) {
+            for module in modules.filter_map(Result::ok) {
+                if module.path().join("config").is_file() {
+                    repositories.push((module.path(), Some("--local")));
+                }
+            }
+        }
+        for (repository, scope) in &repositories {
+            let mut args = vec!["config", "--list", "--show-origin", "--includes", "-z"];
+            args.extend(scope);
+            // A submodule's Git folder is not a worktree: it is named as the Git folder.
+            let listing = if repository.starts_with(&git_dir) {
+                git_in(repository, &args)
+            } else {
+                git(repository, &args)
+            };
+            for setting in parse_settings(repository, &listing.unwrap_or_default()) {
+                if let Some(origin) = &setting.origin
+                    && !view.files.contains(origin)
+                {
+                    view.files.push(origin.clone());
+                }
+                if runs_code(&setting.key, &setting.value) {
+                    view.code_running.insert(setting);
+                }
+            }
+        }
+        if let Some(hooks) = &hooks
+            && let Ok(entries) = std::fs::read_dir(hooks)
+        {
+            for entry in entries.filter_map(Result::ok) {
+                let name = entry.file_name();
+                // Git's own samples never run.
+                if name.to_string_lossy().ends_with(".sample") {
+                    continue;
+                }
+                if let Some(stamp) = Stamp::of(&entry.path()) {
+                    view.hook_files.insert((entry.path(), stamp));
+                }
+            }
+        }
+        let mut watched = view.files.clone();
+        watched.extend(hooks);
+        watched.push(git_dir.join("index"));
+        watched.push(git_dir.join("modules"));
+        watched.push(git_dir.join("config"));
+        view.stamps = (watched.into_iter())
+            .map(|path| {
+                let stamp = Stamp::of(&path);
+                (path, stamp)
+            })
+            .collect();
+        Some(view)
+    }
+
+    /// Whether anything Git reads may have changed since this view was taken: one `stat` per
+    /// file, no Git.
+    pub fn may_have_changed(&self) -> bool {
+        self.stamps
+            .iter()
+            .any(|(path, stamp)| Stamp::of(path) != *stamp)
+    }
+
+    /// What `now` runs that this view did not: settings that appeared or changed, and hooks
+    /// that appeared or were replaced.
+    pub fn new_in(&self, now: &GitView) -> (Vec<GitSetting>, Vec<PathBuf>) {
+        let known: BTreeSet<(&str, &str)> = (self.code_running.iter())
+            .map(|s| (s.key.as_str(), s.value.as_str()))
+            .collect();
+        let settings = (now.code_running.iter())
+            .filter(|s| !known.contains(&(s.key.as_str(), s.value.as_str())))
+            .cloned()
+            .collect();
+        let hooks = (now.hook_files.iter())
+            .filter(|hook| !self.hook_files.contains(hook))
+            .map(|(path, _)| path.clone())
+            .collect();
+        (settings, hooks)
+    }
+}
+
+/// Whether a setting makes Git (or a program it starts) run a command: what a command could
+/// plant to run code outside the sandbox at the user's next `git` command.
+pub fn runs_code(key: &str, value: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    let (Some((section, _)), Some((_, name))) = (key.split_once('.'), key.rsplit_once('.')) else {
+        return false;
+    };
+    match section {
+        "core" => matches!(
+            name,
+            "fsmonitor"
+                | "hookspath"
+                | "sshcommand"
+                | "pager"
+                | "editor"
+                | "askpass"
+                | "gitproxy"
+                | "alternaterefscommand"
+                | "worktree"
+        ),
+        "include" | "includeif" => name == "path",
+        "alias" => value.trim_start().starts_with('!'),
+        "credential" => name == "helper",
+        "diff" => matches!(name, "external" | "command" | "textconv"),
+        "difftool" | "mergetool" => name == "cmd",
+        "merge" => name == "driver",
+        "filter" => matches!(name, "clean" | "smudge" | "process"),
+        "gpg" => name == "program",
+        "sequence" => name == "editor",
+        "pager" | "browser" | "man" => true,
+        "uploadpack" => name == "packobjectshook",
+        "remote" => matches!(name, "uploadpack" | "receivepack"),
+        "submodule" => name == "update" && value.trim_start().starts_with('!'),
+        "protocol" => name == "allow",
+        _ => false,
+    }
+}
+
+/// `git config --list --show-origin -z` as settings: `origin NUL key NEWLINE value NUL`.
+fn parse_settings(repository: &Path, listing: &str) -> Vec<GitSetting> {
+    let mut settings = Vec::new();
+    let mut fields = listing.split('\0');
+    while let (Some(origin), Some(entry)) = (fields.next(), fields.next()) {
+        let (key, value) = entry.split_once('\n').unwrap_or((entry, ""));
+        let origin = origin
+            .strip_prefix("file:")
+            .map(|file| real(repository, file));
+        settings.push(GitSetting {
+            origin,
+            key: key.to_owned(),
+            value: value.to_owned(),
+        });
+    }
+    settings
+}
+
+/// `path` as Git printed it (relative to where it ran), made absolute and real where it
+/// exists.
+fn real(base: &Path, path: &str) -> PathBuf {
+    let joined = base.join(path);
+    std::fs::canonicalize(&joined).unwrap_or(joined)
+}
+
+/// Runs Git in the worktree `dir`; its standard output, when it succeeded.
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    run_git(Command::new("git").arg("-C").arg(dir), args)
+}
+
+/// Runs Git on the Git folder `dir` (a submodule's, under `.git/modules`).
+fn git_in(dir: &Path, args: &[&str]) -> Option<String> {
+    run_git(Command::new("git").arg("--git-dir").arg(dir), args)
+}
+
+fn run_git(command: &mut Command, args: &[&str]) -> Option<String> {
+    // Asking must run nothing a command planted: no fsmonitor, no optional locks (the index is
+    // not refreshed), no pager, no prompt.
+    let output = command
+        .args(["-c", "core.fsmonitor=false", "--no-pager"])
+        .args(args)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git_ok(dir: &Path, args: &[&str]) {
+        let status = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    }
+
+    #[test]
+    fn code_running_settings_are_told_from_the_rest() {
+        for (key, value) in [
+            ("core.fsmonitor", "x"),
+            ("core.hooksPath", ".h"),
+            ("alias.co", "!sh -c x"),
+            ("filter.lfs.smudge", "x"),
+            ("diff.pdf.textconv", "x"),
+            ("credential.https://example.com.helper", "x"),
+            ("include.path", "x"),
+            ("includeIf.gitdir:~/w/.path", "x"),
+        ] {
+            assert!(runs_code(key, value), "{key}");
+        }
+        for (key, value) in [
+            ("alias.co", "checkout"),
+            ("user.name", "x"),
+            ("core.bare", "false"),
+            ("remote.origin.url", "x"),
+        ] {
+            assert!(!runs_code(key, value), "{key}");
+        }
+    }
+
+    #[test]
+    fn git_names_the_files_it_reads_and_the_hooks_it_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        if Command::new("git").arg("--version").output().is_err() {
+            return;
+        }
+        git_ok(&ws, &["init", "-q"]);
+        // A hooks path with a trailing comment, from an included file: what a hand-written
+        // parser of the config missed.
+        std::fs::write(
+            ws.join("shared.gitconfig"),
+            "[core]\n\thooksPath = .githooks # the team's hooks\n",
+        )
+        .unwrap();
+        git_ok(&ws, &["config", "include.path", "../shared.gitconfig"]);
+        std::fs::create_dir_all(ws.join(".githooks")).unwrap();
+        let view = GitView::read(&ws).unwrap();
+        assert_eq!(view.hooks.as_deref(), Some(ws.join(".githooks").as_path()));
+        assert!(
+            view.files.contains(&ws.join("shared.gitconfig")),
+            "{view:?}"
+        );
+        assert!(view.files.contains(&ws.join(".git/config")), "{view:?}");
+        assert!(!view.may_have_changed());
+
+        // A hook and a setting appear: both are new, and the view says it may have changed.
+        std::fs::write(ws.join(".githooks/pre-commit"), "#!/bin/sh\n").unwrap();
+        std::fs::write(
+            ws.join("shared.gitconfig"),
+            "[core]\n\thooksPath = .githooks\n\tfsmonitor = touch /tmp/x\n",
+        )
+        .unwrap();
+        assert!(view.may_have_changed());
+        let now = GitView::read(&ws).unwrap();
+        let (settings, hooks) = view.new_in(&now);
+        assert_eq!(hooks, [ws.join(".githooks/pre-commit")]);
+        assert_eq!(settings.len(), 1, "{settings:?}");
+        assert_eq!(settings[0].key, "core.fsmonitor");
+        assert_eq!(
+            settings[0].origin.as_deref(),
+            Some(ws.join("shared.gitconfig").as_path())
+        );
+    }
+
+    #[test]
+    fn an_embedded_repository_s_settings_are_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        if Command::new("git").arg("--version").output().is_err() {
+            return;
+        }
+        git_ok(&ws, &["init", "-q"]);
+        let before = GitView::read(&ws).unwrap();
+        // A command makes a repository, gives it an fsmonitor, and adds it as a gitlink.
+        let sub = ws.join("sub");
+        std::fs::create_dir_all(&sub).unwrap();
+        git_ok(&sub, &["init", "-q"]);
+        git_ok(&sub, &["config", "core.fsmonitor", "touch /tmp/x"]);
+        git_ok(
+            &sub,
+            &[
+                "-c",
+                "user.name=a",
+                "-c",
+                "user.email=a@b",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "x",
+            ],
+        );
+        git_ok(&ws, &["add", "sub"]);
+        assert!(before.may_have_changed());
+        let now = GitView::read(&ws).unwrap();
+        let (settings, _) = before.new_in(&now);
+        assert_eq!(settings.len(), 1, "{settings:?}");
+        assert_eq!(
+            settings[0].origin.as_deref(),
+            Some(sub.join(".git/config").as_path())
+        );
+    }
+}
