@@ -357,24 +357,46 @@ fn a_pasted_text_keeps_its_lines_and_waits_for_enter() {
     if !Tmux::available() {
         return;
     }
-    let env = TestEnv::new(vec![Turn::text("got both lines")]);
+    // A second answer is scripted so that a message sent by the paste would be answered too,
+    // and counted.
+    let env = TestEnv::new(vec![
+        Turn::text("got both lines"),
+        Turn::text("a second message was sent"),
+    ]);
     let ui = open(&env, &[]);
     ui.wait_for("Type a message");
     ui.paste("line one\nline two");
-    ui.wait_until("both pasted lines in the composer", |s| {
-        s.contains("› line one") && s.contains("  line two")
+    // The frame that shows the paste in the composer would show a turn started by it too.
+    let screen = ui.wait_until("both pasted lines in the composer", |s| {
+        s.contains("─\n› line one\n  line two")
     });
     assert!(
-        env.server.requests().is_empty(),
-        "a pasted newline must not send"
+        !screen.contains("Ctrl-C interrupts"),
+        "a turn started on the paste: {screen}"
     );
+    assert_eq!(env.server.requests().len(), 0, "a pasted newline sent");
     ui.press(&["Enter"]);
     wait_turn_end(&ui, "got both lines");
-    let sent = user_texts(&env.server.requests()[0]);
+    // Once the turn is over, whatever the paste had sent or queued is sent too.
+    let screen = ui.wait_until("the composer empty and idle", |s| {
+        s.contains("─\n›\n") && !s.contains("queued:") && !s.contains("Ctrl-C interrupts")
+    });
+    let requests = env.server.requests();
+    assert_eq!(
+        requests.len(),
+        1,
+        "one message, sent by Enter, not by the paste: {screen}"
+    );
+    let sent = user_texts(&requests[0]);
     assert!(
         sent.iter().any(|t| t.contains("line one\nline two")),
         "{sent:?}"
     );
+    let messages = log_records(&env)
+        .iter()
+        .filter(|r| r["type"] == "user/message")
+        .count();
+    assert_eq!(messages, 1, "one user message in the log");
 }
 
 #[test]
