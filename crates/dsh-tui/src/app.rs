@@ -19,7 +19,7 @@ use crate::composer::Composer;
 use crate::dialog::{Dialog, Handled};
 use crate::host::{Opened, SessionInfo};
 use crate::mentions::FileIndex;
-use crate::slash::{self, Slash, UserPrompt};
+use crate::slash::{self, PromptDirs, Slash, UserPrompt};
 use crate::transcript::{Transcript, tokens};
 use crate::wrap::wrap_lines;
 use dsh_core::call_summary;
@@ -95,6 +95,9 @@ pub struct App {
     mention: Option<MentionPopup>,
     pub files: Option<Arc<FileIndex>>,
     indexing: bool,
+    /// Where the saved prompts are kept (none in tests that need none).
+    prompt_dirs: Option<PromptDirs>,
+    /// The saved prompts as last read: when a command line was started or entered.
     prompts: Vec<UserPrompt>,
     /// A line for the footer (an error, "Ctrl-C again to quit").
     notice: Option<String>,
@@ -104,7 +107,11 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(prompts: Vec<UserPrompt>) -> App {
+    pub fn new(prompt_dirs: Option<PromptDirs>) -> App {
+        let prompts = prompt_dirs
+            .as_ref()
+            .map(PromptDirs::load)
+            .unwrap_or_default();
         App {
             transcript: Transcript::default(),
             composer: Composer::default(),
@@ -122,6 +129,7 @@ impl App {
             mention: None,
             files: None,
             indexing: false,
+            prompt_dirs,
             prompts,
             notice: None,
             quit_armed: false,
@@ -147,6 +155,20 @@ impl App {
             format!("✗ {}", text.into()),
             Style::new().fg(Color::Red),
         )]);
+    }
+
+    /// The saved prompts, read again: one saved since is a command at once.
+    pub fn reload_prompts(&mut self) -> &[UserPrompt] {
+        if let Some(dirs) = &self.prompt_dirs {
+            self.prompts = dirs.load();
+        }
+        &self.prompts
+    }
+
+    /// The command being typed: the composer's text when it is a `/` and a name, no more.
+    fn command_typed(&self) -> Option<String> {
+        let text = self.composer.text();
+        (text.starts_with('/') && !text.contains(char::is_whitespace)).then_some(text)
     }
 
     pub fn is_running(&self) -> bool {
@@ -489,6 +511,14 @@ impl App {
                 Action::None
             }
             KeyCode::Enter => self.enter(),
+            KeyCode::Tab => {
+                if let Some(typed) = self.command_typed()
+                    && let Some(completed) = slash::complete(&typed, &self.prompts)
+                {
+                    self.composer.set_text(&completed);
+                }
+                Action::None
+            }
             KeyCode::Esc => {
                 if self.is_running() {
                     self.interrupt()
@@ -501,6 +531,10 @@ impl App {
             }
             KeyCode::Char(c) if !ctrl => {
                 self.composer.insert(&c.to_string());
+                if c == '/' && self.composer.text() == "/" {
+                    // A command line starts: the hint offers the prompts saved by now.
+                    self.reload_prompts();
+                }
                 if c == '@' && self.files.is_none() && !self.indexing {
                     self.indexing = true;
                     self.refresh_mention();
@@ -636,10 +670,19 @@ impl App {
         if text.trim().is_empty() {
             return Action::None;
         }
-        let text = self.composer.take();
         if text.starts_with('/') {
-            return Action::Slash(slash::parse(&text, &self.prompts));
+            // Read where prompts are kept now: one saved a moment ago is a command.
+            self.reload_prompts();
+            // A start that names one command only (the hint shows it) runs that command.
+            if let Some(typed) = self.command_typed()
+                && let [only] = slash::completions(&typed, &self.prompts).as_slice()
+            {
+                self.composer.set_text(only);
+            }
+            let line = self.composer.take();
+            return Action::Slash(slash::parse(&line, &self.prompts));
         }
+        let text = self.composer.take();
         if self.running.is_some() || self.busy.is_some() {
             self.queued.push_back(text);
             Action::None
@@ -999,6 +1042,7 @@ pub fn help_cell(prompts: &[UserPrompt]) -> Vec<Line<'static>> {
             "Up / Down",
             "move between lines; on the first/last line, earlier messages",
         ),
+        ("Tab", "complete the /command being typed"),
         ("@", "mention a file (fuzzy; Tab or Enter picks)"),
         ("Esc, Ctrl-C", "interrupt the turn; Ctrl-C twice quits"),
         ("Ctrl-D", "quit on an empty composer"),
@@ -1035,7 +1079,11 @@ mod tests {
     use crate::wrap::plain;
 
     fn opened_app() -> App {
-        let mut app = App::new(Vec::new());
+        open_app(None)
+    }
+
+    fn open_app(prompt_dirs: Option<PromptDirs>) -> App {
+        let mut app = App::new(prompt_dirs);
         let opened = Opened {
             info: SessionInfo {
                 id: "session-1".into(),
@@ -1051,6 +1099,18 @@ mod tests {
         app.opened(&opened);
         app.take_pending();
         app
+    }
+
+    fn type_keys(app: &mut App, text: &str) -> Action {
+        let mut last = Action::None;
+        for c in text.chars() {
+            last = app.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+        }
+        last
+    }
+
+    fn press(app: &mut App, code: KeyCode) -> Action {
+        app.key(KeyEvent::new(code, KeyModifiers::NONE))
     }
 
     fn record(app: &mut App, record: Record) {
@@ -1348,5 +1408,75 @@ mod tests {
             "· now on deepseek-v4-pro; the session goes on"
         );
         assert!(screen(&app, 80, 4).contains("deepseek-v4-pro"));
+    }
+
+    #[test]
+    fn a_prompt_saved_while_the_ui_runs_is_a_command_at_once() {
+        let home = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let mut app = open_app(Some(PromptDirs {
+            home: home.path().to_path_buf(),
+            cwd: cwd.path().to_path_buf(),
+        }));
+        std::fs::create_dir_all(cwd.path().join(".dsh/prompts")).unwrap();
+        std::fs::write(
+            cwd.path().join(".dsh/prompts/fresh.md"),
+            "Check $ARGUMENTS.",
+        )
+        .unwrap();
+        type_keys(&mut app, "/fr");
+        assert!(
+            screen(&app, 80, 6).contains("/fresh  saved prompt"),
+            "the hint offers it"
+        );
+        type_keys(&mut app, "esh now");
+        assert_eq!(
+            press(&mut app, KeyCode::Enter),
+            Action::Slash(Slash::Prompt("Check now.".into()))
+        );
+        // One saved while a command line is already being typed is found when it is entered.
+        type_keys(&mut app, "/later");
+        std::fs::create_dir_all(home.path().join("prompts")).unwrap();
+        std::fs::write(home.path().join("prompts/later.md"), "Later.").unwrap();
+        assert_eq!(
+            press(&mut app, KeyCode::Enter),
+            Action::Slash(Slash::Prompt("Later.".into()))
+        );
+    }
+
+    #[test]
+    fn tab_and_enter_take_the_completion_shown() {
+        let mut app = opened_app();
+        type_keys(&mut app, "/st");
+        assert!(screen(&app, 80, 6).contains("/status  session, model"));
+        assert_eq!(press(&mut app, KeyCode::Tab), Action::None);
+        assert_eq!(
+            app.composer.text(),
+            "/status ",
+            "Tab accepts the completion"
+        );
+        assert_eq!(
+            press(&mut app, KeyCode::Enter),
+            Action::Slash(Slash::Status)
+        );
+        type_keys(&mut app, "/st");
+        assert_eq!(
+            press(&mut app, KeyCode::Enter),
+            Action::Slash(Slash::Status),
+            "Enter runs the one command the hint names"
+        );
+        // Several matches: Tab goes as far as they agree, Enter runs none of them.
+        type_keys(&mut app, "/");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(app.composer.text(), "/");
+        type_keys(&mut app, "m");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(app.composer.text(), "/model ");
+        app.composer.clear();
+        type_keys(&mut app, "/x");
+        assert!(matches!(
+            press(&mut app, KeyCode::Enter),
+            Action::Slash(Slash::Unknown(_))
+        ));
     }
 }

@@ -177,7 +177,10 @@ impl Ui {
         mut notices: mpsc::UnboundedReceiver<String>,
     ) -> Result<Option<String>, StartError> {
         let mut term = terminal::Screen::enter().map_err(|e| StartError(e.to_string()))?;
-        let mut app = App::new(slash::user_prompts(&self.home, &self.cwd));
+        let mut app = App::new(Some(slash::PromptDirs {
+            home: self.home.clone(),
+            cwd: self.cwd.clone(),
+        }));
         let mut input = EventStream::new();
         let mut agent_events: Option<mpsc::UnboundedReceiver<AgentEvent>> = None;
         let (index_tx, mut index_rx) = mpsc::unbounded_channel();
@@ -388,7 +391,8 @@ impl Ui {
         match command {
             Slash::Quit => return true,
             Slash::Help => {
-                app.push_cell(app::help_cell(&slash::user_prompts(&self.home, &self.cwd)));
+                let cell = app::help_cell(app.reload_prompts());
+                app.push_cell(cell);
             }
             Slash::Status => {
                 let cell = app::status_cell(app, &self.grants.granted());
@@ -440,7 +444,7 @@ impl Ui {
                 app.push_cell(app::list_cell("Skills", items));
             }
             Slash::Prompts => {
-                let prompts = slash::user_prompts(&self.home, &self.cwd);
+                let prompts = app.reload_prompts().to_vec();
                 let items = if prompts.is_empty() {
                     vec![Line::from(format!(
                         "  none: put NAME.md in {} or .dsh/prompts/",

@@ -435,3 +435,51 @@ fn quitting_mid_turn_closes_the_log_and_the_session_reopens_by_id() {
     again.press(&["Enter"]);
     wait_turn_end(&again, "back again");
 }
+
+#[test]
+fn a_prompt_saved_while_the_ui_runs_is_a_command_at_once() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![Turn::text("reviewed")]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    env.write(".dsh/prompts/review.md", "Review $ARGUMENTS for errors.\n");
+    ui.type_text("/review src/lib.rs");
+    ui.press(&["Enter"]);
+    wait_turn_end(&ui, "reviewed");
+    let sent = user_texts(&env.server.requests()[0]);
+    assert!(
+        sent.iter()
+            .any(|t| t.contains("Review src/lib.rs for errors.")),
+        "{sent:?}"
+    );
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+#[test]
+fn tab_completes_a_command_and_enter_runs_the_one_the_hint_names() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("/st");
+    ui.wait_for("/status  session, model");
+    ui.press(&["Tab"]);
+    ui.wait_until("the completed command in the composer", |_| {
+        composer(&ui) == "› /status"
+    });
+    ui.press(&["Enter"]);
+    ui.wait_for("allowed for the session");
+    ui.type_text("/st");
+    ui.press(&["Enter"]);
+    ui.wait_until("a second /status", |s| {
+        s.matches("allowed for the session").count() == 2
+    });
+    assert!(!ui.everything().contains("unknown command"));
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
