@@ -32,7 +32,7 @@ use crossterm::event::{Event, EventStream};
 use dsh_core::ask::{
     ApprovalOutcome, ApprovalRequest, Approver, AskOutcome, Question, SessionGrants, UserQuestions,
 };
-use dsh_core::{AgentEvent, Environment, Flags, Settings, Stop, User};
+use dsh_core::{AgentEvent, Environment, Flags, ManualCompaction, Settings, Stop, User};
 use futures_util::StreamExt;
 use ratatui::text::Line;
 use tokio::signal::unix::{SignalKind, signal};
@@ -281,8 +281,7 @@ impl Ui {
                         Done::Compacted(result) => {
                             app.end_busy();
                             match result {
-                                Ok((true, _)) => {}
-                                Ok((false, _)) => app.note("the history was not compacted: it is already short, or the summary was stopped or failed"),
+                                Ok((outcome, _)) => compacted_note(&mut app, &outcome),
                                 Err(message) => app.error(message),
                             }
                             match app.next_queued() {
@@ -462,6 +461,33 @@ impl Ui {
             Slash::Unknown(message) => app.error(message),
         }
         false
+    }
+}
+
+/// What `/compact` did, when the transcript does not show it (a summary shows as its record).
+fn compacted_note(app: &mut App, outcome: &ManualCompaction) {
+    let pruned = |yes: bool| {
+        if yes {
+            "long tool results were cut; "
+        } else {
+            ""
+        }
+    };
+    match outcome {
+        ManualCompaction::Summarised => {}
+        ManualCompaction::TooShort {
+            tokens,
+            pruned: cut,
+        } => app.note(format!(
+            "{}nothing to compact yet (about {} tokens of history); no request sent",
+            pruned(*cut),
+            transcript::tokens(*tokens)
+        )),
+        ManualCompaction::NotSummarised { pruned: cut } => app.note(format!(
+            "{}the summary was stopped, failed, or was no shorter: the rest of the history \
+             is unchanged",
+            pruned(*cut)
+        )),
     }
 }
 

@@ -483,3 +483,81 @@ fn tab_completes_a_command_and_enter_runs_the_one_the_hint_names() {
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
+
+#[test]
+fn compact_on_a_short_session_sends_no_request() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![Turn::text("hello"), Turn::text("## Goal\n- greet")]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("hi");
+    ui.press(&["Enter"]);
+    wait_turn_end(&ui, "hello");
+    ui.type_text("/compact");
+    ui.press(&["Enter"]);
+    let screen = ui.wait_for("nothing to compact yet");
+    assert!(screen.contains("no request sent"), "{screen}");
+    // The note comes when the compaction is over: no request can follow it.
+    assert_eq!(env.server.requests().len(), 1, "a summary was asked for");
+    assert!(
+        !log_records(&env)
+            .iter()
+            .any(|r| r["type"] == "compaction/summary")
+    );
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+#[test]
+fn one_compact_makes_one_summary_request() {
+    if !Tmux::available() {
+        return;
+    }
+    // Four long answers (about 600 tokens each) and a short last one: enough for a summary
+    // that several rounds of halving would have made again and again.
+    let long = |n: usize| Turn::text(&format!("answer {n}: {}", "some words here ".repeat(150)));
+    let env = TestEnv::new(vec![
+        long(1),
+        long(2),
+        long(3),
+        long(4),
+        Turn::text("the last answer"),
+        Turn::text("## Goal\n- answer five questions\n## Next\n- (none)"),
+        Turn::text("## Goal\n- a second summary"),
+        Turn::text("## Goal\n- a third summary"),
+    ]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    for n in 1..=5 {
+        ui.type_text(&format!("question {n}"));
+        ui.press(&["Enter"]);
+        let answer = if n == 5 {
+            "the last answer".to_owned()
+        } else {
+            format!("answer {n}:")
+        };
+        wait_turn_end(&ui, &answer);
+    }
+    assert_eq!(env.server.requests().len(), 5);
+    ui.type_text("/compact");
+    ui.press(&["Enter"]);
+    // The busy line goes when the compaction is over: no request can follow it.
+    let screen = ui.wait_until("the compaction done", |s| {
+        s.contains("history compacted (manual)") && !s.contains("compacting the history")
+    });
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 6, "one summary request: {screen}");
+    let summaries: Vec<Value> = log_records(&env)
+        .into_iter()
+        .filter(|r| r["type"] == "compaction/summary")
+        .collect();
+    assert_eq!(summaries.len(), 1, "{summaries:?}");
+    assert_eq!(summaries[0]["data"]["reason"], "manual");
+    // Everything but the last exchange went into the summary.
+    let asked = user_texts(&requests[5]);
+    assert!(asked.iter().any(|t| t.contains("question 5")), "{asked:?}");
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
