@@ -72,6 +72,15 @@ pub struct SessionPicker {
     selected: usize,
 }
 
+/// Until when a notice in the footer holds: each clears when what it announced is over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lasts {
+    /// The turn or the work under way (interrupting, stopping, "wait for the turn").
+    Idle,
+    /// The next key (a second Ctrl-C quits, reasoning shown or folded).
+    Key,
+}
+
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 const DIM: Style = Style::new().fg(Color::DarkGray);
 
@@ -99,8 +108,9 @@ pub struct App {
     prompt_dirs: Option<PromptDirs>,
     /// The saved prompts as last read: when a command line was started or entered.
     prompts: Vec<UserPrompt>,
-    /// A line for the footer (an error, "Ctrl-C again to quit").
-    notice: Option<String>,
+    /// A line for the footer ("interrupting…", "Ctrl-C again to quit"), and until when it
+    /// holds.
+    notice: Option<(String, Lasts)>,
     /// Ctrl-C once more quits.
     quit_armed: bool,
     pub tick: usize,
@@ -194,6 +204,26 @@ impl App {
     pub fn end_busy(&mut self) {
         self.busy = None;
         self.busy_stop = None;
+        self.clear_notice(Lasts::Idle);
+    }
+
+    /// A session could not be opened: none is open now (the host closed the last).
+    pub fn open_failed(&mut self, message: &str) {
+        self.end_busy();
+        self.info = None;
+        self.error(format!(
+            "{message}\n  /new starts a new session, /resume picks another"
+        ));
+    }
+
+    fn notify(&mut self, text: impl Into<String>, lasts: Lasts) {
+        self.notice = Some((text.into(), lasts));
+    }
+
+    fn clear_notice(&mut self, lasts: Lasts) {
+        if self.notice.as_ref().is_some_and(|(_, l)| *l == lasts) {
+            self.notice = None;
+        }
     }
 
     pub fn opened(&mut self, opened: &Opened) {
@@ -274,6 +304,11 @@ impl App {
 
     pub fn turn_ended(&mut self, result: Result<dsh_core::TurnSummary, String>) {
         self.running = None;
+        self.clear_notice(Lasts::Idle);
+        if self.quit_armed {
+            // The turn a Ctrl-C interrupted is over; another still quits.
+            self.notify("press Ctrl-C again (or Ctrl-D) to quit", Lasts::Key);
+        }
         self.active.clear();
         self.live_text.clear();
         self.live_reasoning.clear();
@@ -419,6 +454,7 @@ impl App {
         if key.code != KeyCode::Esc {
             self.quit_armed = false;
         }
+        self.clear_notice(Lasts::Key);
         if let Some(dialog) = self.dialogs.front_mut() {
             if key.code == KeyCode::Esc {
                 if let Some(dialog) = self.dialogs.pop_front() {
@@ -472,14 +508,15 @@ impl App {
             }
             KeyCode::Char('t') if ctrl => {
                 self.transcript.show_reasoning ^= true;
-                self.notice = Some(format!(
-                    "reasoning is now {} in the transcript",
-                    if self.transcript.show_reasoning {
-                        "shown in full"
-                    } else {
-                        "folded"
-                    }
-                ));
+                let shown = if self.transcript.show_reasoning {
+                    "shown in full"
+                } else {
+                    "folded"
+                };
+                self.notify(
+                    format!("reasoning is now {shown} in the transcript"),
+                    Lasts::Key,
+                );
                 Action::None
             }
             KeyCode::Char('j') if ctrl => {
@@ -621,7 +658,7 @@ impl App {
             && !stop.is_requested()
         {
             stop.request(AbortReason::User);
-            self.notice = Some("stopping… (Ctrl-C again quits)".into());
+            self.notify("stopping… (Ctrl-C again quits)", Lasts::Idle);
             return Action::None;
         }
         if !self.composer.is_empty() {
@@ -633,7 +670,7 @@ impl App {
             return Action::Quit;
         }
         self.quit_armed = true;
-        self.notice = Some("press Ctrl-C again (or Ctrl-D) to quit".into());
+        self.notify("press Ctrl-C again (or Ctrl-D) to quit", Lasts::Key);
         Action::None
     }
 
@@ -654,7 +691,7 @@ impl App {
         if let Some(running) = &mut self.running {
             running.interrupted = true;
             running.stop.request(AbortReason::User);
-            self.notice = Some("interrupting… (Ctrl-C again quits)".into());
+            self.notify("interrupting… (Ctrl-C again quits)", Lasts::Idle);
         }
         Action::Interrupt
     }
@@ -720,8 +757,9 @@ impl App {
         };
     }
 
-    pub fn set_notice(&mut self, notice: impl Into<String>) {
-        self.notice = Some(notice.into());
+    /// A notice that holds while the turn or the work under way goes on.
+    pub fn notice_until_idle(&mut self, notice: impl Into<String>) {
+        self.notify(notice, Lasts::Idle);
     }
 
     /// The live area: what is streaming, the calls running, the queue, the composer (or the
@@ -873,11 +911,16 @@ impl App {
     }
 
     fn footer(&self, width: u16) -> Line<'static> {
-        if let Some(notice) = &self.notice {
+        if let Some((notice, _)) = &self.notice {
             return Line::styled(notice.clone(), Style::new().fg(Color::Yellow));
         }
         let Some(info) = &self.info else {
-            return Line::styled("opening the session…", DIM);
+            let text = if self.busy.is_some() {
+                "opening the session…"
+            } else {
+                "no session is open: /new starts one, /resume picks one"
+            };
+            return Line::styled(text, DIM);
         };
         let usage = &self.transcript.session_usage;
         let mut text = format!(
@@ -1478,5 +1521,69 @@ mod tests {
             press(&mut app, KeyCode::Enter),
             Action::Slash(Slash::Unknown(_))
         ));
+    }
+
+    fn footer_of(app: &App) -> String {
+        screen(app, 80, 4)
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    #[test]
+    fn notices_clear_when_what_they_announce_is_over() {
+        let ended = || {
+            Ok(dsh_core::TurnSummary {
+                turn: 1,
+                reason: TurnEndReason::Aborted {
+                    reason: AbortReason::User,
+                },
+                text: String::new(),
+                usage: Usage::default(),
+            })
+        };
+        let idle = "deepseek-v4-flash · workspace-write · 0 tokens";
+        let mut app = opened_app();
+        app.turn_started("x", Stop::new());
+        press(&mut app, KeyCode::Esc);
+        assert_eq!(footer_of(&app), "interrupting… (Ctrl-C again quits)");
+        app.turn_ended(ended());
+        assert_eq!(footer_of(&app), idle, "the interrupt is over");
+
+        // After Ctrl-C, the footer says what a second one does, until another key.
+        app.turn_started("x", Stop::new());
+        app.key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+        app.turn_ended(ended());
+        assert_eq!(footer_of(&app), "press Ctrl-C again (or Ctrl-D) to quit");
+        type_keys(&mut app, "a");
+        assert_eq!(footer_of(&app), idle);
+
+        // "reasoning is now…" goes at the next key.
+        app.key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL));
+        assert!(footer_of(&app).starts_with("reasoning is now"));
+        type_keys(&mut app, "b");
+        assert_eq!(footer_of(&app), idle);
+
+        // Stopping a compaction, and "wait for the turn", hold until the work is over.
+        app.begin_busy("compacting", Some(Stop::new()));
+        app.key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+        assert!(footer_of(&app).starts_with("stopping…"));
+        app.end_busy();
+        assert_eq!(footer_of(&app), idle);
+        app.turn_started("x", Stop::new());
+        app.notice_until_idle("wait for the turn to end");
+        type_keys(&mut app, "c");
+        assert_eq!(footer_of(&app), "wait for the turn to end");
+        app.turn_ended(ended());
+        assert_eq!(footer_of(&app), idle);
+
+        // A session that failed to open leaves none open, and the footer says so.
+        app.begin_busy("opening the session", None);
+        app.open_failed("no session abc in this folder");
+        assert_eq!(
+            footer_of(&app),
+            "no session is open: /new starts one, /resume picks one"
+        );
     }
 }

@@ -263,12 +263,8 @@ impl Ui {
                             }
                         }
                         Done::Opened(Err(message)) => {
-                            app.end_busy();
-                            app.info = None;
+                            app.open_failed(&message);
                             agent_events = None;
-                            app.error(format!(
-                                "{message}\n  /new starts a new session, /resume picks another"
-                            ));
                             Action::None
                         }
                         Done::Turn(result) => {
@@ -384,7 +380,7 @@ impl Ui {
             Slash::Model(Some(_)) | Slash::Compact | Slash::New | Slash::Resume(_)
         );
         if needs_idle && (app.is_running() || app.busy.is_some()) {
-            app.set_notice("wait for the turn to end (or interrupt it with Esc) first");
+            app.notice_until_idle("wait for the turn to end (or interrupt it with Esc) first");
             return false;
         }
         match command {

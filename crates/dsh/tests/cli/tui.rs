@@ -43,6 +43,13 @@ fn composer(ui: &Tmux) -> String {
     lines.get(rule + 1).copied().unwrap_or_default().to_owned()
 }
 
+/// The status line: the last row with text.
+fn footer(ui: &Tmux) -> String {
+    let screen = ui.screen();
+    let last = screen.lines().rev().find(|l| !l.is_empty());
+    last.unwrap_or_default().to_owned()
+}
+
 /// The user messages of a request, as the model was sent them.
 fn user_texts(request: &dsh_testkit::Request) -> Vec<String> {
     request
@@ -220,6 +227,10 @@ fn ctrl_c_interrupts_a_turn_and_the_session_goes_on() {
     assert!(env.server.wait_for_requests(1, dsh_testkit::tmux::PATIENCE));
     ui.press(&["C-c"]);
     ui.wait_for("■ interrupted");
+    // The interrupt is over: the status line no longer says it is under way.
+    ui.wait_until("the status line past the interrupt", |_| {
+        footer(&ui) == "press Ctrl-C again (or Ctrl-D) to quit"
+    });
     ui.type_text("next");
     ui.press(&["Enter"]);
     wait_turn_end(&ui, "after the interruption");
@@ -558,6 +569,24 @@ fn one_compact_makes_one_summary_request() {
     // Everything but the last exchange went into the summary.
     let asked = user_texts(&requests[5]);
     assert!(asked.iter().any(|t| t.contains("question 5")), "{asked:?}");
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+#[test]
+fn a_failed_resume_leaves_no_stale_status() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("/resume session-nonexistent");
+    ui.press(&["Enter"]);
+    ui.wait_for("/new starts a new session, /resume picks another");
+    ui.wait_until("the status line saying no session is open", |_| {
+        footer(&ui) == "no session is open: /new starts one, /resume picks one"
+    });
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
