@@ -16,7 +16,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::HookEvent;
-use crate::compaction::{Compactor, History};
+use crate::compaction::{Compactor, History, ManualCompaction};
 use crate::{CoreError, Session};
 
 /// How the agent drives the model.
@@ -549,14 +549,14 @@ impl Agent {
         None
     }
 
-    /// Compacts the history now, between turns, as far as it goes (the terminal UI's
-    /// `/compact`): old tool results are cut and all but the last exchange is summarised.
-    /// Returns whether the history changed and what the summary requests billed (also in the
-    /// log's `compaction/summary` records).
-    pub async fn compact(&mut self, stop: &Stop) -> Result<(bool, Usage), CoreError> {
+    /// Compacts the history now, between turns (the terminal UI's `/compact`): long tool
+    /// results are cut, and all but the last exchange is summarised in one request, when it
+    /// is long enough to be worth one (a short history sends nothing). Returns what was done
+    /// and what the summary request billed (also in the log's `compaction/summary` record).
+    pub async fn compact(&mut self, stop: &Stop) -> Result<(ManualCompaction, Usage), CoreError> {
         let turn = self.session.last_turn();
         let (compactor, history) = self.compaction();
-        compactor.compact_all(history, turn, "manual", stop).await
+        compactor.compact_now(history, turn, stop).await
     }
 
     /// Counts what the session's logged steps billed against the token budget (a resumed

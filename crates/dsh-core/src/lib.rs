@@ -34,6 +34,7 @@ pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
 pub use builder::{AgentBuilder, Processes, Run, StartedRun, User};
 pub use call_summary::{CallChange, call_change, call_summary};
 pub use catalog::{list_sessions, session_log_path, utc_date_time};
+pub use compaction::ManualCompaction;
 pub use config::{Config, ConfigError, ConfigFiles, Environment, Flags, Settings, SetupError};
 pub use dotenv::{Credentials, DotenvError, EnvSource};
 /// Live pieces of an answer, as [`AgentEvent::Delta`] carries them.

@@ -19,7 +19,7 @@ use crate::composer::Composer;
 use crate::dialog::{Dialog, Handled};
 use crate::host::{Opened, SessionInfo};
 use crate::mentions::FileIndex;
-use crate::slash::{self, Slash, UserPrompt};
+use crate::slash::{self, PromptDirs, Slash, UserPrompt};
 use crate::transcript::{Transcript, tokens};
 use crate::wrap::wrap_lines;
 use dsh_core::call_summary;
@@ -72,6 +72,15 @@ pub struct SessionPicker {
     selected: usize,
 }
 
+/// Until when a notice in the footer holds: each clears when what it announced is over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lasts {
+    /// The turn or the work under way (interrupting, stopping, "wait for the turn").
+    Idle,
+    /// The next key (a second Ctrl-C quits, reasoning shown or folded).
+    Key,
+}
+
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 const DIM: Style = Style::new().fg(Color::DarkGray);
 
@@ -95,16 +104,24 @@ pub struct App {
     mention: Option<MentionPopup>,
     pub files: Option<Arc<FileIndex>>,
     indexing: bool,
+    /// Where the saved prompts are kept (none in tests that need none).
+    prompt_dirs: Option<PromptDirs>,
+    /// The saved prompts as last read: when a command line was started or entered.
     prompts: Vec<UserPrompt>,
-    /// A line for the footer (an error, "Ctrl-C again to quit").
-    notice: Option<String>,
+    /// A line for the footer ("interrupting…", "Ctrl-C again to quit"), and until when it
+    /// holds.
+    notice: Option<(String, Lasts)>,
     /// Ctrl-C once more quits.
     quit_armed: bool,
     pub tick: usize,
 }
 
 impl App {
-    pub fn new(prompts: Vec<UserPrompt>) -> App {
+    pub fn new(prompt_dirs: Option<PromptDirs>) -> App {
+        let prompts = prompt_dirs
+            .as_ref()
+            .map(PromptDirs::load)
+            .unwrap_or_default();
         App {
             transcript: Transcript::default(),
             composer: Composer::default(),
@@ -122,6 +139,7 @@ impl App {
             mention: None,
             files: None,
             indexing: false,
+            prompt_dirs,
             prompts,
             notice: None,
             quit_armed: false,
@@ -149,6 +167,20 @@ impl App {
         )]);
     }
 
+    /// The saved prompts, read again: one saved since is a command at once.
+    pub fn reload_prompts(&mut self) -> &[UserPrompt] {
+        if let Some(dirs) = &self.prompt_dirs {
+            self.prompts = dirs.load();
+        }
+        &self.prompts
+    }
+
+    /// The command being typed: the composer's text when it is a `/` and a name, no more.
+    fn command_typed(&self) -> Option<String> {
+        let text = self.composer.text();
+        (text.starts_with('/') && !text.contains(char::is_whitespace)).then_some(text)
+    }
+
     pub fn is_running(&self) -> bool {
         self.running.is_some()
     }
@@ -172,6 +204,26 @@ impl App {
     pub fn end_busy(&mut self) {
         self.busy = None;
         self.busy_stop = None;
+        self.clear_notice(Lasts::Idle);
+    }
+
+    /// A session could not be opened: none is open now (the host closed the last).
+    pub fn open_failed(&mut self, message: &str) {
+        self.end_busy();
+        self.info = None;
+        self.error(format!(
+            "{message}\n  /new starts a new session, /resume picks another"
+        ));
+    }
+
+    fn notify(&mut self, text: impl Into<String>, lasts: Lasts) {
+        self.notice = Some((text.into(), lasts));
+    }
+
+    fn clear_notice(&mut self, lasts: Lasts) {
+        if self.notice.as_ref().is_some_and(|(_, l)| *l == lasts) {
+            self.notice = None;
+        }
     }
 
     pub fn opened(&mut self, opened: &Opened) {
@@ -252,6 +304,11 @@ impl App {
 
     pub fn turn_ended(&mut self, result: Result<dsh_core::TurnSummary, String>) {
         self.running = None;
+        self.clear_notice(Lasts::Idle);
+        if self.quit_armed {
+            // The turn a Ctrl-C interrupted is over; another still quits.
+            self.notify("press Ctrl-C again (or Ctrl-D) to quit", Lasts::Key);
+        }
         self.active.clear();
         self.live_text.clear();
         self.live_reasoning.clear();
@@ -397,6 +454,7 @@ impl App {
         if key.code != KeyCode::Esc {
             self.quit_armed = false;
         }
+        self.clear_notice(Lasts::Key);
         if let Some(dialog) = self.dialogs.front_mut() {
             if key.code == KeyCode::Esc {
                 if let Some(dialog) = self.dialogs.pop_front() {
@@ -450,14 +508,15 @@ impl App {
             }
             KeyCode::Char('t') if ctrl => {
                 self.transcript.show_reasoning ^= true;
-                self.notice = Some(format!(
-                    "reasoning is now {} in the transcript",
-                    if self.transcript.show_reasoning {
-                        "shown in full"
-                    } else {
-                        "folded"
-                    }
-                ));
+                let shown = if self.transcript.show_reasoning {
+                    "shown in full"
+                } else {
+                    "folded"
+                };
+                self.notify(
+                    format!("reasoning is now {shown} in the transcript"),
+                    Lasts::Key,
+                );
                 Action::None
             }
             KeyCode::Char('j') if ctrl => {
@@ -489,6 +548,14 @@ impl App {
                 Action::None
             }
             KeyCode::Enter => self.enter(),
+            KeyCode::Tab => {
+                if let Some(typed) = self.command_typed()
+                    && let Some(completed) = slash::complete(&typed, &self.prompts)
+                {
+                    self.composer.set_text(&completed);
+                }
+                Action::None
+            }
             KeyCode::Esc => {
                 if self.is_running() {
                     self.interrupt()
@@ -501,6 +568,10 @@ impl App {
             }
             KeyCode::Char(c) if !ctrl => {
                 self.composer.insert(&c.to_string());
+                if c == '/' && self.composer.text() == "/" {
+                    // A command line starts: the hint offers the prompts saved by now.
+                    self.reload_prompts();
+                }
                 if c == '@' && self.files.is_none() && !self.indexing {
                     self.indexing = true;
                     self.refresh_mention();
@@ -587,7 +658,7 @@ impl App {
             && !stop.is_requested()
         {
             stop.request(AbortReason::User);
-            self.notice = Some("stopping… (Ctrl-C again quits)".into());
+            self.notify("stopping… (Ctrl-C again quits)", Lasts::Idle);
             return Action::None;
         }
         if !self.composer.is_empty() {
@@ -599,7 +670,7 @@ impl App {
             return Action::Quit;
         }
         self.quit_armed = true;
-        self.notice = Some("press Ctrl-C again (or Ctrl-D) to quit".into());
+        self.notify("press Ctrl-C again (or Ctrl-D) to quit", Lasts::Key);
         Action::None
     }
 
@@ -620,7 +691,7 @@ impl App {
         if let Some(running) = &mut self.running {
             running.interrupted = true;
             running.stop.request(AbortReason::User);
-            self.notice = Some("interrupting… (Ctrl-C again quits)".into());
+            self.notify("interrupting… (Ctrl-C again quits)", Lasts::Idle);
         }
         Action::Interrupt
     }
@@ -636,10 +707,19 @@ impl App {
         if text.trim().is_empty() {
             return Action::None;
         }
-        let text = self.composer.take();
         if text.starts_with('/') {
-            return Action::Slash(slash::parse(&text, &self.prompts));
+            // Read where prompts are kept now: one saved a moment ago is a command.
+            self.reload_prompts();
+            // A start that names one command only (the hint shows it) runs that command.
+            if let Some(typed) = self.command_typed()
+                && let [only] = slash::completions(&typed, &self.prompts).as_slice()
+            {
+                self.composer.set_text(only);
+            }
+            let line = self.composer.take();
+            return Action::Slash(slash::parse(&line, &self.prompts));
         }
+        let text = self.composer.take();
         if self.running.is_some() || self.busy.is_some() {
             self.queued.push_back(text);
             Action::None
@@ -677,8 +757,9 @@ impl App {
         };
     }
 
-    pub fn set_notice(&mut self, notice: impl Into<String>) {
-        self.notice = Some(notice.into());
+    /// A notice that holds while the turn or the work under way goes on.
+    pub fn notice_until_idle(&mut self, notice: impl Into<String>) {
+        self.notify(notice, Lasts::Idle);
     }
 
     /// The live area: what is streaming, the calls running, the queue, the composer (or the
@@ -830,11 +911,16 @@ impl App {
     }
 
     fn footer(&self, width: u16) -> Line<'static> {
-        if let Some(notice) = &self.notice {
+        if let Some((notice, _)) = &self.notice {
             return Line::styled(notice.clone(), Style::new().fg(Color::Yellow));
         }
         let Some(info) = &self.info else {
-            return Line::styled("opening the session…", DIM);
+            let text = if self.busy.is_some() {
+                "opening the session…"
+            } else {
+                "no session is open: /new starts one, /resume picks one"
+            };
+            return Line::styled(text, DIM);
         };
         let usage = &self.transcript.session_usage;
         let mut text = format!(
@@ -999,6 +1085,7 @@ pub fn help_cell(prompts: &[UserPrompt]) -> Vec<Line<'static>> {
             "Up / Down",
             "move between lines; on the first/last line, earlier messages",
         ),
+        ("Tab", "complete the /command being typed"),
         ("@", "mention a file (fuzzy; Tab or Enter picks)"),
         ("Esc, Ctrl-C", "interrupt the turn; Ctrl-C twice quits"),
         ("Ctrl-D", "quit on an empty composer"),
@@ -1035,7 +1122,11 @@ mod tests {
     use crate::wrap::plain;
 
     fn opened_app() -> App {
-        let mut app = App::new(Vec::new());
+        open_app(None)
+    }
+
+    fn open_app(prompt_dirs: Option<PromptDirs>) -> App {
+        let mut app = App::new(prompt_dirs);
         let opened = Opened {
             info: SessionInfo {
                 id: "session-1".into(),
@@ -1051,6 +1142,18 @@ mod tests {
         app.opened(&opened);
         app.take_pending();
         app
+    }
+
+    fn type_keys(app: &mut App, text: &str) -> Action {
+        let mut last = Action::None;
+        for c in text.chars() {
+            last = app.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+        }
+        last
+    }
+
+    fn press(app: &mut App, code: KeyCode) -> Action {
+        app.key(KeyEvent::new(code, KeyModifiers::NONE))
     }
 
     fn record(app: &mut App, record: Record) {
@@ -1348,5 +1451,139 @@ mod tests {
             "· now on deepseek-v4-pro; the session goes on"
         );
         assert!(screen(&app, 80, 4).contains("deepseek-v4-pro"));
+    }
+
+    #[test]
+    fn a_prompt_saved_while_the_ui_runs_is_a_command_at_once() {
+        let home = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let mut app = open_app(Some(PromptDirs {
+            home: home.path().to_path_buf(),
+            cwd: cwd.path().to_path_buf(),
+        }));
+        std::fs::create_dir_all(cwd.path().join(".dsh/prompts")).unwrap();
+        std::fs::write(
+            cwd.path().join(".dsh/prompts/fresh.md"),
+            "Check $ARGUMENTS.",
+        )
+        .unwrap();
+        type_keys(&mut app, "/fr");
+        assert!(
+            screen(&app, 80, 6).contains("/fresh  saved prompt"),
+            "the hint offers it"
+        );
+        type_keys(&mut app, "esh now");
+        assert_eq!(
+            press(&mut app, KeyCode::Enter),
+            Action::Slash(Slash::Prompt("Check now.".into()))
+        );
+        // One saved while a command line is already being typed is found when it is entered.
+        type_keys(&mut app, "/later");
+        std::fs::create_dir_all(home.path().join("prompts")).unwrap();
+        std::fs::write(home.path().join("prompts/later.md"), "Later.").unwrap();
+        assert_eq!(
+            press(&mut app, KeyCode::Enter),
+            Action::Slash(Slash::Prompt("Later.".into()))
+        );
+    }
+
+    #[test]
+    fn tab_and_enter_take_the_completion_shown() {
+        let mut app = opened_app();
+        type_keys(&mut app, "/st");
+        assert!(screen(&app, 80, 6).contains("/status  session, model"));
+        assert_eq!(press(&mut app, KeyCode::Tab), Action::None);
+        assert_eq!(
+            app.composer.text(),
+            "/status ",
+            "Tab accepts the completion"
+        );
+        assert_eq!(
+            press(&mut app, KeyCode::Enter),
+            Action::Slash(Slash::Status)
+        );
+        type_keys(&mut app, "/st");
+        assert_eq!(
+            press(&mut app, KeyCode::Enter),
+            Action::Slash(Slash::Status),
+            "Enter runs the one command the hint names"
+        );
+        // Several matches: Tab goes as far as they agree, Enter runs none of them.
+        type_keys(&mut app, "/");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(app.composer.text(), "/");
+        type_keys(&mut app, "m");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(app.composer.text(), "/model ");
+        app.composer.clear();
+        type_keys(&mut app, "/x");
+        assert!(matches!(
+            press(&mut app, KeyCode::Enter),
+            Action::Slash(Slash::Unknown(_))
+        ));
+    }
+
+    fn footer_of(app: &App) -> String {
+        screen(app, 80, 4)
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    #[test]
+    fn notices_clear_when_what_they_announce_is_over() {
+        let ended = || {
+            Ok(dsh_core::TurnSummary {
+                turn: 1,
+                reason: TurnEndReason::Aborted {
+                    reason: AbortReason::User,
+                },
+                text: String::new(),
+                usage: Usage::default(),
+            })
+        };
+        let idle = "deepseek-v4-flash · workspace-write · 0 tokens";
+        let mut app = opened_app();
+        app.turn_started("x", Stop::new());
+        press(&mut app, KeyCode::Esc);
+        assert_eq!(footer_of(&app), "interrupting… (Ctrl-C again quits)");
+        app.turn_ended(ended());
+        assert_eq!(footer_of(&app), idle, "the interrupt is over");
+
+        // After Ctrl-C, the footer says what a second one does, until another key.
+        app.turn_started("x", Stop::new());
+        app.key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+        app.turn_ended(ended());
+        assert_eq!(footer_of(&app), "press Ctrl-C again (or Ctrl-D) to quit");
+        type_keys(&mut app, "a");
+        assert_eq!(footer_of(&app), idle);
+
+        // "reasoning is now…" goes at the next key.
+        app.key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL));
+        assert!(footer_of(&app).starts_with("reasoning is now"));
+        type_keys(&mut app, "b");
+        assert_eq!(footer_of(&app), idle);
+
+        // Stopping a compaction, and "wait for the turn", hold until the work is over.
+        app.begin_busy("compacting", Some(Stop::new()));
+        app.key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+        assert!(footer_of(&app).starts_with("stopping…"));
+        app.end_busy();
+        assert_eq!(footer_of(&app), idle);
+        app.turn_started("x", Stop::new());
+        app.notice_until_idle("wait for the turn to end");
+        type_keys(&mut app, "c");
+        assert_eq!(footer_of(&app), "wait for the turn to end");
+        app.turn_ended(ended());
+        assert_eq!(footer_of(&app), idle);
+
+        // A session that failed to open leaves none open, and the footer says so.
+        app.begin_busy("opening the session", None);
+        app.open_failed("no session abc in this folder");
+        assert_eq!(
+            footer_of(&app),
+            "no session is open: /new starts one, /resume picks one"
+        );
     }
 }

@@ -28,7 +28,7 @@ impl Composer {
         self.cursor
     }
 
-    #[cfg(test)]
+    /// Replaces the text, the cursor at its end.
     pub fn set_text(&mut self, text: &str) {
         self.text = text.chars().collect();
         self.cursor = self.text.len();

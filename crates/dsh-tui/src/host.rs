@@ -6,7 +6,8 @@
 use std::path::PathBuf;
 
 use dsh_core::{
-    AgentBuilder, AgentEvent, Environment, Flags, Run, Settings, Stop, TurnSummary, User,
+    AgentBuilder, AgentEvent, Environment, Flags, ManualCompaction, Run, Settings, Stop,
+    TurnSummary, User,
 };
 use dsh_protocol::{Prices, Record, Usage};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
@@ -29,7 +30,7 @@ pub enum Work {
 pub enum Done {
     Opened(Result<Box<Opened>, String>),
     Turn(Result<TurnSummary, String>),
-    Compacted(Result<(bool, Usage), String>),
+    Compacted(Result<(ManualCompaction, Usage), String>),
 }
 
 /// A session ready for messages.

@@ -32,7 +32,7 @@ use crossterm::event::{Event, EventStream};
 use dsh_core::ask::{
     ApprovalOutcome, ApprovalRequest, Approver, AskOutcome, Question, SessionGrants, UserQuestions,
 };
-use dsh_core::{AgentEvent, Environment, Flags, Settings, Stop, User};
+use dsh_core::{AgentEvent, Environment, Flags, ManualCompaction, Settings, Stop, User};
 use futures_util::StreamExt;
 use ratatui::text::Line;
 use tokio::signal::unix::{SignalKind, signal};
@@ -177,7 +177,10 @@ impl Ui {
         mut notices: mpsc::UnboundedReceiver<String>,
     ) -> Result<Option<String>, StartError> {
         let mut term = terminal::Screen::enter().map_err(|e| StartError(e.to_string()))?;
-        let mut app = App::new(slash::user_prompts(&self.home, &self.cwd));
+        let mut app = App::new(Some(slash::PromptDirs {
+            home: self.home.clone(),
+            cwd: self.cwd.clone(),
+        }));
         let mut input = EventStream::new();
         let mut agent_events: Option<mpsc::UnboundedReceiver<AgentEvent>> = None;
         let (index_tx, mut index_rx) = mpsc::unbounded_channel();
@@ -260,12 +263,8 @@ impl Ui {
                             }
                         }
                         Done::Opened(Err(message)) => {
-                            app.end_busy();
-                            app.info = None;
+                            app.open_failed(&message);
                             agent_events = None;
-                            app.error(format!(
-                                "{message}\n  /new starts a new session, /resume picks another"
-                            ));
                             Action::None
                         }
                         Done::Turn(result) => {
@@ -278,8 +277,7 @@ impl Ui {
                         Done::Compacted(result) => {
                             app.end_busy();
                             match result {
-                                Ok((true, _)) => {}
-                                Ok((false, _)) => app.note("the history was not compacted: it is already short, or the summary was stopped or failed"),
+                                Ok((outcome, _)) => compacted_note(&mut app, &outcome),
                                 Err(message) => app.error(message),
                             }
                             match app.next_queued() {
@@ -382,13 +380,14 @@ impl Ui {
             Slash::Model(Some(_)) | Slash::Compact | Slash::New | Slash::Resume(_)
         );
         if needs_idle && (app.is_running() || app.busy.is_some()) {
-            app.set_notice("wait for the turn to end (or interrupt it with Esc) first");
+            app.notice_until_idle("wait for the turn to end (or interrupt it with Esc) first");
             return false;
         }
         match command {
             Slash::Quit => return true,
             Slash::Help => {
-                app.push_cell(app::help_cell(&slash::user_prompts(&self.home, &self.cwd)));
+                let cell = app::help_cell(app.reload_prompts());
+                app.push_cell(cell);
             }
             Slash::Status => {
                 let cell = app::status_cell(app, &self.grants.granted());
@@ -440,7 +439,7 @@ impl Ui {
                 app.push_cell(app::list_cell("Skills", items));
             }
             Slash::Prompts => {
-                let prompts = slash::user_prompts(&self.home, &self.cwd);
+                let prompts = app.reload_prompts().to_vec();
                 let items = if prompts.is_empty() {
                     vec![Line::from(format!(
                         "  none: put NAME.md in {} or .dsh/prompts/",
@@ -458,6 +457,33 @@ impl Ui {
             Slash::Unknown(message) => app.error(message),
         }
         false
+    }
+}
+
+/// What `/compact` did, when the transcript does not show it (a summary shows as its record).
+fn compacted_note(app: &mut App, outcome: &ManualCompaction) {
+    let pruned = |yes: bool| {
+        if yes {
+            "long tool results were cut; "
+        } else {
+            ""
+        }
+    };
+    match outcome {
+        ManualCompaction::Summarised => {}
+        ManualCompaction::TooShort {
+            tokens,
+            pruned: cut,
+        } => app.note(format!(
+            "{}nothing to compact yet (about {} tokens of history); no request sent",
+            pruned(*cut),
+            transcript::tokens(*tokens)
+        )),
+        ManualCompaction::NotSummarised { pruned: cut } => app.note(format!(
+            "{}the summary was stopped, failed, or was no shorter: the rest of the history \
+             is unchanged",
+            pruned(*cut)
+        )),
     }
 }
 

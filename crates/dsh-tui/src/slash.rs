@@ -52,6 +52,21 @@ pub struct UserPrompt {
     pub file: PathBuf,
 }
 
+/// Where saved prompts are kept: the user's home for dsh and the project. The UI reads them
+/// again whenever a command line is started or entered, so a prompt saved while it runs is a
+/// command at once.
+#[derive(Debug, Clone)]
+pub struct PromptDirs {
+    pub home: PathBuf,
+    pub cwd: PathBuf,
+}
+
+impl PromptDirs {
+    pub fn load(&self) -> Vec<UserPrompt> {
+        user_prompts(&self.home, &self.cwd)
+    }
+}
+
 /// The saved prompts: the project's first, then the user's; a name is taken once.
 pub fn user_prompts(home: &Path, cwd: &Path) -> Vec<UserPrompt> {
     let mut prompts: Vec<UserPrompt> = Vec::new();
@@ -138,6 +153,29 @@ pub fn completions(typed: &str, prompts: &[UserPrompt]) -> Vec<String> {
         .collect()
 }
 
+/// What Tab makes of a command being typed: the one command or prompt it starts, with a space
+/// after it, or the longest start all the matches share; `None` when that adds nothing.
+pub fn complete(typed: &str, prompts: &[UserPrompt]) -> Option<String> {
+    let found = completions(typed, prompts);
+    match found.as_slice() {
+        [] => None,
+        [only] => Some(format!("{only} ")),
+        [first, rest @ ..] => {
+            let mut shared: Vec<char> = first.chars().collect();
+            for other in rest {
+                let same = shared
+                    .iter()
+                    .zip(other.chars())
+                    .take_while(|(a, b)| **a == *b)
+                    .count();
+                shared.truncate(same);
+            }
+            let prefix: String = shared.into_iter().collect();
+            (prefix.len() > typed.len()).then_some(prefix)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,5 +217,9 @@ mod tests {
         );
         assert!(matches!(parse("/nope", &prompts), Slash::Unknown(m) if m.contains("/help")));
         assert_eq!(completions("/re", &prompts), ["/resume", "/review"]);
+        assert_eq!(complete("/st", &prompts).as_deref(), Some("/status "));
+        assert_eq!(complete("/r", &prompts).as_deref(), Some("/re"));
+        assert_eq!(complete("/re", &prompts), None, "nothing more is shared");
+        assert_eq!(complete("/zz", &prompts), None);
     }
 }

@@ -11,8 +11,9 @@ use dsh_protocol::{
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::{
-    RETAIN_RATIO, SUMMARY_INSTRUCTION, SUMMARY_MAX_TOKENS, TRIGGER_RATIO, checkpoint,
-    estimate_tokens, head_cut, is_tool_result, prunable, split_point,
+    MANUAL_MIN_TOKENS, ManualCompaction, RETAIN_RATIO, SUMMARY_INSTRUCTION, SUMMARY_MAX_TOKENS,
+    TRIGGER_RATIO, checkpoint, estimate_tokens, head_cut, is_checkpoint, is_tool_result, prunable,
+    split_point,
 };
 use crate::agent::commit;
 use crate::{AgentEvent, CoreError, Session, Stop};
@@ -104,9 +105,42 @@ impl Compactor {
             .1)
     }
 
-    /// After an overflow, or when the user asks (`reason` says which): prunes, and summarises
-    /// all but the last unit. Returns whether the history changed, and what the summary
-    /// requests cost.
+    /// When the user asks: prunes, then summarises all but the last unit in one request (the
+    /// last request carried the whole history, so this one fits), when that older part is
+    /// worth it: [`MANUAL_MIN_TOKENS`] or more, and not just an earlier checkpoint. Returns
+    /// what was done and what the summary request cost.
+    pub(crate) async fn compact_now(
+        &mut self,
+        mut h: History<'_>,
+        turn: u32,
+        stop: &Stop,
+    ) -> Result<(ManualCompaction, Usage), CoreError> {
+        let pruned = self.prune(&mut h, turn)?;
+        let history = h.session.history();
+        let worth = split_point(history, 0).filter(|&cut| {
+            let only_a_checkpoint = cut == 1 && is_checkpoint(&history[0]);
+            !only_a_checkpoint && estimate_tokens(&history[..cut]) >= MANUAL_MIN_TOKENS
+        });
+        let Some(cut) = worth else {
+            let tokens = estimate_tokens(history);
+            return Ok((
+                ManualCompaction::TooShort { tokens, pruned },
+                Usage::default(),
+            ));
+        };
+        let (summarised, usage) = self
+            .summarise_head(&mut h, turn, "manual", cut, stop)
+            .await?;
+        let outcome = if summarised {
+            ManualCompaction::Summarised
+        } else {
+            ManualCompaction::NotSummarised { pruned }
+        };
+        Ok((outcome, usage))
+    }
+
+    /// After an overflow: prunes, and summarises all but the last unit, a half at a time.
+    /// Returns whether the history changed, and what the summary requests cost.
     pub(crate) async fn compact_all(
         &mut self,
         mut h: History<'_>,

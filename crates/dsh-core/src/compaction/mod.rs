@@ -29,6 +29,10 @@ pub const PRUNE_TAIL: usize = 1024;
 pub const PRUNE_MARKER: &str = "\n\n[... tool result middle pruned ...]\n\n";
 /// The most output tokens a summary may take.
 pub const SUMMARY_MAX_TOKENS: u32 = 8192;
+/// The least the older part of the history must hold (estimated tokens) for a compaction the
+/// user asks for to send a summary request: below it, a checkpoint would save little or be
+/// longer than what it replaces.
+pub const MANUAL_MIN_TOKENS: u64 = 1_000;
 /// The context window assumed for a model nobody declared (the reference's DeepSeek default).
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 1_000_000;
 
@@ -50,6 +54,20 @@ earlier checkpoint, merge it into this one rather than quoting it.";
 pub const CHECKPOINT_PREAMBLE: &str = "The earlier part of this conversation was condensed into \
 the checkpoint below to save context. Take it as established and carry on from the messages \
 after it; do not mention the checkpoint.";
+
+/// What a compaction the user asked for (`/compact`) did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ManualCompaction {
+    /// The older part of the history was too short to be worth a summary, and none was asked
+    /// for; `tokens` is the history's estimated size, `pruned` whether long tool results were
+    /// cut.
+    TooShort { tokens: u64, pruned: bool },
+    /// The older part was replaced by the model's summary (a `compaction/summary` record).
+    Summarised,
+    /// The summary was asked for but not used: stopped, failed, cut at its output limit, or
+    /// no shorter than what it would replace.
+    NotSummarised { pruned: bool },
+}
 
 /// The estimated tokens of `messages`: 4 characters a token, plus a little per message.
 pub fn estimate_tokens(messages: &[Message]) -> u64 {
@@ -192,6 +210,12 @@ pub(crate) fn is_tool_result(message: &Message) -> bool {
         .content
         .iter()
         .any(|block| matches!(block, Block::ToolResult { .. }))
+}
+
+/// Whether `message` is the checkpoint of an earlier summary, alone.
+pub(crate) fn is_checkpoint(message: &Message) -> bool {
+    matches!(message.content.as_slice(),
+        [Block::Text { text }] if text.starts_with(CHECKPOINT_PREAMBLE))
 }
 
 /// The user message that stands for the summarised history.

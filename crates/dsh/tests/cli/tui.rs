@@ -43,6 +43,13 @@ fn composer(ui: &Tmux) -> String {
     lines.get(rule + 1).copied().unwrap_or_default().to_owned()
 }
 
+/// The status line: the last row with text.
+fn footer(ui: &Tmux) -> String {
+    let screen = ui.screen();
+    let last = screen.lines().rev().find(|l| !l.is_empty());
+    last.unwrap_or_default().to_owned()
+}
+
 /// The user messages of a request, as the model was sent them.
 fn user_texts(request: &dsh_testkit::Request) -> Vec<String> {
     request
@@ -220,6 +227,10 @@ fn ctrl_c_interrupts_a_turn_and_the_session_goes_on() {
     assert!(env.server.wait_for_requests(1, dsh_testkit::tmux::PATIENCE));
     ui.press(&["C-c"]);
     ui.wait_for("■ interrupted");
+    // The interrupt is over: the status line no longer says it is under way.
+    ui.wait_until("the status line past the interrupt", |_| {
+        footer(&ui) == "press Ctrl-C again (or Ctrl-D) to quit"
+    });
     ui.type_text("next");
     ui.press(&["Enter"]);
     wait_turn_end(&ui, "after the interruption");
@@ -357,24 +368,46 @@ fn a_pasted_text_keeps_its_lines_and_waits_for_enter() {
     if !Tmux::available() {
         return;
     }
-    let env = TestEnv::new(vec![Turn::text("got both lines")]);
+    // A second answer is scripted so that a message sent by the paste would be answered too,
+    // and counted.
+    let env = TestEnv::new(vec![
+        Turn::text("got both lines"),
+        Turn::text("a second message was sent"),
+    ]);
     let ui = open(&env, &[]);
     ui.wait_for("Type a message");
     ui.paste("line one\nline two");
-    ui.wait_until("both pasted lines in the composer", |s| {
-        s.contains("› line one") && s.contains("  line two")
+    // The frame that shows the paste in the composer would show a turn started by it too.
+    let screen = ui.wait_until("both pasted lines in the composer", |s| {
+        s.contains("─\n› line one\n  line two")
     });
     assert!(
-        env.server.requests().is_empty(),
-        "a pasted newline must not send"
+        !screen.contains("Ctrl-C interrupts"),
+        "a turn started on the paste: {screen}"
     );
+    assert_eq!(env.server.requests().len(), 0, "a pasted newline sent");
     ui.press(&["Enter"]);
     wait_turn_end(&ui, "got both lines");
-    let sent = user_texts(&env.server.requests()[0]);
+    // Once the turn is over, whatever the paste had sent or queued is sent too.
+    let screen = ui.wait_until("the composer empty and idle", |s| {
+        s.contains("─\n›\n") && !s.contains("queued:") && !s.contains("Ctrl-C interrupts")
+    });
+    let requests = env.server.requests();
+    assert_eq!(
+        requests.len(),
+        1,
+        "one message, sent by Enter, not by the paste: {screen}"
+    );
+    let sent = user_texts(&requests[0]);
     assert!(
         sent.iter().any(|t| t.contains("line one\nline two")),
         "{sent:?}"
     );
+    let messages = log_records(&env)
+        .iter()
+        .filter(|r| r["type"] == "user/message")
+        .count();
+    assert_eq!(messages, 1, "one user message in the log");
 }
 
 #[test]
@@ -412,4 +445,148 @@ fn quitting_mid_turn_closes_the_log_and_the_session_reopens_by_id() {
     again.type_text("try again");
     again.press(&["Enter"]);
     wait_turn_end(&again, "back again");
+}
+
+#[test]
+fn a_prompt_saved_while_the_ui_runs_is_a_command_at_once() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![Turn::text("reviewed")]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    env.write(".dsh/prompts/review.md", "Review $ARGUMENTS for errors.\n");
+    ui.type_text("/review src/lib.rs");
+    ui.press(&["Enter"]);
+    wait_turn_end(&ui, "reviewed");
+    let sent = user_texts(&env.server.requests()[0]);
+    assert!(
+        sent.iter()
+            .any(|t| t.contains("Review src/lib.rs for errors.")),
+        "{sent:?}"
+    );
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+#[test]
+fn tab_completes_a_command_and_enter_runs_the_one_the_hint_names() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("/st");
+    ui.wait_for("/status  session, model");
+    ui.press(&["Tab"]);
+    ui.wait_until("the completed command in the composer", |_| {
+        composer(&ui) == "› /status"
+    });
+    ui.press(&["Enter"]);
+    ui.wait_for("allowed for the session");
+    ui.type_text("/st");
+    ui.press(&["Enter"]);
+    ui.wait_until("a second /status", |s| {
+        s.matches("allowed for the session").count() == 2
+    });
+    assert!(!ui.everything().contains("unknown command"));
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+#[test]
+fn compact_on_a_short_session_sends_no_request() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![Turn::text("hello"), Turn::text("## Goal\n- greet")]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("hi");
+    ui.press(&["Enter"]);
+    wait_turn_end(&ui, "hello");
+    ui.type_text("/compact");
+    ui.press(&["Enter"]);
+    let screen = ui.wait_for("nothing to compact yet");
+    assert!(screen.contains("no request sent"), "{screen}");
+    // The note comes when the compaction is over: no request can follow it.
+    assert_eq!(env.server.requests().len(), 1, "a summary was asked for");
+    assert!(
+        !log_records(&env)
+            .iter()
+            .any(|r| r["type"] == "compaction/summary")
+    );
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+#[test]
+fn one_compact_makes_one_summary_request() {
+    if !Tmux::available() {
+        return;
+    }
+    // Four long answers (about 600 tokens each) and a short last one: enough for a summary
+    // that several rounds of halving would have made again and again.
+    let long = |n: usize| Turn::text(&format!("answer {n}: {}", "some words here ".repeat(150)));
+    let env = TestEnv::new(vec![
+        long(1),
+        long(2),
+        long(3),
+        long(4),
+        Turn::text("the last answer"),
+        Turn::text("## Goal\n- answer five questions\n## Next\n- (none)"),
+        Turn::text("## Goal\n- a second summary"),
+        Turn::text("## Goal\n- a third summary"),
+    ]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    for n in 1..=5 {
+        ui.type_text(&format!("question {n}"));
+        ui.press(&["Enter"]);
+        let answer = if n == 5 {
+            "the last answer".to_owned()
+        } else {
+            format!("answer {n}:")
+        };
+        wait_turn_end(&ui, &answer);
+    }
+    assert_eq!(env.server.requests().len(), 5);
+    ui.type_text("/compact");
+    ui.press(&["Enter"]);
+    // The busy line goes when the compaction is over: no request can follow it.
+    let screen = ui.wait_until("the compaction done", |s| {
+        s.contains("history compacted (manual)") && !s.contains("compacting the history")
+    });
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 6, "one summary request: {screen}");
+    let summaries: Vec<Value> = log_records(&env)
+        .into_iter()
+        .filter(|r| r["type"] == "compaction/summary")
+        .collect();
+    assert_eq!(summaries.len(), 1, "{summaries:?}");
+    assert_eq!(summaries[0]["data"]["reason"], "manual");
+    // Everything but the last exchange went into the summary.
+    let asked = user_texts(&requests[5]);
+    assert!(asked.iter().any(|t| t.contains("question 5")), "{asked:?}");
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+#[test]
+fn a_failed_resume_leaves_no_stale_status() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("/resume session-nonexistent");
+    ui.press(&["Enter"]);
+    ui.wait_for("/new starts a new session, /resume picks another");
+    ui.wait_until("the status line saying no session is open", |_| {
+        footer(&ui) == "no session is open: /new starts one, /resume picks one"
+    });
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
 }
