@@ -43,7 +43,9 @@ pub struct GitView {
     pub hooks: Option<PathBuf>,
     /// The settings that make Git run something, of the repository and of each embedded one.
     pub code_running: BTreeSet<GitSetting>,
-    /// Each hook: its path and identity (device, inode, size, modification time).
+    /// Each hook, and each file in the workspace that a code-running setting names as its
+    /// program (`core.fsmonitor = ./tools/monitor.sh`): its path and identity (device, inode,
+    /// size, modification time).
     pub hook_files: BTreeSet<(PathBuf, Stamp)>,
     /// What to look at to tell whether Git needs to be asked again.
     stamps: Vec<(PathBuf, Option<Stamp>)>,
@@ -141,7 +143,17 @@ impl GitView {
                 }
             }
         }
+        // A program a setting names by path in the workspace runs whatever the file holds.
+        let programs: Vec<PathBuf> = (view.code_running.iter())
+            .filter_map(|setting| named_program(workspace, &setting.value))
+            .collect();
+        for program in programs {
+            if let Some(stamp) = Stamp::of(&program) {
+                view.hook_files.insert((program, stamp));
+            }
+        }
         let mut watched = view.files.clone();
+        watched.extend(view.hook_files.iter().map(|(path, _)| path.clone()));
         watched.extend(hooks);
         watched.push(git_dir.join("index"));
         watched.push(git_dir.join("modules"));
@@ -217,6 +229,20 @@ pub fn runs_code(key: &str, value: &str) -> bool {
         "protocol" => name == "allow",
         _ => false,
     }
+}
+
+/// The file in `workspace` a setting's command starts with, if it names one by path
+/// (`./tools/monitor.sh`, `tools/fsmon --fast`, `!scripts/alias.sh`): a bare name is looked up
+/// on `PATH`, outside the workspace.
+fn named_program(workspace: &Path, value: &str) -> Option<PathBuf> {
+    let command = value.trim_start().trim_start_matches('!').trim_start();
+    let first = command.split_whitespace().next()?;
+    let first = first.trim_matches(|c| c == '"' || c == '\'');
+    if !first.contains('/') {
+        return None;
+    }
+    let path = std::fs::canonicalize(workspace.join(first)).ok()?;
+    (path.starts_with(workspace) && path.is_file()).then_some(path)
 }
 
 /// `git config --list --show-origin -z` as settings: `origin NUL key NEWLINE value NUL`.
@@ -355,6 +381,29 @@ mod tests {
             settings[0].origin.as_deref(),
             Some(ws.join("shared.gitconfig").as_path())
         );
+    }
+
+    #[test]
+    fn a_program_a_setting_names_in_the_workspace_is_watched_like_a_hook() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        if Command::new("git").arg("--version").output().is_err() {
+            return;
+        }
+        git_ok(&ws, &["init", "-q"]);
+        std::fs::create_dir_all(ws.join("tools")).unwrap();
+        std::fs::write(ws.join("tools/monitor.sh"), "#!/bin/sh\n").unwrap();
+        git_ok(
+            &ws,
+            &["config", "core.fsmonitor", "./tools/monitor.sh --fast"],
+        );
+        let view = GitView::read(&ws).unwrap();
+        std::fs::write(ws.join("tools/monitor.sh"), "#!/bin/sh\ntouch /tmp/pwned\n").unwrap();
+        assert!(view.may_have_changed());
+        let (settings, programs) = view.new_in(&GitView::read(&ws).unwrap());
+        assert!(settings.is_empty());
+        assert_eq!(programs, [ws.join("tools/monitor.sh")]);
+        assert_eq!(named_program(&ws, "git-lfs filter-process"), None);
     }
 
     #[test]

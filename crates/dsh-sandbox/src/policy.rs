@@ -191,7 +191,8 @@ impl SandboxPolicy {
                     .chain(&self.extra_roots)
                     .any(|root| path.starts_with(root))
             };
-            for path in view.files.iter().chain(&view.hooks) {
+            let programs = view.hook_files.iter().map(|(path, _)| path);
+            for path in view.files.iter().chain(&view.hooks).chain(programs) {
                 if inside(path) && !paths.iter().any(|p| path.starts_with(p)) {
                     paths.push(path.clone());
                 }
@@ -292,14 +293,14 @@ impl SandboxPolicy {
         let mut lines = Vec::new();
         let set_aside = |path: &Path, what: String| match crate::set_aside(path, ws) {
             Ok(to) => format!(
-                "[sandbox: {what} appeared during the command; Git would run it outside the \
-                     sandbox, so {} was renamed to {}, where Git does not read it]",
+                "[sandbox: {what} appeared or changed during the command; Git would run it \
+                 outside the sandbox, so {} was renamed to {}, where Git does not read it]",
                 shown(path),
                 shown(&to)
             ),
             Err(error) => format!(
-                "[sandbox: {what} appeared during the command, and {} could not be set \
-                     aside ({error}): remove it before running Git there]",
+                "[sandbox: {what} appeared or changed during the command, and {} could not be \
+                 set aside ({error}): remove it before running Git there]",
                 shown(path)
             ),
         };
@@ -313,15 +314,18 @@ impl SandboxPolicy {
                 }
                 Some(origin) if done.contains(&origin) => {}
                 origin => lines.push(format!(
-                    "[sandbox: {what} appeared during the command, from {}, outside the \
-                     workspace: check it before running Git]",
+                    "[sandbox: {what} appeared or changed during the command, from {}, outside \
+                     the workspace: check it before running Git]",
                     origin.map_or("no file".to_owned(), |o| o.display().to_string())
                 )),
             }
         }
         for hook in hooks {
             if hook.starts_with(ws) {
-                lines.push(set_aside(&hook, format!("the Git hook {}", shown(&hook))));
+                lines.push(set_aside(
+                    &hook,
+                    format!("{}, which Git runs,", shown(&hook)),
+                ));
             }
         }
         *latest = if lines.is_empty() {

@@ -574,9 +574,9 @@ fn what_git_would_run_is_protected_and_checked_after_each_command() {
         if backend == "landlock" {
             assert!(
                 results[0].contains(
-                    "the Git hook .githooks/pre-commit appeared during the command; Git would \
-                     run it outside the sandbox, so .githooks/pre-commit was renamed to \
-                     .githooks/pre-commit.dsh-set-aside"
+                    ".githooks/pre-commit, which Git runs, appeared or changed during the \
+                     command; Git would run it outside the sandbox, so .githooks/pre-commit was \
+                     renamed to .githooks/pre-commit.dsh-set-aside"
                 ),
                 "{backend}: {}",
                 results[0]
@@ -591,9 +591,9 @@ fn what_git_would_run_is_protected_and_checked_after_each_command() {
         // The embedded repository's fsmonitor: its config set aside, so Git does not read it.
         assert!(
             results[1].contains(
-                "Git setting core.fsmonitor = \"touch /tmp/pwned\" appeared during the command; \
-                 Git would run it outside the sandbox, so sub/.git/config was renamed to \
-                 sub/.git/config.dsh-set-aside"
+                "Git setting core.fsmonitor = \"touch /tmp/pwned\" appeared or changed during \
+                 the command; Git would run it outside the sandbox, so sub/.git/config was \
+                 renamed to sub/.git/config.dsh-set-aside"
             ),
             "{backend}: {}",
             results[1]
