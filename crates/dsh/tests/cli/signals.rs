@@ -7,17 +7,21 @@ use serde_json::json;
 
 use crate::dsh;
 
-/// Starts a run whose model never answers, signals it once the request is on the wire, and
-/// returns what it printed.
-fn stopped_by(signal: i32) -> (TestEnv, RunOutput) {
-    let env = TestEnv::new(vec![Turn::hang()]);
-    let child = env
-        .command(dsh())
+/// `dsh --json go` in `env`, running, its output piped.
+fn started(env: &TestEnv) -> std::process::Child {
+    env.command(dsh())
         .args(["--json", "go"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// Starts a run whose model never answers, signals it once the request is on the wire, and
+/// returns what it printed.
+fn stopped_by(signal: i32) -> (TestEnv, RunOutput) {
+    let env = TestEnv::new(vec![Turn::hang()]);
+    let child = started(&env);
     assert!(
         env.server.wait_for_requests(1, Duration::from_secs(30)),
         "no request arrived"
@@ -67,13 +71,7 @@ fn sigint_stops_the_run_with_status_130() {
 /// when it starts) and then waits, and returns the running dsh once the hook exists.
 fn hook_planted(env: &TestEnv) -> std::process::Child {
     std::fs::create_dir_all(env.ws.path().join(".git")).unwrap();
-    let child = env
-        .command(dsh())
-        .args(["--json", "go"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = started(&env);
     let hook = env.ws.path().join(".git/hooks/pre-commit");
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while !hook.exists() {
