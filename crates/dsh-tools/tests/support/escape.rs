@@ -44,6 +44,10 @@ struct Suite {
     mknod: bool,
     /// Whether this process may go through /proc/1/root (it may trace pid 1).
     proc_one: bool,
+    /// $HOME of the commands: the control run's own, so that its writes there (a probe,
+    /// `git config --global`) never touch the real one, which the confined runs beside it
+    /// watch.
+    home: PathBuf,
     ws: PathBuf,
     outside: PathBuf,
     registry: ToolRegistry,
@@ -208,8 +212,19 @@ fn setup_as(backend: BackendChoice, via_helper: bool, control: bool) -> Option<S
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::write(outside.join("existing.txt"), "original\n").unwrap();
     std::fs::write(outside.join("existing2.txt"), "second\n").unwrap();
+    let mut vars = vec![("DSH_SESSION_ID".into(), "session-escape".into())];
+    let home = if control {
+        let home = base.join(format!("{tag}-home"));
+        std::fs::create_dir_all(&home).unwrap();
+        vars.push(("HOME".into(), home.clone().into_os_string()));
+        home
+    } else {
+        std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| "/root".into())
+    };
     let shell = Arc::new(Shell::new(
-        ShellEnv::new(vec![("DSH_SESSION_ID".into(), "session-escape".into())]),
+        ShellEnv::new(vars),
         &format!(
             "session-escape{}{}",
             std::process::id(),
@@ -236,6 +251,7 @@ fn setup_as(backend: BackendChoice, via_helper: bool, control: bool) -> Option<S
         root,
         mknod,
         proc_one: std::fs::read_dir("/proc/1/root/").is_ok(),
+        home,
         ws: ws.clone(),
         outside,
         registry,
@@ -340,9 +356,7 @@ async fn attempts(mut s: Suite, backend: BackendChoice, via_helper: bool) {
     let out = s.outside.clone();
     let o = out.display().to_string();
     let etc = PathBuf::from("/etc").join(&s.tag);
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| "/root".into());
+    let home = s.home.clone();
     let home_probe = home.join(&s.tag);
 
     // 1-3: plain writes outside.
@@ -634,6 +648,9 @@ async fn attempts(mut s: Suite, backend: BackendChoice, via_helper: bool) {
     // Tidy anything an escape left behind first, so a failure does not poison the next run.
     for leftover in [&etc, &home_probe, &proc_self, &proc_one, &shm, &mount_probe] {
         let _ = std::fs::remove_file(leftover);
+    }
+    if s.control {
+        let _ = std::fs::remove_dir_all(&home);
     }
     let limits = if s.known_limits.is_empty() {
         String::new()
