@@ -93,6 +93,8 @@ struct Shared {
     script: Script,
     turns: Mutex<VecDeque<Turn>>,
     requests: Mutex<Vec<Request>>,
+    /// The size of every request, kept even where the request is not.
+    tokens: Mutex<Vec<RequestSize>>,
     arrived: Condvar,
     stopping: AtomicBool,
 }
@@ -135,6 +137,7 @@ impl ScriptedServer {
             script,
             turns: Mutex::new(turns.into()),
             requests: Mutex::new(Vec::new()),
+            tokens: Mutex::new(Vec::new()),
             arrived: Condvar::new(),
             stopping: AtomicBool::new(false),
         });
@@ -164,6 +167,12 @@ impl ScriptedServer {
     /// Every request received so far.
     pub fn requests(&self) -> Vec<Request> {
         self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// The size of every model request received so far, in order: kept for every request, also
+    /// where only the first request itself is kept.
+    pub fn request_sizes(&self) -> Vec<RequestSize> {
+        self.shared.tokens.lock().unwrap().clone()
     }
 
     /// Waits until `count` requests have arrived; false if `limit` passed first.
@@ -209,6 +218,10 @@ fn serve(stream: TcpStream, shared: &Shared) {
     }
     let turn = {
         let mut requests = shared.requests.lock().unwrap();
+        shared.tokens.lock().unwrap().push(RequestSize {
+            body_tokens: request_tokens(&request),
+            message_tokens: message_tokens(&request),
+        });
         let turn = match &shared.script {
             Script::Shell(steps) => shell_turn(&request, *steps),
             Script::Reads(steps, served) => read_turn(&request, *steps, served),
@@ -227,6 +240,54 @@ fn serve(stream: TcpStream, shared: &Shared) {
     };
     let mut stream = stream;
     respond(&mut stream, turn, dialect);
+}
+
+/// The size of one request, in tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestSize {
+    /// One per 4 bytes of the JSON body, tool schemas and all: the prompt tokens
+    /// [`ScriptedServer::read_session`] reports.
+    pub body_tokens: u64,
+    /// The messages alone, estimated as dsh estimates its history (`estimate_tokens` in
+    /// dsh-core's compaction): 4 bytes of text a token, a call's name and arguments plus 16,
+    /// and 4 a message.
+    pub message_tokens: u64,
+}
+
+/// A request's size in tokens: one per 4 bytes of its JSON body.
+fn request_tokens(request: &Request) -> u64 {
+    (request.body.to_string().len() / 4) as u64
+}
+
+/// A chat-completions request's messages, estimated as dsh estimates its history.
+fn message_tokens(request: &Request) -> u64 {
+    let text = |v: &Value| match v {
+        Value::String(s) => s.len(),
+        Value::Array(parts) => parts
+            .iter()
+            .map(|p| p["text"].as_str().map_or(0, str::len))
+            .sum(),
+        _ => 0,
+    };
+    request
+        .messages()
+        .iter()
+        .map(|m| {
+            let calls: usize = m["tool_calls"].as_array().map_or(0, |calls| {
+                calls
+                    .iter()
+                    .map(|c| {
+                        let f = &c["function"];
+                        f["name"].as_str().map_or(0, str::len)
+                            + f["arguments"].as_str().map_or(0, str::len)
+                            + 16
+                    })
+                    .sum()
+            });
+            let chars = text(&m["content"]) + text(&m["reasoning_content"]) + calls;
+            (chars as u64).div_ceil(4) + 4
+        })
+        .sum()
 }
 
 /// The next answer of a shell session of `steps` steps.
@@ -274,7 +335,7 @@ fn read_turn(request: &Request, steps: usize, served: &AtomicUsize) -> Turn {
     let step = served.fetch_add(1, Ordering::SeqCst);
     // Usage as a real provider reports it, about a token per 4 bytes of the request: what
     // dsh measures its history by.
-    let prompt = (request.body.to_string().len() / 4) as u64;
+    let prompt = request_tokens(request);
     let turn = if step + 1 >= steps {
         Turn::text("done")
     } else {

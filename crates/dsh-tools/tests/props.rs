@@ -201,19 +201,40 @@ proptest! {
         bad in any::<proptest::sample::Index>(),
     ) {
         let f = fixture(SandboxMode::WorkspaceWrite);
+        // No NUL, so the file is text by edit's binary test and its UTF-8 refusal is the one
+        // that must answer.
+        for b in &mut bytes {
+            if *b == 0 {
+                *b = b'a';
+            }
+        }
         let at = bad.index(bytes.len());
         bytes[at] = 0xFF; // never valid in UTF-8
-        std::fs::write(f.ctx.cwd.join("b.bin"), &bytes).unwrap();
+        let path = f.ctx.cwd.join("b.bin");
+        std::fs::write(&path, &bytes).unwrap();
         let rt = runtime();
-        rt.block_on(f.registry.execute("read", r#"{"file_path":"b.bin"}"#, &f.ctx));
+        let read = rt.block_on(f.registry.execute("read", r#"{"file_path":"b.bin"}"#, &f.ctx));
+        prop_assert!(read.is_error, "{}", read.text());
+        let refused = format!("\"{}\": invalid UTF-8 text", path.display());
+        prop_assert!(read.text().contains(&format!("cannot read {refused}")), "{}", read.text());
+        // Read refuses such a file, so it records no version of it; the session is given the
+        // one a read would have recorded (a file changed after a read cannot keep its version:
+        // the version includes the ctime), so that edit reaches its own check of the text.
+        let meta = std::fs::metadata(&path).unwrap();
+        f.ctx.session.observations.present(&path, dsh_tools::Version::of(&meta));
         let args = json!({"file_path": "b.bin", "old_string": "a", "new_string": "b"});
         let outcome = rt.block_on(f.registry.execute("edit", &args.to_string(), &f.ctx));
         prop_assert!(outcome.is_error, "{}", outcome.text());
-        prop_assert_eq!(std::fs::read(f.ctx.cwd.join("b.bin")).unwrap(), bytes);
+        prop_assert!(
+            outcome.text().contains(&format!("cannot edit {refused}")),
+            "{}",
+            outcome.text()
+        );
+        prop_assert_eq!(std::fs::read(&path).unwrap(), bytes);
         dsh_testkit::fault_matrix(
             "hostile input",
-            "edit of a file that is not UTF-8",
-            "refused; the file unchanged",
+            "edit of a file that is not UTF-8 (edit's own check reached)",
+            "refused as not UTF-8 text; the file unchanged",
         );
     }
 }

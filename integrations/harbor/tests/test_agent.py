@@ -27,6 +27,21 @@ ROOT = HERE.parents[2]
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
 DSH = TARGET / "debug" / "dsh"
 SERVER = TARGET / "debug" / "scripted-server"
+# CI (.ci/run) installs Harbor and builds both binaries, and sets this: then the tests below
+# that would skip without them must run, and this one fails if they cannot.
+REQUIRED = os.environ.get("DSH_TEST_REQUIRE_HARBOR") == "1"
+
+
+class Required(unittest.TestCase):
+    @unittest.skipUnless(REQUIRED, "DSH_TEST_REQUIRE_HARBOR is not 1")
+    def test_harbor_and_the_binaries_are_there(self):
+        self.assertTrue(
+            agent.HARBOR_AVAILABLE,
+            "harbor is not importable by %s (%s); the trial would be skipped"
+            % (sys.executable, sys.version.split()[0]),
+        )
+        self.assertTrue(DSH.is_file(), "%s is not built; the trial would be skipped" % DSH)
+        self.assertTrue(SERVER.is_file(), "%s is not built; the trial would be skipped" % SERVER)
 
 
 @unittest.skipIf(agent.HARBOR_AVAILABLE, "harbor is importable here")

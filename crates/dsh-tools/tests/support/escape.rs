@@ -6,6 +6,12 @@
 //!
 //! A backend the machine cannot run is skipped with a note, unless
 //! `DSH_TEST_REQUIRE_BACKENDS=1` (set by `.ci/run`), which makes it a failure.
+//!
+//! The count of attempts is checked against [`ATTEMPTS`], and a control run
+//! ([`run_control`]) makes the same attempts under `danger-full-access` (no sandbox, network
+//! on), where each must get out: an attempt that fails for another reason than the sandbox
+//! (a missing program, a cross-device link) would otherwise pass as "confined". A few are not
+//! tried or not required there, each with its reason ([`Suite::control_exemption`]).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail the test
 #![allow(clippy::print_stdout, clippy::print_stderr)] // the suite reports its count
@@ -23,7 +29,25 @@ use dsh_tools::{
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+/// How many attempts the suite makes (under Landlock one fewer: metadata is a known limit).
+pub const ATTEMPTS: usize = 29;
+
 struct Suite {
+    /// The control run: no sandbox, and every attempt must get out.
+    control: bool,
+    /// Attempts the control run did not get out with (each a failure).
+    unproven: Vec<String>,
+    /// Attempts the control run did not try or require, with why.
+    exempted: Vec<String>,
+    /// Whether this process runs as root, and may create device nodes.
+    root: bool,
+    mknod: bool,
+    /// Whether this process may go through /proc/1/root (it may trace pid 1).
+    proc_one: bool,
+    /// $HOME of the commands: the control run's own, so that its writes there (a probe,
+    /// `git config --global`) never touch the real one, which the confined runs beside it
+    /// watch.
+    home: PathBuf,
     ws: PathBuf,
     outside: PathBuf,
     registry: ToolRegistry,
@@ -62,10 +86,73 @@ impl Suite {
     /// Records one attempt; `escaped` says whether it got out.
     fn check(&mut self, name: &str, escaped: bool, detail: &str) {
         self.attempts += 1;
-        if escaped {
+        if self.control {
+            if !escaped {
+                match self.control_exemption(name) {
+                    Some(why) => self.exempted.push(format!("{name} ({why})")),
+                    None => self.unproven.push(format!("{name}: {detail}")),
+                }
+            }
+        } else if escaped {
             self.escapes.push(format!("{name}: {detail}"));
         }
     }
+
+    /// Puts `existing.txt` back as it was, so that the next attempt's check of its content
+    /// sees only that attempt's doing (in the control run, the one before changed it).
+    fn reset_existing(&self) {
+        std::fs::write(self.outside.join("existing.txt"), "original\n").unwrap();
+    }
+
+    /// In the control run, an attempt that is counted but not made: it would change the host
+    /// for real. Outside the control run, `None`: make it.
+    fn not_tried_in_control(&mut self, name: &str) -> bool {
+        if !self.control {
+            return false;
+        }
+        self.attempts += 1;
+        let why = self.control_exemption(name).unwrap_or("not tried");
+        self.exempted.push(format!("{name} ({why})"));
+        true
+    }
+
+    /// Why the control run may not get out with `name`; `None` when it must.
+    fn control_exemption(&self, name: &str) -> Option<&'static str> {
+        match name {
+            "write /proc/sys" | "write /proc/sysrq-trigger" => {
+                Some("not tried: it would write the host's kernel settings")
+            }
+            "remount / read-write" => Some("not tried: it would remount the host's root"),
+            "write /etc"
+            | "/proc/self/root"
+            | "/proc/1/root"
+            | "remount in a new user namespace"
+                if !self.root =>
+            {
+                Some("writes under /etc, which needs root")
+            }
+            "mknod" if !self.mknod => Some("needs root with CAP_MKNOD"),
+            "/proc/1/root" if !self.proc_one => {
+                Some("this process may not go through pid 1's root (ptrace access to pid 1)")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Whether this process runs as uid 0, and whether it has CAP_MKNOD (bit 27) in effect.
+fn root_and_mknod() -> (bool, bool) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(|v| v.split_whitespace().next().unwrap_or("").to_owned())
+            .unwrap_or_default()
+    };
+    let root = field("Uid:") == "0";
+    let caps = u64::from_str_radix(&field("CapEff:"), 16).unwrap_or(0);
+    (root, root && caps & (1 << 27) != 0)
 }
 
 /// A folder that is not under any root the policy grants (so not under /tmp either).
@@ -80,13 +167,18 @@ fn outside_base(policy: &SandboxPolicy) -> PathBuf {
 }
 
 fn setup(backend: BackendChoice, via_helper: bool) -> Option<Suite> {
+    setup_as(backend, via_helper, false)
+}
+
+/// `control`: the policy is `danger-full-access`, so no backend confines the commands.
+fn setup_as(backend: BackendChoice, via_helper: bool, control: bool) -> Option<Suite> {
     let sandbox = Arc::new(Sandbox::new(SandboxSettings {
         backend,
         network: false,
         helper: via_helper,
         ..SandboxSettings::default()
     }));
-    if sandbox.chosen().is_none() {
+    if !control && sandbox.chosen().is_none() {
         let why: Vec<String> = sandbox
             .probes()
             .iter()
@@ -102,17 +194,37 @@ fn setup(backend: BackendChoice, via_helper: bool) -> Option<Suite> {
     let ws = std::fs::canonicalize(&ws_dir).unwrap();
     let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &ws, Vec::new());
     let base = outside_base(&policy);
+    let policy = if control {
+        policy.with_mode(SandboxMode::DangerFullAccess)
+    } else {
+        policy
+    };
     let tag = format!(
         "dsh-escape-{}-{}",
         std::process::id(),
-        backend_name(backend)
+        if control {
+            "control"
+        } else {
+            backend_name(backend)
+        }
     );
     let outside = base.join(&tag);
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::write(outside.join("existing.txt"), "original\n").unwrap();
     std::fs::write(outside.join("existing2.txt"), "second\n").unwrap();
+    let mut vars = vec![("DSH_SESSION_ID".into(), "session-escape".into())];
+    let home = if control {
+        let home = base.join(format!("{tag}-home"));
+        std::fs::create_dir_all(&home).unwrap();
+        vars.push(("HOME".into(), home.clone().into_os_string()));
+        home
+    } else {
+        std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| "/root".into())
+    };
     let shell = Arc::new(Shell::new(
-        ShellEnv::new(vec![("DSH_SESSION_ID".into(), "session-escape".into())]),
+        ShellEnv::new(vars),
         &format!(
             "session-escape{}{}",
             std::process::id(),
@@ -131,7 +243,15 @@ fn setup(backend: BackendChoice, via_helper: bool) -> Option<Suite> {
     .with_shell(shell.clone());
     let mut registry = ToolRegistry::with_file_tools(true);
     registry.add_shell_tools(true);
+    let (root, mknod) = root_and_mknod();
     Some(Suite {
+        control,
+        unproven: Vec::new(),
+        exempted: Vec::new(),
+        root,
+        mknod,
+        proc_one: std::fs::read_dir("/proc/1/root/").is_ok(),
+        home,
         ws: ws.clone(),
         outside,
         registry,
@@ -198,9 +318,20 @@ pub async fn a_replaced_protected_file_stays_protected(via_helper: bool) {
 /// sandbox helper (the process must have offered one: `dsh_sandbox::helper::offer`), which
 /// the suite checks before it starts.
 pub async fn run_suite(backend: BackendChoice, via_helper: bool) {
-    let Some(mut s) = setup(backend, via_helper) else {
+    let Some(s) = setup(backend, via_helper) else {
         return;
     };
+    attempts(s, backend, via_helper).await;
+}
+
+/// The control run: every attempt without a sandbox (`danger-full-access`, network on), where
+/// each must get out, but those [`Suite::control_exemption`] names.
+pub async fn run_control() {
+    let s = setup_as(BackendChoice::Auto, false, true).expect("the control needs no backend");
+    attempts(s, BackendChoice::Auto, false).await;
+}
+
+async fn attempts(mut s: Suite, backend: BackendChoice, via_helper: bool) {
     if backend == BackendChoice::Bubblewrap {
         let init = s.bash("cat /proc/1/comm").await;
         let expected = if via_helper { "dsh\n" } else { "bwrap\n" };
@@ -216,15 +347,16 @@ pub async fn run_suite(backend: BackendChoice, via_helper: bool) {
         ),
         ("write /proc/sysrq-trigger", "echo h > /proc/sysrq-trigger"),
     ] {
+        if s.not_tried_in_control(name) {
+            continue;
+        }
         let r = s.bash(command).await;
         s.check(name, !r.contains("[exit code:"), &r);
     }
     let out = s.outside.clone();
     let o = out.display().to_string();
     let etc = PathBuf::from("/etc").join(&s.tag);
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| "/root".into());
+    let home = s.home.clone();
     let home_probe = home.join(&s.tag);
 
     // 1-3: plain writes outside.
@@ -271,6 +403,7 @@ pub async fn run_suite(backend: BackendChoice, via_helper: bool) {
     );
 
     // 7: a hard link to an outside file, then a write through it.
+    s.reset_existing();
     let r = s
         .bash(&format!("ln {o}/existing.txt hard; echo more >> hard"))
         .await;
@@ -313,7 +446,7 @@ pub async fn run_suite(backend: BackendChoice, via_helper: bool) {
     let r = s.bash(&format!("chmod 777 {o}/existing.txt")).await;
     let mode = std::fs::metadata(out.join("existing.txt")).unwrap();
     use std::os::unix::fs::PermissionsExt as _;
-    if backend == BackendChoice::Landlock {
+    if backend == BackendChoice::Landlock && !s.control {
         // Landlock governs file contents and names, not metadata: the owner of a file outside
         // the roots can still chmod, chown or touch it (docs/sandbox.md, "Limits").
         s.known_limits
@@ -330,6 +463,7 @@ pub async fn run_suite(backend: BackendChoice, via_helper: bool) {
             &r,
         );
     }
+    s.reset_existing();
     let r = s.bash(&format!("truncate -s 0 {o}/existing.txt")).await;
     s.check(
         "truncate outside",
@@ -351,13 +485,16 @@ pub async fn run_suite(backend: BackendChoice, via_helper: bool) {
 
     // 16-17: mount namespaces and remounts.
     let mount_probe = PathBuf::from("/etc").join(format!("{}-mount", s.tag));
-    let r = s
-        .bash(&format!(
-            "mount -o remount,rw,bind / / ; echo x > {}",
-            mount_probe.display()
-        ))
-        .await;
-    s.check("remount / read-write", mount_probe.exists(), &r);
+    if !s.not_tried_in_control("remount / read-write") {
+        let r = s
+            .bash(&format!(
+                "mount -o remount,rw,bind / / ; echo x > {}",
+                mount_probe.display()
+            ))
+            .await;
+        s.check("remount / read-write", mount_probe.exists(), &r);
+    }
+    let _ = std::fs::remove_file(&mount_probe);
     let r = s
         .bash(&format!(
             "unshare -rm sh -c 'mount -o remount,rw,bind / / ; echo x > {}'",
@@ -373,6 +510,7 @@ pub async fn run_suite(backend: BackendChoice, via_helper: bool) {
     s.check("/proc/self/fd", out.join("via-fd").exists(), &r);
 
     // 19: a symlink to a file outside, appended to (the shape of `>> ~/.bashrc` via a link).
+    s.reset_existing();
     let r = s
         .bash(&format!(
             "ln -s {o}/existing.txt appended; echo x >> appended"
@@ -393,6 +531,7 @@ pub async fn run_suite(backend: BackendChoice, via_helper: bool) {
         .await
         .text();
     s.check("write tool outside", out.join("direct-write").exists(), &r);
+    s.reset_existing();
     let _ = s
         .call("read", json!({"file_path": format!("{o}/existing.txt")}))
         .await;
@@ -510,6 +649,9 @@ pub async fn run_suite(backend: BackendChoice, via_helper: bool) {
     for leftover in [&etc, &home_probe, &proc_self, &proc_one, &shm, &mount_probe] {
         let _ = std::fs::remove_file(leftover);
     }
+    if s.control {
+        let _ = std::fs::remove_dir_all(&home);
+    }
     let limits = if s.known_limits.is_empty() {
         String::new()
     } else {
@@ -523,13 +665,42 @@ pub async fn run_suite(backend: BackendChoice, via_helper: bool) {
     } else {
         ""
     };
+    let expected = if backend == BackendChoice::Landlock && !s.control {
+        ATTEMPTS - 1
+    } else {
+        ATTEMPTS
+    };
+    if s.control {
+        println!(
+            "control, no sandbox: {} attempts, {} got out, {} not required ({}), {} did not get out",
+            s.attempts,
+            s.attempts - s.exempted.len() - s.unproven.len(),
+            s.exempted.len(),
+            s.exempted.join("; "),
+            s.unproven.len()
+        );
+        assert_eq!(
+            s.attempts, expected,
+            "the suite's count of attempts changed"
+        );
+        assert!(
+            s.unproven.is_empty(),
+            "without the sandbox these attempts still did not get out, so the suite does not \
+             show that the sandbox stops them:\n{}",
+            s.unproven.join("\n---\n")
+        );
+        return;
+    }
     println!(
         "{}{through}: {} attempts, {} escapes{limits}",
         backend_name(backend),
         s.attempts,
         s.escapes.len()
     );
-    assert!(s.attempts >= 20);
+    assert_eq!(
+        s.attempts, expected,
+        "the suite's count of attempts changed"
+    );
     assert!(
         s.escapes.is_empty(),
         "escaped the {} sandbox:\n{}",

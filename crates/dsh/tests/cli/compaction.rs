@@ -179,4 +179,26 @@ fn a_long_run_in_a_small_window_keeps_every_request_inside_it() {
     assert!(log.matches("\"type\":\"compaction/summary\"").count() >= 5);
     let final_event = out.events().into_iter().last().unwrap();
     assert_eq!(final_event["type"], "final", "{final_event}");
+    // Every request the server received, the summary requests included, fits the window by
+    // the measure dsh keeps its history by (its estimate of the messages), and none grows
+    // with the run: the largest body is no larger than the largest of the first steps'. (By
+    // the body's bytes, tool schemas and all, even the first request is over 4,000 tokens.)
+    let sizes = env.server.request_sizes();
+    assert!(sizes.len() >= 300, "{} requests", sizes.len());
+    let over: Vec<(usize, u64)> = sizes
+        .iter()
+        .map(|s| s.message_tokens)
+        .enumerate()
+        .filter(|&(_, tokens)| tokens > 4000)
+        .collect();
+    assert!(
+        over.is_empty(),
+        "requests over the 4,000-token window (index, tokens): {over:?}"
+    );
+    let early = sizes[..20].iter().map(|s| s.body_tokens).max().unwrap();
+    let largest = sizes.iter().map(|s| s.body_tokens).max().unwrap();
+    assert!(
+        largest <= early,
+        "a request grew with the run: {largest} tokens of body, {early} at most in the first 20"
+    );
 }
