@@ -195,6 +195,7 @@ impl Sandbox {
             start: crate::bwrap::helper_start(bwrap, profile, &program),
             sealed,
             limits: self.settings().limits,
+            profile: profile.to_vec(),
             argv,
             key: [profile.to_vec(), crate::bwrap::bind_identity(profile)].concat(),
         })

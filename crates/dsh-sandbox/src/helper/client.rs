@@ -221,6 +221,15 @@ impl Helper {
         })
     }
 
+    /// Ends the helper and, with it, every command it runs (each command's init dies with
+    /// the helper, and each command's PID namespace with its init): they are reported killed.
+    pub(crate) fn kill(&self) {
+        if let Some(pid) = self._process.id() {
+            // SAFETY: kill(2) on the helper's own process group (bwrap leads it).
+            unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGKILL) };
+        }
+    }
+
     /// Whether it can still take commands.
     pub(crate) fn alive(&self) -> bool {
         !self.shared.lock().gone

@@ -160,6 +160,13 @@ pub(crate) struct HelperPool {
 struct Slot {
     /// The key it serves ([`HelperLaunch::key`]), and the helper.
     current: Option<(Vec<OsString>, Arc<client::Helper>)>,
+    /// Every helper started in the run that may still run commands, with the profile it was
+    /// started with and its binds' identity then.
+    started: Vec<(
+        Vec<OsString>,
+        Vec<OsString>,
+        std::sync::Weak<client::Helper>,
+    )>,
     /// Why helpers are not used any more in this run.
     broken: Option<String>,
 }
@@ -181,6 +188,8 @@ pub struct HelperLaunch {
     pub(crate) limits: crate::CommandLimits,
     /// The command itself, without `bwrap`.
     pub(crate) argv: Vec<OsString>,
+    /// The profile the command would get from its own `bwrap`.
+    pub(crate) profile: Vec<OsString>,
 }
 
 /// Why a command did not run through a helper.
@@ -216,6 +225,37 @@ impl HelperLaunch {
         }
     }
 
+    /// Ends every helper of the run whose binds no longer cover what they were made over (a
+    /// protected file a set-aside just moved: the read-only bind moved with it, and the name
+    /// is free inside that sandbox), and so the commands it runs, which are reported killed.
+    /// Later commands get a helper of their own. Best effort: while a helper is being started
+    /// (the pool busy), nothing is ended; that helper's binds are new anyway.
+    pub fn retire_stale(&self) {
+        let Ok(mut slot) = self.pool.slot.try_lock() else {
+            return;
+        };
+        let mut stale = Vec::new();
+        slot.started.retain(|(profile, identity, helper)| {
+            let Some(helper) = helper.upgrade() else {
+                return false;
+            };
+            if crate::bwrap::bind_identity(profile) == *identity {
+                return true;
+            }
+            stale.push(helper);
+            false
+        });
+        if let Some((_, current)) = &slot.current
+            && stale.iter().any(|helper| Arc::ptr_eq(helper, current))
+        {
+            slot.current = None;
+        }
+        drop(slot);
+        for helper in stale {
+            helper.kill();
+        }
+    }
+
     /// Starts the helper for this profile now, if it is not running yet, so that the first
     /// command does not wait for it.
     pub async fn warm(&self) {
@@ -237,6 +277,13 @@ impl HelperLaunch {
             Ok(helper) => {
                 let helper = Arc::new(helper);
                 slot.current = Some((self.key.clone(), helper.clone()));
+                slot.started
+                    .retain(|(_, _, helper)| helper.strong_count() > 0);
+                slot.started.push((
+                    self.profile.clone(),
+                    crate::bwrap::bind_identity(&self.profile),
+                    Arc::downgrade(&helper),
+                ));
                 Ok(helper)
             }
             Err(why) => {

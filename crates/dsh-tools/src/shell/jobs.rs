@@ -130,6 +130,13 @@ impl SandboxFacts {
             set_aside_lines(self.confined.created_protected(), self.confined.workspace());
         // And what Git would now run that it did not before the run's first command.
         lines.extend(self.confined.policy().git_changes());
+        // A set-aside may have moved a file another command's sandbox binds read-only: that
+        // sandbox (and what runs in it) ends, so its commands cannot make the name again.
+        if !lines.is_empty()
+            && let Some(helper) = self.confined.helper()
+        {
+            helper.retire_stale();
+        }
         lines
     }
 

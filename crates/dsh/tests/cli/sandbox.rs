@@ -607,6 +607,47 @@ fn what_git_would_run_is_protected_and_checked_after_each_command() {
     );
 }
 
+/// The red team's finding (issue 31, item 7): a set-aside moves the file a running sandbox
+/// binds read-only (the bind moves with it), which frees the name inside that sandbox. Here a
+/// background job creates `.env.local` (absent when it started), a later command runs in a
+/// sandbox that binds it read-only, and the job's end sets it aside: that sandbox is ended,
+/// with the command in it, rather than left to make the name again.
+#[test]
+fn a_sandbox_whose_bind_a_set_aside_moved_is_ended() {
+    if !bubblewrap_usable() {
+        return;
+    }
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "bash",
+            json!({"command": "touch .env.local; while [ ! -e go ]; do sleep 0.01; done",
+                   "description": "make it", "run_in_background": true}),
+        ),
+        Turn::tool_call(
+            "bash",
+            json!({"command": "while [ ! -e .env.local ]; do sleep 0.01; done; echo there",
+                   "description": "wait for it"}),
+        ),
+        Turn::tool_call(
+            "bash",
+            json!({"command": "touch go; sleep 20; echo survived", "description": "release it"}),
+        ),
+        Turn::text("done"),
+    ]);
+    let out = env.run(dsh(), &["--json", "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let result = env.server.requests()[3].tool_results().pop().unwrap();
+    assert!(!result.contains("survived"), "{result}");
+    assert!(result.contains("SIGKILL"), "{result}");
+    assert!(!env.ws.path().join(".env.local").exists());
+    assert!(env.ws.path().join(".env.local.dsh-set-aside").exists());
+    dsh_testkit::fault_matrix(
+        "attack",
+        "a protected file set aside while another command's sandbox binds it read-only",
+        "that sandbox and its commands end",
+    );
+}
+
 /// Whether bubblewrap can start here; a test that needs it is skipped with a note when it
 /// cannot, unless `DSH_TEST_REQUIRE_BACKENDS=1` (set by `.ci/run`) makes that a failure.
 #[allow(clippy::print_stderr)] // a skipped test says so

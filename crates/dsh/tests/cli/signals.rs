@@ -71,7 +71,7 @@ fn sigint_stops_the_run_with_status_130() {
 /// when it starts) and then waits, and returns the running dsh once the hook exists.
 fn hook_planted(env: &TestEnv) -> std::process::Child {
     std::fs::create_dir_all(env.ws.path().join(".git")).unwrap();
-    let child = started(&env);
+    let child = started(env);
     let hook = env.ws.path().join(".git/hooks/pre-commit");
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while !hook.exists() {
