@@ -56,7 +56,8 @@ def main() -> None:
         "hostile inputs in `crates/dsh-llm/src/stream_props.rs`, "
         "`crates/dsh-core/src/log_props.rs`, `crates/dsh-core/tests/config_props.rs` and "
         "`crates/dsh-tools/tests/props.rs`, attacks in `crates/dsh/tests/cli/sandbox.rs`, "
-        "`crates/dsh-tools/tests/files.rs` and `crates/dsh-tools/tests/search.rs` (the sandbox's "
+        "`signals.rs` and `providers.rs` there, `crates/dsh-tools/tests/files.rs` and "
+        "`crates/dsh-tools/tests/search.rs` (the sandbox's "
         "escape suite is counted in `docs/sandbox.md`).\n"
     )
 
