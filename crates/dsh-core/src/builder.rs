@@ -172,10 +172,6 @@ impl AgentBuilder {
         for skipped in &hooks.skipped {
             let _ = notices.send(skipped.clone());
         }
-        // A skill that cannot be loaded is left out, and the user told which and why.
-        for problem in dsh_tools::skill::discover(&settings.skill_roots()).problems {
-            let _ = notices.send(problem);
-        }
         let provider = settings.route.connect(settings.idle_timeout.value)?;
         let provider: Arc<dyn Provider> = Arc::new(Retrying::new(provider, settings.retry));
         let sandbox = Arc::new(Sandbox::new(settings.sandbox.clone()));
@@ -328,7 +324,12 @@ impl StartedRun {
             mut tools,
             catalog,
             skills,
+            skill_problems,
         } = base_tools(&settings);
+        // A skill that cannot be loaded is left out, and the user told which and why.
+        for problem in skill_problems {
+            let _ = notices.send(problem);
+        }
         config.context.extend(catalog);
         for group in mcp_ready.groups {
             tools.set_group(group);
@@ -578,6 +579,8 @@ struct BaseTools {
     catalog: Option<String>,
     /// Every skill found (name, description), for a front end to list.
     skills: Vec<(String, String)>,
+    /// Each skill that could not be loaded: which, and why.
+    skill_problems: Vec<String>,
 }
 
 fn base_tools(settings: &Settings) -> BaseTools {
@@ -597,7 +600,10 @@ fn base_tools(settings: &Settings) -> BaseTools {
     if mode.is_plan() {
         tools.register(Box::new(ExitPlanMode::default()));
     }
-    let skills = dsh_tools::skill::discover(&settings.skill_roots()).skills;
+    let dsh_tools::skill::Discovered {
+        skills,
+        problems: skill_problems,
+    } = dsh_tools::skill::discover(&settings.skill_roots());
     // A skill's description is the workspace's text, like a file a tool reads: the run's
     // secrets come out of it before it reaches the prompt or a front end's list.
     let redact = |text: String| match settings.redactor() {
@@ -622,6 +628,7 @@ fn base_tools(settings: &Settings) -> BaseTools {
         tools,
         catalog,
         skills: listed,
+        skill_problems,
     }
 }
 
