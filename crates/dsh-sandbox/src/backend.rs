@@ -147,10 +147,10 @@ impl CommandLimits {
             if unsafe { libc::getrlimit(resource, &mut current) } != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            let limit = (limit as libc::rlim_t).min(current.rlim_max);
+            let limit = limit as libc::rlim_t;
             let value = libc::rlimit {
-                rlim_cur: limit,
-                rlim_max: limit,
+                rlim_cur: limit.min(current.rlim_cur),
+                rlim_max: limit.min(current.rlim_max),
             };
             // SAFETY: a valid rlimit for this process.
             if unsafe { libc::setrlimit(resource, &value) } != 0 {

@@ -58,6 +58,9 @@ pub struct Stamp {
     ino: u64,
     size: u64,
     mtime_ns: i128,
+    /// The inode's change time, which no one can set: a command that puts the modification
+    /// time back (`touch -d`) after a change still changes this.
+    ctime_ns: i128,
 }
 
 impl Stamp {
@@ -68,6 +71,7 @@ impl Stamp {
             ino: meta.ino(),
             size: meta.size(),
             mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+            ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
         })
     }
 }
@@ -87,7 +91,10 @@ impl GitView {
             hooks: hooks.clone(),
             ..GitView::default()
         };
-        let mut repositories = vec![(workspace.to_path_buf(), None)];
+        // The workspace's repository with every scope Git reads; an embedded one's own
+        // config only (its `config` and, with `extensions.worktreeConfig`, `config.worktree`),
+        // since the global and system files are the same for both.
+        let mut repositories = vec![(workspace.to_path_buf(), false)];
         // Each repository embedded as a gitlink, and each submodule's own Git folder.
         if let Some(staged) = git(workspace, &["ls-files", "--stage", "-z"]) {
             for entry in staged.split('\0') {
@@ -97,7 +104,7 @@ impl GitView {
                 if meta.starts_with("160000 ") {
                     let embedded = workspace.join(path);
                     if embedded.join(".git").exists() {
-                        repositories.push((embedded, Some("--local")));
+                        repositories.push((embedded, true));
                     }
                 }
             }
@@ -105,20 +112,29 @@ impl GitView {
         if let Ok(modules) = std::fs::read_dir(git_dir.join("modules")) {
             for module in modules.filter_map(Result::ok) {
                 if module.path().join("config").is_file() {
-                    repositories.push((module.path(), Some("--local")));
+                    repositories.push((module.path(), true));
                 }
             }
         }
-        for (repository, scope) in &repositories {
-            let mut args = vec!["config", "--list", "--show-origin", "--includes", "-z"];
-            args.extend(scope);
+        for (repository, own_only) in &repositories {
+            let args = [
+                "config",
+                "--list",
+                "--show-scope",
+                "--show-origin",
+                "--includes",
+                "-z",
+            ];
             // A submodule's Git folder is not a worktree: it is named as the Git folder.
             let listing = if repository.starts_with(&git_dir) {
                 git_in(repository, &args)
             } else {
                 git(repository, &args)
             };
-            for setting in parse_settings(repository, &listing.unwrap_or_default()) {
+            for (scope, setting) in parse_settings(repository, &listing.unwrap_or_default()) {
+                if *own_only && !matches!(scope.as_str(), "local" | "worktree") {
+                    continue;
+                }
                 if let Some(origin) = &setting.origin
                     && !view.files.contains(origin)
                 {
@@ -217,13 +233,18 @@ pub fn runs_code(key: &str, value: &str) -> bool {
         "alias" => value.trim_start().starts_with('!'),
         "credential" => name == "helper",
         "diff" => matches!(name, "external" | "command" | "textconv"),
-        "difftool" | "mergetool" => name == "cmd",
+        "difftool" | "mergetool" => matches!(name, "cmd" | "path"),
         "merge" => name == "driver",
         "filter" => matches!(name, "clean" | "smudge" | "process"),
-        "gpg" => name == "program",
+        "gpg" => matches!(name, "program" | "defaultkeycommand"),
         "sequence" => name == "editor",
         "pager" | "browser" | "man" => true,
         "uploadpack" => name == "packobjectshook",
+        "interactive" => name == "difffilter",
+        "trailer" => matches!(name, "command" | "cmd"),
+        "sendemail" => name.ends_with("cmd"),
+        "init" => name == "templatedir",
+        "hook" => name == "command",
         "remote" => matches!(name, "uploadpack" | "receivepack"),
         "submodule" => name == "update" && value.trim_start().starts_with('!'),
         "protocol" => name == "allow",
@@ -245,20 +266,27 @@ fn named_program(workspace: &Path, value: &str) -> Option<PathBuf> {
     (path.starts_with(workspace) && path.is_file()).then_some(path)
 }
 
-/// `git config --list --show-origin -z` as settings: `origin NUL key NEWLINE value NUL`.
-fn parse_settings(repository: &Path, listing: &str) -> Vec<GitSetting> {
+/// `git config --list --show-scope --show-origin -z` as settings, each with its scope
+/// (`system`, `global`, `local`, `worktree`, `command`): `scope NUL origin NUL key NEWLINE value
+/// NUL`.
+fn parse_settings(repository: &Path, listing: &str) -> Vec<(String, GitSetting)> {
     let mut settings = Vec::new();
     let mut fields = listing.split('\0');
-    while let (Some(origin), Some(entry)) = (fields.next(), fields.next()) {
+    while let (Some(scope), Some(origin), Some(entry)) =
+        (fields.next(), fields.next(), fields.next())
+    {
         let (key, value) = entry.split_once('\n').unwrap_or((entry, ""));
         let origin = origin
             .strip_prefix("file:")
             .map(|file| real(repository, file));
-        settings.push(GitSetting {
-            origin,
-            key: key.to_owned(),
-            value: value.to_owned(),
-        });
+        settings.push((
+            scope.to_owned(),
+            GitSetting {
+                origin,
+                key: key.to_owned(),
+                value: value.to_owned(),
+            },
+        ));
     }
     settings
 }
@@ -280,22 +308,47 @@ fn git_in(dir: &Path, args: &[&str]) -> Option<String> {
     run_git(Command::new("git").arg("--git-dir").arg(dir), args)
 }
 
+/// How long one Git query may take: a config that includes a FIFO, or a huge repository on a
+/// slow disk, must not hold up the run.
+const GIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 fn run_git(command: &mut Command, args: &[&str]) -> Option<String> {
+    use std::io::Read as _;
     // Asking must run nothing a command planted: no fsmonitor, no optional locks (the index is
     // not refreshed), no pager, no prompt.
-    let output = command
+    let mut child = command
         .args(["-c", "core.fsmonitor=false", "--no-pager"])
         .args(args)
         .env("GIT_OPTIONAL_LOCKS", "0")
         .env("GIT_TERMINAL_PROMPT", "0")
         .stdin(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .output()
+        .spawn()
         .ok()?;
-    output
-        .status
-        .success()
-        .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+    let mut stdout = child.stdout.take()?;
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        stdout.read_to_end(&mut bytes).map(|_| bytes)
+    });
+    let deadline = std::time::Instant::now() + GIT_TIMEOUT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let bytes = reader.join().ok()?.ok()?;
+    status
+        .filter(std::process::ExitStatus::success)
+        .map(|_| String::from_utf8_lossy(&bytes).into_owned())
 }
 
 #[cfg(test)]
@@ -435,13 +488,63 @@ mod tests {
             ],
         );
         git_ok(&ws, &["add", "sub"]);
+        // Another, whose setting is in `config.worktree` (read with extensions.worktreeConfig).
+        let other = ws.join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        git_ok(&other, &["init", "-q"]);
+        git_ok(&other, &["config", "core.repositoryformatversion", "1"]);
+        git_ok(&other, &["config", "extensions.worktreeConfig", "true"]);
+        git_ok(
+            &other,
+            &["config", "--worktree", "core.fsmonitor", "touch /tmp/y"],
+        );
+        git_ok(
+            &other,
+            &[
+                "-c",
+                "user.name=a",
+                "-c",
+                "user.email=a@b",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "x",
+            ],
+        );
+        git_ok(&ws, &["add", "other"]);
         assert!(before.may_have_changed());
         let now = GitView::read(&ws).unwrap();
         let (settings, _) = before.new_in(&now);
-        assert_eq!(settings.len(), 1, "{settings:?}");
+        let origins: Vec<_> = settings.iter().filter_map(|s| s.origin.clone()).collect();
         assert_eq!(
-            settings[0].origin.as_deref(),
-            Some(sub.join(".git/config").as_path())
+            origins,
+            [other.join(".git/config.worktree"), sub.join(".git/config")],
+            "{settings:?}"
         );
+    }
+
+    /// A command that puts the modification times back after planting (`touch -d`) still
+    /// changes the inodes' change times, which no one can set.
+    #[test]
+    fn a_plant_with_its_times_put_back_is_still_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        if Command::new("git").arg("--version").output().is_err() {
+            return;
+        }
+        git_ok(&ws, &["init", "-q"]);
+        let hooks = ws.join(".git/hooks");
+        std::fs::create_dir_all(&hooks).unwrap();
+        let view = GitView::read(&ws).unwrap();
+        let before = std::fs::metadata(&hooks).unwrap().modified().unwrap();
+        std::fs::write(hooks.join("pre-commit"), "#!/bin/sh\n").unwrap();
+        std::fs::File::open(&hooks)
+            .unwrap()
+            .set_modified(before)
+            .unwrap();
+        assert!(view.may_have_changed());
+        let (_, hooks_found) = view.new_in(&GitView::read(&ws).unwrap());
+        assert_eq!(hooks_found, [hooks.join("pre-commit")]);
     }
 }

@@ -275,13 +275,15 @@ impl SandboxPolicy {
         let Some(snapshot) = self.git_snapshot() else {
             return Vec::new();
         };
-        let mut latest = self
-            .git
-            .latest
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let current = latest.as_ref().unwrap_or(snapshot);
-        if !current.may_have_changed() {
+        let latest = || {
+            self.git
+                .latest
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        // Git runs without the lock held: a slow query holds up no other command's end.
+        let changed = latest().as_ref().unwrap_or(snapshot).may_have_changed();
+        if !changed {
             return Vec::new();
         }
         let Some(now) = GitView::read(&self.workspace) else {
@@ -328,11 +330,9 @@ impl SandboxPolicy {
                 ));
             }
         }
-        *latest = if lines.is_empty() {
-            Some(now)
-        } else {
-            GitView::read(ws)
-        };
+        // The view compared, not a fresh one: whatever changed since (a job planting again
+        // while this set aside) changes its stamps, and the next check compares it.
+        *latest() = Some(now);
         lines
     }
 

@@ -47,7 +47,14 @@ impl CreationWatch {
         let mut present = Vec::new();
         for path in protected {
             match std::fs::symlink_metadata(path) {
-                Ok(meta) => present.push((path.clone(), meta.dev(), meta.ino())),
+                // Under bubblewrap each is bound read-only, so a new file at its name means a
+                // bind moved (dsh set the file aside) and the name was made again. Under
+                // Landlock nothing binds them, and Git replaces its config by renaming a new
+                // one over it: what Git would run is checked by `git_changes` there instead.
+                Ok(meta) if backend == Backend::Bubblewrap => {
+                    present.push((path.clone(), meta.dev(), meta.ino()));
+                }
+                Ok(_) => {}
                 // Under bubblewrap an absent `.dsh/` is made empty and bound read-only before
                 // the command starts (`crate::bwrap`): that one is dsh's own.
                 Err(_) if backend == Backend::Bubblewrap && *path == top.join(".dsh") => {}
@@ -268,6 +275,13 @@ mod tests {
         std::fs::rename(real.join(".env"), real.join(".env.dsh-set-aside")).unwrap();
         std::fs::write(real.join(".env"), "A=evil\n").unwrap();
         assert_eq!(watch.created(), [real.join(".env")]);
+        // Under Landlock nothing binds it, and a file renamed over its name (as Git writes its
+        // config) is an edit, not a creation.
+        let landlock =
+            CreationWatch::new(&policy, Backend::Landlock, &policy.protected_paths()).unwrap();
+        std::fs::write(real.join(".env.new"), "A=3\n").unwrap();
+        std::fs::rename(real.join(".env.new"), real.join(".env")).unwrap();
+        assert!(landlock.created().is_empty(), "{:?}", landlock.created());
     }
 
     #[test]

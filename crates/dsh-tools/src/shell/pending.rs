@@ -9,6 +9,7 @@
 //! of dsh's home while its command may run, and the next run settles the records whose run is
 //! gone ([`settle_left_over`]).
 
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -46,11 +47,21 @@ impl PendingWatches {
         let (Some(watch), Some(path)) = (watch, self.record_path(key)) else {
             return;
         };
-        // Best effort: a home that cannot be written loses only the crash case.
+        // Best effort: a home that cannot be written loses only the crash case. A new file
+        // only, never through a symlink: where commands can write the home (Landlock, a home
+        // in a writable root) a name may have been planted.
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
-        let _ = std::fs::write(&path, watch.to_record());
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path);
+        if let Ok(mut file) = created {
+            let _ = std::io::Write::write_all(&mut file, &watch.to_record());
+        }
     }
 
     /// Keeps `facts` (of the command [`PendingWatches::note`]d as `key`) until they are
@@ -142,9 +153,7 @@ fn settle_records(journal: &Path, chosen: impl Fn(&str) -> bool) -> Vec<String> 
             continue;
         }
         let path = entry.path();
-        if let Some(watch) = std::fs::read(&path)
-            .ok()
-            .and_then(|bytes| CreationWatch::from_record(&bytes))
+        if let Some(watch) = read_record(&path).and_then(|bytes| CreationWatch::from_record(&bytes))
         {
             lines.extend(settle(&watch));
         }
@@ -153,11 +162,41 @@ fn settle_records(journal: &Path, chosen: impl Fn(&str) -> bool) -> Vec<String> 
     lines
 }
 
+/// The most a record may hold: a few hundred paths.
+const MAX_RECORD_BYTES: u64 = 1 << 20;
+
+/// A record's bytes: a regular file of a sane size, opened without following a symlink or
+/// waiting on a FIFO (a name a command may have planted where it can write the home).
+fn read_record(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > MAX_RECORD_BYTES {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_RECORD_BYTES).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
 /// Sets aside what a written-down watch finds created, with the workspace named (the user may
-/// be told in another run, from another folder).
+/// be told in another run, from another folder). Only what is a protected path of that
+/// workspace now: a forged record cannot have any other file renamed.
 fn settle(watch: &CreationWatch) -> Vec<String> {
     let workspace = watch.workspace();
-    super::jobs::set_aside_lines(watch.created(), workspace)
+    let policy = dsh_sandbox::SandboxPolicy::new(
+        dsh_sandbox::SandboxMode::WorkspaceWrite,
+        workspace,
+        Vec::new(),
+    );
+    let created = (watch.created().into_iter())
+        .filter(|path| policy.protection_of(path).is_some())
+        .collect();
+    super::jobs::set_aside_lines(created, workspace)
         .into_iter()
         .map(|line| format!("in {}: {line}", workspace.display()))
         .collect()
@@ -181,6 +220,49 @@ fn process_start(pid: u32) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A record a command forged where it could write dsh's home (Landlock, a home in a
+    /// writable root) has only protected paths set aside, and a FIFO or a symlink in the
+    /// journal is passed over without waiting or following it.
+    #[test]
+    fn forged_records_rename_nothing_but_protected_paths() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(ws.path()).unwrap();
+        let journal = home.path().join("pending-set-aside");
+        std::fs::create_dir_all(&journal).unwrap();
+        std::fs::write(ws.join("keys.txt"), "mine").unwrap();
+        std::fs::write(ws.join(".env.local"), "A=1").unwrap();
+        let mut record = Vec::new();
+        for field in [
+            "top".as_bytes(),
+            ws.as_os_str().as_encoded_bytes(),
+            b"absent",
+            ws.join("keys.txt").as_os_str().as_encoded_bytes(),
+            b"absent",
+            ws.join(".env.local").as_os_str().as_encoded_bytes(),
+        ] {
+            record.extend_from_slice(field);
+            record.push(0);
+        }
+        // A dead run's record (PID 1 with a start that is not its own).
+        std::fs::write(journal.join("1.999999999.1"), &record).unwrap();
+        let fifo =
+            std::ffi::CString::new(journal.join("1.999999999.2").as_os_str().as_encoded_bytes())
+                .unwrap();
+        // SAFETY: mkfifo with a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        std::os::unix::fs::symlink(ws.join("keys.txt"), journal.join("1.999999999.3")).unwrap();
+        let lines = settle_left_over(&journal);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains(".env.local"), "{lines:?}");
+        assert_eq!(
+            std::fs::read_to_string(ws.join("keys.txt")).unwrap(),
+            "mine"
+        );
+        assert!(ws.join(".env.local.dsh-set-aside").exists());
+        assert_eq!(std::fs::read_dir(&journal).unwrap().count(), 0);
+    }
 
     #[test]
     fn this_process_has_a_start_time() {
