@@ -198,12 +198,10 @@ impl AgentBuilder {
             ),
         ]);
         shell_env.scrub.clone_from(&settings.scrub.value);
-        // The route's own key variable, whatever its name: `shell.scrub` may not catch it.
-        if let crate::config::ApiKey::Found { env, .. }
-        | crate::config::ApiKey::Missing { env, .. } = &settings.route.api_key
-        {
-            shell_env.scrub_names.push(env.clone());
-        }
+        // The run's own key variables, whatever their names: `shell.scrub` may not catch them.
+        shell_env
+            .scrub_names
+            .extend(settings.key_variables().iter().cloned());
         // A server whose every tool is withheld is not started at all.
         let servers = settings
             .mcp_servers

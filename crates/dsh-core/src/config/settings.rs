@@ -419,6 +419,9 @@ pub struct Settings {
     pub mcp_servers: Vec<McpServerSettings>,
     /// What the web tools may reach (`[web]`, and the sandbox's network switch).
     pub web: dsh_web::WebSettings,
+    /// The variables the run reads keys from (the route's `api_key_env`, the search backend's),
+    /// kept from every command whatever their names ([`Settings::key_variables`]).
+    key_variables: Vec<String>,
     /// `secrets.redact`: whether the run's secrets are taken out of tool results.
     pub redact_secrets: Sourced<bool>,
     /// What takes them out ([`Settings::redactor`]), built once from the secret values the run
@@ -701,6 +704,18 @@ impl Settings {
             Duration::from_millis(MCP_GRACE_MS),
         );
         let web = web_settings(&mut r, config, &credentials, sandbox.network)?;
+        let mut key_variables = Vec::new();
+        if let crate::config::ApiKey::Found { env, .. }
+        | crate::config::ApiKey::Missing { env, .. } = &route.api_key
+        {
+            key_variables.push(env.clone());
+        }
+        if config.web.search.provider == Some(SearchProvider::Brave) {
+            key_variables.push(
+                (config.web.search.api_key_env.clone())
+                    .unwrap_or_else(|| "BRAVE_API_KEY".to_owned()),
+            );
+        }
         let limits = &config.subagents;
         let subagents = SubagentLimits {
             max_depth: r
@@ -839,6 +854,7 @@ impl Settings {
             mcp_grace,
             mcp_servers,
             web,
+            key_variables,
             redact_secrets,
             redactor,
             subagents,
@@ -847,6 +863,13 @@ impl Settings {
             files,
             rows,
         })
+    }
+
+    /// The variables the run reads its keys from: the route's and the search backend's. They
+    /// are kept from every command by name, since `shell.scrub`'s fragments may not catch them
+    /// (`LLM_ACCESS`).
+    pub fn key_variables(&self) -> &[String] {
+        &self.key_variables
     }
 
     /// What takes the run's secrets out of tool results, unless `secrets.redact` is false or

@@ -372,8 +372,8 @@ fn an_openai_responses_route_runs_a_three_step_session() {
 }
 
 /// The red team's finding (issue 31): a route's key in a variable whose name holds no scrub
-/// fragment (`LLM_ACCESS`) reached every command. The route's own key variable is always
-/// scrubbed, whatever `shell.scrub` says.
+/// fragment (`LLM_ACCESS`) reached every command. The run's own key variables (the route's,
+/// the search backend's) are always scrubbed, whatever `shell.scrub` says.
 #[test]
 fn the_routes_key_variable_never_reaches_a_command() {
     let env = TestEnv::new(vec![
@@ -407,6 +407,26 @@ fn the_routes_key_variable_never_reaches_a_command() {
     );
     let result = requests[1].tool_results().pop().unwrap();
     assert_eq!(result, "key=unset other=kept\n");
+    // The search backend's key variable too.
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "bash",
+            json!({"command": "echo \"search=${SERP_ACCESS:-unset}\"", "description": "look"}),
+        ),
+        Turn::text("ok"),
+    ]);
+    env.write(
+        ".dsh/config.toml",
+        "[web.search]\nprovider = \"brave\"\napi_key_env = \"SERP_ACCESS\"\n",
+    );
+    let out = RunOutput::of(
+        env.command(dsh())
+            .env("SERP_ACCESS", "another-plain-value-7y6")
+            .args(["go"]),
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let result = env.server.requests()[1].tool_results().pop().unwrap();
+    assert_eq!(result, "search=unset\n");
     dsh_testkit::fault_matrix(
         "attack",
         "a command reads the route's key from a variable named like no secret",
