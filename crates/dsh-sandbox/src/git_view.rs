@@ -80,6 +80,14 @@ impl GitView {
     /// Git's view of the repository `workspace` is in, or `None` when it is in none (or Git
     /// is not installed, or refuses the repository).
     pub fn read(workspace: &Path) -> Option<GitView> {
+        // No `.git` in the workspace or above it, and no `GIT_DIR`: no repository, and no Git
+        // to start (a few milliseconds, and memory, that most non-repository runs need not pay).
+        let in_repository = workspace
+            .ancestors()
+            .any(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok());
+        if !in_repository && std::env::var_os("GIT_DIR").is_none() {
+            return None;
+        }
         let paths = git(
             workspace,
             &["rev-parse", "--git-dir", "--git-path", "hooks"],
