@@ -306,12 +306,16 @@ def main():
         if ratios:
             verdicts.append((name, ratios))
     verdict = lambda ratio, goal: "met" if ratio >= goal else f"missed by {goal - ratio:.1f}x"
-    for name, (faster, smaller) in verdicts:
+    for n, (name, (faster, smaller)) in enumerate(verdicts):
+        # The targets (issue 24) are set against the fast server, where the agents' own costs
+        # show; against the slower one the ratios are reported.
+        judged = n == 0
         lines += [
             "",
-            f"The 10-step run against Codex, {name}: {faster:.1f}x faster "
-            f"(target ≥ 25x with the Rust server: {verdict(faster, 25)}), {smaller:.1f}x smaller "
-            f"(target ≥ 10x: {verdict(smaller, 10)}).",
+            f"The 10-step run against Codex, {name}: {faster:.1f}x faster"
+            + (f" (target ≥ 25x: {verdict(faster, 25)})" if judged else "")
+            + f", {smaller:.1f}x smaller"
+            + (f" (target ≥ 10x: {verdict(smaller, 10)})." if judged else "."),
         ]
     # Where a step's time goes: the parts that are not dsh's, measured on their own.
     rust_proc, rust_url = server(1)
