@@ -102,18 +102,16 @@ fn open_dir_beneath(
             _ => return Err(io::Error::from_raw_os_error(libc::EXDEV)),
         }
     }
-    let joined = if parts.is_empty() {
-        CString::from(c".")
-    } else {
-        let mut bytes = Vec::new();
-        for (i, part) in parts.iter().enumerate() {
-            if i > 0 {
-                bytes.push(b'/');
-            }
-            bytes.extend_from_slice(part.as_bytes());
-        }
-        CString::new(bytes)?
-    };
+    // With no component, the root itself is the folder.
+    if parts.is_empty() {
+        parts.push(CString::from(c"."));
+    }
+    let joined = CString::new(
+        (parts.iter())
+            .map(|part| part.to_bytes())
+            .collect::<Vec<_>>()
+            .join(&b'/'),
+    )?;
     match openat2_dir(root, &joined) {
         Ok(fd) => return Ok(fd),
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) && make_missing => {}
@@ -122,10 +120,7 @@ fn open_dir_beneath(
     }
     // One component at a time: on a kernel without openat2, and to make what is missing.
     let mut current: Option<OwnedFd> = None;
-    for part in parts.iter().map(CString::as_c_str).chain(
-        // With no component, the root itself is the folder.
-        std::iter::once(c".").filter(|_| parts.is_empty()),
-    ) {
+    for part in &parts {
         let at = current.as_ref().map_or(root, |fd| fd.as_fd());
         let next = match open_component(at, part) {
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) && make_missing => {

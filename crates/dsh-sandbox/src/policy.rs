@@ -2,9 +2,7 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::SandboxMode;
 use crate::beneath::{self, WriteSite};
@@ -186,27 +184,21 @@ impl SandboxPolicy {
         // names them (an included file, a hooks path set anywhere), where a command could
         // write them.
         if let Some(view) = self.git_snapshot() {
-            let inside = |path: &PathBuf| {
-                std::iter::once(ws)
-                    .chain(&self.extra_roots)
-                    .any(|root| path.starts_with(root))
-            };
             let programs = view.hook_files.iter().map(|(path, _)| path);
             for path in view.files.iter().chain(&view.hooks).chain(programs) {
-                if inside(path) && !paths.iter().any(|p| path.starts_with(p)) {
+                if self.in_granted_folder(path) && !paths.iter().any(|p| path.starts_with(p)) {
                     paths.push(path.clone());
                 }
             }
         }
         paths.push(ws.join(".dsh"));
         paths.extend(top_level_env_files(ws));
-        // dsh's home, where a command could reach it: below the workspace or an added folder
-        // (the temporary areas are private to each command under bubblewrap).
-        if let Some(home) = &self.dsh_home {
-            let writable = std::iter::once(ws).chain(&self.extra_roots);
-            if writable.into_iter().any(|root| home.starts_with(root)) && !paths.contains(home) {
-                paths.push(home.clone());
-            }
+        // dsh's home, where a command could reach it.
+        if let Some(home) = &self.dsh_home
+            && self.in_granted_folder(home)
+            && !paths.contains(home)
+        {
+            paths.push(home.clone());
         }
         paths
     }
@@ -363,39 +355,44 @@ impl SandboxPolicy {
         if let Some(root) = by_name {
             return beneath::write_site(root.handle.as_fd(), &root.path, real_path, make_missing);
         }
-        for ancestor in parent.ancestors() {
-            let Ok(meta) = std::fs::metadata(ancestor) else {
-                continue;
-            };
-            if let Some(root) = self
-                .pinned
-                .iter()
-                .find(|root| (root.dev, root.ino) == (meta.dev(), meta.ino()))
-            {
-                let inside = real_path.strip_prefix(ancestor).unwrap_or(real_path);
-                return beneath::write_site(
-                    root.handle.as_fd(),
-                    &root.path,
-                    &root.path.join(inside),
-                    make_missing,
-                );
-            }
-        }
-        Err(io::Error::from_raw_os_error(libc::EXDEV))
+        let Some((root, ancestor)) = self.aliased_root(parent) else {
+            return Err(io::Error::from_raw_os_error(libc::EXDEV));
+        };
+        let inside = real_path.strip_prefix(ancestor).unwrap_or(real_path);
+        beneath::write_site(
+            root.handle.as_fd(),
+            &root.path,
+            &root.path.join(inside),
+            make_missing,
+        )
     }
 
     /// A root reached under another name (a bind mount): an existing ancestor of the path that
     /// is the same directory, by device and inode, as a root was when the policy was made.
     fn is_aliased_under_a_root(&self, path: &Path) -> bool {
-        path.ancestors()
-            .filter_map(|a| std::fs::metadata(a).ok())
-            .any(|m| {
-                m.is_dir()
-                    && self
-                        .pinned
-                        .iter()
-                        .any(|root| (root.dev, root.ino) == (m.dev(), m.ino()))
-            })
+        self.aliased_root(path).is_some()
+    }
+
+    /// The pinned root `path` lies under by another name, and the ancestor of `path` that is
+    /// that root's directory (by device and inode).
+    fn aliased_root<'p>(&self, path: &'p Path) -> Option<(&PinnedRoot, &'p Path)> {
+        path.ancestors().find_map(|ancestor| {
+            let meta = std::fs::metadata(ancestor)
+                .ok()
+                .filter(std::fs::Metadata::is_dir)?;
+            let root = (self.pinned.iter())
+                .find(|root| (root.dev, root.ino) == (meta.dev(), meta.ino()))?;
+            Some((root, ancestor))
+        })
+    }
+
+    /// Whether `path` is in the workspace or a folder added with `--add-dir`: where a command
+    /// can write under either backend (the temporary areas are private to each command under
+    /// bubblewrap).
+    fn in_granted_folder(&self, path: &Path) -> bool {
+        std::iter::once(&self.workspace)
+            .chain(&self.extra_roots)
+            .any(|root| path.starts_with(root))
     }
 }
 
