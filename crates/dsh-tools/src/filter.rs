@@ -70,47 +70,46 @@ impl ToolFilter {
         !denied_whole && allowed_some
     }
 
-    /// The first name that covers no tool dsh has (an MCP pattern covers tools that arrive
-    /// later, so any `mcp__` name passes).
-    pub fn unknown_name(&self) -> Option<&str> {
+    /// Every name the filter gives, allowed then denied.
+    fn names(&self) -> impl Iterator<Item = &str> {
         self.allow
             .iter()
             .flatten()
             .chain(&self.deny)
             .map(String::as_str)
-            .find(|name| {
-                !name.starts_with("mcp__")
-                    && match name.strip_suffix('*') {
-                        Some(prefix) => !BUILTIN_TOOLS.iter().any(|t| t.starts_with(prefix)),
-                        None => !BUILTIN_TOOLS.contains(name),
-                    }
-            })
+    }
+
+    /// The first name that covers no tool dsh has (an MCP pattern covers tools that arrive
+    /// later, so any `mcp__` name passes).
+    pub fn unknown_name(&self) -> Option<&str> {
+        self.names().find(|name| {
+            !name.starts_with("mcp__")
+                && match name.strip_suffix('*') {
+                    Some(prefix) => !BUILTIN_TOOLS.iter().any(|t| t.starts_with(prefix)),
+                    None => !BUILTIN_TOOLS.contains(name),
+                }
+        })
     }
 
     /// The first `mcp__` name that covers no tool of these MCP servers because it names no
     /// server among them (`mcp__github__*` without a server `github`). Which tools a server
     /// has is known only once it starts, so a name of a server that is there passes.
     pub fn unknown_server_name(&self, servers: &[&str]) -> Option<&str> {
-        self.allow
-            .iter()
-            .flatten()
-            .chain(&self.deny)
-            .map(String::as_str)
-            .find(|name| {
-                let Some(rest) = name.strip_prefix("mcp__") else {
-                    return false;
-                };
-                match rest.strip_suffix('*') {
-                    // `mcp__*`, `mcp__git*`: a prefix of server names.
-                    Some(prefix) if !prefix.contains("__") => !servers
-                        .iter()
-                        .any(|server| format!("{server}__").starts_with(prefix)),
-                    _ => {
-                        let server = rest.split("__").next().unwrap_or_default();
-                        !servers.contains(&server)
-                    }
+        self.names().find(|name| {
+            let Some(rest) = name.strip_prefix("mcp__") else {
+                return false;
+            };
+            match rest.strip_suffix('*') {
+                // `mcp__*`, `mcp__git*`: a prefix of server names.
+                Some(prefix) if !prefix.contains("__") => !servers
+                    .iter()
+                    .any(|server| format!("{server}__").starts_with(prefix)),
+                _ => {
+                    let server = rest.split("__").next().unwrap_or_default();
+                    !servers.contains(&server)
                 }
-            })
+            }
+        })
     }
 }
 
