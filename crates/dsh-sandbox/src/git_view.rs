@@ -363,6 +363,25 @@ fn run_git(command: &mut Command, args: &[&str]) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// A fresh repository to test in (the folder, and its real path), or `None` where Git is
+    /// not installed.
+    fn repository() -> Option<(tempfile::TempDir, PathBuf)> {
+        Command::new("git").arg("--version").output().ok()?;
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        git_ok(&ws, &["init", "-q"]);
+        Some((dir, ws))
+    }
+
+    /// A first commit in `dir`, empty, as a repository added as a gitlink needs.
+    fn commit_empty(dir: &Path) {
+        let who = ["-c", "user.name=a", "-c", "user.email=a@b"];
+        git_ok(
+            dir,
+            &[&who[..], &["commit", "-q", "--allow-empty", "-m", "x"]].concat(),
+        );
+    }
+
     fn git_ok(dir: &Path, args: &[&str]) {
         let status = Command::new("git")
             .arg("-C")
@@ -401,12 +420,9 @@ mod tests {
 
     #[test]
     fn git_names_the_files_it_reads_and_the_hooks_it_runs() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = std::fs::canonicalize(dir.path()).unwrap();
-        if Command::new("git").arg("--version").output().is_err() {
+        let Some((_dir, ws)) = repository() else {
             return;
-        }
-        git_ok(&ws, &["init", "-q"]);
+        };
         // A hooks path with a trailing comment, from an included file: what a hand-written
         // parser of the config missed.
         std::fs::write(
@@ -446,12 +462,9 @@ mod tests {
 
     #[test]
     fn a_program_a_setting_names_in_the_workspace_is_watched_like_a_hook() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = std::fs::canonicalize(dir.path()).unwrap();
-        if Command::new("git").arg("--version").output().is_err() {
+        let Some((_dir, ws)) = repository() else {
             return;
-        }
-        git_ok(&ws, &["init", "-q"]);
+        };
         std::fs::create_dir_all(ws.join("tools")).unwrap();
         std::fs::write(ws.join("tools/monitor.sh"), "#!/bin/sh\n").unwrap();
         git_ok(
@@ -469,32 +482,16 @@ mod tests {
 
     #[test]
     fn an_embedded_repository_s_settings_are_seen() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = std::fs::canonicalize(dir.path()).unwrap();
-        if Command::new("git").arg("--version").output().is_err() {
+        let Some((_dir, ws)) = repository() else {
             return;
-        }
-        git_ok(&ws, &["init", "-q"]);
+        };
         let before = GitView::read(&ws).unwrap();
         // A command makes a repository, gives it an fsmonitor, and adds it as a gitlink.
         let sub = ws.join("sub");
         std::fs::create_dir_all(&sub).unwrap();
         git_ok(&sub, &["init", "-q"]);
         git_ok(&sub, &["config", "core.fsmonitor", "touch /tmp/x"]);
-        git_ok(
-            &sub,
-            &[
-                "-c",
-                "user.name=a",
-                "-c",
-                "user.email=a@b",
-                "commit",
-                "-q",
-                "--allow-empty",
-                "-m",
-                "x",
-            ],
-        );
+        commit_empty(&sub);
         git_ok(&ws, &["add", "sub"]);
         // Another, whose setting is in `config.worktree` (read with extensions.worktreeConfig).
         let other = ws.join("other");
@@ -506,20 +503,7 @@ mod tests {
             &other,
             &["config", "--worktree", "core.fsmonitor", "touch /tmp/y"],
         );
-        git_ok(
-            &other,
-            &[
-                "-c",
-                "user.name=a",
-                "-c",
-                "user.email=a@b",
-                "commit",
-                "-q",
-                "--allow-empty",
-                "-m",
-                "x",
-            ],
-        );
+        commit_empty(&other);
         git_ok(&ws, &["add", "other"]);
         assert!(before.may_have_changed());
         let now = GitView::read(&ws).unwrap();
@@ -536,12 +520,9 @@ mod tests {
     /// changes the inodes' change times, which no one can set.
     #[test]
     fn a_plant_with_its_times_put_back_is_still_seen() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = std::fs::canonicalize(dir.path()).unwrap();
-        if Command::new("git").arg("--version").output().is_err() {
+        let Some((_dir, ws)) = repository() else {
             return;
-        }
-        git_ok(&ws, &["init", "-q"]);
+        };
         let hooks = ws.join(".git/hooks");
         std::fs::create_dir_all(&hooks).unwrap();
         let view = GitView::read(&ws).unwrap();
