@@ -1081,13 +1081,7 @@ impl Agent {
     /// any file a tool reads, and a command can copy `.env` into an `AGENTS.md`: what they
     /// deliver is redacted as tool results are, before it is logged or sent.
     fn redacted(&self, text: String) -> String {
-        match self.session.redactor() {
-            Some(redactor) => match redactor.redact(&text) {
-                std::borrow::Cow::Owned(clean) => clean,
-                std::borrow::Cow::Borrowed(_) => text,
-            },
-            None => text,
-        }
+        dsh_tools::redacted(self.session.redactor(), text)
     }
 
     /// Instruction files in folders the file tools just reached (`touched`: the paths their

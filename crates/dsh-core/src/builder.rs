@@ -286,11 +286,7 @@ impl StartedRun {
             .ready(settings.mcp_grace.value, mcp_joins)
             .await
             .map_err(|e| {
-                let message = e.to_string();
-                let message = match settings.redactor() {
-                    Some(redactor) => redactor.redact(&message).into_owned(),
-                    None => message,
-                };
+                let message = dsh_tools::redacted(settings.redactor().as_ref(), e.to_string());
                 SetupError::new("MCP_STARTUP", message)
             })?;
         let route = &settings.route;
@@ -351,10 +347,7 @@ impl StartedRun {
             // report as they go is redacted chunk by chunk here.
             let redactor = settings.redactor();
             let progress: dsh_tools::ToolProgress = Arc::new(move |call_id: &str, text: &str| {
-                let text = match &redactor {
-                    Some(redactor) => redactor.redact(text).into_owned(),
-                    None => text.to_owned(),
-                };
+                let text = dsh_tools::redacted(redactor.as_ref(), text.to_owned());
                 let _ = tx.send(AgentEvent::ToolOutput {
                     call_id: call_id.to_owned(),
                     text,
@@ -604,10 +597,8 @@ fn base_tools(settings: &Settings) -> BaseTools {
     } = dsh_tools::skill::discover(&settings.skill_roots());
     // A skill's description is the workspace's text, like a file a tool reads: the run's
     // secrets come out of it before it reaches the prompt or a front end's list.
-    let redact = |text: String| match settings.redactor() {
-        Some(redactor) => redactor.redact(&text).into_owned(),
-        None => text,
-    };
+    let redactor = settings.redactor();
+    let redact = |text: String| dsh_tools::redacted(redactor.as_ref(), text);
     let catalog = dsh_tools::skill::catalog(&skills).map(redact);
     let listed = (skills.iter())
         .map(|skill| (skill.name.clone(), redact(skill.description.clone())))

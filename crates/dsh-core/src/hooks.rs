@@ -332,10 +332,8 @@ impl HookRunner {
             if cancel.is_cancelled() {
                 break;
             }
-            let said = |text: &str| match &self.redactor {
-                Some(redactor) => redactor.redact(text.trim()).into_owned(),
-                None => text.trim().to_owned(),
-            };
+            let said =
+                |text: &str| dsh_tools::redacted(self.redactor.as_ref(), text.trim().to_owned());
             match run {
                 Ok(run) if run.timed_out => self.notice(format!(
                     "{} hook `{}` was stopped after {:?}; the run goes on",

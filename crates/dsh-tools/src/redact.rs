@@ -202,6 +202,15 @@ pub(crate) fn refuse_placeholder(
     Ok(())
 }
 
+/// `text` with the secrets of `redactor` taken out, where the run redacts (`None`: it does
+/// not); the text itself when nothing matched.
+pub fn redacted(redactor: Option<&Redactor>, text: String) -> String {
+    if let Some(Cow::Owned(clean)) = redactor.map(|redactor| redactor.redact(&text)) {
+        return clean;
+    }
+    text
+}
+
 /// Refuses a command that holds [`REDACTED`] while secrets are being taken out: it would
 /// write the placeholder where a key was (`sed -i`, `echo ... > .env`) or send it where the
 /// key was meant (`curl -H "Authorization: Bearer [REDACTED]"`), and either way the model
@@ -224,6 +233,15 @@ pub(crate) fn refuse_placeholder_command(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redacted_takes_secrets_out_only_where_the_run_redacts() {
+        let redactor = Redactor::new(["sk-live-0123456789".to_owned()]).unwrap();
+        let text = || "key sk-live-0123456789 here".to_owned();
+        assert_eq!(redacted(Some(&redactor), text()), "key [REDACTED] here");
+        assert_eq!(redacted(None, text()), text());
+        assert_eq!(redacted(Some(&redactor), "plain".to_owned()), "plain");
+    }
 
     #[test]
     fn every_occurrence_of_every_secret_is_replaced() {
