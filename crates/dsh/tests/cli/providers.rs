@@ -17,6 +17,19 @@ fn local_route(env: &TestEnv, extra: &str) {
     );
 }
 
+/// The local route, its key read from the variable `key_env`.
+fn local_route_keyed(env: &TestEnv, key_env: &str) {
+    local_route(env, "");
+    let text = std::fs::read_to_string(env.ws_path().join("local.toml")).unwrap();
+    env.write(
+        "local.toml",
+        &text.replace(
+            "[providers.local]\n",
+            &format!("[providers.local]\napi_key_env = \"{key_env}\"\n"),
+        ),
+    );
+}
+
 #[test]
 fn an_openai_compatible_route_gets_its_own_request_shape() {
     let env = TestEnv::new(vec![
@@ -89,15 +102,7 @@ fn reasoning_effort_and_the_developer_role_are_switches_per_model() {
 #[test]
 fn a_declared_key_variable_is_required_and_sent() {
     let env = TestEnv::new(vec![Turn::text("ok")]);
-    local_route(&env, "");
-    let text = std::fs::read_to_string(env.ws_path().join("local.toml")).unwrap();
-    env.write(
-        "local.toml",
-        &text.replace(
-            "[providers.local]\n",
-            "[providers.local]\napi_key_env = \"LOCAL_TEST_KEY\"\n",
-        ),
-    );
+    local_route_keyed(&env, "LOCAL_TEST_KEY");
     let out = RunOutput::of(env.command(dsh()).env_remove("LOCAL_TEST_KEY").args([
         "--patch",
         "local.toml",
@@ -384,15 +389,7 @@ fn the_routes_key_variable_never_reaches_a_command() {
         ),
         Turn::text("ok"),
     ]);
-    local_route(&env, "");
-    let text = std::fs::read_to_string(env.ws_path().join("local.toml")).unwrap();
-    env.write(
-        "local.toml",
-        &text.replace(
-            "[providers.local]\n",
-            "[providers.local]\napi_key_env = \"LLM_ACCESS\"\n",
-        ),
-    );
+    local_route_keyed(&env, "LLM_ACCESS");
     let out = RunOutput::of(
         env.command(dsh())
             .env("LLM_ACCESS", "plain-looking-value-9x8")
