@@ -203,9 +203,16 @@ fn settle(watch: &CreationWatch) -> Vec<String> {
 }
 
 /// `<pid>.<start time>.`: how this process's records begin.
-fn own_prefix() -> Option<String> {
-    let pid = std::process::id();
-    Some(format!("{pid}.{}.", process_start(pid)?))
+/// Read from `/proc` once: neither changes while the process lives, and every command's
+/// record is named with them.
+fn own_prefix() -> Option<&'static str> {
+    static PREFIX: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    PREFIX
+        .get_or_init(|| {
+            let pid = std::process::id();
+            Some(format!("{pid}.{}.", process_start(pid)?))
+        })
+        .as_deref()
 }
 
 /// When process `pid` started (clock ticks after boot, `/proc/<pid>/stat`'s 22nd field), if
