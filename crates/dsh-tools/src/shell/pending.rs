@@ -87,7 +87,7 @@ impl PendingWatches {
             .collect();
         // A command stopped while it was being started was written down but never kept.
         if let (Some(journal), Some(prefix)) = (&self.journal, own_prefix()) {
-            lines.extend(settle_records(journal, |name| name.starts_with(&prefix)));
+            lines.extend(settle_records(journal, |name| name.starts_with(prefix)));
         }
         lines
     }
