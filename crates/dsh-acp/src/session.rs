@@ -13,7 +13,7 @@ use agent_client_protocol::v1::schema::{
 };
 use dsh_core::ask::SessionGrants;
 use dsh_core::{AgentBuilder, AgentEvent, Environment, Flags, Run, Settings, Stop, User};
-use dsh_protocol::{AbortReason, BilledUsage, Prices, Record, TurnEndReason, Usage};
+use dsh_protocol::{AbortReason, Record, TurnEndReason, Usage};
 use tokio::sync::mpsc::{self, UnboundedReceiver};
 
 use crate::client::EditorClient;
@@ -57,7 +57,6 @@ struct Opened {
     events: UnboundedReceiver<AgentEvent>,
     notices: UnboundedReceiver<String>,
     context_window: u64,
-    prices: Option<Prices>,
     /// What the session has been billed, its earlier turns included.
     billed: Usage,
 }
@@ -129,7 +128,6 @@ impl OpenSession {
             }
         }
         let events = std::mem::replace(&mut run.events, mpsc::unbounded_channel().1);
-        let prices = run.prices;
         // Notices are dropped for a client that cannot show them: they are never part of
         // the answer.
         let notices = if notices_supported {
@@ -146,7 +144,6 @@ impl OpenSession {
                 events,
                 notices,
                 context_window,
-                prices,
                 billed,
             })),
             stop: Mutex::new(None),
@@ -205,7 +202,6 @@ impl OpenSession {
             events,
             notices,
             context_window,
-            prices,
             billed,
         } = opened;
         let cwd = self.cwd.clone();
@@ -215,12 +211,7 @@ impl OpenSession {
             }
             if let AgentEvent::Record(Record::StepEnd { usage, .. }) = event {
                 billed.add(usage);
-                tell(usage_update(
-                    usage,
-                    *context_window,
-                    billed,
-                    prices.as_ref(),
-                ));
+                tell(usage_update(usage, *context_window, billed));
             }
         };
         let outcome = {
@@ -278,14 +269,9 @@ impl OpenSession {
 /// The context in use after a step (what the model read, cached or not, and what it wrote),
 /// the window's size, and
 /// what the session cost so far when the model's prices are known.
-fn usage_update(
-    step: &Usage,
-    window: u64,
-    billed: &Usage,
-    prices: Option<&Prices>,
-) -> SessionUpdate {
+fn usage_update(step: &Usage, window: u64, billed: &Usage) -> SessionUpdate {
     let used = step.prompt_tokens() + step.output_tokens;
-    let cost = BilledUsage::new(*billed, prices).cost_usd;
+    let cost = billed.cost_usd;
     SessionUpdate::UsageUpdate(
         UsageUpdate::new(used, window).cost(cost.map(|c| Cost::new(c, "USD"))),
     )

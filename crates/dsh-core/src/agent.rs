@@ -58,8 +58,9 @@ pub struct AgentConfig {
     /// The most model requests one run (a task and the turns its background work wakes) may
     /// make (`--max-turns`).
     pub max_requests: Option<u32>,
-    /// The most one run may cost, in US dollars at these prices (`--max-budget-usd`).
-    pub budget: Option<(f64, dsh_protocol::Prices)>,
+    /// The most one run may cost, in US dollars at the model's prices (`--max-budget-usd`):
+    /// its requests come back priced by the provider.
+    pub budget: Option<f64>,
     /// The subagents this agent started in the background: their ended turns are told to the
     /// model like finished jobs, and the run waits for them like for jobs.
     pub(crate) background: Option<Arc<crate::subagents::BackgroundAgents>>,
@@ -533,10 +534,10 @@ impl Agent {
                 ),
             });
         }
-        if let Some((limit, prices)) = &self.config.budget {
+        if let Some(limit) = &self.config.budget {
             let mut total = self.run_usage;
             total.add(usage);
-            let spent = prices.cost_usd(&total);
+            let spent = total.cost_usd.unwrap_or(0.0);
             if spent >= *limit {
                 return Some(TurnEndReason::MaxBudget {
                     message: format!(
@@ -626,7 +627,7 @@ impl Agent {
             for settled in settled {
                 let mut record = settled.record;
                 record.turn = turn;
-                self.commit(Record::SubagentRun(record))?;
+                self.commit(Record::SubagentRun(Box::new(record)))?;
                 notices.push(settled.text);
             }
         }
@@ -1034,7 +1035,11 @@ impl Agent {
                     }
                     Some(ToolEffect::Subagent(mut run)) => {
                         run.turn = turn;
-                        commit(&mut self.session, &self.events, Record::SubagentRun(run))?;
+                        commit(
+                            &mut self.session,
+                            &self.events,
+                            Record::SubagentRun(Box::new(run)),
+                        )?;
                     }
                     None => {}
                 }

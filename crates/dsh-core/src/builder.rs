@@ -13,7 +13,6 @@ use std::sync::Arc;
 
 use dsh_llm::{Provider, Retrying};
 use dsh_mcp::{McpServer, McpServers, McpStartup, Transport};
-use dsh_protocol::Prices;
 use dsh_sandbox::escalation::{ApprovalPolicy, Approver};
 use dsh_sandbox::{Sandbox, SandboxMode, SandboxPolicy};
 use dsh_tools::ToolGroup;
@@ -68,8 +67,8 @@ pub struct Run {
     pub agent: Agent,
     /// What the agent reports; ends when the agent is dropped.
     pub events: UnboundedReceiver<AgentEvent>,
-    /// The model's prices, for `costUsd`.
-    pub prices: Option<Prices>,
+    /// The model has prices: every request's usage comes back with its cost (`costUsd`).
+    pub priced: bool,
     /// The skills found for the run (name, description), as `/skills` lists them.
     pub skills: Vec<(String, String)>,
     processes: Processes,
@@ -295,10 +294,8 @@ impl StartedRun {
         // what children bill is in the parent's steps, so the budget covers them.
         config.max_requests = settings.max_turns.value;
         config.output_schema = output_schema;
-        // Settings refuse a budget without prices, so there is always a price to count with.
-        config.budget = (settings.max_budget_usd.value)
-            .zip(route.prices.value)
-            .map(|(limit, prices)| (limit.value(), prices));
+        // Settings refuse a budget without prices, so every request comes back priced.
+        config.budget = settings.max_budget_usd.value.map(crate::config::Usd::value);
         // A new session gets the workspace instructions after its first task; a resumed one
         // has them in its history and gets only what changed since, after its new task.
         let (cwd, instructions) = (&settings.cwd, &settings.instructions);
@@ -413,7 +410,7 @@ impl StartedRun {
         Ok(Run {
             agent,
             events,
-            prices: route.prices.value,
+            priced: route.prices.value.is_some(),
             skills,
             processes: Processes {
                 shell,

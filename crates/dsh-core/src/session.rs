@@ -360,7 +360,7 @@ impl Session {
             Record::StepStart { .. } | Record::ToolCall(_) => {}
             Record::SubagentRun(run) => {
                 self.children.retain(|known| known.agent_id != run.agent_id);
-                self.children.push(run);
+                self.children.push(*run);
             }
         }
     }

@@ -13,6 +13,7 @@ mod chat_completions;
 pub mod deepseek;
 mod http;
 mod openai_responses;
+mod priced;
 mod retry;
 pub mod sse;
 #[cfg(test)]
@@ -30,6 +31,7 @@ pub use anthropic_messages::{
 };
 pub use chat_completions::{ChatCompletions, ChatCompletionsConfig, ChatDialect};
 pub use openai_responses::{OpenAiResponses, ResponsesConfig};
+pub use priced::Priced;
 pub use retry::{RetryNotice, RetryPolicy, Retrying};
 
 /// Where a route's server is and how it is reached: what every wire format shares.

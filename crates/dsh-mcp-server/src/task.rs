@@ -8,7 +8,7 @@ use dsh_core::config::PermissionMode;
 use dsh_core::{
     AgentBuilder, AgentEvent, Environment, Flags, Settings, SetupError, Stop, TurnSummary,
 };
-use dsh_protocol::{AbortReason, BilledUsage, Prices, Record, StreamEvent};
+use dsh_protocol::{AbortReason, Record, StreamEvent};
 use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
 use tokio::sync::mpsc;
@@ -29,7 +29,6 @@ pub struct Task {
 pub struct Ran {
     pub session_id: String,
     summary: TurnSummary,
-    prices: Option<Prices>,
     steps: u32,
     started: Instant,
 }
@@ -101,7 +100,6 @@ impl Task {
                 return Err("cancelled before the task was sent".to_owned());
             }
         };
-        let prices = run.prices;
         let session_id = run.agent.session().id().to_owned();
         let _turn = sessions.opened(&session_id, run.agent.session().cwd());
         let mut events = std::mem::replace(&mut run.events, mpsc::unbounded_channel().1);
@@ -138,7 +136,6 @@ impl Task {
         Ok(Ran {
             session_id,
             summary,
-            prices,
             steps,
             started,
         })
@@ -153,7 +150,7 @@ impl Ran {
             session_id: self.session_id,
             reason: Some(self.summary.reason.clone()),
             text: self.summary.text.clone(),
-            usage: BilledUsage::new(self.summary.usage, self.prices.as_ref()),
+            usage: self.summary.usage,
             duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
             steps: self.steps,
             structured_output: None,

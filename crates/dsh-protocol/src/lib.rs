@@ -21,4 +21,4 @@ pub use record::{
     ToolCallRecord, ToolResultRecord, TurnEndReason,
 };
 pub use stream::StreamEvent;
-pub use usage::{BilledUsage, Prices, Usage};
+pub use usage::{OffPeak, PeakHours, Prices, Usage};

@@ -118,7 +118,7 @@ pub enum Record {
     /// A subagent this session started has run: the link to its session, how it ended and what
     /// it billed (the parent's step usage includes it).
     #[serde(rename = "subagent/run")]
-    SubagentRun(SubagentRunRecord),
+    SubagentRun(Box<SubagentRunRecord>),
 }
 
 /// One subagent run, as its parent records it.
@@ -308,7 +308,7 @@ pub enum TurnEndReason {
     PlanSubmitted,
     /// The run made the most model requests `--max-turns` allows.
     MaxTurns { message: String },
-    /// The run spent what `--max-budget-usd` allows, at the model's declared prices.
+    /// The run spent what `--max-budget-usd` allows, at the model's prices.
     MaxBudget { message: String },
     /// The run's time (`--timeout`) ran out.
     Timeout { message: String },

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::{BilledUsage, Block, ErrorInfo, Record, TurnEndReason};
+use crate::{Block, ErrorInfo, Record, TurnEndReason, Usage};
 
 /// Longest string or object key kept, in UTF-8 bytes.
 pub const MAX_STRING_BYTES: usize = 8 * 1024;
@@ -77,7 +77,7 @@ pub enum StreamEvent {
         session_id: String,
         reason: Option<TurnEndReason>,
         text: String,
-        usage: BilledUsage,
+        usage: Usage,
         /// Milliseconds from the start of the run (before its set-up) to this event.
         duration_ms: u64,
         /// The model requests the run's top agent made (`step_end` events).
@@ -99,22 +99,10 @@ pub enum StreamEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "phase", rename_all = "snake_case")]
 pub enum Status {
-    TurnStart {
-        turn: u32,
-    },
-    StepStart {
-        turn: u32,
-        step: u32,
-    },
-    StepEnd {
-        turn: u32,
-        step: u32,
-        usage: BilledUsage,
-    },
-    TurnEnd {
-        turn: u32,
-        reason: TurnEndReason,
-    },
+    TurnStart { turn: u32 },
+    StepStart { turn: u32, step: u32 },
+    StepEnd { turn: u32, step: u32, usage: Usage },
+    TurnEnd { turn: u32, reason: TurnEndReason },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -138,7 +126,7 @@ pub fn project(record: &Record) -> Vec<StreamEvent> {
             vec![StreamEvent::Status(Status::StepEnd {
                 turn: *turn,
                 step: *step,
-                usage: BilledUsage::new(*usage, None),
+                usage: *usage,
             })]
         }
         Record::TurnEnd { turn, reason } => {
@@ -354,7 +342,7 @@ mod tests {
             session_id: "s".into(),
             reason: Some(TurnEndReason::Completed),
             text: text.clone(),
-            usage: BilledUsage::default(),
+            usage: Usage::default(),
             duration_ms: 0,
             steps: 0,
             structured_output: None,

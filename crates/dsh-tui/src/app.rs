@@ -929,8 +929,8 @@ impl App {
             info.sandbox,
             tokens(usage.total_tokens)
         );
-        if let Some(prices) = &info.prices {
-            text.push_str(&format!(" · ${:.4}", prices.cost_usd(usage)));
+        if info.priced {
+            text.push_str(&format!(" · ${:.4}", usage.cost_usd.unwrap_or(0.0)));
         }
         if let Some(todo) = self
             .transcript
@@ -1012,10 +1012,11 @@ pub fn status_cell(app: &App, grants: &[String]) -> Vec<Line<'static>> {
         return vec![Line::styled("no session is open", DIM)];
     };
     let usage = &app.transcript.session_usage;
-    let cost = info.prices.as_ref().map_or_else(
-        || "unknown (no prices declared for this model)".to_owned(),
-        |p| format!("${:.4}", p.cost_usd(usage)),
-    );
+    let cost = if info.priced {
+        format!("${:.4}", usage.cost_usd.unwrap_or(0.0))
+    } else {
+        "unknown (no prices declared for this model)".to_owned()
+    };
     let rows = [
         ("session", info.id.clone()),
         ("log", info.log.display().to_string()),

@@ -9,7 +9,7 @@ use dsh_core::{
     AgentBuilder, AgentEvent, Environment, Flags, ManualCompaction, Run, Settings, Stop,
     TurnSummary, User,
 };
-use dsh_protocol::{Prices, Record, Usage};
+use dsh_protocol::{Record, Usage};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 /// What the UI asks of the host.
@@ -50,7 +50,8 @@ pub struct SessionInfo {
     pub log: PathBuf,
     pub sandbox: String,
     pub approval: String,
-    pub prices: Option<Prices>,
+    /// The model has prices: usage carries its cost.
+    pub priced: bool,
     pub skills: Vec<(String, String)>,
     /// The flags the session was opened with (a `/model` switch keeps the rest).
     pub flags: Flags,
@@ -142,7 +143,7 @@ async fn open_session(
         log: session.log_path().to_path_buf(),
         sandbox,
         approval,
-        prices: run.prices,
+        priced: run.priced,
         skills: run.skills.clone(),
         flags,
     };

@@ -642,8 +642,8 @@ Options:
                           copy of that one's history (the old one is left as it was)
       --max-turns <n>     Stop the run after this many model requests in all (exit status 3)
       --max-budget-usd <usd>
-                          Stop the run once it has cost this much at the model's declared
-                          prices (exit status 4; refused when none are declared)
+                          Stop the run once it has cost this much at the model's prices
+                          (exit status 4; refused for a model without prices)
       --timeout <duration>
                           Stop the run after this long: 90s, 500ms, 10m, 1h (exit status 5)
       --patch <file>      Apply a config file (TOML or YAML rows) over the others (repeatable)

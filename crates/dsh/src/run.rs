@@ -102,10 +102,8 @@ async fn set_up_and_run(
     let Run {
         mut agent,
         events: rx,
-        prices,
         ..
     } = run;
-    let mut surface = surface.with_prices(prices);
     let session_id = agent.session().id().to_owned();
     surface.session(&session_id, &agent.session().cwd().to_string_lossy());
     surface.todos(agent.session().todos());

@@ -6,8 +6,8 @@ use std::io::Write;
 
 use dsh_core::StreamDelta;
 use dsh_core::{AgentEvent, TurnSummary};
-use dsh_protocol::stream::{Status, bound_line, project};
-use dsh_protocol::{BilledUsage, Prices, StreamEvent};
+use dsh_protocol::StreamEvent;
+use dsh_protocol::stream::{bound_line, project};
 
 /// The heading of a live reasoning section on stderr.
 const REASONING_HEADING: &str = "dsh: reasoning:\n";
@@ -15,8 +15,6 @@ const REASONING_HEADING: &str = "dsh: reasoning:\n";
 pub enum Surface {
     Text(TextSurface),
     Json {
-        /// The model's prices, for `costUsd`.
-        prices: Option<Prices>,
         /// When the run began, for `final.durationMs`.
         started: std::time::Instant,
         /// The top agent's steps so far, for `final.steps`.
@@ -56,7 +54,6 @@ impl Surface {
     pub fn new(json: bool) -> Self {
         if json {
             Surface::Json {
-                prices: None,
                 started: std::time::Instant::now(),
                 steps: 0,
             }
@@ -72,14 +69,6 @@ impl Surface {
             *started = std::time::Instant::now();
             *steps = 0;
         }
-    }
-
-    /// The surface with the model's prices, so that usage in the stream carries `costUsd`.
-    pub fn with_prices(mut self, prices: Option<Prices>) -> Self {
-        if let Surface::Json { prices: slot, .. } = &mut self {
-            *slot = prices;
-        }
-        self
     }
 
     /// The opening event of a run.
@@ -122,21 +111,21 @@ impl Surface {
             return;
         }
         match (self, event) {
-            (Surface::Json { prices, steps, .. }, AgentEvent::Record(record)) => {
+            (Surface::Json { steps, .. }, AgentEvent::Record(record)) => {
                 if let dsh_protocol::Record::StepEnd { .. } = record {
                     *steps += 1;
                 }
                 for event in project(record) {
-                    line(&priced(event, prices.as_ref()));
+                    line(&event);
                 }
             }
-            (Surface::Json { prices, .. }, AgentEvent::Child { .. }) => {
+            (Surface::Json { .. }, AgentEvent::Child { .. }) => {
                 let (agent_id, record) = innermost(event);
                 if let Some(record) = record {
                     for event in project(record) {
                         line(&StreamEvent::Agent {
                             agent_id: agent_id.clone(),
-                            event: Box::new(priced(event, prices.as_ref())),
+                            event: Box::new(event),
                         });
                     }
                 }
@@ -168,15 +157,11 @@ impl Surface {
         structured: Option<&serde_json::Value>,
     ) {
         match self {
-            Surface::Json {
-                prices,
-                started,
-                steps,
-            } => line(&StreamEvent::Final {
+            Surface::Json { started, steps } => line(&StreamEvent::Final {
                 session_id: session_id.to_owned(),
                 reason: Some(summary.reason.clone()),
                 text: summary.text.clone(),
-                usage: BilledUsage::new(summary.usage, prices.as_ref()),
+                usage: summary.usage,
                 duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
                 steps: *steps,
                 structured_output: structured.cloned(),
@@ -216,14 +201,6 @@ fn line(event: &StreamEvent) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
-}
-
-/// A step's usage with its cost, at the model's prices.
-fn priced(mut event: StreamEvent, prices: Option<&Prices>) -> StreamEvent {
-    if let StreamEvent::Status(Status::StepEnd { usage, .. }) = &mut event {
-        *usage = BilledUsage::new(usage.usage, prices);
-    }
-    event
 }
 
 /// A subagent's record and the id it is tagged with: a grandchild's events carry the path of

@@ -36,7 +36,8 @@ pub struct Route {
     /// Whether the effort is sent (OpenAI-compatible routes; thinking for Anthropic).
     pub reasoning_effort: Sourced<bool>,
     pub system_role: Sourced<SystemRole>,
-    /// US dollars per million tokens, for `costUsd`.
+    /// US dollars per million tokens, for `costUsd`: DeepSeek's published prices for its own
+    /// models unless declared.
     pub prices: Sourced<Option<Prices>>,
 }
 
@@ -238,7 +239,11 @@ impl Route {
         let prices = r.setting(
             "route.prices",
             from_tables(r, &tables, "prices", |m| m.prices.map(Some)),
-            None,
+            if is_deepseek {
+                dsh_llm::deepseek::prices(model)
+            } else {
+                None
+            },
         );
         r.none_means(&prices, "none declared: no costUsd");
         let headers = declared
@@ -265,7 +270,8 @@ impl Route {
         })
     }
 
-    /// The client for this route; fails when the route's key is missing.
+    /// The client for this route, pricing each request when the model has prices; fails when
+    /// the route's key is missing.
     pub fn connect(&self, idle_timeout: Duration) -> Result<Arc<dyn Provider>, SetupError> {
         let (api_key, api_key_env) = match &self.api_key {
             ApiKey::NotNeeded => (None, format!("providers.{}.api_key_env", self.provider)),
@@ -299,8 +305,12 @@ impl Route {
             },
             ProviderKind::AnthropicMessages => WireFormat::AnthropicMessages { thinking: effort },
         };
-        dsh_llm::connect(endpoint, format)
-            .map_err(|failure| SetupError::new(failure.code.as_str(), failure.message))
+        let provider = dsh_llm::connect(endpoint, format)
+            .map_err(|failure| SetupError::new(failure.code.as_str(), failure.message))?;
+        Ok(match self.prices.value {
+            Some(prices) => Arc::new(dsh_llm::Priced::new(provider, prices)),
+            None => provider,
+        })
     }
 }
 

@@ -103,7 +103,7 @@ pub struct Flags {
     pub max_steps: Option<u32>,
     /// `--max-turns`: the most model requests in the run.
     pub max_turns: Option<u32>,
-    /// `--max-budget-usd`: the most the run may cost at the model's declared prices.
+    /// `--max-budget-usd`: the most the run may cost at the model's prices.
     pub max_budget_usd: Option<Usd>,
     /// `--patch` files, applied in order over the config files.
     pub patches: Vec<PathBuf>,

@@ -113,8 +113,19 @@ impl<T: Shown> Shown for Option<T> {
 
 impl Shown for dsh_protocol::Prices {
     fn shown(&self) -> String {
+        let off_peak = self.off_peak.map_or_else(String::new, |off| {
+            format!(
+                ", off_peak = {{ peak_hours = \"{}\", input = {}, output = {}, cache_read = {}, \
+                 cache_write = {} }}",
+                off.peak_hours.name(),
+                off.input,
+                off.output,
+                off.cache_read,
+                off.cache_write
+            )
+        });
         format!(
-            "{{ input = {}, output = {}, cache_read = {}, cache_write = {} }}",
+            "{{ input = {}, output = {}, cache_read = {}, cache_write = {}{off_peak} }}",
             self.input, self.output, self.cache_read, self.cache_write
         )
     }

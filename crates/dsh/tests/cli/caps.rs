@@ -87,7 +87,17 @@ fn max_budget_counts_at_the_declared_prices_and_needs_them() {
 
     // Without prices there is nothing to count with: refused before anything is sent.
     let env = TestEnv::new(vec![Turn::text("never")]);
-    let out = env.run(dsh(), &["--json", "--max-budget-usd", "1", "go"]);
+    let out = env.run(
+        dsh(),
+        &[
+            "--json",
+            "--model",
+            "deepseek-unpriced",
+            "--max-budget-usd",
+            "1",
+            "go",
+        ],
+    );
     assert_eq!(out.code(), Some(1));
     assert!(out.stderr.contains("has none declared"), "{}", out.stderr);
     assert!(env.server.requests().is_empty());

@@ -47,11 +47,15 @@ fn events_come_in_the_reference_order_and_match_the_schema() {
     assert_eq!(events[5]["tool"], "read");
     assert_eq!(events[6]["status"], "completed");
     assert_eq!(events[6]["callId"], events[5]["callId"]);
+    let mut usage = events[7]["usage"].clone();
+    let cost = usage.as_object_mut().unwrap().remove("costUsd").unwrap();
     assert_eq!(
-        events[7]["usage"],
+        usage,
         json!({"inputTokens": 100, "outputTokens": 50, "cacheReadTokens": 900,
                "cacheWriteTokens": 0, "reasoningTokens": 0, "totalTokens": 1050})
     );
+    // The default model is priced at DeepSeek's published rates.
+    crate::providers::assert_flash_cost(cost.as_f64().unwrap(), 100, 50, 900);
     assert_eq!(events[11]["reason"], json!({"kind": "completed"}));
     let last = &events[12];
     assert_eq!(last["sessionId"], session_id);

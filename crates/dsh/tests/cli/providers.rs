@@ -181,6 +181,63 @@ fn unknown_routes_and_unsupported_kinds_name_the_fix() {
     );
 }
 
+/// Asserts that `cost` is what DeepSeek bills Flash for these tokens, at the peak rate or the
+/// off-peak one (half of it): which applies depends on when the test runs.
+pub fn assert_flash_cost(cost: f64, input: u64, output: u64, cache_read: u64) {
+    let peak = (input as f64 * 0.30 + output as f64 * 1.20 + cache_read as f64 * 0.006) / 1e6;
+    let off_peak = peak / 2.0;
+    assert!(
+        (cost - peak).abs() < 1e-12 || (cost - off_peak).abs() < 1e-12,
+        "{cost} is neither the peak cost {peak} nor the off-peak {off_peak}"
+    );
+}
+
+#[test]
+fn deepseek_models_are_priced_by_default_and_the_run_sums_its_requests() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "a.txt"})).usage(1000, 100, 400),
+        Turn::text("done").usage(2000, 50, 1500),
+    ]);
+    env.write("a.txt", "alpha\n");
+    let out = env.run(dsh(), &["--json", "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let events = out.events();
+    let steps: Vec<f64> = events
+        .iter()
+        .filter(|e| e["phase"] == "step_end")
+        .map(|e| e["usage"]["costUsd"].as_f64().unwrap())
+        .collect();
+    assert_flash_cost(steps[0], 600, 100, 400);
+    assert_flash_cost(steps[1], 500, 50, 1500);
+    // Each request is priced at its own hour; the run's cost is their sum.
+    let total = events.last().unwrap()["usage"]["costUsd"].as_f64().unwrap();
+    assert!((total - (steps[0] + steps[1])).abs() < 1e-12, "{total}");
+    // The session log keeps each step's cost, so a resumed session still knows it.
+    let logged: Vec<f64> = env
+        .session_log()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|r| r["type"] == "step/end")
+        .map(|r| r["data"]["usage"]["costUsd"].as_f64().unwrap())
+        .collect();
+    assert_eq!(logged, steps);
+    // `--dump-config` shows the rates in effect and says they are the default.
+    let out = env.run(dsh(), &["--dump-config"]);
+    let row = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("route.prices"))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(
+        row.contains("input = 0.3, output = 1.2, cache_read = 0.006"),
+        "{row}"
+    );
+    assert!(
+        row.contains("off_peak = { peak_hours = \"deepseek\", input = 0.15"),
+        "{row}"
+    );
+}
+
 #[test]
 fn prices_give_cost_in_step_end_and_final_usage() {
     let env = TestEnv::new(vec![
@@ -208,7 +265,8 @@ fn prices_give_cost_in_step_end_and_final_usage() {
     let total = events.last().unwrap()["usage"]["costUsd"].as_f64().unwrap();
     assert!((total - (first + second)).abs() < 1e-12, "{total}");
     // Without prices there is no cost at all, not a zero.
-    let out = env.run(dsh(), &["--json", "go"]);
+    let out = env.run(dsh(), &["--json", "--model", "deepseek-unpriced", "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
     assert!(
         out.events().last().unwrap()["usage"]
             .get("costUsd")

@@ -327,7 +327,7 @@ fn a_resize_redraws_the_live_area() {
     // The footer is drawn again at the new width, under the transcript.
     ui.wait_until("a redrawn footer", |s| {
         s.lines()
-            .any(|l| l == "deepseek-v4-flash · workspace-write · 110 tokens")
+            .any(|l| l.starts_with("deepseek-v4-flash · workspace-write · 110 tokens · $0.0000"))
             && s.contains(&"─".repeat(100))
     });
     ui.press(&["C-d"]);
