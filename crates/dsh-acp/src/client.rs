@@ -15,6 +15,7 @@ use agent_client_protocol::v1::schema::{
     ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest, SessionId,
     TextContent, ToolCallContent, ToolCallUpdate, ToolCallUpdateFields, WriteTextFileRequest,
 };
+use dsh_core::ToolCatalog;
 use dsh_core::ask::{
     Answer, ApprovalOutcome, ApprovalRequest, Approver, AskOutcome, EditorFiles, EditorFuture,
     Question, UserQuestions,
@@ -31,6 +32,8 @@ const SKIP: &str = "skip";
 pub struct EditorClient {
     connection: ConnectionTo<Client>,
     session: Arc<OnceLock<SessionId>>,
+    /// The run's tools, once it is open: whether a call shows a diff.
+    catalog: Arc<OnceLock<ToolCatalog>>,
     /// What the client said it offers at `initialize`.
     fs: FileSystemCapabilities,
 }
@@ -40,6 +43,7 @@ impl EditorClient {
         EditorClient {
             connection,
             session: Arc::default(),
+            catalog: Arc::default(),
             fs,
         }
     }
@@ -48,9 +52,17 @@ impl EditorClient {
         (self.session.get().cloned()).ok_or_else(|| "the session is not open yet".to_owned())
     }
 
-    /// Names the session the requests are about, once it is open.
-    pub fn opened(&self, id: SessionId) {
+    /// Names the session the requests are about, and its tools, once it is open.
+    pub fn opened(&self, id: SessionId, catalog: ToolCatalog) {
         let _ = self.session.set(id);
+        let _ = self.catalog.set(catalog);
+    }
+
+    /// Whether calls of `tool` show the change they make as a diff (a file tool's).
+    fn shows_diff(&self, tool: &str) -> bool {
+        (self.catalog.get())
+            .and_then(|catalog| catalog.facts(tool))
+            .is_some_and(|facts| facts.kind == dsh_core::ToolKind::Edit)
     }
 
     /// Sends one permission request and waits for its answer; `None` when the client could
@@ -97,7 +109,7 @@ impl Approver for EditorClient {
             // The reason goes in the call's content, which the result replaces; the title
             // stays the call's own. A file tool's content is its diff, which it keeps.
             let mut fields = ToolCallUpdateFields::new();
-            if !crate::updates::shows_diff(&request.tool) {
+            if !self.shows_diff(&request.tool) {
                 let reason = ContentBlock::Text(TextContent::new(request.reason.clone()));
                 fields = fields.content(vec![ToolCallContent::Content(Content::new(reason))]);
             }

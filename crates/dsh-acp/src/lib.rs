@@ -313,7 +313,7 @@ impl Server {
                 connection.clone(),
             )
             .await?;
-        for update in updates::replay(&session.history(), &session.cwd) {
+        for update in updates::replay(&session.history(), &session.cwd, &session.catalog) {
             connection.send_notification(SessionNotification::new(session.id.clone(), update))?;
         }
         Ok(LoadSessionResponse::new())

@@ -12,7 +12,9 @@ use agent_client_protocol::v1::schema::{
     SessionNotification, SessionUpdate, StopReason, Usage as AcpUsage, UsageUpdate,
 };
 use dsh_core::ask::SessionGrants;
-use dsh_core::{AgentBuilder, AgentEvent, Environment, Flags, Run, Settings, Stop, User};
+use dsh_core::{
+    AgentBuilder, AgentEvent, Environment, Flags, Run, Settings, Stop, ToolCatalog, User,
+};
 use dsh_protocol::{AbortReason, Record, TurnEndReason, Usage};
 use tokio::sync::mpsc::{self, UnboundedReceiver};
 
@@ -50,6 +52,8 @@ pub struct OpenSession {
     /// How many times the session was cancelled: a prompt that was waiting for the turn
     /// before it when a cancel came is cancelled too, not run.
     cancels: AtomicU64,
+    /// The run's tools, as its calls are shown.
+    pub catalog: ToolCatalog,
 }
 
 struct Opened {
@@ -116,7 +120,7 @@ impl OpenSession {
             .map_err(|e| Failure::new(e.code, e.message))?;
         let session = run.agent.session();
         let id = SessionId::new(session.id());
-        editor.opened(id.clone());
+        editor.opened(id.clone(), run.catalog.clone());
         let cwd = session.cwd().to_path_buf();
         let log = session.log_path().to_path_buf();
         // The cost a session reports is the whole session's, its turns before this opening
@@ -136,6 +140,7 @@ impl OpenSession {
             mpsc::unbounded_channel().1
         };
         Ok(OpenSession {
+            catalog: run.catalog.clone(),
             id,
             cwd,
             log,
@@ -206,7 +211,7 @@ impl OpenSession {
         } = opened;
         let cwd = self.cwd.clone();
         let told = |event: &AgentEvent, billed: &mut Usage| {
-            for update in updates::live(event, &cwd) {
+            for update in updates::live(event, &cwd, &self.catalog) {
                 tell(update);
             }
             if let AgentEvent::Record(Record::StepEnd { usage, .. }) = event {

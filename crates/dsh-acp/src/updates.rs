@@ -9,7 +9,7 @@ use agent_client_protocol::v1::schema::{
     SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
     ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
-use dsh_core::{AgentEvent, StreamDelta};
+use dsh_core::{AgentEvent, CallView, StreamDelta, ToolCatalog};
 use dsh_protocol::{
     Block, Record, TodoItem, TodoStatus, ToolCallRecord, ToolOutputPart, ToolResultRecord,
 };
@@ -17,12 +17,14 @@ use serde_json::Value;
 
 /// The updates a live event makes. Answers and reasoning arrive as they stream, so the
 /// finished assistant message adds nothing; a tool call is shown as it starts.
-pub fn live(event: &AgentEvent, cwd: &Path) -> Vec<SessionUpdate> {
+pub fn live(event: &AgentEvent, cwd: &Path, catalog: &ToolCatalog) -> Vec<SessionUpdate> {
     match event {
         AgentEvent::Delta(StreamDelta::Text(text)) => vec![agent_text(text)],
         AgentEvent::Delta(StreamDelta::Reasoning(text)) => vec![thought(text)],
         AgentEvent::Record(record) => match record {
-            Record::ToolCall(call) => vec![tool_call(call, cwd, ToolCallStatus::InProgress)],
+            Record::ToolCall(call) => {
+                vec![tool_call(call, cwd, ToolCallStatus::InProgress, catalog)]
+            }
             Record::ToolResult(result) => tool_results(result)
                 .into_iter()
                 .map(|(_, update)| update)
@@ -36,7 +38,7 @@ pub fn live(event: &AgentEvent, cwd: &Path) -> Vec<SessionUpdate> {
 
 /// The updates that show a session's history, for `session/load`: the user's messages, the
 /// agent's answers and reasoning, each tool call with its result, the todo list.
-pub fn replay(records: &[Record], cwd: &Path) -> Vec<SessionUpdate> {
+pub fn replay(records: &[Record], cwd: &Path, catalog: &ToolCatalog) -> Vec<SessionUpdate> {
     let mut updates = Vec::new();
     // A result must follow its call: a log repaired after a crash can hold results for calls
     // the model asked for (in its message) whose call records were never written.
@@ -86,7 +88,7 @@ pub fn replay(records: &[Record], cwd: &Path) -> Vec<SessionUpdate> {
             }
             Record::ToolCall(call) => {
                 announced.insert(call.call_id.clone());
-                updates.push(tool_call(call, cwd, ToolCallStatus::Pending));
+                updates.push(tool_call(call, cwd, ToolCallStatus::Pending, catalog));
             }
             Record::ToolResult(result) => {
                 for (id, update) in tool_results(result) {
@@ -98,7 +100,7 @@ pub fn replay(records: &[Record], cwd: &Path) -> Vec<SessionUpdate> {
                             name: "tool".to_owned(),
                             arguments: String::new(),
                         });
-                        updates.push(tool_call(&call, cwd, ToolCallStatus::Pending));
+                        updates.push(tool_call(&call, cwd, ToolCallStatus::Pending, catalog));
                     }
                     updates.push(update);
                 }
@@ -123,16 +125,22 @@ fn thought(text: &str) -> SessionUpdate {
 }
 
 /// A tool call as the editor shows it: a title in words, its kind (for the icon), the files
-/// it touches (to follow along), and for a change the diff it asks for.
-pub fn tool_call(call: &ToolCallRecord, cwd: &Path, status: ToolCallStatus) -> SessionUpdate {
+/// it touches (to follow along), and for a change the diff it asks for; all as the tool
+/// describes itself ([`ToolCatalog::describe`]).
+pub fn tool_call(
+    call: &ToolCallRecord,
+    cwd: &Path,
+    status: ToolCallStatus,
+    catalog: &ToolCatalog,
+) -> SessionUpdate {
     let args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
-    let tool = ToolCall::new(call.call_id.clone(), title(&call.name, &args))
-        .kind(kind(&call.name))
+    let view = catalog.describe(&call.name, &args);
+    let tool = ToolCall::new(call.call_id.clone(), view.title.clone())
+        .kind(kind(view.kind))
         .status(status)
-        .locations(locations(&call.name, &args, cwd))
-        .content(diff(&call.name, &args, cwd).into_iter().collect())
-        .raw_input(args);
-    SessionUpdate::ToolCall(tool)
+        .locations(locations(&view, cwd))
+        .content(diff(&view, cwd).into_iter().collect());
+    SessionUpdate::ToolCall(tool.raw_input(args.clone()))
 }
 
 /// The calls a result answers, completed or failed, with what the tool returned: each call's
@@ -193,53 +201,21 @@ pub fn plan(todos: &[TodoItem]) -> SessionUpdate {
     SessionUpdate::Plan(Plan::new(entries))
 }
 
-/// The kind of a tool, for the editor's icon and grouping.
-pub fn kind(name: &str) -> ToolKind {
-    match name {
-        "read" | "read_image" | "skill" => ToolKind::Read,
-        "write" | "edit" | "str_replace_editor" => ToolKind::Edit,
-        "glob" | "grep" => ToolKind::Search,
-        "bash" | "job_output" | "job_list" | "job_kill" => ToolKind::Execute,
-        "web_fetch" | "web_search" => ToolKind::Fetch,
-        "todo_write" | "ask_user_question" => ToolKind::Think,
-        "exit_plan_mode" => ToolKind::SwitchMode,
-        _ => ToolKind::Other,
+/// dsh's kind of tool in ACP's vocabulary, which dsh's follows.
+fn kind(kind: dsh_core::ToolKind) -> ToolKind {
+    use dsh_core::ToolKind as Dsh;
+    match kind {
+        Dsh::Read => ToolKind::Read,
+        Dsh::Edit => ToolKind::Edit,
+        Dsh::Delete => ToolKind::Delete,
+        Dsh::Move => ToolKind::Move,
+        Dsh::Search => ToolKind::Search,
+        Dsh::Execute => ToolKind::Execute,
+        Dsh::Think => ToolKind::Think,
+        Dsh::Fetch => ToolKind::Fetch,
+        Dsh::SwitchMode => ToolKind::SwitchMode,
+        Dsh::Other => ToolKind::Other,
     }
-}
-
-/// "Read src/main.rs", "Run cargo test": what the call does, in words.
-pub fn title(name: &str, args: &Value) -> String {
-    let verb = match name {
-        "read" | "read_image" => "Read",
-        "write" => "Write",
-        "edit" | "str_replace_editor" => "Edit",
-        "glob" => "Find",
-        "grep" => "Search",
-        "bash" => "Run",
-        "web_fetch" => "Fetch",
-        "web_search" => "Search the web for",
-        "todo_write" => "Update the plan",
-        "ask_user_question" => "Ask",
-        "exit_plan_mode" => "Present the plan",
-        other => other,
-    };
-    let summary = match name {
-        "todo_write" | "exit_plan_mode" => String::new(),
-        "ask_user_question" => (args.pointer("/questions/0/question"))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
-        _ => dsh_core::call_summary(name, args),
-    };
-    if summary.is_empty() {
-        verb.to_owned()
-    } else {
-        format!("{verb} {summary}")
-    }
-}
-
-fn text_arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
-    args.get(key).and_then(Value::as_str)
 }
 
 /// A path argument made absolute against the session's folder, as editors want them.
@@ -247,39 +223,18 @@ fn absolute(path: &str, cwd: &Path) -> PathBuf {
     cwd.join(path)
 }
 
-fn locations(name: &str, args: &Value, cwd: &Path) -> Vec<ToolCallLocation> {
-    let path = match name {
-        "read" | "read_image" | "write" | "edit" => text_arg(args, "file_path"),
-        "str_replace_editor" | "glob" | "grep" => text_arg(args, "path"),
-        _ => None,
-    };
-    let Some(path) = path else {
-        return Vec::new();
-    };
-    let line = match name {
-        "read" => args
-            .get("offset")
-            .and_then(Value::as_u64)
-            .and_then(|l| u32::try_from(l).ok()),
-        "str_replace_editor" => args
-            .get("insert_line")
-            .and_then(Value::as_u64)
-            .and_then(|l| u32::try_from(l).ok()),
-        _ => None,
-    };
-    vec![ToolCallLocation::new(absolute(path, cwd)).line(line)]
-}
-
-/// Whether a tool's call shows the change it makes as a diff (its content while it runs).
-pub fn shows_diff(name: &str) -> bool {
-    matches!(name, "edit" | "write" | "str_replace_editor")
+fn locations(view: &CallView<'_>, cwd: &Path) -> Vec<ToolCallLocation> {
+    match view.path {
+        Some(path) => vec![ToolCallLocation::new(absolute(path, cwd)).line(view.line)],
+        None => Vec::new(),
+    }
 }
 
 /// The change a call asks for: an edit's replaced text and its replacement, a write's whole
 /// content (the file's earlier content is not read here: the call may already have run by
 /// the time its event is told). An insert, a piece with no whole to show it in, has none.
-fn diff(name: &str, args: &Value, cwd: &Path) -> Option<ToolCallContent> {
-    let change = dsh_core::call_change(name, args)?;
+fn diff(view: &CallView<'_>, cwd: &Path) -> Option<ToolCallContent> {
+    let change = view.change?;
     if change.old.is_none() && !change.whole_file {
         return None;
     }
@@ -305,6 +260,13 @@ mod tests {
         }
     }
 
+    /// The file and shell tools, as a run with them describes them.
+    pub(super) fn catalog() -> ToolCatalog {
+        let mut tools = dsh_tools::ToolRegistry::with_file_tools(true);
+        tools.add_shell_tools(true);
+        tools.catalog()
+    }
+
     fn wire(update: &SessionUpdate) -> Value {
         serde_json::to_value(update).unwrap_or_default()
     }
@@ -318,6 +280,7 @@ mod tests {
             ),
             Path::new("/work"),
             ToolCallStatus::InProgress,
+            &catalog(),
         );
         let shown = wire(&update);
         assert_eq!(shown["sessionUpdate"], "tool_call");
@@ -337,6 +300,7 @@ mod tests {
             &call("bash", json!({"command": "cargo test"})),
             Path::new("/work"),
             ToolCallStatus::InProgress,
+            &catalog(),
         ));
         assert_eq!(shown["title"], "Run cargo test");
         assert_eq!(shown["kind"], "execute");
@@ -353,6 +317,7 @@ mod tests {
             &record,
             Path::new("/w"),
             ToolCallStatus::Pending,
+            &catalog(),
         ));
         assert_eq!(shown["title"], "Read");
     }
@@ -445,7 +410,11 @@ mod replay_tests {
             error: None,
             command: None,
         });
-        let updates = replay(&[asked, repaired], Path::new("/w"));
+        let updates = replay(
+            &[asked, repaired],
+            Path::new("/w"),
+            &super::tests::catalog(),
+        );
         let shown: Vec<Value> = updates
             .iter()
             .map(|u| serde_json::to_value(u).unwrap_or_default())

@@ -401,7 +401,7 @@ impl Agent {
             let verdict = hooks
                 .fire(
                     HookEvent::SessionStart,
-                    Some(source),
+                    Some(&[source]),
                     serde_json::json!({"source": source}),
                     stop.token(),
                 )
@@ -1161,7 +1161,12 @@ async fn run_hooked(
 ) -> ToolOutcome {
     let input: serde_json::Value = serde_json::from_str(arguments)
         .unwrap_or_else(|_| serde_json::Value::String(arguments.into()));
-    let tool_name = crate::hooks::alias(name).unwrap_or(name);
+    // A hook written for another agent reads the tool by that agent's name.
+    let hook_names = call.hook_names();
+    let tool_name = hook_names.first().copied().unwrap_or(name);
+    let names: Vec<&str> = std::iter::once(name)
+        .chain(hook_names.iter().copied())
+        .collect();
     let fields = serde_json::json!({
         "tool_name": tool_name,
         "dsh_tool_name": name,
@@ -1171,7 +1176,7 @@ async fn run_hooked(
     let verdict = hooks
         .fire(
             HookEvent::PreToolUse,
-            Some(name),
+            Some(&names),
             fields.clone(),
             &ctx.cancel,
         )
@@ -1197,7 +1202,7 @@ async fn run_hooked(
         "is_error": outcome.is_error,
     });
     let verdict = hooks
-        .fire(HookEvent::PostToolUse, Some(name), fields, &ctx.cancel)
+        .fire(HookEvent::PostToolUse, Some(&names), fields, &ctx.cancel)
         .await;
     if let Some(why) = verdict.blocked {
         outcome.parts.push(ToolOutputPart::Text {

@@ -71,6 +71,9 @@ pub struct Run {
     pub priced: bool,
     /// The skills found for the run (name, description), as `/skills` lists them.
     pub skills: Vec<(String, String)>,
+    /// The run's tools as front ends describe their calls ([`ToolCatalog::describe`]): one
+    /// lookup for every front end, which follows the tools that join later (MCP servers').
+    pub catalog: crate::ToolCatalog,
     processes: Processes,
 }
 
@@ -406,12 +409,17 @@ impl StartedRun {
             tx.clone(),
             &background,
         );
+        // A tool whose facts name an argument its schema lacks (one renamed, say) would be
+        // described wrongly by every front end: every debug build, the test suite's, stops.
+        debug_assert_eq!(tools.description_problems(), Vec::<String>::new());
+        let catalog = tools.catalog();
         let agent = Agent::new(provider, tools, Arc::new(tool_session), config, session, tx);
         Ok(Run {
             agent,
             events,
             priced: route.prices.value.is_some(),
             skills,
+            catalog,
             processes: Processes {
                 shell,
                 mcp,

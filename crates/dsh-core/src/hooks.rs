@@ -208,18 +208,19 @@ impl HookSet {
         self.hooks.is_empty()
     }
 
+    /// The hooks of `event` whose matcher takes one of `names`: a tool call's tool by dsh's
+    /// name and its names in other agents' hook vocabularies ([`dsh_tools::ToolFacts`]), or a
+    /// session start's source.
     fn for_event<'a>(
         &'a self,
         event: HookEvent,
-        tool: Option<&'a str>,
+        names: Option<&'a [&'a str]>,
     ) -> impl Iterator<Item = &'a Hook> + 'a {
         self.hooks.iter().filter(move |hook| {
             hook.event == event
-                && match (&hook.matcher, tool) {
+                && match (&hook.matcher, names) {
                     (None, _) => true,
-                    (Some(matcher), Some(tool)) => {
-                        matcher.is_match(tool) || alias(tool).is_some_and(|a| matcher.is_match(a))
-                    }
+                    (Some(matcher), Some(names)) => names.iter().any(|n| matcher.is_match(n)),
                     (Some(_), None) => false,
                 }
         })
@@ -231,25 +232,6 @@ fn hooks_error(file: &Path, what: &str) -> SetupError {
         "hooks file {} {what} (see docs/hooks.md)",
         file.display()
     ))
-}
-
-/// The name Claude Code gives a tool dsh has too, so hooks written for it match and read
-/// `tool_name` as they expect.
-pub fn alias(tool: &str) -> Option<&'static str> {
-    Some(match tool {
-        "bash" => "Bash",
-        "read" | "read_image" => "Read",
-        "write" => "Write",
-        "edit" => "Edit",
-        "glob" => "Glob",
-        "grep" => "Grep",
-        "web_fetch" => "WebFetch",
-        "web_search" => "WebSearch",
-        "todo_write" => "TodoWrite",
-        "subagent" | "subagent_fork" => "Task",
-        "exit_plan_mode" => "ExitPlanMode",
-        _ => return None,
-    })
 }
 
 /// What the hooks of one event said.
@@ -289,13 +271,13 @@ impl std::fmt::Debug for HookRunner {
 }
 
 impl HookRunner {
-    /// Runs the hooks of `event` (for `tool`, on tool events) one after the other with
-    /// `fields` added to the common payload; the first that blocks stops the rest.
+    /// Runs the hooks of `event` whose matcher takes one of `names` (see `for_event`) one after
+    /// the other, with `fields` added to the common payload; the first that blocks stops the rest.
     /// A stopped run (`cancel`) stops the hook running and the ones after it.
     pub async fn fire(
         &self,
         event: HookEvent,
-        tool: Option<&str>,
+        names: Option<&[&str]>,
         fields: Value,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> HookVerdict {
@@ -313,7 +295,7 @@ impl HookRunner {
             map.extend(extra);
         }
         let input = payload.to_string().into_bytes();
-        for hook in self.hooks.for_event(event, tool) {
+        for hook in self.hooks.for_event(event, names) {
             if cancel.is_cancelled() {
                 break;
             }
@@ -412,8 +394,18 @@ mod tests {
             "Stop": [{"matcher": "ignored", "hooks": [{"type": "command", "command": "d"}]}]
         }}"#)
         .unwrap();
-        let names = |event, tool| -> Vec<String> {
-            set.for_event(event, tool)
+        // The names each tool goes by, as its facts give them.
+        let known = |tool: &'static str| -> &'static [&'static str] {
+            match tool {
+                "bash" => &["bash", "Bash"],
+                "edit" => &["edit", "Edit"],
+                "bash_extra" => &["bash_extra"],
+                "str_replace_editor" => &["str_replace_editor"],
+                _ => &[],
+            }
+        };
+        let names = |event, tool: Option<&'static str>| -> Vec<String> {
+            set.for_event(event, tool.map(known))
                 .map(|h| h.command.clone())
                 .collect()
         };

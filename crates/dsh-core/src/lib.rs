@@ -11,8 +11,6 @@
 
 mod agent;
 mod builder;
-mod call_summary;
-mod catalog;
 mod compaction;
 pub mod config;
 mod dotenv;
@@ -28,17 +26,17 @@ mod output_schema;
 mod prompt;
 mod repair;
 mod session;
+mod session_list;
 mod subagents;
 
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
 pub use builder::{AgentBuilder, Processes, Run, StartedRun, User};
-pub use call_summary::{CallChange, call_change, call_summary};
-pub use catalog::{list_sessions, session_log_path, utc_date_time};
 pub use compaction::ManualCompaction;
 pub use config::{Config, ConfigError, ConfigFiles, Environment, Flags, Settings, SetupError};
 pub use dotenv::{Credentials, DotenvError, EnvSource};
 /// Live pieces of an answer, as [`AgentEvent::Delta`] carries them.
 pub use dsh_llm::StreamDelta;
+pub use dsh_tools::{CallChange, CallView, ToolCatalog, ToolFacts, ToolKind};
 pub use error::CoreError;
 pub use home::dsh_home;
 pub use hooks::{HookEvent, HookRunner, HookSet, HookVerdict};
@@ -46,6 +44,7 @@ pub use instructions::InstructionSettings;
 pub use log::{LoadedLog, LogOptions, SessionLog, logged_records, read_log};
 pub use output_schema::{OUTPUT_RETRIES, OutputSchema};
 pub use session::Session;
+pub use session_list::{list_sessions, session_log_path, utc_date_time};
 
 /// What `dsh sandbox check` prints for the sandbox settings of a run in `cwd` (only the config
 /// files' `[sandbox]` is read), and whether any backend can confine commands here.

@@ -6,7 +6,8 @@ use std::time::Instant;
 
 use dsh_core::config::PermissionMode;
 use dsh_core::{
-    AgentBuilder, AgentEvent, Environment, Flags, Settings, SetupError, Stop, TurnSummary,
+    AgentBuilder, AgentEvent, Environment, Flags, Settings, SetupError, Stop, ToolCatalog,
+    TurnSummary,
 };
 use dsh_protocol::{AbortReason, Record, StreamEvent};
 use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam, ProgressToken};
@@ -101,6 +102,7 @@ impl Task {
             }
         };
         let session_id = run.agent.session().id().to_owned();
+        let catalog = run.catalog.clone();
         let _turn = sessions.opened(&session_id, run.agent.session().cwd());
         let mut events = std::mem::replace(&mut run.events, mpsc::unbounded_channel().1);
         let stop = Stop::new();
@@ -113,7 +115,7 @@ impl Task {
                 tokio::select! {
                     outcome = &mut turn => break outcome,
                     Some(event) = events.recv() => {
-                        told(&event, &mut progress, &mut steps).await;
+                        told(&event, &catalog, &mut progress, &mut steps).await;
                     }
                     Some(line) = notice_lines.recv() => {
                         if let Some(progress) = &mut progress {
@@ -129,7 +131,7 @@ impl Task {
         };
         // What the turn sent before it ended is told before the result.
         while let Ok(event) = events.try_recv() {
-            told(&event, &mut progress, &mut steps).await;
+            told(&event, &catalog, &mut progress, &mut steps).await;
         }
         run.close().await;
         let summary = outcome.map_err(|e| format!("{}: {e}", e.code()))?;
@@ -234,18 +236,23 @@ impl Progress {
 }
 
 /// Counts a step's end, and tells the client what the event says.
-async fn told(event: &AgentEvent, progress: &mut Option<Progress>, steps: &mut u32) {
+async fn told(
+    event: &AgentEvent,
+    catalog: &ToolCatalog,
+    progress: &mut Option<Progress>,
+    steps: &mut u32,
+) {
     if matches!(event, AgentEvent::Record(Record::StepEnd { .. })) {
         *steps += 1;
     }
-    if let (Some(progress), Some(message)) = (progress, said(event)) {
+    if let (Some(progress), Some(message)) = (progress, said(event, catalog)) {
         progress.tell(message).await;
     }
 }
 
 /// What an event is worth telling the client while it waits: steps, calls, results and the
 /// answer's first line; streaming pieces are not (the result has the whole answer).
-fn said(event: &AgentEvent) -> Option<String> {
+fn said(event: &AgentEvent, catalog: &ToolCatalog) -> Option<String> {
     let AgentEvent::Record(record) = event else {
         return None;
     };
@@ -253,7 +260,7 @@ fn said(event: &AgentEvent) -> Option<String> {
         Record::StepStart { step, .. } => Some(format!("step {step}")),
         Record::ToolCall(call) => {
             let args = serde_json::from_str(&call.arguments).unwrap_or_default();
-            let summary = dsh_core::call_summary(&call.name, &args);
+            let summary = catalog.describe(&call.name, &args).summary;
             Some(format!("{} {summary}", call.name).trim_end().to_owned())
         }
         Record::ToolResult(result) => {

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use dsh_tools::{
-    Arguments, Param, ParamType, Parameters, Tool, ToolContext, ToolError, ToolFuture, ToolGroup,
-    ToolOutput,
+    Arguments, Param, ParamType, Parameters, Tool, ToolContext, ToolError, ToolFacts, ToolFuture,
+    ToolGroup, ToolKind, ToolOutput,
 };
 use serde_json::{Value, json};
 
@@ -81,6 +81,12 @@ impl Tool for ListMcpResources {
         "list_mcp_resources"
     }
 
+    fn facts(&self) -> ToolFacts {
+        ToolFacts::new(ToolKind::Read, "List the MCP resources of")
+            .subject("server")
+            .read_only()
+    }
+
     fn description(&self) -> &str {
         "List the resources MCP servers offer to read (their URIs, names and types); read one \
          with read_mcp_resource."
@@ -88,11 +94,6 @@ impl Tool for ListMcpResources {
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
-    }
-
-    /// It reads (or stops a job, which changes no file).
-    fn plan_safe(&self, _args: &Arguments) -> bool {
-        true
     }
 
     fn parallel_safe(&self) -> bool {
@@ -140,17 +141,18 @@ impl Tool for ReadMcpResource {
         "read_mcp_resource"
     }
 
+    fn facts(&self) -> ToolFacts {
+        ToolFacts::new(ToolKind::Read, "Read the MCP resource")
+            .subject("uri")
+            .read_only()
+    }
+
     fn description(&self) -> &str {
         "Read one resource of an MCP server by its URI (from list_mcp_resources)."
     }
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
-    }
-
-    /// It reads (or stops a job, which changes no file).
-    fn plan_safe(&self, _args: &Arguments) -> bool {
-        true
     }
 
     fn parallel_safe(&self) -> bool {

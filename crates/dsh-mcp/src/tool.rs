@@ -4,7 +4,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use dsh_protocol::ToolOutputPart;
-use dsh_tools::{Arguments, Parameters, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
+use dsh_tools::{
+    Arguments, Parameters, Tool, ToolContext, ToolError, ToolFacts, ToolFuture, ToolKind,
+    ToolOutput,
+};
 use serde_json::Value;
 
 use crate::content::{ImageAdmission, project};
@@ -70,14 +73,25 @@ impl Tool for McpTool {
         &self.description
     }
 
-    fn parameters(&self) -> &Parameters {
-        &self.parameters
+    /// Read-only only when its server declares it so (`readOnlyHint`): dsh cannot tell what
+    /// else a tool changes, and takes the server's word for it, as for the server's whole
+    /// behaviour (plan mode included). Its title is its name: its arguments are its own.
+    fn facts(&self) -> ToolFacts {
+        let kind = if self.read_only {
+            ToolKind::Read
+        } else {
+            ToolKind::Other
+        };
+        let facts = ToolFacts::new(kind, self.name.clone());
+        if self.read_only {
+            facts.read_only()
+        } else {
+            facts
+        }
     }
 
-    /// Only what its server declares read-only (`readOnlyHint`): dsh cannot tell what else a
-    /// tool changes, and takes the server's word for it, as for the server's whole behaviour.
-    fn plan_safe(&self, _args: &Arguments) -> bool {
-        self.read_only
+    fn parameters(&self) -> &Parameters {
+        &self.parameters
     }
 
     fn call<'a>(&'a self, args: Arguments, ctx: &'a ToolContext) -> ToolFuture<'a> {

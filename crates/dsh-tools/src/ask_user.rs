@@ -126,6 +126,12 @@ impl Tool for AskUserQuestion {
         "ask_user_question"
     }
 
+    fn facts(&self) -> crate::ToolFacts {
+        crate::ToolFacts::new(crate::ToolKind::Think, "Ask")
+            .summary(question_summary)
+            .read_only()
+    }
+
     fn description(&self) -> &str {
         "Ask the user to choose or confirm something only they can decide, before going on. \
          Each question has an id that the answer repeats; offer options where you can."
@@ -133,11 +139,6 @@ impl Tool for AskUserQuestion {
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
-    }
-
-    /// It asks.
-    fn plan_safe(&self, _args: &Arguments) -> bool {
-        true
     }
 
     fn call<'a>(&'a self, args: Arguments, ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -214,6 +215,17 @@ fn questions(args: &Arguments) -> Vec<Question> {
             multi_select: q.get("multi_select").and_then(serde_json::Value::as_bool) == Some(true),
         })
         .collect()
+}
+
+/// The first question.
+fn question_summary(args: &serde_json::Value) -> Option<String> {
+    let first = args.pointer("/questions/0/question");
+    Some(
+        first
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+    )
 }
 
 #[cfg(test)]

@@ -63,16 +63,19 @@ impl Tool for Edit {
         "edit"
     }
 
+    fn facts(&self) -> crate::ToolFacts {
+        crate::ToolFacts::new(crate::ToolKind::Edit, "Edit")
+            .file("file_path")
+            .hook_names(&["Edit"])
+            .change(edit_change)
+    }
+
     fn description(&self) -> &str {
         "Change a text file by replacing an exact piece of its text with new text."
     }
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
-    }
-
-    fn touched_path<'a>(&self, args: &'a Arguments) -> Option<&'a str> {
-        args.str("file_path")
     }
 
     fn guidance(&self) -> Option<&str> {
@@ -278,6 +281,16 @@ fn is_crlf(text: &str) -> bool {
     let crlf = sample.matches("\r\n").count();
     let lf = sample.matches('\n').count() - crlf;
     crlf > lf
+}
+
+fn edit_change<'a>(args: &'a serde_json::Value) -> Option<crate::CallChange<'a>> {
+    let text = |key: &str| args.get(key).and_then(serde_json::Value::as_str);
+    Some(crate::CallChange {
+        path: text("file_path")?,
+        old: Some(text("old_string")?),
+        new: text("new_string")?,
+        whole_file: false,
+    })
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 mod ask_user;
 mod atomic;
 mod attachments;
+mod describe;
 mod edit;
 mod edit_hint;
 mod editor;
@@ -50,6 +51,7 @@ pub use attachments::{
     AttachmentStore, ImageError, MAX_SOURCE_BYTES as MAX_IMAGE_SOURCE_BYTES, StoredImage,
     sha256_hex,
 };
+pub use describe::{CallChange, CallView, ToolCatalog, ToolFacts, ToolKind, description_problems};
 pub use edit::Edit;
 pub use editor::{EditorFiles, EditorFuture};
 pub use error::{ToolError, fs_code};
@@ -317,6 +319,23 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// What front ends show of it and its calls: its kind, a title's verb, which argument
+    /// names the file or the command, its names in hook vocabularies, whether it is read-only.
+    fn facts(&self) -> ToolFacts;
+
+    /// What a call is about in a few words, where [`ToolFacts::subject`] alone does not say
+    /// it (an editor's command and its path). `None` uses the subject.
+    fn summary(&self, args: &serde_json::Value) -> Option<String> {
+        let _ = args;
+        None
+    }
+
+    /// The change a call asks for, when the tool changes a file: front ends show it as a diff.
+    fn change<'a>(&self, args: &'a serde_json::Value) -> Option<CallChange<'a>> {
+        let _ = args;
+        None
+    }
+
     /// Whether calls may run alongside other parallel-safe calls (they neither change state nor
     /// depend on the order of other calls). Exclusive by default.
     fn parallel_safe(&self) -> bool {
@@ -325,17 +344,17 @@ pub trait Tool: Send + Sync {
 
     /// The file or folder a call works on, as the model gave it, when the tool works on one:
     /// the agent then looks for instruction files (nested `AGENTS.md`) in its folder.
+    /// The file its facts name ([`ToolFacts::file`]).
     fn touched_path<'a>(&self, args: &'a Arguments) -> Option<&'a str> {
-        let _ = args;
-        None
+        args.str(self.facts().file?)
     }
 
     /// Whether this call may run in plan mode: it changes no files, or changes them only
-    /// through the sandbox, which plan mode makes read-only. No unless the tool says so, so a
-    /// new tool is kept out of plan mode until someone has checked it.
+    /// through the sandbox, which plan mode makes read-only. A read-only tool may
+    /// ([`ToolFacts::read_only`]); any other is kept out of plan mode unless it says so.
     fn plan_safe(&self, args: &Arguments) -> bool {
         let _ = args;
-        false
+        self.facts().read_only
     }
 
     /// Whether a call ends on its own, promptly, when the run is stopped (a subagent winds its

@@ -28,6 +28,13 @@ impl Tool for ExitPlanMode {
         "exit_plan_mode"
     }
 
+    fn facts(&self) -> crate::ToolFacts {
+        crate::ToolFacts::new(crate::ToolKind::SwitchMode, "Present the plan")
+            .hook_names(&["ExitPlanMode"])
+            .summary(plan_summary)
+            .read_only()
+    }
+
     fn description(&self) -> &str {
         "Submit your finished plan for review; this ends plan mode's exploring. Send the complete \
          plan as markdown starting with a # heading, as the only call of your answer."
@@ -35,11 +42,6 @@ impl Tool for ExitPlanMode {
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
-    }
-
-    /// It submits the plan.
-    fn plan_safe(&self, _args: &Arguments) -> bool {
-        true
     }
 
     fn guidance(&self) -> Option<&str> {
@@ -80,4 +82,9 @@ impl Tool for ExitPlanMode {
             }))
         })
     }
+}
+
+/// The plan is shown for approval on its own; the call needs no words of its own.
+fn plan_summary(_args: &serde_json::Value) -> Option<String> {
+    Some(String::new())
 }

@@ -64,21 +64,20 @@ impl Tool for Read {
         "read"
     }
 
+    fn facts(&self) -> crate::ToolFacts {
+        crate::ToolFacts::new(crate::ToolKind::Read, "Read")
+            .file("file_path")
+            .line("offset")
+            .hook_names(&["Read"])
+            .read_only()
+    }
+
     fn description(&self) -> &str {
         "Show a UTF-8 text file with line numbers, a window of lines at a time."
     }
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
-    }
-
-    /// It reads.
-    fn plan_safe(&self, _args: &Arguments) -> bool {
-        true
-    }
-
-    fn touched_path<'a>(&self, args: &'a Arguments) -> Option<&'a str> {
-        args.str("file_path")
     }
 
     /// Pages by line window and caps bytes itself, with notes that say how to read on.

@@ -45,6 +45,13 @@ impl Tool for ReadImage {
         "read_image"
     }
 
+    fn facts(&self) -> crate::ToolFacts {
+        crate::ToolFacts::new(crate::ToolKind::Read, "Read")
+            .file("file_path")
+            .hook_names(&["Read"])
+            .read_only()
+    }
+
     fn description(&self) -> &str {
         "Look at a PNG, JPEG, WebP or GIF image. The format is read from the file's content, so \
          a path without an extension is fine. Large images are scaled down for you; there is no \
@@ -54,15 +61,6 @@ impl Tool for ReadImage {
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
-    }
-
-    /// It reads.
-    fn plan_safe(&self, _args: &Arguments) -> bool {
-        true
-    }
-
-    fn touched_path<'a>(&self, args: &'a Arguments) -> Option<&'a str> {
-        args.str("file_path")
     }
 
     fn parallel_safe(&self) -> bool {

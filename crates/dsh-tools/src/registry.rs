@@ -64,6 +64,8 @@ pub struct ToolRegistry {
     listings: std::collections::HashMap<String, u64>,
     /// Which names may be offered; a tool it withholds is never put in place.
     filter: crate::ToolFilter,
+    /// What front ends look calls up in: kept equal to `tools` after every change.
+    catalog: crate::ToolCatalog,
 }
 
 struct Entry {
@@ -113,6 +115,24 @@ impl ToolRegistry {
     /// Adds a tool; a tool of the same name is replaced.
     pub fn register(&mut self, tool: Box<dyn Tool>) {
         self.insert(tool, None);
+        self.publish();
+    }
+
+    /// What is wrong with how its tools describe themselves ([`crate::description_problems`]).
+    pub fn description_problems(&self) -> Vec<String> {
+        (self.tools.iter())
+            .flat_map(|e| crate::description_problems(e.tool.as_ref()))
+            .collect()
+    }
+
+    /// The run's tools as front ends look them up; it follows every later change.
+    pub fn catalog(&self) -> crate::ToolCatalog {
+        self.catalog.clone()
+    }
+
+    fn publish(&self) {
+        let tools: Vec<Arc<dyn Tool>> = self.tools.iter().map(|e| e.tool.clone()).collect();
+        self.catalog.publish(&tools);
     }
 
     /// The lists that decide which tools this registry takes.
@@ -124,6 +144,7 @@ impl ToolRegistry {
     pub fn restrict(&mut self, filter: crate::ToolFilter) {
         self.tools.retain(|e| filter.allows(e.tool.name()));
         self.filter = filter;
+        self.publish();
     }
 
     fn insert(&mut self, tool: Box<dyn Tool>, group: Option<String>) {
@@ -152,6 +173,7 @@ impl ToolRegistry {
         for tool in group.tools {
             self.insert(tool, Some(group.name.clone()));
         }
+        self.publish();
     }
 
     /// Takes groups from `joins` whenever [`ToolRegistry::take_joins`] is called.
@@ -208,12 +230,14 @@ impl ToolRegistry {
                     "UNKNOWN_TOOL",
                     format!("unknown tool \"{name}\""),
                 )),
+                hook_names: &[],
             };
         };
         let (value, json) = parse_arguments(arguments);
         PreparedCall {
             name: name.to_owned(),
             json,
+            hook_names: tool.tool.facts().hook_names,
             checked: tool
                 .tool
                 .parameters()
@@ -237,6 +261,7 @@ pub struct PreparedCall {
     /// empty when it was cut right after the tool's name).
     json: bool,
     checked: Result<(Arc<dyn Tool>, Arguments), ToolError>,
+    hook_names: &'static [&'static str],
 }
 
 impl PreparedCall {
@@ -252,6 +277,12 @@ impl PreparedCall {
     /// reads empty text as `{}`).
     pub fn arguments_are_json(&self) -> bool {
         self.json
+    }
+
+    /// Its tool's names in other agents' hook vocabularies (also when its arguments are
+    /// wrong: a hook may want to see that call); none for an unknown tool.
+    pub fn hook_names(&self) -> &'static [&'static str] {
+        self.hook_names
     }
 
     /// The file or folder it works on, when its tool works on one.

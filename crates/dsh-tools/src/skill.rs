@@ -232,6 +232,12 @@ impl Tool for SkillTool {
         "skill"
     }
 
+    fn facts(&self) -> crate::ToolFacts {
+        crate::ToolFacts::new(crate::ToolKind::Read, "Use the skill")
+            .subject("name")
+            .read_only()
+    }
+
     fn description(&self) -> &str {
         "Load a skill from the catalog in the system prompt: its instructions, and the folder \
          its relative paths resolve against."
@@ -239,11 +245,6 @@ impl Tool for SkillTool {
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
-    }
-
-    /// It reads a skill.
-    fn plan_safe(&self, _args: &Arguments) -> bool {
-        true
     }
 
     fn call<'a>(&'a self, args: Arguments, _ctx: &'a ToolContext) -> ToolFuture<'a> {

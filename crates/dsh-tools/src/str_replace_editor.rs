@@ -78,6 +78,14 @@ impl Tool for StrReplaceEditor {
         "str_replace_editor"
     }
 
+    fn facts(&self) -> crate::ToolFacts {
+        crate::ToolFacts::new(crate::ToolKind::Edit, "Edit")
+            .file("path")
+            .line("insert_line")
+            .summary(editor_summary)
+            .change(editor_change)
+    }
+
     fn description(&self) -> &str {
         "View, create and edit files.\n\
          * view shows a file with line numbers (like `cat -n`), or lists a folder two levels \
@@ -97,10 +105,6 @@ impl Tool for StrReplaceEditor {
     /// Only `view`: the other commands write files themselves.
     fn plan_safe(&self, args: &Arguments) -> bool {
         args.str("command") == Some("view")
-    }
-
-    fn touched_path<'a>(&self, args: &'a Arguments) -> Option<&'a str> {
-        args.str("path")
     }
 
     fn call<'a>(&'a self, args: Arguments, ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -487,6 +491,34 @@ fn record(target: &Target, session: &ToolSession) {
         session
             .observations
             .present(&target.key, Version::of(&meta));
+    }
+}
+
+/// The command and its path: `view src/a.rs`.
+fn editor_summary(args: &serde_json::Value) -> Option<String> {
+    let text = |key: &str| args.get(key).and_then(serde_json::Value::as_str);
+    text("path").map(|path| format!("{} {path}", text("command").unwrap_or_default()))
+}
+
+/// `create` writes a whole file; `str_replace` and `insert` a piece of one.
+fn editor_change<'a>(args: &'a serde_json::Value) -> Option<crate::CallChange<'a>> {
+    let text = |key: &str| args.get(key).and_then(serde_json::Value::as_str);
+    let path = text("path")?;
+    let change = |old, new, whole_file| crate::CallChange {
+        path,
+        old,
+        new,
+        whole_file,
+    };
+    match text("command")? {
+        "create" => Some(change(None, text("file_text")?, true)),
+        "str_replace" => Some(change(
+            Some(text("old_str")?),
+            text("new_str").unwrap_or(""),
+            false,
+        )),
+        "insert" => Some(change(None, text("new_str")?, false)),
+        _ => None,
     }
 }
 

@@ -46,6 +46,13 @@ impl Tool for TodoWrite {
         "todo_write"
     }
 
+    fn facts(&self) -> crate::ToolFacts {
+        crate::ToolFacts::new(crate::ToolKind::Think, "Update the plan")
+            .hook_names(&["TodoWrite"])
+            .summary(todo_summary)
+            .read_only()
+    }
+
     fn description(&self) -> &str {
         "Keep a task list for multi-step work: send the whole list each time (it replaces the \
          last one), with one task in_progress while you work on it and each marked completed as \
@@ -54,11 +61,6 @@ impl Tool for TodoWrite {
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
-    }
-
-    /// It keeps the task list, no file.
-    fn plan_safe(&self, _args: &Arguments) -> bool {
-        true
     }
 
     fn call<'a>(&'a self, args: Arguments, _ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -122,6 +124,11 @@ fn todo_list(args: &Arguments) -> Result<Vec<TodoItem>, ToolError> {
         )));
     }
     Ok(todos)
+}
+
+/// The list itself is shown as the plan; the call needs no words of its own.
+fn todo_summary(_args: &serde_json::Value) -> Option<String> {
+    Some(String::new())
 }
 
 #[cfg(test)]

@@ -47,16 +47,19 @@ impl Tool for Write {
         "write"
     }
 
+    fn facts(&self) -> crate::ToolFacts {
+        crate::ToolFacts::new(crate::ToolKind::Edit, "Write")
+            .file("file_path")
+            .hook_names(&["Write"])
+            .change(write_change)
+    }
+
     fn description(&self) -> &str {
         "Create a text file, or replace the whole of one you have read, with the given content."
     }
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
-    }
-
-    fn touched_path<'a>(&self, args: &'a Arguments) -> Option<&'a str> {
-        args.str("file_path")
     }
 
     fn guidance(&self) -> Option<&str> {
@@ -171,4 +174,14 @@ fn checked(site: &WriteSite, seen: Option<Observation>, shown: &str) -> Result<P
         )),
         (None, None) => Ok(Publish::Create),
     }
+}
+
+fn write_change<'a>(args: &'a serde_json::Value) -> Option<crate::CallChange<'a>> {
+    let text = |key: &str| args.get(key).and_then(serde_json::Value::as_str);
+    Some(crate::CallChange {
+        path: text("file_path")?,
+        old: None,
+        new: text("content")?,
+        whole_file: true,
+    })
 }

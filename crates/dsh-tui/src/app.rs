@@ -22,7 +22,6 @@ use crate::mentions::FileIndex;
 use crate::slash::{self, PromptDirs, Slash, UserPrompt};
 use crate::transcript::{Transcript, tokens};
 use crate::wrap::wrap_lines;
-use dsh_core::call_summary;
 
 /// What the loop must do after a key.
 #[derive(Debug, PartialEq, Eq)]
@@ -231,6 +230,7 @@ impl App {
         // The same session on another model (`/model`): its transcript is already above.
         if self.info.as_ref().is_some_and(|open| open.id == info.id) {
             self.note(format!("now on {}; the session goes on", info.model));
+            self.transcript.catalog = info.catalog.clone();
             self.info = Some(info.clone());
             self.end_busy();
             return;
@@ -238,6 +238,7 @@ impl App {
         let show_reasoning = self.transcript.show_reasoning;
         self.transcript = Transcript::default();
         self.transcript.show_reasoning = show_reasoning;
+        self.transcript.catalog = info.catalog.clone();
         let mut header = vec![
             Line::default(),
             Line::from(vec![
@@ -358,11 +359,8 @@ impl App {
             AgentEvent::Child { agent_id, event } => {
                 if let AgentEvent::Record(Record::ToolCall(call)) = *event {
                     let args = serde_json::from_str(&call.arguments).unwrap_or_default();
-                    self.note(format!(
-                        "{agent_id}: {} {}",
-                        call.name,
-                        call_summary(&call.name, &args)
-                    ));
+                    let view = self.transcript.catalog.describe(&call.name, &args);
+                    self.note(format!("{agent_id}: {} {}", call.name, view.summary));
                 }
             }
         }
@@ -379,7 +377,7 @@ impl App {
                 self.active.push(ActiveCall {
                     id: call.call_id.clone(),
                     name: call.name.clone(),
-                    summary: call_summary(&call.name, &args),
+                    summary: self.transcript.catalog.describe(&call.name, &args).summary,
                     output: String::new(),
                 });
             }
@@ -1126,6 +1124,13 @@ mod tests {
         open_app(None)
     }
 
+    /// The file and shell tools, as a run with them describes their calls.
+    fn file_and_shell_tools() -> dsh_core::ToolCatalog {
+        let mut tools = dsh_tools::ToolRegistry::with_file_tools(true);
+        tools.add_shell_tools(true);
+        tools.catalog()
+    }
+
     fn open_app(prompt_dirs: Option<PromptDirs>) -> App {
         let mut app = App::new(prompt_dirs);
         let opened = Opened {
@@ -1135,6 +1140,7 @@ mod tests {
                 cwd: "/work/project".into(),
                 sandbox: "workspace-write".into(),
                 approval: "ask".into(),
+                catalog: file_and_shell_tools(),
                 ..SessionInfo::default()
             },
             events: tokio::sync::mpsc::unbounded_channel().1,

@@ -1,21 +1,20 @@
 //! Edits and writes as coloured diffs, from the call's own arguments: what the model asked
 //! to replace and with what.
 
+use dsh_core::CallChange;
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
 /// The most diff lines a cell shows; the rest is counted.
 pub const MAX_DIFF_LINES: usize = 40;
 
-/// The diff a file-changing call shows, if it is one ([`dsh_core::call_change`]).
-pub fn call_diff(tool: &str, args: &Value) -> Option<Vec<Line<'static>>> {
-    let change = dsh_core::call_change(tool, args)?;
-    Some(match change.old {
+/// The diff of the change a call asks for ([`dsh_core::CallView::change`]).
+pub fn change_diff(change: &CallChange<'_>) -> Vec<Line<'static>> {
+    match change.old {
         Some(old) => diff(old, change.new),
         None => added(change.new),
-    })
+    }
 }
 
 fn styled(tag: ChangeTag, text: &str) -> Line<'static> {
@@ -69,8 +68,12 @@ mod tests {
 
     #[test]
     fn an_edit_is_a_line_diff() {
-        let args = serde_json::json!({"file_path": "a.rs", "old_string": "a\nb\nc\n", "new_string": "a\nB\nc\n"});
-        let lines = call_diff("edit", &args).unwrap();
+        let lines = change_diff(&CallChange {
+            path: "a.rs",
+            old: Some("a\nb\nc\n"),
+            new: "a\nB\nc\n",
+            whole_file: false,
+        });
         assert_eq!(plain(&lines), "      a\n    - b\n    + B\n      c");
         assert_eq!(lines[1].spans[0].style.fg, Some(Color::Red));
         assert_eq!(lines[2].spans[0].style.fg, Some(Color::Green));
@@ -79,13 +82,13 @@ mod tests {
     #[test]
     fn a_long_write_is_cut_and_counted() {
         let content: String = (0..50).map(|i| format!("line {i}\n")).collect();
-        let lines = call_diff(
-            "write",
-            &serde_json::json!({"file_path": "x", "content": content}),
-        )
-        .unwrap();
+        let lines = change_diff(&CallChange {
+            path: "x",
+            old: None,
+            new: &content,
+            whole_file: true,
+        });
         assert_eq!(lines.len(), MAX_DIFF_LINES + 1);
         assert_eq!(plain(&lines[MAX_DIFF_LINES..]), "    … 10 more lines");
-        assert!(call_diff("read", &serde_json::json!({})).is_none());
     }
 }

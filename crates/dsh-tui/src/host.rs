@@ -52,6 +52,8 @@ pub struct SessionInfo {
     pub approval: String,
     /// The model has prices: usage carries its cost.
     pub priced: bool,
+    /// The run's tools, as its calls are shown.
+    pub catalog: dsh_core::ToolCatalog,
     pub skills: Vec<(String, String)>,
     /// The flags the session was opened with (a `/model` switch keeps the rest).
     pub flags: Flags,
@@ -144,6 +146,7 @@ async fn open_session(
         sandbox,
         approval,
         priced: run.priced,
+        catalog: run.catalog.clone(),
         skills: run.skills.clone(),
         flags,
     };

@@ -12,7 +12,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 
-use crate::diff::call_diff;
+use crate::diff::change_diff;
 use crate::markdown;
 
 /// The lines of a bash result the scrollback keeps (its tail); the log has all of it.
@@ -37,6 +37,8 @@ pub struct Transcript {
     pub todos: Vec<TodoItem>,
     /// Everything the session billed that the transcript has seen.
     pub session_usage: Usage,
+    /// The session's tools, as its calls are shown.
+    pub catalog: dsh_core::ToolCatalog,
 }
 
 impl Transcript {
@@ -72,7 +74,7 @@ impl Transcript {
             }
             Record::ToolCall(call) => {
                 let args = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
-                let cell = call_cell(&call.name, &args);
+                let cell = call_cell(&call.name, &self.catalog.describe(&call.name, &args));
                 self.calls
                     .insert(call.call_id.clone(), (call.name.clone(), args));
                 Some(cell)
@@ -276,18 +278,15 @@ pub fn user_cell(text: &str) -> Vec<Line<'static>> {
     lines
 }
 
-fn call_cell(name: &str, args: &Value) -> Vec<Line<'static>> {
+fn call_cell(name: &str, view: &dsh_core::CallView<'_>) -> Vec<Line<'static>> {
     let mut lines = vec![Line::from(vec![
         Span::styled("⏺ ", Style::new().fg(Color::Green)),
         Span::styled(name.to_owned(), Style::new().add_modifier(Modifier::BOLD)),
         Span::raw(" "),
-        Span::styled(
-            dsh_core::call_summary(name, args),
-            Style::new().fg(Color::Gray),
-        ),
+        Span::styled(view.summary.clone(), Style::new().fg(Color::Gray)),
     ])];
-    if let Some(diff) = call_diff(name, args) {
-        lines.extend(diff);
+    if let Some(change) = &view.change {
+        lines.extend(change_diff(change));
     }
     lines
 }

@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_tools::{
-    Arguments, Param, ParamType, Parameters, Tool, ToolContext, ToolError, ToolFuture, ToolOutput,
+    Arguments, Param, ParamType, Parameters, Tool, ToolContext, ToolError, ToolFacts, ToolFuture,
+    ToolKind, ToolOutput,
 };
 use futures_util::StreamExt;
 use reqwest::Url;
@@ -53,6 +54,13 @@ impl Tool for WebFetch {
         "web_fetch"
     }
 
+    fn facts(&self) -> ToolFacts {
+        ToolFacts::new(ToolKind::Fetch, "Fetch")
+            .subject("url")
+            .hook_names(&["WebFetch"])
+            .read_only()
+    }
+
     fn description(&self) -> &str {
         "Read one web page (http or https) and get its content as markdown, or as text for \
          plain-text and JSON responses."
@@ -60,11 +68,6 @@ impl Tool for WebFetch {
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
-    }
-
-    /// It reads a page.
-    fn plan_safe(&self, _args: &Arguments) -> bool {
-        true
     }
 
     fn guidance(&self) -> Option<&str> {

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_tools::{
-    Arguments, Param, ParamType, Parameters, Tool, ToolContext, ToolError, ToolFuture, ToolOutput,
+    Arguments, Param, ParamType, Parameters, Tool, ToolContext, ToolError, ToolFacts, ToolFuture,
+    ToolKind, ToolOutput,
 };
 use reqwest::Url;
 use serde_json::Value;
@@ -84,6 +85,13 @@ impl Tool for WebSearch {
         "web_search"
     }
 
+    fn facts(&self) -> ToolFacts {
+        ToolFacts::new(ToolKind::Fetch, "Search the web for")
+            .summary(queries_summary)
+            .hook_names(&["WebSearch"])
+            .read_only()
+    }
+
     fn description(&self) -> &str {
         "Search the web for current information: one to four queries, answered with a list of \
          sources (title, link and snippet)."
@@ -91,11 +99,6 @@ impl Tool for WebSearch {
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
-    }
-
-    /// It searches.
-    fn plan_safe(&self, _args: &Arguments) -> bool {
-        true
     }
 
     fn guidance(&self) -> Option<&str> {
@@ -358,10 +361,42 @@ fn render(sources: &[Source], truncated: bool) -> String {
     parts.join("\n\n")
 }
 
+/// The queries of a call, one after the other.
+fn queries_summary(args: &serde_json::Value) -> Option<String> {
+    let queries = args.get("queries")?.as_array()?;
+    let texts: Vec<&str> = queries
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    Some(texts.join("; "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn a_search_is_titled_by_its_queries() {
+        let args = serde_json::json!({"queries": ["rust openat2", "landlock abi"]});
+        let (fetch, search) = crate::tools(WebSettings {
+            network: true,
+            allow_private: false,
+            fetch_timeout: Duration::from_secs(1),
+            search: Err("none".into()),
+            search_timeout: Duration::from_secs(1),
+        });
+        let view = dsh_tools::CallView::of(&search.facts(), &args);
+        assert_eq!(view.title, "Search the web for rust openat2; landlock abi");
+        assert_eq!(
+            dsh_tools::description_problems(&fetch),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            dsh_tools::description_problems(&search),
+            Vec::<String>::new()
+        );
+    }
 
     fn source(url: &str, title: Option<&str>) -> Source {
         Source {

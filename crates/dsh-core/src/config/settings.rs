@@ -792,7 +792,7 @@ impl Settings {
                 (Some(id), false) => Some((id.clone(), "--session-id")),
                 (None, true) => {
                     let latest =
-                    crate::catalog::latest_session(&home.value, &cwd).ok_or_else(|| {
+                    crate::session_list::latest_session(&home.value, &cwd).ok_or_else(|| {
                         SetupError::new("SESSION_NOT_FOUND", format!(
                             "--continue: no session was recorded in {} yet; run without it to \
                              start one",

@@ -303,6 +303,10 @@ impl Tool for ListAgents {
         "list_agents"
     }
 
+    fn facts(&self) -> dsh_tools::ToolFacts {
+        dsh_tools::ToolFacts::new(dsh_tools::ToolKind::Other, "List the subagents").read_only()
+    }
+
     fn description(&self) -> &str {
         "List the subagents you started in the background, with whether each is running or \
          idle (waiting for send_message). You are told when one finishes: do not poll."
@@ -310,10 +314,6 @@ impl Tool for ListAgents {
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
-    }
-
-    fn plan_safe(&self, _args: &Arguments) -> bool {
-        true
     }
 
     fn call<'a>(&'a self, args: Arguments, _ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -339,6 +339,11 @@ struct SendMessage {
 impl Tool for SendMessage {
     fn name(&self) -> &str {
         "send_message"
+    }
+
+    fn facts(&self) -> dsh_tools::ToolFacts {
+        dsh_tools::ToolFacts::new(dsh_tools::ToolKind::Other, "Send a task to")
+            .subject("subagent_id")
     }
 
     fn description(&self) -> &str {
@@ -397,6 +402,10 @@ struct InterruptAgent {
 impl Tool for InterruptAgent {
     fn name(&self) -> &str {
         "interrupt_agent"
+    }
+
+    fn facts(&self) -> dsh_tools::ToolFacts {
+        dsh_tools::ToolFacts::new(dsh_tools::ToolKind::Other, "Interrupt").subject("agent_id")
     }
 
     fn description(&self) -> &str {

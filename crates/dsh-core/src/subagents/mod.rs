@@ -221,6 +221,18 @@ impl Tool for SubagentTool {
         }
     }
 
+    fn facts(&self) -> dsh_tools::ToolFacts {
+        let verb = if self.fork {
+            "Forked subagent"
+        } else {
+            "Subagent"
+        };
+        dsh_tools::ToolFacts::new(dsh_tools::ToolKind::Other, verb)
+            .subject("description")
+            .hook_names(&["Task"])
+            .summary(subagent_summary)
+    }
+
     fn parameters(&self) -> &Parameters {
         &self.parameters
     }
@@ -607,6 +619,14 @@ fn failure_text(reason: &TurnEndReason, partial: &str, usage: Usage) -> ToolErro
         ));
     }
     ToolError::plain(text).with_usage(usage)
+}
+
+/// The short description, or the task itself when the model gave none.
+fn subagent_summary(args: &serde_json::Value) -> Option<String> {
+    let text = |key: &str| args.get(key).and_then(serde_json::Value::as_str);
+    text("description")
+        .or_else(|| text("prompt"))
+        .map(str::to_owned)
 }
 
 #[cfg(test)]

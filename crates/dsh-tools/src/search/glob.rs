@@ -54,6 +54,14 @@ impl Tool for Glob {
         "glob"
     }
 
+    fn facts(&self) -> crate::ToolFacts {
+        crate::ToolFacts::new(crate::ToolKind::Search, "Find")
+            .subject("pattern")
+            .folder("path")
+            .hook_names(&["Glob"])
+            .read_only()
+    }
+
     fn description(&self) -> &str {
         "List the files whose paths match a glob pattern, oldest modification first. Hidden and \
          git-ignored files are included, version-control folders are not, and directories are \
@@ -63,11 +71,6 @@ impl Tool for Glob {
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
-    }
-
-    /// It reads.
-    fn plan_safe(&self, _args: &Arguments) -> bool {
-        true
     }
 
     fn guidance(&self) -> Option<&str> {

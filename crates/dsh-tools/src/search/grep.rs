@@ -66,6 +66,14 @@ impl Tool for Grep {
         "grep"
     }
 
+    fn facts(&self) -> crate::ToolFacts {
+        crate::ToolFacts::new(crate::ToolKind::Search, "Search")
+            .subject("pattern")
+            .folder("path")
+            .hook_names(&["Grep"])
+            .read_only()
+    }
+
     fn description(&self) -> &str {
         "Search file contents for a regular expression and get the matching lines with their \
          numbers, grouped by file. Git-ignored and hidden files are skipped unless named by path. \
@@ -74,11 +82,6 @@ impl Tool for Grep {
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
-    }
-
-    /// It reads.
-    fn plan_safe(&self, _args: &Arguments) -> bool {
-        true
     }
 
     fn guidance(&self) -> Option<&str> {

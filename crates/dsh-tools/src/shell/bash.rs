@@ -77,6 +77,12 @@ impl Tool for Bash {
         "bash"
     }
 
+    fn facts(&self) -> crate::ToolFacts {
+        crate::ToolFacts::new(crate::ToolKind::Execute, "Run")
+            .subject("command")
+            .hook_names(&["Bash"])
+    }
+
     fn description(&self) -> &str {
         "Run a shell command with `bash -c` and get its stdout and stderr. Every call starts a \
          new shell in the workspace: nothing (cwd, variables) carries over, so use `workdir` \

@@ -65,6 +65,12 @@ impl Tool for JobOutput {
         "job_output"
     }
 
+    fn facts(&self) -> crate::ToolFacts {
+        crate::ToolFacts::new(crate::ToolKind::Execute, "Read the output of job")
+            .subject("job_id")
+            .read_only()
+    }
+
     fn description(&self) -> &str {
         "Read what a background job printed since the last read, ending with its \
          `[status: ...]`. Returns at once unless `wait` is true."
@@ -72,11 +78,6 @@ impl Tool for JobOutput {
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
-    }
-
-    /// It reads (or stops a job, which changes no file).
-    fn plan_safe(&self, _args: &Arguments) -> bool {
-        true
     }
 
     fn guidance(&self) -> Option<&str> {
@@ -141,17 +142,16 @@ impl Tool for JobList {
         "job_list"
     }
 
+    fn facts(&self) -> crate::ToolFacts {
+        crate::ToolFacts::new(crate::ToolKind::Execute, "List the jobs").read_only()
+    }
+
     fn description(&self) -> &str {
         "List this session's background jobs, running and finished, with their ids and status."
     }
 
     fn parameters(&self) -> &Parameters {
         &self.parameters
-    }
-
-    /// It reads (or stops a job, which changes no file).
-    fn plan_safe(&self, _args: &Arguments) -> bool {
-        true
     }
 
     fn call<'a>(&'a self, _: Arguments, ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -194,6 +194,10 @@ impl Tool for JobKill {
         "job_kill"
     }
 
+    fn facts(&self) -> crate::ToolFacts {
+        crate::ToolFacts::new(crate::ToolKind::Execute, "Stop job").subject("job_id")
+    }
+
     fn description(&self) -> &str {
         "Stop a background job. Returns at once; the job shows as killed once its processes \
          are gone (within a few seconds)."
@@ -203,7 +207,7 @@ impl Tool for JobKill {
         &self.parameters
     }
 
-    /// It reads (or stops a job, which changes no file).
+    /// Stopping a job changes no file.
     fn plan_safe(&self, _args: &Arguments) -> bool {
         true
     }
