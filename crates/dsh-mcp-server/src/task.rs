@@ -29,7 +29,6 @@ pub struct Task {
 pub struct Ran {
     pub session_id: String,
     summary: TurnSummary,
-    steps: u32,
     started: Instant,
 }
 
@@ -104,7 +103,6 @@ impl Task {
         let _turn = sessions.opened(&session_id, run.agent.session().cwd());
         let mut events = std::mem::replace(&mut run.events, mpsc::unbounded_channel().1);
         let stop = Stop::new();
-        let mut steps = 0;
         let outcome = {
             let turn = run.agent.run(self.prompt, &stop);
             tokio::pin!(turn);
@@ -113,7 +111,7 @@ impl Task {
                 tokio::select! {
                     outcome = &mut turn => break outcome,
                     Some(event) = events.recv() => {
-                        told(&event, &mut progress, &mut steps).await;
+                        told(&event, &mut progress).await;
                     }
                     Some(line) = notice_lines.recv() => {
                         if let Some(progress) = &mut progress {
@@ -129,14 +127,13 @@ impl Task {
         };
         // What the turn sent before it ended is told before the result.
         while let Ok(event) = events.try_recv() {
-            told(&event, &mut progress, &mut steps).await;
+            told(&event, &mut progress).await;
         }
         run.close().await;
         let summary = outcome.map_err(|e| format!("{}: {e}", e.code()))?;
         Ok(Ran {
             session_id,
             summary,
-            steps,
             started,
         })
     }
@@ -152,7 +149,7 @@ impl Ran {
             text: self.summary.text.clone(),
             usage: self.summary.usage,
             duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
-            steps: self.steps,
+            steps: self.summary.steps,
             structured_output: None,
         };
         let mut structured = serde_json::to_value(&event).unwrap_or_default();
@@ -233,11 +230,8 @@ impl Progress {
     }
 }
 
-/// Counts a step's end, and tells the client what the event says.
-async fn told(event: &AgentEvent, progress: &mut Option<Progress>, steps: &mut u32) {
-    if matches!(event, AgentEvent::Record(Record::StepEnd { .. })) {
-        *steps += 1;
-    }
+/// Tells the client what the event says.
+async fn told(event: &AgentEvent, progress: &mut Option<Progress>) {
     if let (Some(progress), Some(message)) = (progress, said(event)) {
         progress.tell(message).await;
     }
