@@ -641,7 +641,7 @@ impl Agent {
 
     /// Runs one turn for `task` until the model answers without calling a tool, the step cap
     /// is reached, a request fails for good, or `stop` is requested.
-    pub async fn run_turn(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
+    async fn run_turn(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
         if let Some(shared) = &self.config.completed_history {
             *shared
                 .lock()
