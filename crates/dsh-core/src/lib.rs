@@ -31,7 +31,7 @@ mod session;
 mod subagents;
 
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
-pub use builder::{AgentBuilder, Processes, Run, StartedRun, User};
+pub use builder::{AgentBuilder, Processes, Run, RunningTask, StartedRun, User};
 pub use call_summary::{CallChange, call_change, call_summary};
 pub use catalog::{list_sessions, session_log_path, utc_date_time};
 pub use compaction::ManualCompaction;

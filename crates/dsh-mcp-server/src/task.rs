@@ -101,34 +101,27 @@ impl Task {
         };
         let session_id = run.agent.session().id().to_owned();
         let _turn = sessions.opened(&session_id, run.agent.session().cwd());
-        let mut events = std::mem::replace(&mut run.events, mpsc::unbounded_channel().1);
         let stop = Stop::new();
-        let outcome = {
-            let turn = run.agent.run(self.prompt, &stop);
-            tokio::pin!(turn);
-            let mut cancelled = false;
-            loop {
-                tokio::select! {
-                    outcome = &mut turn => break outcome,
-                    Some(event) = events.recv() => {
-                        told(&event, &mut progress).await;
-                    }
-                    Some(line) = notice_lines.recv() => {
-                        if let Some(progress) = &mut progress {
-                            progress.tell(line).await;
-                        }
-                    }
-                    () = cancel.cancelled(), if !cancelled => {
-                        cancelled = true;
-                        stop.request(AbortReason::User);
+        let mut running = run.start_task(self.prompt, &stop);
+        let mut cancelled = false;
+        loop {
+            tokio::select! {
+                event = running.next_event() => match event {
+                    Some(event) => told(&event, &mut progress).await,
+                    None => break,
+                },
+                Some(line) = notice_lines.recv() => {
+                    if let Some(progress) = &mut progress {
+                        progress.tell(line).await;
                     }
                 }
+                () = cancel.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    stop.request(AbortReason::User);
+                }
             }
-        };
-        // What the turn sent before it ended is told before the result.
-        while let Ok(event) = events.try_recv() {
-            told(&event, &mut progress).await;
         }
+        let outcome = running.outcome().await;
         run.close().await;
         let summary = outcome.map_err(|e| format!("{}: {e}", e.code()))?;
         Ok(Ran {
