@@ -68,6 +68,12 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))
 }
 
+/// The sandbox helper, for the binary that runs agents: bubblewrap starts that binary again as
+/// the helper inside each run's sandbox, so it must call `serve_if_asked` first thing in `main`.
+pub mod sandbox_helper {
+    pub use dsh_sandbox::helper::serve_if_asked;
+}
+
 /// What a front end implements to put the model's requests to the person using it, and, for
 /// an editor, to hand the file tools the files it holds open.
 pub mod ask {
