@@ -87,15 +87,13 @@ impl OpenSession {
         if let Opening::Existing(id) = opening {
             flags.session_id = Some(id);
         }
-        let mut settings = Settings::load(cwd.to_path_buf(), &Environment::from_process(), &flags)
+        // The editor's servers join the config's (one of the same name is the editor's) as the
+        // settings are resolved, so that their env and header values are redacted like any key.
+        let (given, skipped) = crate::mcp::servers(editor_servers, cwd);
+        flags.mcp_servers = given;
+        let settings = Settings::load(cwd.to_path_buf(), &Environment::from_process(), &flags)
             .map_err(|e| Failure::new(e.code, e.message))?;
         let (notices_tx, notices) = mpsc::unbounded_channel();
-        // The editor's servers join the config's; one of the same name is the editor's.
-        let (given, skipped) = crate::mcp::servers(editor_servers, cwd);
-        for server in given {
-            settings.mcp_servers.retain(|s| s.name != server.name);
-            settings.mcp_servers.push(server);
-        }
         for line in skipped {
             let _ = notices_tx.send(line);
         }
