@@ -58,7 +58,6 @@ pub struct OpenSession {
 
 struct Opened {
     run: Run,
-    events: UnboundedReceiver<AgentEvent>,
     notices: UnboundedReceiver<String>,
     context_window: u64,
     /// What the session has been billed, its earlier turns included.
@@ -92,15 +91,13 @@ impl OpenSession {
         if let Opening::Existing(id) = opening {
             flags.session_id = Some(id);
         }
-        let mut settings = Settings::load(cwd.to_path_buf(), &Environment::from_process(), &flags)
+        // The editor's servers join the config's (one of the same name is the editor's) as the
+        // settings are resolved, so that their env and header values are redacted like any key.
+        let (given, skipped) = crate::mcp::servers(editor_servers, cwd);
+        flags.mcp_servers = given;
+        let settings = Settings::load(cwd.to_path_buf(), &Environment::from_process(), &flags)
             .map_err(|e| Failure::new(e.code, e.message))?;
         let (notices_tx, notices) = mpsc::unbounded_channel();
-        // The editor's servers join the config's; one of the same name is the editor's.
-        let (given, skipped) = crate::mcp::servers(editor_servers, cwd);
-        for server in given {
-            settings.mcp_servers.retain(|s| s.name != server.name);
-            settings.mcp_servers.push(server);
-        }
         for line in skipped {
             let _ = notices_tx.send(line);
         }
@@ -113,7 +110,7 @@ impl OpenSession {
             editor: Some(Arc::new(editor.clone())),
         };
         let mcp = dsh_mcp::McpServers::default();
-        let mut run = AgentBuilder::new(settings)
+        let run = AgentBuilder::new(settings)
             .with_user(user)
             .open(&mcp, notices_tx)
             .await
@@ -131,7 +128,6 @@ impl OpenSession {
                 billed.add(&usage);
             }
         }
-        let events = std::mem::replace(&mut run.events, mpsc::unbounded_channel().1);
         // Notices are dropped for a client that cannot show them: they are never part of
         // the answer.
         let notices = if notices_supported {
@@ -146,7 +142,6 @@ impl OpenSession {
             log,
             turn: tokio::sync::Mutex::new(Some(Opened {
                 run,
-                events,
                 notices,
                 context_window,
                 billed,
@@ -204,7 +199,6 @@ impl OpenSession {
         };
         let Opened {
             run,
-            events,
             notices,
             context_window,
             billed,
@@ -219,25 +213,21 @@ impl OpenSession {
                 tell(usage_update(usage, *context_window, billed));
             }
         };
-        let outcome = {
-            let turn = run.agent.run(text, &stop);
-            tokio::pin!(turn);
-            loop {
-                // What the agent reported goes out before the turn goes on: a request the turn
-                // sends the client (a permission, a file) follows the updates before it.
-                tokio::select! {
-                    biased;
-                    Some(event) = events.recv() => told(&event, billed),
-                    Some(line) = notices.recv() => {
-                        tell(SessionUpdate::Notice(Notice::new(NoticeSeverity::Warning, line)));
-                    }
-                    outcome = &mut turn => break outcome,
+        let mut running = run.start_task(text, &stop);
+        loop {
+            // Notices first: the task's end must not leave one waiting for the next prompt.
+            tokio::select! {
+                biased;
+                Some(line) = notices.recv() => {
+                    tell(SessionUpdate::Notice(Notice::new(NoticeSeverity::Warning, line)));
                 }
+                event = running.next_event() => match event {
+                    Some(event) => told(&event, billed),
+                    None => break,
+                },
             }
-        };
-        while let Ok(event) = events.try_recv() {
-            told(&event, billed);
         }
+        let outcome = running.outcome().await;
         if let Ok(mut running) = self.stop.lock() {
             *running = None;
         }

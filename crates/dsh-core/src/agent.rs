@@ -127,6 +127,9 @@ pub struct TurnSummary {
     pub text: String,
     /// Every request of the turn.
     pub usage: Usage,
+    /// The steps this agent ended (its `StepEnd` records), in every turn the summary covers;
+    /// its subagents' steps are in their own logs.
+    pub steps: u32,
 }
 
 /// A request to stop the run, with its reason. Cloning shares it.
@@ -375,6 +378,7 @@ impl Agent {
             self.carried.add(&notices.1);
             let next = self.run_turn(notices.0.join("\n"), stop).await?;
             summary.usage.add(&next.usage);
+            summary.steps += next.steps;
             if !next.text.is_empty() {
                 summary.text = next.text;
             }
@@ -446,6 +450,7 @@ impl Agent {
             reason,
             text: String::new(),
             usage: Usage::default(),
+            steps: 0,
         })
     }
 
@@ -636,7 +641,7 @@ impl Agent {
 
     /// Runs one turn for `task` until the model answers without calling a tool, the step cap
     /// is reached, a request fails for good, or `stop` is requested.
-    pub async fn run_turn(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
+    async fn run_turn(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
         if let Some(shared) = &self.config.completed_history {
             *shared
                 .lock()
@@ -770,6 +775,7 @@ impl Agent {
             reason,
             text,
             usage,
+            steps: step,
         })
     }
 

@@ -9,6 +9,7 @@
 //! is read; [`StartedRun::finish`] waits for them and assembles the agent.
 
 use std::ffi::OsString;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use dsh_llm::{Provider, Retrying};
@@ -23,7 +24,7 @@ use dsh_tools::{
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 
 use crate::config::{Compression, McpTransport, Settings, SetupError};
-use crate::{Agent, AgentConfig, AgentEvent, LogOptions, Session};
+use crate::{Agent, AgentConfig, AgentEvent, CoreError, LogOptions, Session, Stop, TurnSummary};
 
 /// Builds one run.
 pub struct AgentBuilder {
@@ -65,8 +66,9 @@ pub struct StartedRun {
 /// A run ready for its task.
 pub struct Run {
     pub agent: Agent,
-    /// What the agent reports; ends when the agent is dropped.
-    pub events: UnboundedReceiver<AgentEvent>,
+    /// What the agent reports ([`Run::start_task`], [`Run::take_events`]); ends when the agent
+    /// is dropped.
+    events: UnboundedReceiver<AgentEvent>,
     /// The model has prices: every request's usage comes back with its cost (`costUsd`).
     pub priced: bool,
     /// The skills found for the run (name, description), as `/skills` lists them.
@@ -75,6 +77,47 @@ pub struct Run {
     /// lookup for every front end, which follows the tools that join later (MCP servers').
     pub catalog: crate::ToolCatalog,
     processes: Processes,
+}
+
+/// A task the agent is running ([`Run::start_task`]), and what it reports as it goes.
+pub struct RunningTask<'a, F> {
+    /// `None` once it has ended.
+    running: Option<Pin<Box<F>>>,
+    outcome: Option<Result<TurnSummary, CoreError>>,
+    events: &'a mut UnboundedReceiver<AgentEvent>,
+}
+
+impl<F: Future<Output = Result<TurnSummary, CoreError>>> RunningTask<'_, F> {
+    /// The next thing the agent reports; `None` once the task has ended and what it had
+    /// reported by then has been handed over. Cancel-safe, so it can be one branch of a
+    /// `select!` among others.
+    pub async fn next_event(&mut self) -> Option<AgentEvent> {
+        if let Some(running) = &mut self.running {
+            // Events first: what the agent reported goes out before the task goes on (a
+            // permission it asks an editor for follows the updates before it).
+            tokio::select! {
+                biased;
+                Some(event) = self.events.recv() => return Some(event),
+                outcome = running.as_mut() => {
+                    self.running = None;
+                    self.outcome = Some(outcome);
+                }
+            }
+        }
+        // What was reported before the end, still queued.
+        self.events.try_recv().ok()
+    }
+
+    /// How the task ended ([`Agent::run`]'s summary). Called before [`RunningTask::next_event`]
+    /// has returned `None`, it waits for the end and drops the events not handed over yet.
+    pub async fn outcome(mut self) -> Result<TurnSummary, CoreError> {
+        loop {
+            if let Some(outcome) = self.outcome.take() {
+                return outcome;
+            }
+            self.next_event().await;
+        }
+    }
 }
 
 /// What a run started outside the agent: commands' processes and MCP servers.
@@ -99,6 +142,28 @@ impl Processes {
 }
 
 impl Run {
+    /// Starts `task` as [`Agent::run`] does. Its events come from
+    /// [`RunningTask::next_event`], which a front end awaits beside its own sources (a cancel,
+    /// lines of input, notices) in one `select!`.
+    pub fn start_task<'a>(
+        &'a mut self,
+        task: String,
+        stop: &'a Stop,
+    ) -> RunningTask<'a, impl Future<Output = Result<TurnSummary, CoreError>> + 'a> {
+        RunningTask {
+            running: Some(Box::pin(self.agent.run(task, stop))),
+            outcome: None,
+            events: &mut self.events,
+        }
+    }
+
+    /// What the agent reports, for a front end that reads it apart from the tasks it starts
+    /// (the terminal UI's screen, while its host runs them). The run keeps a closed receiver:
+    /// [`RunningTask::next_event`] then hands over nothing but the task's end.
+    pub fn take_events(&mut self) -> UnboundedReceiver<AgentEvent> {
+        std::mem::replace(&mut self.events, mpsc::unbounded_channel().1)
+    }
+
     /// The processes to stop once the agent is done.
     pub fn processes(&self) -> Processes {
         self.processes.clone()

@@ -30,7 +30,7 @@ mod session_list;
 mod subagents;
 
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
-pub use builder::{AgentBuilder, Processes, Run, StartedRun, User};
+pub use builder::{AgentBuilder, Processes, Run, RunningTask, StartedRun, User};
 pub use compaction::ManualCompaction;
 pub use config::{Config, ConfigError, ConfigFiles, Environment, Flags, Settings, SetupError};
 pub use dotenv::{Credentials, DotenvError, EnvSource};
@@ -65,6 +65,12 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+/// The sandbox helper, for the binary that runs agents: bubblewrap starts that binary again as
+/// the helper inside each run's sandbox, so it must call `serve_if_asked` first thing in `main`.
+pub mod sandbox_helper {
+    pub use dsh_sandbox::helper::serve_if_asked;
 }
 
 /// What a front end implements to put the model's requests to the person using it, and, for

@@ -133,7 +133,7 @@ async fn run(answers: Vec<Answer>, config: AgentConfig, stop_at: Option<usize>) 
         session,
         tx,
     );
-    let summary = agent.run_turn("do it".into(), &stop).await.unwrap();
+    let summary = agent.run("do it".into(), &stop).await.unwrap();
     let log = std::fs::read_to_string(agent.session().log_path()).unwrap();
     drop(agent);
     let mut records = Vec::new();
@@ -231,6 +231,7 @@ async fn a_tool_round_trip_sends_the_result_back_and_completes() {
     assert_eq!(run.seen[1].len(), 3);
     assert!(run.seen[1][2].content[0] != run.seen[1][1].content[0]);
     assert_eq!(run.summary.usage, Usage::new(15, 3, 1, 0, 0));
+    assert_eq!(run.summary.steps, 2);
     assert_eq!(run.deltas, 2);
     // The log holds the header and every record.
     assert_eq!(run.log.lines().count(), 1 + run.records.len());
@@ -325,6 +326,7 @@ async fn the_step_cap_ends_the_turn_with_max_steps() {
     }
     // Both steps' results were committed before the turn ended.
     assert_eq!(results(&run.records).len(), 2);
+    assert_eq!(run.summary.steps, 2);
 }
 
 #[tokio::test]

@@ -30,7 +30,6 @@ pub struct Task {
 pub struct Ran {
     pub session_id: String,
     summary: TurnSummary,
-    steps: u32,
     started: Instant,
 }
 
@@ -104,41 +103,32 @@ impl Task {
         let session_id = run.agent.session().id().to_owned();
         let catalog = run.catalog.clone();
         let _turn = sessions.opened(&session_id, run.agent.session().cwd());
-        let mut events = std::mem::replace(&mut run.events, mpsc::unbounded_channel().1);
         let stop = Stop::new();
-        let mut steps = 0;
-        let outcome = {
-            let turn = run.agent.run(self.prompt, &stop);
-            tokio::pin!(turn);
-            let mut cancelled = false;
-            loop {
-                tokio::select! {
-                    outcome = &mut turn => break outcome,
-                    Some(event) = events.recv() => {
-                        told(&event, &catalog, &mut progress, &mut steps).await;
-                    }
-                    Some(line) = notice_lines.recv() => {
-                        if let Some(progress) = &mut progress {
-                            progress.tell(line).await;
-                        }
-                    }
-                    () = cancel.cancelled(), if !cancelled => {
-                        cancelled = true;
-                        stop.request(AbortReason::User);
+        let mut running = run.start_task(self.prompt, &stop);
+        let mut cancelled = false;
+        loop {
+            tokio::select! {
+                event = running.next_event() => match event {
+                    Some(event) => told(&event, &catalog, &mut progress).await,
+                    None => break,
+                },
+                Some(line) = notice_lines.recv() => {
+                    if let Some(progress) = &mut progress {
+                        progress.tell(line).await;
                     }
                 }
+                () = cancel.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    stop.request(AbortReason::User);
+                }
             }
-        };
-        // What the turn sent before it ended is told before the result.
-        while let Ok(event) = events.try_recv() {
-            told(&event, &catalog, &mut progress, &mut steps).await;
         }
+        let outcome = running.outcome().await;
         run.close().await;
         let summary = outcome.map_err(|e| format!("{}: {e}", e.code()))?;
         Ok(Ran {
             session_id,
             summary,
-            steps,
             started,
         })
     }
@@ -154,7 +144,7 @@ impl Ran {
             text: self.summary.text.clone(),
             usage: self.summary.usage,
             duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
-            steps: self.steps,
+            steps: self.summary.steps,
             structured_output: None,
         };
         let mut structured = serde_json::to_value(&event).unwrap_or_default();
@@ -235,16 +225,8 @@ impl Progress {
     }
 }
 
-/// Counts a step's end, and tells the client what the event says.
-async fn told(
-    event: &AgentEvent,
-    catalog: &ToolCatalog,
-    progress: &mut Option<Progress>,
-    steps: &mut u32,
-) {
-    if matches!(event, AgentEvent::Record(Record::StepEnd { .. })) {
-        *steps += 1;
-    }
+/// Tells the client what the event says.
+async fn told(event: &AgentEvent, catalog: &ToolCatalog, progress: &mut Option<Progress>) {
     if let (Some(progress), Some(message)) = (progress, said(event, catalog)) {
         progress.tell(message).await;
     }

@@ -1394,6 +1394,7 @@ mod tests {
             reason: TurnEndReason::Completed,
             text: String::new(),
             usage: Usage::default(),
+            steps: 0,
         }));
         assert_eq!(app.next_queued().as_deref(), Some("later"));
         assert_eq!(
@@ -1548,6 +1549,7 @@ mod tests {
                 },
                 text: String::new(),
                 usage: Usage::default(),
+                steps: 0,
             })
         };
         let idle = "deepseek-v4-flash · workspace-write · 0 tokens";

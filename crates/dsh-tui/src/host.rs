@@ -151,8 +151,8 @@ async fn open_session(
         flags,
     };
     let mut run = run;
-    // The UI reads the events; the run keeps a receiver nobody reads, which is never sent to.
-    let events = std::mem::replace(&mut run.events, tokio::sync::mpsc::unbounded_channel().1);
+    // The UI reads the events on its own while the host runs the turns.
+    let events = run.take_events();
     let opened = Box::new(Opened {
         info,
         events,

@@ -950,7 +950,7 @@ mod tests {
 
     #[test]
     fn the_help_gives_the_approval_default_settings_use() {
-        use dsh_sandbox::SandboxMode;
+        use dsh_core::config::SandboxMode;
         let help: String = HELP.split_whitespace().collect::<Vec<_>>().join(" ");
         let (_, approval) = help.split_once("--approval-policy <policy>").unwrap();
         let (approval, _) = approval.split_once(" --add-dir").unwrap();

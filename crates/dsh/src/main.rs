@@ -19,8 +19,8 @@ use cli::Command;
 
 fn main() -> ExitCode {
     // Before anything else, and before any thread starts: this process may be the run's
-    // sandbox helper, started by bubblewrap inside its sandbox (see `dsh_sandbox::helper`).
-    dsh_sandbox::helper::serve_if_asked();
+    // sandbox helper, started by bubblewrap inside its sandbox.
+    dsh_core::sandbox_helper::serve_if_asked();
     let args = std::env::args_os().skip(1).collect();
     let terminals = cli::Terminals {
         stdin: std::io::stdin().is_terminal(),

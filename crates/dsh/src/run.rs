@@ -87,7 +87,7 @@ async fn set_up_and_run(
             None => SetupError::new("SIGNAL", "stopped by a signal before the task was sent".into()),
         }),
     };
-    let (task, run) = match set_up {
+    let (task, mut run) = match set_up {
         Ok(ready) => ready,
         Err(SetupError { message, code }) => {
             surface.fail(&message, &message, Some(code.into_owned()));
@@ -98,34 +98,30 @@ async fn set_up_and_run(
             };
         }
     };
-    let processes = run.processes();
-    let Run {
-        mut agent,
-        events: rx,
-        ..
-    } = run;
-    let session_id = agent.session().id().to_owned();
-    surface.session(&session_id, &agent.session().cwd().to_string_lossy());
-    surface.todos(agent.session().todos());
+    let session = run.agent.session();
+    let session_id = session.id().to_owned();
+    surface.session(&session_id, &session.cwd().to_string_lossy());
+    surface.todos(session.todos());
     let Some(task) = task else {
         // `--input-format stream-json`: the messages come from stdin, a turn each.
-        let status = crate::stream_input::serve(&mut agent, rx, &mut surface, stop).await;
-        drop(agent);
-        processes.shutdown().await;
+        let status = crate::stream_input::serve(&mut run, &mut surface, stop).await;
+        run.close().await;
         return status;
     };
 
+    // Rendered until the channel closes, not only until the run returns: a subagent's last
+    // events are forwarded by a task of their own and can come after it, still before `final`.
+    let mut events = run.take_events();
     let turn = async {
-        let result = agent.run(task, stop).await;
-        let structured = agent.structured_output().cloned();
-        drop(agent); // closes the event channel, ending the renderer below
-        // Nothing a command or a server started outlives the run.
-        processes.shutdown().await;
+        let result = run.agent.run(task, stop).await;
+        let structured = run.agent.structured_output().cloned();
+        // Drops the agent, which closes the event channel, and stops every process a command
+        // or a server started.
+        run.close().await;
         result.map(|summary| (summary, structured))
     };
     let render = async {
-        let mut rx = rx;
-        while let Some(event) = rx.recv().await {
+        while let Some(event) = events.recv().await {
             surface.event(&event);
         }
     };

@@ -7,7 +7,7 @@
 
 use std::collections::VecDeque;
 
-use dsh_core::{Agent, AgentEvent, Stop};
+use dsh_core::{Run, Stop};
 use dsh_protocol::AbortReason;
 use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
@@ -26,12 +26,7 @@ enum Input {
 
 /// Serves stdin's messages until EOF or a stop; returns the exit status of the last turn (0
 /// when there was none).
-pub async fn serve(
-    agent: &mut Agent,
-    mut events: mpsc::UnboundedReceiver<AgentEvent>,
-    surface: &mut Surface,
-    stop: &Stop,
-) -> u8 {
+pub async fn serve(run: &mut Run, surface: &mut Surface, stop: &Stop) -> u8 {
     let mut inputs = read_stdin();
     let mut waiting: VecDeque<String> = VecDeque::new();
     let mut open = true;
@@ -58,30 +53,25 @@ pub async fn serve(
         };
         let turn_stop = stop.for_turn();
         surface.begin_run();
-        let result = {
-            let run = agent.run(task, &turn_stop);
-            tokio::pin!(run);
-            loop {
-                tokio::select! {
-                    result = &mut run => break result,
-                    Some(event) = events.recv() => surface.event(&event),
-                    input = inputs.recv(), if open => match input {
-                        Some(Input::Message(text)) => waiting.push_back(text),
-                        Some(Input::Interrupt) => turn_stop.request(AbortReason::User),
-                        Some(Input::Bad(problem)) => bad_input(surface, &problem),
-                        None => open = false,
-                    },
-                }
+        let mut running = run.start_task(task, &turn_stop);
+        loop {
+            tokio::select! {
+                event = running.next_event() => match event {
+                    Some(event) => surface.event(&event),
+                    None => break,
+                },
+                input = inputs.recv(), if open => match input {
+                    Some(Input::Message(text)) => waiting.push_back(text),
+                    Some(Input::Interrupt) => turn_stop.request(AbortReason::User),
+                    Some(Input::Bad(problem)) => bad_input(surface, &problem),
+                    None => open = false,
+                },
             }
-        };
-        // What the turn reported was all sent before it returned.
-        while let Ok(event) = events.try_recv() {
-            surface.event(&event);
         }
-        match result {
+        match running.outcome().await {
             Ok(summary) => {
-                let session_id = agent.session().id().to_owned();
-                surface.finish(&session_id, &summary, agent.structured_output());
+                let session_id = run.agent.session().id().to_owned();
+                surface.finish(&session_id, &summary, run.agent.structured_output());
                 status = crate::run::exit_status_of(&summary.reason);
             }
             Err(error) => {

@@ -17,8 +17,6 @@ pub enum Surface {
     Json {
         /// When the run began, for `final.durationMs`.
         started: std::time::Instant,
-        /// The top agent's steps so far, for `final.steps`.
-        steps: u32,
     },
 }
 
@@ -55,19 +53,17 @@ impl Surface {
         if json {
             Surface::Json {
                 started: std::time::Instant::now(),
-                steps: 0,
             }
         } else {
             Surface::Text(TextSurface::default())
         }
     }
 
-    /// A new run of the same stream begins (a stream-json message): `final.durationMs` and
-    /// `final.steps` count from here.
+    /// A new run of the same stream begins (a stream-json message): `final.durationMs`
+    /// counts from here.
     pub fn begin_run(&mut self) {
-        if let Surface::Json { started, steps, .. } = self {
+        if let Surface::Json { started } = self {
             *started = std::time::Instant::now();
-            *steps = 0;
         }
     }
 
@@ -111,10 +107,7 @@ impl Surface {
             return;
         }
         match (self, event) {
-            (Surface::Json { steps, .. }, AgentEvent::Record(record)) => {
-                if let dsh_protocol::Record::StepEnd { .. } = record {
-                    *steps += 1;
-                }
+            (Surface::Json { .. }, AgentEvent::Record(record)) => {
                 for event in project(record) {
                     line(&event);
                 }
@@ -157,13 +150,13 @@ impl Surface {
         structured: Option<&serde_json::Value>,
     ) {
         match self {
-            Surface::Json { started, steps } => line(&StreamEvent::Final {
+            Surface::Json { started } => line(&StreamEvent::Final {
                 session_id: session_id.to_owned(),
                 reason: Some(summary.reason.clone()),
                 text: summary.text.clone(),
                 usage: summary.usage,
                 duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-                steps: *steps,
+                steps: summary.steps,
                 structured_output: structured.cloned(),
             }),
             Surface::Text(text) => {

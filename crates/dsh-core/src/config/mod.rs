@@ -25,4 +25,6 @@ pub use shown::SettingRow;
 
 // The value types of settings that flags also set, so a front end parses them as core reads them.
 pub use dsh_llm::Effort;
+/// What a permission mode confines commands to ([`PermissionMode::sandbox`]).
+pub use dsh_sandbox::SandboxMode;
 pub use dsh_sandbox::escalation::ApprovalPolicy;

@@ -95,7 +95,8 @@ impl super::shown::Shown for Usd {
     }
 }
 
-/// What the command line sets; `None` (or empty) leaves a value to the lower layers.
+/// What the command line sets (and, for `mcp_servers`, an editor); `None` (or empty) leaves a
+/// value to the lower layers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Flags {
     pub model: Option<String>,
@@ -128,6 +129,10 @@ pub struct Flags {
     pub tools: Option<Vec<String>>,
     /// `--disallowed-tools`: never offer these tools.
     pub disallowed_tools: Vec<String>,
+    /// MCP servers handed over beside the config's (an editor's own, over ACP); one named as a
+    /// config server replaces it. Given here, not added to the settings later, so that the
+    /// redactor knows their secrets.
+    pub mcp_servers: Vec<McpServerSettings>,
 }
 
 /// The process environment as the settings read it: a snapshot, so a run and `--dump-config`
@@ -303,7 +308,7 @@ fn secret_headers(headers: &[(String, String)]) -> Vec<String> {
 }
 
 /// One MCP server as the run will start it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpServerSettings {
     pub name: String,
     pub transport: McpTransport,
@@ -328,7 +333,7 @@ impl McpServerSettings {
 }
 
 /// How an MCP server is reached.
-#[derive(Clone, PartialEq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum McpTransport {
     /// A child process; `env` is set over what it inherits (secrets and `DSH_*` scrubbed).
     Stdio {
@@ -747,13 +752,17 @@ impl Settings {
                 )
                 .value,
         };
-        let mcp_servers = config
+        let mut mcp_servers = config
             .mcp
             .servers
             .iter()
             .filter(|(_, server)| server.enabled != Some(false))
             .map(|(name, server)| mcp_server(&mut r, name, server, &cwd))
             .collect::<Result<Vec<_>, _>>()?;
+        for server in &flags.mcp_servers {
+            mcp_servers.retain(|s| s.name != server.name);
+            mcp_servers.push(server.clone());
+        }
         let redact_secrets = r.setting(
             "secrets.redact",
             [r.file("secrets.redact", config.secrets.redact)],
@@ -1363,4 +1372,61 @@ fn mcp_server(
         startup_timeout,
         fail_on_startup_error,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn servers_a_front_end_hands_over_replace_the_configs_and_their_secrets_are_redacted() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(
+            home.path().join("config.toml"),
+            "[mcp.servers.tools]\ncommand = \"from-config\"\n",
+        )
+        .unwrap();
+        let env = Environment::from_pairs([
+            ("HOME".to_owned(), home.path().display().to_string()),
+            ("DSH_HOME".to_owned(), home.path().display().to_string()),
+            ("DEEPSEEK_API_KEY".to_owned(), "k".to_owned()),
+        ]);
+        let stdio = McpServerSettings::given(
+            "tools".into(),
+            McpTransport::Stdio {
+                command: "from-editor".into(),
+                args: Vec::new(),
+                env: vec![
+                    ("EDITOR_API_TOKEN".into(), "editor-env-7Qx2Vb9LmZ4t".into()),
+                    ("NODE_ENV".into(), "production-eu-west".into()),
+                ],
+                cwd: ws.path().to_path_buf(),
+            },
+        );
+        let http = McpServerSettings::given(
+            "web".into(),
+            McpTransport::Http {
+                url: "http://127.0.0.1:1/mcp".into(),
+                headers: vec![(
+                    "Authorization".into(),
+                    "Bearer editor-header-3Nw8Rk5JpY1c".into(),
+                )],
+            },
+        );
+        let flags = Flags {
+            interactive: true,
+            mcp_servers: vec![stdio.clone(), http.clone()],
+            ..Flags::default()
+        };
+        let settings = Settings::load(ws.path().to_path_buf(), &env, &flags).unwrap();
+        assert_eq!(settings.mcp_servers, [stdio, http]);
+        let redactor = settings.redactor().unwrap();
+        assert_eq!(
+            redactor.redact(
+                "editor-env-7Qx2Vb9LmZ4t, Bearer editor-header-3Nw8Rk5JpY1c, production-eu-west"
+            ),
+            "[REDACTED], [REDACTED], production-eu-west"
+        );
+    }
 }

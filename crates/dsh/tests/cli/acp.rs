@@ -563,6 +563,64 @@ fn the_editors_mcp_servers_are_started_for_the_session() {
     assert!(editor.quit().success());
 }
 
+/// What an editor hands over with its MCP servers (a stdio server's `env`, an HTTP server's
+/// headers) is a secret of the run like its own keys: the server printing its environment, or a
+/// file that holds the header, shows `[REDACTED]` to the model, the editor and the session log.
+#[test]
+fn the_secrets_of_the_editors_mcp_servers_are_redacted() {
+    let Some(server) = dsh_testkit::mcp::everything() else {
+        return;
+    };
+    let http = dsh_testkit::mcp::HttpServer::start(&server);
+    let env_secret = "editor-env-7Qx2Vb9LmZ4t";
+    let header_secret = "editor-header-3Nw8Rk5JpY1c";
+    let env = TestEnv::new(vec![
+        Turn::tool_calls(&[
+            ("mcp__tools__get-env", json!({})),
+            ("read", json!({"file_path": ".vscode/mcp.json"})),
+        ]),
+        Turn::text("done"),
+    ]);
+    // Where an editor keeps its servers' settings, in the workspace the model reads.
+    let settings = json!({"servers": {"web": {"headers": {"Authorization": format!("Bearer {header_secret}")}}}});
+    env.write(".vscode/mcp.json", &settings.to_string());
+    let mut editor = Editor::start(&env, &[]);
+    let opened = editor.call(
+        "session/new",
+        json!({"cwd": env.ws_path(), "mcpServers": [
+            {"name": "tools", "command": server, "args": ["stdio"],
+             "env": [{"name": "EDITOR_API_TOKEN", "value": env_secret}]},
+            {"type": "http", "name": "web", "url": format!("http://127.0.0.1:{}/mcp", http.port),
+             "headers": [{"name": "Authorization", "value": format!("Bearer {header_secret}")}]}
+        ]}),
+    );
+    let session = opened["result"]["sessionId"].as_str().unwrap().to_owned();
+    let done = editor.prompt(&session, "look", &mut |_| None);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let requests = env.server.requests();
+    let results = requests[1].tool_results();
+    let printed: Value = serde_json::from_str(&results[0]).unwrap();
+    assert_eq!(printed["EDITOR_API_TOKEN"], "[REDACTED]");
+    assert!(
+        results[1].contains(r#""Authorization":"[REDACTED]""#),
+        "{}",
+        results[1]
+    );
+    let sent: String = requests.iter().map(|r| r.body.to_string()).collect();
+    let updates = Value::from(editor.updates.clone()).to_string();
+    let log = env.session_logs();
+    for secret in [env_secret, header_secret] {
+        for (seen, what) in [
+            (&sent, "the model's requests"),
+            (&updates, "the editor's updates"),
+            (&log, "the session log"),
+        ] {
+            assert!(!seen.contains(secret), "{what} hold {secret}");
+        }
+    }
+    assert!(editor.quit().success());
+}
+
 #[test]
 fn with_the_editors_file_system_reads_see_unsaved_text_and_changes_go_to_its_buffers() {
     let env = TestEnv::new(vec![

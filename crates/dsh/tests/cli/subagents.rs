@@ -354,6 +354,9 @@ fn a_background_child_is_collected_when_it_finishes() {
         .map(|e| e["usage"]["inputTokens"].as_u64().unwrap())
         .sum();
     assert_eq!(in_steps, 1111);
+    // `steps` is the top agent's, over its first turn and the one the child's end woke.
+    let top_steps = events.iter().filter(|e| e["phase"] == "step_end").count();
+    assert_eq!((top_steps, &last["steps"]), (3, &json!(3)));
     let requests = env.server.requests();
     let notice = requests.last().unwrap().body["messages"].to_string();
     assert!(
