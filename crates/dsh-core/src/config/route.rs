@@ -186,66 +186,14 @@ impl Route {
         let table_key = format!("{route_key}.models.{}", quote_key(model));
         let top_key = format!("models.{}", quote_key(model));
         let tables = [(table_key, table), (top_key, top)];
-        let is_deepseek = kind.value == ProviderKind::DeepSeek;
-        let context_window = r.setting(
-            "route.context_window",
-            from_tables(r, &tables, "context_window", |m| m.context_window),
-            if is_deepseek {
-                crate::compaction::DEFAULT_CONTEXT_WINDOW
-            } else {
-                OTHER_WINDOW_DEFAULT
-            },
-        );
-        let max_output_tokens = r.setting(
-            "route.max_output_tokens",
-            from_tables(r, &tables, "max_output_tokens", |m| {
-                m.max_output_tokens.map(Some)
-            }),
-            None,
-        );
-        if kind.value == ProviderKind::AnthropicMessages {
-            // The Messages API requires a number: dsh sends its own default.
-            r.none_means(
-                &max_output_tokens,
-                &format!(
-                    "{}, dsh's default for anthropic-messages",
-                    dsh_llm::ANTHROPIC_DEFAULT_MAX_TOKENS
-                ),
-            );
-        } else {
-            r.none_means(&max_output_tokens, "the server's default");
-        }
-        let image_input = r.setting(
-            "route.image_input",
-            from_tables(r, &tables, "image_input", |m| m.image_input),
-            is_deepseek && dsh_llm::deepseek::takes_images(model),
-        );
-        let reasoning_effort = r.setting(
-            "route.reasoning_effort",
-            from_tables(r, &tables, "reasoning_effort", |m| m.reasoning_effort),
-            false,
-        );
-        if is_deepseek {
-            r.explain_last("always: the DeepSeek API gets the effort and its thinking switch");
-        }
-        let system_role = r.setting(
-            "route.system_role",
-            from_tables(r, &tables, "system_role", |m| m.system_role),
-            SystemRole::System,
-        );
-        if kind.value != ProviderKind::OpenAiCompletions {
-            r.explain_last(&format!("not read by {} routes", kind.value));
-        }
-        let prices = r.setting(
-            "route.prices",
-            from_tables(r, &tables, "prices", |m| m.prices.map(Some)),
-            if is_deepseek {
-                dsh_llm::deepseek::prices(model)
-            } else {
-                None
-            },
-        );
-        r.none_means(&prices, "none declared: no costUsd");
+        let ModelFacts {
+            context_window,
+            max_output_tokens,
+            image_input,
+            reasoning_effort,
+            system_role,
+            prices,
+        } = ModelFacts::resolve(r, &tables, kind.value, model);
         let headers = declared
             .map(|p| {
                 p.headers
@@ -345,6 +293,95 @@ impl ApiKey {
                 ..
             } => format!("{env} in {}", path.display()),
             ApiKey::Missing { env, .. } => env.clone(),
+        }
+    }
+}
+
+/// What is known about a route's model, from its tables or dsh's defaults.
+struct ModelFacts {
+    context_window: Sourced<u64>,
+    max_output_tokens: Sourced<Option<u32>>,
+    image_input: Sourced<bool>,
+    reasoning_effort: Sourced<bool>,
+    system_role: Sourced<SystemRole>,
+    prices: Sourced<Option<Prices>>,
+}
+
+impl ModelFacts {
+    /// `tables`: the route's table of the model, then the top-level `[models]` one.
+    fn resolve(
+        r: &mut Resolver<'_>,
+        tables: &[(String, Option<&ModelConfig>); 2],
+        kind: ProviderKind,
+        model: &str,
+    ) -> ModelFacts {
+        let is_deepseek = kind == ProviderKind::DeepSeek;
+        let context_window = r.setting(
+            "route.context_window",
+            from_tables(r, tables, "context_window", |m| m.context_window),
+            if is_deepseek {
+                crate::compaction::DEFAULT_CONTEXT_WINDOW
+            } else {
+                OTHER_WINDOW_DEFAULT
+            },
+        );
+        let max_output_tokens = r.setting(
+            "route.max_output_tokens",
+            from_tables(r, tables, "max_output_tokens", |m| {
+                m.max_output_tokens.map(Some)
+            }),
+            None,
+        );
+        if kind == ProviderKind::AnthropicMessages {
+            // The Messages API requires a number: dsh sends its own default.
+            r.none_means(
+                &max_output_tokens,
+                &format!(
+                    "{}, dsh's default for anthropic-messages",
+                    dsh_llm::ANTHROPIC_DEFAULT_MAX_TOKENS
+                ),
+            );
+        } else {
+            r.none_means(&max_output_tokens, "the server's default");
+        }
+        let image_input = r.setting(
+            "route.image_input",
+            from_tables(r, tables, "image_input", |m| m.image_input),
+            is_deepseek && dsh_llm::deepseek::takes_images(model),
+        );
+        let reasoning_effort = r.setting(
+            "route.reasoning_effort",
+            from_tables(r, tables, "reasoning_effort", |m| m.reasoning_effort),
+            false,
+        );
+        if is_deepseek {
+            r.explain_last("always: the DeepSeek API gets the effort and its thinking switch");
+        }
+        let system_role = r.setting(
+            "route.system_role",
+            from_tables(r, tables, "system_role", |m| m.system_role),
+            SystemRole::System,
+        );
+        if kind != ProviderKind::OpenAiCompletions {
+            r.explain_last(&format!("not read by {kind} routes"));
+        }
+        let prices = r.setting(
+            "route.prices",
+            from_tables(r, tables, "prices", |m| m.prices.map(Some)),
+            if is_deepseek {
+                dsh_llm::deepseek::prices(model)
+            } else {
+                None
+            },
+        );
+        r.none_means(&prices, "none declared: no costUsd");
+        ModelFacts {
+            context_window,
+            max_output_tokens,
+            image_input,
+            reasoning_effort,
+            system_role,
+            prices,
         }
     }
 }

@@ -245,11 +245,13 @@ pub struct SubagentLimits {
 /// and URL credentials; the search key.
 fn secret_values(
     credentials: &crate::Credentials,
-    project_env: &[(String, String)],
+    cwd: &Path,
     route: &Route,
     mcp_servers: &[McpServerSettings],
     web: &dsh_web::WebSettings,
 ) -> Vec<String> {
+    let root = crate::instructions::project_root(cwd, &[".git".to_owned()]);
+    let project_env = crate::dotenv::project_env_values(cwd, &root);
     let mut values = Vec::new();
     let variables = (credentials.all())
         .chain((project_env.iter()).map(|(name, value)| (name.as_str(), value.as_str())));
@@ -496,90 +498,15 @@ impl Settings {
             [flag(flags.max_steps, "--max-steps")],
             crate::AgentConfig::DEFAULT_MAX_STEPS,
         );
-        let system_prompt_append = r.setting(
-            "system_prompt_append",
-            [
-                flag(
-                    flags.system_prompt_append.clone().map(Some),
-                    "--system-prompt-append",
-                ),
-                r.file(
-                    "system_prompt_append",
-                    config.system_prompt_append.clone().map(Some),
-                ),
-            ],
-            None,
-        );
-        r.none_means(&system_prompt_append, "nothing added");
-        let output_schema = r.setting(
-            "output_schema",
-            [flag(
-                flags.output_schema.clone().map(Some),
-                "--output-schema",
-            )],
-            None,
-        );
-        r.none_means(&output_schema, "any answer");
+        let (system_prompt_append, output_schema) = prompt_additions(&mut r, config, flags);
         let max_turns = r.setting(
             "max_turns",
             [flag(flags.max_turns.map(Some), "--max-turns")],
             None,
         );
         r.none_means(&max_turns, "no limit");
-        let max_budget_usd = r.setting(
-            "max_budget_usd",
-            [flag(flags.max_budget_usd.map(Some), "--max-budget-usd")],
-            None,
-        );
-        r.none_means(&max_budget_usd, "no limit");
-        if let Some(limit) = max_budget_usd.value
-            && route.prices.value.is_none()
-        {
-            return Err(SetupError::config(format!(
-                "--max-budget-usd {} needs the model's prices to count what the run spends, and \
-                 {} has none declared; declare them ([models.\"{}\".prices], see \
-                 docs/providers.md#prices) or bound the run with --max-turns instead",
-                limit.value(),
-                route.model,
-                route.model
-            )));
-        }
-        let env_mode = match env.get("DSH_PERMISSION_MODE") {
-            None => None,
-            Some(value) => Some(Sourced::new(
-                value.trim().parse::<PermissionMode>().map_err(|_| {
-                    SetupError::config(format!(
-                        "DSH_PERMISSION_MODE must be read-only, workspace-write, \
-                         danger-full-access or plan, got \"{value}\""
-                    ))
-                })?,
-                Source::Env("DSH_PERMISSION_MODE"),
-            )),
-        };
-        let permission_mode = r.setting(
-            "sandbox.mode",
-            [
-                flag(flags.permission_mode, "--permission-mode"),
-                env_mode,
-                r.file("sandbox.mode", config.sandbox.mode),
-            ],
-            PermissionMode::WorkspaceWrite,
-        );
-        let approval = r.setting(
-            "approval.policy",
-            [
-                flag(flags.approval_policy, "--approval-policy"),
-                r.file("approval.policy", config.approval.policy),
-            ],
-            ApprovalPolicy::default_for(permission_mode.value.sandbox()),
-        );
-        // Plan mode changes nothing, so there is nothing wider to ask for.
-        let approval = if permission_mode.value.is_plan() {
-            r.explain_last("never: plan mode asks for nothing wider");
-            Sourced::new(ApprovalPolicy::Never, permission_mode.source.clone())
-        } else {
-            approval
-        };
+        let max_budget_usd = budget(&mut r, flags, &route)?;
+        let (permission_mode, approval) = permission(&mut r, config, env, flags)?;
         let add_dirs = match flags.add_dirs.as_slice() {
             [] => None,
             dirs => Some(check_add_dirs(dirs)?),
@@ -596,229 +523,38 @@ impl Settings {
             false,
         );
         let tool_filter = tool_filter(&mut r, config, flags)?;
-        let scrub = r.setting(
-            "shell.scrub",
-            [r.file(
-                "shell.scrub",
-                config
-                    .shell
-                    .scrub
-                    .as_ref()
-                    .map(|s| s.iter().map(|f| f.to_uppercase()).collect()),
-            )],
-            dsh_tools::DEFAULT_SCRUB
-                .iter()
-                .map(|s| (*s).to_owned())
-                .collect(),
-        );
+        let scrub = shell_scrub(&mut r, config);
         let job_wait = r.millis(
             "jobs.wait_ms",
             config.jobs.wait_ms,
             crate::AgentConfig::DEFAULT_JOB_WAIT,
         );
-        let fsync = r.setting(
-            "sessions.fsync",
-            [r.file("sessions.fsync", config.sessions.fsync)],
-            false,
-        );
-        let compression = r.setting(
-            "sessions.compression",
-            [r.file("sessions.compression", config.sessions.compression)],
-            Compression::None,
-        );
-        let defaults = RetryPolicy::default();
-        let requests = &config.requests;
-        let retry = RetryPolicy {
-            retries: r
-                .setting(
-                    "requests.retries",
-                    [r.file("requests.retries", requests.retries)],
-                    defaults.retries,
-                )
-                .value,
-            base_delay: r
-                .millis(
-                    "requests.retry_base_ms",
-                    requests.retry_base_ms,
-                    defaults.base_delay,
-                )
-                .value,
-            max_delay: r
-                .millis(
-                    "requests.retry_max_ms",
-                    requests.retry_max_ms,
-                    defaults.max_delay,
-                )
-                .value,
-            max_retry_after: r
-                .millis(
-                    "requests.retry_after_max_ms",
-                    requests.retry_after_max_ms,
-                    defaults.max_retry_after,
-                )
-                .value,
-        };
-        let defaults = InstructionSettings::default();
-        let instructions = InstructionSettings {
-            enabled: r
-                .setting(
-                    "instructions.enabled",
-                    [r.file("instructions.enabled", config.instructions.enabled)],
-                    defaults.enabled,
-                )
-                .value,
-            max_bytes: r
-                .setting(
-                    "instructions.max_bytes",
-                    [r.file("instructions.max_bytes", config.instructions.max_bytes)],
-                    defaults.max_bytes,
-                )
-                .value,
-            root_markers: r
-                .setting(
-                    "instructions.root_markers",
-                    [r.file(
-                        "instructions.root_markers",
-                        config.instructions.root_markers.clone(),
-                    )],
-                    defaults.root_markers,
-                )
-                .value,
-        };
-        let skills_enabled = r.setting(
-            "skills.enabled",
-            [r.file("skills.enabled", config.skills.enabled)],
-            true,
-        );
-        let skills_default_roots = r.setting(
-            "skills.default_roots",
-            [r.file("skills.default_roots", config.skills.default_roots)],
-            true,
-        );
-        let skills_dirs = r.setting(
-            "skills.dirs",
-            [r.file(
-                "skills.dirs",
-                (!config.skills.dirs.is_empty()).then(|| config.skills.dirs.clone()),
-            )],
-            Vec::new(),
-        );
+        let (fsync, compression) = log_settings(&mut r, config);
+        let retry = retry_policy(&mut r, &config.requests);
+        let instructions = instruction_settings(&mut r, config);
+        let (skills_enabled, skills_default_roots, skills_dirs) = skill_settings(&mut r, config);
         let mcp_grace = r.millis(
             "mcp.startup_grace_ms",
             config.mcp.startup_grace_ms,
             Duration::from_millis(MCP_GRACE_MS),
         );
         let web = web_settings(&mut r, config, &credentials, sandbox.network)?;
-        let mut key_variables = Vec::new();
-        if let crate::config::ApiKey::Found { env, .. }
-        | crate::config::ApiKey::Missing { env, .. } = &route.api_key
-        {
-            key_variables.push(env.clone());
-        }
-        if config.web.search.provider == Some(SearchProvider::Brave) {
-            key_variables.push(
-                (config.web.search.api_key_env.clone())
-                    .unwrap_or_else(|| "BRAVE_API_KEY".to_owned()),
-            );
-        }
-        let limits = &config.subagents;
-        let subagents = SubagentLimits {
-            max_depth: r
-                .setting(
-                    "subagents.max_depth",
-                    [r.file("subagents.max_depth", limits.max_depth)],
-                    2,
-                )
-                .value,
-            max_concurrent: r
-                .setting(
-                    "subagents.max_concurrent",
-                    [r.file("subagents.max_concurrent", limits.max_concurrent)],
-                    4,
-                )
-                .value,
-            max_total: r
-                .setting(
-                    "subagents.max_total",
-                    [r.file("subagents.max_total", limits.max_total)],
-                    16,
-                )
-                .value,
-            max_tokens: r
-                .setting(
-                    "subagents.max_tokens",
-                    [r.file("subagents.max_tokens", limits.max_tokens)],
-                    2_000_000,
-                )
-                .value,
-        };
-        let mut mcp_servers = config
-            .mcp
-            .servers
-            .iter()
-            .filter(|(_, server)| server.enabled != Some(false))
-            .map(|(name, server)| mcp_server(&mut r, name, server, &cwd))
-            .collect::<Result<Vec<_>, _>>()?;
-        for server in &flags.mcp_servers {
-            mcp_servers.retain(|s| s.name != server.name);
-            mcp_servers.push(server.clone());
-        }
+        let key_variables = key_variables(&route, config);
+        let subagents = subagent_limits(&mut r, &config.subagents);
+        let mcp_servers = mcp_servers(&mut r, config, flags, &cwd)?;
         let redact_secrets = r.setting(
             "secrets.redact",
             [r.file("secrets.redact", config.secrets.redact)],
             true,
         );
-        let redactor = redact_secrets
-            .value
-            .then(|| {
-                let root = crate::instructions::project_root(&cwd, &[".git".to_owned()]);
-                let project_env = crate::dotenv::project_env_values(&cwd, &root);
-                let values = secret_values(&credentials, &project_env, &route, &mcp_servers, &web);
-                dsh_tools::Redactor::new(values)
-            })
-            .flatten();
+        // Built last, from every secret the settings above know: a server added after this
+        // line would leak its secrets.
+        let redactor = (redact_secrets.value)
+            .then(|| secret_values(&credentials, &cwd, &route, &mcp_servers, &web))
+            .and_then(dsh_tools::Redactor::new);
         let mut rows = r.rows;
-        // What the files set that no setting above reads on its own (routes and models not
-        // in use, MCP servers' commands and secrets) is shown as the files give it.
-        for (key, value, path) in files.provenance() {
-            let covered = rows.iter().any(|row| {
-                key == row.key
-                    || key
-                        .strip_prefix(row.key.as_str())
-                        .is_some_and(|rest| rest.starts_with('.'))
-            });
-            if !covered {
-                rows.push(SettingRow::new(key, value, &Source::File(path)));
-            }
-        }
-        let session_id =
-            match (&flags.session_id, flags.continue_latest) {
-                (Some(_), true) => {
-                    return Err(SetupError::config(
-                        "--continue and --session-id both choose the session: give one".into(),
-                    ));
-                }
-                (Some(id), false) => Some((id.clone(), "--session-id")),
-                (None, true) => {
-                    let latest =
-                    crate::session_list::latest_session(&home.value, &cwd).ok_or_else(|| {
-                        SetupError::new("SESSION_NOT_FOUND", format!(
-                            "--continue: no session was recorded in {} yet; run without it to \
-                             start one",
-                            cwd.display()
-                        ))
-                    })?;
-                    Some((latest, "--continue"))
-                }
-                (None, false) => None,
-            };
-        if flags.fork && session_id.is_none() {
-            return Err(SetupError::config(
-                "--fork copies a session: name it with --session-id ID, or --continue for the \
-                 latest"
-                    .into(),
-            ));
-        }
+        add_unread_rows(&mut rows, &files);
+        let session_id = chosen_session(flags, &home.value, &cwd)?;
         if let Some((id, flag)) = &session_id {
             let key = if flags.fork {
                 "session.fork_from"
@@ -935,6 +671,366 @@ impl Settings {
         }
         roots
     }
+}
+
+/// `--max-budget-usd`, refused for a model without prices: nothing would count the spend.
+fn budget(
+    r: &mut Resolver<'_>,
+    flags: &Flags,
+    route: &Route,
+) -> Result<Sourced<Option<Usd>>, SetupError> {
+    let max_budget_usd = r.setting(
+        "max_budget_usd",
+        [flag(flags.max_budget_usd.map(Some), "--max-budget-usd")],
+        None,
+    );
+    r.none_means(&max_budget_usd, "no limit");
+    if let Some(limit) = max_budget_usd.value
+        && route.prices.value.is_none()
+    {
+        return Err(SetupError::config(format!(
+            "--max-budget-usd {} needs the model's prices to count what the run spends, and \
+             {} has none declared; declare them ([models.\"{}\".prices], see \
+             docs/providers.md#prices) or bound the run with --max-turns instead",
+            limit.value(),
+            route.model,
+            route.model
+        )));
+    }
+    Ok(max_budget_usd)
+}
+
+/// The permission mode (`--permission-mode`, `DSH_PERMISSION_MODE`, `sandbox.mode`) and the
+/// approval policy that goes with it.
+fn permission(
+    r: &mut Resolver<'_>,
+    config: &Config,
+    env: &Environment,
+    flags: &Flags,
+) -> Result<(Sourced<PermissionMode>, Sourced<ApprovalPolicy>), SetupError> {
+    let env_mode = match env.get("DSH_PERMISSION_MODE") {
+        None => None,
+        Some(value) => Some(Sourced::new(
+            value.trim().parse::<PermissionMode>().map_err(|_| {
+                SetupError::config(format!(
+                    "DSH_PERMISSION_MODE must be read-only, workspace-write, \
+                     danger-full-access or plan, got \"{value}\""
+                ))
+            })?,
+            Source::Env("DSH_PERMISSION_MODE"),
+        )),
+    };
+    let permission_mode = r.setting(
+        "sandbox.mode",
+        [
+            flag(flags.permission_mode, "--permission-mode"),
+            env_mode,
+            r.file("sandbox.mode", config.sandbox.mode),
+        ],
+        PermissionMode::WorkspaceWrite,
+    );
+    let approval = r.setting(
+        "approval.policy",
+        [
+            flag(flags.approval_policy, "--approval-policy"),
+            r.file("approval.policy", config.approval.policy),
+        ],
+        ApprovalPolicy::default_for(permission_mode.value.sandbox()),
+    );
+    // Plan mode changes nothing, so there is nothing wider to ask for.
+    let approval = if permission_mode.value.is_plan() {
+        r.explain_last("never: plan mode asks for nothing wider");
+        Sourced::new(ApprovalPolicy::Never, permission_mode.source.clone())
+    } else {
+        approval
+    };
+    Ok((permission_mode, approval))
+}
+
+/// `[requests]`: how often and how long to retry an outage.
+fn retry_policy(r: &mut Resolver<'_>, requests: &super::files::RequestsConfig) -> RetryPolicy {
+    let defaults = RetryPolicy::default();
+    RetryPolicy {
+        retries: r
+            .setting(
+                "requests.retries",
+                [r.file("requests.retries", requests.retries)],
+                defaults.retries,
+            )
+            .value,
+        base_delay: r
+            .millis(
+                "requests.retry_base_ms",
+                requests.retry_base_ms,
+                defaults.base_delay,
+            )
+            .value,
+        max_delay: r
+            .millis(
+                "requests.retry_max_ms",
+                requests.retry_max_ms,
+                defaults.max_delay,
+            )
+            .value,
+        max_retry_after: r
+            .millis(
+                "requests.retry_after_max_ms",
+                requests.retry_after_max_ms,
+                defaults.max_retry_after,
+            )
+            .value,
+    }
+}
+
+/// `[instructions]`: which workspace instruction files are delivered, and how much of them.
+fn instruction_settings(r: &mut Resolver<'_>, config: &Config) -> InstructionSettings {
+    let defaults = InstructionSettings::default();
+    InstructionSettings {
+        enabled: r
+            .setting(
+                "instructions.enabled",
+                [r.file("instructions.enabled", config.instructions.enabled)],
+                defaults.enabled,
+            )
+            .value,
+        max_bytes: r
+            .setting(
+                "instructions.max_bytes",
+                [r.file("instructions.max_bytes", config.instructions.max_bytes)],
+                defaults.max_bytes,
+            )
+            .value,
+        root_markers: r
+            .setting(
+                "instructions.root_markers",
+                [r.file(
+                    "instructions.root_markers",
+                    config.instructions.root_markers.clone(),
+                )],
+                defaults.root_markers,
+            )
+            .value,
+    }
+}
+
+/// The variables the run's keys are read from: the route's, and the search backend's.
+fn key_variables(route: &Route, config: &Config) -> Vec<String> {
+    let mut key_variables = Vec::new();
+    if let crate::config::ApiKey::Found { env, .. } | crate::config::ApiKey::Missing { env, .. } =
+        &route.api_key
+    {
+        key_variables.push(env.clone());
+    }
+    if config.web.search.provider == Some(SearchProvider::Brave) {
+        key_variables.push(
+            (config.web.search.api_key_env.clone()).unwrap_or_else(|| "BRAVE_API_KEY".to_owned()),
+        );
+    }
+    key_variables
+}
+
+/// `[subagents]`: how deep, how many at once and in all, and how many tokens.
+fn subagent_limits(r: &mut Resolver<'_>, limits: &super::files::SubagentsConfig) -> SubagentLimits {
+    SubagentLimits {
+        max_depth: r
+            .setting(
+                "subagents.max_depth",
+                [r.file("subagents.max_depth", limits.max_depth)],
+                2,
+            )
+            .value,
+        max_concurrent: r
+            .setting(
+                "subagents.max_concurrent",
+                [r.file("subagents.max_concurrent", limits.max_concurrent)],
+                4,
+            )
+            .value,
+        max_total: r
+            .setting(
+                "subagents.max_total",
+                [r.file("subagents.max_total", limits.max_total)],
+                16,
+            )
+            .value,
+        max_tokens: r
+            .setting(
+                "subagents.max_tokens",
+                [r.file("subagents.max_tokens", limits.max_tokens)],
+                2_000_000,
+            )
+            .value,
+    }
+}
+
+/// The session to resume (`--session-id`, `--continue`) and the flag that chose it.
+fn chosen_session(
+    flags: &Flags,
+    home: &Path,
+    cwd: &Path,
+) -> Result<Option<(String, &'static str)>, SetupError> {
+    let session_id = match (&flags.session_id, flags.continue_latest) {
+        (Some(_), true) => {
+            return Err(SetupError::config(
+                "--continue and --session-id both choose the session: give one".into(),
+            ));
+        }
+        (Some(id), false) => Some((id.clone(), "--session-id")),
+        (None, true) => {
+            let latest = crate::session_list::latest_session(home, cwd).ok_or_else(|| {
+                SetupError::new(
+                    "SESSION_NOT_FOUND",
+                    format!(
+                        "--continue: no session was recorded in {} yet; run without it to \
+                         start one",
+                        cwd.display()
+                    ),
+                )
+            })?;
+            Some((latest, "--continue"))
+        }
+        (None, false) => None,
+    };
+    if flags.fork && session_id.is_none() {
+        return Err(SetupError::config(
+            "--fork copies a session: name it with --session-id ID, or --continue for the \
+             latest"
+                .into(),
+        ));
+    }
+    Ok(session_id)
+}
+
+/// What the run adds to the prompt (`--system-prompt-append`) and asks of the answer
+/// (`--output-schema`).
+fn prompt_additions(
+    r: &mut Resolver<'_>,
+    config: &Config,
+    flags: &Flags,
+) -> (Sourced<Option<String>>, Sourced<Option<PathBuf>>) {
+    let system_prompt_append = r.setting(
+        "system_prompt_append",
+        [
+            flag(
+                flags.system_prompt_append.clone().map(Some),
+                "--system-prompt-append",
+            ),
+            r.file(
+                "system_prompt_append",
+                config.system_prompt_append.clone().map(Some),
+            ),
+        ],
+        None,
+    );
+    r.none_means(&system_prompt_append, "nothing added");
+    let output_schema = r.setting(
+        "output_schema",
+        [flag(
+            flags.output_schema.clone().map(Some),
+            "--output-schema",
+        )],
+        None,
+    );
+    r.none_means(&output_schema, "any answer");
+    (system_prompt_append, output_schema)
+}
+
+/// `shell.scrub`: the name fragments of variables kept from commands, upper-cased.
+fn shell_scrub(r: &mut Resolver<'_>, config: &Config) -> Sourced<Vec<String>> {
+    r.setting(
+        "shell.scrub",
+        [r.file(
+            "shell.scrub",
+            config
+                .shell
+                .scrub
+                .as_ref()
+                .map(|s| s.iter().map(|f| f.to_uppercase()).collect()),
+        )],
+        dsh_tools::DEFAULT_SCRUB
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect(),
+    )
+}
+
+/// `[skills]`: whether skills are found, in the default folders, and in which others.
+fn skill_settings(
+    r: &mut Resolver<'_>,
+    config: &Config,
+) -> (Sourced<bool>, Sourced<bool>, Sourced<Vec<PathBuf>>) {
+    let skills_enabled = r.setting(
+        "skills.enabled",
+        [r.file("skills.enabled", config.skills.enabled)],
+        true,
+    );
+    let skills_default_roots = r.setting(
+        "skills.default_roots",
+        [r.file("skills.default_roots", config.skills.default_roots)],
+        true,
+    );
+    let skills_dirs = r.setting(
+        "skills.dirs",
+        [r.file(
+            "skills.dirs",
+            (!config.skills.dirs.is_empty()).then(|| config.skills.dirs.clone()),
+        )],
+        Vec::new(),
+    );
+    (skills_enabled, skills_default_roots, skills_dirs)
+}
+
+/// The MCP servers the config enables, then the ones a front end hands over (an editor's),
+/// which replace a server of the same name.
+fn mcp_servers(
+    r: &mut Resolver<'_>,
+    config: &Config,
+    flags: &Flags,
+    cwd: &Path,
+) -> Result<Vec<McpServerSettings>, SetupError> {
+    let mut mcp_servers = config
+        .mcp
+        .servers
+        .iter()
+        .filter(|(_, server)| server.enabled != Some(false))
+        .map(|(name, server)| mcp_server(r, name, server, cwd))
+        .collect::<Result<Vec<_>, _>>()?;
+    for server in &flags.mcp_servers {
+        mcp_servers.retain(|s| s.name != server.name);
+        mcp_servers.push(server.clone());
+    }
+    Ok(mcp_servers)
+}
+
+/// What the files set that no setting reads on its own (routes and models not in use, MCP
+/// servers' commands and secrets), as rows shown as the files give it.
+fn add_unread_rows(rows: &mut Vec<SettingRow>, files: &ConfigFiles) {
+    for (key, value, path) in files.provenance() {
+        let covered = rows.iter().any(|row| {
+            key == row.key
+                || key
+                    .strip_prefix(row.key.as_str())
+                    .is_some_and(|rest| rest.starts_with('.'))
+        });
+        if !covered {
+            rows.push(SettingRow::new(key, value, &Source::File(path)));
+        }
+    }
+}
+
+/// `[sessions]`: how the session log is written.
+fn log_settings(r: &mut Resolver<'_>, config: &Config) -> (Sourced<bool>, Sourced<Compression>) {
+    let fsync = r.setting(
+        "sessions.fsync",
+        [r.file("sessions.fsync", config.sessions.fsync)],
+        false,
+    );
+    let compression = r.setting(
+        "sessions.compression",
+        [r.file("sessions.compression", config.sessions.compression)],
+        Compression::None,
+    );
+    (fsync, compression)
 }
 
 /// Which tools are offered. An allow list comes from `--tools`, else the last layer that gives
