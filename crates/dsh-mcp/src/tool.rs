@@ -22,8 +22,8 @@ pub(crate) struct McpTool {
     raw: String,
     description: String,
     parameters: Parameters,
-    /// The server says the tool changes nothing (`readOnlyHint`): it may run in plan mode.
-    read_only: bool,
+    /// What front ends show of it, from its name and the server's annotations.
+    facts: ToolFacts,
     link: Arc<Link>,
 }
 
@@ -42,16 +42,13 @@ pub(crate) fn bridge(
                 tool.name
             ));
         }
+        let facts = facts_of(&name, tool.title.as_deref(), tool.annotations.as_ref());
         tools.push(Box::new(McpTool {
             name,
+            facts,
             raw: tool.name.to_string(),
             description: tool.description.map(|d| d.to_string()).unwrap_or_default(),
             parameters: Parameters::declared(Value::Object((*tool.input_schema).clone())),
-            read_only: tool
-                .annotations
-                .as_ref()
-                .and_then(|a| a.read_only_hint)
-                .unwrap_or(false),
             link: link.clone(),
         }));
     }
@@ -64,6 +61,30 @@ fn has_images(content: &[Value]) -> bool {
         .any(|block| block.get("type").and_then(Value::as_str) == Some("image"))
 }
 
+/// A server's tool as front ends show it: titled by the server's title for it, else its
+/// name; read-only only when the server declares it so (`readOnlyHint`), since dsh cannot
+/// tell what else a tool changes and takes the server's word for it, as for the server's whole
+/// behaviour (plan mode included); a read-only tool that reaches outside (`openWorldHint`)
+/// fetches. Its arguments are its own, so a call's summary shows them.
+fn facts_of(
+    name: &str,
+    title: Option<&str>,
+    annotations: Option<&rmcp::model::ToolAnnotations>,
+) -> ToolFacts {
+    let title = title.or_else(|| annotations.and_then(|a| a.title.as_deref()));
+    let hint = |get: fn(&rmcp::model::ToolAnnotations) -> Option<bool>| {
+        annotations.and_then(get).unwrap_or(false)
+    };
+    let read_only = hint(|a| a.read_only_hint);
+    let kind = match (read_only, hint(|a| a.open_world_hint)) {
+        (true, true) => ToolKind::Fetch,
+        (true, false) => ToolKind::Read,
+        (false, _) => ToolKind::Other,
+    };
+    let facts = ToolFacts::new(kind, title.unwrap_or(name).to_owned());
+    if read_only { facts.read_only() } else { facts }
+}
+
 impl Tool for McpTool {
     fn name(&self) -> &str {
         &self.name
@@ -73,21 +94,8 @@ impl Tool for McpTool {
         &self.description
     }
 
-    /// Read-only only when its server declares it so (`readOnlyHint`): dsh cannot tell what
-    /// else a tool changes, and takes the server's word for it, as for the server's whole
-    /// behaviour (plan mode included). Its title is its name: its arguments are its own.
     fn facts(&self) -> ToolFacts {
-        let kind = if self.read_only {
-            ToolKind::Read
-        } else {
-            ToolKind::Other
-        };
-        let facts = ToolFacts::new(kind, self.name.clone());
-        if self.read_only {
-            facts.read_only()
-        } else {
-            facts
-        }
+        self.facts.clone()
     }
 
     fn parameters(&self) -> &Parameters {
@@ -140,5 +148,38 @@ impl Tool for McpTool {
             }
             Ok(ToolOutput::parts(parts))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::ToolAnnotations;
+
+    #[test]
+    fn a_servers_tool_is_described_by_its_annotations() {
+        let plain = facts_of("mcp__gh__create_issue", None, None);
+        assert_eq!(plain.kind, ToolKind::Other);
+        assert_eq!(plain.verb, "mcp__gh__create_issue");
+        assert!(!plain.read_only);
+        let mut annotations = ToolAnnotations::new();
+        annotations.read_only_hint = Some(true);
+        let reader = facts_of(
+            "mcp__gh__get_issue",
+            Some("Get an issue"),
+            Some(&annotations),
+        );
+        assert_eq!(
+            (reader.kind, reader.verb.as_ref()),
+            (ToolKind::Read, "Get an issue")
+        );
+        assert!(reader.read_only);
+        annotations.open_world_hint = Some(true);
+        annotations.title = Some("Search the web".into());
+        let fetcher = facts_of("mcp__web__search", None, Some(&annotations));
+        assert_eq!(
+            (fetcher.kind, fetcher.verb.as_ref()),
+            (ToolKind::Fetch, "Search the web")
+        );
     }
 }
