@@ -322,7 +322,7 @@ fn check_mcp_tool_names(settings: &Settings) -> Result<(), SetupError> {
     Err(SetupError::config(format!(
         "the tool list names \"{name}\", which covers no tool: {servers}; name a tool as \
          mcp__<server>__<tool> (a trailing * covers several) or a built-in tool ({})",
-        dsh_tools::BUILTIN_TOOLS.join(", ")
+        BUILTIN_TOOLS.join(", ")
     )))
 }
 
@@ -477,6 +477,7 @@ impl StartedRun {
         // A tool whose facts name an argument its schema lacks (one renamed, say) would be
         // described wrongly by every front end: every debug build, the test suite's, stops.
         debug_assert_eq!(tools.description_problems(), Vec::<String>::new());
+        debug_assert_eq!(unlisted_tools(&tools), Vec::<String>::new());
         let catalog = tools.catalog();
         let agent = Agent::new(provider, tools, Arc::new(tool_session), config, session, tx);
         Ok(Run {
@@ -632,6 +633,44 @@ const DELEGATED: &str = "You are a subagent: another agent gave you this task, a
      paths of what you changed). Your permissions were fixed when you were started: a request \
      for a wider sandbox is refused, so if the task needs more, say so in your answer instead \
      of retrying.";
+
+/// Every tool dsh itself can offer, whichever crate holds it; MCP tools are
+/// `mcp__<server>__<tool>`. The names `--tools` and `tools.allow`/`tools.deny` accept: every
+/// debug run checks that each tool it registers is here.
+pub const BUILTIN_TOOLS: &[&str] = &[
+    "ask_user_question",
+    "bash",
+    "edit",
+    "exit_plan_mode",
+    "glob",
+    "grep",
+    "interrupt_agent",
+    "job_kill",
+    "job_list",
+    "job_output",
+    "list_agents",
+    "list_mcp_resources",
+    "read",
+    "read_image",
+    "read_mcp_resource",
+    "send_message",
+    "skill",
+    "str_replace_editor",
+    "subagent",
+    "subagent_fork",
+    "todo_write",
+    "web_fetch",
+    "web_search",
+    "write",
+];
+
+/// The tools of `tools` that are neither MCP tools nor in [`BUILTIN_TOOLS`].
+fn unlisted_tools(tools: &ToolRegistry) -> Vec<String> {
+    (tools.names())
+        .filter(|name| !name.starts_with("mcp__") && !BUILTIN_TOOLS.contains(name))
+        .map(str::to_owned)
+        .collect()
+}
 
 /// The tools a run offers before its MCP servers join, and what they say of its skills.
 struct BaseTools {

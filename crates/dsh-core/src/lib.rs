@@ -30,7 +30,7 @@ mod session_list;
 mod subagents;
 
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
-pub use builder::{AgentBuilder, Processes, Run, RunningTask, StartedRun, User};
+pub use builder::{AgentBuilder, BUILTIN_TOOLS, Processes, Run, RunningTask, StartedRun, User};
 pub use compaction::ManualCompaction;
 pub use config::{Config, ConfigError, ConfigFiles, Environment, Flags, Settings, SetupError};
 pub use dotenv::{Credentials, DotenvError, EnvSource};

@@ -2,34 +2,6 @@
 //! so that a supervisor can run, say, a reviewer that cannot change files. A name ending in `*`
 //! covers every tool it starts (`mcp__github__*`).
 
-/// Every tool dsh itself can offer; MCP tools are `mcp__<server>__<tool>`.
-pub const BUILTIN_TOOLS: &[&str] = &[
-    "ask_user_question",
-    "bash",
-    "edit",
-    "exit_plan_mode",
-    "glob",
-    "grep",
-    "interrupt_agent",
-    "job_kill",
-    "job_list",
-    "job_output",
-    "list_agents",
-    "list_mcp_resources",
-    "read",
-    "read_image",
-    "read_mcp_resource",
-    "send_message",
-    "skill",
-    "str_replace_editor",
-    "subagent",
-    "subagent_fork",
-    "todo_write",
-    "web_fetch",
-    "web_search",
-    "write",
-];
-
 /// The names a run may offer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolFilter {
@@ -79,14 +51,14 @@ impl ToolFilter {
             .map(String::as_str)
     }
 
-    /// The first name that covers no tool dsh has (an MCP pattern covers tools that arrive
-    /// later, so any `mcp__` name passes).
-    pub fn unknown_name(&self) -> Option<&str> {
+    /// The first name that covers none of the `known` tools (an MCP pattern covers tools that
+    /// arrive later, so any `mcp__` name passes).
+    pub fn unknown_name(&self, known: &[&str]) -> Option<&str> {
         self.names().find(|name| {
             !name.starts_with("mcp__")
                 && match name.strip_suffix('*') {
-                    Some(prefix) => !BUILTIN_TOOLS.iter().any(|t| t.starts_with(prefix)),
-                    None => !BUILTIN_TOOLS.contains(name),
+                    Some(prefix) => !known.iter().any(|t| t.starts_with(prefix)),
+                    None => !known.contains(name),
                 }
         })
     }
@@ -145,13 +117,14 @@ mod tests {
             allow: Some(vec!["read".into(), "mcp__x__*".into()]),
             deny: vec!["job_*".into(), "wirte".into()],
         };
-        assert_eq!(filter.unknown_name(), Some("wirte"));
+        let known = ["read", "write", "job_output", "job_kill"];
+        assert_eq!(filter.unknown_name(&known), Some("wirte"));
         assert_eq!(
             ToolFilter {
                 allow: None,
                 deny: vec!["nope*".into()]
             }
-            .unknown_name(),
+            .unknown_name(&known),
             Some("nope*")
         );
     }

@@ -55,7 +55,7 @@ pub use describe::{CallChange, CallView, ToolCatalog, ToolFacts, ToolKind, descr
 pub use edit::Edit;
 pub use editor::{EditorFiles, EditorFuture};
 pub use error::{ToolError, fs_code};
-pub use filter::{BUILTIN_TOOLS, ToolFilter};
+pub use filter::ToolFilter;
 pub use observe::{Observation, ObservationMap, Version};
 pub use path::{Target, resolve};
 pub use plan::ExitPlanMode;

@@ -1079,11 +1079,11 @@ fn tool_filter(
         allow: allow.value,
         deny,
     };
-    if let Some(name) = filter.unknown_name() {
+    if let Some(name) = filter.unknown_name(crate::BUILTIN_TOOLS) {
         return Err(SetupError::config(format!(
             "the tool list names \"{name}\", which is no tool dsh has: use the names of \
              built-in tools ({}) or mcp__<server>__<tool> (a trailing * covers several)",
-            dsh_tools::BUILTIN_TOOLS.join(", ")
+            crate::BUILTIN_TOOLS.join(", ")
         )));
     }
     Ok(filter)
