@@ -192,21 +192,32 @@ pub fn assert_flash_cost(cost: f64, input: u64, output: u64, cache_read: u64) {
     );
 }
 
-#[test]
-fn deepseek_models_are_priced_by_default_and_the_run_sums_its_requests() {
+/// A run of two steps whose usage is 600 uncached input, 100 output and 400 cached tokens,
+/// then 500, 50 and 1500.
+fn two_billed_steps() -> TestEnv {
     let env = TestEnv::new(vec![
         Turn::tool_call("read", json!({"file_path": "a.txt"})).usage(1000, 100, 400),
         Turn::text("done").usage(2000, 50, 1500),
     ]);
     env.write("a.txt", "alpha\n");
+    env
+}
+
+/// The cost of each step of the stream.
+fn step_costs(events: &[serde_json::Value]) -> Vec<f64> {
+    (events.iter())
+        .filter(|e| e["phase"] == "step_end")
+        .map(|e| e["usage"]["costUsd"].as_f64().unwrap())
+        .collect()
+}
+
+#[test]
+fn deepseek_models_are_priced_by_default_and_the_run_sums_its_requests() {
+    let env = two_billed_steps();
     let out = env.run(dsh(), &["--json", "go"]);
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
     let events = out.events();
-    let steps: Vec<f64> = events
-        .iter()
-        .filter(|e| e["phase"] == "step_end")
-        .map(|e| e["usage"]["costUsd"].as_f64().unwrap())
-        .collect();
+    let steps = step_costs(&events);
     assert_flash_cost(steps[0], 600, 100, 400);
     assert_flash_cost(steps[1], 500, 50, 1500);
     // Each request is priced at its own hour; the run's cost is their sum.
@@ -236,15 +247,12 @@ fn deepseek_models_are_priced_by_default_and_the_run_sums_its_requests() {
         row.contains("off_peak = { peak_hours = \"deepseek\", input = 0.15"),
         "{row}"
     );
+    assert!(row.ends_with("# default"), "{row}");
 }
 
 #[test]
 fn prices_give_cost_in_step_end_and_final_usage() {
-    let env = TestEnv::new(vec![
-        Turn::tool_call("read", json!({"file_path": "a.txt"})).usage(1000, 100, 400),
-        Turn::text("done").usage(2000, 50, 1500),
-    ]);
-    env.write("a.txt", "alpha\n");
+    let env = two_billed_steps();
     env.write(
         "prices.toml",
         "[models.\"deepseek-v4-flash\".prices]\ninput = 0.5\noutput = 2.0\ncache_read = 0.1\n",
@@ -252,11 +260,7 @@ fn prices_give_cost_in_step_end_and_final_usage() {
     let out = env.run(dsh(), &["--json", "--patch", "prices.toml", "go"]);
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
     let events = out.events();
-    let steps: Vec<f64> = events
-        .iter()
-        .filter(|e| e["phase"] == "step_end")
-        .map(|e| e["usage"]["costUsd"].as_f64().unwrap())
-        .collect();
+    let steps = step_costs(&events);
     // 600 uncached input, 100 output, 400 cached; then 500, 50, 1500.
     let first = (600.0 * 0.5 + 100.0 * 2.0 + 400.0 * 0.1) / 1e6;
     let second = (500.0 * 0.5 + 50.0 * 2.0 + 1500.0 * 0.1) / 1e6;
