@@ -101,7 +101,7 @@ impl OpenSession {
         for line in skipped {
             let _ = notices_tx.send(line);
         }
-        let context_window = settings.route.context_window.value;
+        let context_window = settings.route().context_window.value;
         let editor = EditorClient::new(connection, client.fs.clone());
         let user = User {
             approver: Some(Arc::new(SessionGrants::new(editor.clone()))),

@@ -231,25 +231,25 @@ impl AgentBuilder {
         // What the user is told from outside the agent (a server's stderr, a skipped hook)
         // can quote a key too.
         let notices = redacting(notices, settings.redactor());
-        let output_schema = match &settings.output_schema.value {
+        let output_schema = match &settings.output_schema().value {
             Some(path) => Some(Arc::new(crate::OutputSchema::load(path)?)),
             None => None,
         };
-        let hooks = crate::HookSet::load(&settings.home.value, &settings.cwd)?;
+        let hooks = crate::HookSet::load(&settings.home().value, settings.cwd())?;
         for skipped in &hooks.skipped {
             let _ = notices.send(skipped.clone());
         }
-        let provider = settings.route.connect(settings.idle_timeout.value)?;
-        let provider: Arc<dyn Provider> = Arc::new(Retrying::new(provider, settings.retry));
-        let sandbox = Arc::new(Sandbox::new(settings.sandbox.clone()));
+        let provider = settings.route().connect(settings.idle_timeout().value)?;
+        let provider: Arc<dyn Provider> = Arc::new(Retrying::new(provider, *settings.retry()));
+        let sandbox = Arc::new(Sandbox::new(settings.sandbox().clone()));
         let log_options = LogOptions {
-            fsync: settings.fsync.value,
-            zstd: settings.compression.value == Compression::Zstd,
+            fsync: settings.fsync().value,
+            zstd: settings.compression().value == Compression::Zstd,
         };
-        let home = &settings.home.value;
-        let cwd = settings.cwd.clone();
-        let session = match &settings.session_id {
-            Some(id) if settings.fork => Session::fork(home, cwd, id, log_options),
+        let home = &settings.home().value;
+        let cwd = settings.cwd().clone();
+        let session = match settings.session_id() {
+            Some(id) if settings.fork() => Session::fork(home, cwd, id, log_options),
             Some(id) => Session::resume(home, cwd, id, log_options),
             None => Ok(Session::create(home, cwd, log_options)),
         }
@@ -264,18 +264,18 @@ impl AgentBuilder {
                 session.log_path().as_os_str().to_owned(),
             ),
         ]);
-        shell_env.scrub.clone_from(&settings.scrub.value);
+        shell_env.scrub.clone_from(&settings.scrub().value);
         // The run's own key variables, whatever their names: `shell.scrub` may not catch them.
         shell_env
             .scrub_names
             .extend(settings.key_variables().iter().cloned());
         // A server whose every tool is withheld is not started at all.
         let servers = settings
-            .mcp_servers
+            .mcp_servers()
             .iter()
             .filter(|server| {
                 settings
-                    .tool_filter
+                    .tool_filter()
                     .may_allow_some(&format!("mcp__{}__", server.name))
             })
             .map(|server| McpServer {
@@ -308,10 +308,10 @@ impl AgentBuilder {
 /// config's, and in an editor its own): else it covers no tool, and the list does not do what
 /// it was written for.
 fn check_mcp_tool_names(settings: &Settings) -> Result<(), SetupError> {
-    let servers: Vec<&str> = (settings.mcp_servers.iter())
+    let servers: Vec<&str> = (settings.mcp_servers().iter())
         .map(|server| server.name.as_str())
         .collect();
-    let Some(name) = settings.tool_filter.unknown_server_name(&servers) else {
+    let Some(name) = settings.tool_filter().unknown_server_name(&servers) else {
         return Ok(());
     };
     let servers = if servers.is_empty() {
@@ -350,33 +350,38 @@ impl StartedRun {
             notices,
         } = self;
         let mcp_ready = mcp_startup
-            .ready(settings.mcp_grace.value, mcp_joins)
+            .ready(settings.mcp_grace().value, mcp_joins)
             .await
             .map_err(|e| {
                 let message = dsh_tools::redacted(settings.redactor().as_ref(), e.to_string());
                 SetupError::new("MCP_STARTUP", message)
             })?;
-        let route = &settings.route;
+        let route = settings.route();
         let mut config = agent_config(&settings);
         // The run's caps are the top agent's: a child's requests are its parent's calls, and
         // what children bill is in the parent's steps, so the budget covers them.
-        config.max_requests = settings.max_turns.value;
+        config.max_requests = settings.max_turns().value;
         config.output_schema = output_schema;
         // Settings refuse a budget without prices, so every request comes back priced.
-        config.budget = settings.max_budget_usd.value.map(crate::config::Usd::value);
+        config.budget = settings
+            .max_budget_usd()
+            .value
+            .map(crate::config::Usd::value);
         // A new session gets the workspace instructions after its first task; a resumed one
         // has them in its history and gets only what changed since, after its new task.
-        let (cwd, instructions) = (&settings.cwd, &settings.instructions);
-        config.instructions =
-            workspace_instructions(&settings, settings.session_id.is_some().then_some(&session));
+        let (cwd, instructions) = (settings.cwd(), settings.instructions());
+        config.instructions = workspace_instructions(
+            &settings,
+            settings.session_id().is_some().then_some(&session),
+        );
         config.nested_instructions = Some(instructions.clone());
-        let mode = settings.permission_mode.value.sandbox();
-        let approval = settings.approval.value;
-        let policy = SandboxPolicy::new(mode, cwd, settings.add_dirs.value.clone())
-            .with_dsh_home(&settings.home.value);
+        let mode = settings.permission_mode().value.sandbox();
+        let approval = settings.approval().value;
+        let policy = SandboxPolicy::new(mode, cwd, settings.add_dirs().value.clone())
+            .with_dsh_home(&settings.home().value);
         config.context.push(dsh_sandbox::runtime_context(
             &policy,
-            settings.sandbox.network,
+            settings.sandbox().network,
             approval,
         ));
         let BaseTools {
@@ -396,7 +401,7 @@ impl StartedRun {
         tools.follow(mcp_ready.joins);
         // What the commands of a run that died outright (SIGKILL, a crash) created at
         // protected paths, set aside now; this run's own watches are written down there too.
-        let journal = settings.home.value.join("pending-set-aside");
+        let journal = settings.home().value.join("pending-set-aside");
         for line in dsh_tools::settle_left_over(&journal) {
             let _ = notices.send(line);
         }
@@ -427,7 +432,7 @@ impl StartedRun {
                 subagent: false,
                 shell: shell.clone(),
                 policy: policy.clone(),
-                cwd: settings.cwd.clone(),
+                cwd: settings.cwd().clone(),
                 session_id: session.id().to_owned(),
                 transcript: session.log_path().to_path_buf(),
                 events: tx.clone(),
@@ -497,16 +502,16 @@ impl StartedRun {
 
 /// How the agent drives the model, by the settings.
 fn agent_config(settings: &Settings) -> AgentConfig {
-    let route = &settings.route;
+    let route = settings.route();
     let mut config = AgentConfig::new(route.model.clone());
     config.max_output_tokens = route.max_output_tokens.value;
-    config.effort = settings.effort.value;
-    config.max_steps = settings.max_steps.value;
+    config.effort = settings.effort().value;
+    config.max_steps = settings.max_steps().value;
     config
         .system_append
-        .clone_from(&settings.system_prompt_append.value);
+        .clone_from(&settings.system_prompt_append().value);
     config.context_window = route.context_window.value;
-    config.job_wait = settings.job_wait.value;
+    config.job_wait = settings.job_wait().value;
     config
 }
 
@@ -519,17 +524,17 @@ fn tool_session(
     spill: SpillStore,
 ) -> ToolSession {
     let model = ModelCaps {
-        name: settings.route.model.clone(),
-        image_input: settings.route.image_input.value,
+        name: settings.route().model.clone(),
+        image_input: settings.route().image_input.value,
     };
     ToolSession::new(policy, spill, model)
         .with_attachments(AttachmentStore::new(
-            settings.home.value.join("attachments"),
+            settings.home().value.join("attachments"),
         ))
         .with_approval(approval)
-        .with_plan_mode(settings.permission_mode.value.is_plan())
+        .with_plan_mode(settings.permission_mode().value.is_plan())
         // Jobs nobody can read are not started: commands past their timeout stop.
-        .with_background_jobs(settings.tool_filter.allows("job_output"))
+        .with_background_jobs(settings.tool_filter().allows("job_output"))
         .with_shell(shell)
         .with_redactor(settings.redactor())
 }
@@ -544,9 +549,9 @@ pub(crate) fn workspace_instructions(
     settings: &Settings,
     resumed: Option<&Session>,
 ) -> Option<crate::instructions::Delivery> {
-    let (cwd, home) = (&settings.cwd, &settings.home.value);
+    let (cwd, home) = (settings.cwd(), &settings.home().value);
     let shown = settings.home_shown();
-    let instructions = &settings.instructions;
+    let instructions = settings.instructions();
     match resumed {
         None => crate::instructions::baseline(cwd, home, shown, instructions),
         // Logged before dsh recorded which files it delivered: what the model was given cannot
@@ -568,23 +573,24 @@ fn child_kit(
     shell: Arc<Shell>,
     hooks: Option<Arc<crate::HookRunner>>,
 ) -> Arc<crate::subagents::ChildKit> {
-    let limits = settings.subagents;
+    let limits = *settings.subagents();
     crate::subagents::ChildKit::new(
         limits,
         Box::new(move |spec: crate::subagents::ChildSpec| {
             let mode = if spec.read_only {
                 SandboxMode::ReadOnly
             } else {
-                settings.permission_mode.value.sandbox()
+                settings.permission_mode().value.sandbox()
             };
-            let policy = SandboxPolicy::new(mode, &settings.cwd, settings.add_dirs.value.clone())
-                .with_dsh_home(&settings.home.value);
+            let policy =
+                SandboxPolicy::new(mode, settings.cwd(), settings.add_dirs().value.clone())
+                    .with_dsh_home(&settings.home().value);
             let approval = ApprovalPolicy::Never;
             let mut config = agent_config(&settings);
             config.hooks.clone_from(&hooks);
             config.context.push(dsh_sandbox::runtime_context(
                 &policy,
-                settings.sandbox.network,
+                settings.sandbox().network,
                 approval,
             ));
             config.context.push(DELEGATED.to_owned());
@@ -592,17 +598,17 @@ fn child_kit(
                 mut tools, catalog, ..
             } = base_tools(&settings);
             config.context.extend(catalog);
-            let mut deny = settings.tool_filter.deny.clone();
+            let mut deny = settings.tool_filter().deny.clone();
             deny.push("ask_user_question".to_owned());
             tools.restrict(ToolFilter {
-                allow: spec.allow.or_else(|| settings.tool_filter.allow.clone()),
+                allow: spec.allow.or_else(|| settings.tool_filter().allow.clone()),
                 deny,
             });
             if !spec.fork {
                 // A fork has them in the history it begins with.
                 config.instructions = workspace_instructions(&settings, None);
             }
-            config.nested_instructions = Some(settings.instructions.clone());
+            config.nested_instructions = Some(settings.instructions().clone());
             let tool_session = tool_session(
                 &settings,
                 policy,
@@ -616,11 +622,11 @@ fn child_kit(
                 tools,
                 tool_session,
                 config,
-                session_home: settings.home.value.clone(),
-                cwd: settings.cwd.clone(),
+                session_home: settings.home().value.clone(),
+                cwd: settings.cwd().clone(),
                 log_options: LogOptions {
-                    fsync: settings.fsync.value,
-                    zstd: settings.compression.value == Compression::Zstd,
+                    fsync: settings.fsync().value,
+                    zstd: settings.compression().value == Compression::Zstd,
                 },
             }
         }),
@@ -684,17 +690,17 @@ struct BaseTools {
 }
 
 fn base_tools(settings: &Settings) -> BaseTools {
-    let mode = settings.permission_mode.value;
+    let mode = settings.permission_mode().value;
     let confining = mode.sandbox() != SandboxMode::DangerFullAccess;
     let mut tools = ToolRegistry::with_file_tools(confining);
     tools.register(Box::new(TodoWrite::default()));
     // No one answers in a run built here yet: the tool tells the model so at once.
     tools.register(Box::new(AskUserQuestion::default()));
-    let (web_fetch, web_search) = dsh_web::tools(settings.web.clone());
+    let (web_fetch, web_search) = dsh_web::tools(settings.web().clone());
     tools.register(Box::new(web_fetch));
     // Offered only where a backend can serve it: a tool whose every call fails is noise in
     // the prompt (`--dump-config` says why it is off).
-    if settings.web.search.is_ok() {
+    if settings.web().search.is_ok() {
         tools.register(Box::new(web_search));
     }
     if mode.is_plan() {
@@ -715,13 +721,13 @@ fn base_tools(settings: &Settings) -> BaseTools {
     if catalog.is_some() {
         tools.register(Box::new(dsh_tools::skill::SkillTool::new(skills)));
     }
-    if settings.str_replace_editor.value {
+    if settings.str_replace_editor().value {
         tools.register(Box::new(StrReplaceEditor::default()));
     }
     // bash is offered in every mode, as the reference does: where no backend can confine a
     // command, each call is refused with SANDBOX_UNAVAILABLE and the model reads why.
     tools.add_shell_tools(confining);
-    tools.restrict(settings.tool_filter.clone());
+    tools.restrict(settings.tool_filter().clone());
     BaseTools {
         tools,
         catalog,
@@ -736,17 +742,17 @@ pub(crate) fn offered_tools(settings: &Settings) -> Vec<String> {
     let tools = base_tools(settings).tools;
     let mut names: Vec<String> = tools.names().map(str::to_owned).collect();
     names.extend(
-        crate::subagents::offered(&settings.tool_filter)
+        crate::subagents::offered(settings.tool_filter())
             .into_iter()
             .map(str::to_owned),
     );
     names.sort();
     names.extend(
         settings
-            .mcp_servers
+            .mcp_servers()
             .iter()
             .map(|server| format!("mcp__{}__", server.name))
-            .filter(|prefix| settings.tool_filter.may_allow_some(prefix))
+            .filter(|prefix| settings.tool_filter().may_allow_some(prefix))
             .map(|prefix| format!("{prefix}*")),
     );
     names

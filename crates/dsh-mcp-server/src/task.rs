@@ -53,7 +53,7 @@ impl Task {
         let Some(asked) = self.sandbox else {
             return Ok(settings);
         };
-        let allowed = settings.permission_mode.value;
+        let allowed = settings.permission_mode().value;
         if asked.sandbox().is_wider_than(allowed.sandbox()) {
             return Err(format!(
                 "sandbox \"{asked}\" is wider than this server allows ({allowed}): a call may \

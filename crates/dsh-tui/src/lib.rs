@@ -67,7 +67,7 @@ pub fn run(options: Options) -> Result<(), StartError> {
     options.flags.interactive = true;
     let settings = Settings::load(cwd.clone(), &Environment::from_process(), &options.flags)
         .map_err(|e| StartError(e.message))?;
-    let home = settings.home.value.clone();
+    let home = settings.home().value.clone();
     let runtime = dsh_core::runtime().map_err(StartError)?;
     let outcome = runtime.block_on(main_loop(options, settings, home, cwd));
     runtime.shutdown_background();

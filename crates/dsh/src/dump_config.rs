@@ -34,7 +34,7 @@ fn render(args: &RunArgs) -> Result<String, String> {
         "# dsh settings: each value with its source: default, a file (lowest first), the \
          environment, or a flag\n",
     );
-    for layer in settings.files.layers() {
+    for layer in settings.files().layers() {
         let state = match (&layer.table, layer.rows) {
             (Some(_), true) => "read: reference rows",
             (Some(_), false) => "read",

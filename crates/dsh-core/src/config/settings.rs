@@ -382,65 +382,208 @@ impl fmt::Debug for McpTransport {
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// dsh's home (`$DSH_HOME`, else `~/.dsh`).
-    pub home: Sourced<PathBuf>,
+    pub(super) home: Sourced<PathBuf>,
     /// The working directory: the workspace.
-    pub cwd: PathBuf,
+    pub(super) cwd: PathBuf,
     /// The user's home folder (`HOME`), for `~/.agents/skills` and how paths are shown.
-    pub user_home: Option<PathBuf>,
+    pub(super) user_home: Option<PathBuf>,
     /// The config files read, lowest first.
-    pub files: ConfigFiles,
+    pub(super) files: ConfigFiles,
     /// The model reference as given (`<provider>/<model>` or a DeepSeek model name).
-    pub model: Sourced<String>,
+    pub(super) model: Sourced<String>,
     /// Where the model is served and what it can do.
-    pub route: Route,
-    pub effort: Sourced<Effort>,
-    pub max_steps: Sourced<u32>,
-    pub max_turns: Sourced<Option<u32>>,
-    pub max_budget_usd: Sourced<Option<Usd>>,
+    pub(super) route: Route,
+    pub(super) effort: Sourced<Effort>,
+    pub(super) max_steps: Sourced<u32>,
+    pub(super) max_turns: Sourced<Option<u32>>,
+    pub(super) max_budget_usd: Sourced<Option<Usd>>,
     /// Added at the end of the system prompt (`--system-prompt-append`, `system_prompt_append`).
-    pub system_prompt_append: Sourced<Option<String>>,
+    pub(super) system_prompt_append: Sourced<Option<String>>,
     /// The JSON Schema the final answer must match (`--output-schema`).
-    pub output_schema: Sourced<Option<PathBuf>>,
-    pub permission_mode: Sourced<PermissionMode>,
-    pub approval: Sourced<ApprovalPolicy>,
-    pub add_dirs: Sourced<Vec<PathBuf>>,
+    pub(super) output_schema: Sourced<Option<PathBuf>>,
+    pub(super) permission_mode: Sourced<PermissionMode>,
+    pub(super) approval: Sourced<ApprovalPolicy>,
+    pub(super) add_dirs: Sourced<Vec<PathBuf>>,
     /// The sandbox backends and the network switch (`[sandbox]`).
-    pub sandbox: SandboxSettings,
-    pub str_replace_editor: Sourced<bool>,
+    pub(super) sandbox: SandboxSettings,
+    pub(super) str_replace_editor: Sourced<bool>,
     /// Which tools are offered by name (`tools.allow`, `tools.deny`, `--tools`,
     /// `--disallowed-tools`).
-    pub tool_filter: ToolFilter,
+    pub(super) tool_filter: ToolFilter,
     /// Name fragments of inherited variables kept from commands (upper case).
-    pub scrub: Sourced<Vec<String>>,
-    pub job_wait: Sourced<Duration>,
-    pub fsync: Sourced<bool>,
-    pub compression: Sourced<Compression>,
-    pub retry: RetryPolicy,
-    pub idle_timeout: Sourced<Duration>,
-    pub instructions: InstructionSettings,
-    pub skills_enabled: Sourced<bool>,
-    pub skills_default_roots: Sourced<bool>,
-    pub skills_dirs: Sourced<Vec<PathBuf>>,
-    pub mcp_grace: Sourced<Duration>,
+    pub(super) scrub: Sourced<Vec<String>>,
+    pub(super) job_wait: Sourced<Duration>,
+    pub(super) fsync: Sourced<bool>,
+    pub(super) compression: Sourced<Compression>,
+    pub(super) retry: RetryPolicy,
+    pub(super) idle_timeout: Sourced<Duration>,
+    pub(super) instructions: InstructionSettings,
+    pub(super) skills_enabled: Sourced<bool>,
+    pub(super) skills_default_roots: Sourced<bool>,
+    pub(super) skills_dirs: Sourced<Vec<PathBuf>>,
+    pub(super) mcp_grace: Sourced<Duration>,
     /// The enabled servers, in name order.
-    pub mcp_servers: Vec<McpServerSettings>,
+    pub(super) mcp_servers: Vec<McpServerSettings>,
     /// What the web tools may reach (`[web]`, and the sandbox's network switch).
-    pub web: dsh_web::WebSettings,
+    pub(super) web: dsh_web::WebSettings,
     /// The variables the run reads keys from (the route's `api_key_env`, the search backend's),
     /// kept from every command whatever their names ([`Settings::key_variables`]).
     key_variables: Vec<String>,
     /// `secrets.redact`: whether the run's secrets are taken out of tool results.
-    pub redact_secrets: Sourced<bool>,
+    pub(super) redact_secrets: Sourced<bool>,
     /// What takes them out ([`Settings::redactor`]), built once from the secret values the run
     /// knows (keys, tokens, headers, URL credentials).
     redactor: Option<dsh_tools::Redactor>,
     /// How many subagents, how deep, how costly (`[subagents]`).
-    pub subagents: SubagentLimits,
+    pub(super) subagents: SubagentLimits,
     /// The session to continue; `None` starts a new one.
-    pub session_id: Option<String>,
+    pub(super) session_id: Option<String>,
     /// Whether `session_id` is copied into a new session instead of continued (`--fork`).
-    pub fork: bool,
+    pub(super) fork: bool,
     rows: Vec<SettingRow>,
+}
+
+/// What the run is set up with, read through these accessors; only configuration builds it.
+impl Settings {
+    pub fn home(&self) -> &Sourced<PathBuf> {
+        &self.home
+    }
+
+    pub fn cwd(&self) -> &PathBuf {
+        &self.cwd
+    }
+
+    pub fn user_home(&self) -> &Option<PathBuf> {
+        &self.user_home
+    }
+
+    pub fn files(&self) -> &ConfigFiles {
+        &self.files
+    }
+
+    pub fn model(&self) -> &Sourced<String> {
+        &self.model
+    }
+
+    pub fn route(&self) -> &Route {
+        &self.route
+    }
+
+    pub fn effort(&self) -> &Sourced<Effort> {
+        &self.effort
+    }
+
+    pub fn max_steps(&self) -> &Sourced<u32> {
+        &self.max_steps
+    }
+
+    pub fn max_turns(&self) -> &Sourced<Option<u32>> {
+        &self.max_turns
+    }
+
+    pub fn max_budget_usd(&self) -> &Sourced<Option<Usd>> {
+        &self.max_budget_usd
+    }
+
+    pub fn system_prompt_append(&self) -> &Sourced<Option<String>> {
+        &self.system_prompt_append
+    }
+
+    pub fn output_schema(&self) -> &Sourced<Option<PathBuf>> {
+        &self.output_schema
+    }
+
+    pub fn permission_mode(&self) -> &Sourced<PermissionMode> {
+        &self.permission_mode
+    }
+
+    pub fn approval(&self) -> &Sourced<ApprovalPolicy> {
+        &self.approval
+    }
+
+    pub fn add_dirs(&self) -> &Sourced<Vec<PathBuf>> {
+        &self.add_dirs
+    }
+
+    pub fn sandbox(&self) -> &SandboxSettings {
+        &self.sandbox
+    }
+
+    pub fn str_replace_editor(&self) -> &Sourced<bool> {
+        &self.str_replace_editor
+    }
+
+    pub fn tool_filter(&self) -> &ToolFilter {
+        &self.tool_filter
+    }
+
+    pub fn scrub(&self) -> &Sourced<Vec<String>> {
+        &self.scrub
+    }
+
+    pub fn job_wait(&self) -> &Sourced<Duration> {
+        &self.job_wait
+    }
+
+    pub fn fsync(&self) -> &Sourced<bool> {
+        &self.fsync
+    }
+
+    pub fn compression(&self) -> &Sourced<Compression> {
+        &self.compression
+    }
+
+    pub fn retry(&self) -> &RetryPolicy {
+        &self.retry
+    }
+
+    pub fn idle_timeout(&self) -> &Sourced<Duration> {
+        &self.idle_timeout
+    }
+
+    pub fn instructions(&self) -> &InstructionSettings {
+        &self.instructions
+    }
+
+    pub fn skills_enabled(&self) -> &Sourced<bool> {
+        &self.skills_enabled
+    }
+
+    pub fn skills_default_roots(&self) -> &Sourced<bool> {
+        &self.skills_default_roots
+    }
+
+    pub fn skills_dirs(&self) -> &Sourced<Vec<PathBuf>> {
+        &self.skills_dirs
+    }
+
+    pub fn mcp_grace(&self) -> &Sourced<Duration> {
+        &self.mcp_grace
+    }
+
+    pub fn mcp_servers(&self) -> &Vec<McpServerSettings> {
+        &self.mcp_servers
+    }
+
+    pub fn web(&self) -> &dsh_web::WebSettings {
+        &self.web
+    }
+
+    pub fn redact_secrets(&self) -> &Sourced<bool> {
+        &self.redact_secrets
+    }
+
+    pub fn subagents(&self) -> &SubagentLimits {
+        &self.subagents
+    }
+
+    pub fn session_id(&self) -> &Option<String> {
+        &self.session_id
+    }
+
+    pub fn fork(&self) -> bool {
+        self.fork
+    }
 }
 
 impl Settings {
