@@ -370,8 +370,11 @@ impl StartedRun {
         // A new session gets the workspace instructions after its first task; a resumed one
         // has them in its history and gets only what changed since, after its new task.
         let (cwd, instructions) = (settings.cwd(), settings.instructions());
-        config.instructions = workspace_instructions(
-            &settings,
+        config.instructions = crate::instructions::for_next_turn(
+            settings.cwd(),
+            &settings.home().value,
+            settings.home_shown(),
+            settings.instructions(),
             settings.session_id().is_some().then_some(&session),
         );
         config.nested_instructions = Some(instructions.clone());
@@ -543,30 +546,6 @@ fn tool_session(
 /// the top agent, under the approval policy `never` (a child never asks), optionally a
 /// read-only sandbox and a narrower tool list, and never `ask_user_question`. MCP tools stay
 /// with the top agent.
-/// The workspace instructions a session's next turn carries: all of them for a new session
-/// (`None`), what changed since for a resumed one.
-pub(crate) fn workspace_instructions(
-    settings: &Settings,
-    resumed: Option<&Session>,
-) -> Option<crate::instructions::Delivery> {
-    let (cwd, home) = (settings.cwd(), &settings.home().value);
-    let shown = settings.home_shown();
-    let instructions = settings.instructions();
-    match resumed {
-        None => crate::instructions::baseline(cwd, home, shown, instructions),
-        // Logged before dsh recorded which files it delivered: what the model was given cannot
-        // be compared with the files now, and sending them all again would repeat them.
-        Some(session) if !session.instructions_tracked() => None,
-        Some(session) => crate::instructions::changes(
-            cwd,
-            home,
-            shown,
-            instructions,
-            session.loaded_instructions(),
-        ),
-    }
-}
-
 fn child_kit(
     settings: Arc<Settings>,
     provider: Arc<dyn Provider>,
@@ -606,7 +585,13 @@ fn child_kit(
             });
             if !spec.fork {
                 // A fork has them in the history it begins with.
-                config.instructions = workspace_instructions(&settings, None);
+                config.instructions = crate::instructions::for_next_turn(
+                    settings.cwd(),
+                    &settings.home().value,
+                    settings.home_shown(),
+                    settings.instructions(),
+                    None,
+                );
             }
             config.nested_instructions = Some(settings.instructions().clone());
             let tool_session = tool_session(

@@ -494,6 +494,30 @@ fn fit(mut sources: Vec<Source>, max: usize) -> String {
     text
 }
 
+/// The workspace instructions a session's next turn carries: all of them for a new session
+/// (`resumed` is `None`), what changed since for a resumed one.
+pub(crate) fn for_next_turn(
+    cwd: &Path,
+    home: &Path,
+    home_shown: &str,
+    settings: &InstructionSettings,
+    resumed: Option<&crate::Session>,
+) -> Option<Delivery> {
+    match resumed {
+        None => baseline(cwd, home, home_shown, settings),
+        // Logged before dsh recorded which files it delivered: what the model was given cannot
+        // be compared with the files now, and sending them all again would repeat them.
+        Some(session) if !session.instructions_tracked() => None,
+        Some(session) => changes(
+            cwd,
+            home,
+            home_shown,
+            settings,
+            session.loaded_instructions(),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

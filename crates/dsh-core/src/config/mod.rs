@@ -5,10 +5,12 @@
 
 mod files;
 mod layers;
+mod resolver;
 mod route;
 mod rows;
 mod settings;
 mod shown;
+mod sourced;
 
 pub use files::{
     ApprovalConfig, Compression, Config, InstructionsConfig, JobsConfig, McpConfig,
@@ -16,12 +18,14 @@ pub use files::{
     SandboxConfig, SessionsConfig, ShellConfig, SkillsConfig, SystemRole, ToolsConfig,
 };
 pub use layers::{ConfigError, ConfigFiles, Layer};
+pub use resolver::{Environment, SetupError};
 pub use route::{ApiKey, OTHER_WINDOW_DEFAULT, Route};
 pub use settings::{
-    DEFAULT_MODEL, Environment, Flags, McpServerSettings, McpTransport, Settings, SetupError,
-    Source, Sourced, SubagentLimits, Usd, home, sandbox_only,
+    DEFAULT_MODEL, Flags, McpServerSettings, McpTransport, Settings, SubagentLimits, Usd, home,
+    sandbox_only,
 };
 pub use shown::SettingRow;
+pub use sourced::{Source, Sourced};
 
 // The value types of settings that flags also set, so a front end parses them as core reads them.
 pub use dsh_llm::Effort;

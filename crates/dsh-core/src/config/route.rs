@@ -9,7 +9,8 @@ use dsh_protocol::Prices;
 
 use super::files::{ModelConfig, ProviderKind, SystemRole};
 use super::layers::quote_key;
-use super::settings::{Environment, Resolver, SetupError, Source, Sourced};
+use super::resolver::{Environment, Resolver, SetupError};
+use super::sourced::{Source, Sourced};
 use crate::{Credentials, EnvSource};
 
 /// The context window assumed for an undeclared model of a route that is not DeepSeek.

@@ -6,7 +6,6 @@
 //! ([`Source`]), and [`Settings::rows`] lists them all for `--dump-config`: what it prints is
 //! what a run uses, because a run is built from the same object.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -18,8 +17,10 @@ use dsh_tools::ToolFilter;
 
 use super::files::{Compression, Config, McpServerConfig, PermissionMode, SearchProvider};
 use super::layers::{ConfigFiles, quote_key};
+use super::resolver::{Environment, Resolver, SetupError, flag};
 use super::route::Route;
 use super::shown::{SettingRow, Shown};
+use super::sourced::{Source, Sourced};
 use crate::instructions::InstructionSettings;
 
 /// The model used when none is named.
@@ -30,46 +31,6 @@ const MCP_TIMEOUT_MS: u64 = 60_000;
 const MCP_GRACE_MS: u64 = 3_000;
 /// The default of `requests.idle_timeout_ms`.
 const IDLE_TIMEOUT_MS: u64 = 300_000;
-
-/// Where a value came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
-    /// dsh's built-in default.
-    Default,
-    /// The config file (or patch) that set it last.
-    File(PathBuf),
-    /// An environment variable.
-    Env(&'static str),
-    /// A command-line flag.
-    Flag(&'static str),
-}
-
-impl fmt::Display for Source {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Source::Default => f.write_str("default"),
-            Source::File(path) => write!(f, "{}", path.display()),
-            Source::Env(name) | Source::Flag(name) => f.write_str(name),
-        }
-    }
-}
-
-/// A resolved value and where it came from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Sourced<T> {
-    pub value: T,
-    pub source: Source,
-}
-
-impl<T> Sourced<T> {
-    pub fn new(value: T, source: Source) -> Self {
-        Sourced { value, source }
-    }
-
-    fn default(value: T) -> Self {
-        Sourced::new(value, Source::Default)
-    }
-}
 
 /// An amount of US dollars: positive and finite, so it compares as a whole number would.
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
@@ -133,96 +94,6 @@ pub struct Flags {
     /// config server replaces it. Given here, not added to the settings later, so that the
     /// redactor knows their secrets.
     pub mcp_servers: Vec<McpServerSettings>,
-}
-
-/// The process environment as the settings read it: a snapshot, so a run and `--dump-config`
-/// (and tests) resolve from the same values.
-#[derive(Clone, Default)]
-pub struct Environment {
-    vars: BTreeMap<String, String>,
-}
-
-/// Names only: the values hold secrets.
-impl fmt::Debug for Environment {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_set().entries(self.vars.keys()).finish()
-    }
-}
-
-impl Environment {
-    /// This process's environment; a name or value that is not UTF-8 is read lossily, as dsh
-    /// has always read its variables.
-    pub fn from_process() -> Self {
-        Environment::from_pairs(std::env::vars_os().map(|(name, value)| {
-            (
-                name.to_string_lossy().into_owned(),
-                value.to_string_lossy().into_owned(),
-            )
-        }))
-    }
-
-    pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Self {
-        Environment {
-            vars: pairs.into_iter().collect(),
-        }
-    }
-
-    /// The value of `name` as exported, empty included.
-    pub fn raw(&self, name: &str) -> Option<&str> {
-        self.vars.get(name).map(String::as_str)
-    }
-
-    pub(crate) fn snapshot(&self) -> BTreeMap<String, String> {
-        self.vars.clone()
-    }
-
-    /// The value of `name` when it is set to something other than blanks.
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.raw(name).filter(|v| !v.trim().is_empty())
-    }
-}
-
-/// A setting that cannot be used, or a run that cannot be set up: said as `dsh: <message>`,
-/// and in the `--json` stream as an `error` event with the code.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct SetupError {
-    pub message: String,
-    /// What kind of failure, for supervisors (`CONFIG`, `AUTH`, `SESSION_NOT_FOUND`...;
-    /// `docs/cli.md` lists them).
-    pub code: std::borrow::Cow<'static, str>,
-}
-
-impl SetupError {
-    pub fn new(code: impl Into<std::borrow::Cow<'static, str>>, message: String) -> Self {
-        SetupError {
-            message,
-            code: code.into(),
-        }
-    }
-
-    /// A setting that cannot be used: a config file, a flag's value, the environment.
-    pub fn config(message: String) -> Self {
-        SetupError::new("CONFIG", message)
-    }
-}
-
-impl From<super::layers::ConfigError> for SetupError {
-    fn from(e: super::layers::ConfigError) -> Self {
-        SetupError::config(e.to_string())
-    }
-}
-
-impl From<crate::DotenvError> for SetupError {
-    fn from(e: crate::DotenvError) -> Self {
-        SetupError::config(e.to_string())
-    }
-}
-
-impl From<crate::CoreError> for SetupError {
-    fn from(e: crate::CoreError) -> Self {
-        SetupError::new(e.code(), e.to_string())
-    }
 }
 
 /// The bounds on subagents (`[subagents]`); hitting one is a tool error naming its key.
@@ -1395,82 +1266,6 @@ pub fn home(env: &Environment) -> Result<Sourced<PathBuf>, SetupError> {
         Some(_) => Sourced::new(path, Source::Env("DSH_HOME")),
         None => Sourced::default(path),
     })
-}
-
-fn flag<T>(value: Option<T>, name: &'static str) -> Option<Sourced<T>> {
-    value.map(|v| Sourced::new(v, Source::Flag(name)))
-}
-
-/// Picks values and records each one as a row.
-pub(super) struct Resolver<'a> {
-    files: &'a ConfigFiles,
-    rows: Vec<SettingRow>,
-}
-
-impl<'a> Resolver<'a> {
-    /// The files' value of `key`, with the file that set it.
-    pub(super) fn file<T>(&self, key: &str, value: Option<T>) -> Option<Sourced<T>> {
-        value.map(|v| Sourced::new(v, Source::File(self.files.source_of(key))))
-    }
-
-    /// The first value given, highest layer first, else the default; recorded under `key`.
-    pub(super) fn setting<T: Shown, const N: usize>(
-        &mut self,
-        key: &str,
-        layers: [Option<Sourced<T>>; N],
-        default: T,
-    ) -> Sourced<T> {
-        let value = layers
-            .into_iter()
-            .flatten()
-            .next()
-            .unwrap_or_else(|| Sourced::default(default));
-        self.record(key, &value);
-        value
-    }
-
-    /// A file value in milliseconds.
-    fn millis(&mut self, key: &str, value: Option<u64>, default: Duration) -> Sourced<Duration> {
-        let ms = self.setting(
-            key,
-            [self.file(key, value)],
-            u64::try_from(default.as_millis()).unwrap_or(u64::MAX),
-        );
-        Sourced::new(Duration::from_millis(ms.value), ms.source)
-    }
-
-    pub(super) fn record<T: Shown>(&mut self, key: &str, value: &Sourced<T>) {
-        self.rows.push(SettingRow::new(
-            key.to_owned(),
-            value.value.shown(),
-            &value.source,
-        ));
-    }
-
-    /// Says what the last recorded value means when it is none (`"none"` alone says little).
-    pub(super) fn none_means<T>(&mut self, value: &Sourced<Option<T>>, meaning: &str) {
-        if value.value.is_none() {
-            self.explain_last(meaning);
-        }
-    }
-
-    /// Shows the last recorded value as what it means for this run, where the value alone
-    /// would mislead (a switch the route's wire format does not read).
-    pub(super) fn explain_last(&mut self, meaning: &str) {
-        if let Some(row) = self.rows.last_mut() {
-            row.value = format!("{meaning:?}");
-        }
-    }
-
-    /// A row whose value and source are said in words.
-    pub(super) fn record_text(&mut self, key: &str, value: String, source: String) {
-        self.rows
-            .push(SettingRow::described(key.to_owned(), value, source));
-    }
-
-    pub(super) fn files(&self) -> &'a ConfigFiles {
-        self.files
-    }
 }
 
 /// `--add-dir` grants: each an absolute path to an existing directory, given as its real path

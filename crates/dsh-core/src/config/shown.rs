@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use super::settings::Source;
+use super::sourced::Source;
 
 /// One value in effect.
 #[derive(Debug, Clone, PartialEq, Eq)]

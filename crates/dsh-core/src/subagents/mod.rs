@@ -435,8 +435,13 @@ impl SubagentTool {
         session.redact_failures(parts.settings.redactor());
         let mut parts = parts;
         // Its history has the workspace instructions it was given: only what changed since.
-        parts.config.instructions =
-            crate::builder::workspace_instructions(&parts.settings, Some(&session));
+        parts.config.instructions = crate::instructions::for_next_turn(
+            parts.settings.cwd(),
+            &parts.settings.home().value,
+            parts.settings.home_shown(),
+            parts.settings.instructions(),
+            Some(&session),
+        );
         let (tx, rx) = mpsc::unbounded_channel();
         let mut agent = self.child_agent(parts, session, self.depth + 1, tx);
         agent.count_logged_usage();
