@@ -171,6 +171,30 @@ struct Slot {
     broken: Option<String>,
 }
 
+/// Ends the helpers of `slot` whose binds moved ([`HelperLaunch::retire_stale`]).
+fn retire(mut slot: tokio::sync::MutexGuard<'_, Slot>) {
+    let mut stale = Vec::new();
+    slot.started.retain(|(profile, identity, helper)| {
+        let Some(helper) = helper.upgrade() else {
+            return false;
+        };
+        if crate::bwrap::bind_identity(profile) == *identity {
+            return true;
+        }
+        stale.push(helper);
+        false
+    });
+    if let Some((_, current)) = &slot.current
+        && stale.iter().any(|helper| Arc::ptr_eq(helper, current))
+    {
+        slot.current = None;
+    }
+    drop(slot);
+    for helper in stale {
+        helper.kill();
+    }
+}
+
 /// How to run one command through a helper: the pool, the profile the command would get from
 /// its own `bwrap`, and the argv that starts a helper under it.
 #[derive(Debug, Clone)]
@@ -228,31 +252,18 @@ impl HelperLaunch {
     /// Ends every helper of the run whose binds no longer cover what they were made over (a
     /// protected file a set-aside just moved: the read-only bind moved with it, and the name
     /// is free inside that sandbox), and so the commands it runs, which are reported killed.
-    /// Later commands get a helper of their own. Best effort: while a helper is being started
-    /// (the pool busy), nothing is ended; that helper's binds are new anyway.
+    /// Later commands get a helper of their own. While the pool is busy (a command getting its
+    /// helper), this is done as soon as it is free, never skipped: the stale helper may be
+    /// another than the one the pool is busy with.
     pub fn retire_stale(&self) {
-        let Ok(mut slot) = self.pool.slot.try_lock() else {
-            return;
-        };
-        let mut stale = Vec::new();
-        slot.started.retain(|(profile, identity, helper)| {
-            let Some(helper) = helper.upgrade() else {
-                return false;
-            };
-            if crate::bwrap::bind_identity(profile) == *identity {
-                return true;
+        match self.pool.slot.try_lock() {
+            Ok(slot) => retire(slot),
+            Err(_) => {
+                let pool = self.pool.clone();
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(async move { retire(pool.slot.lock().await) });
+                }
             }
-            stale.push(helper);
-            false
-        });
-        if let Some((_, current)) = &slot.current
-            && stale.iter().any(|helper| Arc::ptr_eq(helper, current))
-        {
-            slot.current = None;
-        }
-        drop(slot);
-        for helper in stale {
-            helper.kill();
         }
     }
 
