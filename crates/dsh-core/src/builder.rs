@@ -371,10 +371,10 @@ impl StartedRun {
         // has them in its history and gets only what changed since, after its new task.
         let (cwd, instructions) = (settings.cwd(), settings.instructions());
         config.instructions = crate::instructions::for_next_turn(
-            settings.cwd(),
+            cwd,
             &settings.home().value,
             settings.home_shown(),
-            settings.instructions(),
+            instructions,
             settings.session_id().is_some().then_some(&session),
         );
         config.nested_instructions = Some(instructions.clone());

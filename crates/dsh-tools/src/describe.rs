@@ -153,6 +153,11 @@ pub fn description_problems(tool: &dyn Tool) -> Vec<String> {
     problems
 }
 
+/// The text argument `name` of a call, as a summary or change function reads it.
+pub fn text_arg<'a>(args: &'a Value, name: &str) -> Option<&'a str> {
+    args.get(name).and_then(Value::as_str)
+}
+
 /// The change a file-changing call asks for, read from its own arguments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallChange<'a> {
@@ -188,7 +193,7 @@ const SUMMARY_CHARS: usize = 200;
 impl<'a> CallView<'a> {
     /// A call, with `args`, of a tool with these facts.
     pub fn of(facts: &ToolFacts, args: &'a Value) -> Self {
-        let text = |name: Option<&str>| name.and_then(|n| args.get(n)).and_then(Value::as_str);
+        let text = |name: Option<&str>| name.and_then(|n| text_arg(args, n));
         let words = facts.summary.and_then(|words| words(args));
         let summary = one_line(words.or_else(|| match facts.subject {
             Some(name) => text(Some(name)).map(str::to_owned),

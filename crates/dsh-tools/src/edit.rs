@@ -284,7 +284,7 @@ fn is_crlf(text: &str) -> bool {
 }
 
 fn edit_change<'a>(args: &'a serde_json::Value) -> Option<crate::CallChange<'a>> {
-    let text = |key: &str| args.get(key).and_then(serde_json::Value::as_str);
+    let text = |key: &str| crate::text_arg(args, key);
     Some(crate::CallChange {
         path: text("file_path")?,
         old: Some(text("old_string")?),

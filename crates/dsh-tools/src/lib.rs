@@ -51,7 +51,9 @@ pub use attachments::{
     AttachmentStore, ImageError, MAX_SOURCE_BYTES as MAX_IMAGE_SOURCE_BYTES, StoredImage,
     sha256_hex,
 };
-pub use describe::{CallChange, CallView, ToolCatalog, ToolFacts, ToolKind, description_problems};
+pub use describe::{
+    CallChange, CallView, ToolCatalog, ToolFacts, ToolKind, description_problems, text_arg,
+};
 pub use edit::Edit;
 pub use editor::{EditorFiles, EditorFuture};
 pub use error::{ToolError, fs_code};

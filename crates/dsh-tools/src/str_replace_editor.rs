@@ -496,13 +496,13 @@ fn record(target: &Target, session: &ToolSession) {
 
 /// The command and its path: `view src/a.rs`.
 fn editor_summary(args: &serde_json::Value) -> Option<String> {
-    let text = |key: &str| args.get(key).and_then(serde_json::Value::as_str);
+    let text = |key: &str| crate::text_arg(args, key);
     text("path").map(|path| format!("{} {path}", text("command").unwrap_or_default()))
 }
 
 /// `create` writes a whole file; `str_replace` and `insert` a piece of one.
 fn editor_change<'a>(args: &'a serde_json::Value) -> Option<crate::CallChange<'a>> {
-    let text = |key: &str| args.get(key).and_then(serde_json::Value::as_str);
+    let text = |key: &str| crate::text_arg(args, key);
     let path = text("path")?;
     let change = |old, new, whole_file| crate::CallChange {
         path,

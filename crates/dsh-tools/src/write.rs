@@ -177,7 +177,7 @@ fn checked(site: &WriteSite, seen: Option<Observation>, shown: &str) -> Result<P
 }
 
 fn write_change<'a>(args: &'a serde_json::Value) -> Option<crate::CallChange<'a>> {
-    let text = |key: &str| args.get(key).and_then(serde_json::Value::as_str);
+    let text = |key: &str| crate::text_arg(args, key);
     Some(crate::CallChange {
         path: text("file_path")?,
         old: None,

@@ -628,7 +628,7 @@ fn failure_text(reason: &TurnEndReason, partial: &str, usage: Usage) -> ToolErro
 
 /// The short description, or the task itself when the model gave none.
 fn subagent_summary(args: &serde_json::Value) -> Option<String> {
-    let text = |key: &str| args.get(key).and_then(serde_json::Value::as_str);
+    let text = |key: &str| dsh_tools::text_arg(args, key);
     text("description")
         .or_else(|| text("prompt"))
         .map(str::to_owned)
