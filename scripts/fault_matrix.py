@@ -54,7 +54,7 @@ def main() -> None:
         "Where the tests are: provider faults in `crates/dsh/tests/cli/faults.rs`, kill points in "
         "`crates/dsh/tests/cli/kill_matrix.rs`, secrets in `crates/dsh/tests/cli/secrets.rs`, "
         "hostile inputs in `crates/dsh-llm/src/stream_props.rs`, "
-        "`crates/dsh-core/src/log_props.rs`, `crates/dsh-core/tests/config_props.rs` and "
+        "`crates/dsh-core/src/log_props.rs`, `crates/dsh-config/tests/config_props.rs` and "
         "`crates/dsh-tools/tests/props.rs`, attacks in `crates/dsh/tests/cli/sandbox.rs`, "
         "`signals.rs` and `providers.rs` there, `crates/dsh-tools/tests/files.rs` and "
         "`crates/dsh-tools/tests/search.rs` (the sandbox's "

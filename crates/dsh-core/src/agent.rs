@@ -42,7 +42,7 @@ pub struct AgentConfig {
     pub instructions: Option<crate::instructions::Delivery>,
     /// How instruction files below the working directory are found as the file tools reach
     /// them; `None` looks for none.
-    pub nested_instructions: Option<crate::instructions::InstructionSettings>,
+    pub nested_instructions: Option<dsh_config::project::InstructionSettings>,
     /// The most tokens the agent may bill, over all its turns, before its turn is ended (a
     /// subagent's budget); `None`: no limit.
     pub token_budget: Option<u64>,
@@ -67,8 +67,6 @@ pub struct AgentConfig {
 }
 
 impl AgentConfig {
-    pub const DEFAULT_MAX_STEPS: u32 = 500;
-    pub const DEFAULT_JOB_WAIT: Duration = Duration::from_secs(60);
     /// Turns that finished jobs may open after the model's answer, in a row.
     pub const MAX_WAKES: u32 = 3;
 
@@ -76,12 +74,12 @@ impl AgentConfig {
         AgentConfig {
             model: model.into(),
             effort: Effort::default(),
-            max_steps: Self::DEFAULT_MAX_STEPS,
+            max_steps: dsh_config::DEFAULT_MAX_STEPS,
             max_output_tokens: None,
             max_parallel_tools: 10,
-            job_wait: Self::DEFAULT_JOB_WAIT,
+            job_wait: dsh_config::DEFAULT_JOB_WAIT,
             context: Vec::new(),
-            context_window: crate::compaction::DEFAULT_CONTEXT_WINDOW,
+            context_window: dsh_config::DEFAULT_CONTEXT_WINDOW,
             instructions: None,
             nested_instructions: None,
             token_budget: None,

@@ -23,7 +23,7 @@ use dsh_tools::{
 };
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 
-use crate::config::{Compression, McpTransport, Settings, SetupError};
+use crate::config::{Compression, McpTransport, SettingRow, Settings, SetupError};
 use crate::{Agent, AgentConfig, AgentEvent, CoreError, LogOptions, Session, Stop, TurnSummary};
 
 /// Builds one run.
@@ -73,7 +73,7 @@ pub struct Run {
     pub priced: bool,
     /// The skills found for the run (name, description), as `/skills` lists them.
     pub skills: Vec<(String, String)>,
-    /// The run's tools as front ends describe their calls ([`ToolCatalog::describe`]): one
+    /// The run's tools as front ends describe their calls ([`dsh_tools::ToolCatalog::describe`]): one
     /// lookup for every front end, which follows the tools that join later (MCP servers').
     pub catalog: crate::ToolCatalog,
     processes: Processes,
@@ -227,6 +227,7 @@ impl AgentBuilder {
         notices: UnboundedSender<String>,
     ) -> Result<StartedRun, SetupError> {
         let AgentBuilder { settings, user } = self;
+        let chosen = crate::session_list::chosen_session(&settings)?;
         check_mcp_tool_names(&settings)?;
         // What the user is told from outside the agent (a server's stderr, a skipped hook)
         // can quote a key too.
@@ -248,7 +249,7 @@ impl AgentBuilder {
         };
         let home = &settings.home().value;
         let cwd = settings.cwd().clone();
-        let session = match settings.session_id() {
+        let session = match &chosen {
             Some(id) if settings.fork() => Session::fork(home, cwd, id, log_options),
             Some(id) => Session::resume(home, cwd, id, log_options),
             None => Ok(Session::create(home, cwd, log_options)),
@@ -322,7 +323,7 @@ fn check_mcp_tool_names(settings: &Settings) -> Result<(), SetupError> {
     Err(SetupError::config(format!(
         "the tool list names \"{name}\", which covers no tool: {servers}; name a tool as \
          mcp__<server>__<tool> (a trailing * covers several) or a built-in tool ({})",
-        BUILTIN_TOOLS.join(", ")
+        dsh_config::BUILTIN_TOOLS.join(", ")
     )))
 }
 
@@ -375,7 +376,7 @@ impl StartedRun {
             &settings.home().value,
             settings.home_shown(),
             instructions,
-            settings.session_id().is_some().then_some(&session),
+            settings.session().is_some().then_some(&session),
         );
         config.nested_instructions = Some(instructions.clone());
         let mode = settings.permission_mode().value.sandbox();
@@ -625,40 +626,10 @@ const DELEGATED: &str = "You are a subagent: another agent gave you this task, a
      for a wider sandbox is refused, so if the task needs more, say so in your answer instead \
      of retrying.";
 
-/// Every tool dsh itself can offer, whichever crate holds it; MCP tools are
-/// `mcp__<server>__<tool>`. The names `--tools` and `tools.allow`/`tools.deny` accept: every
-/// debug run checks that each tool it registers is here.
-pub const BUILTIN_TOOLS: &[&str] = &[
-    "ask_user_question",
-    "bash",
-    "edit",
-    "exit_plan_mode",
-    "glob",
-    "grep",
-    "interrupt_agent",
-    "job_kill",
-    "job_list",
-    "job_output",
-    "list_agents",
-    "list_mcp_resources",
-    "read",
-    "read_image",
-    "read_mcp_resource",
-    "send_message",
-    "skill",
-    "str_replace_editor",
-    "subagent",
-    "subagent_fork",
-    "todo_write",
-    "web_fetch",
-    "web_search",
-    "write",
-];
-
-/// The tools of `tools` that are neither MCP tools nor in [`BUILTIN_TOOLS`].
+/// The tools of `tools` that are neither MCP tools nor in [`dsh_config::BUILTIN_TOOLS`].
 fn unlisted_tools(tools: &ToolRegistry) -> Vec<String> {
     (tools.names())
-        .filter(|name| !name.starts_with("mcp__") && !BUILTIN_TOOLS.contains(name))
+        .filter(|name| !name.starts_with("mcp__") && !dsh_config::BUILTIN_TOOLS.contains(name))
         .map(str::to_owned)
         .collect()
 }
@@ -721,9 +692,17 @@ fn base_tools(settings: &Settings) -> BaseTools {
     }
 }
 
+/// Every setting a run with `settings` uses, with its source, as `--dump-config` prints them:
+/// the resolved settings, the tools the model is offered and the session chosen (for
+/// `--continue`, found among the session logs, so a missing one fails here as the run would).
+pub fn setting_rows(settings: &Settings) -> Result<Vec<SettingRow>, SetupError> {
+    let session = crate::session_list::chosen_session(settings)?;
+    Ok(settings.rows(offered_tools(settings), session.as_deref()))
+}
+
 /// The names of the tools a run with these settings offers: the built-in ones, then each MCP
 /// server's as `mcp__<server>__*` (their tools are known once the server has started).
-pub(crate) fn offered_tools(settings: &Settings) -> Vec<String> {
+fn offered_tools(settings: &Settings) -> Vec<String> {
     let tools = base_tools(settings).tools;
     let mut names: Vec<String> = tools.names().map(str::to_owned).collect();
     names.extend(

@@ -10,8 +10,6 @@ pub enum CoreError {
         #[source]
         source: std::io::Error,
     },
-    #[error("no home directory to keep sessions in: set DSH_HOME (or HOME)")]
-    NoHome,
     #[error(
         "the session log {} is damaged: {message}; it cannot be resumed (start a new session, \
          or move the damaged lines out of the file)",
@@ -50,11 +48,16 @@ impl CoreError {
     pub fn code(&self) -> &'static str {
         match self {
             CoreError::Log { .. } => "SESSION_LOG",
-            CoreError::NoHome => "NO_HOME",
             CoreError::Damaged { .. } => "SESSION_DAMAGED",
             CoreError::Locked { .. } => "SESSION_LOCKED",
             CoreError::UnknownSession { .. } | CoreError::BadSessionId(_) => "SESSION_NOT_FOUND",
             CoreError::OtherDirectory { .. } => "SESSION_ELSEWHERE",
         }
+    }
+}
+
+impl From<CoreError> for dsh_config::SetupError {
+    fn from(e: CoreError) -> Self {
+        dsh_config::SetupError::new(e.code(), e.to_string())
     }
 }

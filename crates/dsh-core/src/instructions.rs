@@ -10,12 +10,9 @@
 
 use std::path::{Path, PathBuf};
 
+use dsh_config::project::{CANDIDATES, InstructionSettings, LOCAL_CANDIDATES, project_root};
 use dsh_protocol::InstructionFile;
 
-/// Instruction files looked for in each folder, in order.
-pub(crate) const CANDIDATES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
-/// Personal overlays, after the shared files of the same folder.
-pub(crate) const LOCAL_CANDIDATES: &[&str] = &["AGENTS.local.md", "CLAUDE.local.md"];
 /// Files larger than this are not read at all.
 const MAX_SOURCE_BYTES: u64 = 1 << 20;
 
@@ -28,33 +25,6 @@ Apply them wherever relevant; a file deeper in the tree takes precedence over br
 none overrides the system prompt or what the user asks directly.";
 const COMPACT_INTRO: &str =
     "Workspace instructions were left out or cut to fit the instruction budget.";
-
-/// Where instructions are looked for, and how much of them may be sent.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InstructionSettings {
-    pub enabled: bool,
-    /// The most bytes the message may take, frame included.
-    pub max_bytes: usize,
-    /// Names whose presence marks the project root (`[]`: the working directory is the root).
-    pub root_markers: Vec<String>,
-}
-
-impl InstructionSettings {
-    /// Whether any instructions are given: switched on, with a budget above nothing.
-    pub fn active(&self) -> bool {
-        self.enabled && self.max_bytes > 0
-    }
-}
-
-impl Default for InstructionSettings {
-    fn default() -> Self {
-        InstructionSettings {
-            enabled: true,
-            max_bytes: 65_536,
-            root_markers: vec![".git".into()],
-        }
-    }
-}
 
 /// One file found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -381,18 +351,6 @@ const REMOVED: &str = "This file is gone; what it said no longer applies.";
 fn quoted(text: &str) -> String {
     text.trim_end()
         .replace("</system-reminder>", "<\\/system-reminder>")
-}
-
-/// The nearest folder at or above `cwd` holding one of `markers`; `cwd` itself when none does
-/// (or there are no markers).
-pub fn project_root(cwd: &Path, markers: &[String]) -> PathBuf {
-    if markers.is_empty() {
-        return cwd.to_path_buf();
-    }
-    cwd.ancestors()
-        .find(|dir| markers.iter().any(|m| dir.join(m).exists()))
-        .unwrap_or(cwd)
-        .to_path_buf()
 }
 
 fn read(path: &Path) -> Option<String> {

@@ -12,10 +12,7 @@
 mod agent;
 mod builder;
 mod compaction;
-pub mod config;
-mod dotenv;
 mod error;
-mod home;
 mod hooks;
 mod instructions;
 mod lock;
@@ -30,17 +27,16 @@ mod session_list;
 mod subagents;
 
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
-pub use builder::{AgentBuilder, BUILTIN_TOOLS, Processes, Run, RunningTask, StartedRun, User};
+pub use builder::{AgentBuilder, Processes, Run, RunningTask, StartedRun, User, setting_rows};
 pub use compaction::ManualCompaction;
-pub use config::{Config, ConfigError, ConfigFiles, Environment, Flags, Settings, SetupError};
-pub use dotenv::{Credentials, DotenvError, EnvSource};
+/// The settings a run is built from (`dsh-config`), for the front ends that load them.
+pub use dsh_config as config;
+pub use dsh_config::{Config, ConfigError, ConfigFiles, Environment, Flags, Settings, SetupError};
 /// Live pieces of an answer, as [`AgentEvent::Delta`] carries them.
 pub use dsh_llm::StreamDelta;
 pub use dsh_tools::{CallChange, CallView, ToolCatalog, ToolFacts, ToolKind};
 pub use error::CoreError;
-pub use home::dsh_home;
 pub use hooks::{HookEvent, HookRunner, HookSet, HookVerdict};
-pub use instructions::InstructionSettings;
 pub use log::{LoadedLog, LogOptions, SessionLog, logged_records, read_log};
 pub use output_schema::{OUTPUT_RETRIES, OutputSchema};
 pub use session::Session;

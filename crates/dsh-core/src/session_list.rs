@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use dsh_config::{SessionChoice, Settings, SetupError};
 use dsh_protocol::{Block, Record, RecordEnvelope, SessionHeader, SessionSummary};
 
 use crate::CoreError;
@@ -27,10 +28,30 @@ pub fn list_sessions(home: &Path, cwd: &Path) -> Vec<SessionSummary> {
     sessions
 }
 
+/// The id of the session a run with `settings` continues or forks: the one `--session-id`
+/// names, or for `--continue` the latest of the working directory ([`latest_session`]).
+pub(crate) fn chosen_session(settings: &Settings) -> Result<Option<String>, SetupError> {
+    let cwd = settings.cwd();
+    match settings.session() {
+        None => Ok(None),
+        Some(SessionChoice::Id(id)) => Ok(Some(id.clone())),
+        Some(SessionChoice::Latest) => match latest_session(&settings.home().value, cwd) {
+            Some(id) => Ok(Some(id)),
+            None => Err(SetupError::new(
+                "SESSION_NOT_FOUND",
+                format!(
+                    "--continue: no session was recorded in {} yet; run without it to start one",
+                    cwd.display()
+                ),
+            )),
+        },
+    }
+}
+
 /// The session of `cwd` used last (its log written most recently), subagents' aside, for
 /// `--continue`. A log that cannot be read still counts: resuming it then says what is wrong
 /// with it, instead of an older session being continued without a word.
-pub fn latest_session(home: &Path, cwd: &Path) -> Option<String> {
+fn latest_session(home: &Path, cwd: &Path) -> Option<String> {
     let folder = home.join("sessions").join(cwd_slug(&cwd.to_string_lossy()));
     let entries = std::fs::read_dir(folder).ok()?;
     entries

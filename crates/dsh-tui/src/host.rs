@@ -121,7 +121,7 @@ async fn open_session(
     let model = settings.route().model.clone();
     let sandbox = settings.permission_mode().value.to_string();
     let approval = settings.approval().value.to_string();
-    let resumed = settings.session_id().is_some();
+    let resumed = settings.session().is_some();
     let run = AgentBuilder::new(settings)
         .with_user(user)
         .open(&mcp, notices)

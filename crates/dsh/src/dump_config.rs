@@ -45,7 +45,7 @@ fn render(args: &RunArgs) -> Result<String, String> {
             let _ = writeln!(out, "#     note: {note}");
         }
     }
-    let rows = settings.rows();
+    let rows = dsh_core::setting_rows(&settings).map_err(|e| e.message)?;
     // Sources line up, except after the few long values (lists), which would push them all far
     // to the right.
     let width = rows

@@ -33,8 +33,6 @@ pub const SUMMARY_MAX_TOKENS: u32 = 8192;
 /// user asks for to send a summary request: below it, a checkpoint would save little or be
 /// longer than what it replaces.
 pub const MANUAL_MIN_TOKENS: u64 = 1_000;
-/// The context window assumed for a model nobody declared (the reference's DeepSeek default).
-pub const DEFAULT_CONTEXT_WINDOW: u64 = 1_000_000;
 
 /// Asked of the model, after the part of the history to condense.
 pub const SUMMARY_INSTRUCTION: &str = "Stop working on the task for a moment: your job now is to \

@@ -279,7 +279,7 @@ impl SubagentTool {
                 allow: Some(names.clone()),
                 deny: Vec::new(),
             };
-            if let Some(name) = unknown.unknown_name(crate::BUILTIN_TOOLS) {
+            if let Some(name) = unknown.unknown_name(dsh_config::BUILTIN_TOOLS) {
                 return Err(ToolError::plain(format!(
                     "tools names \"{name}\", which is no tool dsh has"
                 )));

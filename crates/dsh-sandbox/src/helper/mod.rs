@@ -12,7 +12,7 @@
 //! (a checkout under `/tmp` used as its own workspace, a `cargo install` into a home folder that
 //! is the workspace), or where the sandbox would not show it (the host's `/tmp`, which each
 //! sandbox replaces with its own), the helper is started from a sealed in-memory copy of it
-//! instead ([`sealed_executable`]): no path leads to that copy, and its seals refuse every write.
+//! instead (`sealed_executable`): no path leads to that copy, and its seals refuse every write.
 //!
 //! A helper serves one profile, and only while its binds still cover what they were made over
 //! (`crate::bwrap::bind_identity`). When a command's differ (another mode, a protected file

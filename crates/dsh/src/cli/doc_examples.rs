@@ -436,7 +436,7 @@ fn the_tool_lists_section_names_every_built_in_tool() {
     let config = std::fs::read_to_string(repo_root().join("docs/config.md")).unwrap();
     let (_, section) = config.split_once("## Tool lists").unwrap();
     let section = section.split("\n## ").next().unwrap_or_default();
-    let missing: Vec<&&str> = dsh_core::BUILTIN_TOOLS
+    let missing: Vec<&&str> = dsh_core::config::BUILTIN_TOOLS
         .iter()
         .filter(|name| !section.contains(&format!("`{name}`")))
         .collect();

@@ -659,8 +659,31 @@ fn continue_picks_the_latest_session_of_the_directory() {
     );
     assert!(env.server.requests().is_empty());
 
+    // `--dump-config` fails as the run would, and names the session the run would continue.
+    let out = env.run(dsh(), &["--dump-config", "--continue"]);
+    assert!(
+        out.stderr.contains("--continue: no session was recorded"),
+        "{}",
+        out.stderr
+    );
+
     let older = reported_session(&env.run(dsh(), &["--json", "one"]));
     let newer = reported_session(&env.run(dsh(), &["--json", "two"]));
+    let out = env.run(dsh(), &["--dump-config", "--continue"]);
+    let row = format!("session = \"{newer}\"");
+    let line = out.stdout.lines().find(|l| l.starts_with(&row));
+    assert!(
+        line.is_some_and(|l| l.ends_with("# --continue")),
+        "{}",
+        out.stdout
+    );
+    let out = env.run(dsh(), &["--dump-config", "--fork", "--continue"]);
+    assert!(
+        out.stdout
+            .contains(&format!("session.fork_from = \"{newer}\"")),
+        "{}",
+        out.stdout
+    );
     let out = env.run(dsh(), &["--json", "--continue", "three"]);
     assert_eq!(out.code(), Some(0), "{}", out.stderr);
     assert_eq!(reported_session(&out), newer);

@@ -94,12 +94,6 @@ impl From<crate::DotenvError> for SetupError {
     }
 }
 
-impl From<crate::CoreError> for SetupError {
-    fn from(e: crate::CoreError) -> Self {
-        SetupError::new(e.code(), e.to_string())
-    }
-}
-
 /// A flag's value, sourced to the flag.
 pub(super) fn flag<T>(value: Option<T>, name: &'static str) -> Option<Sourced<T>> {
     value.map(|v| Sourced::new(v, Source::Flag(name)))

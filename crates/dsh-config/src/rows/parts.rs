@@ -136,10 +136,10 @@ impl Translation<'_> {
             self.set(&["instructions", "root_markers"], markers.into());
         }
         for (name, ours) in [
-            ("instructionFileCandidates", crate::instructions::CANDIDATES),
+            ("instructionFileCandidates", crate::project::CANDIDATES),
             (
                 "localInstructionFileCandidates",
-                crate::instructions::LOCAL_CANDIDATES,
+                crate::project::LOCAL_CANDIDATES,
             ),
         ] {
             if let Some(list) = fields.string_list(name)?

@@ -1,22 +1,30 @@
+//! Where dsh keeps its sessions and settings.
+
 use std::path::{Path, PathBuf};
 
-use crate::CoreError;
+use crate::SetupError;
 
 /// Where dsh keeps its sessions and settings: `$DSH_HOME`, else `~/.dsh`. A blank `DSH_HOME`
 /// counts as unset, and a leading `~` is expanded (a quoted `"~/x"` in a shell script arrives
 /// unexpanded).
-pub fn dsh_home(dsh_home: Option<&str>, user_home: Option<&Path>) -> Result<PathBuf, CoreError> {
+pub fn dsh_home(dsh_home: Option<&str>, user_home: Option<&Path>) -> Result<PathBuf, SetupError> {
+    let no_home = || {
+        SetupError::new(
+            "NO_HOME",
+            "no home directory to keep sessions in: set DSH_HOME (or HOME)".to_owned(),
+        )
+    };
     match dsh_home.map(str::trim).filter(|v| !v.is_empty()) {
         Some(value) => {
             if value == "~" {
-                return user_home.map(Path::to_path_buf).ok_or(CoreError::NoHome);
+                return user_home.map(Path::to_path_buf).ok_or_else(no_home);
             }
             match value.strip_prefix("~/") {
-                Some(rest) => Ok(user_home.ok_or(CoreError::NoHome)?.join(rest)),
+                Some(rest) => Ok(user_home.ok_or_else(no_home)?.join(rest)),
                 None => Ok(PathBuf::from(value)),
             }
         }
-        None => Ok(user_home.ok_or(CoreError::NoHome)?.join(".dsh")),
+        None => Ok(user_home.ok_or_else(no_home)?.join(".dsh")),
     }
 }
 

@@ -21,7 +21,7 @@ use super::resolver::{Environment, Resolver, SetupError, flag};
 use super::route::Route;
 use super::shown::{SettingRow, Shown};
 use super::sourced::{Source, Sourced};
-use crate::instructions::InstructionSettings;
+use crate::project::InstructionSettings;
 
 /// The model used when none is named.
 pub const DEFAULT_MODEL: &str = "deepseek-v4-flash";
@@ -31,6 +31,61 @@ const MCP_TIMEOUT_MS: u64 = 60_000;
 const MCP_GRACE_MS: u64 = 3_000;
 /// The default of `requests.idle_timeout_ms`.
 const IDLE_TIMEOUT_MS: u64 = 300_000;
+/// The most steps a turn takes unless `--max-steps` says otherwise.
+pub const DEFAULT_MAX_STEPS: u32 = 500;
+/// How long a command runs in the foreground before it becomes a background job
+/// (`jobs.wait_ms`).
+pub const DEFAULT_JOB_WAIT: Duration = Duration::from_secs(60);
+
+/// Every tool dsh itself can offer, whichever crate holds it; MCP tools are
+/// `mcp__<server>__<tool>`. The names `--tools` and `tools.allow`/`tools.deny` accept: every
+/// debug run checks that each tool it registers is here.
+pub const BUILTIN_TOOLS: &[&str] = &[
+    "ask_user_question",
+    "bash",
+    "edit",
+    "exit_plan_mode",
+    "glob",
+    "grep",
+    "interrupt_agent",
+    "job_kill",
+    "job_list",
+    "job_output",
+    "list_agents",
+    "list_mcp_resources",
+    "read",
+    "read_image",
+    "read_mcp_resource",
+    "send_message",
+    "skill",
+    "str_replace_editor",
+    "subagent",
+    "subagent_fork",
+    "todo_write",
+    "web_fetch",
+    "web_search",
+    "write",
+];
+
+/// The session a run continues (or forks), as the flags name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionChoice {
+    /// `--session-id ID`.
+    Id(String),
+    /// `--continue`: the session of the working directory used last. The session store finds
+    /// it when the run is built; configuration reads no session logs.
+    Latest,
+}
+
+impl SessionChoice {
+    /// The flag that made the choice.
+    pub fn flag(&self) -> &'static str {
+        match self {
+            SessionChoice::Id(_) => "--session-id",
+            SessionChoice::Latest => "--continue",
+        }
+    }
+}
 
 /// An amount of US dollars: positive and finite, so it compares as a whole number would.
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
@@ -121,7 +176,7 @@ fn secret_values(
     mcp_servers: &[McpServerSettings],
     web: &dsh_web::WebSettings,
 ) -> Vec<String> {
-    let root = crate::instructions::project_root(cwd, &[".git".to_owned()]);
+    let root = crate::project::project_root(cwd, &[".git".to_owned()]);
     let project_env = crate::dotenv::project_env_values(cwd, &root);
     let mut values = Vec::new();
     let variables = (credentials.all())
@@ -134,7 +189,7 @@ fn secret_values(
             values.extend(super::shown::url_credentials(value));
         }
     }
-    if let crate::config::ApiKey::Found { value, .. } = &route.api_key {
+    if let crate::ApiKey::Found { value, .. } = &route.api_key {
         values.push(value.clone());
     }
     values.extend(secret_headers(&route.headers));
@@ -308,8 +363,8 @@ pub struct Settings {
     /// How many subagents, how deep, how costly (`[subagents]`).
     pub(super) subagents: SubagentLimits,
     /// The session to continue; `None` starts a new one.
-    pub(super) session_id: Option<String>,
-    /// Whether `session_id` is copied into a new session instead of continued (`--fork`).
+    pub(super) session: Option<SessionChoice>,
+    /// Whether `session` is copied into a new session instead of continued (`--fork`).
     pub(super) fork: bool,
     rows: Vec<SettingRow>,
 }
@@ -448,8 +503,8 @@ impl Settings {
         &self.subagents
     }
 
-    pub fn session_id(&self) -> &Option<String> {
-        &self.session_id
+    pub fn session(&self) -> Option<&SessionChoice> {
+        self.session.as_ref()
     }
 
     pub fn fork(&self) -> bool {
@@ -510,7 +565,7 @@ impl Settings {
         let max_steps = r.setting(
             "max_steps",
             [flag(flags.max_steps, "--max-steps")],
-            crate::AgentConfig::DEFAULT_MAX_STEPS,
+            DEFAULT_MAX_STEPS,
         );
         let (system_prompt_append, output_schema) = prompt_additions(&mut r, config, flags);
         let max_turns = r.setting(
@@ -538,11 +593,7 @@ impl Settings {
         );
         let tool_filter = tool_filter(&mut r, config, flags)?;
         let scrub = shell_scrub(&mut r, config);
-        let job_wait = r.millis(
-            "jobs.wait_ms",
-            config.jobs.wait_ms,
-            crate::AgentConfig::DEFAULT_JOB_WAIT,
-        );
+        let job_wait = r.millis("jobs.wait_ms", config.jobs.wait_ms, DEFAULT_JOB_WAIT);
         let (fsync, compression) = log_settings(&mut r, config);
         let retry = retry_policy(&mut r, &config.requests);
         let instructions = instruction_settings(&mut r, config);
@@ -568,19 +619,7 @@ impl Settings {
             .and_then(dsh_tools::Redactor::new);
         let mut rows = r.rows;
         add_unread_rows(&mut rows, &files);
-        let session_id = chosen_session(flags, &home.value, &cwd)?;
-        if let Some((id, flag)) = &session_id {
-            let key = if flags.fork {
-                "session.fork_from"
-            } else {
-                "session"
-            };
-            rows.push(SettingRow::new(
-                key.to_owned(),
-                id.shown(),
-                &Source::Flag(flag),
-            ));
-        }
+        let session = chosen_session(flags)?;
         rows.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(Settings {
             home,
@@ -617,7 +656,7 @@ impl Settings {
             redact_secrets,
             redactor,
             subagents,
-            session_id: session_id.map(|(id, _)| id),
+            session,
             fork: flags.fork,
             files,
             rows,
@@ -638,8 +677,10 @@ impl Settings {
     }
 
     /// Every value in effect with its source, by key, secrets hidden: what `--dump-config`
-    /// prints. `tools` is what the model is offered, as the run's builder assembles it.
-    pub fn rows(&self) -> Vec<SettingRow> {
+    /// prints. The agent adds the two it alone knows: the names of the tools the model is
+    /// offered, as the run's builder assembles them, and the id of the chosen session
+    /// (`--continue` names none; the session store finds it).
+    pub fn rows(&self, offered_tools: Vec<String>, session_id: Option<&str>) -> Vec<SettingRow> {
         let mut rows = self.rows.clone();
         let mut from = "from sandbox.mode, tools.*, skills.* and mcp.servers".to_owned();
         if let Err(why) = &self.web.search {
@@ -647,9 +688,22 @@ impl Settings {
         }
         rows.push(SettingRow::described(
             "tools".to_owned(),
-            crate::builder::offered_tools(self).shown(),
+            offered_tools.shown(),
             from,
         ));
+        if let (Some(choice), Some(id)) = (&self.session, session_id) {
+            let key = if self.fork {
+                "session.fork_from"
+            } else {
+                "session"
+            };
+            let id = id.to_owned();
+            rows.push(SettingRow::new(
+                key.to_owned(),
+                id.shown(),
+                &Source::Flag(choice.flag()),
+            ));
+        }
         rows.sort_by(|a, b| a.key.cmp(&b.key));
         rows
     }
@@ -676,7 +730,7 @@ impl Settings {
         if !self.skills_default_roots.value {
             return dirs.collect();
         }
-        let root = crate::instructions::project_root(&self.cwd, &[".git".to_owned()]);
+        let root = crate::project::project_root(&self.cwd, &[".git".to_owned()]);
         let mut roots = vec![root.join(".dsh/skills"), root.join(".agents/skills")];
         roots.extend(dirs);
         roots.push(self.home.value.join("skills"));
@@ -830,9 +884,7 @@ fn instruction_settings(r: &mut Resolver<'_>, config: &Config) -> InstructionSet
 /// The variables the run's keys are read from: the route's, and the search backend's.
 fn key_variables(route: &Route, config: &Config) -> Vec<String> {
     let mut key_variables = Vec::new();
-    if let crate::config::ApiKey::Found { env, .. } | crate::config::ApiKey::Missing { env, .. } =
-        &route.api_key
-    {
+    if let crate::ApiKey::Found { env, .. } | crate::ApiKey::Missing { env, .. } = &route.api_key {
         key_variables.push(env.clone());
     }
     if config.web.search.provider == Some(SearchProvider::Brave) {
@@ -877,42 +929,26 @@ fn subagent_limits(r: &mut Resolver<'_>, limits: &super::files::SubagentsConfig)
     }
 }
 
-/// The session to resume (`--session-id`, `--continue`) and the flag that chose it.
-fn chosen_session(
-    flags: &Flags,
-    home: &Path,
-    cwd: &Path,
-) -> Result<Option<(String, &'static str)>, SetupError> {
-    let session_id = match (&flags.session_id, flags.continue_latest) {
+/// The session to resume (`--session-id`, `--continue`).
+fn chosen_session(flags: &Flags) -> Result<Option<SessionChoice>, SetupError> {
+    let session = match (&flags.session_id, flags.continue_latest) {
         (Some(_), true) => {
             return Err(SetupError::config(
                 "--continue and --session-id both choose the session: give one".into(),
             ));
         }
-        (Some(id), false) => Some((id.clone(), "--session-id")),
-        (None, true) => {
-            let latest = crate::session_list::latest_session(home, cwd).ok_or_else(|| {
-                SetupError::new(
-                    "SESSION_NOT_FOUND",
-                    format!(
-                        "--continue: no session was recorded in {} yet; run without it to \
-                         start one",
-                        cwd.display()
-                    ),
-                )
-            })?;
-            Some((latest, "--continue"))
-        }
+        (Some(id), false) => Some(SessionChoice::Id(id.clone())),
+        (None, true) => Some(SessionChoice::Latest),
         (None, false) => None,
     };
-    if flags.fork && session_id.is_none() {
+    if flags.fork && session.is_none() {
         return Err(SetupError::config(
             "--fork copies a session: name it with --session-id ID, or --continue for the \
              latest"
                 .into(),
         ));
     }
-    Ok(session_id)
+    Ok(session)
 }
 
 /// What the run adds to the prompt (`--system-prompt-append`) and asks of the answer
@@ -1093,11 +1129,11 @@ fn tool_filter(
         allow: allow.value,
         deny,
     };
-    if let Some(name) = filter.unknown_name(crate::BUILTIN_TOOLS) {
+    if let Some(name) = filter.unknown_name(BUILTIN_TOOLS) {
         return Err(SetupError::config(format!(
             "the tool list names \"{name}\", which is no tool dsh has: use the names of \
              built-in tools ({}) or mcp__<server>__<tool> (a trailing * covers several)",
-            crate::BUILTIN_TOOLS.join(", ")
+            BUILTIN_TOOLS.join(", ")
         )));
     }
     Ok(filter)

@@ -13,6 +13,8 @@ use super::resolver::{Environment, Resolver, SetupError};
 use super::sourced::{Source, Sourced};
 use crate::{Credentials, EnvSource};
 
+/// The context window assumed for a model nobody declared (the reference's DeepSeek default).
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 1_000_000;
 /// The context window assumed for an undeclared model of a route that is not DeepSeek.
 pub const OTHER_WINDOW_DEFAULT: u64 = 262_144;
 
@@ -321,7 +323,7 @@ impl ModelFacts {
             "route.context_window",
             from_tables(r, tables, "context_window", |m| m.context_window),
             if is_deepseek {
-                crate::compaction::DEFAULT_CONTEXT_WINDOW
+                DEFAULT_CONTEXT_WINDOW
             } else {
                 OTHER_WINDOW_DEFAULT
             },

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail the test
 
-use dsh_core::{Environment, Flags, Settings};
+use dsh_config::{Environment, Flags, Settings};
 use proptest::prelude::*;
 
 /// Config text built from dsh's own keys and values of every kind, or arbitrary text.
