@@ -10,7 +10,10 @@ says plainly that nothing was checked and exits 0. The check runs in three parts
 1. The tool schemas dsh offers are compared with the reference's (`run.py tools`). A tool it
    offers with a different schema fails the check, and so does a tool listed in
    conformance/offered-tools.txt (every tool dsh offers) that dsh no longer offers; a tool dsh
-   offers that the list lacks is named, to be added.
+   offers that the list lacks is named, to be added. Every tool dsh offers is also
+   compared with the reference's default composition (tools-default-composition.json, all
+   of its tools): a schema that differs fails unless conformance/schema-differences.txt
+   lists the tool with its reason.
 2. Every case (the corpus's, then ours in conformance/cases) whose scripted calls use only tools
    dsh offers (or names the reference does not have, which must fail as unknown tools) is run with
    `run.py check`. Cases that need a reference tool dsh has never offered are listed as skipped.
@@ -37,6 +40,7 @@ REPO = os.path.dirname(HERE)
 DIFFERENCES = os.path.join(HERE, "differences.txt")
 EXPECTED_DSH = os.path.join(HERE, "expected-dsh")
 OFFERED_TOOLS = os.path.join(HERE, "offered-tools.txt")
+SCHEMA_DIFFERENCES = os.path.join(HERE, "schema-differences.txt")
 
 
 def corpus_dir(given):
@@ -69,6 +73,55 @@ def load_differences():
             case, _, num = key.partition("#")
             out.setdefault(case, {})[int(num) if num else None] = why.strip()
     return out
+
+
+def load_schema_differences():
+    """Tools whose schema differs from the reference's default composition on purpose:
+    '<tool> <reason>' per line."""
+    out = {}
+    with open(SCHEMA_DIFFERENCES, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                tool, _, why = line.partition(" ")
+                if not why.strip():
+                    sys.exit("%s: a difference needs a reason: %r" % (SCHEMA_DIFFERENCES, line))
+                out[tool] = why.strip()
+    return out
+
+
+def composition_check(corpus, agent):
+    """Compares the schemas of every tool dsh offers with the reference's default composition
+    (tools-default-composition.json: all 25 of its tools, where tools.json holds the ten the
+    cases use), by running the corpus's own `run.py tools` against a copy of it that reads the
+    composition. Returns the tools whose schema differs without being listed as deliberate."""
+    composition = os.path.join(corpus, "tools-default-composition.json")
+    if not os.path.isfile(composition):
+        print("composition: not checked: the corpus has no tools-default-composition.json")
+        return []
+    with tempfile.TemporaryDirectory(prefix="dsh-composition-") as tmp:
+        for name in ("run.py", "mockllm.py"):
+            shutil.copy(os.path.join(corpus, name), tmp)
+        shutil.copy(composition, os.path.join(tmp, "tools.json"))
+        out = subprocess.run([sys.executable, os.path.join(tmp, "run.py"), "tools", "--agent", agent],
+                             capture_output=True, text=True).stdout
+    waived = load_schema_differences()
+    not_offered = re.findall(r"^FAIL (\S+): not offered$", out, re.M)
+    differing = re.findall(r"^FAIL (\S+)$", out, re.M)
+    alike = re.findall(r"^PASS (\S+)$", out, re.M)
+    unexplained = [t for t in differing if t not in waived]
+    print("composition: %d of the reference's default tools offered with its schema" % len(alike)
+          + ("; by design (%s): %s" % (os.path.relpath(SCHEMA_DIFFERENCES, REPO),
+                                       ", ".join(t for t in differing if t in waived))
+             if any(t in waived for t in differing) else "")
+          + ("; not offered yet: " + ", ".join(not_offered) if not_offered else ""))
+    stale = sorted(set(waived) - set(differing))
+    for tool in stale:
+        print("composition: FAIL: %s is listed in %s but its schema is the reference's (or it is "
+              "not offered)" % (tool, os.path.relpath(SCHEMA_DIFFERENCES, REPO)))
+    if unexplained:
+        sys.stdout.write(out)
+    return unexplained + stale
 
 
 def listed_tools():
@@ -175,6 +228,7 @@ def main():
     for extra in re.findall(r"^also offered \(not compared\): (.*)$", tools.stdout, re.M):
         offered.update(t.strip() for t in extra.split(","))
     reference_tools = {t["name"] for t in load_json(os.path.join(corpus, "tools.json"))["tools"]}
+    schema_failures += composition_check(corpus, agent)
     expected_tools = listed_tools()
     gone = sorted(expected_tools - offered)
     if gone:

@@ -30,6 +30,8 @@ pub fn live(event: &AgentEvent, cwd: &Path, catalog: &ToolCatalog) -> Vec<Sessio
                 .map(|(_, update)| update)
                 .collect(),
             Record::TodoWrite { todos, .. } => vec![plan(todos)],
+            // ACP has no goal: the change is told as a thought, which editors show aside.
+            Record::GoalChange(change) => vec![thought(&change.headline())],
             _ => Vec::new(),
         },
         _ => Vec::new(),
@@ -106,6 +108,7 @@ pub fn replay(records: &[Record], cwd: &Path, catalog: &ToolCatalog) -> Vec<Sess
                 }
             }
             Record::TodoWrite { todos, .. } => updates.push(plan(todos)),
+            Record::GoalChange(change) => updates.push(thought(&change.headline())),
             _ => {}
         }
     }

@@ -34,6 +34,7 @@ pub struct Config {
     pub skills: SkillsConfig,
     pub web: WebConfig,
     pub subagents: SubagentsConfig,
+    pub goals: GoalsConfig,
     pub mcp: McpConfig,
     pub secrets: SecretsConfig,
     /// What is known about models by name, over the built-in table.
@@ -164,6 +165,18 @@ pub struct InstructionsConfig {
     /// Names that mark the project root (default [".git"]; [] makes the working directory the
     /// root).
     pub root_markers: Option<Vec<String>>,
+}
+
+/// Goals: the automatic rounds toward a session's goal.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GoalsConfig {
+    /// The round limit of a goal the model sets without one (default 256).
+    #[serde(deserialize_with = "at_least_one")]
+    pub default_max_rounds: Option<u64>,
+    /// The rounds a goal must have had before a round may report it blocked (default 3).
+    #[serde(deserialize_with = "at_least_one")]
+    pub blocked_after_rounds: Option<u64>,
 }
 
 /// Subagents: how many, how deep, how costly.
@@ -305,6 +318,19 @@ where
         0 => Err(serde::de::Error::custom(
             "a limit of 0 would stop every command; give at least 1, or leave the key out for \
              no limit",
+        )),
+        n => Ok(Some(n)),
+    }
+}
+
+/// A count that must be at least 1.
+fn at_least_one<'de, D>(deserializer: D) -> Result<Option<u64>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    match u64::deserialize(deserializer)? {
+        0 => Err(serde::de::Error::custom(
+            "give a whole number of at least 1",
         )),
         n => Ok(Some(n)),
     }

@@ -22,7 +22,7 @@ mod sourced;
 
 pub use dotenv::{Credentials, DotenvError, EnvSource};
 pub use files::{
-    ApprovalConfig, Compression, Config, InstructionsConfig, JobsConfig, McpConfig,
+    ApprovalConfig, Compression, Config, GoalsConfig, InstructionsConfig, JobsConfig, McpConfig,
     McpServerConfig, ModelConfig, PermissionMode, ProviderConfig, ProviderKind, RequestsConfig,
     SandboxConfig, SessionsConfig, ShellConfig, SkillsConfig, SystemRole, ToolsConfig,
 };
@@ -31,8 +31,9 @@ pub use layers::{ConfigError, ConfigFiles, Layer};
 pub use resolver::{Environment, SetupError};
 pub use route::{ApiKey, DEFAULT_CONTEXT_WINDOW, OTHER_WINDOW_DEFAULT, Route};
 pub use settings::{
-    BUILTIN_TOOLS, DEFAULT_JOB_WAIT, DEFAULT_MAX_STEPS, DEFAULT_MODEL, Flags, McpServerSettings,
-    McpTransport, SessionChoice, Settings, SubagentLimits, Usd, home, sandbox_only,
+    BUILTIN_TOOLS, DEFAULT_JOB_WAIT, DEFAULT_MAX_STEPS, DEFAULT_MODEL, Flags, GoalRules,
+    McpServerSettings, McpTransport, SessionChoice, Settings, SubagentLimits, Usd, home,
+    sandbox_only,
 };
 pub use shown::SettingRow;
 pub use sourced::{Source, Sourced};

@@ -43,8 +43,10 @@ pub const DEFAULT_JOB_WAIT: Duration = Duration::from_secs(60);
 pub const BUILTIN_TOOLS: &[&str] = &[
     "ask_user_question",
     "bash",
+    "create_goal",
     "edit",
     "exit_plan_mode",
+    "get_goal",
     "glob",
     "grep",
     "interrupt_agent",
@@ -62,10 +64,20 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "subagent",
     "subagent_fork",
     "todo_write",
+    "update_goal",
     "web_fetch",
     "web_search",
     "write",
 ];
+
+/// What a session's goal defaults to and requires (`[goals]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GoalRules {
+    /// The round limit of a goal set without one.
+    pub default_max_rounds: u64,
+    /// The automatic rounds a goal must have had before a round may report it blocked.
+    pub blocked_after_rounds: u64,
+}
 
 /// The session a run continues (or forks), as the flags name it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -362,6 +374,8 @@ pub struct Settings {
     redactor: Option<dsh_tools::Redactor>,
     /// How many subagents, how deep, how costly (`[subagents]`).
     pub(super) subagents: SubagentLimits,
+    /// The rounds of a session's goal (`[goals]`).
+    pub(super) goals: GoalRules,
     /// The session to continue; `None` starts a new one.
     pub(super) session: Option<SessionChoice>,
     /// Whether `session` is copied into a new session instead of continued (`--fork`).
@@ -503,6 +517,10 @@ impl Settings {
         &self.subagents
     }
 
+    pub fn goals(&self) -> GoalRules {
+        self.goals
+    }
+
     pub fn session(&self) -> Option<&SessionChoice> {
         self.session.as_ref()
     }
@@ -606,6 +624,7 @@ impl Settings {
         let web = web_settings(&mut r, config, &credentials, sandbox.network)?;
         let key_variables = key_variables(&route, config);
         let subagents = subagent_limits(&mut r, &config.subagents);
+        let goals = goal_rules(&mut r, &config.goals);
         let mcp_servers = mcp_servers(&mut r, config, flags, &cwd)?;
         let redact_secrets = r.setting(
             "secrets.redact",
@@ -656,6 +675,7 @@ impl Settings {
             redact_secrets,
             redactor,
             subagents,
+            goals,
             session,
             fork: flags.fork,
             files,
@@ -893,6 +913,26 @@ fn key_variables(route: &Route, config: &Config) -> Vec<String> {
         );
     }
     key_variables
+}
+
+/// `[goals]`: a goal's default round limit, and the rounds before one may be reported blocked.
+fn goal_rules(r: &mut Resolver<'_>, goals: &super::files::GoalsConfig) -> GoalRules {
+    GoalRules {
+        default_max_rounds: r
+            .setting(
+                "goals.default_max_rounds",
+                [r.file("goals.default_max_rounds", goals.default_max_rounds)],
+                256,
+            )
+            .value,
+        blocked_after_rounds: r
+            .setting(
+                "goals.blocked_after_rounds",
+                [r.file("goals.blocked_after_rounds", goals.blocked_after_rounds)],
+                3,
+            )
+            .value,
+    }
 }
 
 /// `[subagents]`: how deep, how many at once and in all, and how many tokens.

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::HookEvent;
 use crate::compaction::{Compactor, History, ManualCompaction};
+use crate::goals::{Authority, NextRound};
 use crate::{CoreError, Session};
 
 /// How the agent drives the model.
@@ -64,6 +65,9 @@ pub struct AgentConfig {
     /// The subagents this agent started in the background: their ended turns are told to the
     /// model like finished jobs, and the run waits for them like for jobs.
     pub(crate) background: Option<Arc<crate::subagents::BackgroundAgents>>,
+    /// The session's goal, when this agent works toward one: after a turn that completes with
+    /// it active and armed, the run goes on with another round.
+    pub(crate) goals: Option<Arc<crate::goals::GoalBoard>>,
 }
 
 impl AgentConfig {
@@ -90,6 +94,7 @@ impl AgentConfig {
             max_requests: None,
             budget: None,
             background: None,
+            goals: None,
         }
     }
 }
@@ -333,7 +338,10 @@ impl Agent {
         if let Some(background) = &self.config.background {
             background.open();
         }
-        let outcome = self.run_and_wake(task, stop).await;
+        let outcome = match self.run_and_wake(task, Authority::Human, stop).await {
+            Ok(summary) => self.goal_rounds(summary, stop).await,
+            Err(error) => Err(error),
+        };
         // Background subagents still at work are stopped with the run, however it ends; what
         // they billed counts.
         let Some(background) = self.config.background.clone() else {
@@ -346,9 +354,18 @@ impl Agent {
         Ok(summary)
     }
 
-    /// The turns of [`Agent::run`]: the task's, then one per wake.
-    async fn run_and_wake(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
+    /// The turns of [`Agent::run`] and of each goal round: the task's (made with `authority`
+    /// over the goal), then one per wake.
+    async fn run_and_wake(
+        &mut self,
+        task: String,
+        authority: Authority,
+        stop: &Stop,
+    ) -> Result<TurnSummary, CoreError> {
+        self.set_goal_authority(authority);
         let mut summary = self.run_turn(task, stop).await?;
+        // What background work wakes is no one's request.
+        self.set_goal_authority(Authority::Neither);
         let deadline = tokio::time::Instant::now() + self.config.job_wait;
         let mut wakes = 0;
         // A run at one of its caps ends with the answer it has, without waiting for
@@ -384,6 +401,65 @@ impl Agent {
             summary.reason = next.reason;
         }
         Ok(summary)
+    }
+
+    /// The goal's rounds, after the run's first turn: while the goal is active and armed and
+    /// the last turn completed, one more turn with the round's prompt. The summary covers them
+    /// all. A round the user stopped pauses the goal; any other turn that did not complete
+    /// disarms it (the human decides what comes next).
+    async fn goal_rounds(
+        &mut self,
+        mut summary: TurnSummary,
+        stop: &Stop,
+    ) -> Result<TurnSummary, CoreError> {
+        let Some(goals) = self.config.goals.clone() else {
+            return Ok(summary);
+        };
+        let mut in_round = false;
+        loop {
+            if !summary.reason.is_completed() {
+                if in_round && stop.is_requested() {
+                    if let Some(pause) = goals.pause_stopped_round(summary.turn) {
+                        self.commit(Record::GoalChange(pause))?;
+                    }
+                } else {
+                    goals.disarm();
+                }
+                break;
+            }
+            if stop.is_requested() || self.run_cap().is_some() {
+                break;
+            }
+            match goals.next_round(self.session.last_turn() + 1) {
+                NextRound::None => break,
+                NextRound::Exhausted(change) => {
+                    self.commit(Record::GoalChange(change))?;
+                    break;
+                }
+                NextRound::Start { change, prompt } => {
+                    let round = change.goal.rounds_started;
+                    self.commit(Record::GoalChange(change))?;
+                    in_round = true;
+                    let next = self
+                        .run_and_wake(prompt, Authority::Round(round), stop)
+                        .await?;
+                    summary.usage.add(&next.usage);
+                    summary.steps += next.steps;
+                    if !next.text.is_empty() {
+                        summary.text = next.text;
+                    }
+                    summary.turn = next.turn;
+                    summary.reason = next.reason;
+                }
+            }
+        }
+        Ok(summary)
+    }
+
+    fn set_goal_authority(&self, authority: Authority) {
+        if let Some(goals) = &self.config.goals {
+            goals.set_authority(authority);
+        }
     }
 
     /// The SessionStart hooks (the first run only) and the UserPromptSubmit hooks: what they
@@ -904,6 +980,7 @@ impl Agent {
             // What the calls billed themselves (a subagent's requests) is the step's too.
             billed.add(&ran.usage);
             self.deliver_nested_instructions(turn, &touched)?;
+            self.deliver_goal_wrap_up(turn)?;
             match ran.ending {
                 // A tool ended the turn (a plan submitted with no one to approve it): its text
                 // is the answer, unless the run was stopped meanwhile.
@@ -1037,6 +1114,10 @@ impl Agent {
                     Some(ToolEffect::EndTurn { reason, text }) => {
                         ending.get_or_insert((reason, text));
                     }
+                    Some(ToolEffect::Goal(mut change)) => {
+                        change.turn = turn;
+                        commit(&mut self.session, &self.events, Record::GoalChange(change))?;
+                    }
                     Some(ToolEffect::Subagent(mut run)) => {
                         run.turn = turn;
                         commit(
@@ -1123,6 +1204,19 @@ impl Agent {
             })?;
         }
         Ok(())
+    }
+
+    /// After the model completed or blocked its goal in a round: what its closing answer
+    /// should say, before its next request.
+    fn deliver_goal_wrap_up(&mut self, turn: u32) -> Result<(), CoreError> {
+        let Some(text) = self.config.goals.as_ref().and_then(|g| g.take_wrap_up()) else {
+            return Ok(());
+        };
+        self.commit(Record::UserMessage {
+            turn,
+            message: Message::user_text(text),
+            instructions: None,
+        })
     }
 
     /// Tells the model, before its next request, which background jobs and subagents have

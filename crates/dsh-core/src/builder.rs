@@ -483,6 +483,20 @@ impl StartedRun {
             tx.clone(),
             &background,
         );
+        // The goal tools are the top agent's: a subagent works for it, not toward a goal.
+        let goals = Arc::new(crate::goals::GoalBoard::new(
+            session.goal_change().map(|change| change.goal.clone()),
+            settings.goals(),
+        ));
+        for tool in crate::goals::goal_tools(&goals) {
+            tools.register(tool);
+        }
+        if crate::goals::TOOL_NAMES
+            .iter()
+            .any(|name| tools.names().any(|offered| offered == *name))
+        {
+            config.goals = Some(goals);
+        }
         // A tool whose facts name an argument its schema lacks (one renamed, say) would be
         // described wrongly by every front end: every debug build, the test suite's, stops.
         debug_assert_eq!(tools.description_problems(), Vec::<String>::new());
@@ -708,6 +722,8 @@ fn offered_tools(settings: &Settings) -> Vec<String> {
     names.extend(
         crate::subagents::offered(settings.tool_filter())
             .into_iter()
+            .chain(crate::goals::TOOL_NAMES)
+            .filter(|name| settings.tool_filter().allows(name))
             .map(str::to_owned),
     );
     names.sort();

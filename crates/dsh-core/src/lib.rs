@@ -13,6 +13,7 @@ mod agent;
 mod builder;
 mod compaction;
 mod error;
+mod goals;
 mod hooks;
 mod instructions;
 mod lock;

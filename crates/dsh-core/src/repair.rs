@@ -76,6 +76,7 @@ pub fn repair(records: &[RecordEnvelope]) -> Vec<Record> {
             | Record::CompactionPrune(_)
             | Record::CompactionSummary(_)
             | Record::TodoWrite { .. }
+            | Record::GoalChange(_)
             | Record::SessionSeed { .. }
             | Record::SubagentRun(_) => {}
         }

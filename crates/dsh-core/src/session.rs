@@ -1,8 +1,8 @@
 use std::path::{Path, PathBuf};
 
 use dsh_protocol::{
-    Block, Message, Record, RecordEnvelope, SessionHeader, SubagentRunRecord, TodoItem,
-    TurnEndReason,
+    Block, GoalChangeRecord, Message, Record, RecordEnvelope, SessionHeader, SubagentRunRecord,
+    TodoItem, TurnEndReason,
 };
 
 use crate::CoreError;
@@ -23,6 +23,8 @@ pub struct Session {
     untracked_instructions: bool,
     /// The model's task list, as its last `todo_write` left it.
     todos: Vec<TodoItem>,
+    /// The session's goal, as its last `goal/change` left it.
+    goal: Option<GoalChangeRecord>,
     /// How much of the history the last completed turn left: what a fork starts from.
     completed: usize,
     /// The subagents it started, each as its latest `subagent/run` left it.
@@ -83,6 +85,7 @@ impl Session {
             loaded: Default::default(),
             untracked_instructions: false,
             todos: Vec::new(),
+            goal: None,
             completed: 0,
             children: Vec::new(),
             logged_tokens: 0,
@@ -133,6 +136,11 @@ impl Session {
                 todos: old.todos,
             })?;
         }
+        // The goal comes along as it was, and like any resumed goal it waits to be resumed.
+        if let Some(mut change) = old.goal {
+            change.turn = 0;
+            session.commit(Record::GoalChange(change))?;
+        }
         session.loaded = old.loaded;
         session.untracked_instructions = old.untracked_instructions;
         Ok(session)
@@ -181,6 +189,7 @@ impl Session {
             loaded: Default::default(),
             untracked_instructions: false,
             todos: Vec::new(),
+            goal: None,
             completed: 0,
             children: Vec::new(),
             logged_tokens: 0,
@@ -209,6 +218,12 @@ impl Session {
     /// The model's task list, as its last `todo_write` left it (a resumed session's too).
     pub fn todos(&self) -> &[TodoItem] {
         &self.todos
+    }
+
+    /// The last change of the session's goal, which holds the goal as it is now (a resumed
+    /// session's too).
+    pub fn goal_change(&self) -> Option<&GoalChangeRecord> {
+        self.goal.as_ref()
     }
 
     /// The tokens its logged steps billed.
@@ -354,6 +369,7 @@ impl Session {
                 }
             }
             Record::TodoWrite { todos, .. } => self.todos = todos,
+            Record::GoalChange(change) => self.goal = Some(change),
             Record::SessionSeed { messages } => self.history.extend(messages),
             Record::TurnEnd { .. } => self.completed = self.history.len(),
             Record::StepEnd { usage, .. } => self.logged_tokens += usage.total_tokens,

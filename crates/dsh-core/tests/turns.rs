@@ -174,6 +174,7 @@ fn kinds(records: &[Record]) -> Vec<&'static str> {
             Record::TodoWrite { .. } => "todo/write",
             Record::SessionSeed { .. } => "session/seed",
             Record::SubagentRun(_) => "subagent/run",
+            Record::GoalChange(_) => "goal/change",
         })
         .collect()
 }

@@ -264,6 +264,7 @@ fn said(event: &AgentEvent, catalog: &ToolCatalog) -> Option<String> {
                 .count();
             Some(format!("todo list: {done} of {} done", todos.len()))
         }
+        Record::GoalChange(change) => Some(change.headline()),
         _ => None,
     }
 }

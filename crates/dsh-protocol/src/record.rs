@@ -119,6 +119,118 @@ pub enum Record {
     /// it billed (the parent's step usage includes it).
     #[serde(rename = "subagent/run")]
     SubagentRun(Box<SubagentRunRecord>),
+    /// The session's goal changed (created, edited, paused, resumed, completed, blocked) or a
+    /// round toward it started: the whole goal after the change, the latest one wins.
+    #[serde(rename = "goal/change")]
+    GoalChange(GoalChangeRecord),
+}
+
+/// One change of the session's goal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GoalChangeRecord {
+    pub turn: u32,
+    pub operation: GoalOperation,
+    pub goal: Goal,
+}
+
+impl GoalChangeRecord {
+    /// The change in a line, as front ends show it: `goal round 2/256: <objective>`.
+    pub fn headline(&self) -> String {
+        let goal = &self.goal;
+        let what = match self.operation {
+            GoalOperation::Create => "set".to_owned(),
+            GoalOperation::Edit => "edited".to_owned(),
+            GoalOperation::Pause => "paused".to_owned(),
+            GoalOperation::Resume => "resumed".to_owned(),
+            GoalOperation::Complete => "complete".to_owned(),
+            GoalOperation::Block => "blocked".to_owned(),
+            GoalOperation::Round => {
+                format!("round {}/{}", goal.rounds_started, goal.max_goal_rounds)
+            }
+        };
+        let mut line = format!("goal {what}: {}", goal.objective);
+        if let Some(reason) = &goal.blocked_reason {
+            line.push_str(&format!(" ({}: {})", reason.code, reason.message));
+        }
+        line
+    }
+}
+
+/// What changed a goal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GoalOperation {
+    Create,
+    Edit,
+    Pause,
+    Resume,
+    Complete,
+    Block,
+    /// An automatic round toward it started (`roundsStarted` went up by one).
+    Round,
+}
+
+impl GoalOperation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GoalOperation::Create => "create",
+            GoalOperation::Edit => "edit",
+            GoalOperation::Pause => "pause",
+            GoalOperation::Resume => "resume",
+            GoalOperation::Complete => "complete",
+            GoalOperation::Block => "block",
+            GoalOperation::Round => "round",
+        }
+    }
+}
+
+/// A session's long-running objective, which the runtime keeps working toward in automatic
+/// rounds while it is active. Its fields in the order the goal tools answer with them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Goal {
+    /// `goal-` and a UUID.
+    pub id: String,
+    /// 1 when created, one more with each change (a round is not a change).
+    pub revision: u64,
+    pub objective: String,
+    pub phase: GoalPhase,
+    /// The automatic rounds started toward it.
+    pub rounds_started: u64,
+    /// The most automatic rounds it may take.
+    pub max_goal_rounds: u64,
+    /// Why it is blocked; only while it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked_reason: Option<BlockedReason>,
+}
+
+/// Where a goal is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GoalPhase {
+    Active,
+    Paused,
+    Blocked,
+    Complete,
+}
+
+impl GoalPhase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GoalPhase::Active => "active",
+            GoalPhase::Paused => "paused",
+            GoalPhase::Blocked => "blocked",
+            GoalPhase::Complete => "complete",
+        }
+    }
+}
+
+/// Why a goal is blocked: a kebab-case code (`model-reported`, `round-limit`) and a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockedReason {
+    pub code: String,
+    pub message: String,
 }
 
 /// One subagent run, as its parent records it.

@@ -63,6 +63,12 @@ pub enum StreamEvent {
     Todo {
         todos: Vec<crate::TodoItem>,
     },
+    /// The session's goal after each change, and at the start of each automatic round toward
+    /// it (`operation` is `round`, `goal.roundsStarted` the round's number).
+    Goal {
+        operation: crate::GoalOperation,
+        goal: crate::Goal,
+    },
     /// An event of a subagent's run, tagged with its id (never mixed into the parent's own
     /// events).
     #[serde(rename_all = "camelCase")]
@@ -137,6 +143,10 @@ pub fn project(record: &Record) -> Vec<StreamEvent> {
         }
         Record::TodoWrite { todos, .. } => vec![StreamEvent::Todo {
             todos: todos.clone(),
+        }],
+        Record::GoalChange(change) => vec![StreamEvent::Goal {
+            operation: change.operation,
+            goal: change.goal.clone(),
         }],
         // A fork's inherited history happened before; how a subagent ended is in its events
         // and in the result of the call that ran it.

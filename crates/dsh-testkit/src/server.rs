@@ -232,6 +232,7 @@ fn serve(stream: TcpStream, shared: &Shared) {
                 .pop_front()
                 .unwrap_or_else(|| Turn::text("done")),
         };
+        let turn = filled_in(turn, &request);
         if !matches!(shared.script, Script::Reads(..)) || requests.is_empty() {
             requests.push(request);
         }
@@ -240,6 +241,44 @@ fn serve(stream: TcpStream, shared: &Shared) {
     };
     let mut stream = stream;
     respond(&mut stream, turn, dialect);
+}
+
+/// The turn with each `{{result:<JSON pointer>}}` in its calls' argument text replaced by the
+/// value at that pointer in the last tool result the request carries, read as JSON: a script
+/// can pass on an id the agent made up (a goal's), as a model would. A string is put in
+/// without its quotes, so the placeholder goes inside them.
+fn filled_in(turn: Turn, request: &Request) -> Turn {
+    let Turn::Answer(mut answer) = turn else {
+        return turn;
+    };
+    if !answer
+        .tool_calls
+        .iter()
+        .any(|(_, args)| args.contains("{{result:"))
+    {
+        return Turn::Answer(answer);
+    }
+    let last: Value = request
+        .tool_results()
+        .last()
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or(Value::Null);
+    for (_, arguments) in &mut answer.tool_calls {
+        while let Some(start) = arguments.find("{{result:") {
+            let Some(length) = arguments[start..].find("}}") else {
+                break;
+            };
+            let pointer = &arguments[start + "{{result:".len()..start + length];
+            let value = match last.pointer(pointer) {
+                Some(Value::String(text)) => text.clone(),
+                Some(other) => other.to_string(),
+                // Left visibly wrong, for the test's assertion to show.
+                None => format!("<nothing at {pointer}>"),
+            };
+            arguments.replace_range(start..start + length + 2, &value);
+        }
+    }
+    Turn::Answer(answer)
 }
 
 /// The size of one request, in tokens.

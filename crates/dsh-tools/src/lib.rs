@@ -300,6 +300,9 @@ pub enum ToolEffect {
     },
     /// A subagent ran: the parent's log links its session (the turn is filled in by the agent).
     Subagent(dsh_protocol::SubagentRunRecord),
+    /// The session's goal changed: a session record, and an event for whoever watches (the
+    /// turn is filled in by the agent).
+    Goal(dsh_protocol::GoalChangeRecord),
 }
 
 /// The future a tool call returns.

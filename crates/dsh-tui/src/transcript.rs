@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use dsh_protocol::{
-    AbortReason, Block, Message, Record, TodoItem, TodoStatus, ToolResultRecord, TurnEndReason,
-    Usage,
+    AbortReason, Block, Goal, GoalOperation, Message, Record, TodoItem, TodoStatus,
+    ToolResultRecord, TurnEndReason, Usage,
 };
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -35,6 +35,13 @@ pub struct Transcript {
     pub show_reasoning: bool,
     /// The latest task list.
     pub todos: Vec<TodoItem>,
+    /// The session's goal, as its latest change left it.
+    pub goal: Option<Goal>,
+    /// Whether the turn under way is an automatic round toward the goal.
+    in_goal_round: bool,
+    /// Whether the next user message is dsh's own (a round's prompt, or what the model is told
+    /// after ending the goal), which the goal's line already stands for.
+    goal_prompt_next: bool,
     /// Everything the session billed that the transcript has seen.
     pub session_usage: Usage,
     /// The session's tools, as its calls are shown.
@@ -50,6 +57,9 @@ impl Transcript {
                 self.usage = Usage::default();
                 None
             }
+            Record::UserMessage {
+                instructions: None, ..
+            } if std::mem::take(&mut self.goal_prompt_next) => None,
             Record::UserMessage {
                 message,
                 instructions,
@@ -86,7 +96,10 @@ impl Transcript {
                 self.session_usage.add(usage);
                 None
             }
-            Record::TurnEnd { reason, .. } => Some(self.turn_end_cell(reason)),
+            Record::TurnEnd { reason, .. } => {
+                self.in_goal_round = false;
+                Some(self.turn_end_cell(reason))
+            }
             Record::CompactionSummary(summary) => {
                 if summary.reason == "manual" {
                     self.session_usage.add(&summary.usage);
@@ -102,6 +115,23 @@ impl Transcript {
             Record::TodoWrite { todos, .. } => {
                 self.todos.clone_from(todos);
                 Some(todo_cell(todos))
+            }
+            Record::GoalChange(change) => {
+                match change.operation {
+                    GoalOperation::Round => {
+                        self.in_goal_round = true;
+                        self.goal_prompt_next = true;
+                    }
+                    GoalOperation::Complete | GoalOperation::Block => {
+                        self.goal_prompt_next = self.in_goal_round;
+                    }
+                    _ => {}
+                }
+                self.goal = Some(change.goal.clone());
+                Some(vec![Line::styled(
+                    format!("◎ {}", change.headline()),
+                    Style::new().fg(Color::Cyan),
+                )])
             }
             Record::SubagentRun(run) => Some(vec![Line::styled(
                 format!("· {} ({}) ended its turn", run.agent_id, run.label),
@@ -371,6 +401,45 @@ pub fn tokens(n: u64) -> String {
 mod tests {
     use super::*;
     use crate::wrap::plain;
+
+    #[test]
+    fn a_goal_shows_as_its_changes_and_its_rounds_prompts_stay_out() {
+        let mut transcript = Transcript::default();
+        let goal = Goal {
+            id: "goal-1".into(),
+            revision: 1,
+            objective: "Make the tests pass".into(),
+            phase: dsh_protocol::GoalPhase::Active,
+            rounds_started: 1,
+            max_goal_rounds: 3,
+            blocked_reason: None,
+        };
+        let change = |operation| {
+            Record::GoalChange(dsh_protocol::GoalChangeRecord {
+                turn: 2,
+                operation,
+                goal: goal.clone(),
+            })
+        };
+        let prompt = Record::UserMessage {
+            turn: 2,
+            message: Message::user_text("<goal_round>\n…\n</goal_round>"),
+            instructions: None,
+        };
+        let round = transcript.cell(&change(GoalOperation::Round)).unwrap();
+        assert_eq!(plain(&round), "◎ goal round 1/3: Make the tests pass");
+        assert_eq!(transcript.cell(&prompt), None, "the round's own prompt");
+        let done = transcript.cell(&change(GoalOperation::Complete)).unwrap();
+        assert_eq!(plain(&done), "◎ goal complete: Make the tests pass");
+        assert_eq!(
+            transcript.cell(&prompt),
+            None,
+            "what the model is told after it"
+        );
+        // A message of the user's own is shown as ever.
+        assert!(transcript.cell(&prompt).is_some());
+        assert_eq!(transcript.goal.as_ref(), Some(&goal));
+    }
 
     #[test]
     fn bash_endings_in_their_colours() {

@@ -102,6 +102,7 @@ async fn set_up_and_run(
     let session_id = session.id().to_owned();
     surface.session(&session_id, &session.cwd().to_string_lossy());
     surface.todos(session.todos());
+    surface.goal(session.goal_change());
     let Some(task) = task else {
         // `--input-format stream-json`: the messages come from stdin, a turn each.
         let status = crate::stream_input::serve(&mut run, &mut surface, stop).await;

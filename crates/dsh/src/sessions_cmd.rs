@@ -195,6 +195,15 @@ fn transcript_line(out: &mut String, record: &Record) {
                 run.session_id
             );
         }
+        Record::GoalChange(change) => {
+            let _ = writeln!(
+                out,
+                "[{}; {}, revision {}]",
+                change.headline(),
+                change.goal.phase.as_str(),
+                change.goal.revision
+            );
+        }
         Record::TodoWrite { todos, .. } => {
             let _ = writeln!(out, "[todo list]");
             for todo in todos {

@@ -89,6 +89,16 @@ impl Surface {
         }
     }
 
+    /// A resumed session's goal, as its last change left it.
+    pub fn goal(&mut self, change: Option<&dsh_protocol::GoalChangeRecord>) {
+        if let (Surface::Json { .. }, Some(change)) = (&self, change) {
+            line(&StreamEvent::Goal {
+                operation: change.operation,
+                goal: change.goal.clone(),
+            });
+        }
+    }
+
     pub fn event(&mut self, event: &AgentEvent) {
         if let AgentEvent::Delta(StreamDelta::Retry(notice)) = event {
             if let Surface::Text(text) = self {

@@ -50,7 +50,9 @@ fn a_three_step_session_prints_the_answer_and_sends_the_exact_results() {
         vec![
             "ask_user_question",
             "bash",
+            "create_goal",
             "edit",
+            "get_goal",
             "glob",
             "grep",
             "interrupt_agent",
@@ -64,6 +66,7 @@ fn a_three_step_session_prints_the_answer_and_sends_the_exact_results() {
             "subagent",
             "subagent_fork",
             "todo_write",
+            "update_goal",
             "web_fetch",
             "write"
         ]

@@ -8,6 +8,7 @@ mod compaction;
 mod errors;
 mod escape;
 mod faults;
+mod goals;
 mod headless;
 mod hooks;
 mod json;

@@ -300,8 +300,9 @@ fn the_models_questions_are_answered_in_a_dialog() {
     ui.wait_for("Type a message");
     ui.type_text("set up storage");
     ui.press(&["Enter"]);
-    let screen = ui.wait_for("Which database?");
-    assert!(screen.contains("2. SQLite — one file"), "{screen}");
+    // The call's title names the question too: wait for the dialog's options.
+    let screen = ui.wait_for("2. SQLite — one file");
+    assert!(screen.contains("Which database?"), "{screen}");
     ui.press(&["2"]);
     wait_turn_end(&ui, "SQLite it is");
     let results = env.server.requests()[1].tool_results();
