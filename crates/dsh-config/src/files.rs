@@ -23,6 +23,9 @@ pub struct Config {
     pub effort: Option<Effort>,
     /// Text added at the end of the system prompt when `--system-prompt-append` is not given.
     pub system_prompt_append: Option<String>,
+    /// The tool set when `--preset` is not given: standard or minimal.
+    #[serde(deserialize_with = "parsed")]
+    pub preset: Option<AgentPreset>,
     pub tools: ToolsConfig,
     pub shell: ShellConfig,
     pub jobs: JobsConfig,
@@ -386,6 +389,17 @@ named_enum! {
         OpenAiCompletions = "openai-completions",
         OpenAiResponses = "openai-responses",
         AnthropicMessages = "anthropic-messages",
+    }
+}
+
+named_enum! {
+    /// Which tools an agent starts from (`preset`, `--preset`).
+    AgentPreset, "preset" {
+        /// Every tool dsh has.
+        Standard = "standard",
+        /// `bash` and `str_replace_editor` only: the smallest prompt, for small models and
+        /// supervisors (the reference's `minimal` preset).
+        Minimal = "minimal",
     }
 }
 

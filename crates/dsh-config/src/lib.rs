@@ -22,9 +22,10 @@ mod sourced;
 
 pub use dotenv::{Credentials, DotenvError, EnvSource};
 pub use files::{
-    ApprovalConfig, Compression, Config, GoalsConfig, InstructionsConfig, JobsConfig, McpConfig,
-    McpServerConfig, ModelConfig, PermissionMode, ProviderConfig, ProviderKind, RequestsConfig,
-    SandboxConfig, SessionsConfig, ShellConfig, SkillsConfig, SystemRole, ToolsConfig,
+    AgentPreset, ApprovalConfig, Compression, Config, GoalsConfig, InstructionsConfig, JobsConfig,
+    McpConfig, McpServerConfig, ModelConfig, PermissionMode, ProviderConfig, ProviderKind,
+    RequestsConfig, SandboxConfig, SessionsConfig, ShellConfig, SkillsConfig, SystemRole,
+    ToolsConfig,
 };
 pub use home::dsh_home;
 pub use layers::{ConfigError, ConfigFiles, Layer};

@@ -15,7 +15,9 @@ use dsh_sandbox::escalation::ApprovalPolicy;
 use dsh_sandbox::{BackendChoice, SandboxSettings};
 use dsh_tools::ToolFilter;
 
-use super::files::{Compression, Config, McpServerConfig, PermissionMode, SearchProvider};
+use super::files::{
+    AgentPreset, Compression, Config, McpServerConfig, PermissionMode, SearchProvider,
+};
 use super::layers::{ConfigFiles, quote_key};
 use super::resolver::{Environment, Resolver, SetupError, flag};
 use super::route::Route;
@@ -78,6 +80,9 @@ pub struct GoalRules {
     /// The automatic rounds a goal must have had before a round may report it blocked.
     pub blocked_after_rounds: u64,
 }
+
+/// The tools of the minimal preset: the reference's two-tool coding agent.
+const MINIMAL_TOOLS: [&str; 2] = ["bash", "str_replace_editor"];
 
 /// The session a run continues (or forks), as the flags name it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,6 +158,8 @@ pub struct Flags {
     /// The run is the terminal UI's, not a headless one: the headless profile's patch file
     /// (`$DSH_HOME/profiles/headless/cordis.patch.yml`) does not apply.
     pub interactive: bool,
+    /// `--preset`: the tool set to start from.
+    pub preset: Option<AgentPreset>,
     /// `--tools`: offer only these tools.
     pub tools: Option<Vec<String>>,
     /// `--disallowed-tools`: never offer these tools.
@@ -604,12 +611,24 @@ impl Settings {
             Vec::new(),
         );
         let sandbox = sandbox_settings(&mut r, config);
+        let preset = r.setting(
+            "preset",
+            [
+                flag(flags.preset, "--preset"),
+                r.file("preset", config.preset),
+            ],
+            AgentPreset::Standard,
+        );
+        let minimal = (preset.value == AgentPreset::Minimal).then_some(Source::Preset("minimal"));
         let str_replace_editor = r.setting(
             "tools.str_replace_editor",
-            [r.file("tools.str_replace_editor", config.tools.str_replace_editor)],
+            [
+                r.file("tools.str_replace_editor", config.tools.str_replace_editor),
+                minimal.clone().map(|source| Sourced::new(true, source)),
+            ],
             false,
         );
-        let tool_filter = tool_filter(&mut r, config, flags)?;
+        let tool_filter = tool_filter(&mut r, config, flags, minimal)?;
         let scrub = shell_scrub(&mut r, config);
         let job_wait = r.millis("jobs.wait_ms", config.jobs.wait_ms, DEFAULT_JOB_WAIT);
         let (fsync, compression) = log_settings(&mut r, config);
@@ -1130,12 +1149,16 @@ fn tool_filter(
     r: &mut Resolver<'_>,
     config: &Config,
     flags: &Flags,
+    minimal: Option<Source>,
 ) -> Result<ToolFilter, SetupError> {
     let allow = r.setting(
         "tools.allow",
         [
             flag(flags.tools.clone().map(Some), "--tools"),
             r.file("tools.allow", config.tools.allow.clone().map(Some)),
+            minimal.map(|source| {
+                Sourced::new(Some(MINIMAL_TOOLS.map(str::to_owned).to_vec()), source)
+            }),
         ],
         None,
     );

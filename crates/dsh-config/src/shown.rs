@@ -77,6 +77,7 @@ shown_named!(
     dsh_sandbox::escalation::ApprovalPolicy,
     super::files::ProviderKind,
     super::files::Compression,
+    super::files::AgentPreset,
     super::files::SystemRole,
     super::files::SearchProvider
 );

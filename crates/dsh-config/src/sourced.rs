@@ -15,6 +15,8 @@ pub enum Source {
     Env(&'static str),
     /// A command-line flag.
     Flag(&'static str),
+    /// What the agent preset of that name sets (`preset`, `--preset`).
+    Preset(&'static str),
 }
 
 impl fmt::Display for Source {
@@ -23,6 +25,7 @@ impl fmt::Display for Source {
             Source::Default => f.write_str("default"),
             Source::File(path) => write!(f, "{}", path.display()),
             Source::Env(name) | Source::Flag(name) => f.write_str(name),
+            Source::Preset(name) => write!(f, "preset {name}"),
         }
     }
 }

@@ -675,6 +675,8 @@ fn base_tools(settings: &Settings) -> BaseTools {
     }
     if mode.is_plan() {
         tools.register(Box::new(ExitPlanMode::default()));
+    } else {
+        tools.answer_unoffered(Box::new(ExitPlanMode::default()));
     }
     let dsh_tools::skill::Discovered {
         skills,
@@ -690,6 +692,8 @@ fn base_tools(settings: &Settings) -> BaseTools {
         .collect();
     if catalog.is_some() {
         tools.register(Box::new(dsh_tools::skill::SkillTool::new(skills)));
+    } else {
+        tools.answer_unoffered(Box::new(dsh_tools::skill::SkillTool::new(Vec::new())));
     }
     if settings.str_replace_editor().value {
         tools.register(Box::new(StrReplaceEditor::default()));

@@ -66,6 +66,8 @@ pub struct ToolRegistry {
     filter: crate::ToolFilter,
     /// What front ends look calls up in: kept equal to `tools` after every change.
     catalog: crate::ToolCatalog,
+    /// Tools never offered that still answer a call by name ([`ToolRegistry::answer_unoffered`]).
+    unoffered: Vec<Entry>,
 }
 
 struct Entry {
@@ -116,6 +118,19 @@ impl ToolRegistry {
     pub fn register(&mut self, tool: Box<dyn Tool>) {
         self.insert(tool, None);
         self.publish();
+    }
+
+    /// Keeps `tool` out of the schemas, the prompt and the catalog, yet answers a call to it:
+    /// for a tool the reference offers where it can only refuse (`exit_plan_mode` outside plan
+    /// mode, `skill` without skills). Offering it would cost every request its schema and
+    /// invite calls; a model that calls it anyway reads the tool's own refusal, which says
+    /// why, instead of `unknown tool`. A tool of the same name that is offered wins, and the
+    /// tool lists withhold it like any other.
+    pub fn answer_unoffered(&mut self, tool: Box<dyn Tool>) {
+        self.unoffered.push(Entry {
+            tool: Arc::from(tool),
+            group: None,
+        });
     }
 
     /// What is wrong with how its tools describe themselves ([`crate::description_problems`]).
@@ -221,7 +236,14 @@ impl ToolRegistry {
     /// asks of the call (may it run in parallel, which path does it touch) and running it use
     /// the same parsed arguments.
     pub fn prepare(&self, name: &str, arguments: &str) -> PreparedCall {
-        let Some(tool) = self.tools.iter().find(|e| e.tool.name() == name) else {
+        let found = (self.tools.iter())
+            .chain(
+                self.unoffered
+                    .iter()
+                    .filter(|e| self.filter.allows(e.tool.name())),
+            )
+            .find(|e| e.tool.name() == name);
+        let Some(tool) = found else {
             return PreparedCall {
                 name: name.to_owned(),
                 json: parse_arguments(arguments).1,
@@ -419,6 +441,31 @@ mod tests {
             empty.text(),
             "Error: invalid arguments: missing required property \"file_path\""
         );
+    }
+
+    #[tokio::test]
+    async fn an_unoffered_tool_answers_by_name_but_is_never_offered() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut registry = registry();
+        registry.answer_unoffered(Box::new(crate::ExitPlanMode::default()));
+        assert_eq!(registry.names().collect::<Vec<_>>(), ["read"]);
+        assert_eq!(registry.specs().len(), 1);
+        let refused = registry
+            .execute("exit_plan_mode", r##"{"plan":"# Plan"}"##, &ctx(dir.path()))
+            .await;
+        assert_eq!(
+            refused.text(),
+            "Error: exit_plan_mode is only available in plan mode"
+        );
+        // The tool lists withhold it like any offered tool.
+        registry.restrict(crate::ToolFilter {
+            allow: None,
+            deny: vec!["exit_plan_mode".into()],
+        });
+        let withheld = registry
+            .execute("exit_plan_mode", r##"{"plan":"# Plan"}"##, &ctx(dir.path()))
+            .await;
+        assert_eq!(withheld.text(), "Error: unknown tool \"exit_plan_mode\"");
     }
 
     #[tokio::test]

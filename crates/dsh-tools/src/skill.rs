@@ -261,10 +261,12 @@ impl Tool for SkillTool {
                     .filter(|s| s.model_invocable)
                     .map(|s| s.name.as_str())
                     .collect();
-                return Err(ToolError::plain(format!(
-                    "unknown skill \"{name}\": the skills are {}",
-                    known.join(", ")
-                )));
+                // The reference's words, then what there is to call instead.
+                let mut message = format!("skill \"{name}\" is unknown or no longer available");
+                if !known.is_empty() {
+                    message.push_str(&format!("; the skills are {}", known.join(", ")));
+                }
+                return Err(ToolError::plain(message));
             };
             let text = std::fs::read_to_string(&skill.file).map_err(|e| {
                 ToolError::plain(format!(

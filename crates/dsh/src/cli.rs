@@ -117,6 +117,7 @@ const VALUED: &[&str] = &[
     "--profile",
     "--model",
     "--effort",
+    "--preset",
     "--max-steps",
     "--patch",
     "--permission-mode",
@@ -238,6 +239,12 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
                 let level = value("--effort <level>")?;
                 run.flags.effort =
                     Some(Effort::from_str(&level).map_err(|e| fail(e.to_string(), false))?);
+            }
+            "--preset" => {
+                let name = value("--preset <name>")?;
+                run.flags.preset = Some(
+                    dsh_core::config::AgentPreset::from_str(&name).map_err(|e| fail(e, false))?,
+                );
             }
             "--max-steps" => {
                 let n = value("--max-steps <n>")?;
@@ -628,6 +635,8 @@ Options:
       --json              Write a JSON event stream to stdout, one object per line
       --model <name>      Model to use (default: deepseek-v4-flash)
       --effort <level>    Reasoning effort: off, low, high or max (default: high)
+      --preset <name>     The tool set: standard (default), or minimal (bash and
+                          str_replace_editor only, the smallest prompt)
       --max-steps <n>     Stop a turn after this many model requests (default: 500)
       --input-format <format>
                           text (default), or stream-json: with --json, user messages are

@@ -41,6 +41,7 @@ const SAMPLES: &[(&str, &str)] = &[
     ("--max-budget-usd", "0.50"),
     ("--timeout", "90s"),
     ("--effort", "high"),
+    ("--preset", "minimal"),
     ("--permission-mode", "read-only"),
     ("--approval-policy", "ask"),
     ("--input-format", "text"),

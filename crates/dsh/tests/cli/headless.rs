@@ -486,7 +486,7 @@ fn skills_are_listed_in_the_system_prompt_and_loaded_with_the_skill_tool() {
     );
     assert_eq!(
         requests[2].tool_results()[1],
-        "Error: unknown skill \"nope\": the skills are release, lint"
+        "Error: skill \"nope\" is unknown or no longer available; the skills are release, lint"
     );
 }
 

@@ -156,7 +156,7 @@ fn plan_mode_runs_only_tools_that_change_nothing_and_ends_with_the_plan() {
 }
 
 #[test]
-fn outside_plan_mode_exit_plan_mode_is_not_offered() {
+fn outside_plan_mode_exit_plan_mode_is_not_offered_but_a_call_is_told_why() {
     let env = TestEnv::new(vec![Turn::tool_call(
         "exit_plan_mode",
         json!({"plan": "# A plan"}),
@@ -169,10 +169,10 @@ fn outside_plan_mode_exit_plan_mode_is_not_offered() {
             .tool_names()
             .contains(&"exit_plan_mode".to_owned())
     );
-    assert!(
-        requests[1].tool_results()[0].contains("unknown tool \"exit_plan_mode\""),
-        "{:?}",
-        requests[1].tool_results()
+    // The reference's refusal (it offers the tool only to refuse it), not `unknown tool`.
+    assert_eq!(
+        requests[1].tool_results(),
+        ["Error: exit_plan_mode is only available in plan mode"]
     );
     // plan is a permission mode everywhere a mode is given.
     let out = env.run(dsh(), &["--dump-config", "--permission-mode", "plan"]);
@@ -433,4 +433,45 @@ fn the_new_tools_have_the_reference_s_schemas() {
             "{name}"
         );
     }
+}
+
+#[test]
+fn the_minimal_preset_offers_bash_and_the_editor_and_tool_lists_replace_it() {
+    let env = TestEnv::new(vec![Turn::text("ok"), Turn::text("ok")]);
+    let out = env.run(dsh(), &["--preset", "minimal", "hi"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(
+        env.server.requests()[0].tool_names(),
+        ["bash", "str_replace_editor"]
+    );
+    let out = env.run(
+        dsh(),
+        &["--preset", "minimal", "--tools", "read,bash", "hi"],
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(env.server.requests()[1].tool_names(), ["bash", "read"]);
+
+    let dumped = env
+        .run(dsh(), &["--preset", "minimal", "--dump-config"])
+        .stdout;
+    let row = |key: &str| {
+        dumped
+            .lines()
+            .find(|l| l.starts_with(&format!("{key} = ")))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(row("preset").ends_with("# --preset"), "{dumped}");
+    assert!(row("tools.allow").contains(r#"["bash", "str_replace_editor"]"#));
+    assert!(row("tools.allow").ends_with("# preset minimal"), "{dumped}");
+    assert!(row("tools.str_replace_editor").ends_with("# preset minimal"));
+
+    let out = env.run(dsh(), &["--preset", "tiny", "hi"]);
+    assert_eq!(out.code(), Some(1), "stderr: {}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("unknown preset \"tiny\": use standard or minimal"),
+        "{}",
+        out.stderr
+    );
 }
