@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
-    SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ResourceLink, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallLocation,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use dsh_core::{AgentEvent, CallView, StreamDelta, ToolCatalog};
 use dsh_protocol::{
@@ -32,6 +32,7 @@ pub fn live(event: &AgentEvent, cwd: &Path, catalog: &ToolCatalog) -> Vec<Sessio
             Record::TodoWrite { todos, .. } => vec![plan(todos)],
             // ACP has no goal: the change is told as a thought, which editors show aside.
             Record::GoalChange(change) => vec![thought(&change.headline())],
+            Record::Presentation(shown) => presented(shown),
             _ => Vec::new(),
         },
         _ => Vec::new(),
@@ -109,8 +110,25 @@ pub fn replay(records: &[Record], cwd: &Path, catalog: &ToolCatalog) -> Vec<Sess
             }
             Record::TodoWrite { todos, .. } => updates.push(plan(todos)),
             Record::GoalChange(change) => updates.push(thought(&change.headline())),
+            Record::Presentation(shown) => updates.extend(presented(shown)),
             _ => {}
         }
+    }
+    updates
+}
+
+/// What the model handed the user, in the answer: the file as a link the editor opens, then
+/// the summary.
+fn presented(shown: &dsh_protocol::Presentation) -> Vec<SessionUpdate> {
+    let mut updates = vec![agent_text(&format!("\n\n**{}**\n", shown.title))];
+    if let Some(path) = &shown.path {
+        let link = ResourceLink::new(shown.title.clone(), format!("file://{path}"));
+        updates.push(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+            ContentBlock::ResourceLink(link),
+        )));
+    }
+    if let Some(summary) = &shown.summary {
+        updates.push(agent_text(&format!("\n{summary}\n")));
     }
     updates
 }

@@ -57,6 +57,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "job_output",
     "list_agents",
     "list_mcp_resources",
+    "present",
     "read",
     "read_image",
     "read_mcp_resource",

@@ -1114,6 +1114,10 @@ impl Agent {
                     Some(ToolEffect::EndTurn { reason, text }) => {
                         ending.get_or_insert((reason, text));
                     }
+                    Some(ToolEffect::Present(mut shown)) => {
+                        shown.turn = turn;
+                        commit(&mut self.session, &self.events, Record::Presentation(shown))?;
+                    }
                     Some(ToolEffect::Goal(mut change)) => {
                         change.turn = turn;
                         commit(&mut self.session, &self.events, Record::GoalChange(change))?;

@@ -664,6 +664,7 @@ fn base_tools(settings: &Settings) -> BaseTools {
     let confining = mode.sandbox() != SandboxMode::DangerFullAccess;
     let mut tools = ToolRegistry::with_file_tools(confining);
     tools.register(Box::new(TodoWrite::default()));
+    tools.register(Box::new(dsh_tools::Present::default()));
     // No one answers in a run built here yet: the tool tells the model so at once.
     tools.register(Box::new(AskUserQuestion::default()));
     let (web_fetch, web_search) = dsh_web::tools(settings.web().clone());

@@ -77,6 +77,7 @@ pub fn repair(records: &[RecordEnvelope]) -> Vec<Record> {
             | Record::CompactionSummary(_)
             | Record::TodoWrite { .. }
             | Record::GoalChange(_)
+            | Record::Presentation(_)
             | Record::SessionSeed { .. }
             | Record::SubagentRun(_) => {}
         }

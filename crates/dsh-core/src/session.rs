@@ -373,7 +373,7 @@ impl Session {
             Record::SessionSeed { messages } => self.history.extend(messages),
             Record::TurnEnd { .. } => self.completed = self.history.len(),
             Record::StepEnd { usage, .. } => self.logged_tokens += usage.total_tokens,
-            Record::StepStart { .. } | Record::ToolCall(_) => {}
+            Record::StepStart { .. } | Record::ToolCall(_) | Record::Presentation(_) => {}
             Record::SubagentRun(run) => {
                 self.children.retain(|known| known.agent_id != run.agent_id);
                 self.children.push(*run);

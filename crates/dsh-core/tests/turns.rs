@@ -175,6 +175,7 @@ fn kinds(records: &[Record]) -> Vec<&'static str> {
             Record::SessionSeed { .. } => "session/seed",
             Record::SubagentRun(_) => "subagent/run",
             Record::GoalChange(_) => "goal/change",
+            Record::Presentation(_) => "artifact/present",
         })
         .collect()
 }

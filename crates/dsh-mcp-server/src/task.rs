@@ -265,6 +265,7 @@ fn said(event: &AgentEvent, catalog: &ToolCatalog) -> Option<String> {
             Some(format!("todo list: {done} of {} done", todos.len()))
         }
         Record::GoalChange(change) => Some(change.headline()),
+        Record::Presentation(shown) => Some(format!("presented {}", shown.headline())),
         _ => None,
     }
 }

@@ -123,6 +123,34 @@ pub enum Record {
     /// round toward it started: the whole goal after the change, the latest one wins.
     #[serde(rename = "goal/change")]
     GoalChange(GoalChangeRecord),
+    /// The model handed the user something finished to look at (`present`).
+    #[serde(rename = "artifact/present")]
+    Presentation(Presentation),
+}
+
+/// Something finished the model hands the user to look at: a file, a summary, or both.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Presentation {
+    pub turn: u32,
+    /// What it is, in a few words.
+    pub title: String,
+    /// The file, as an absolute path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// What to know about it, as markdown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
+
+impl Presentation {
+    /// In a line, as front ends without room for more show it: `<title>: <path>`.
+    pub fn headline(&self) -> String {
+        match &self.path {
+            Some(path) => format!("{}: {path}", self.title),
+            None => self.title.clone(),
+        }
+    }
 }
 
 /// One change of the session's goal.

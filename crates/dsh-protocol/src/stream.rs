@@ -69,6 +69,15 @@ pub enum StreamEvent {
         operation: crate::GoalOperation,
         goal: crate::Goal,
     },
+    /// Something finished the model hands the user to look at (`present`): a file, a
+    /// summary, or both.
+    Present {
+        title: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary: Option<String>,
+    },
     /// An event of a subagent's run, tagged with its id (never mixed into the parent's own
     /// events).
     #[serde(rename_all = "camelCase")]
@@ -143,6 +152,11 @@ pub fn project(record: &Record) -> Vec<StreamEvent> {
         }
         Record::TodoWrite { todos, .. } => vec![StreamEvent::Todo {
             todos: todos.clone(),
+        }],
+        Record::Presentation(shown) => vec![StreamEvent::Present {
+            title: shown.title.clone(),
+            path: shown.path.clone(),
+            summary: shown.summary.clone(),
         }],
         Record::GoalChange(change) => vec![StreamEvent::Goal {
             operation: change.operation,

@@ -23,6 +23,7 @@ mod mutate;
 mod observe;
 mod path;
 mod plan;
+mod present;
 mod read;
 mod read_image;
 mod redact;
@@ -61,6 +62,7 @@ pub use filter::ToolFilter;
 pub use observe::{Observation, ObservationMap, Version};
 pub use path::{Target, resolve};
 pub use plan::ExitPlanMode;
+pub use present::Present;
 pub use read::Read;
 pub use read_image::ReadImage;
 pub use redact::{MIN_SECRET_CHARS, REDACTED, Redactor, is_secret_name, redacted};
@@ -303,6 +305,9 @@ pub enum ToolEffect {
     /// The session's goal changed: a session record, and an event for whoever watches (the
     /// turn is filled in by the agent).
     Goal(dsh_protocol::GoalChangeRecord),
+    /// The model hands the user something to look at: a session record, and an event each
+    /// front end shows its own way (the turn is filled in by the agent).
+    Present(dsh_protocol::Presentation),
 }
 
 /// The future a tool call returns.

@@ -133,6 +133,7 @@ impl Transcript {
                     Style::new().fg(Color::Cyan),
                 )])
             }
+            Record::Presentation(shown) => Some(presentation_cell(shown)),
             Record::SubagentRun(run) => Some(vec![Line::styled(
                 format!("· {} ({}) ended its turn", run.agent_id, run.label),
                 DIM,
@@ -384,6 +385,24 @@ pub fn todo_cell(todos: &[TodoItem]) -> Vec<Line<'static>> {
             TodoStatus::Pending => ("☐", Style::default()),
         };
         lines.push(Line::styled(format!("  {mark} {}", todo.content), style));
+    }
+    lines
+}
+
+/// What the model handed the user: its title, the file, and the summary as markdown.
+pub fn presentation_cell(shown: &dsh_protocol::Presentation) -> Vec<Line<'static>> {
+    let mut lines = vec![Line::styled(
+        format!("▣ {}", shown.title),
+        Style::new().fg(Color::Green).add_modifier(Modifier::BOLD),
+    )];
+    if let Some(path) = &shown.path {
+        lines.push(Line::styled(
+            format!("  {path}"),
+            Style::new().fg(Color::Cyan),
+        ));
+    }
+    if let Some(summary) = &shown.summary {
+        lines.extend(markdown::render(summary));
     }
     lines
 }

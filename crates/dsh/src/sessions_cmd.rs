@@ -204,6 +204,12 @@ fn transcript_line(out: &mut String, record: &Record) {
                 change.goal.revision
             );
         }
+        Record::Presentation(shown) => {
+            let _ = writeln!(out, "[presented {}]", shown.headline());
+            if let Some(summary) = &shown.summary {
+                let _ = writeln!(out, "  {}", indent(summary));
+            }
+        }
         Record::TodoWrite { todos, .. } => {
             let _ = writeln!(out, "[todo list]");
             for todo in todos {

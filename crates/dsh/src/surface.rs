@@ -147,6 +147,15 @@ impl Surface {
             (Surface::Text(text), AgentEvent::Delta(StreamDelta::Reasoning(delta))) => {
                 text.reasoning(delta);
             }
+            // What the model hands the user is for the person at the terminal, beside the
+            // answer on stdout that a script may read.
+            (
+                Surface::Text(text),
+                AgentEvent::Record(dsh_protocol::Record::Presentation(shown)),
+            ) => {
+                text.close();
+                let _ = writeln!(std::io::stderr(), "dsh: presented {}", shown.headline());
+            }
             (Surface::Text(text), AgentEvent::Delta(_) | AgentEvent::Record(_)) => text.close(),
         }
     }

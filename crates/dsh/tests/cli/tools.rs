@@ -475,3 +475,49 @@ fn the_minimal_preset_offers_bash_and_the_editor_and_tool_lists_replace_it() {
         out.stderr
     );
 }
+
+#[test]
+fn present_hands_the_user_a_file_in_the_stream_on_stderr_and_in_the_log() {
+    let script = || {
+        vec![
+            Turn::tool_call(
+                "write",
+                json!({"file_path": "report.md", "content": "# Report\n"}),
+            ),
+            Turn::tool_call(
+                "present",
+                json!({"title": "Audit report", "path": "report.md", "summary": "Two findings."}),
+            ),
+            Turn::text("Done: see the report."),
+        ]
+    };
+    let env = TestEnv::new(script());
+    let out = env.run(dsh(), &["--json", "audit"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let path = env.ws_path().join("report.md").display().to_string();
+    let shown: Vec<_> = out
+        .events()
+        .into_iter()
+        .filter(|e| e["type"] == "present")
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            json!({"type": "present", "title": "Audit report", "path": path, "summary": "Two findings."})
+        ]
+    );
+    assert!(env.session_log().contains("\"type\":\"artifact/present\""));
+
+    // As text: the answer on stdout, the presentation on stderr for the person watching.
+    let env = TestEnv::new(script());
+    let out = env.run(dsh(), &["audit"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.stdout.trim_end(), "Done: see the report.");
+    let path = env.ws_path().join("report.md").display().to_string();
+    assert!(
+        out.stderr
+            .contains(&format!("dsh: presented Audit report: {path}")),
+        "{}",
+        out.stderr
+    );
+}
