@@ -211,11 +211,16 @@ pub struct WebConfig {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WebSearchConfig {
-    /// `searxng` or `brave`; none leaves `web_search` telling the model it has no backend.
+    /// `native` (the model provider's hosted search: the default on a DeepSeek or Anthropic
+    /// route with a key), `searxng` or `brave`; with none, `web_search` is not offered.
     #[serde(deserialize_with = "parsed")]
     pub provider: Option<SearchProvider>,
-    /// The backend's API root (required for SearXNG; Brave's public API by default).
+    /// The backend's API root (required for SearXNG; Brave's public API by default; for
+    /// `native`, the provider's Messages API root, derived from the route's base URL).
     pub base_url: Option<String>,
+    /// The model that runs a `native` search (DeepSeek: `deepseek-v4-flash`; Anthropic: the
+    /// route's model).
+    pub model: Option<String>,
     /// The variable holding the key (Brave: `BRAVE_API_KEY` by default).
     pub api_key_env: Option<String>,
     /// How long one `web_search` may take, in milliseconds (default 60000).
@@ -453,6 +458,7 @@ impl PermissionMode {
 named_enum! {
     /// A `web_search` backend (`web.search.provider`).
     SearchProvider, "search provider" {
+        Native = "native",
         Searxng = "searxng",
         Brave = "brave",
     }

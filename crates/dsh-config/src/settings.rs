@@ -24,6 +24,7 @@ use super::route::Route;
 use super::shown::{SettingRow, Shown};
 use super::sourced::{Source, Sourced};
 use crate::project::InstructionSettings;
+use crate::{ApiKey, ProviderKind};
 
 /// The model used when none is named.
 pub const DEFAULT_MODEL: &str = "deepseek-v4-flash";
@@ -641,7 +642,7 @@ impl Settings {
             config.mcp.startup_grace_ms,
             Duration::from_millis(MCP_GRACE_MS),
         );
-        let web = web_settings(&mut r, config, &credentials, sandbox.network)?;
+        let web = web_settings(&mut r, config, &credentials, &route, sandbox.network)?;
         let key_variables = key_variables(&route, config);
         let subagents = subagent_limits(&mut r, &config.subagents);
         let goals = goal_rules(&mut r, &config.goals);
@@ -1209,6 +1210,7 @@ fn web_settings(
     r: &mut Resolver<'_>,
     config: &Config,
     credentials: &crate::Credentials,
+    route: &Route,
     network: bool,
 ) -> Result<dsh_web::WebSettings, SetupError> {
     let web = &config.web;
@@ -1227,10 +1229,12 @@ fn web_settings(
         web.search.timeout_ms.map(|ms| ms.max(1)),
         Duration::from_secs(60),
     );
+    // The route's own service searches when it can: no other account or server needed.
+    let native = native_service(route).map(|_| SearchProvider::Native);
     let provider = r.setting(
         "web.search.provider",
         [r.file("web.search.provider", web.search.provider.map(Some))],
-        None,
+        native,
     );
     r.none_means(&provider, "none: web_search is not offered");
     let base_url = |default: Option<&str>, r: &mut Resolver<'_>| {
@@ -1243,6 +1247,7 @@ fn web_settings(
     };
     let search = match provider.value {
         None => Err(dsh_web::NO_BACKEND.to_owned()),
+        Some(SearchProvider::Native) => native_search(r, web, route),
         Some(SearchProvider::Searxng) => match base_url(None, r) {
             Some(base_url) => Ok(dsh_web::SearchBackend::Searxng { base_url }),
             None => {
@@ -1287,6 +1292,78 @@ fn web_settings(
         search,
         search_timeout: search_timeout.value,
     })
+}
+
+/// The hosted search of the route's provider, when it has one dsh can use: DeepSeek's and
+/// Anthropic's Messages APIs offer a `web_search` server tool.
+fn native_service(route: &Route) -> Option<&'static str> {
+    match route.kind.value {
+        ProviderKind::DeepSeek => Some("DeepSeek"),
+        ProviderKind::AnthropicMessages => Some("Anthropic"),
+        _ => None,
+    }
+}
+
+/// `web.search.provider = "native"`: searches through the route's provider, on its key. Its
+/// Messages API root is DeepSeek's Anthropic-compatible one (`<route base>/anthropic/v1`) or
+/// an Anthropic route's own base URL; `web.search.base_url` and `web.search.model` replace
+/// them.
+fn native_search(
+    r: &mut Resolver<'_>,
+    web: &super::files::WebConfig,
+    route: &Route,
+) -> Result<dsh_web::SearchBackend, String> {
+    let Some(service) = native_service(route) else {
+        return Err(format!(
+            "the native search provider searches through the route's own service, which \
+             DeepSeek and Anthropic routes have; route \"{}\" is {}: set web.search.provider \
+             to searxng or brave",
+            route.provider,
+            route.kind.value.shown()
+        ));
+    };
+    let route_base = route.base_url.value.trim_end_matches('/');
+    let derived = match route.kind.value {
+        ProviderKind::DeepSeek => format!("{route_base}/anthropic/v1"),
+        _ => route_base.to_owned(),
+    };
+    let base_url = r
+        .setting(
+            "web.search.base_url",
+            [r.file("web.search.base_url", web.search.base_url.clone())],
+            derived,
+        )
+        .value;
+    let default_model = match route.kind.value {
+        ProviderKind::DeepSeek => "deepseek-v4-flash".to_owned(),
+        _ => route.model.clone(),
+    };
+    let model = r
+        .setting(
+            "web.search.model",
+            [r.file("web.search.model", web.search.model.clone())],
+            default_model,
+        )
+        .value;
+    let prices = match route.kind.value {
+        ProviderKind::DeepSeek => dsh_llm::deepseek::prices(&model),
+        _ if model == route.model => route.prices.value,
+        _ => None,
+    };
+    match &route.api_key {
+        ApiKey::Found { value, .. } => Ok(dsh_web::SearchBackend::Native(dsh_web::NativeSearch {
+            service,
+            base_url,
+            api_key: value.clone(),
+            model,
+            prices,
+        })),
+        ApiKey::NotNeeded => Err(format!(
+            "{service} search needs the route's key, and route \"{}\" declares none",
+            route.provider
+        )),
+        ApiKey::Missing { message, .. } => Err(format!("{service} search has no key: {message}")),
+    }
 }
 
 /// `[sandbox]`: which backends may confine commands, and whether they may use the network.

@@ -216,6 +216,18 @@ fn serve(stream: TcpStream, shared: &Shared) {
             .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
         return;
     }
+    if let Some(answer) = hosted_search_answer(&request) {
+        shared.requests.lock().unwrap().push(request);
+        shared.arrived.notify_all();
+        let body = answer.to_string();
+        let mut stream = stream;
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        return;
+    }
     let turn = {
         let mut requests = shared.requests.lock().unwrap();
         shared.tokens.lock().unwrap().push(RequestSize {
@@ -279,6 +291,53 @@ fn filled_in(turn: Turn, request: &Request) -> Turn {
         }
     }
     Turn::Answer(answer)
+}
+
+/// A provider's hosted web search (a Messages request offering the `web_search_20250305`
+/// server tool) answers here without using up a scripted turn, as the service would: one
+/// source a query, at `https://example.com/<query words joined by ->`, titled
+/// `Result for <query>`, its citation quoting `About <query>.`, with the usage of a small
+/// request (1000 tokens in, 50 out). The query is the last line of the request's user text.
+fn hosted_search_answer(request: &Request) -> Option<Value> {
+    let tools = request.body["tools"].as_array()?;
+    let hosted = tools.iter().any(|t| {
+        t["type"]
+            .as_str()
+            .is_some_and(|kind| kind.starts_with("web_search_"))
+    });
+    if !hosted {
+        return None;
+    }
+    let text: String = request
+        .messages()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter_map(|block| block["text"].as_str().map(str::to_owned))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let query = text.lines().last().unwrap_or_default().trim().to_owned();
+    let url = format!(
+        "https://example.com/{}",
+        query.split_whitespace().collect::<Vec<_>>().join("-")
+    );
+    let title = format!("Result for {query}");
+    Some(json!({
+        "id": "msg_search",
+        "type": "message",
+        "role": "assistant",
+        "model": request.body["model"],
+        "content": [
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": query}},
+            {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
+                {"type": "web_search_result", "url": url, "title": title, "page_age": "2026-12-01", "encrypted_content": "opaque"},
+            ]},
+            {"type": "text", "text": "Here is what I found.", "citations": [
+                {"type": "web_search_result_location", "url": url, "title": title, "cited_text": format!("About {query}."), "encrypted_index": "opaque"},
+            ]},
+        ],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 1000, "output_tokens": 50, "server_tool_use": {"web_search_requests": 1}},
+    }))
 }
 
 /// The size of one request, in tokens.

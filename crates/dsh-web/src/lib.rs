@@ -23,7 +23,7 @@ use dsh_sandbox::escalation::{ApprovalOutcome, ApprovalPolicy, ApprovalRequest};
 use dsh_tools::{ToolContext, ToolError};
 
 pub use fetch::WebFetch;
-pub use search::{NO_BACKEND, SearchBackend, WebSearch};
+pub use search::{NO_BACKEND, NativeSearch, SearchBackend, WebSearch};
 
 /// What the web tools may reach, and how long they wait.
 #[derive(Debug, Clone)]

@@ -22,6 +22,11 @@ const MAX_RESULTS: usize = 8;
 pub const NO_BACKEND: &str = "no usable web provider is registered: set web.search.provider \
      (searxng or brave) in a config file to search the web";
 
+/// The most searches the hosted search tool may run for one query.
+const NATIVE_MAX_USES: u32 = 5;
+/// The most tokens the model answering a hosted search may write.
+const NATIVE_MAX_TOKENS: u32 = 4096;
+
 /// Where `web_search` searches (`web.search.provider`).
 #[derive(Clone)]
 pub enum SearchBackend {
@@ -30,6 +35,24 @@ pub enum SearchBackend {
     /// The Brave Search API: `GET <base_url>/res/v1/web/search?q=..`, the key in
     /// `X-Subscription-Token`.
     Brave { base_url: String, api_key: String },
+    /// The model provider's own hosted search: one request a query to its Anthropic-compatible
+    /// Messages API (`POST <base_url>/messages`) offering the `web_search_20250305` server
+    /// tool, on the route's key. What the request bills is counted in the call's usage.
+    Native(NativeSearch),
+}
+
+/// A provider's hosted search, as `SearchBackend::Native` reaches it.
+#[derive(Clone)]
+pub struct NativeSearch {
+    /// The provider's name in errors: `DeepSeek`, `Anthropic`.
+    pub service: &'static str,
+    /// The Messages API root: `/messages` is appended.
+    pub base_url: String,
+    pub api_key: String,
+    /// The model that runs the search.
+    pub model: String,
+    /// Its prices, to price what a search bills.
+    pub prices: Option<dsh_protocol::Prices>,
 }
 
 /// The key is a secret: only the endpoint is shown.
@@ -38,6 +61,9 @@ impl std::fmt::Debug for SearchBackend {
         match self {
             SearchBackend::Searxng { base_url } => write!(f, "Searxng({base_url})"),
             SearchBackend::Brave { base_url, .. } => write!(f, "Brave({base_url})"),
+            SearchBackend::Native(native) => {
+                write!(f, "Native({}, {})", native.service, native.base_url)
+            }
         }
     }
 }
@@ -48,6 +74,7 @@ impl SearchBackend {
         match self {
             SearchBackend::Searxng { .. } => "SearXNG",
             SearchBackend::Brave { .. } => "Brave",
+            SearchBackend::Native(native) => native.service,
         }
     }
 }
@@ -142,8 +169,17 @@ impl Tool for WebSearch {
                         ));
                     }
                 };
-            let (sources, truncated) = merge(lists);
-            Ok(ToolOutput::text(render(&sources, truncated)))
+            let usage = dsh_protocol::Usage::sum(lists.iter().map(|found| &found.usage));
+            let lists = lists
+                .into_iter()
+                .map(|found| (found.sources, found.truncated));
+            let (sources, truncated) = merge(lists.collect());
+            let output = ToolOutput::text(render(&sources, truncated));
+            // A hosted search bills tokens like any request of the run.
+            Ok(match &backend {
+                SearchBackend::Native(_) => output.with_usage(usage),
+                _ => output,
+            })
         })
     }
 }
@@ -175,12 +211,16 @@ fn queries(args: &Arguments) -> Result<Vec<String>, ToolError> {
     Ok(queries)
 }
 
-/// One query's results, best first.
-async fn search(
-    backend: &SearchBackend,
-    query: &str,
-    limit: Duration,
-) -> Result<(Vec<Source>, bool), ToolError> {
+/// One query's results, best first, and what finding them billed.
+#[derive(Debug)]
+struct Found {
+    sources: Vec<Source>,
+    truncated: bool,
+    usage: dsh_protocol::Usage,
+}
+
+/// One query's results.
+async fn search(backend: &SearchBackend, query: &str, limit: Duration) -> Result<Found, ToolError> {
     let name = backend.name();
     let failed = |e: &dyn std::fmt::Display| {
         web_error(
@@ -216,7 +256,18 @@ async fn search(
                 .header("X-Subscription-Token", api_key)
                 .header(reqwest::header::ACCEPT, "application/json")
         }
+        SearchBackend::Native(native) => {
+            let url = endpoint(&native.base_url, "messages").map_err(|e| failed(&e))?;
+            client
+                .post(url)
+                .header("x-api-key", &native.api_key)
+                .header("anthropic-version", "2023-06-01")
+                .header(reqwest::header::ACCEPT, "application/json")
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(native_request(native, query).to_string())
+        }
     };
+    let sent_at = std::time::SystemTime::now();
     let response = request.send().await.map_err(http)?;
     let status = response.status();
     let body = read_capped(response).await.map_err(http)?;
@@ -240,14 +291,12 @@ async fn search(
             format!("{name} returned an unprocessable response body: {e}"),
         )
     })?;
-    let text = |v: &Value| {
-        v.as_str()
-            .filter(|s| !s.trim().is_empty())
-            .map(str::to_owned)
-    };
+    if let SearchBackend::Native(native) = backend {
+        return native_found(native, &json, sent_at);
+    }
     let items = match backend {
         SearchBackend::Searxng { .. } => &json["results"],
-        SearchBackend::Brave { .. } => &json["web"]["results"],
+        _ => &json["web"]["results"],
     };
     let sources: Vec<Source> = items
         .as_array()
@@ -256,7 +305,7 @@ async fn search(
         .filter_map(|item| {
             let (snippet, published) = match backend {
                 SearchBackend::Searxng { .. } => (&item["content"], &item["publishedDate"]),
-                SearchBackend::Brave { .. } => (&item["description"], &item["age"]),
+                _ => (&item["description"], &item["age"]),
             };
             Some(Source {
                 url: text(&item["url"])?,
@@ -267,7 +316,132 @@ async fn search(
         })
         .collect();
     let truncated = sources.len() > MAX_RESULTS;
-    Ok((sources, truncated))
+    Ok(Found {
+        sources,
+        truncated,
+        usage: dsh_protocol::Usage::default(),
+    })
+}
+
+/// A value's text, when it has some.
+fn text(value: &Value) -> Option<String> {
+    value
+        .as_str()
+        .filter(|s| !s.trim().is_empty())
+        .map(str::to_owned)
+}
+
+/// The Messages request that asks the provider's model to search for `query` with its hosted
+/// search tool. Whatever the model then writes is not used: the sources are.
+fn native_request(native: &NativeSearch, query: &str) -> Value {
+    serde_json::json!({
+        "model": native.model,
+        "max_tokens": NATIVE_MAX_TOKENS,
+        "messages": [{
+            "role": "user",
+            "content": [{
+                "type": "text",
+                "text": format!("Search the web and report what you find about this query:\n{query}"),
+            }],
+        }],
+        "tools": [{
+            "type": "web_search_20250305",
+            "name": "web_search",
+            "max_uses": NATIVE_MAX_USES,
+        }],
+    })
+}
+
+/// The sources of a hosted search's answer: each `web_search_result` of its
+/// `web_search_tool_result` blocks (URL, title, page age), with the passage a citation of the
+/// model's text quotes from it as the snippet. A block that reports an error instead
+/// (`web_search_tool_result_error`) adds nothing; an answer whose every block did, or that has
+/// none, is an error naming why.
+fn native_found(
+    native: &NativeSearch,
+    json: &Value,
+    sent_at: std::time::SystemTime,
+) -> Result<Found, ToolError> {
+    let blocks: Vec<&Value> = json["content"].as_array().into_iter().flatten().collect();
+    let results: Vec<&Value> = blocks
+        .iter()
+        .copied()
+        .filter(|b| b["type"] == "web_search_tool_result")
+        .collect();
+    let service = native.service;
+    if results.is_empty() {
+        return Err(web_error(
+            "WEB_PROVIDER_ERROR",
+            format!(
+                "{service} returned no web_search_tool_result blocks; the request may not have \
+                 triggered native web search"
+            ),
+        ));
+    }
+    let mut cited: Vec<(String, String)> = Vec::new();
+    for block in blocks.iter().filter(|b| b["type"] == "text") {
+        for citation in block["citations"].as_array().into_iter().flatten() {
+            if let (Some(url), Some(quote)) =
+                (text(&citation["url"]), text(&citation["cited_text"]))
+                && !cited.iter().any(|(known, _)| *known == url)
+            {
+                cited.push((url, quote));
+            }
+        }
+    }
+    let mut sources: Vec<Source> = Vec::new();
+    let mut errors: Vec<String> = Vec::new();
+    for block in results {
+        match &block["content"] {
+            Value::Array(items) => {
+                for item in items.iter().filter(|i| i["type"] == "web_search_result") {
+                    let Some(url) = text(&item["url"]) else {
+                        continue;
+                    };
+                    if sources.iter().any(|s| s.url == url) {
+                        continue;
+                    }
+                    let snippet = (cited.iter())
+                        .find(|(known, _)| *known == url)
+                        .map(|(_, quote)| quote.clone());
+                    sources.push(Source {
+                        url,
+                        title: text(&item["title"]),
+                        snippet,
+                        published: text(&item["page_age"]),
+                    });
+                }
+            }
+            error => errors.extend(text(&error["error_code"])),
+        }
+    }
+    if sources.is_empty() && !errors.is_empty() {
+        return Err(web_error(
+            "WEB_PROVIDER_ERROR",
+            format!("{service} search failed: {}", errors.join(", ")),
+        ));
+    }
+    let truncated = sources.len() > MAX_RESULTS;
+    let count = |key: &str| json["usage"][key].as_u64().unwrap_or(0);
+    let mut usage = if json["usage"].is_object() {
+        dsh_protocol::Usage::new(
+            count("input_tokens"),
+            count("output_tokens"),
+            count("cache_read_input_tokens"),
+            count("cache_creation_input_tokens"),
+            0,
+        )
+    } else {
+        dsh_protocol::Usage::unreported()
+    };
+    if let Some(prices) = &native.prices {
+        usage = usage.priced(prices, sent_at);
+    }
+    Ok(Found {
+        sources,
+        truncated,
+        usage,
+    })
 }
 
 /// The most bytes of a backend's answer read.
@@ -395,6 +569,53 @@ mod tests {
         assert_eq!(
             dsh_tools::description_problems(&search),
             Vec::<String>::new()
+        );
+    }
+
+    fn native() -> NativeSearch {
+        NativeSearch {
+            service: "DeepSeek",
+            base_url: "https://api.deepseek.com/anthropic/v1".into(),
+            api_key: "k".into(),
+            model: "deepseek-v4-flash".into(),
+            prices: None,
+        }
+    }
+
+    #[test]
+    fn a_hosted_search_keeps_its_sources_and_skips_blocks_that_failed() {
+        let answer = serde_json::json!({"content": [
+            {"type": "web_search_tool_result", "content": {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"}},
+            {"type": "web_search_tool_result", "content": [
+                {"type": "web_search_result", "url": "https://a.example/x", "title": "A", "page_age": "May 1"},
+                {"type": "web_search_result", "url": "https://a.example/x", "title": "again"},
+                {"type": "web_search_result", "url": "", "title": "no address"},
+            ]},
+            {"type": "text", "text": "A says so.", "citations": [{"url": "https://a.example/x", "cited_text": "the quote"}]},
+        ], "usage": {"input_tokens": 10, "output_tokens": 2, "cache_read_input_tokens": 5}});
+        let found = native_found(&native(), &answer, std::time::SystemTime::now()).unwrap();
+        assert_eq!(
+            found.sources,
+            [Source {
+                url: "https://a.example/x".into(),
+                title: Some("A".into()),
+                snippet: Some("the quote".into()),
+                published: Some("May 1".into()),
+            }]
+        );
+        assert_eq!(found.usage.total_tokens, 17);
+        // Every block failed: the error names why; no result block at all: the reference's text.
+        let failed = serde_json::json!({"content": [
+            {"type": "web_search_tool_result", "content": {"type": "web_search_tool_result_error", "error_code": "unavailable"}},
+        ]});
+        let error = native_found(&native(), &failed, std::time::SystemTime::now()).unwrap_err();
+        assert_eq!(error.message, "DeepSeek search failed: unavailable");
+        let none = serde_json::json!({"content": [{"type": "text", "text": "I know this."}]});
+        let error = native_found(&native(), &none, std::time::SystemTime::now()).unwrap_err();
+        assert!(
+            error
+                .message
+                .starts_with("DeepSeek returned no web_search_tool_result blocks")
         );
     }
 

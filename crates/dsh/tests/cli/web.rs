@@ -186,24 +186,35 @@ fn web_search_lists_a_backends_results_and_names_the_key_it_lacks() {
     );
     // No backend, and a backend without its key: web_search is not offered at all (a tool
     // whose every call fails is noise in the prompt), and --dump-config says why.
-    for (config, expected) in [
+    // (A route without hosted search, here an OpenAI-compatible one, has no backend.)
+    let local = |env: &TestEnv| {
+        format!(
+            "[providers.local]\nkind = \"openai-completions\"\nbase_url = \"{}/v1\"\n",
+            env.server.base_url()
+        )
+    };
+    for (brave, expected) in [
         (
-            "",
+            false,
             "web_search is off: no usable web provider is registered: set web.search.provider",
         ),
         (
-            "[web.search]\nprovider = \"brave\"\n",
+            true,
             "web_search is off: Brave search has no API key: set BRAVE_API_KEY in the environment",
         ),
     ] {
         let env = TestEnv::new(vec![Turn::text("none")]);
-        env.write(".dsh/config.toml", config);
-        let out = env.run(dsh(), &["--json", "search"]);
+        let mut config = local(&env);
+        if brave {
+            config.push_str("[web.search]\nprovider = \"brave\"\n");
+        }
+        env.write(".dsh/config.toml", &config);
+        let out = env.run(dsh(), &["--json", "--model", "local/m", "search"]);
         assert_eq!(out.code(), Some(0), "{}", out.stderr);
         let offered = env.server.requests()[0].tool_names();
         assert!(offered.contains(&"web_fetch".to_owned()), "{offered:?}");
         assert!(!offered.contains(&"web_search".to_owned()), "{offered:?}");
-        let shown = env.run(dsh(), &["--dump-config"]);
+        let shown = env.run(dsh(), &["--dump-config", "--model", "local/m"]);
         let tools = shown
             .stdout
             .lines()
@@ -212,4 +223,51 @@ fn web_search_lists_a_backends_results_and_names_the_key_it_lacks() {
         assert!(tools.contains(expected), "{tools}");
         assert!(!tools.contains("\"web_search\""), "{tools}");
     }
+}
+
+#[test]
+fn on_a_deepseek_route_web_search_uses_the_providers_hosted_search_and_bills_it() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "web_search",
+            json!({"queries": ["rust 1.80", "landlock abi"]}),
+        ),
+        Turn::text("found"),
+    ]);
+    let out = env.run(dsh(), &["--json", "search"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let events = out.events();
+    let result = events.iter().find(|e| e["type"] == "tool_result").unwrap();
+    assert_eq!(
+        result["result"],
+        "Sources:\n- [Result for rust 1.80](https://example.com/rust-1.80) — About rust 1.80. (2026-12-01)\n\
+         - [Result for landlock abi](https://example.com/landlock-abi) — About landlock abi. (2026-12-01)\n\n\
+         Cite the relevant URLs above as markdown links in your answer."
+    );
+    // One Messages request a query, to DeepSeek's Anthropic-compatible API on the route's key,
+    // offering the hosted search tool and nothing else.
+    let searches: Vec<_> = env
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/anthropic/v1/messages")
+        .collect();
+    assert_eq!(searches.len(), 2);
+    assert_eq!(searches[0].headers["x-api-key"], "test-key");
+    assert_eq!(searches[0].body["model"], "deepseek-v4-flash");
+    assert_eq!(
+        searches[0].body["tools"],
+        json!([{"type": "web_search_20250305", "name": "web_search", "max_uses": 5}])
+    );
+    // What the searches billed is in the step that made them, and so in the run's usage: two
+    // chat requests of 100 input tokens, two searches of 1000.
+    let last = events.last().unwrap();
+    assert_eq!(last["usage"]["inputTokens"], 2200);
+    assert!(last["usage"]["costUsd"].as_f64().unwrap() > 0.0);
+    let shown = env.run(dsh(), &["--dump-config"]).stdout;
+    let row = shown
+        .lines()
+        .find(|l| l.starts_with("web.search.provider = "))
+        .unwrap();
+    assert!(row.contains("\"native\""), "{row}");
 }
