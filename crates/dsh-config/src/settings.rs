@@ -59,6 +59,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "list_agents",
     "list_mcp_resources",
     "present",
+    "ralph",
     "read",
     "read_image",
     "read_mcp_resource",

@@ -1122,13 +1122,15 @@ impl Agent {
                         change.turn = turn;
                         commit(&mut self.session, &self.events, Record::GoalChange(change))?;
                     }
-                    Some(ToolEffect::Subagent(mut run)) => {
-                        run.turn = turn;
-                        commit(
-                            &mut self.session,
-                            &self.events,
-                            Record::SubagentRun(Box::new(run)),
-                        )?;
+                    Some(ToolEffect::Subagents(runs)) => {
+                        for mut run in runs {
+                            run.turn = turn;
+                            commit(
+                                &mut self.session,
+                                &self.events,
+                                Record::SubagentRun(Box::new(run)),
+                            )?;
+                        }
                     }
                     None => {}
                 }

@@ -1,7 +1,7 @@
 //! `--output-schema FILE`: the final answer must be JSON valid against a JSON Schema. An
 //! answer that is not is sent back to the model with what failed, a bounded number of times.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 
@@ -13,13 +13,14 @@ pub const OUTPUT_RETRIES: u32 = 2;
 /// A compiled schema for the final answer.
 pub struct OutputSchema {
     validator: jsonschema::Validator,
-    path: PathBuf,
+    /// Where it came from, as the model is told: the file's path, or what asked for it.
+    shown: String,
 }
 
 impl std::fmt::Debug for OutputSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OutputSchema")
-            .field("path", &self.path)
+            .field("shown", &self.shown)
             .finish()
     }
 }
@@ -49,7 +50,16 @@ impl OutputSchema {
         })?;
         Ok(OutputSchema {
             validator,
-            path: path.to_path_buf(),
+            shown: path.display().to_string(),
+        })
+    }
+
+    /// A schema dsh itself asks an answer to match (a Ralph round's report), `shown` as what
+    /// asks for it. `None` when it does not compile, which only a broken build can cause.
+    pub(crate) fn of(schema: &Value, shown: &str) -> Option<OutputSchema> {
+        Some(OutputSchema {
+            validator: jsonschema::validator_for(schema).ok()?,
+            shown: shown.to_owned(),
         })
     }
 
@@ -85,7 +95,7 @@ impl OutputSchema {
             "Your final answer must be only JSON that validates against the JSON Schema the run \
              was given ({}), and it was not: {problem}. Answer again with the corrected JSON \
              alone, no other text.",
-            self.path.display()
+            self.shown
         )
     }
 }

@@ -300,8 +300,9 @@ pub enum ToolEffect {
         reason: dsh_protocol::TurnEndReason,
         text: String,
     },
-    /// A subagent ran: the parent's log links its session (the turn is filled in by the agent).
-    Subagent(dsh_protocol::SubagentRunRecord),
+    /// Subagents ran (one, or a Ralph loop's rounds): the parent's log links each one's
+    /// session (the turn is filled in by the agent).
+    Subagents(Vec<dsh_protocol::SubagentRunRecord>),
     /// The session's goal changed: a session record, and an event for whoever watches (the
     /// turn is filled in by the agent).
     Goal(dsh_protocol::GoalChangeRecord),

@@ -24,6 +24,7 @@ use crate::config::SubagentLimits;
 use crate::{Agent, AgentConfig, AgentEvent, Session, Stop};
 
 mod background;
+mod ralph;
 
 pub(crate) use background::{BackgroundAgents, usage_of};
 
@@ -32,9 +33,11 @@ pub(crate) struct ChildKit {
     pub(crate) limits: SubagentLimits,
     /// A child's agent before its tools and session: model, prompt facts, instructions.
     pub(crate) build: Box<dyn Fn(ChildSpec) -> ChildParts + Send + Sync>,
-    /// Subagents started in this run, and running now.
+    /// Subagents started in this run (Ralph's rounds apart), and running now.
     started: AtomicU32,
     running: AtomicU32,
+    /// Ralph's rounds started in this run: bounded by Ralph's own limit, numbered with the rest.
+    rounds_started: AtomicU32,
     /// The highest id number a resumed session already gave: new ids come after it.
     numbered_before: AtomicU32,
 }
@@ -73,6 +76,7 @@ impl ChildKit {
             build,
             started: AtomicU32::new(0),
             running: AtomicU32::new(0),
+            rounds_started: AtomicU32::new(0),
             numbered_before: AtomicU32::new(0),
         })
     }
@@ -92,24 +96,28 @@ impl ChildKit {
 
     /// The highest id number handed out so far, a resumed session's included.
     fn ids_used(&self) -> u32 {
-        self.numbered_before.load(Ordering::SeqCst) + self.started.load(Ordering::SeqCst)
+        self.numbered_before.load(Ordering::SeqCst)
+            + self.started.load(Ordering::SeqCst)
+            + self.rounds_started.load(Ordering::SeqCst)
     }
 }
 
 /// The names of the subagent tools `filter` lets a run offer. The control tools come only
 /// with a tool that can start a child: without one they would have nothing to act on.
+/// `ralph` runs its rounds as subagents, and comes with or without the other tools.
 pub(crate) fn offered(filter: &dsh_tools::ToolFilter) -> Vec<&'static str> {
+    let ralph = ["ralph"].into_iter().filter(|name| filter.allows(name));
     let starters: Vec<&'static str> = ["subagent", "subagent_fork"]
         .into_iter()
         .filter(|name| filter.allows(name))
         .collect();
     if starters.is_empty() {
-        return starters;
+        return ralph.collect();
     }
     let controls = background::CONTROL_TOOLS
         .into_iter()
         .filter(|name| filter.allows(name));
-    starters.into_iter().chain(controls).collect()
+    starters.into_iter().chain(controls).chain(ralph).collect()
 }
 
 /// Gives the agent at `depth` (0 for the top agent) the subagent tools its registry's lists
@@ -137,6 +145,11 @@ pub(crate) fn register(
     let reviver = Arc::new(tool(false));
     let mut made: Vec<Box<dyn Tool>> = vec![Box::new(tool(false)), Box::new(tool(true))];
     made.extend(background::control_tools(background, reviver));
+    // Ralph's workers are the top agent's: a worker is told not to start a loop of its own,
+    // and has no tool to.
+    if depth == 0 {
+        made.extend(ralph::RalphTool::new(Arc::new(tool(false))).map(|t| Box::new(t) as _));
+    }
     let offered = offered(tools.filter());
     for tool in made {
         if offered.contains(&tool.name()) {
@@ -182,7 +195,7 @@ fn parameters(fork: bool) -> Parameters {
 }
 
 /// The `subagent` and `subagent_fork` tools.
-struct SubagentTool {
+pub(crate) struct SubagentTool {
     kit: Arc<ChildKit>,
     fork: bool,
     /// The calling agent's depth.
@@ -286,21 +299,53 @@ impl SubagentTool {
             }
         }
         let read_only = args.bool("read_only").unwrap_or(false);
-        let (slot, n) = self.admit()?;
+        let (slot, n) = self.admit(true)?;
+        let spec = ChildSpec {
+            allow,
+            read_only,
+            fork: self.fork,
+        };
+        let child = self.start_child(spec, n, label, in_background, None)?;
+        if in_background {
+            let agent_id = child.record.agent_id.clone();
+            self.start_in_background(child.agent, child.record, prompt, ctx, slot, child.forward);
+            return Ok(ToolOutput::text(format!("started subagent {agent_id}")));
+        }
+        let ended = self.finish_foreground(child, prompt, ctx).await?;
+        drop(slot);
+        let (summary, record) = (ended.summary, ended.record);
+        match &summary.reason {
+            TurnEndReason::Completed => Ok(ToolOutput::text(summary.text)
+                .with_usage(summary.usage)
+                .with_effect(ToolEffect::Subagents(vec![record]))),
+            reason => Err(failure_text(reason, &summary.text, summary.usage)
+                .with_effect(ToolEffect::Subagents(vec![record]))),
+        }
+    }
+
+    /// A new child numbered `n`, ready to run: its agent (its answer held to `schema` when
+    /// there is one), its session (seeded with the caller's history for a fork), the record
+    /// of its run for the caller's log, and what forwards its events to the caller's.
+    pub(crate) fn start_child(
+        &self,
+        spec: ChildSpec,
+        n: u32,
+        label: String,
+        in_background: bool,
+        schema: Option<Arc<crate::OutputSchema>>,
+    ) -> Result<StartedChild, ToolError> {
         let agent_id = format!("subagent-{n}");
         let depth = self.depth + 1;
-        let seed = self.fork.then(|| {
+        let seed = spec.fork.then(|| {
             self.history
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .clone()
         });
+        let (allow, read_only, fork) = (spec.allow.clone(), spec.read_only, spec.fork);
         let (tx, rx) = mpsc::unbounded_channel();
-        let parts = (self.kit.build)(ChildSpec {
-            allow: allow.clone(),
-            read_only,
-            fork: self.fork,
-        });
+        let mut parts = (self.kit.build)(spec);
+        parts.config.output_schema = schema;
         let mut session = Session::create_child(
             &parts.session_home,
             parts.cwd.clone(),
@@ -311,12 +356,12 @@ impl SubagentTool {
         session.redact_failures(parts.settings.redactor());
         // How the child's runs are recorded in the caller's log; the end of each run fills in
         // how it ended and what it billed.
-        let mut record = SubagentRunRecord {
+        let record = SubagentRunRecord {
             turn: 0,
             agent_id: agent_id.clone(),
             session_id: session.id().to_owned(),
             label,
-            fork: self.fork,
+            fork,
             tools: allow,
             read_only,
             background: in_background,
@@ -324,47 +369,57 @@ impl SubagentTool {
             reason: TurnEndReason::Completed,
             usage: Usage::default(),
         };
-        let fail = |e: crate::CoreError| {
-            ToolError::plain(format!("subagent run failed: its session log: {e}"))
-        };
         if let Some(messages) = seed.filter(|m| !m.is_empty()) {
             session
                 .commit(Record::SessionSeed { messages })
-                .map_err(fail)?;
+                .map_err(log_failure)?;
         }
         let agent = self.child_agent(parts, session, depth, tx);
-        let forward = forward(rx, self.events.clone(), agent_id.clone());
-        if in_background {
-            self.start_in_background(agent, record, prompt, ctx, slot, forward);
-            return Ok(ToolOutput::text(format!("started subagent {agent_id}")));
-        }
-        let mut agent = agent;
-        // On a task of its own: the child's calls (its own subagents too) are not part of the
-        // caller's future, and a stop of the caller stops it through its token.
+        let forward = forward(rx, self.events.clone(), agent_id);
+        Ok(StartedChild {
+            agent,
+            record,
+            forward,
+        })
+    }
+
+    /// Runs a started child's `prompt` to its end while the call waits, on a task of its own:
+    /// the child's calls (its own subagents too) are not part of the caller's future, and a
+    /// stop of the caller stops it through its token.
+    pub(crate) async fn finish_foreground(
+        &self,
+        child: StartedChild,
+        prompt: String,
+        ctx: &ToolContext,
+    ) -> Result<EndedChild, ToolError> {
+        let StartedChild {
+            mut agent,
+            mut record,
+            forward,
+        } = child;
         let stop = Stop::child_of(&ctx.cancel);
         // `run`, not one turn: like a headless run, the child waits for its own background work
         // (jobs, children) before it answers, and what it leaves running is stopped and counted.
         let run = tokio::spawn(async move {
             let summary = agent.run(prompt, &stop).await;
+            let structured = agent.structured_output().cloned();
             agent.stop_jobs().await;
             drop(agent);
-            summary
+            summary.map(|summary| (summary, structured))
         });
-        let summary = run.await;
+        let ended = run.await;
         let _ = forward.await;
-        let summary = summary
+        let (summary, structured) = ended
             .map_err(|e| ToolError::plain(format!("subagent run failed: {e}")))?
-            .map_err(fail)?;
+            .map_err(log_failure)?;
         record.ids_used = self.kit.ids_used();
         record.reason = summary.reason.clone();
         record.usage = summary.usage;
-        match &summary.reason {
-            TurnEndReason::Completed => Ok(ToolOutput::text(summary.text)
-                .with_usage(summary.usage)
-                .with_effect(ToolEffect::Subagent(record))),
-            reason => Err(failure_text(reason, &summary.text, summary.usage)
-                .with_effect(ToolEffect::Subagent(record))),
-        }
+        Ok(EndedChild {
+            summary,
+            record,
+            structured,
+        })
     }
 
     /// A child's agent from its parts and session: its own spill store, token budget and
@@ -514,7 +569,9 @@ impl SubagentTool {
 
     /// Takes a place under the limits for a new child, with its id's number, or says which
     /// limit is reached and its key.
-    fn admit(&self) -> Result<(RunningSlot, u32), ToolError> {
+    /// Ralph's rounds (`counted` false) are not counted against `subagents.max_total`: Ralph
+    /// bounds them itself.
+    pub(crate) fn admit(&self, counted: bool) -> Result<(RunningSlot, u32), ToolError> {
         let limits = &self.kit.limits;
         let depth = self.depth + 1;
         if depth > limits.max_depth {
@@ -529,6 +586,12 @@ impl SubagentTool {
             ));
         }
         let slot = self.take_running_slot()?;
+        if !counted {
+            let round = self.kit.rounds_started.fetch_add(1, Ordering::SeqCst);
+            let before = self.kit.numbered_before.load(Ordering::SeqCst);
+            let started = self.kit.started.load(Ordering::SeqCst);
+            return Ok((slot, before + started + round + 1));
+        }
         let started = self.kit.started.fetch_add(1, Ordering::SeqCst);
         if started >= limits.max_total {
             self.kit.started.fetch_sub(1, Ordering::SeqCst);
@@ -542,7 +605,10 @@ impl SubagentTool {
                 ),
             ));
         }
-        let number = self.kit.numbered_before.load(Ordering::SeqCst) + started + 1;
+        let number = self.kit.numbered_before.load(Ordering::SeqCst)
+            + started
+            + self.kit.rounds_started.load(Ordering::SeqCst)
+            + 1;
         Ok((slot, number))
     }
 
@@ -568,6 +634,26 @@ impl SubagentTool {
     }
 }
 
+/// A child made and not yet run ([`SubagentTool::start_child`]).
+pub(crate) struct StartedChild {
+    agent: Agent,
+    pub(crate) record: SubagentRunRecord,
+    forward: tokio::task::JoinHandle<()>,
+}
+
+/// A foreground child's run, ended.
+pub(crate) struct EndedChild {
+    pub(crate) summary: crate::TurnSummary,
+    /// The record of its run, for the caller's log.
+    pub(crate) record: SubagentRunRecord,
+    /// Its answer's JSON, when it was held to a schema and matched it.
+    pub(crate) structured: Option<serde_json::Value>,
+}
+
+fn log_failure(e: crate::CoreError) -> ToolError {
+    ToolError::plain(format!("subagent run failed: its session log: {e}"))
+}
+
 /// Sends a child's events to its parent's watchers, tagged with its id, until the child is
 /// dropped.
 fn forward(
@@ -586,7 +672,7 @@ fn forward(
 }
 
 /// A place among the running subagents, given back when the run ends however it ends.
-struct RunningSlot(Arc<ChildKit>);
+pub(crate) struct RunningSlot(Arc<ChildKit>);
 
 impl Drop for RunningSlot {
     fn drop(&mut self) {

@@ -61,6 +61,7 @@ fn a_three_step_session_prints_the_answer_and_sends_the_exact_results() {
             "job_output",
             "list_agents",
             "present",
+            "ralph",
             "read",
             "read_image",
             "send_message",

@@ -580,3 +580,101 @@ fn background_children_are_listed_and_unknown_ids_are_refused() {
     assert!(listed.starts_with("subagent-1 ["), "{listed}");
     assert!(listed.ends_with("] — side task"), "{listed}");
 }
+
+#[test]
+fn ralph_runs_fresh_workers_that_hand_on_only_their_report_until_one_completes() {
+    let report = |status: &str, next: &[&str]| {
+        json!({
+            "status": status,
+            "summary": format!("Round said {status}."),
+            "evidence": ["cargo test ran"],
+            "nextSteps": next,
+            "blocker": "",
+        })
+        .to_string()
+    };
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "ralph",
+            json!({"objective": "Make the tests pass", "maxRounds": 3}),
+        ),
+        Turn::text(&report("continue", &["fix the lexer"])),
+        Turn::text(&report("complete", &[])),
+        Turn::text("Done."),
+    ]);
+    let out = env.run(dsh(), &["--json", "ralph it"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 4);
+    // Each round is a fresh worker: its system prompt and its round's prompt, nothing else.
+    let first = requests[1].messages();
+    assert_eq!(first.len(), 2, "{first:?}");
+    let prompt = first[1]["content"].as_str().unwrap();
+    assert!(prompt.contains("Immutable objective:\nMake the tests pass\n\nRalph round: 1 of 3."));
+    assert!(prompt.contains("Previous structured handoff:\n(none — this is the first round)"));
+    let second = requests[2].messages()[1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(second.contains("Ralph round: 2 of 3."));
+    assert!(
+        second.contains(&format!(
+            "Previous structured handoff:\n{}",
+            report("continue", &["fix the lexer"])
+        )),
+        "{second}"
+    );
+    let results = requests[3].tool_results();
+    assert_eq!(
+        results,
+        [
+            "Ralph worker reported completion after 2 rounds.\nFinal report:\n{\n  \"status\": \
+             \"complete\",\n  \"summary\": \"Round said complete.\",\n  \"evidence\": [\n    \
+             \"cargo test ran\"\n  ],\n  \"nextSteps\": [],\n  \"blocker\": \"\"\n}"
+        ]
+    );
+    // What the workers billed is the run's; each round is a subagent run in the log.
+    let last = out.events().last().cloned().unwrap();
+    assert_eq!(last["usage"]["inputTokens"], 400);
+    let logs = env.session_logs();
+    assert_eq!(logs.matches("\"type\":\"subagent/run\"").count(), 2);
+}
+
+#[test]
+fn a_ralph_worker_without_a_report_ends_the_loop_with_the_last_handoff() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("ralph", json!({"objective": "Ship it", "maxRounds": 2})),
+        // Round 1 never answers with a report: its answer and both corrections are prose.
+        Turn::text("I worked on it."),
+        Turn::text("Still prose."),
+        Turn::text("Prose again."),
+        Turn::text("The loop failed."),
+    ]);
+    let out = env.run(dsh(), &["--json", "ralph it"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let result = out
+        .events()
+        .into_iter()
+        .find(|e| e["type"] == "tool_result")
+        .unwrap();
+    assert_eq!(result["status"], "error");
+    assert_eq!(
+        result["result"],
+        "Error: Ralph round 1 child failed before producing a structured report.\nNo previous \
+         handoff was available."
+    );
+    let env = TestEnv::new(vec![
+        Turn::tool_call("ralph", json!({"objective": "Ship it", "maxRounds": 65})),
+        Turn::text("ok"),
+    ]);
+    let out = env.run(dsh(), &["--json", "ralph it"]);
+    let result = out
+        .events()
+        .into_iter()
+        .find(|e| e["type"] == "tool_result")
+        .unwrap();
+    assert_eq!(
+        result["result"],
+        "Error: Ralph maxRounds 65 exceeds the deployment ceiling 64"
+    );
+}
