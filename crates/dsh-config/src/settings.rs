@@ -72,6 +72,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "update_goal",
     "web_fetch",
     "web_search",
+    "workflow",
     "write",
 ];
 

@@ -54,7 +54,10 @@ impl ParamType {
                 if let Some(additional) = shape.additional {
                     node.insert("additionalProperties".into(), Value::Bool(additional));
                 }
-                properties_schema(&shape.params, &mut node);
+                // An open object with no declared properties says only that.
+                if !shape.params.is_empty() {
+                    properties_schema(&shape.params, &mut node);
+                }
             }
             _ => {}
         }

@@ -25,6 +25,7 @@ use crate::{Agent, AgentConfig, AgentEvent, Session, Stop};
 
 mod background;
 mod ralph;
+mod workflow;
 
 pub(crate) use background::{BackgroundAgents, usage_of};
 
@@ -104,9 +105,12 @@ impl ChildKit {
 
 /// The names of the subagent tools `filter` lets a run offer. The control tools come only
 /// with a tool that can start a child: without one they would have nothing to act on.
-/// `ralph` runs its rounds as subagents, and comes with or without the other tools.
+/// `ralph` and `workflow` run their agents as subagents, and come with or without the other
+/// tools.
 pub(crate) fn offered(filter: &dsh_tools::ToolFilter) -> Vec<&'static str> {
-    let ralph = ["ralph"].into_iter().filter(|name| filter.allows(name));
+    let ralph = ["ralph", "workflow"]
+        .into_iter()
+        .filter(|name| filter.allows(name));
     let starters: Vec<&'static str> = ["subagent", "subagent_fork"]
         .into_iter()
         .filter(|name| filter.allows(name))
@@ -149,6 +153,7 @@ pub(crate) fn register(
     // and has no tool to.
     if depth == 0 {
         made.extend(ralph::RalphTool::new(Arc::new(tool(false))).map(|t| Box::new(t) as _));
+        made.push(Box::new(workflow::WorkflowTool::new(Arc::new(tool(false)))));
     }
     let offered = offered(tools.filter());
     for tool in made {

@@ -71,6 +71,7 @@ fn a_three_step_session_prints_the_answer_and_sends_the_exact_results() {
             "update_goal",
             "web_fetch",
             "web_search",
+            "workflow",
             "write"
         ]
     );

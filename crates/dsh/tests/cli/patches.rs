@@ -100,8 +100,8 @@ fn rows_dsh_cannot_honour_are_errors_naming_the_row_and_line() {
     let env = TestEnv::new(vec![Turn::text("never")]);
     for (yaml, expected) in [
         (
-            "- id: tool-workflow\n  disabled: false\n",
-            "line 1: row tool-workflow is a part dsh does not have; only `disabled: true` is accepted for it",
+            "- id: session-title\n  disabled: false\n",
+            "line 1: row session-title is a part dsh does not have; only `disabled: true` is accepted for it",
         ),
         (
             "- id: bash-sandbox\n  disabled: true\n",

@@ -678,3 +678,75 @@ fn a_ralph_worker_without_a_report_ends_the_loop_with_the_last_handoff() {
         "Error: Ralph maxRounds 65 exceeds the deployment ceiling 64"
     );
 }
+
+#[test]
+fn a_workflow_script_runs_its_agents_as_subagents_and_returns_json() {
+    let script = r#"
+        phase("Ask");
+        const a = await agent("Say A");
+        const b = await agent("Give JSON", {schema: {type: "object", properties: {n: {type: "number"}}, required: ["n"]}});
+        return {a, b};
+    "#;
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "workflow",
+            json!({"script": script, "meta": {"name": "demo", "description": "Two agents."}}),
+        ),
+        Turn::text("A"),
+        Turn::text("{\"n\": 7}"),
+        Turn::text("Done."),
+    ]);
+    let out = env.run(dsh(), &["--json", "run the workflow"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 4);
+    // Each agent is a fresh subagent with the script's prompt.
+    assert_eq!(requests[1].messages()[1]["content"], "Say A");
+    assert_eq!(
+        requests[3].tool_results(),
+        [
+            "workflow \"demo\" completed (2 agents).\nReturn value:\n{\n  \"a\": \"A\",\n  \"b\": {\n    \"n\": 7\n  }\n}"
+        ]
+    );
+    let last = out.events().last().cloned().unwrap();
+    assert_eq!(last["usage"]["inputTokens"], 400);
+    let logs = env.session_logs();
+    assert_eq!(logs.matches("\"type\":\"subagent/run\"").count(), 2);
+    // The agents' events reach the stream tagged as subagents'.
+    assert!(out.events().iter().any(|e| e["type"] == "agent"));
+}
+
+#[test]
+fn a_workflow_with_bad_meta_or_a_runtime_error_says_what_is_wrong() {
+    let env = TestEnv::new(vec![
+        Turn::tool_calls(&[
+            (
+                "workflow",
+                json!({"script": "return 1;", "meta": {"name": "x", "description": "", "colour": 1}}),
+            ),
+            (
+                "workflow",
+                json!({"script": "throw new Error('boom');", "meta": {"name": "x", "description": "d"}}),
+            ),
+        ]),
+        Turn::text("ok"),
+    ]);
+    let out = env.run(dsh(), &["--json", "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let results: Vec<Value> = out
+        .events()
+        .into_iter()
+        .filter(|e| e["type"] == "tool_result")
+        .collect();
+    assert_eq!(
+        results[0]["result"],
+        "Error: invalid meta: meta.colour is not a recognized field \
+         (name/description/whenToUse/phases); meta.description must be a non-empty string"
+    );
+    assert_eq!(results[0]["error"]["code"], "META_INVALID");
+    let failed = results[1]["result"].as_str().unwrap();
+    assert!(
+        failed.starts_with("Error: workflow run failed: Error: boom\n    at "),
+        "{failed}"
+    );
+}

@@ -1,0 +1,381 @@
+//! Workflows: a JavaScript script that orchestrates agents, run in QuickJS.
+//!
+//! The script is the body of an async function: it may `await` and `return` at its top level,
+//! and its return value, which must be plain JSON data, is the workflow's result. It sees the
+//! ECMAScript built-ins and the workflow API only: `agent(prompt, opts?)` (a child agent's
+//! answer: its text, or the value its `schema` asked for; `null` when it failed),
+//! `parallel(thunks)`, `pipeline(items, ...stages)`, `phase(title)`, `log(message)` and `args`.
+//! There is no file, process, network or timer access: QuickJS has none without its `std`
+//! and `os` modules, which are not built in. Memory, the stack, wall time and the number of
+//! agents are bounded ([`Limits`]).
+//!
+//! The engine only asks for agents: whoever runs a workflow ([`run`]) starts them and answers
+//! through [`Host`], so this crate knows nothing of the agent. A run is blocking and belongs
+//! on a thread of its own; the caller stays async.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use rquickjs::promise::PromiseState;
+use rquickjs::{
+    CatchResultExt, CaughtError, Context, Ctx, Function, Persistent, Promise, Runtime, Value,
+};
+
+/// The bounds of one run.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The most memory the script's heap may take.
+    pub memory_bytes: usize,
+    /// How long the whole run may take, agents included.
+    pub time: Duration,
+    /// The most `agent()` calls a run may make (a runaway-loop backstop).
+    pub max_agents: u32,
+    /// The most items one `parallel()` or `pipeline()` call may take.
+    pub max_items: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            memory_bytes: 64 << 20,
+            time: Duration::from_secs(3600),
+            max_agents: 1000,
+            max_items: 4096,
+        }
+    }
+}
+
+/// An agent the script asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentCall {
+    /// Its number in the run, from 1.
+    pub seq: u32,
+    pub prompt: String,
+    /// What to show it as: the script's label, else the prompt's first line, shortened.
+    pub label: String,
+    /// The phase it belongs to, when the script named one.
+    pub phase: Option<String>,
+    /// The JSON Schema its answer must match, when the script gave one.
+    pub schema: Option<serde_json::Value>,
+}
+
+/// What runs a workflow's agents: the calls arrive on `calls`; each answer goes back on
+/// `answers` with its call's `seq` (the text, the structured value, or `null` when the agent
+/// failed). `cancelled` stops the run at its next step.
+pub struct Host {
+    pub calls: tokio::sync::mpsc::UnboundedSender<AgentCall>,
+    pub answers: Receiver<(u32, serde_json::Value)>,
+    pub cancelled: Arc<AtomicBool>,
+}
+
+/// How a run ended, other than with a result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkflowError {
+    /// The script does not parse: the engine's message (`SyntaxError: ...`).
+    Parse(String),
+    /// The script threw, or its result is not JSON data: what it threw, rendered.
+    Failed(String),
+    /// The run was cancelled.
+    Cancelled,
+    /// The run took longer than its time limit.
+    TimedOut(Duration),
+    /// The script waits for something that will never come (a promise nothing settles).
+    Stalled,
+}
+
+/// A finished run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// The result as two-space JSON (`null` for none).
+    pub result: String,
+    /// How many agents the script asked for.
+    pub agents: u32,
+}
+
+/// The prelude that installs the API, in our words.
+const PRELUDE: &str = include_str!("prelude.js");
+
+/// Whether `script` parses as a workflow body; the engine's message when it does not.
+pub fn check_syntax(script: &str) -> Result<(), String> {
+    let runtime = Runtime::new().map_err(|e| e.to_string())?;
+    let context = Context::full(&runtime).map_err(|e| e.to_string())?;
+    context.with(|ctx| {
+        // A function that is declared and never called: parsed, not run.
+        let source = format!("(async function () {{\n{script}\n}});");
+        let mut options = rquickjs::context::EvalOptions::default();
+        options.filename = Some("script".into());
+        let parsed: rquickjs::Result<Value> = ctx.eval_with_options(source, options);
+        match parsed.catch(&ctx) {
+            Ok(_) => Ok(()),
+            Err(CaughtError::Exception(exception)) => {
+                let mut message = format!(
+                    "{}: {}",
+                    exception
+                        .get::<_, String>("name")
+                        .unwrap_or_else(|_| "SyntaxError".into()),
+                    exception.message().unwrap_or_default()
+                );
+                // Where, in the script's own lines (the first line of the wrapper is not its).
+                if let Some((line, column)) = exception.stack().as_deref().and_then(position) {
+                    message.push_str(&format!(
+                        " (line {}, column {column})",
+                        line.saturating_sub(1)
+                    ));
+                }
+                Err(message)
+            }
+            Err(error) => Err(rendered(&ctx, error)),
+        }
+    })
+}
+
+/// The line and column a stack's first `script:<line>:<column>` frame names.
+fn position(stack: &str) -> Option<(u32, u32)> {
+    let at = stack.find("script:")? + "script:".len();
+    let mut numbers = stack[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|part| !part.is_empty())
+        .map(|part| part.parse::<u32>().ok());
+    Some((numbers.next()??, numbers.next()??))
+}
+
+/// Runs `script` (the body of an async function; `name` is the workflow's, for its stack
+/// traces) with `args` as the global `args`, asking `host` for its agents. Blocking.
+pub fn run(
+    name: &str,
+    script: &str,
+    args: Option<&serde_json::Value>,
+    limits: Limits,
+    host: Host,
+) -> Result<Finished, WorkflowError> {
+    check_syntax(script).map_err(WorkflowError::Parse)?;
+    let failed = |e: rquickjs::Error| WorkflowError::Failed(e.to_string());
+    let runtime = Runtime::new().map_err(failed)?;
+    runtime.set_memory_limit(limits.memory_bytes);
+    runtime.set_max_stack_size(1 << 20);
+    let deadline = Instant::now() + limits.time;
+    let cancelled = host.cancelled.clone();
+    let stop = cancelled.clone();
+    runtime.set_interrupt_handler(Some(Box::new(move || {
+        Instant::now() > deadline || stop.load(Ordering::SeqCst)
+    })));
+    let context = Context::full(&runtime).map_err(failed)?;
+    let waiting: Waiting = Rc::default();
+    let started = Rc::new(RefCell::new(0u32));
+    let main = context.with(
+        |ctx| -> Result<Persistent<Promise<'static>>, WorkflowError> {
+            let globals = ctx.globals();
+            let fail = |e: rquickjs::Error| WorkflowError::Failed(e.to_string());
+            let args_value: Value = match args {
+                Some(value) => ctx.json_parse(value.to_string()).map_err(fail)?,
+                None => Value::new_undefined(ctx.clone()),
+            };
+            globals.set("args", args_value).map_err(fail)?;
+            globals.set("__agentCap", limits.max_agents).map_err(fail)?;
+            globals
+                .set("__itemCap", limits.max_items as u32)
+                .map_err(fail)?;
+            let host_agent = host_agent(
+                &ctx,
+                host.calls.clone(),
+                waiting.clone(),
+                started.clone(),
+                limits.max_agents,
+            )
+            .map_err(fail)?;
+            globals.set("__hostAgent", host_agent).map_err(fail)?;
+            let installed: rquickjs::Result<Value> = ctx.eval(PRELUDE);
+            installed
+                .catch(&ctx)
+                .map_err(|e| WorkflowError::Failed(rendered(&ctx, e)))?;
+            let source = format!("(async () => {{\n{script}\n}})()");
+            let options = {
+                let mut options = rquickjs::context::EvalOptions::default();
+                options.filename = Some(format!("workflow:{name}"));
+                options
+            };
+            let started: rquickjs::Result<Promise> = ctx.eval_with_options(source, options);
+            let promise = started
+                .catch(&ctx)
+                .map_err(|e| WorkflowError::Failed(rendered(&ctx, e)))?;
+            Ok(Persistent::save(&ctx, promise))
+        },
+    );
+    // The first slice of the script runs in the eval: it may have been stopped there.
+    let main = main.map_err(|error| stopped(deadline, &cancelled, limits).unwrap_or(error))?;
+    let outcome = drive(
+        &runtime, &context, &main, &waiting, &host, &cancelled, deadline, limits,
+    );
+    // What the engine still holds goes before the engine does.
+    waiting.borrow_mut().clear();
+    drop(main);
+    outcome.map(|result| Finished {
+        result,
+        agents: *started.borrow(),
+    })
+}
+
+/// Runs the script's jobs, and hands it each answer as it comes, until its promise settles.
+#[allow(clippy::too_many_arguments)]
+fn drive(
+    runtime: &Runtime,
+    context: &Context,
+    main: &Persistent<Promise<'static>>,
+    waiting: &RefCell<HashMap<u32, Persistent<Function<'static>>>>,
+    host: &Host,
+    cancelled: &AtomicBool,
+    deadline: Instant,
+    limits: Limits,
+) -> Result<String, WorkflowError> {
+    loop {
+        // Run the script as far as it goes.
+        loop {
+            match runtime.execute_pending_job() {
+                Ok(true) => {}
+                Ok(false) => break,
+                // A job's exception rejects the promise that awaited it; the state says.
+                Err(_) => {}
+            }
+        }
+        if let Some(stop) = stopped(deadline, cancelled, limits) {
+            return Err(stop);
+        }
+        let settled = context.with(|ctx| -> Option<Result<String, WorkflowError>> {
+            let promise = main.clone().restore(&ctx).ok()?;
+            match promise.state() {
+                PromiseState::Pending => None,
+                PromiseState::Resolved => Some(result_text(&ctx, &promise)),
+                PromiseState::Rejected => {
+                    let reason: rquickjs::Result<Value> = promise.result()?;
+                    Some(Err(WorkflowError::Failed(match reason.catch(&ctx) {
+                        Ok(value) => render_value(&ctx, value),
+                        Err(error) => rendered(&ctx, error),
+                    })))
+                }
+            }
+        });
+        if let Some(outcome) = settled {
+            return outcome;
+        }
+        if waiting.borrow().is_empty() {
+            return Err(WorkflowError::Stalled);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (seq, answer) = match host
+            .answers
+            .recv_timeout(left.min(Duration::from_millis(200)))
+        {
+            Ok(answer) => answer,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => return Err(WorkflowError::Cancelled),
+        };
+        let Some(resolve) = waiting.borrow_mut().remove(&seq) else {
+            continue;
+        };
+        context.with(|ctx| -> Result<(), WorkflowError> {
+            let fail = |e: rquickjs::Error| WorkflowError::Failed(e.to_string());
+            let resolve = resolve.restore(&ctx).map_err(fail)?;
+            let value: Value = ctx.json_parse(answer.to_string()).map_err(fail)?;
+            resolve.call::<_, ()>((value,)).map_err(fail)
+        })?;
+    }
+}
+
+/// Why the engine stopped the script, when it did: its time ran out or the run was cancelled
+/// (the script then sees an uncatchable `interrupted`, which is not its failure).
+fn stopped(deadline: Instant, cancelled: &AtomicBool, limits: Limits) -> Option<WorkflowError> {
+    if cancelled.load(Ordering::SeqCst) {
+        return Some(WorkflowError::Cancelled);
+    }
+    (Instant::now() > deadline).then_some(WorkflowError::TimedOut(limits.time))
+}
+
+/// What was started so far, and the resolvers of the answers still awaited.
+type Waiting = Rc<RefCell<HashMap<u32, Persistent<Function<'static>>>>>;
+
+/// The host side of `agent()`: takes a number for the call (or `null` past the cap), sends the
+/// call to the host, and returns the promise its answer resolves.
+fn host_agent<'js>(
+    ctx: &Ctx<'js>,
+    calls: tokio::sync::mpsc::UnboundedSender<AgentCall>,
+    waiting: Waiting,
+    started: Rc<RefCell<u32>>,
+    cap: u32,
+) -> rquickjs::Result<Function<'js>> {
+    Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>,
+              prompt: String,
+              label: String,
+              phase: Option<String>,
+              schema: Option<String>|
+              -> rquickjs::Result<Value<'js>> {
+            let mut count = started.borrow_mut();
+            if *count >= cap {
+                return Ok(Value::new_null(ctx));
+            }
+            *count += 1;
+            let seq = *count;
+            let (promise, resolve, _reject) = Promise::new(&ctx)?;
+            waiting
+                .borrow_mut()
+                .insert(seq, Persistent::save(&ctx, resolve));
+            let schema = schema.and_then(|text| serde_json::from_str(&text).ok());
+            let _ = calls.send(AgentCall {
+                seq,
+                prompt,
+                label,
+                phase,
+                schema,
+            });
+            Ok(promise.into_value())
+        },
+    )
+}
+
+/// The settled result as two-space JSON, or why it is not JSON data.
+fn result_text<'js>(ctx: &Ctx<'js>, promise: &Promise<'js>) -> Result<String, WorkflowError> {
+    let value: Value = promise
+        .result::<Value>()
+        .unwrap_or(Ok(Value::new_undefined(ctx.clone())))
+        .map_err(|e| WorkflowError::Failed(e.to_string()))?;
+    let to_text: rquickjs::Result<Function> = ctx.globals().get("__result");
+    let text: rquickjs::Result<String> = to_text.and_then(|f| f.call((value,)));
+    text.catch(ctx)
+        .map_err(|error| WorkflowError::Failed(rendered(ctx, error)))
+}
+
+/// A caught error as the reference's text: the thrown value rendered by the prelude.
+fn rendered<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>) -> String {
+    match error {
+        CaughtError::Exception(exception) => render_value(ctx, exception.into_value()),
+        CaughtError::Value(value) => render_value(ctx, value),
+        CaughtError::Error(error) => error.to_string(),
+    }
+}
+
+fn render_value<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> String {
+    let render: rquickjs::Result<Function> = ctx.globals().get("__render");
+    match render.and_then(|f| f.call::<_, String>((value.clone(),))) {
+        Ok(text) => text,
+        // Before the prelude (a parse error): the exception's name and message.
+        Err(_) => match value.as_exception() {
+            Some(exception) => format!(
+                "{}: {}",
+                exception
+                    .get::<_, String>("name")
+                    .unwrap_or_else(|_| "Error".into()),
+                exception.message().unwrap_or_default()
+            ),
+            None => "[unrenderable thrown value]".into(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests;
