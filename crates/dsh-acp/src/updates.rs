@@ -122,7 +122,10 @@ pub fn replay(records: &[Record], cwd: &Path, catalog: &ToolCatalog) -> Vec<Sess
 fn presented(shown: &dsh_protocol::Presentation) -> Vec<SessionUpdate> {
     let mut updates = vec![agent_text(&format!("\n\n**{}**\n", shown.title))];
     if let Some(path) = &shown.path {
-        let link = ResourceLink::new(shown.title.clone(), format!("file://{path}"));
+        let uri = url::Url::from_file_path(path)
+            .map(String::from)
+            .unwrap_or_else(|()| format!("file://{path}"));
+        let link = ResourceLink::new(shown.title.clone(), uri);
         updates.push(SessionUpdate::AgentMessageChunk(ContentChunk::new(
             ContentBlock::ResourceLink(link),
         )));

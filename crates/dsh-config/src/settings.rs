@@ -1336,6 +1336,16 @@ fn native_search(
             derived,
         )
         .value;
+    // The route's key goes with every search: over https, or to this machine only.
+    let local = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+        .iter()
+        .any(|prefix| base_url.starts_with(prefix));
+    if !base_url.starts_with("https://") && !local {
+        return Err(format!(
+            "web.search.base_url \"{base_url}\" is not https: the native search sends the \
+             route's key with every request, so give an https:// address (or one on this machine)"
+        ));
+    }
     let default_model = match route.kind.value {
         ProviderKind::DeepSeek => "deepseek-v4-flash".to_owned(),
         _ => route.model.clone(),

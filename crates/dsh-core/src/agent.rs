@@ -135,6 +135,21 @@ pub struct TurnSummary {
     pub steps: u32,
 }
 
+impl TurnSummary {
+    /// The summary of a run that went on with `next` (a wake, a goal round): its usage and
+    /// steps added, and how it ended and what it answered taken from `next` (the last
+    /// answer with text stands).
+    fn went_on_with(&mut self, next: TurnSummary) {
+        self.usage.add(&next.usage);
+        self.steps += next.steps;
+        if !next.text.is_empty() {
+            self.text = next.text;
+        }
+        self.turn = next.turn;
+        self.reason = next.reason;
+    }
+}
+
 /// A request to stop the run, with its reason. Cloning shares it.
 #[derive(Debug, Clone, Default)]
 pub struct Stop {
@@ -392,13 +407,7 @@ impl Agent {
             wakes += 1;
             self.carried.add(&notices.1);
             let next = self.run_turn(notices.0.join("\n"), stop).await?;
-            summary.usage.add(&next.usage);
-            summary.steps += next.steps;
-            if !next.text.is_empty() {
-                summary.text = next.text;
-            }
-            summary.turn = next.turn;
-            summary.reason = next.reason;
+            summary.went_on_with(next);
         }
         Ok(summary)
     }
@@ -418,7 +427,8 @@ impl Agent {
         let mut in_round = false;
         loop {
             if !summary.reason.is_completed() {
-                if in_round && stop.is_requested() {
+                // The user stopped a round (a run cap such as --timeout only ends the run).
+                if in_round && stop.is_requested() && stop.expired().is_none() {
                     if let Some(pause) = goals.pause_stopped_round(summary.turn) {
                         self.commit(Record::GoalChange(pause))?;
                     }
@@ -443,13 +453,7 @@ impl Agent {
                     let next = self
                         .run_and_wake(prompt, Authority::Round(round), stop)
                         .await?;
-                    summary.usage.add(&next.usage);
-                    summary.steps += next.steps;
-                    if !next.text.is_empty() {
-                        summary.text = next.text;
-                    }
-                    summary.turn = next.turn;
-                    summary.reason = next.reason;
+                    summary.went_on_with(next);
                 }
             }
         }

@@ -54,8 +54,8 @@ impl OutputSchema {
         })
     }
 
-    /// A schema dsh itself asks an answer to match (a Ralph round's report), `shown` as what
-    /// asks for it. `None` when it does not compile, which only a broken build can cause.
+    /// A schema given as a value (a Ralph round's report, a workflow agent's), `shown` as what
+    /// asks for it; `None` when it does not compile as a JSON Schema.
     pub(crate) fn of(schema: &Value, shown: &str) -> Option<OutputSchema> {
         Some(OutputSchema {
             validator: jsonschema::validator_for(schema).ok()?,

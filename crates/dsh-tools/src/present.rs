@@ -90,7 +90,7 @@ impl Tool for Present {
                                 ),
                             ));
                         }
-                        Err(_) => {
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                             return Err(ToolError::fs(
                                 fs_code::NOT_FOUND,
                                 format!(
@@ -98,6 +98,17 @@ impl Tool for Present {
                                      path as it is",
                                     target.shown()
                                 ),
+                            ));
+                        }
+                        Err(e) => {
+                            let code = if e.kind() == std::io::ErrorKind::PermissionDenied {
+                                fs_code::PERMISSION_DENIED
+                            } else {
+                                fs_code::IO_ERROR
+                            };
+                            return Err(ToolError::fs(
+                                code,
+                                format!("cannot look at \"{}\": {e}", target.shown()),
                             ));
                         }
                     }

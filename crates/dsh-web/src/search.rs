@@ -156,20 +156,27 @@ impl Tool for WebSearch {
             .await?;
             let limit = self.settings.search_timeout;
             let searches = queries.iter().map(|q| search(backend, q, limit));
-            let lists =
-                match tokio::time::timeout(limit, futures_util::future::try_join_all(searches))
-                    .await
-                {
-                    Ok(lists) => lists?,
-                    Err(_) => {
-                        return Err(ToolError::coded(
-                            "ToolTimeoutError",
-                            "TOOL_TIMEOUT",
-                            format!("tool call timed out after {}ms", limit.as_millis()),
-                        ));
-                    }
-                };
-            let usage = dsh_protocol::Usage::sum(lists.iter().map(|found| &found.usage));
+            // Every search settles, so what each billed is known even when one failed.
+            let searching = futures_util::future::join_all(searches);
+            let Ok(settled) = tokio::time::timeout(limit, searching).await else {
+                return Err(ToolError::coded(
+                    "ToolTimeoutError",
+                    "TOOL_TIMEOUT",
+                    format!("tool call timed out after {}ms", limit.as_millis()),
+                ));
+            };
+            let usage = dsh_protocol::Usage::sum(settled.iter().map(|s| match s {
+                Ok(found) => &found.usage,
+                Err(error) => &error.usage,
+            }));
+            let mut lists = Vec::new();
+            for searched in settled {
+                match searched {
+                    Ok(found) => lists.push(found),
+                    // A hosted search bills tokens like any request of the run.
+                    Err(error) => return Err(error.with_usage(usage)),
+                }
+            }
             let lists = lists
                 .into_iter()
                 .map(|found| (found.sources, found.truncated));
@@ -362,6 +369,21 @@ fn native_found(
     json: &Value,
     sent_at: std::time::SystemTime,
 ) -> Result<Found, ToolError> {
+    let count = |key: &str| json["usage"][key].as_u64().unwrap_or(0);
+    let mut usage = if json["usage"].is_object() {
+        dsh_protocol::Usage::new(
+            count("input_tokens"),
+            count("output_tokens"),
+            count("cache_read_input_tokens"),
+            count("cache_creation_input_tokens"),
+            0,
+        )
+    } else {
+        dsh_protocol::Usage::unreported()
+    };
+    if let Some(prices) = &native.prices {
+        usage = usage.priced(prices, sent_at);
+    }
     let blocks: Vec<&Value> = json["content"].as_array().into_iter().flatten().collect();
     let results: Vec<&Value> = blocks
         .iter()
@@ -376,7 +398,8 @@ fn native_found(
                 "{service} returned no web_search_tool_result blocks; the request may not have \
                  triggered native web search"
             ),
-        ));
+        )
+        .with_usage(usage));
     }
     let mut cited: Vec<(String, String)> = Vec::new();
     for block in blocks.iter().filter(|b| b["type"] == "text") {
@@ -419,24 +442,10 @@ fn native_found(
         return Err(web_error(
             "WEB_PROVIDER_ERROR",
             format!("{service} search failed: {}", errors.join(", ")),
-        ));
+        )
+        .with_usage(usage));
     }
     let truncated = sources.len() > MAX_RESULTS;
-    let count = |key: &str| json["usage"][key].as_u64().unwrap_or(0);
-    let mut usage = if json["usage"].is_object() {
-        dsh_protocol::Usage::new(
-            count("input_tokens"),
-            count("output_tokens"),
-            count("cache_read_input_tokens"),
-            count("cache_creation_input_tokens"),
-            0,
-        )
-    } else {
-        dsh_protocol::Usage::unreported()
-    };
-    if let Some(prices) = &native.prices {
-        usage = usage.priced(prices, sent_at);
-    }
     Ok(Found {
         sources,
         truncated,

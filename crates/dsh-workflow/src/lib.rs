@@ -71,7 +71,13 @@ pub struct Host {
     pub calls: tokio::sync::mpsc::UnboundedSender<AgentCall>,
     pub answers: Receiver<(u32, serde_json::Value)>,
     pub cancelled: Arc<AtomicBool>,
+    /// Whether a schema an `agent()` call gives can hold an answer; why not, when it cannot
+    /// (the call then throws `UNSUPPORTED_SCHEMA` before any agent starts).
+    pub check_schema: SchemaCheck,
 }
+
+/// How a host says whether a schema can hold an answer ([`Host::check_schema`]).
+pub type SchemaCheck = Arc<dyn Fn(&serde_json::Value) -> Result<(), String> + Send + Sync>;
 
 /// How a run ended, other than with a result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,43 +106,41 @@ pub struct Finished {
 /// The prelude that installs the API, in our words.
 const PRELUDE: &str = include_str!("prelude.js");
 
-/// Whether `script` parses as a workflow body; the engine's message when it does not.
-pub fn check_syntax(script: &str) -> Result<(), String> {
-    let runtime = Runtime::new().map_err(|e| e.to_string())?;
-    let context = Context::full(&runtime).map_err(|e| e.to_string())?;
-    context.with(|ctx| {
-        // A function that is declared and never called: parsed, not run.
-        let source = format!("(async function () {{\n{script}\n}});");
-        let mut options = rquickjs::context::EvalOptions::default();
-        options.filename = Some("script".into());
-        let parsed: rquickjs::Result<Value> = ctx.eval_with_options(source, options);
-        match parsed.catch(&ctx) {
-            Ok(_) => Ok(()),
-            Err(CaughtError::Exception(exception)) => {
-                let mut message = format!(
-                    "{}: {}",
-                    exception
-                        .get::<_, String>("name")
-                        .unwrap_or_else(|_| "SyntaxError".into()),
-                    exception.message().unwrap_or_default()
-                );
-                // Where, in the script's own lines (the first line of the wrapper is not its).
-                if let Some((line, column)) = exception.stack().as_deref().and_then(position) {
-                    message.push_str(&format!(
-                        " (line {}, column {column})",
-                        line.saturating_sub(1)
-                    ));
-                }
-                Err(message)
+/// The script as an async function, parsed and not run (the `AsyncFunction` constructor
+/// takes a body that cannot close its own function early); the engine's message, with where,
+/// when it does not parse.
+fn parse<'js>(ctx: &Ctx<'js>, script: &str) -> Result<Function<'js>, WorkflowError> {
+    let failed = |e: rquickjs::Error| WorkflowError::Failed(e.to_string());
+    let constructor: Function = ctx
+        .eval("Object.getPrototypeOf(async function () {}).constructor")
+        .map_err(failed)?;
+    let made: rquickjs::Result<Function> = constructor.call((script,));
+    match made.catch(ctx) {
+        Ok(function) => Ok(function),
+        Err(CaughtError::Exception(exception)) => {
+            let mut message = format!(
+                "{}: {}",
+                exception
+                    .get::<_, String>("name")
+                    .unwrap_or_else(|_| "SyntaxError".into()),
+                exception.message().unwrap_or_default()
+            );
+            // The constructor's source puts the body on its third line.
+            if let Some((line, column)) = exception.stack().as_deref().and_then(position) {
+                let line = line.saturating_sub(2).max(1);
+                message.push_str(&format!(" (line {line}, column {column})"));
             }
-            Err(error) => Err(rendered(&ctx, error)),
+            Err(WorkflowError::Parse(message))
         }
-    })
+        Err(error) => Err(WorkflowError::Failed(rendered(ctx, error))),
+    }
 }
 
-/// The line and column a stack's first `script:<line>:<column>` frame names.
+/// The line and column of a stack's first `<name>:<line>:<column>` frame.
 fn position(stack: &str) -> Option<(u32, u32)> {
-    let at = stack.find("script:")? + "script:".len();
+    let frame = stack.lines().find(|line| line.contains(':'))?;
+    let at = frame.find(':')? + 1;
+    let stack = frame;
     let mut numbers = stack[at..]
         .split(|c: char| !c.is_ascii_digit())
         .filter(|part| !part.is_empty())
@@ -153,7 +157,6 @@ pub fn run(
     limits: Limits,
     host: Host,
 ) -> Result<Finished, WorkflowError> {
-    check_syntax(script).map_err(WorkflowError::Parse)?;
     let failed = |e: rquickjs::Error| WorkflowError::Failed(e.to_string());
     let runtime = Runtime::new().map_err(failed)?;
     runtime.set_memory_limit(limits.memory_bytes);
@@ -166,6 +169,9 @@ pub fn run(
     })));
     let context = Context::full(&runtime).map_err(failed)?;
     let waiting: Waiting = Rc::default();
+    // Declared after the engine, so dropped before it, on every way out (a panic included):
+    // a resolver still saved would outlive the engine's heap.
+    let _release = Release(waiting.clone());
     let started = Rc::new(RefCell::new(0u32));
     let main = context.with(
         |ctx| -> Result<Persistent<Promise<'static>>, WorkflowError> {
@@ -183,6 +189,7 @@ pub fn run(
             let host_agent = host_agent(
                 &ctx,
                 host.calls.clone(),
+                host.check_schema.clone(),
                 waiting.clone(),
                 started.clone(),
                 limits.max_agents,
@@ -193,13 +200,16 @@ pub fn run(
             installed
                 .catch(&ctx)
                 .map_err(|e| WorkflowError::Failed(rendered(&ctx, e)))?;
-            let source = format!("(async () => {{\n{script}\n}})()");
-            let options = {
-                let mut options = rquickjs::context::EvalOptions::default();
-                options.filename = Some(format!("workflow:{name}"));
-                options
-            };
-            let started: rquickjs::Result<Promise> = ctx.eval_with_options(source, options);
+            let body = parse(&ctx, script)?;
+            // Its frames in a stack trace name the workflow.
+            let rename: rquickjs::Result<Function> =
+                ctx.eval("(f, n) => Object.defineProperty(f, 'name', { value: n })");
+            rename
+                .and_then(|rename| {
+                    rename.call::<_, Value>((body.clone(), format!("workflow:{name}")))
+                })
+                .map_err(fail)?;
+            let started: rquickjs::Result<Promise> = body.call(());
             let promise = started
                 .catch(&ctx)
                 .map_err(|e| WorkflowError::Failed(rendered(&ctx, e)))?;
@@ -295,6 +305,15 @@ fn stopped(deadline: Instant, cancelled: &AtomicBool, limits: Limits) -> Option<
     (Instant::now() > deadline).then_some(WorkflowError::TimedOut(limits.time))
 }
 
+/// Clears the saved resolvers when dropped.
+struct Release(Waiting);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        self.0.borrow_mut().clear();
+    }
+}
+
 /// What was started so far, and the resolvers of the answers still awaited.
 type Waiting = Rc<RefCell<HashMap<u32, Persistent<Function<'static>>>>>;
 
@@ -303,6 +322,7 @@ type Waiting = Rc<RefCell<HashMap<u32, Persistent<Function<'static>>>>>;
 fn host_agent<'js>(
     ctx: &Ctx<'js>,
     calls: tokio::sync::mpsc::UnboundedSender<AgentCall>,
+    check_schema: SchemaCheck,
     waiting: Waiting,
     started: Rc<RefCell<u32>>,
     cap: u32,
@@ -315,6 +335,20 @@ fn host_agent<'js>(
               phase: Option<String>,
               schema: Option<String>|
               -> rquickjs::Result<Value<'js>> {
+            let schema = match schema.map(|text| serde_json::from_str(&text)) {
+                None => None,
+                Some(Ok(schema)) => match check_schema(&schema) {
+                    Ok(()) => Some(schema),
+                    Err(why) => {
+                        return rquickjs::String::from_str(ctx, &why)
+                            .map(rquickjs::String::into_value);
+                    }
+                },
+                Some(Err(e)) => {
+                    return rquickjs::String::from_str(ctx, &e.to_string())
+                        .map(rquickjs::String::into_value);
+                }
+            };
             let mut count = started.borrow_mut();
             if *count >= cap {
                 return Ok(Value::new_null(ctx));
@@ -325,7 +359,6 @@ fn host_agent<'js>(
             waiting
                 .borrow_mut()
                 .insert(seq, Persistent::save(&ctx, resolve));
-            let schema = schema.and_then(|text| serde_json::from_str(&text).ok());
             let _ = calls.send(AgentCall {
                 seq,
                 prompt,

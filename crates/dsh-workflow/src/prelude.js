@@ -1,6 +1,6 @@
 // The workflow API, installed before the script runs. Every check and error text here is the
 // reference's; the host gives only `__hostAgent` (start a child, a promise of its answer).
-(function (global, hostAgent) {
+(function (global, hostAgent, agentCap, itemCap) {
   "use strict";
   const fatal = new WeakSet();
   const fail = (code, message) => {
@@ -11,8 +11,9 @@
     fatal.add(error);
     throw error;
   };
-  let cancelled = false;
   let currentPhase = undefined;
+  // The most UTF-16 units a prompt may have: prompts leave the engine's heap for the host's.
+  const MAX_PROMPT = 262144;
   const ALLOWED = ["label", "phase", "schema", "provider", "model"];
   const DEFERRED = ["effort", "isolation", "agentType"];
   const supported = "(supported: " + ALLOWED.join(", ") + ")";
@@ -61,9 +62,11 @@
   };
 
   const agent = function agent(prompt, opts) {
-    if (cancelled) fail("CANCELLED", "workflow run cancelled");
     if (typeof prompt !== "string" || prompt.length === 0) {
       fail("INVALID_ARGUMENT", "agent() requires a non-empty prompt string");
+    }
+    if (prompt.length > MAX_PROMPT) {
+      fail("INVALID_ARGUMENT", "agent() prompt has " + prompt.length + " characters, over the " + MAX_PROMPT + " a prompt may have: put the bulk in a file the agent reads");
     }
     let options = {};
     if (opts !== undefined) {
@@ -91,19 +94,22 @@
     if ("schema" in options && options.schema.type !== "object") {
       fail("UNSUPPORTED_SCHEMA", 'agent() schema is outside the supported subset \u2014 unsupported JSON schema: schema.type must be "object" (structured output is object-rooted)');
     }
-    const label = "label" in options ? options.label : labelOf(prompt);
+    const label = ("label" in options ? options.label : labelOf(prompt)).slice(0, 200);
     const phase = "phase" in options ? options.phase : currentPhase;
     const schema = "schema" in options ? JSON.stringify(options.schema) : undefined;
-    const started = hostAgent(prompt, label, phase, schema);
+    const started = hostAgent(prompt, label, phase === undefined ? undefined : phase.slice(0, 200), schema);
     if (started === null) {
-      fail("AGENT_CAP", "this run reached its total agent cap (" + global.__agentCap + ") \u2014 a runaway-loop backstop; raise the applicable maxTotalAgents limit if the scale is intentional");
+      fail("AGENT_CAP", "this run reached its total agent cap (" + agentCap + ") \u2014 a runaway-loop backstop; raise the applicable maxTotalAgents limit if the scale is intentional");
+    }
+    if (typeof started === "string") {
+      fail("UNSUPPORTED_SCHEMA", "agent() schema is outside the supported subset \u2014 unsupported JSON schema: " + started);
     }
     return started;
   };
 
-  const itemCap = (hook, items) => {
-    if (items.length > global.__itemCap) {
-      fail("ITEM_CAP", hook + " received " + items.length + " items \u2014 over the per-call cap (" + global.__itemCap + "); split the work or raise maxItemsPerCall in the engine config");
+  const checkItems = (hook, items) => {
+    if (items.length > itemCap) {
+      fail("ITEM_CAP", hook + " received " + items.length + " items \u2014 over the per-call cap (" + itemCap + "); split the work or raise maxItemsPerCall in the engine config");
     }
   };
 
@@ -117,9 +123,8 @@
   };
 
   const parallel = async function parallel(thunks) {
-    if (cancelled) fail("CANCELLED", "workflow run cancelled");
     if (!Array.isArray(thunks)) fail("INVALID_ARGUMENT", "parallel() requires an array of zero-argument functions");
-    itemCap("parallel()", thunks);
+    checkItems("parallel()", thunks);
     thunks.forEach((thunk, i) => {
       if (typeof thunk !== "function") fail("INVALID_ARGUMENT", "parallel() item " + i + " is not a function");
     });
@@ -127,9 +132,8 @@
   };
 
   const pipeline = async function pipeline(items, ...stages) {
-    if (cancelled) fail("CANCELLED", "workflow run cancelled");
     if (!Array.isArray(items)) fail("INVALID_ARGUMENT", "pipeline() requires an items array");
-    itemCap("pipeline()", items);
+    checkItems("pipeline()", items);
     if (stages.length === 0) fail("INVALID_ARGUMENT", "pipeline() requires at least one stage function");
     stages.forEach((stage, i) => {
       if (typeof stage !== "function") fail("INVALID_ARGUMENT", "pipeline() stage " + i + " is not a function");
@@ -156,8 +160,9 @@
     Object.defineProperty(global, name, { value: Object.freeze(fn), writable: true, configurable: true });
   }
 
-  // For the host: the result as two-space JSON, or why it is not JSON data.
-  global.__result = (value) => {
+  // For the host, fixed before the script runs so it cannot replace them: the result as
+  // two-space JSON (or why it is not JSON data), and a thrown value as a failure's text.
+  const result = (value) => {
     if (value === undefined) return "null";
     const problem = plainProblem(value, "workflow result", new Set());
     if (problem) {
@@ -165,8 +170,7 @@
     }
     return JSON.stringify(value, null, 2);
   };
-  // For the host: a thrown value as a failure's text, name and message first.
-  global.__render = (thrown) => {
+  const render = (thrown) => {
     if (thrown !== null && typeof thrown === "object") {
       const head = (thrown.name || "Error") + ": " + (thrown.message || "");
       const stack = typeof thrown.stack === "string" ? thrown.stack.trimEnd() : "";
@@ -174,6 +178,10 @@
     }
     try { return String(thrown); } catch (_) { return "[unrenderable thrown value]"; }
   };
-  global.__cancel = () => { cancelled = true; };
-})(globalThis, globalThis.__hostAgent);
+  for (const [name, fn] of Object.entries({ __result: result, __render: render })) {
+    Object.defineProperty(global, name, { value: fn, writable: false, configurable: false });
+  }
+})(globalThis, globalThis.__hostAgent, globalThis.__agentCap, globalThis.__itemCap);
 delete globalThis.__hostAgent;
+delete globalThis.__agentCap;
+delete globalThis.__itemCap;

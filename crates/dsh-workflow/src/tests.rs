@@ -20,6 +20,10 @@ fn run_with(
         calls,
         answers,
         cancelled: Arc::new(AtomicBool::new(false)),
+        check_schema: Arc::new(|schema| match schema.get("type") {
+            Some(serde_json::Value::String(kind)) if kind == "object" => Ok(()),
+            _ => Err("not an object schema".into()),
+        }),
     };
     let outcome = run("test", script, args.as_ref(), Limits::default(), host);
     let _ = answering.join();
@@ -103,6 +107,23 @@ fn the_api_refuses_what_it_does_not_support_with_the_reference_texts() {
         ),
         "{message}"
     );
+    let (outcome, calls) = run_with(
+        r#"return await agent("x", {schema: {type: "array"}});"#,
+        None,
+        |_| serde_json::Value::Null,
+    );
+    let Err(WorkflowError::Failed(message)) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(message.contains("unsupported JSON schema"), "{message}");
+    assert!(calls.is_empty(), "no agent starts");
+    // The host's hooks cannot be replaced by the script.
+    let (outcome, _) = run_with(
+        "globalThis.__result = () => 'forged'; return 1;",
+        None,
+        |_| serde_json::Value::Null,
+    );
+    assert_eq!(outcome.map(|f| f.result), Ok("1".into()));
     let (outcome, _) = run_with("return () => 1;", None, |_| serde_json::Value::Null);
     let Err(WorkflowError::Failed(message)) = outcome else {
         panic!("{outcome:?}");
@@ -139,6 +160,10 @@ fn the_script_has_no_file_process_or_network_access_and_is_bounded() {
         calls,
         answers,
         cancelled: Arc::new(AtomicBool::new(false)),
+        check_schema: Arc::new(|schema| match schema.get("type") {
+            Some(serde_json::Value::String(kind)) if kind == "object" => Ok(()),
+            _ => Err("not an object schema".into()),
+        }),
     };
     let limits = Limits {
         time: Duration::from_millis(200),
@@ -153,6 +178,10 @@ fn the_script_has_no_file_process_or_network_access_and_is_bounded() {
         calls,
         answers,
         cancelled: Arc::new(AtomicBool::new(false)),
+        check_schema: Arc::new(|schema| match schema.get("type") {
+            Some(serde_json::Value::String(kind)) if kind == "object" => Ok(()),
+            _ => Err("not an object schema".into()),
+        }),
     };
     let limits = Limits {
         memory_bytes: 8 << 20,

@@ -474,7 +474,7 @@ fn checked_rounds(value: &Value) -> Result<u64, ToolError> {
 }
 
 /// A JSON number that is a whole number a double holds exactly (`2.0` counts as 2).
-fn safe_integer(value: &Value) -> Option<u64> {
+pub(crate) fn safe_integer(value: &Value) -> Option<u64> {
     if let Some(n) = value.as_u64() {
         return (n <= MAX_SAFE_INTEGER).then_some(n);
     }

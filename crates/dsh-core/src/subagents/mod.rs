@@ -34,11 +34,14 @@ pub(crate) struct ChildKit {
     pub(crate) limits: SubagentLimits,
     /// A child's agent before its tools and session: model, prompt facts, instructions.
     pub(crate) build: Box<dyn Fn(ChildSpec) -> ChildParts + Send + Sync>,
-    /// Subagents started in this run (Ralph's rounds apart), and running now.
+    /// Subagents started in this run against `max_total` (Ralph's rounds and workflows' agents
+    /// are bounded by their own limits), and running now.
     started: AtomicU32,
     running: AtomicU32,
-    /// Ralph's rounds started in this run: bounded by Ralph's own limit, numbered with the rest.
-    rounds_started: AtomicU32,
+    /// Ids handed out in this run, every child's: one counter, so two never share one.
+    numbered: AtomicU32,
+    /// Told when a running child's place frees up.
+    freed: tokio::sync::Notify,
     /// The highest id number a resumed session already gave: new ids come after it.
     numbered_before: AtomicU32,
 }
@@ -77,7 +80,8 @@ impl ChildKit {
             build,
             started: AtomicU32::new(0),
             running: AtomicU32::new(0),
-            rounds_started: AtomicU32::new(0),
+            numbered: AtomicU32::new(0),
+            freed: tokio::sync::Notify::new(),
             numbered_before: AtomicU32::new(0),
         })
     }
@@ -97,9 +101,7 @@ impl ChildKit {
 
     /// The highest id number handed out so far, a resumed session's included.
     fn ids_used(&self) -> u32 {
-        self.numbered_before.load(Ordering::SeqCst)
-            + self.started.load(Ordering::SeqCst)
-            + self.rounds_started.load(Ordering::SeqCst)
+        self.numbered_before.load(Ordering::SeqCst) + self.numbered.load(Ordering::SeqCst)
     }
 }
 
@@ -108,7 +110,7 @@ impl ChildKit {
 /// `ralph` and `workflow` run their agents as subagents, and come with or without the other
 /// tools.
 pub(crate) fn offered(filter: &dsh_tools::ToolFilter) -> Vec<&'static str> {
-    let ralph = ["ralph", "workflow"]
+    let orchestrators = ["ralph", "workflow"]
         .into_iter()
         .filter(|name| filter.allows(name));
     let starters: Vec<&'static str> = ["subagent", "subagent_fork"]
@@ -116,12 +118,16 @@ pub(crate) fn offered(filter: &dsh_tools::ToolFilter) -> Vec<&'static str> {
         .filter(|name| filter.allows(name))
         .collect();
     if starters.is_empty() {
-        return ralph.collect();
+        return orchestrators.collect();
     }
     let controls = background::CONTROL_TOOLS
         .into_iter()
         .filter(|name| filter.allows(name));
-    starters.into_iter().chain(controls).chain(ralph).collect()
+    starters
+        .into_iter()
+        .chain(controls)
+        .chain(orchestrators)
+        .collect()
 }
 
 /// Gives the agent at `depth` (0 for the top agent) the subagent tools its registry's lists
@@ -574,8 +580,8 @@ impl SubagentTool {
 
     /// Takes a place under the limits for a new child, with its id's number, or says which
     /// limit is reached and its key.
-    /// Ralph's rounds (`counted` false) are not counted against `subagents.max_total`: Ralph
-    /// bounds them itself.
+    /// Ralph's rounds and workflows' agents (`counted` false) are not counted against
+    /// `subagents.max_total`: they are bounded by their own limits.
     pub(crate) fn admit(&self, counted: bool) -> Result<(RunningSlot, u32), ToolError> {
         let limits = &self.kit.limits;
         let depth = self.depth + 1;
@@ -591,30 +597,64 @@ impl SubagentTool {
             ));
         }
         let slot = self.take_running_slot()?;
-        if !counted {
-            let round = self.kit.rounds_started.fetch_add(1, Ordering::SeqCst);
-            let before = self.kit.numbered_before.load(Ordering::SeqCst);
-            let started = self.kit.started.load(Ordering::SeqCst);
-            return Ok((slot, before + started + round + 1));
-        }
-        let started = self.kit.started.fetch_add(1, Ordering::SeqCst);
-        if started >= limits.max_total {
-            self.kit.started.fetch_sub(1, Ordering::SeqCst);
-            return Err(ToolError::coded(
-                "SubagentError",
-                "SUBAGENT_LIMIT",
-                format!(
-                    "subagent limit reached: this run has started {started} subagents, the most \
-                     it may (subagents.max_total = {}); do the rest yourself",
-                    limits.max_total
-                ),
-            ));
+        if counted {
+            let started = self.kit.started.fetch_add(1, Ordering::SeqCst);
+            if started >= limits.max_total {
+                self.kit.started.fetch_sub(1, Ordering::SeqCst);
+                return Err(ToolError::coded(
+                    "SubagentError",
+                    "SUBAGENT_LIMIT",
+                    format!(
+                        "subagent limit reached: this run has started {started} subagents, the \
+                         most it may (subagents.max_total = {}); do the rest yourself",
+                        limits.max_total
+                    ),
+                ));
+            }
         }
         let number = self.kit.numbered_before.load(Ordering::SeqCst)
-            + started
-            + self.kit.rounds_started.load(Ordering::SeqCst)
+            + self.kit.numbered.fetch_add(1, Ordering::SeqCst)
             + 1;
         Ok((slot, number))
+    }
+
+    /// A place for a child that is not counted against `max_total` (a Ralph round, a
+    /// workflow's agent), waiting for one while the run's running children fill them all.
+    async fn admit_waiting(&self) -> Result<(RunningSlot, u32), ToolError> {
+        loop {
+            // Made before the check, so a place freed in between still wakes it.
+            let freed = self.kit.freed.notified();
+            match self.admit(false) {
+                Err(error)
+                    if self.kit.running.load(Ordering::SeqCst) > 0 && is_running_limit(&error) =>
+                {
+                    freed.await;
+                }
+                admitted => return admitted,
+            }
+        }
+    }
+
+    /// A fresh child (no history, the caller's tools) that runs `prompt` to its end while the
+    /// call waits, its answer held to `schema` when there is one: a Ralph round, a workflow's
+    /// agent. It waits for a place among the running children.
+    pub(crate) async fn run_fresh_child(
+        &self,
+        label: String,
+        prompt: String,
+        schema: Option<Arc<crate::OutputSchema>>,
+        ctx: &ToolContext,
+    ) -> Result<EndedChild, ToolError> {
+        let (slot, n) = self.admit_waiting().await?;
+        let spec = ChildSpec {
+            allow: None,
+            read_only: false,
+            fork: false,
+        };
+        let child = self.start_child(spec, n, label, false, schema)?;
+        let ended = self.finish_foreground(child, prompt, ctx).await;
+        drop(slot);
+        ended
     }
 
     /// A place among the children running at once, or the error naming that limit.
@@ -647,6 +687,7 @@ pub(crate) struct StartedChild {
 }
 
 /// A foreground child's run, ended.
+#[derive(Clone)]
 pub(crate) struct EndedChild {
     pub(crate) summary: crate::TurnSummary,
     /// The record of its run, for the caller's log.
@@ -682,7 +723,56 @@ pub(crate) struct RunningSlot(Arc<ChildKit>);
 impl Drop for RunningSlot {
     fn drop(&mut self) {
         self.0.running.fetch_sub(1, Ordering::SeqCst);
+        self.0.freed.notify_waiters();
     }
+}
+
+/// Whether `error` is the limit on children running at once, which frees up as they end.
+fn is_running_limit(error: &ToolError) -> bool {
+    error.code() == Some("SUBAGENT_LIMIT") && error.message.contains("running, the most at once")
+}
+
+/// What a caller's fresh children (Ralph's rounds, a workflow's agents) billed, and the
+/// records of their runs: both the caller's, whether its call succeeds or fails.
+#[derive(Default)]
+pub(crate) struct ChildrenSpent {
+    usage: Usage,
+    runs: Vec<SubagentRunRecord>,
+}
+
+impl ChildrenSpent {
+    pub(crate) fn add(&mut self, ended: &EndedChild) {
+        self.usage.add(&ended.summary.usage);
+        self.runs.push(ended.record.clone());
+    }
+
+    pub(crate) fn onto_output(self, output: ToolOutput) -> ToolOutput {
+        let mut output = output.with_usage(self.usage);
+        output.effect = (!self.runs.is_empty()).then_some(ToolEffect::Subagents(self.runs));
+        output
+    }
+
+    pub(crate) fn onto_error(self, error: ToolError) -> ToolError {
+        let error = error.with_usage(self.usage);
+        match self.runs.is_empty() {
+            true => error,
+            false => error.with_effect(ToolEffect::Subagents(self.runs)),
+        }
+    }
+}
+
+/// `text` within `max` UTF-16 units (the reference's measure), as the first `max - tail`
+/// units and `tail(units cut)`; a character cut in half is dropped.
+pub(crate) fn cut_utf16(text: &str, max: usize, tail: impl Fn(usize) -> String) -> String {
+    let units: Vec<u16> = text.encode_utf16().collect();
+    if units.len() <= max {
+        return text.to_owned();
+    }
+    let marker_len = tail(0).encode_utf16().count();
+    let keep = max.saturating_sub(marker_len);
+    let head = String::from_utf16_lossy(&units[..keep]);
+    let head = head.trim_end_matches('\u{FFFD}');
+    format!("{head}{}", tail(units.len() - keep))
 }
 
 /// The reference's texts for a child that did not complete, with what it said before.

@@ -13,12 +13,12 @@
 use std::sync::Arc;
 
 use dsh_tools::{
-    Arguments, Param, ParamType, Parameters, Tool, ToolContext, ToolEffect, ToolError, ToolFacts,
-    ToolFuture, ToolKind, ToolOutput,
+    Arguments, Param, ParamType, Parameters, Tool, ToolContext, ToolError, ToolFacts, ToolFuture,
+    ToolKind, ToolOutput,
 };
 use serde_json::{Map, Value, json};
 
-use super::{ChildSpec, SubagentTool};
+use super::{ChildrenSpent, SubagentTool, cut_utf16};
 use crate::OutputSchema;
 
 /// Rounds a call may run: the default, and the most a call may ask for (the reference's
@@ -125,48 +125,44 @@ impl RalphTool {
         }
         let max_rounds = match args.get("maxRounds") {
             None => MAX_ROUNDS,
-            Some(value) => match value.as_f64() {
-                Some(n) if n >= 1.0 && n.fract() == 0.0 && n <= 9_007_199_254_740_991.0 => {
-                    let n = n as u64;
-                    if n > MAX_ROUNDS {
-                        return Err(ToolError::plain(format!(
-                            "Ralph maxRounds {n} exceeds the deployment ceiling {MAX_ROUNDS}"
-                        )));
-                    }
-                    n
+            Some(value) => match crate::goals::safe_integer(value).filter(|&n| n >= 1) {
+                Some(n) if n > MAX_ROUNDS => {
+                    return Err(ToolError::plain(format!(
+                        "Ralph maxRounds {n} exceeds the deployment ceiling {MAX_ROUNDS}"
+                    )));
                 }
-                _ => {
+                Some(n) => n,
+                None => {
                     return Err(ToolError::plain(
                         "Ralph maxRounds must be a positive safe integer",
                     ));
                 }
             },
         };
-        let mut usage = dsh_protocol::Usage::default();
+        let mut spent = ChildrenSpent::default();
         let mut handoff: Option<Map<String, Value>> = None;
-        let mut effects = Vec::new();
         let mut ending = Ending::Exhausted;
         let mut rounds = 0;
         for round in 1..=max_rounds {
             rounds = round;
             let prompt = round_prompt(&objective, round, max_rounds, handoff.as_ref());
-            let (slot, n) = self.children.admit(false)?;
-            let spec = ChildSpec {
-                allow: None,
-                read_only: false,
-                fork: false,
+            let ended = self
+                .children
+                .run_fresh_child(
+                    format!("Ralph round {round}"),
+                    prompt,
+                    Some(self.schema.clone()),
+                    ctx,
+                )
+                .await;
+            let ended = match ended {
+                Ok(ended) => ended,
+                Err(error) => return Err(spent.onto_error(error)),
             };
-            let child = self.children.start_child(
-                spec,
-                n,
-                format!("Ralph round {round}"),
-                false,
-                Some(self.schema.clone()),
-            )?;
-            let ended = self.children.finish_foreground(child, prompt, ctx).await?;
-            drop(slot);
-            usage.add(&ended.summary.usage);
-            effects.push(ended.record);
+            spent.add(&ended);
+            if ctx.cancel.is_cancelled() {
+                return Err(spent.onto_error(ToolError::plain("Ralph workflow was cancelled")));
+            }
             let report = ended
                 .structured
                 .filter(|_| ended.summary.reason.is_completed())
@@ -182,14 +178,12 @@ impl RalphTool {
                         text.push_str(&pretty(last));
                     }
                 }
-                return Err(with_rounds(ToolError::plain(bounded(text)), usage, effects));
+                return Err(spent.onto_error(ToolError::plain(bounded(&text))));
             };
             if let Err(problem) = check_report(&report) {
-                return Err(with_rounds(
-                    ToolError::plain(format!("Ralph workflow failed: {problem}")),
-                    usage,
-                    effects,
-                ));
+                return Err(spent.onto_error(ToolError::plain(format!(
+                    "Ralph workflow failed: {problem}"
+                ))));
             }
             let status = report["status"].as_str().unwrap_or_default().to_owned();
             handoff = Some(report);
@@ -203,13 +197,6 @@ impl RalphTool {
                     break;
                 }
                 _ => {}
-            }
-            if ctx.cancel.is_cancelled() {
-                return Err(with_rounds(
-                    ToolError::plain("Ralph workflow was cancelled"),
-                    usage,
-                    effects,
-                ));
             }
         }
         let plural = |n: u64| {
@@ -230,28 +217,8 @@ impl RalphTool {
             ),
         };
         let last = handoff.unwrap_or_default();
-        let text = bounded(format!("{header}\nFinal report:\n{}", pretty(&last)));
-        let mut output = ToolOutput::text(text).with_usage(usage);
-        output.effect = rounds_effect(effects);
-        Ok(output)
-    }
-}
-
-/// The rounds' `subagent/run` records, for the caller's log.
-fn rounds_effect(records: Vec<dsh_protocol::SubagentRunRecord>) -> Option<ToolEffect> {
-    (!records.is_empty()).then_some(ToolEffect::Subagents(records))
-}
-
-/// A failure that still bills what its rounds billed and records them.
-fn with_rounds(
-    error: ToolError,
-    usage: dsh_protocol::Usage,
-    records: Vec<dsh_protocol::SubagentRunRecord>,
-) -> ToolError {
-    let error = error.with_usage(usage);
-    match rounds_effect(records) {
-        Some(effect) => error.with_effect(effect),
-        None => error,
+        let text = bounded(&format!("{header}\nFinal report:\n{}", pretty(&last)));
+        Ok(spent.onto_output(ToolOutput::text(text)))
     }
 }
 
@@ -372,16 +339,8 @@ fn pretty(report: &Map<String, Value>) -> String {
 }
 
 /// `text` within [`MAX_RESULT_CHARS`] UTF-16 units, its cut marked.
-fn bounded(text: String) -> String {
-    let units: Vec<u16> = text.encode_utf16().collect();
-    if units.len() <= MAX_RESULT_CHARS {
-        return text;
-    }
-    let keep = MAX_RESULT_CHARS - TRUNCATED.encode_utf16().count();
-    let mut head = String::from_utf16_lossy(&units[..keep]);
-    // A cut inside a surrogate pair leaves half a character: drop it.
-    head = head.trim_end_matches('\u{FFFD}').to_owned();
-    head + TRUNCATED
+fn bounded(text: &str) -> String {
+    cut_utf16(text, MAX_RESULT_CHARS, |_| TRUNCATED.to_owned())
 }
 
 #[cfg(test)]
@@ -443,7 +402,7 @@ mod tests {
 
     #[test]
     fn a_long_result_is_cut_and_marked() {
-        let text = bounded("x".repeat(MAX_RESULT_CHARS + 10));
+        let text = bounded(&"x".repeat(MAX_RESULT_CHARS + 10));
         assert_eq!(text.encode_utf16().count(), MAX_RESULT_CHARS);
         assert!(text.ends_with(TRUNCATED));
     }

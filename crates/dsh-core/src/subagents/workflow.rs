@@ -13,17 +13,16 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use dsh_protocol::{SubagentRunRecord, Usage};
 use dsh_tools::{
-    Arguments, Param, ParamType, Parameters, Shape, Tool, ToolContext, ToolEffect, ToolError,
-    ToolFacts, ToolFuture, ToolKind, ToolOutput,
+    Arguments, Param, ParamType, Parameters, Shape, Tool, ToolContext, ToolError, ToolFacts,
+    ToolFuture, ToolKind, ToolOutput,
 };
 use dsh_workflow::{AgentCall, Host, Limits, WorkflowError};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use serde_json::Value;
 
-use super::{ChildSpec, SubagentTool};
+use super::{ChildrenSpent, EndedChild, SubagentTool, cut_utf16};
 use crate::OutputSchema;
 
 /// The longest result the caller reads, in UTF-16 units of its JSON.
@@ -148,29 +147,6 @@ fn workflow_summary(args: &Value) -> Option<String> {
     args.get("meta")?.get("name")?.as_str().map(str::to_owned)
 }
 
-/// What the workflow's agents did, for the caller: their bill and their runs.
-#[derive(Default)]
-struct Spent {
-    usage: Usage,
-    runs: Vec<SubagentRunRecord>,
-}
-
-impl Spent {
-    fn onto_output(self, output: ToolOutput) -> ToolOutput {
-        let mut output = output.with_usage(self.usage);
-        output.effect = (!self.runs.is_empty()).then_some(ToolEffect::Subagents(self.runs));
-        output
-    }
-
-    fn onto_error(self, error: ToolError) -> ToolError {
-        let error = error.with_usage(self.usage);
-        if self.runs.is_empty() {
-            return error;
-        }
-        error.with_effect(ToolEffect::Subagents(self.runs))
-    }
-}
-
 impl WorkflowTool {
     async fn run(&self, args: Arguments, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let script = args.str("script").unwrap_or_default().to_owned();
@@ -183,12 +159,6 @@ impl WorkflowTool {
                  `export const meta = {...}` statement from the body",
             ));
         }
-        if let Err(message) = dsh_workflow::check_syntax(&script) {
-            return Err(workflow_error(
-                "SCRIPT_PARSE",
-                format!("workflow script does not parse: {message}"),
-            ));
-        }
         let script_args = args.get("args").cloned();
         let (calls, mut asked) = tokio::sync::mpsc::unbounded_channel();
         let (reply, answers) = std::sync::mpsc::channel();
@@ -197,7 +167,14 @@ impl WorkflowTool {
             calls,
             answers,
             cancelled: cancelled.clone(),
+            check_schema: Arc::new(|schema| {
+                OutputSchema::of(schema, "")
+                    .map(|_| ())
+                    .ok_or_else(|| "schema does not compile as a JSON Schema".to_owned())
+            }),
         };
+        // However this call ends, dropped included, the engine stops at its next step.
+        let _stop_engine = StopOnDrop(cancelled.clone());
         let (done, mut finished) = tokio::sync::oneshot::channel();
         let limits = self.limits;
         let engine_name = name.clone();
@@ -217,7 +194,7 @@ impl WorkflowTool {
         let concurrency = self.children.kit.limits.max_concurrent.max(1) as usize;
         let mut queued: VecDeque<AgentCall> = VecDeque::new();
         let mut running = FuturesUnordered::new();
-        let mut spent = Spent::default();
+        let mut spent = ChildrenSpent::default();
         let outcome = loop {
             while running.len() < concurrency
                 && let Some(call) = queued.pop_front()
@@ -226,10 +203,9 @@ impl WorkflowTool {
             }
             tokio::select! {
                 Some(call) = asked.recv() => queued.push_back(call),
-                Some((seq, answer, ran)) = running.next() => {
-                    if let Some((usage, record)) = ran {
-                        spent.usage.add(&usage);
-                        spent.runs.push(record);
+                Some((seq, answer, ended)) = running.next() => {
+                    if let Some(ended) = &ended {
+                        spent.add(ended);
                     }
                     let _ = reply.send((seq, answer));
                 }
@@ -241,10 +217,9 @@ impl WorkflowTool {
         };
         // Agents the script never waited for are stopped; what they billed still counts.
         agents_ctx.cancel.cancel();
-        while let Some((_, _, ran)) = running.next().await {
-            if let Some((usage, record)) = ran {
-                spent.usage.add(&usage);
-                spent.runs.push(record);
+        while let Some((_, _, ended)) = running.next().await {
+            if let Some(ended) = &ended {
+                spent.add(ended);
             }
         }
         let outcome = outcome.unwrap_or(Err(WorkflowError::Failed(
@@ -260,10 +235,12 @@ impl WorkflowTool {
                 );
                 Ok(spent.onto_output(ToolOutput::text(text)))
             }
+            Err(WorkflowError::Parse(message)) => Err(spent.onto_error(workflow_error(
+                "SCRIPT_PARSE",
+                format!("workflow script does not parse: {message}"),
+            ))),
             Err(error) => Err(spent.onto_error(ToolError::plain(match error {
-                WorkflowError::Parse(message) => {
-                    format!("workflow script does not parse: {message}")
-                }
+                WorkflowError::Parse(message) => message,
                 WorkflowError::Failed(message) => format!("workflow run failed: {message}"),
                 WorkflowError::Cancelled => "workflow run was cancelled (workflow run \
                                              cancelled: workflow signal aborted)"
@@ -281,50 +258,39 @@ impl WorkflowTool {
 
     /// One `agent()` call, run as a subagent of the caller: the call's number, its answer for
     /// the script (the text, or the structured value a schema asked for; `null` when the agent
-    /// did not complete), and what it billed with the record of its run.
-    async fn agent(
-        &self,
-        call: AgentCall,
-        ctx: &ToolContext,
-    ) -> (u32, Value, Option<(Usage, SubagentRunRecord)>) {
-        let schema = match &call.schema {
-            Some(schema) => {
-                match OutputSchema::of(schema, "the workflow's schema for this agent") {
-                    Some(schema) => Some(Arc::new(schema)),
-                    None => return (call.seq, Value::Null, None),
-                }
-            }
-            None => None,
-        };
+    /// did not complete or could not start), and its run, for the caller's bill and log.
+    async fn agent(&self, call: AgentCall, ctx: &ToolContext) -> (u32, Value, Option<EndedChild>) {
+        // The engine let through only schemas that compile.
+        let schema = (call.schema.as_ref())
+            .and_then(|schema| OutputSchema::of(schema, "the workflow's schema for this agent"))
+            .map(Arc::new);
         let wants_structure = schema.is_some();
-        let started = self.children.admit(false).and_then(|(slot, n)| {
-            let spec = ChildSpec {
-                allow: None,
-                read_only: false,
-                fork: false,
-            };
-            let child = self
-                .children
-                .start_child(spec, n, call.label.clone(), false, schema)?;
-            Ok((slot, child))
-        });
-        let Ok((slot, child)) = started else {
-            return (call.seq, Value::Null, None);
+        let label = match &call.phase {
+            Some(phase) if !phase.is_empty() => format!("{phase} · {}", call.label),
+            _ => call.label.clone(),
         };
-        let ended = self
+        let Ok(ended) = self
             .children
-            .finish_foreground(child, call.prompt, ctx)
-            .await;
-        drop(slot);
-        let Ok(ended) = ended else {
+            .run_fresh_child(label, call.prompt, schema, ctx)
+            .await
+        else {
             return (call.seq, Value::Null, None);
         };
         let answer = match (ended.summary.reason.is_completed(), wants_structure) {
             (false, _) => Value::Null,
-            (true, true) => ended.structured.unwrap_or(Value::Null),
-            (true, false) => Value::String(ended.summary.text),
+            (true, true) => ended.structured.clone().unwrap_or(Value::Null),
+            (true, false) => Value::String(ended.summary.text.clone()),
         };
-        (call.seq, answer, Some((ended.summary.usage, ended.record)))
+        (call.seq, answer, Some(ended))
+    }
+}
+
+/// Stops the engine when the call that runs it ends, however it ends.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
     }
 }
 
@@ -412,15 +378,16 @@ fn workflow_error(code: &str, message: impl Into<String>) -> ToolError {
 
 /// The result's JSON within [`MAX_RESULT_CHARS`] UTF-16 units, the cut marked with how much.
 fn bounded(json: &str) -> String {
-    let units: Vec<u16> = json.encode_utf16().collect();
-    if units.len() <= MAX_RESULT_CHARS {
+    let units = json.encode_utf16().count();
+    if units <= MAX_RESULT_CHARS {
         return json.to_owned();
     }
-    let head = String::from_utf16_lossy(&units[..MAX_RESULT_CHARS]);
-    let head = head.trim_end_matches('\u{FFFD}');
-    format!(
-        "{head}\n… [truncated: {} more characters]",
-        units.len() - MAX_RESULT_CHARS
+    let cut = units - MAX_RESULT_CHARS;
+    let marker = format!("\n… [truncated: {cut} more characters]");
+    cut_utf16(
+        json,
+        MAX_RESULT_CHARS + marker.encode_utf16().count(),
+        |_| marker.clone(),
     )
 }
 
