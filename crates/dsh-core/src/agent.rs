@@ -466,6 +466,96 @@ impl Agent {
         }
     }
 
+    /// Runs a saved workflow the user asked for by name (`dsh workflow NAME`), without the
+    /// model: a turn whose message says what was asked, the `workflow` tool run on the file's
+    /// script as one step (what its agents billed is the step's), and its result, or why it
+    /// failed, as the turn's answer. The result also goes into the history as a message, so a
+    /// later turn of the session knows what the workflow found.
+    pub async fn run_workflow(
+        &mut self,
+        saved: &crate::SavedWorkflow,
+        args: Option<serde_json::Value>,
+        stop: &Stop,
+    ) -> Result<TurnSummary, CoreError> {
+        self.run_requests = 0;
+        self.run_usage = Usage::default();
+        self.structured = None;
+        let turn = self.session.next_turn();
+        self.commit(Record::TurnStart { turn })?;
+        let asked = match &args {
+            Some(args) => format!("/workflow {} {args}", saved.name),
+            None => format!("/workflow {}", saved.name),
+        };
+        self.commit(Record::UserMessage {
+            turn,
+            message: Message::user_text(asked),
+            instructions: None,
+        })?;
+        self.commit(Record::StepStart { turn, step: 1 })?;
+        let mut arguments = serde_json::json!({
+            "script": saved.script,
+            "meta": {"name": saved.name, "description": saved.description},
+        });
+        if let Some(args) = args {
+            arguments["args"] = args;
+        }
+        let ctx = ToolContext {
+            call_id: format!("workflow-{turn}"),
+            cwd: self.session.cwd().to_path_buf(),
+            cancel: stop.token().clone(),
+            session: self.tool_session.clone(),
+        };
+        let mut outcome = self
+            .tools
+            .prepare("workflow", &arguments.to_string())
+            .run(&ctx)
+            .await;
+        if let Some(ToolEffect::Subagents(runs)) = outcome.effect.take() {
+            for mut run in runs {
+                run.turn = turn;
+                self.commit(Record::SubagentRun(Box::new(run)))?;
+            }
+        }
+        let usage = outcome.usage;
+        self.run_usage.add(&usage);
+        self.commit(Record::StepEnd {
+            turn,
+            step: 1,
+            usage,
+        })?;
+        let text = self.redacted(outcome.text());
+        self.commit(Record::UserMessage {
+            turn,
+            message: Message::user_text(format!(
+                "The saved workflow {} ran ({}):\n{text}",
+                saved.name,
+                saved.path.display()
+            )),
+            instructions: None,
+        })?;
+        let mut reason = if stop.is_requested() {
+            stop.turn_end()
+        } else if outcome.is_error {
+            TurnEndReason::Error {
+                error: Failure::new(FailureCode::Workflow, text.clone()),
+            }
+        } else {
+            TurnEndReason::Completed
+        };
+        self.session.redact_reason(&mut reason);
+        self.commit(Record::TurnEnd {
+            turn,
+            reason: reason.clone(),
+        })?;
+        Ok(TurnSummary {
+            turn,
+            reason,
+            text,
+            usage,
+            steps: 1,
+        })
+    }
+
     /// The SessionStart hooks (the first run only) and the UserPromptSubmit hooks: what they
     /// print is added to the message; `Err` says why a hook withheld it.
     async fn prompt_hooks(&mut self, mut task: String, stop: &Stop) -> Result<String, String> {

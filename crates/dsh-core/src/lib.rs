@@ -23,6 +23,7 @@ mod log_props;
 mod output_schema;
 mod prompt;
 mod repair;
+mod saved_workflow;
 mod session;
 mod session_list;
 mod subagents;
@@ -40,6 +41,7 @@ pub use error::CoreError;
 pub use hooks::{HookEvent, HookRunner, HookSet, HookVerdict};
 pub use log::{LoadedLog, LogOptions, SessionLog, logged_records, read_log};
 pub use output_schema::{OUTPUT_RETRIES, OutputSchema};
+pub use saved_workflow::{SavedWorkflow, load_workflow, saved_workflows};
 pub use session::Session;
 pub use session_list::{list_sessions, session_log_path, utc_date_time};
 

@@ -28,6 +28,8 @@ pub enum FailureCode {
     TokenBudget,
     /// A `UserPromptSubmit` hook withheld the message (exit status 2).
     HookBlocked,
+    /// A saved workflow the user ran (`dsh workflow NAME`) failed.
+    Workflow,
     /// An HTTP status no other code describes.
     Http(u16),
     /// A provider finish reason we do not model (for example `CONTENT_FILTER`), upper-cased.
@@ -71,6 +73,7 @@ impl FailureCode {
             FailureCode::MaxSteps => Borrowed("MAX_STEPS"),
             FailureCode::TokenBudget => Borrowed("TOKEN_BUDGET"),
             FailureCode::HookBlocked => Borrowed("HOOK_BLOCKED"),
+            FailureCode::Workflow => Borrowed("WORKFLOW"),
             FailureCode::Http(status) => std::borrow::Cow::Owned(format!("HTTP_{status}")),
             FailureCode::Provider(code) => std::borrow::Cow::Owned(code.clone()),
             FailureCode::Unknown => Borrowed("UNKNOWN"),
@@ -98,6 +101,7 @@ impl FailureCode {
             "MAX_STEPS" => FailureCode::MaxSteps,
             "TOKEN_BUDGET" => FailureCode::TokenBudget,
             "HOOK_BLOCKED" => FailureCode::HookBlocked,
+            "WORKFLOW" => FailureCode::Workflow,
             "UNKNOWN" => FailureCode::Unknown,
             other => match other.strip_prefix("HTTP_").and_then(|n| n.parse().ok()) {
                 Some(status) => FailureCode::Http(status),

@@ -36,6 +36,8 @@ pub enum Command {
         id: String,
         json: bool,
     },
+    /// `dsh workflow list`: the saved workflows this directory can run.
+    WorkflowList,
     /// The terminal UI: `dsh` on a terminal with no headless option, and `dsh resume`.
     Tui(TuiArgs),
     /// `dsh mcp-server` or `dsh acp`: serve a protocol on stdio; the flags are every
@@ -100,6 +102,11 @@ pub enum TaskSource {
     Words(String),
     /// Read the task from stdin (no task words, or a lone `-`).
     Stdin,
+    /// `dsh workflow NAME [--args JSON]`: run a saved workflow, the model aside.
+    Workflow {
+        name: String,
+        args: Option<serde_json::Value>,
+    },
 }
 
 /// A command line that cannot run.
@@ -179,6 +186,18 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
     }
     if args.first().is_some_and(|a| a == "sessions") {
         return parse_sessions(&args[1..]).map_err(|m| fail(m, true));
+    }
+    // `dsh workflow NAME [--args JSON] [options]`: always headless; the options are a run's.
+    let mut workflow = None;
+    if args.first().is_some_and(|a| a == "workflow") {
+        match parse_workflow(&args[1..]).map_err(|m| fail(m, true))? {
+            None => return Ok(Command::WorkflowList),
+            Some((name, workflow_args, rest)) => {
+                workflow = Some((name, workflow_args));
+                args = rest;
+                headless = true;
+            }
+        }
     }
     let serve = match args.first().map(String::as_str) {
         Some("mcp-server") if !headless => Some(Protocol::Mcp),
@@ -398,6 +417,22 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
     if let Some(protocol) = serve {
         return serving(protocol, run, &words, dump_config).map_err(|m| fail(m, false));
     }
+    if let Some((name, args)) = workflow {
+        if !words.is_empty() || run.stream_input {
+            return Err(fail(
+                format!(
+                    "`dsh workflow {name}` runs the saved workflow and takes no task: give its \
+                     values with --args '{{\"key\": ...}}'"
+                ),
+                true,
+            ));
+        }
+        run.task = TaskSource::Workflow { name, args };
+        if dump_config {
+            return Ok(Command::DumpConfig(run));
+        }
+        return Ok(Command::Run(run));
+    }
     if dump_config {
         return Ok(Command::DumpConfig(run));
     }
@@ -553,6 +588,48 @@ fn parse_sandbox(args: &[String]) -> Result<Command, String> {
     Ok(Command::SandboxCheck { patches })
 }
 
+/// `workflow list`, or `workflow NAME [--args JSON]` and the run's options: `None` for the list,
+/// else the name, the args, and the options left for the run's parser.
+#[allow(clippy::type_complexity)]
+fn parse_workflow(
+    args: &[String],
+) -> Result<Option<(String, Option<serde_json::Value>, Vec<String>)>, String> {
+    let Some((name, rest)) = args
+        .split_first()
+        .filter(|(name, _)| !name.starts_with('-'))
+    else {
+        return Err(
+            "`dsh workflow` needs a saved workflow's name (`dsh workflow list` lists them)".into(),
+        );
+    };
+    if name == "list" {
+        return match rest {
+            [] => Ok(None),
+            _ => Err("`dsh workflow list` takes no options".into()),
+        };
+    }
+    let mut options = Vec::new();
+    let mut workflow_args = None;
+    let mut iter = rest.iter();
+    while let Some(arg) = iter.next() {
+        if arg == "--args" {
+            let text = iter
+                .next()
+                .ok_or("option '--args <json>' argument missing")?;
+            let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+                format!("--args is not JSON ({e}): give an object, as '{{\"n\": 3}}'")
+            })?;
+            if !value.is_object() {
+                return Err("--args must be a JSON object, as '{\"n\": 3}'".into());
+            }
+            workflow_args = Some(value);
+        } else {
+            options.push(arg.clone());
+        }
+    }
+    Ok(Some((name.clone(), workflow_args, options)))
+}
+
 /// `sessions list` or `sessions show ID [--json]`.
 fn parse_sessions(args: &[String]) -> Result<Command, String> {
     match args {
@@ -624,6 +701,8 @@ Usage:
   dsh sandbox check [--patch <file>]...       (which sandbox would confine commands)
   dsh sessions list [--json]                  (this directory's sessions, newest first)
   dsh sessions show <id> [--json]             (one session's transcript)
+  dsh workflow <name> [--args <json>] [OPTIONS] (run a saved workflow, .dsh/workflows/<name>.js)
+  dsh workflow list                           (the saved workflows)
   dsh mcp-server [OPTIONS]                    (an MCP server on stdio: tools dsh, dsh-reply)
   dsh acp [OPTIONS]                           (an Agent Client Protocol agent on stdio, for editors)
   dsh --profile headless [OPTIONS] [TASK...]   (always headless; as DeepSeek Harness takes it)

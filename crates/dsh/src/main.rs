@@ -40,6 +40,7 @@ fn main() -> ExitCode {
         Ok(Command::DumpConfig(args)) => ExitCode::from(dump_config::run(&args)),
         Ok(Command::SessionsList { json }) => ExitCode::from(sessions_cmd::list(json)),
         Ok(Command::SessionsShow { id, json }) => ExitCode::from(sessions_cmd::show(&id, json)),
+        Ok(Command::WorkflowList) => ExitCode::from(workflow_list()),
         Ok(Command::Tui(args)) => {
             let options = dsh_tui::Options {
                 flags: args.flags,
@@ -81,4 +82,34 @@ fn serve(protocol: cli::Protocol, flags: dsh_core::Flags) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `dsh workflow list`: the saved workflows this directory can run, and the files that cannot.
+fn workflow_list() -> u8 {
+    let env = dsh_core::Environment::from_process();
+    let (cwd, home) = match (place::cwd(), dsh_core::config::home(&env)) {
+        (Ok(cwd), Ok(home)) => (cwd, home.value),
+        (Err(e), _) | (_, Err(e)) => {
+            let _ = writeln!(std::io::stderr(), "dsh: {}", e.message);
+            return 1;
+        }
+    };
+    let (found, problems) = dsh_core::saved_workflows(&cwd, &home);
+    let mut out = String::new();
+    for workflow in &found {
+        out.push_str(&format!(
+            "{}  {}\n    {}\n",
+            workflow.name,
+            workflow.description,
+            workflow.path.display()
+        ));
+    }
+    if found.is_empty() {
+        out.push_str("no saved workflows: put one in .dsh/workflows/<name>.js\n");
+    }
+    let _ = std::io::stdout().write_all(out.as_bytes());
+    for problem in problems {
+        let _ = writeln!(std::io::stderr(), "dsh: skipped {problem}");
+    }
+    0
 }

@@ -114,7 +114,10 @@ async fn set_up_and_run(
     // events are forwarded by a task of their own and can come after it, still before `final`.
     let mut events = run.take_events();
     let turn = async {
-        let result = run.agent.run(task, stop).await;
+        let result = match task {
+            Work::Task(task) => run.agent.run(task, stop).await,
+            Work::Workflow(saved, args) => run.agent.run_workflow(&saved, args, stop).await,
+        };
         let structured = run.agent.structured_output().cloned();
         // Drops the agent, which closes the event channel, and stops every process a command
         // or a server started.
@@ -259,22 +262,37 @@ async fn set_up(
     args: &RunArgs,
     mcp: &dsh_mcp::McpServers,
     notices: mpsc::UnboundedSender<String>,
-) -> Result<(Option<String>, Run), SetupError> {
+) -> Result<(Option<Work>, Run), SetupError> {
     let cwd = crate::place::cwd()?;
     let settings = Settings::load(cwd, &Environment::from_process(), &args.flags)?;
+    // A saved workflow is found before anything starts: a wrong name costs nothing.
+    let workflow = match &args.task {
+        TaskSource::Workflow { name, args } => Some(Work::Workflow(
+            dsh_core::load_workflow(settings.cwd(), &settings.home().value, name)?,
+            args.clone(),
+        )),
+        _ => None,
+    };
     let started = AgentBuilder::new(settings).start(mcp, notices)?;
     let task = match &args.task {
         _ if args.stream_input => None,
-        TaskSource::Words(task) => Some(task.clone()),
-        TaskSource::Stdin => Some(
+        TaskSource::Workflow { .. } => workflow,
+        TaskSource::Words(task) => Some(Work::Task(task.clone())),
+        TaskSource::Stdin => Some(Work::Task(
             tokio::task::spawn_blocking(read_stdin_task)
                 .await
                 .map_err(|e| {
                     SetupError::new("TASK", format!("cannot read the task from stdin: {e}"))
                 })??,
-        ),
+        )),
     };
     Ok((task, started.finish().await?))
+}
+
+/// What a run does: a task for the model, or a saved workflow with its args.
+enum Work {
+    Task(String),
+    Workflow(dsh_core::SavedWorkflow, Option<serde_json::Value>),
 }
 
 /// The whole of stdin, verbatim (a trailing newline included).

@@ -750,3 +750,51 @@ fn a_workflow_with_bad_meta_or_a_runtime_error_says_what_is_wrong() {
         "{failed}"
     );
 }
+
+#[test]
+fn dsh_workflow_runs_a_saved_workflow_without_the_model() {
+    let env = TestEnv::new(vec![Turn::text("hello")]);
+    env.write(
+        ".dsh/workflows/greet.js",
+        "// Ask one agent to say a word, and return what it said.\n\
+         const said = await agent(\"Say \" + args.word);\nreturn {said};\n",
+    );
+    let out = env.run(dsh(), &["workflow", "list"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(
+        out.stdout
+            .starts_with("greet  Ask one agent to say a word, and return what it said.\n"),
+        "{}",
+        out.stdout
+    );
+    let out = env.run(
+        dsh(),
+        &["workflow", "greet", "--json", "--args", r#"{"word": "hi"}"#],
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    // The only request is the workflow's agent's: no model turn around it.
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].messages()[1]["content"], "Say hi");
+    let last = out.events().last().cloned().unwrap();
+    assert_eq!(
+        last["text"],
+        "workflow \"greet\" completed (1 agent).\nReturn value:\n{\n  \"said\": \"hello\"\n}"
+    );
+    assert_eq!(last["reason"]["kind"], "completed");
+    assert_eq!(last["usage"]["inputTokens"], 100);
+    let log = env.session_logs();
+    assert!(
+        log.contains(r#"/workflow greet {\"word\":\"hi\"}"#),
+        "{log}"
+    );
+
+    let out = env.run(dsh(), &["workflow", "nope"]);
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.contains("no saved workflow \"nope\""),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.server.requests().len(), 1);
+}
