@@ -448,6 +448,35 @@ impl Settings {
         &self.permission_mode
     }
 
+    /// Keeps a resumed session's permission mode and approval policy (as its log recorded
+    /// them) where no flag set them: a session goes on under the permissions it had, and
+    /// `--permission-mode` or `--approval-policy` on the resume changes them.
+    pub fn keep_session_permissions(&mut self, mode: &str, approval: &str) {
+        let flagged = |source: &Source| matches!(source, Source::Flag(_));
+        if !flagged(&self.permission_mode.source)
+            && let Ok(mode) = mode.parse::<PermissionMode>()
+        {
+            self.permission_mode = Sourced::new(mode, Source::Session);
+            self.set_row("sandbox.mode", mode.shown());
+        }
+        if self.permission_mode.value.is_plan() {
+            self.approval =
+                Sourced::new(ApprovalPolicy::Never, self.permission_mode.source.clone());
+        } else if !flagged(&self.approval.source)
+            && let Ok(approval) = approval.parse::<ApprovalPolicy>()
+        {
+            self.approval = Sourced::new(approval, Source::Session);
+            self.set_row("approval.policy", approval.shown());
+        }
+    }
+
+    fn set_row(&mut self, key: &str, value: String) {
+        self.rows.retain(|row| row.key != key);
+        self.rows
+            .push(SettingRow::new(key.to_owned(), value, &Source::Session));
+        self.rows.sort_by(|a, b| a.key.cmp(&b.key));
+    }
+
     pub fn approval(&self) -> &Sourced<ApprovalPolicy> {
         &self.approval
     }

@@ -17,6 +17,8 @@ pub enum Source {
     Flag(&'static str),
     /// What the agent preset of that name sets (`preset`, `--preset`).
     Preset(&'static str),
+    /// What the resumed session last ran under (its permission mode and approval policy).
+    Session,
 }
 
 impl fmt::Display for Source {
@@ -26,6 +28,7 @@ impl fmt::Display for Source {
             Source::File(path) => write!(f, "{}", path.display()),
             Source::Env(name) | Source::Flag(name) => f.write_str(name),
             Source::Preset(name) => write!(f, "preset {name}"),
+            Source::Session => f.write_str("the session"),
         }
     }
 }

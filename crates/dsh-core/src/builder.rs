@@ -226,7 +226,7 @@ impl AgentBuilder {
         mcp: &McpServers,
         notices: UnboundedSender<String>,
     ) -> Result<StartedRun, SetupError> {
-        let AgentBuilder { settings, user } = self;
+        let AgentBuilder { mut settings, user } = self;
         let chosen = crate::session_list::chosen_session(&settings)?;
         check_mcp_tool_names(&settings)?;
         // What the user is told from outside the agent (a server's stderr, a skipped hook)
@@ -247,18 +247,19 @@ impl AgentBuilder {
             fsync: settings.fsync().value,
             zstd: settings.compression().value == Compression::Zstd,
         };
-        let home = &settings.home().value;
+        let home = settings.home().value.clone();
         let cwd = settings.cwd().clone();
         let session = match &chosen {
-            Some(id) if settings.fork() => Session::fork(home, cwd, id, log_options),
-            Some(id) => Session::resume(home, cwd, id, log_options),
-            None => Ok(Session::create(home, cwd, log_options)),
+            Some(id) if settings.fork() => Session::fork(&home, cwd, id, log_options),
+            Some(id) => Session::resume(&home, cwd, id, log_options),
+            None => Ok(Session::create(&home, cwd, log_options)),
         }
         .map_err(|e| SetupError::new(e.code(), e.to_string()))?;
         let mut session = session;
         session.redact_failures(settings.redactor());
+        keep_permissions(&mut settings, &mut session)?;
         let mut shell_env = ShellEnv::new(vec![
-            ("DSH_HOME".into(), home.clone().into_os_string()),
+            ("DSH_HOME".into(), home.into_os_string()),
             ("DSH_SESSION_ID".into(), session.id().into()),
             (
                 "DSH_SESSION_JSONL".into(),
@@ -711,12 +712,49 @@ fn base_tools(settings: &Settings) -> BaseTools {
     }
 }
 
+/// A resumed session goes on under the permission mode and approval policy it recorded,
+/// unless a flag changes them; the permissions in effect are recorded whenever they are new to
+/// the session (a new one, or a change on a resume).
+fn keep_permissions(settings: &mut Settings, session: &mut Session) -> Result<(), SetupError> {
+    if let Some(recorded) = session.permission() {
+        settings.keep_session_permissions(&recorded.mode.clone(), &recorded.approval.clone());
+    }
+    let current = dsh_protocol::PermissionRecord {
+        mode: settings.permission_mode().value.to_string(),
+        approval: settings.approval().value.to_string(),
+        source: settings.permission_mode().source.to_string(),
+    };
+    let unchanged = session
+        .permission()
+        .is_some_and(|r| r.mode == current.mode && r.approval == current.approval);
+    if !unchanged {
+        session.commit(dsh_protocol::Record::PermissionMode(current))?;
+    }
+    Ok(())
+}
+
 /// Every setting a run with `settings` uses, with its source, as `--dump-config` prints them:
 /// the resolved settings, the tools the model is offered and the session chosen (for
 /// `--continue`, found among the session logs, so a missing one fails here as the run would).
 pub fn setting_rows(settings: &Settings) -> Result<Vec<SettingRow>, SetupError> {
     let session = crate::session_list::chosen_session(settings)?;
-    Ok(settings.rows(offered_tools(settings), session.as_deref()))
+    // A resumed session's own permissions are what the run would use.
+    let recorded = session.as_deref().and_then(|id| {
+        let path = crate::session_log_path(&settings.home().value, settings.cwd(), id).ok()?;
+        let log = crate::read_log(&path).ok()?;
+        log.records
+            .into_iter()
+            .rev()
+            .find_map(|envelope| match envelope.record {
+                dsh_protocol::Record::PermissionMode(permission) => Some(permission),
+                _ => None,
+            })
+    });
+    let mut settings = settings.clone();
+    if let Some(recorded) = recorded.filter(|_| !settings.fork()) {
+        settings.keep_session_permissions(&recorded.mode, &recorded.approval);
+    }
+    Ok(settings.rows(offered_tools(&settings), session.as_deref()))
 }
 
 /// The names of the tools a run with these settings offers: the built-in ones, then each MCP

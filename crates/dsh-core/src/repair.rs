@@ -78,6 +78,7 @@ pub fn repair(records: &[RecordEnvelope]) -> Vec<Record> {
             | Record::TodoWrite { .. }
             | Record::GoalChange(_)
             | Record::Presentation(_)
+            | Record::PermissionMode(_)
             | Record::SessionSeed { .. }
             | Record::SubagentRun(_) => {}
         }

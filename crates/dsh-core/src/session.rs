@@ -1,8 +1,8 @@
 use std::path::{Path, PathBuf};
 
 use dsh_protocol::{
-    Block, GoalChangeRecord, Message, Record, RecordEnvelope, SessionHeader, SubagentRunRecord,
-    TodoItem, TurnEndReason,
+    Block, GoalChangeRecord, Message, PermissionRecord, Record, RecordEnvelope, SessionHeader,
+    SubagentRunRecord, TodoItem, TurnEndReason,
 };
 
 use crate::CoreError;
@@ -25,6 +25,8 @@ pub struct Session {
     todos: Vec<TodoItem>,
     /// The session's goal, as its last `goal/change` left it.
     goal: Option<GoalChangeRecord>,
+    /// The permission mode and approval policy, as its last `permission/mode` left them.
+    permission: Option<PermissionRecord>,
     /// How much of the history the last completed turn left: what a fork starts from.
     completed: usize,
     /// The subagents it started, each as its latest `subagent/run` left it.
@@ -86,6 +88,7 @@ impl Session {
             untracked_instructions: false,
             todos: Vec::new(),
             goal: None,
+            permission: None,
             completed: 0,
             children: Vec::new(),
             logged_tokens: 0,
@@ -190,6 +193,7 @@ impl Session {
             untracked_instructions: false,
             todos: Vec::new(),
             goal: None,
+            permission: None,
             completed: 0,
             children: Vec::new(),
             logged_tokens: 0,
@@ -218,6 +222,11 @@ impl Session {
     /// The model's task list, as its last `todo_write` left it (a resumed session's too).
     pub fn todos(&self) -> &[TodoItem] {
         &self.todos
+    }
+
+    /// The permission mode and approval policy the session last ran under, if it recorded them.
+    pub fn permission(&self) -> Option<&PermissionRecord> {
+        self.permission.as_ref()
     }
 
     /// The last change of the session's goal, which holds the goal as it is now (a resumed
@@ -370,6 +379,7 @@ impl Session {
             }
             Record::TodoWrite { todos, .. } => self.todos = todos,
             Record::GoalChange(change) => self.goal = Some(change),
+            Record::PermissionMode(permission) => self.permission = Some(permission),
             Record::SessionSeed { messages } => self.history.extend(messages),
             Record::TurnEnd { .. } => self.completed = self.history.len(),
             Record::StepEnd { usage, .. } => self.logged_tokens += usage.total_tokens,

@@ -176,6 +176,7 @@ fn kinds(records: &[Record]) -> Vec<&'static str> {
             Record::SubagentRun(_) => "subagent/run",
             Record::GoalChange(_) => "goal/change",
             Record::Presentation(_) => "artifact/present",
+            Record::PermissionMode(_) => "permission/mode",
         })
         .collect()
 }

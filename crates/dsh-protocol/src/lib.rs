@@ -17,9 +17,9 @@ pub use message::{Block, ImageRef, Message, Role, ToolOutputPart, ToolSpec};
 pub use record::{
     AbortReason, AssistantMessageRecord, BlockedReason, CommandOutcome, CompactionPruneRecord,
     CompactionSummaryRecord, FinishReason, Goal, GoalChangeRecord, GoalOperation, GoalPhase,
-    HeaderKind, InstructionFile, Presentation, Record, RecordEnvelope, SESSION_FORMAT_VERSION,
-    SessionHeader, SessionSummary, SubagentRunRecord, TodoItem, TodoStatus, ToolCallRecord,
-    ToolResultRecord, TurnEndReason,
+    HeaderKind, InstructionFile, PermissionRecord, Presentation, Record, RecordEnvelope,
+    SESSION_FORMAT_VERSION, SessionHeader, SessionSummary, SubagentRunRecord, TodoItem, TodoStatus,
+    ToolCallRecord, ToolResultRecord, TurnEndReason,
 };
 pub use stream::StreamEvent;
 pub use usage::{OffPeak, PeakHours, Prices, Usage};

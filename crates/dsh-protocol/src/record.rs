@@ -126,6 +126,22 @@ pub enum Record {
     /// The model handed the user something finished to look at (`present`).
     #[serde(rename = "artifact/present")]
     Presentation(Presentation),
+    /// The permission mode and approval policy the session runs under from here on: written
+    /// when it starts and whenever a resume changes them, so a resume keeps them.
+    #[serde(rename = "permission/mode")]
+    PermissionMode(PermissionRecord),
+}
+
+/// A session's permission mode and approval policy, and what set them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionRecord {
+    /// `read-only`, `workspace-write`, `danger-full-access` or `plan`.
+    pub mode: String,
+    /// `ask` or `never`.
+    pub approval: String,
+    /// Where they came from: `default`, a config file, a variable, a flag.
+    pub source: String,
 }
 
 /// Something finished the model hands the user to look at: a file, a summary, or both.

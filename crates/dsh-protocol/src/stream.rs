@@ -165,6 +165,8 @@ pub fn project(record: &Record) -> Vec<StreamEvent> {
         // A fork's inherited history happened before; how a subagent ended is in its events
         // and in the result of the call that ran it.
         Record::SessionSeed { .. } | Record::SubagentRun(_) => Vec::new(),
+        // Settings of the session, as the run's `--dump-config` shows them.
+        Record::PermissionMode(_) => Vec::new(),
         // Compaction changes what the model is sent, not what happened; its request's usage
         // is in the step's `step_end`.
         Record::UserMessage { .. } | Record::CompactionPrune(_) | Record::CompactionSummary(_) => {

@@ -377,7 +377,11 @@ impl Ui {
     async fn slash(&self, app: &mut App, command: Slash) -> bool {
         let needs_idle = matches!(
             command,
-            Slash::Model(Some(_)) | Slash::Compact | Slash::New | Slash::Resume(_)
+            Slash::Model(Some(_))
+                | Slash::Permissions(Some(_))
+                | Slash::Compact
+                | Slash::New
+                | Slash::Resume(_)
         );
         if needs_idle && (app.is_running() || app.busy.is_some()) {
             app.notice_until_idle("wait for the turn to end (or interrupt it with Esc) first");
@@ -410,6 +414,27 @@ impl Ui {
                     .map_or_else(|| self.base_flags.clone(), |i| i.flags.clone());
                 flags.model = Some(name);
                 self.open(app, flags, None);
+            }
+            Slash::Permissions(None) => {
+                let sandbox = app.info.as_ref().map_or("none", |i| i.sandbox.as_str());
+                app.note(format!(
+                    "permission mode: {sandbox} (/permissions MODE switches between turns: \
+                     read-only, workspace-write, danger-full-access or plan; the session keeps \
+                     it)"
+                ));
+            }
+            Slash::Permissions(Some(name)) => {
+                match name.parse::<dsh_core::config::PermissionMode>() {
+                    Ok(mode) => {
+                        let mut flags = app
+                            .info
+                            .as_ref()
+                            .map_or_else(|| self.base_flags.clone(), |i| i.flags.clone());
+                        flags.permission_mode = Some(mode);
+                        self.open(app, flags, None);
+                    }
+                    Err(why) => app.note(why),
+                }
             }
             Slash::Compact => {
                 if app.info.is_some() {

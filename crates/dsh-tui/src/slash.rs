@@ -14,6 +14,11 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "/compact",
         "summarise the conversation so far to free context",
     ),
+    (
+        "/permissions",
+        "show the permission mode, or switch between turns: /permissions MODE (read-only, \
+         workspace-write, danger-full-access, plan)",
+    ),
     ("/new", "start a new session"),
     (
         "/resume",
@@ -31,6 +36,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Slash {
     Model(Option<String>),
+    Permissions(Option<String>),
     Compact,
     New,
     Resume(Option<String>),
@@ -108,6 +114,7 @@ pub fn parse(line: &str, prompts: &[UserPrompt]) -> Slash {
     let arg = (!rest.is_empty()).then(|| rest.to_owned());
     match name {
         "/model" => Slash::Model(arg),
+        "/permissions" => Slash::Permissions(arg),
         "/compact" => Slash::Compact,
         "/new" | "/clear" => Slash::New,
         "/resume" => Slash::Resume(arg),

@@ -138,9 +138,11 @@ impl Transcript {
                 format!("· {} ({}) ended its turn", run.agent_id, run.label),
                 DIM,
             )]),
-            Record::StepStart { .. } | Record::CompactionPrune(_) | Record::SessionSeed { .. } => {
-                None
-            }
+            // The status line says the mode the session runs under.
+            Record::StepStart { .. }
+            | Record::CompactionPrune(_)
+            | Record::SessionSeed { .. }
+            | Record::PermissionMode(_) => None,
         }
     }
 

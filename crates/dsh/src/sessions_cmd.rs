@@ -204,6 +204,13 @@ fn transcript_line(out: &mut String, record: &Record) {
                 change.goal.revision
             );
         }
+        Record::PermissionMode(permission) => {
+            let _ = writeln!(
+                out,
+                "[permissions: {}, approval {} ({})]",
+                permission.mode, permission.approval, permission.source
+            );
+        }
         Record::Presentation(shown) => {
             let _ = writeln!(out, "[presented {}]", shown.headline());
             if let Some(summary) = &shown.summary {

@@ -479,7 +479,9 @@ fn sessions_are_listed_newest_first_and_shown_as_a_transcript() {
         .collect();
     assert_eq!(lines[0]["type"], "session");
     assert_eq!(lines[0]["id"], second_id);
-    assert_eq!(lines[1]["type"], "turn/start");
+    // The permissions the session runs under come first, then its turns.
+    assert_eq!(lines[1]["type"], "permission/mode");
+    assert_eq!(lines[2]["type"], "turn/start");
 
     let missing = env.run(dsh(), &["sessions", "show", "session-nope"]);
     assert_eq!(missing.code(), Some(1));
@@ -745,4 +747,66 @@ fn fork_starts_a_new_session_from_a_copy_and_leaves_the_old_one_alone() {
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn a_resumed_session_keeps_its_permission_mode_unless_a_flag_changes_it() {
+    let env = TestEnv::new(vec![
+        Turn::text("one"),
+        Turn::text("two"),
+        Turn::text("three"),
+    ]);
+    let out = env.run(
+        dsh(),
+        &["--json", "--permission-mode", "read-only", "first"],
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let id = reported_session(&out);
+    let mode_row = |args: &[&str]| {
+        let mut all = vec!["--dump-config"];
+        all.extend_from_slice(args);
+        let shown = env.run(dsh(), &all).stdout;
+        shown
+            .lines()
+            .find(|l| l.starts_with("sandbox.mode = "))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    // Resumed without a flag: the session's mode, over the default.
+    let row = mode_row(&["--session-id", &id]);
+    assert!(
+        row.contains("\"read-only\"") && row.ends_with("# the session"),
+        "{row}"
+    );
+    let out = env.run(dsh(), &["--json", "--session-id", &id, "second"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    // The commands of the resumed run are told they are read-only.
+    let system = env.server.requests()[1].messages()[0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(system.contains("read-only"), "{system}");
+    let log = env.session_log();
+    assert_eq!(log.matches("\"type\":\"permission/mode\"").count(), 1);
+    // A flag on the resume changes it, and the change is recorded.
+    let out = env.run(
+        dsh(),
+        &[
+            "--json",
+            "--session-id",
+            &id,
+            "--permission-mode",
+            "workspace-write",
+            "third",
+        ],
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let log = env.session_log();
+    assert_eq!(log.matches("\"type\":\"permission/mode\"").count(), 2);
+    assert!(
+        log.contains(r#""mode":"workspace-write","approval":"ask","source":"--permission-mode""#),
+        "{log}"
+    );
+    let row = mode_row(&["--session-id", &id]);
+    assert!(row.contains("\"workspace-write\""), "{row}");
 }

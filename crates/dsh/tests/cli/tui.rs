@@ -591,3 +591,29 @@ fn a_failed_resume_leaves_no_stale_status() {
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
+
+#[test]
+fn permissions_switches_the_mode_between_turns_and_the_session_keeps_it() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![Turn::text("first answer")]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("hello");
+    ui.press(&["Enter"]);
+    wait_turn_end(&ui, "first answer");
+    ui.type_text("/permissions read-only");
+    ui.press(&["Enter"]);
+    ui.wait_until("the status line naming the new mode", |_| {
+        footer(&ui).contains("· read-only ·")
+    });
+    let modes: Vec<Value> = log_records(&env)
+        .into_iter()
+        .filter(|r| r["type"] == "permission/mode")
+        .collect();
+    assert_eq!(modes.len(), 2, "{modes:?}");
+    assert_eq!(modes[1]["data"]["mode"], "read-only");
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
