@@ -38,6 +38,7 @@ pub struct Config {
     pub web: WebConfig,
     pub subagents: SubagentsConfig,
     pub goals: GoalsConfig,
+    pub workflows: WorkflowsConfig,
     pub mcp: McpConfig,
     pub secrets: SecretsConfig,
     /// What is known about models by name, over the built-in table.
@@ -180,6 +181,21 @@ pub struct GoalsConfig {
     /// The rounds a goal must have had before a round may report it blocked (default 3).
     #[serde(deserialize_with = "at_least_one")]
     pub blocked_after_rounds: Option<u64>,
+}
+
+/// Workflows: the bounds of one `workflow` run (its script and its agents).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkflowsConfig {
+    /// How long one run may take, agents included, in milliseconds (default 3600000).
+    #[serde(deserialize_with = "at_least_one")]
+    pub timeout_ms: Option<u64>,
+    /// MiB the script's heap may take (default 64).
+    #[serde(deserialize_with = "at_least_one")]
+    pub max_memory_mb: Option<u64>,
+    /// `agent()` calls one run may make (default 1000).
+    #[serde(deserialize_with = "at_least_one")]
+    pub max_agents: Option<u64>,
 }
 
 /// Subagents: how many, how deep, how costly.

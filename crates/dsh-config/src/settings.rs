@@ -76,6 +76,17 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "write",
 ];
 
+/// The bounds of one workflow run (`[workflows]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkflowBounds {
+    /// How long the run may take, its agents included.
+    pub time: Duration,
+    /// MiB its script's heap may take.
+    pub max_memory_mb: u64,
+    /// `agent()` calls it may make.
+    pub max_agents: u64,
+}
+
 /// What a session's goal defaults to and requires (`[goals]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GoalRules {
@@ -387,6 +398,8 @@ pub struct Settings {
     pub(super) subagents: SubagentLimits,
     /// The rounds of a session's goal (`[goals]`).
     pub(super) goals: GoalRules,
+    /// The bounds of a workflow run (`[workflows]`).
+    pub(super) workflows: WorkflowBounds,
     /// The session to continue; `None` starts a new one.
     pub(super) session: Option<SessionChoice>,
     /// Whether `session` is copied into a new session instead of continued (`--fork`).
@@ -561,6 +574,10 @@ impl Settings {
         self.goals
     }
 
+    pub fn workflows(&self) -> WorkflowBounds {
+        self.workflows
+    }
+
     pub fn session(&self) -> Option<&SessionChoice> {
         self.session.as_ref()
     }
@@ -677,6 +694,7 @@ impl Settings {
         let key_variables = key_variables(&route, config);
         let subagents = subagent_limits(&mut r, &config.subagents);
         let goals = goal_rules(&mut r, &config.goals);
+        let workflows = workflow_bounds(&mut r, &config.workflows);
         let mcp_servers = mcp_servers(&mut r, config, flags, &cwd)?;
         let redact_secrets = r.setting(
             "secrets.redact",
@@ -728,6 +746,7 @@ impl Settings {
             redactor,
             subagents,
             goals,
+            workflows,
             session,
             fork: flags.fork,
             files,
@@ -965,6 +984,35 @@ fn key_variables(route: &Route, config: &Config) -> Vec<String> {
         );
     }
     key_variables
+}
+
+/// `[workflows]`: how long a workflow run may take, its script's heap, and its agents.
+fn workflow_bounds(
+    r: &mut Resolver<'_>,
+    workflows: &super::files::WorkflowsConfig,
+) -> WorkflowBounds {
+    let time = r.millis(
+        "workflows.timeout_ms",
+        workflows.timeout_ms,
+        Duration::from_secs(3600),
+    );
+    WorkflowBounds {
+        time: time.value,
+        max_memory_mb: r
+            .setting(
+                "workflows.max_memory_mb",
+                [r.file("workflows.max_memory_mb", workflows.max_memory_mb)],
+                64,
+            )
+            .value,
+        max_agents: r
+            .setting(
+                "workflows.max_agents",
+                [r.file("workflows.max_agents", workflows.max_agents)],
+                1000,
+            )
+            .value,
+    }
 }
 
 /// `[goals]`: a goal's default round limit, and the rounds before one may be reported blocked.

@@ -569,8 +569,17 @@ fn child_kit(
     hooks: Option<Arc<crate::HookRunner>>,
 ) -> Arc<crate::subagents::ChildKit> {
     let limits = *settings.subagents();
+    let bounds = settings.workflows();
+    let workflows = dsh_workflow::Limits {
+        memory_bytes: usize::try_from(bounds.max_memory_mb.saturating_mul(1 << 20))
+            .unwrap_or(usize::MAX),
+        time: bounds.time,
+        max_agents: u32::try_from(bounds.max_agents).unwrap_or(u32::MAX),
+        ..dsh_workflow::Limits::default()
+    };
     crate::subagents::ChildKit::new(
         limits,
+        workflows,
         Box::new(move |spec: crate::subagents::ChildSpec| {
             let mode = if spec.read_only {
                 SandboxMode::ReadOnly

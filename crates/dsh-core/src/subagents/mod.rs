@@ -32,6 +32,8 @@ pub(crate) use background::{BackgroundAgents, usage_of};
 /// What every agent of a run builds its children from.
 pub(crate) struct ChildKit {
     pub(crate) limits: SubagentLimits,
+    /// The bounds of a workflow run (`[workflows]`).
+    pub(crate) workflows: dsh_workflow::Limits,
     /// A child's agent before its tools and session: model, prompt facts, instructions.
     pub(crate) build: Box<dyn Fn(ChildSpec) -> ChildParts + Send + Sync>,
     /// Subagents started in this run against `max_total` (Ralph's rounds and workflows' agents
@@ -73,10 +75,12 @@ pub(crate) struct ChildParts {
 impl ChildKit {
     pub(crate) fn new(
         limits: SubagentLimits,
+        workflows: dsh_workflow::Limits,
         build: Box<dyn Fn(ChildSpec) -> ChildParts + Send + Sync>,
     ) -> Arc<ChildKit> {
         Arc::new(ChildKit {
             limits,
+            workflows,
             build,
             started: AtomicU32::new(0),
             running: AtomicU32::new(0),
@@ -845,7 +849,11 @@ mod tests {
             max_total: 16,
             max_tokens: 1,
         };
-        let kit = ChildKit::new(limits, Box::new(|_| unreachable!("no child is built")));
+        let kit = ChildKit::new(
+            limits,
+            dsh_workflow::Limits::default(),
+            Box::new(|_| unreachable!("no child is built")),
+        );
         kit.number_after(&[recorded("subagent-1", 3), recorded("subagent-2", 0)]);
         assert_eq!(kit.ids_used(), 3);
         kit.number_after(&[recorded("subagent-7", 0)]);

@@ -68,9 +68,10 @@ impl WorkflowTool {
             ],
             additional: Some(true),
         };
+        let limits = children.kit.workflows;
         WorkflowTool {
             children,
-            limits: Limits::default(),
+            limits,
             parameters: Parameters::new(vec![
                 Param::required(
                     "script",
@@ -246,7 +247,8 @@ impl WorkflowTool {
                                              cancelled: workflow signal aborted)"
                     .to_owned(),
                 WorkflowError::TimedOut(limit) => format!(
-                    "workflow run failed: the run reached its time limit of {} s",
+                    "workflow run failed: the run reached its time limit of {} s \
+                     (workflows.timeout_ms)",
                     limit.as_secs()
                 ),
                 WorkflowError::Stalled => "workflow run failed: the script waits for a promise \

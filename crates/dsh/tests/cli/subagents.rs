@@ -798,3 +798,35 @@ fn dsh_workflow_runs_a_saved_workflow_without_the_model() {
     );
     assert_eq!(env.server.requests().len(), 1);
 }
+
+#[test]
+fn a_workflow_is_bounded_by_the_workflows_settings() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "workflow",
+            json!({
+                "script": "await agent('one'); await agent('two'); return 1;",
+                "meta": {"name": "capped", "description": "Two agents, one allowed."}
+            }),
+        ),
+        Turn::text("first"),
+        Turn::text("ok"),
+    ]);
+    env.write(".dsh/config.toml", "[workflows]\nmax_agents = 1\n");
+    let out = env.run(dsh(), &["--json", "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let result = out
+        .events()
+        .into_iter()
+        .find(|e| e["type"] == "tool_result")
+        .unwrap();
+    let text = result["result"].as_str().unwrap();
+    assert!(
+        text.starts_with(
+            "Error: workflow run failed: WorkflowError: this run reached its total agent cap (1)"
+        ),
+        "{text}"
+    );
+    let shown = env.run(dsh(), &["--dump-config"]).stdout;
+    assert!(shown.contains("workflows.max_agents = 1"), "{shown}");
+}
