@@ -1,5 +1,30 @@
 use super::*;
 
+/// A schema check that takes object schemas only, as the tests' host does.
+fn object_schemas_only() -> SchemaCheck {
+    Arc::new(|schema| match schema.get("type") {
+        Some(serde_json::Value::String(kind)) if kind == "object" => Ok(()),
+        _ => Err("not an object schema".into()),
+    })
+}
+
+/// A host no agent answers for, with the ends of its channels (kept open by the caller).
+fn idle_host() -> (
+    Host,
+    tokio::sync::mpsc::UnboundedReceiver<AgentCall>,
+    std::sync::mpsc::Sender<(u32, serde_json::Value)>,
+) {
+    let (calls, asked) = tokio::sync::mpsc::unbounded_channel();
+    let (reply, answers) = std::sync::mpsc::channel();
+    let host = Host {
+        calls,
+        answers,
+        cancelled: Arc::new(AtomicBool::new(false)),
+        check_schema: object_schemas_only(),
+    };
+    (host, asked, reply)
+}
+
 /// Runs `script` with agents that answer `answer(call)` at once, on this thread's behalf.
 fn run_with(
     script: &str,
@@ -20,10 +45,7 @@ fn run_with(
         calls,
         answers,
         cancelled: Arc::new(AtomicBool::new(false)),
-        check_schema: Arc::new(|schema| match schema.get("type") {
-            Some(serde_json::Value::String(kind)) if kind == "object" => Ok(()),
-            _ => Err("not an object schema".into()),
-        }),
+        check_schema: object_schemas_only(),
     };
     let outcome = run("test", script, args.as_ref(), Limits::default(), host);
     let _ = answering.join();
@@ -154,17 +176,7 @@ fn the_script_has_no_file_process_or_network_access_and_is_bounded() {
     let result: serde_json::Value = serde_json::from_str(&outcome.unwrap().result).unwrap();
     assert_eq!(result, serde_json::json!(vec!["undefined"; 6]));
     // A loop that never yields is stopped at the time limit.
-    let (calls, _asked) = tokio::sync::mpsc::unbounded_channel();
-    let (_reply, answers) = std::sync::mpsc::channel();
-    let host = Host {
-        calls,
-        answers,
-        cancelled: Arc::new(AtomicBool::new(false)),
-        check_schema: Arc::new(|schema| match schema.get("type") {
-            Some(serde_json::Value::String(kind)) if kind == "object" => Ok(()),
-            _ => Err("not an object schema".into()),
-        }),
-    };
+    let (host, _asked, _reply) = idle_host();
     let limits = Limits {
         time: Duration::from_millis(200),
         ..Limits::default()
@@ -172,17 +184,7 @@ fn the_script_has_no_file_process_or_network_access_and_is_bounded() {
     let outcome = run("spin", "while (true) {}", None, limits, host);
     assert_eq!(outcome, Err(WorkflowError::TimedOut(limits.time)));
     // So is memory.
-    let (calls, _asked) = tokio::sync::mpsc::unbounded_channel();
-    let (_reply, answers) = std::sync::mpsc::channel();
-    let host = Host {
-        calls,
-        answers,
-        cancelled: Arc::new(AtomicBool::new(false)),
-        check_schema: Arc::new(|schema| match schema.get("type") {
-            Some(serde_json::Value::String(kind)) if kind == "object" => Ok(()),
-            _ => Err("not an object schema".into()),
-        }),
-    };
+    let (host, _asked, _reply) = idle_host();
     let limits = Limits {
         memory_bytes: 8 << 20,
         ..Limits::default()
