@@ -19,6 +19,11 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "show the permission mode, or switch between turns: /permissions MODE (read-only, \
          workspace-write, danger-full-access, plan)",
     ),
+    (
+        "/plan",
+        "enter plan mode: explore and submit a plan, nothing is changed (/permissions MODE \
+         leaves it)",
+    ),
     ("/new", "start a new session"),
     (
         "/resume",
@@ -115,6 +120,7 @@ pub fn parse(line: &str, prompts: &[UserPrompt]) -> Slash {
     match name {
         "/model" => Slash::Model(arg),
         "/permissions" => Slash::Permissions(arg),
+        "/plan" => Slash::Permissions(Some("plan".to_owned())),
         "/compact" => Slash::Compact,
         "/new" | "/clear" => Slash::New,
         "/resume" => Slash::Resume(arg),

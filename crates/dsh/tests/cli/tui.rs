@@ -614,6 +614,12 @@ fn permissions_switches_the_mode_between_turns_and_the_session_keeps_it() {
         .collect();
     assert_eq!(modes.len(), 2, "{modes:?}");
     assert_eq!(modes[1]["data"]["mode"], "read-only");
+    // `/plan` is plan mode.
+    ui.type_text("/plan");
+    ui.press(&["Enter"]);
+    ui.wait_until("the status line naming plan mode", |_| {
+        footer(&ui).contains("· plan ·")
+    });
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
