@@ -70,6 +70,8 @@ pub struct AgentCall {
 pub struct Host {
     pub calls: tokio::sync::mpsc::UnboundedSender<AgentCall>,
     pub answers: Receiver<(u32, serde_json::Value)>,
+    /// What the script says with `log(message)`, for whoever watches the run.
+    pub logs: tokio::sync::mpsc::UnboundedSender<String>,
     pub cancelled: Arc<AtomicBool>,
     /// Whether a schema an `agent()` call gives can hold an answer; why not, when it cannot
     /// (the call then throws `UNSUPPORTED_SCHEMA` before any agent starts).
@@ -196,6 +198,12 @@ pub fn run(
             )
             .map_err(fail)?;
             globals.set("__hostAgent", host_agent).map_err(fail)?;
+            let logs = host.logs.clone();
+            let host_log = Function::new(ctx.clone(), move |message: String| {
+                let _ = logs.send(message);
+            })
+            .map_err(fail)?;
+            globals.set("__hostLog", host_log).map_err(fail)?;
             let installed: rquickjs::Result<Value> = ctx.eval(PRELUDE);
             installed
                 .catch(&ctx)

@@ -1,6 +1,6 @@
 // The workflow API, installed before the script runs. Every check and error text here is the
 // reference's; the host gives only `__hostAgent` (start a child, a promise of its answer).
-(function (global, hostAgent, agentCap, itemCap) {
+(function (global, hostAgent, hostLog, agentCap, itemCap) {
   "use strict";
   const fatal = new WeakSet();
   const fail = (code, message) => {
@@ -153,6 +153,7 @@
 
   const log = function log(message) {
     if (typeof message !== "string") fail("INVALID_ARGUMENT", "log() requires a message string");
+    hostLog(message.slice(0, 4096));
     return undefined;
   };
 
@@ -181,7 +182,8 @@
   for (const [name, fn] of Object.entries({ __result: result, __render: render })) {
     Object.defineProperty(global, name, { value: fn, writable: false, configurable: false });
   }
-})(globalThis, globalThis.__hostAgent, globalThis.__agentCap, globalThis.__itemCap);
+})(globalThis, globalThis.__hostAgent, globalThis.__hostLog, globalThis.__agentCap, globalThis.__itemCap);
 delete globalThis.__hostAgent;
+delete globalThis.__hostLog;
 delete globalThis.__agentCap;
 delete globalThis.__itemCap;

@@ -16,9 +16,11 @@ fn idle_host() -> (
 ) {
     let (calls, asked) = tokio::sync::mpsc::unbounded_channel();
     let (reply, answers) = std::sync::mpsc::channel();
+    let (logs, _said) = tokio::sync::mpsc::unbounded_channel();
     let host = Host {
         calls,
         answers,
+        logs,
         cancelled: Arc::new(AtomicBool::new(false)),
         check_schema: object_schemas_only(),
     };
@@ -41,9 +43,11 @@ fn run_with(
             record.lock().unwrap().push(call);
         }
     });
+    let (logs, _said) = tokio::sync::mpsc::unbounded_channel();
     let host = Host {
         calls,
         answers,
+        logs,
         cancelled: Arc::new(AtomicBool::new(false)),
         check_schema: object_schemas_only(),
     };
@@ -191,7 +195,7 @@ fn the_script_has_no_file_process_or_network_access_and_is_bounded() {
     };
     let outcome = run(
         "hog",
-        "const a = []; while (true) a.push('x'.repeat(1000));",
+        "const s = 'x'.repeat(100 * 1024 * 1024); return s.length;",
         None,
         limits,
         host,
@@ -200,4 +204,21 @@ fn the_script_has_no_file_process_or_network_access_and_is_bounded() {
         panic!("{outcome:?}");
     };
     assert!(message.contains("out of memory"), "{message}");
+}
+
+#[test]
+fn log_lines_reach_the_host() {
+    let (host, _asked, _reply) = idle_host();
+    let (logs, mut said) = tokio::sync::mpsc::unbounded_channel();
+    let host = Host { logs, ..host };
+    let outcome = run(
+        "talk",
+        "log('starting'); log('done'); return 1;",
+        None,
+        Limits::default(),
+        host,
+    );
+    assert_eq!(outcome.map(|f| f.result), Ok("1".into()));
+    assert_eq!(said.try_recv().ok().as_deref(), Some("starting"));
+    assert_eq!(said.try_recv().ok().as_deref(), Some("done"));
 }

@@ -163,10 +163,12 @@ impl WorkflowTool {
         let script_args = args.get("args").cloned();
         let (calls, mut asked) = tokio::sync::mpsc::unbounded_channel();
         let (reply, answers) = std::sync::mpsc::channel();
+        let (logs, mut said) = tokio::sync::mpsc::unbounded_channel::<String>();
         let cancelled = Arc::new(AtomicBool::new(false));
         let host = Host {
             calls,
             answers,
+            logs,
             cancelled: cancelled.clone(),
             check_schema: Arc::new(|schema| {
                 OutputSchema::of(schema, "")
@@ -204,6 +206,12 @@ impl WorkflowTool {
             }
             tokio::select! {
                 Some(call) = asked.recv() => queued.push_back(call),
+                // `log()` lines show live under the call, where a front end shows output.
+                Some(line) = said.recv() => {
+                    if let Some(progress) = &ctx.session.progress {
+                        progress(&ctx.call_id, &format!("{line}\n"));
+                    }
+                }
                 Some((seq, answer, ended)) = running.next() => {
                     if let Some(ended) = &ended {
                         spent.add(ended);
