@@ -533,7 +533,7 @@ impl Agent {
             )),
             instructions: None,
         })?;
-        let mut reason = if stop.is_requested() {
+        let reason = if stop.is_requested() {
             stop.turn_end()
         } else if outcome.is_error {
             TurnEndReason::Error {
@@ -542,12 +542,7 @@ impl Agent {
         } else {
             TurnEndReason::Completed
         };
-        self.session.redact_reason(&mut reason);
-        self.commit(Record::TurnEnd {
-            turn,
-            reason: reason.clone(),
-        })?;
-        Ok(TurnSummary {
+        self.end_turn(TurnSummary {
             turn,
             reason,
             text,
@@ -609,11 +604,7 @@ impl Agent {
                 format!("a UserPromptSubmit hook withheld the message: {why}"),
             ),
         };
-        self.commit(Record::TurnEnd {
-            turn,
-            reason: reason.clone(),
-        })?;
-        Ok(TurnSummary {
+        self.end_turn(TurnSummary {
             turn,
             reason,
             text: String::new(),
@@ -930,21 +921,26 @@ impl Agent {
         };
         // What woke a turn that ended before its first step is still the turn's.
         usage.add(&std::mem::take(&mut self.carried));
-        // Told as it is logged: a provider's message can quote the key it was sent.
-        let mut reason = reason;
-        self.session.redact_reason(&mut reason);
-        self.commit(Record::TurnEnd {
-            turn,
-            reason: reason.clone(),
-        })?;
-        self.spent_before += usage.total_tokens;
-        Ok(TurnSummary {
+        self.end_turn(TurnSummary {
             turn,
             reason,
             text,
             usage,
             steps: step,
         })
+    }
+
+    /// Ends the turn `summary` describes: its `turn/end` committed, what it spent counted, the
+    /// summary handed back with its reason as logged (a provider's message can quote the key
+    /// it was sent).
+    fn end_turn(&mut self, mut summary: TurnSummary) -> Result<TurnSummary, CoreError> {
+        self.session.redact_reason(&mut summary.reason);
+        self.commit(Record::TurnEnd {
+            turn: summary.turn,
+            reason: summary.reason.clone(),
+        })?;
+        self.spent_before += summary.usage.total_tokens;
+        Ok(summary)
     }
 
     /// The step's request, unless the run's caps do not allow one more: then the step ends

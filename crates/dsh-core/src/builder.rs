@@ -726,7 +726,7 @@ fn base_tools(settings: &Settings) -> BaseTools {
 /// the session (a new one, or a change on a resume).
 fn keep_permissions(settings: &mut Settings, session: &mut Session) -> Result<(), SetupError> {
     if let Some(recorded) = session.permission() {
-        settings.keep_session_permissions(&recorded.mode.clone(), &recorded.approval.clone());
+        settings.keep_session_permissions(&recorded.mode, &recorded.approval);
     }
     let current = dsh_protocol::PermissionRecord {
         mode: settings.permission_mode().value.to_string(),

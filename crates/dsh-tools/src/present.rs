@@ -75,44 +75,8 @@ impl Tool for Present {
             }
             let summary = (args.str("summary").map(str::trim)).filter(|s| !s.is_empty());
             let path = match args.str("path").filter(|p| !p.trim().is_empty()) {
+                Some(raw) => Some(presented_file(ctx, raw)?),
                 None => None,
-                Some(raw) => {
-                    let target = resolve(&ctx.cwd, raw)?;
-                    match std::fs::metadata(&target.key) {
-                        Ok(meta) if meta.is_file() => Some(target.display),
-                        Ok(_) => {
-                            return Err(ToolError::fs(
-                                fs_code::NOT_REGULAR_FILE,
-                                format!(
-                                    "\"{}\" is a directory: present one file, or describe the \
-                                     folder in summary",
-                                    target.shown()
-                                ),
-                            ));
-                        }
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                            return Err(ToolError::fs(
-                                fs_code::NOT_FOUND,
-                                format!(
-                                    "\"{}\" does not exist: write the file first, or give its \
-                                     path as it is",
-                                    target.shown()
-                                ),
-                            ));
-                        }
-                        Err(e) => {
-                            let code = if e.kind() == std::io::ErrorKind::PermissionDenied {
-                                fs_code::PERMISSION_DENIED
-                            } else {
-                                fs_code::IO_ERROR
-                            };
-                            return Err(ToolError::fs(
-                                code,
-                                format!("cannot look at \"{}\": {e}", target.shown()),
-                            ));
-                        }
-                    }
-                }
             };
             if path.is_none() && summary.is_none() {
                 return Err(ToolError::plain(
@@ -131,6 +95,30 @@ impl Tool for Present {
             };
             Ok(ToolOutput::text(text).with_effect(ToolEffect::Present(shown)))
         })
+    }
+}
+
+/// The file a call presents, as the model gave it (made absolute): it must be a file that is
+/// there. Other failures to look at it are `read`'s errors.
+fn presented_file(ctx: &ToolContext, raw: &str) -> Result<std::path::PathBuf, ToolError> {
+    let target = resolve(&ctx.cwd, raw)?;
+    match std::fs::metadata(&target.key) {
+        Ok(meta) if meta.is_file() => Ok(target.display),
+        Ok(_) => Err(ToolError::fs(
+            fs_code::NOT_REGULAR_FILE,
+            format!(
+                "\"{}\" is a directory: present one file, or describe the folder in summary",
+                target.shown()
+            ),
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ToolError::fs(
+            fs_code::NOT_FOUND,
+            format!(
+                "\"{}\" does not exist: write the file first, or give its path as it is",
+                target.shown()
+            ),
+        )),
+        Err(e) => Err(crate::read::read_error(&target.shown().to_string(), &e)),
     }
 }
 

@@ -120,13 +120,7 @@ fn parse<'js>(ctx: &Ctx<'js>, script: &str) -> Result<Function<'js>, WorkflowErr
     match made.catch(ctx) {
         Ok(function) => Ok(function),
         Err(CaughtError::Exception(exception)) => {
-            let mut message = format!(
-                "{}: {}",
-                exception
-                    .get::<_, String>("name")
-                    .unwrap_or_else(|_| "SyntaxError".into()),
-                exception.message().unwrap_or_default()
-            );
+            let mut message = headline(&exception, "SyntaxError");
             // The constructor's source puts the body on its third line.
             if let Some((line, column)) = exception.stack().as_deref().and_then(position) {
                 let line = line.saturating_sub(2).max(1);
@@ -406,16 +400,21 @@ fn render_value<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> String {
         Ok(text) => text,
         // Before the prelude (a parse error): the exception's name and message.
         Err(_) => match value.as_exception() {
-            Some(exception) => format!(
-                "{}: {}",
-                exception
-                    .get::<_, String>("name")
-                    .unwrap_or_else(|_| "Error".into()),
-                exception.message().unwrap_or_default()
-            ),
+            Some(exception) => headline(exception, "Error"),
             None => "[unrenderable thrown value]".into(),
         },
     }
+}
+
+/// An exception's `<name>: <message>`, `name` when it has none.
+fn headline(exception: &rquickjs::Exception<'_>, name: &str) -> String {
+    format!(
+        "{}: {}",
+        exception
+            .get::<_, String>("name")
+            .unwrap_or_else(|_| name.to_owned()),
+        exception.message().unwrap_or_default()
+    )
 }
 
 #[cfg(test)]

@@ -33,8 +33,7 @@ fn run_with(
     args: Option<serde_json::Value>,
     answer: impl Fn(&AgentCall) -> serde_json::Value + Send + 'static,
 ) -> (Result<Finished, WorkflowError>, Vec<AgentCall>) {
-    let (calls, mut asked) = tokio::sync::mpsc::unbounded_channel::<AgentCall>();
-    let (reply, answers) = std::sync::mpsc::channel();
+    let (host, mut asked, reply) = idle_host();
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let record = seen.clone();
     let answering = std::thread::spawn(move || {
@@ -43,14 +42,6 @@ fn run_with(
             record.lock().unwrap().push(call);
         }
     });
-    let (logs, _said) = tokio::sync::mpsc::unbounded_channel();
-    let host = Host {
-        calls,
-        answers,
-        logs,
-        cancelled: Arc::new(AtomicBool::new(false)),
-        check_schema: object_schemas_only(),
-    };
     let outcome = run("test", script, args.as_ref(), Limits::default(), host);
     let _ = answering.join();
     let calls = seen.lock().unwrap().clone();

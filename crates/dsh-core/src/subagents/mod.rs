@@ -765,18 +765,13 @@ impl ChildrenSpent {
     }
 }
 
-/// `text` within `max` UTF-16 units (the reference's measure), as the first `max - tail`
-/// units and `tail(units cut)`; a character cut in half is dropped.
-pub(crate) fn cut_utf16(text: &str, max: usize, tail: impl Fn(usize) -> String) -> String {
-    let units: Vec<u16> = text.encode_utf16().collect();
-    if units.len() <= max {
-        return text.to_owned();
-    }
-    let marker_len = tail(0).encode_utf16().count();
-    let keep = max.saturating_sub(marker_len);
-    let head = String::from_utf16_lossy(&units[..keep]);
-    let head = head.trim_end_matches('\u{FFFD}');
-    format!("{head}{}", tail(units.len() - keep))
+/// The first `units` UTF-16 units of `text` (the reference's measure of a result's length),
+/// a character cut in half dropped.
+pub(crate) fn utf16_head(text: &str, units: usize) -> String {
+    let all: Vec<u16> = text.encode_utf16().take(units).collect();
+    String::from_utf16_lossy(&all)
+        .trim_end_matches('\u{FFFD}')
+        .to_owned()
 }
 
 /// The reference's texts for a child that did not complete, with what it said before.

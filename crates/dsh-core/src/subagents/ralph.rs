@@ -18,7 +18,7 @@ use dsh_tools::{
 };
 use serde_json::{Map, Value, json};
 
-use super::{ChildrenSpent, SubagentTool, cut_utf16};
+use super::{ChildrenSpent, SubagentTool, utf16_head};
 use crate::OutputSchema;
 
 /// Rounds a call may run: the default, and the most a call may ask for (the reference's
@@ -340,7 +340,11 @@ fn pretty(report: &Map<String, Value>) -> String {
 
 /// `text` within [`MAX_RESULT_CHARS`] UTF-16 units, its cut marked.
 fn bounded(text: &str) -> String {
-    cut_utf16(text, MAX_RESULT_CHARS, |_| TRUNCATED.to_owned())
+    if text.encode_utf16().count() <= MAX_RESULT_CHARS {
+        return text.to_owned();
+    }
+    let keep = MAX_RESULT_CHARS - TRUNCATED.encode_utf16().count();
+    utf16_head(text, keep) + TRUNCATED
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use serde_json::Value;
 
-use super::{ChildrenSpent, EndedChild, SubagentTool, cut_utf16};
+use super::{ChildrenSpent, EndedChild, SubagentTool, utf16_head};
 use crate::OutputSchema;
 
 /// The longest result the caller reads, in UTF-16 units of its JSON.
@@ -392,12 +392,10 @@ fn bounded(json: &str) -> String {
     if units <= MAX_RESULT_CHARS {
         return json.to_owned();
     }
-    let cut = units - MAX_RESULT_CHARS;
-    let marker = format!("\n… [truncated: {cut} more characters]");
-    cut_utf16(
-        json,
-        MAX_RESULT_CHARS + marker.encode_utf16().count(),
-        |_| marker.clone(),
+    format!(
+        "{}\n… [truncated: {} more characters]",
+        utf16_head(json, MAX_RESULT_CHARS),
+        units - MAX_RESULT_CHARS
     )
 }
 
