@@ -14,9 +14,9 @@ says plainly that nothing was checked and exits 0. The check runs in three parts
    compared with the reference's default composition (tools-default-composition.json, all
    of its tools): a schema that differs fails unless conformance/schema-differences.txt
    lists the tool with its reason (as it lists the tools dsh withholds on purpose).
-2. Every case (the corpus's, then ours in conformance/cases) whose scripted calls use only tools
-   dsh offers (or names the reference does not have, which must fail as unknown tools) is run with
-   `run.py check`. Cases that need a reference tool dsh has never offered are listed as skipped.
+2. Every case (the corpus's cases/ and cases-next/, then ours in conformance/cases) whose
+   scripted calls use only tools dsh offers (or names the reference does not have, which must
+   fail as unknown tools) is run with `run.py check`. Cases that need a reference tool dsh has never offered are listed as skipped.
 3. A case with deliberate differences (conformance/differences.txt) is checked against a copy of
    its expected results in which each waived result is dsh's own, recorded in
    conformance/expected-dsh/<case>.json: so a waived result still fails when dsh's output
@@ -241,9 +241,15 @@ def main():
             os.path.relpath(HERE, REPO), ", ".join(unlisted)))
 
     selected, skipped = [], []
-    # The reference's recorded cases, then ours (conformance/cases: behaviours the recorded
-    # corpus does not pin, with results written from the reference's source).
-    for cases in (os.path.join(corpus, "cases"), os.path.join(HERE, "cases")):
+    # The reference's recorded cases; then its cases-next, recorded for tools dsh did not offer
+    # when the corpus was written (the corpus is read-only here, so they run from where they are
+    # rather than being moved into cases/, and one whose tool dsh lacks is skipped like any
+    # other); then ours (conformance/cases: behaviours the recorded corpus does not pin, with
+    # results written from the reference's source).
+    for cases in (os.path.join(corpus, "cases"), os.path.join(corpus, "cases-next"),
+                  os.path.join(HERE, "cases")):
+        if not os.path.isdir(cases):
+            continue
         for name in sorted(os.listdir(cases)):
             script = os.path.join(cases, name, "script.json")
             if not os.path.isfile(script):
