@@ -39,6 +39,7 @@ pub struct Config {
     pub subagents: SubagentsConfig,
     pub goals: GoalsConfig,
     pub workflows: WorkflowsConfig,
+    pub auto_review: AutoReviewConfig,
     pub mcp: McpConfig,
     pub secrets: SecretsConfig,
     /// What is known about models by name, over the built-in table.
@@ -109,7 +110,7 @@ pub struct JobsConfig {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SandboxConfig {
-    /// The permission mode: read-only, workspace-write, danger-full-access or plan.
+    /// The permission mode: read-only, workspace-write, danger-full-access, plan or auto.
     #[serde(deserialize_with = "parsed")]
     pub mode: Option<PermissionMode>,
     /// Whether confined commands may use the network (default true).
@@ -196,6 +197,25 @@ pub struct WorkflowsConfig {
     /// `agent()` calls one run may make (default 1000).
     #[serde(deserialize_with = "at_least_one")]
     pub max_agents: Option<u64>,
+}
+
+/// Auto review (`--permission-mode auto`): who reviews calls, with what instructions, how long
+/// it may take and what it sees.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AutoReviewConfig {
+    /// The reviewer's model, as `--model` takes it (default: the session's model).
+    pub model: Option<String>,
+    /// The reviewer's instructions, replacing dsh's own.
+    pub prompt: Option<String>,
+    /// How long one review may take, in milliseconds (default 60000).
+    #[serde(deserialize_with = "at_least_one")]
+    pub timeout_ms: Option<u64>,
+    /// Whether the reviewer reads the turn's task (default true).
+    pub task: Option<bool>,
+    /// How many of the latest messages before the call the reviewer reads (default 6; 0:
+    /// none).
+    pub transcript_messages: Option<u32>,
 }
 
 /// Subagents: how many, how deep, how costly.
@@ -370,6 +390,9 @@ macro_rules! named_enum {
         }
 
         impl $name {
+            /// Every value it takes, as an error message lists them.
+            pub const CHOICES: &'static str = named_enum!(@list $($text),+);
+
             pub fn as_str(self) -> &'static str {
                 match self {
                     $($name::$variant => $text),+
@@ -453,6 +476,9 @@ named_enum! {
         /// Explore and plan: only tools that change nothing run, commands under a read-only
         /// sandbox, and `exit_plan_mode` submits the plan.
         Plan = "plan",
+        /// Auto review: full access, but a reviewer model allows or denies every call that
+        /// could change something before it runs (`[auto_review]`).
+        Auto = "auto",
     }
 }
 
@@ -462,8 +488,31 @@ impl PermissionMode {
         match self {
             PermissionMode::ReadOnly | PermissionMode::Plan => SandboxMode::ReadOnly,
             PermissionMode::WorkspaceWrite => SandboxMode::WorkspaceWrite,
-            PermissionMode::DangerFullAccess => SandboxMode::DangerFullAccess,
+            // No file sandbox: the review is the guard (docs/sandbox.md says what it can and
+            // cannot catch).
+            PermissionMode::DangerFullAccess | PermissionMode::Auto => {
+                SandboxMode::DangerFullAccess
+            }
         }
+    }
+
+    pub fn is_auto(self) -> bool {
+        self == PermissionMode::Auto
+    }
+
+    /// Whether it lets calls do more than `other` does: Auto review runs unconfined, but
+    /// with every changing call reviewed, so it sits between workspace-write and
+    /// danger-full-access (a caller that may narrow a mode must not trade a review away).
+    pub fn is_wider_than(self, other: PermissionMode) -> bool {
+        fn reach(mode: PermissionMode) -> u8 {
+            match mode {
+                PermissionMode::ReadOnly | PermissionMode::Plan => 0,
+                PermissionMode::WorkspaceWrite => 1,
+                PermissionMode::Auto => 2,
+                PermissionMode::DangerFullAccess => 3,
+            }
+        }
+        reach(self) > reach(other)
     }
 
     pub fn is_plan(self) -> bool {

@@ -8,6 +8,7 @@
 //! to `--dump-config`'s rows the two facts only it knows (the tools offered, the session that
 //! `--continue` finds).
 
+mod auto_review;
 mod dotenv;
 mod files;
 mod home;
@@ -20,12 +21,13 @@ mod settings;
 mod shown;
 mod sourced;
 
+pub use auto_review::{AutoReviewSettings, DEFAULT_REVIEW_MESSAGES, DEFAULT_REVIEW_TIMEOUT};
 pub use dotenv::{Credentials, DotenvError, EnvSource};
 pub use files::{
-    AgentPreset, ApprovalConfig, Compression, Config, GoalsConfig, InstructionsConfig, JobsConfig,
-    McpConfig, McpServerConfig, ModelConfig, PermissionMode, ProviderConfig, ProviderKind,
-    RequestsConfig, SandboxConfig, SessionsConfig, ShellConfig, SkillsConfig, SystemRole,
-    ToolsConfig,
+    AgentPreset, ApprovalConfig, AutoReviewConfig, Compression, Config, GoalsConfig,
+    InstructionsConfig, JobsConfig, McpConfig, McpServerConfig, ModelConfig, PermissionMode,
+    ProviderConfig, ProviderKind, RequestsConfig, SandboxConfig, SessionsConfig, ShellConfig,
+    SkillsConfig, SystemRole, ToolsConfig,
 };
 pub use home::dsh_home;
 pub use layers::{ConfigError, ConfigFiles, Layer};

@@ -24,7 +24,7 @@ use super::route::Route;
 use super::shown::{SettingRow, Shown};
 use super::sourced::{Source, Sourced};
 use crate::project::InstructionSettings;
-use crate::{ApiKey, ProviderKind};
+use crate::{ApiKey, AutoReviewSettings, ProviderKind};
 
 /// The model used when none is named.
 pub const DEFAULT_MODEL: &str = "deepseek-v4-flash";
@@ -206,7 +206,7 @@ pub struct SubagentLimits {
 fn secret_values(
     credentials: &crate::Credentials,
     cwd: &Path,
-    route: &Route,
+    routes: &[&Route],
     mcp_servers: &[McpServerSettings],
     web: &dsh_web::WebSettings,
 ) -> Vec<String> {
@@ -223,10 +223,12 @@ fn secret_values(
             values.extend(super::shown::url_credentials(value));
         }
     }
-    if let crate::ApiKey::Found { value, .. } = &route.api_key {
-        values.push(value.clone());
+    for route in routes {
+        if let crate::ApiKey::Found { value, .. } = &route.api_key {
+            values.push(value.clone());
+        }
+        values.extend(secret_headers(&route.headers));
     }
-    values.extend(secret_headers(&route.headers));
     for server in mcp_servers {
         match &server.transport {
             McpTransport::Stdio { env, .. } => {
@@ -400,6 +402,8 @@ pub struct Settings {
     pub(super) goals: GoalRules,
     /// The bounds of a workflow run (`[workflows]`).
     pub(super) workflows: WorkflowBounds,
+    /// How calls are reviewed in `--permission-mode auto` (`[auto_review]`).
+    pub(super) auto_review: AutoReviewSettings,
     /// The session to continue; `None` starts a new one.
     pub(super) session: Option<SessionChoice>,
     /// Whether `session` is copied into a new session instead of continued (`--fork`).
@@ -578,6 +582,10 @@ impl Settings {
         self.workflows
     }
 
+    pub fn auto_review(&self) -> &AutoReviewSettings {
+        &self.auto_review
+    }
+
     pub fn session(&self) -> Option<&SessionChoice> {
         self.session.as_ref()
     }
@@ -691,10 +699,12 @@ impl Settings {
             Duration::from_millis(MCP_GRACE_MS),
         );
         let web = web_settings(&mut r, config, &credentials, &route, sandbox.network)?;
-        let key_variables = key_variables(&route, config);
+
         let subagents = subagent_limits(&mut r, &config.subagents);
         let goals = goal_rules(&mut r, &config.goals);
         let workflows = workflow_bounds(&mut r, &config.workflows);
+        let auto_review =
+            super::auto_review::resolve(&mut r, &config.auto_review, env, &credentials)?;
         let mcp_servers = mcp_servers(&mut r, config, flags, &cwd)?;
         let redact_secrets = r.setting(
             "secrets.redact",
@@ -703,8 +713,12 @@ impl Settings {
         );
         // Built last, from every secret the settings above know: a server added after this
         // line would leak its secrets.
+        let routes: Vec<&Route> = std::iter::once(&route)
+            .chain(auto_review.route.as_ref())
+            .collect();
+        let key_variables = key_variables(&routes, config);
         let redactor = (redact_secrets.value)
-            .then(|| secret_values(&credentials, &cwd, &route, &mcp_servers, &web))
+            .then(|| secret_values(&credentials, &cwd, &routes, &mcp_servers, &web))
             .and_then(dsh_tools::Redactor::new);
         let mut rows = r.rows;
         add_unread_rows(&mut rows, &files);
@@ -747,6 +761,7 @@ impl Settings {
             subagents,
             goals,
             workflows,
+            auto_review,
             session,
             fork: flags.fork,
             files,
@@ -872,8 +887,8 @@ fn permission(
         Some(value) => Some(Sourced::new(
             value.trim().parse::<PermissionMode>().map_err(|_| {
                 SetupError::config(format!(
-                    "DSH_PERMISSION_MODE must be read-only, workspace-write, \
-                     danger-full-access or plan, got \"{value}\""
+                    "DSH_PERMISSION_MODE must be {}, got \"{value}\"",
+                    PermissionMode::CHOICES
                 ))
             })?,
             Source::Env("DSH_PERMISSION_MODE"),
@@ -894,7 +909,13 @@ fn permission(
             flag(flags.approval_policy, "--approval-policy"),
             r.file("approval.policy", config.approval.policy),
         ],
-        ApprovalPolicy::default_for(permission_mode.value.sandbox()),
+        // Auto review has nothing wider to ask for either, but a denial is put to the user
+        // where there is one to ask (the terminal UI, an editor).
+        if permission_mode.value.is_auto() {
+            ApprovalPolicy::Ask
+        } else {
+            ApprovalPolicy::default_for(permission_mode.value.sandbox())
+        },
     );
     // Plan mode changes nothing, so there is nothing wider to ask for.
     let approval = if permission_mode.value.is_plan() {
@@ -973,10 +994,15 @@ fn instruction_settings(r: &mut Resolver<'_>, config: &Config) -> InstructionSet
 }
 
 /// The variables the run's keys are read from: the route's, and the search backend's.
-fn key_variables(route: &Route, config: &Config) -> Vec<String> {
+fn key_variables(routes: &[&Route], config: &Config) -> Vec<String> {
     let mut key_variables = Vec::new();
-    if let crate::ApiKey::Found { env, .. } | crate::ApiKey::Missing { env, .. } = &route.api_key {
-        key_variables.push(env.clone());
+    for route in routes {
+        if let crate::ApiKey::Found { env, .. } | crate::ApiKey::Missing { env, .. } =
+            &route.api_key
+            && !key_variables.contains(env)
+        {
+            key_variables.push(env.clone());
+        }
     }
     if config.web.search.provider == Some(SearchProvider::Brave) {
         key_variables.push(

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use dsh_llm::{Effort, ModelRequest, Provider, StreamDelta};
 use dsh_protocol::{
-    AbortReason, AssistantMessageRecord, Block, Failure, FailureCode, FinishReason, Message,
-    Record, Role, ToolCallRecord, ToolOutputPart, ToolResultRecord, ToolSpec, TurnEndReason, Usage,
+    AbortReason, AssistantMessageRecord, AutoReviewRecord, Block, Failure, FailureCode,
+    FinishReason, Message, Record, Role, ToolCallRecord, ToolOutputPart, ToolResultRecord,
+    ToolSpec, TurnEndReason, Usage,
 };
 use dsh_tools::{
     ErrorInfo, PreparedCall, ToolContext, ToolEffect, ToolOutcome, ToolRegistry, ToolSession,
@@ -16,6 +17,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::HookEvent;
+use crate::auto_review::{AutoReviewer, ReviewContext};
 use crate::compaction::{Compactor, History, ManualCompaction};
 use crate::goals::{Authority, NextRound};
 use crate::{CoreError, Session};
@@ -68,6 +70,9 @@ pub struct AgentConfig {
     /// The session's goal, when this agent works toward one: after a turn that completes with
     /// it active and armed, the run goes on with another round.
     pub(crate) goals: Option<Arc<crate::goals::GoalBoard>>,
+    /// Who reviews the calls that could change something before they run
+    /// (`--permission-mode auto`); `None`: nobody.
+    pub(crate) reviewer: Option<Arc<AutoReviewer>>,
 }
 
 impl AgentConfig {
@@ -95,6 +100,7 @@ impl AgentConfig {
             budget: None,
             background: None,
             goals: None,
+            reviewer: None,
         }
     }
 }
@@ -262,6 +268,8 @@ pub struct Agent {
     hooks_started: bool,
     /// What they printed, until a message takes it (a withheld first message does not).
     session_context: Vec<String>,
+    /// The task of the turn under way, for Auto review.
+    turn_task: String,
 }
 
 /// How long, at the end of a run, background subagents have to end their turns once stopped.
@@ -316,6 +324,7 @@ impl Agent {
             structured: None,
             hooks_started: false,
             session_context: Vec::new(),
+            turn_task: String::new(),
         }
     }
 
@@ -811,6 +820,9 @@ impl Agent {
         self.structured = None;
         let turn = self.session.next_turn();
         self.commit(Record::TurnStart { turn })?;
+        if self.config.reviewer.is_some() {
+            self.turn_task.clone_from(&task);
+        }
         self.commit(Record::UserMessage {
             turn,
             message: Message::user_text(task),
@@ -1175,21 +1187,26 @@ impl Agent {
                 })
                 .collect();
             let hooks = self.config.hooks.clone();
+            let review = self.review_context();
             let mut outcomes = futures_util::stream::iter(runs)
                 .map(|(ctx, call, name, arguments)| {
                     let hooks = hooks.clone();
+                    let review = review.clone();
                     async move {
-                        match hooks {
-                            Some(hooks) => run_hooked(&hooks, call, &ctx, &name, &arguments).await,
-                            None => call.run(&ctx).await,
-                        }
+                        run_gated(hooks.as_deref(), review, call, &ctx, &name, &arguments).await
                     }
                 })
                 .buffered(self.config.max_parallel_tools.max(1));
             let mut position = next;
-            while let Some(mut outcome) = outcomes.next().await {
+            while let Some((mut outcome, reviewed)) = outcomes.next().await {
                 let id = &calls[position].0;
                 usage.add(&outcome.usage);
+                // The review before the result: a run killed between them still accounts for
+                // what the review billed.
+                if let Some(mut review) = reviewed {
+                    review.turn = turn;
+                    self.commit(Record::AutoReview(review))?;
+                }
                 // The list first, as the reference records it: a run killed between the two
                 // keeps the list the call made.
                 match outcome.effect.take() {
@@ -1234,6 +1251,19 @@ impl Agent {
             next = group_end;
         }
         Ok(ToolsRun { ending, usage })
+    }
+
+    /// What Auto review reads besides a call, as the history stands now (the calls' own
+    /// answer included); `None` without a reviewer.
+    fn review_context(&self) -> Option<(Arc<AutoReviewer>, Arc<ReviewContext>)> {
+        let reviewer = self.config.reviewer.clone()?;
+        let history = self.session.history();
+        let from = history.len().saturating_sub(reviewer.transcript_messages());
+        let context = ReviewContext {
+            task: reviewer.reads_task().then(|| self.turn_task.clone()),
+            transcript: history[from..].to_vec(),
+        };
+        Some((reviewer, Arc::new(context)))
     }
 
     fn commit_call(
@@ -1344,22 +1374,148 @@ pub(crate) fn commit(
     Ok(())
 }
 
-/// A call between its PreToolUse hooks (exit 2: not run, and the model reads why) and its
-/// PostToolUse hooks (exit 2: their reason follows the result).
-async fn run_hooked(
-    hooks: &crate::HookRunner,
+/// A call between its gates and its PreToolUse hooks' afterword: the PreToolUse hooks (exit
+/// 2: not run, and the model reads why), then Auto review (a denial or a failed review: not
+/// run, unless the user overrides it), then the call, then the PostToolUse hooks (exit 2: their
+/// reason follows the result). Returns the outcome, its review's billing included, and the
+/// review's record (its turn is filled in by the agent).
+async fn run_gated(
+    hooks: Option<&crate::HookRunner>,
+    review: Option<(Arc<AutoReviewer>, Arc<ReviewContext>)>,
     call: PreparedCall,
     ctx: &ToolContext,
     name: &str,
     arguments: &str,
-) -> ToolOutcome {
+) -> (ToolOutcome, Option<AutoReviewRecord>) {
+    let hooked = match hooks {
+        Some(hooks) => match pre_tool_use(hooks, &call, ctx, name, arguments).await {
+            Ok(fields) => Some((hooks, fields)),
+            Err(blocked) => return (blocked, None),
+        },
+        None => None,
+    };
+    let mut record = None;
+    let mut spent = Usage::default();
+    if let Some((reviewer, context)) = review.filter(|_| call.auto_reviewed()) {
+        let Some(mut review) = reviewer
+            .review(&context, name, arguments, &ctx.cancel)
+            .await
+        else {
+            return (aborted(), None);
+        };
+        // The reviewer may quote the call, and the call may hold a secret.
+        review.reason = dsh_tools::redacted(ctx.session.redactor.as_ref(), review.reason);
+        spent = review.usage;
+        let mut overridden = false;
+        if let Some(mut refusal) = review.refusal() {
+            match user_overrides(&review, ctx, name).await {
+                Ok(()) => overridden = true,
+                Err(said) => {
+                    // The user's own reason, when they gave one, follows the reviewer's.
+                    if let Some(said) = said.filter(|s| !s.trim().is_empty()) {
+                        refusal.message =
+                            format!("{}; the user said: {}", refusal.message, said.trim());
+                    }
+                    let mut outcome = ToolOutcome::failure(refusal);
+                    outcome.usage.add(&spent);
+                    return (outcome, Some(review_record(review, ctx, name, false)));
+                }
+            }
+        }
+        record = Some(review_record(review, ctx, name, overridden));
+    }
+    let mut outcome = call.run(ctx).await;
+    outcome.usage.add(&spent);
+    if let Some((hooks, fields)) = hooked {
+        post_tool_use(hooks, &mut outcome, fields, ctx, name).await;
+    }
+    (outcome, record)
+}
+
+fn review_record(
+    review: crate::auto_review::Review,
+    ctx: &ToolContext,
+    tool: &str,
+    overridden: bool,
+) -> AutoReviewRecord {
+    AutoReviewRecord {
+        turn: 0,
+        call_id: ctx.call_id.clone(),
+        tool: tool.to_owned(),
+        decision: review.decision,
+        reason: review.reason,
+        model: review.model,
+        overridden,
+        usage: review.usage,
+    }
+}
+
+/// Whether the user lets a call the review kept back run all the same: only under
+/// `--approval-policy ask`, with someone to ask (the terminal UI, an editor). A headless run
+/// has nobody, and the refusal stands. `Err` carries what the user said, if they refused with
+/// a reason.
+async fn user_overrides(
+    review: &crate::auto_review::Review,
+    ctx: &ToolContext,
+    tool: &str,
+) -> Result<(), Option<String>> {
+    use dsh_sandbox::escalation::{ApprovalOutcome, ApprovalPolicy};
+    let session = &ctx.session;
+    let Some(approver) = session.approver.as_ref() else {
+        return Err(None);
+    };
+    if session.approval != ApprovalPolicy::Ask {
+        return Err(None);
+    }
+    let what = match review.decision {
+        dsh_protocol::ReviewDecision::Denied => "denied this call",
+        _ => "could not review this call",
+    };
+    let request = dsh_sandbox::escalation::ApprovalRequest {
+        tool: tool.to_owned(),
+        call_id: ctx.call_id.clone(),
+        reason: format!("auto review {what}: {}; run it anyway?", review.reason),
+        // One call's override: allowing it "for the session" must not wave later calls
+        // past their reviews.
+        grant: format!("auto review override of call {}", ctx.call_id),
+    };
+    let outcome = tokio::select! {
+        biased;
+        () = ctx.cancel.cancelled() => ApprovalOutcome::Cancelled,
+        outcome = approver.request(request) => outcome,
+    };
+    match outcome {
+        outcome if outcome.is_allowed() => Ok(()),
+        ApprovalOutcome::Rejected { reason } => Err(reason),
+        _ => Err(None),
+    }
+}
+
+fn aborted() -> ToolOutcome {
+    ToolOutcome::failure(dsh_tools::ToolError::coded(
+        "AbortError",
+        "ABORTED",
+        "tool call aborted",
+    ))
+}
+
+/// The PreToolUse hooks of a call: the fields its PostToolUse hooks get too, or the outcome
+/// of a call a hook blocked (or that was stopped meanwhile).
+async fn pre_tool_use(
+    hooks: &crate::HookRunner,
+    call: &PreparedCall,
+    ctx: &ToolContext,
+    name: &str,
+    arguments: &str,
+) -> Result<(serde_json::Value, Vec<String>), ToolOutcome> {
     let input: serde_json::Value = serde_json::from_str(arguments)
         .unwrap_or_else(|_| serde_json::Value::String(arguments.into()));
     // A hook written for another agent reads the tool by that agent's name.
     let hook_names = call.hook_names();
     let tool_name = hook_names.first().copied().unwrap_or(name);
-    let names: Vec<&str> = std::iter::once(name)
+    let names: Vec<String> = std::iter::once(name)
         .chain(hook_names.iter().copied())
+        .map(str::to_owned)
         .collect();
     let fields = serde_json::json!({
         "tool_name": tool_name,
@@ -1367,43 +1523,49 @@ async fn run_hooked(
         "tool_input": input,
         "tool_use_id": ctx.call_id,
     });
+    let matched: Vec<&str> = names.iter().map(String::as_str).collect();
     let verdict = hooks
         .fire(
             HookEvent::PreToolUse,
-            Some(&names),
+            Some(&matched),
             fields.clone(),
             &ctx.cancel,
         )
         .await;
     if let Some(why) = verdict.blocked {
-        return ToolOutcome::failure(dsh_tools::ToolError::coded(
+        return Err(ToolOutcome::failure(dsh_tools::ToolError::coded(
             "HookError",
             "HOOK_BLOCKED",
             format!("a PreToolUse hook blocked this call: {why}"),
-        ));
+        )));
     }
     if ctx.cancel.is_cancelled() {
-        return ToolOutcome::failure(dsh_tools::ToolError::coded(
-            "AbortError",
-            "ABORTED",
-            "tool call aborted",
-        ));
+        return Err(aborted());
     }
-    let mut outcome = call.run(ctx).await;
-    let mut fields = fields;
+    Ok((fields, names))
+}
+
+/// The PostToolUse hooks of a call that ran: a block's reason follows its result.
+async fn post_tool_use(
+    hooks: &crate::HookRunner,
+    outcome: &mut ToolOutcome,
+    (mut fields, names): (serde_json::Value, Vec<String>),
+    ctx: &ToolContext,
+    _name: &str,
+) {
     fields["tool_response"] = serde_json::json!({
         "output": outcome.parts.iter().map(dsh_protocol::ToolOutputPart::text).collect::<String>(),
         "is_error": outcome.is_error,
     });
+    let matched: Vec<&str> = names.iter().map(String::as_str).collect();
     let verdict = hooks
-        .fire(HookEvent::PostToolUse, Some(&names), fields, &ctx.cancel)
+        .fire(HookEvent::PostToolUse, Some(&matched), fields, &ctx.cancel)
         .await;
     if let Some(why) = verdict.blocked {
         outcome.parts.push(ToolOutputPart::Text {
             text: format!("\n[PostToolUse hook] {why}"),
         });
     }
-    outcome
 }
 
 fn result_record(turn: u32, step: u32, id: &str, outcome: ToolOutcome) -> Record {

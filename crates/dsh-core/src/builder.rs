@@ -23,6 +23,7 @@ use dsh_tools::{
 };
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 
+use crate::auto_review::AutoReviewer;
 use crate::config::{Compression, McpTransport, SettingRow, Settings, SetupError};
 use crate::{Agent, AgentConfig, AgentEvent, CoreError, LogOptions, Session, Stop, TurnSummary};
 
@@ -389,6 +390,10 @@ impl StartedRun {
             settings.sandbox().network,
             approval,
         ));
+        config.reviewer = auto_reviewer(&settings, &provider)?;
+        if config.reviewer.is_some() {
+            config.context.push(AUTO_REVIEW_CONTEXT.to_owned());
+        }
         let BaseTools {
             mut tools,
             catalog,
@@ -469,6 +474,7 @@ impl StartedRun {
             provider.clone(),
             shell.clone(),
             child_hooks,
+            config.reviewer.clone(),
         );
         let background = crate::subagents::BackgroundAgents::new();
         // A resumed session's background children take messages again; new ids follow theirs.
@@ -519,6 +525,38 @@ impl StartedRun {
     }
 }
 
+/// What the model is told of Auto review.
+const AUTO_REVIEW_CONTEXT: &str = "Auto review is on: before any call that could change \
+something runs (a command, a file change, an MCP tool that is not read-only), a separate \
+reviewer model reads the task, the latest messages and the call, and allows or denies it. A \
+denied call did not run and fails with AUTO_REVIEW_DENIED and the reviewer's reason: take the \
+reason into account and change the approach instead of repeating the call. \
+AUTO_REVIEW_FAILED means the review itself failed and the call did not run.";
+
+/// The run's Auto reviewer, in `--permission-mode auto`: over its own route when
+/// `auto_review.model` names one, else the session's.
+fn auto_reviewer(
+    settings: &Settings,
+    provider: &Arc<dyn Provider>,
+) -> Result<Option<Arc<AutoReviewer>>, SetupError> {
+    if !settings.permission_mode().value.is_auto() {
+        return Ok(None);
+    }
+    let own = match &settings.auto_review().route {
+        None => None,
+        Some(route) => {
+            let own = route.connect(settings.idle_timeout().value)?;
+            let own: Arc<dyn Provider> = Arc::new(Retrying::new(own, *settings.retry()));
+            Some(own)
+        }
+    };
+    Ok(Some(Arc::new(AutoReviewer::new(
+        settings,
+        provider.clone(),
+        own,
+    ))))
+}
+
 /// How the agent drives the model, by the settings.
 fn agent_config(settings: &Settings) -> AgentConfig {
     let route = settings.route();
@@ -567,6 +605,7 @@ fn child_kit(
     provider: Arc<dyn Provider>,
     shell: Arc<Shell>,
     hooks: Option<Arc<crate::HookRunner>>,
+    reviewer: Option<Arc<AutoReviewer>>,
 ) -> Arc<crate::subagents::ChildKit> {
     let limits = *settings.subagents();
     let bounds = settings.workflows();
@@ -597,6 +636,12 @@ fn child_kit(
                 settings.sandbox().network,
                 approval,
             ));
+            // A child works unconfined too, so its calls are reviewed as its parent's are;
+            // a read-only child's sandbox already keeps it from changing anything.
+            if !spec.read_only && reviewer.is_some() {
+                config.reviewer.clone_from(&reviewer);
+                config.context.push(AUTO_REVIEW_CONTEXT.to_owned());
+            }
             config.context.push(DELEGATED.to_owned());
             let BaseTools {
                 mut tools, catalog, ..

@@ -10,6 +10,7 @@
 //! run; live reasoning and text arrive as deltas that are shown but never stored.
 
 mod agent;
+mod auto_review;
 mod builder;
 mod compaction;
 mod error;

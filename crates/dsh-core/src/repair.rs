@@ -29,6 +29,8 @@ pub fn repair(records: &[RecordEnvelope]) -> Vec<Record> {
     let mut calls: Vec<(String, bool, bool)> = Vec::new();
     // What the open step's answer cost, once it was committed.
     let mut answered: Option<Usage> = None;
+    // What the open step's reviews and subagents billed: its usage includes them.
+    let mut spent = Usage::default();
     for envelope in records {
         match &envelope.record {
             Record::TurnStart { turn } => {
@@ -45,6 +47,7 @@ pub fn repair(records: &[RecordEnvelope]) -> Vec<Record> {
                 open_step = Some((*turn, *step));
                 calls.clear();
                 answered = None;
+                spent = Usage::default();
             }
             Record::StepEnd { .. } => {
                 open_step = None;
@@ -79,8 +82,9 @@ pub fn repair(records: &[RecordEnvelope]) -> Vec<Record> {
             | Record::GoalChange(_)
             | Record::Presentation(_)
             | Record::PermissionMode(_)
-            | Record::SessionSeed { .. }
-            | Record::SubagentRun(_) => {}
+            | Record::SessionSeed { .. } => {}
+            Record::SubagentRun(run) => spent.add(&run.usage),
+            Record::AutoReview(review) => spent.add(&review.usage),
         }
     }
     let Some(turn) = open_turn else {
@@ -117,10 +121,12 @@ pub fn repair(records: &[RecordEnvelope]) -> Vec<Record> {
         }
         // Without a committed answer the request may still have been billed; nobody said for
         // how much.
+        let mut usage = answered.unwrap_or_else(Usage::unreported);
+        usage.add(&spent);
         closing.push(Record::StepEnd {
             turn: step_turn,
             step,
-            usage: answered.unwrap_or_else(Usage::unreported),
+            usage,
         });
     }
     closing.push(Record::TurnEnd {
@@ -167,6 +173,30 @@ mod tests {
             model: "m".into(),
             usage: Usage::new(10, 1, 0, 0, 0),
         })
+    }
+
+    #[test]
+    fn a_step_cut_after_a_review_bills_the_review_too() {
+        let log = envelopes(vec![
+            Record::TurnStart { turn: 1 },
+            Record::StepStart { turn: 1, step: 1 },
+            answer_calling(&["a"]),
+            Record::AutoReview(dsh_protocol::AutoReviewRecord {
+                turn: 1,
+                call_id: "a".into(),
+                tool: "bash".into(),
+                decision: dsh_protocol::ReviewDecision::Allowed,
+                reason: "fine".into(),
+                model: "m".into(),
+                overridden: false,
+                usage: Usage::new(5, 2, 0, 0, 0),
+            }),
+        ]);
+        let usage = repair(&log).into_iter().find_map(|r| match r {
+            Record::StepEnd { usage, .. } => Some(usage),
+            _ => None,
+        });
+        assert_eq!(usage.map(|u| u.total_tokens), Some(11 + 7));
     }
 
     #[test]

@@ -313,6 +313,14 @@ impl Session {
         match &mut record {
             Record::TurnEnd { reason, .. } => self.redact_reason(reason),
             Record::SubagentRun(run) => self.redact_reason(&mut run.reason),
+            // A reviewer may quote the call it read, secrets and all.
+            Record::AutoReview(review) => {
+                if let Some(redactor) = &self.redactor
+                    && let std::borrow::Cow::Owned(redacted) = redactor.redact(&review.reason)
+                {
+                    review.reason = redacted;
+                }
+            }
             _ => {}
         }
         let envelope = self.log.append(record)?;
@@ -383,7 +391,10 @@ impl Session {
             Record::SessionSeed { messages } => self.history.extend(messages),
             Record::TurnEnd { .. } => self.completed = self.history.len(),
             Record::StepEnd { usage, .. } => self.logged_tokens += usage.total_tokens,
-            Record::StepStart { .. } | Record::ToolCall(_) | Record::Presentation(_) => {}
+            Record::StepStart { .. }
+            | Record::ToolCall(_)
+            | Record::Presentation(_)
+            | Record::AutoReview(_) => {}
             Record::SubagentRun(run) => {
                 self.children.retain(|known| known.agent_id != run.agent_id);
                 self.children.push(*run);

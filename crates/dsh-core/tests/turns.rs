@@ -177,6 +177,7 @@ fn kinds(records: &[Record]) -> Vec<&'static str> {
             Record::GoalChange(_) => "goal/change",
             Record::Presentation(_) => "artifact/present",
             Record::PermissionMode(_) => "permission/mode",
+            Record::AutoReview(_) => "review/decision",
         })
         .collect()
 }

@@ -47,8 +47,8 @@ pub fn tools() -> Vec<Tool> {
             },
             "sandbox": {
                 "type": "string",
-                "enum": ["read-only", "workspace-write", "danger-full-access", "plan"],
-                "description": "What commands may change: read-only; workspace-write (the folder and temporary files, no network); danger-full-access (no sandbox); plan (read-only, answers with a plan). The server's setting when left out; a call may narrow it, never widen it."
+                "enum": ["read-only", "workspace-write", "danger-full-access", "plan", "auto"],
+                "description": "What commands may change: read-only; workspace-write (the folder and temporary files, no network); danger-full-access (no sandbox); plan (read-only, answers with a plan); auto (no sandbox, but a reviewer model allows or denies each changing call first). The server's setting when left out; a call may narrow it, never widen it."
             },
             "model": {
                 "type": "string",
@@ -127,8 +127,8 @@ impl TaskArguments {
             None => None,
             Some(mode) => Some(mode.parse::<PermissionMode>().map_err(|_| {
                 format!(
-                    "invalid arguments for {TASK_TOOL}: sandbox must be read-only, \
-                     workspace-write, danger-full-access or plan, got \"{mode}\""
+                    "invalid arguments for {TASK_TOOL}: sandbox must be {}, got \"{mode}\"",
+                    PermissionMode::CHOICES
                 )
             })?),
         };
@@ -263,7 +263,7 @@ mod tests {
         assert_eq!(
             error(json!({"prompt": "x", "sandbox": "open"})),
             "invalid arguments for dsh: sandbox must be read-only, workspace-write, \
-             danger-full-access or plan, got \"open\""
+             danger-full-access, plan or auto, got \"open\""
         );
         assert_eq!(
             error(json!({"prompt": "x", "approval": "never"})),

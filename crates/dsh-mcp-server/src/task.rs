@@ -54,7 +54,7 @@ impl Task {
             return Ok(settings);
         };
         let allowed = settings.permission_mode().value;
-        if asked.sandbox().is_wider_than(allowed.sandbox()) {
+        if asked.is_wider_than(allowed) {
             return Err(format!(
                 "sandbox \"{asked}\" is wider than this server allows ({allowed}): a call may \
                  only narrow it; the server's operator can start it with --permission-mode \

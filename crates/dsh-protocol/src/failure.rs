@@ -169,6 +169,11 @@ impl fmt::Display for Failure {
 pub struct ErrorInfo {
     pub name: String,
     pub code: String,
+    /// Why, in words a program can show without parsing the text (the seed's durable
+    /// `{name, code, reason?}`): an Auto review's reason for a denial, or what made the
+    /// review fail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl ErrorInfo {
@@ -176,7 +181,14 @@ impl ErrorInfo {
         ErrorInfo {
             name: name.into(),
             code: code.into(),
+            reason: None,
         }
+    }
+
+    /// The error with the reason a program may show.
+    pub fn with_reason(mut self, reason: impl Into<String>) -> Self {
+        self.reason = Some(reason.into());
+        self
     }
 }
 

@@ -130,6 +130,48 @@ pub enum Record {
     /// when it starts and whenever a resume changes them, so a resume keeps them.
     #[serde(rename = "permission/mode")]
     PermissionMode(PermissionRecord),
+    /// Auto review looked at a call before it ran: what it decided, why, and what the review
+    /// billed (the step's usage includes it).
+    #[serde(rename = "review/decision")]
+    AutoReview(AutoReviewRecord),
+}
+
+/// One Auto review of one call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoReviewRecord {
+    pub turn: u32,
+    pub call_id: String,
+    pub tool: String,
+    pub decision: ReviewDecision,
+    /// The reviewer's reason, or for a failed review what went wrong.
+    pub reason: String,
+    /// The model that reviewed it.
+    pub model: String,
+    /// A denial the user overrode (`--approval-policy ask` with someone to ask): the call ran.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub overridden: bool,
+    pub usage: Usage,
+}
+
+/// What an Auto review decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewDecision {
+    Allowed,
+    Denied,
+    /// The reviewer failed, timed out or did not answer with a decision: the call did not run.
+    Failed,
+}
+
+impl ReviewDecision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewDecision::Allowed => "allowed",
+            ReviewDecision::Denied => "denied",
+            ReviewDecision::Failed => "failed",
+        }
+    }
 }
 
 /// A session's permission mode and approval policy, and what set them.

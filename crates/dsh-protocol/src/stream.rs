@@ -167,6 +167,9 @@ pub fn project(record: &Record) -> Vec<StreamEvent> {
         Record::SessionSeed { .. } | Record::SubagentRun(_) => Vec::new(),
         // Settings of the session, as the run's `--dump-config` shows them.
         Record::PermissionMode(_) => Vec::new(),
+        // A denial or a failed review reaches the stream as its call's `tool_result.error`;
+        // the review's usage is in the step's `step_end`.
+        Record::AutoReview(_) => Vec::new(),
         // Compaction changes what the model is sent, not what happened; its request's usage
         // is in the step's `step_end`.
         Record::UserMessage { .. } | Record::CompactionPrune(_) | Record::CompactionSummary(_) => {

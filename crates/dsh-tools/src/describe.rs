@@ -55,6 +55,10 @@ pub struct ToolFacts {
     /// It changes nothing outside the conversation: it may run in plan mode, and a review
     /// that lets reads through lets it through.
     pub read_only: bool,
+    /// It changes only the session's own state (its goal), or hands work to subagents whose
+    /// own calls are confined and reviewed where they run: Auto review lets its calls
+    /// through, though plan mode still keeps them out.
+    pub needs_no_review: bool,
     /// Words for a call where the subject argument alone does not say it (an editor's
     /// command and its path); `None` uses the subject.
     pub summary: Option<SummaryFn>,
@@ -74,9 +78,16 @@ impl ToolFacts {
             line: None,
             hook_names: &[],
             read_only: false,
+            needs_no_review: false,
             summary: None,
             change: None,
         }
+    }
+
+    /// Whether Auto review looks at its calls before they run: every tool that can change
+    /// something a command or a file could see.
+    pub fn auto_reviewed(&self) -> bool {
+        !self.read_only && !self.needs_no_review
     }
 
     pub fn summary(mut self, summary: SummaryFn) -> Self {
@@ -119,6 +130,11 @@ impl ToolFacts {
 
     pub fn read_only(mut self) -> Self {
         self.read_only = true;
+        self
+    }
+
+    pub fn needs_no_review(mut self) -> Self {
+        self.needs_no_review = true;
         self
     }
 }

@@ -307,6 +307,16 @@ impl PreparedCall {
         self.hook_names
     }
 
+    /// Whether Auto review must look at it before it runs ([`ToolFacts::auto_reviewed`]): an
+    /// unknown tool or bad arguments fail without running, so there is nothing to review.
+    ///
+    /// [`ToolFacts::auto_reviewed`]: crate::ToolFacts::auto_reviewed
+    pub fn auto_reviewed(&self) -> bool {
+        self.checked
+            .as_ref()
+            .is_ok_and(|(tool, _)| tool.facts().auto_reviewed())
+    }
+
     /// The file or folder it works on, when its tool works on one.
     pub fn touched_path(&self) -> Option<&str> {
         let (tool, args) = self.checked.as_ref().ok()?;

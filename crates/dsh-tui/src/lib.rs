@@ -419,8 +419,8 @@ impl Ui {
                 let sandbox = app.info.as_ref().map_or("none", |i| i.sandbox.as_str());
                 app.note(format!(
                     "permission mode: {sandbox} (/permissions MODE switches between turns: \
-                     read-only, workspace-write, danger-full-access or plan; the session keeps \
-                     it)"
+                     read-only, workspace-write, danger-full-access, plan or auto; the session \
+                     keeps it)"
                 ));
             }
             Slash::Permissions(Some(name)) => {

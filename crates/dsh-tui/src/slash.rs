@@ -17,7 +17,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     (
         "/permissions",
         "show the permission mode, or switch between turns: /permissions MODE (read-only, \
-         workspace-write, danger-full-access, plan)",
+         workspace-write, danger-full-access, plan, auto)",
     ),
     (
         "/plan",

@@ -138,6 +138,21 @@ impl Transcript {
                 format!("· {} ({}) ended its turn", run.agent_id, run.label),
                 DIM,
             )]),
+            // An allowed call needs no word; a denial or a failed review is its own line
+            // before the call's error, and an overridden denial says who let it run.
+            Record::AutoReview(review) => {
+                use dsh_protocol::ReviewDecision;
+                let (what, colour) = match (review.decision, review.overridden) {
+                    (ReviewDecision::Allowed, _) => return None,
+                    (ReviewDecision::Denied, true) => ("denied, run anyway by you", Color::Yellow),
+                    (ReviewDecision::Denied, false) => ("denied", Color::Red),
+                    (ReviewDecision::Failed, _) => ("failed", Color::Red),
+                };
+                Some(vec![Line::styled(
+                    format!("⚖ auto review {what}: {}", review.reason),
+                    Style::new().fg(colour),
+                )])
+            }
             // The status line says the mode the session runs under.
             Record::StepStart { .. }
             | Record::CompactionPrune(_)

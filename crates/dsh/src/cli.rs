@@ -312,8 +312,8 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
                 run.flags.permission_mode = Some(mode.parse::<PermissionMode>().map_err(|_| {
                     fail(
                         format!(
-                            "--permission-mode must be read-only, workspace-write, \
-                             danger-full-access or plan, got \"{mode}\""
+                            "--permission-mode must be {}, got \"{mode}\"",
+                            PermissionMode::CHOICES
                         ),
                         false,
                     )

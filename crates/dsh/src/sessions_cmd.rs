@@ -95,6 +95,9 @@ pub fn show(id: &str, json: bool) -> u8 {
         for envelope in &log.records {
             transcript_line(&mut out, &envelope.record);
         }
+        if let Some(total) = review_total(&log.records) {
+            let _ = writeln!(out, "\n{total}");
+        }
         if log.torn {
             out.push_str("\n(the last line of the log was cut off by a crash and is not shown)\n");
         }
@@ -237,8 +240,54 @@ fn transcript_line(out: &mut String, record: &Record) {
                 data.reason, data.replaced, data.tokens_before, data.tokens_after
             );
         }
+        Record::AutoReview(review) => {
+            let overridden = if review.overridden {
+                ", overridden by the user"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "[auto review of {} ({}): {}{overridden} by {}, {} tokens: {}]",
+                review.tool,
+                review.call_id,
+                review.decision.as_str(),
+                review.model,
+                review.usage.total_tokens,
+                indent(&review.reason)
+            );
+        }
         Record::StepStart { .. } | Record::ToolCall(_) | Record::StepEnd { .. } => {}
     }
+}
+
+/// What the session's Auto reviews decided and billed, by themselves (the steps' usage
+/// includes them): a line at the end of `dsh sessions show`, none without reviews.
+fn review_total(records: &[dsh_protocol::RecordEnvelope]) -> Option<String> {
+    use dsh_protocol::ReviewDecision;
+    let reviews: Vec<&dsh_protocol::AutoReviewRecord> = (records.iter())
+        .filter_map(|envelope| match &envelope.record {
+            Record::AutoReview(review) => Some(review),
+            _ => None,
+        })
+        .collect();
+    if reviews.is_empty() {
+        return None;
+    }
+    let count = |decision| reviews.iter().filter(|r| r.decision == decision).count();
+    let usage = dsh_protocol::Usage::sum(reviews.iter().map(|r| &r.usage));
+    let cost = usage
+        .cost_usd
+        .map(|usd| format!(", ${usd:.4}"))
+        .unwrap_or_default();
+    Some(format!(
+        "auto review: {} calls reviewed ({} allowed, {} denied, {} failed), {} tokens{cost}",
+        reviews.len(),
+        count(ReviewDecision::Allowed),
+        count(ReviewDecision::Denied),
+        count(ReviewDecision::Failed),
+        usage.total_tokens
+    ))
 }
 
 fn fail(message: &str) -> u8 {

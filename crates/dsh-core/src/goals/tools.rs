@@ -141,7 +141,9 @@ impl Tool for CreateGoal {
     }
 
     fn facts(&self) -> ToolFacts {
-        ToolFacts::new(ToolKind::Think, "Set the goal").subject("objective")
+        ToolFacts::new(ToolKind::Think, "Set the goal")
+            .subject("objective")
+            .needs_no_review()
     }
 
     // A goal changes no file: planning one is part of a plan.
@@ -179,7 +181,9 @@ impl Tool for UpdateGoal {
     }
 
     fn facts(&self) -> ToolFacts {
-        ToolFacts::new(ToolKind::Think, "Update the goal").subject("action")
+        ToolFacts::new(ToolKind::Think, "Update the goal")
+            .subject("action")
+            .needs_no_review()
     }
 
     fn plan_safe(&self, _args: &Arguments) -> bool {

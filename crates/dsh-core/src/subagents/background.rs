@@ -344,6 +344,7 @@ impl Tool for SendMessage {
     fn facts(&self) -> dsh_tools::ToolFacts {
         dsh_tools::ToolFacts::new(dsh_tools::ToolKind::Other, "Send a task to")
             .subject("subagent_id")
+            .needs_no_review()
     }
 
     fn description(&self) -> &str {
@@ -405,7 +406,9 @@ impl Tool for InterruptAgent {
     }
 
     fn facts(&self) -> dsh_tools::ToolFacts {
-        dsh_tools::ToolFacts::new(dsh_tools::ToolKind::Other, "Interrupt").subject("agent_id")
+        dsh_tools::ToolFacts::new(dsh_tools::ToolKind::Other, "Interrupt")
+            .subject("agent_id")
+            .needs_no_review()
     }
 
     fn description(&self) -> &str {

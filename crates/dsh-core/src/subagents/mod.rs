@@ -259,6 +259,7 @@ impl Tool for SubagentTool {
             .subject("description")
             .hook_names(&["Task"])
             .summary(subagent_summary)
+            .needs_no_review()
     }
 
     fn parameters(&self) -> &Parameters {

@@ -91,7 +91,9 @@ impl Tool for RalphTool {
     }
 
     fn facts(&self) -> ToolFacts {
-        ToolFacts::new(ToolKind::Other, "Ralph loop toward").subject("objective")
+        ToolFacts::new(ToolKind::Other, "Ralph loop toward")
+            .subject("objective")
+            .needs_no_review()
     }
 
     /// Its workers inherit plan mode, so what they may do is checked there.

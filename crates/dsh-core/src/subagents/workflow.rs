@@ -126,7 +126,9 @@ impl Tool for WorkflowTool {
     }
 
     fn facts(&self) -> ToolFacts {
-        ToolFacts::new(ToolKind::Other, "Workflow").summary(workflow_summary)
+        ToolFacts::new(ToolKind::Other, "Workflow")
+            .summary(workflow_summary)
+            .needs_no_review()
     }
 
     /// Its agents inherit plan mode, so what they may do is checked there.

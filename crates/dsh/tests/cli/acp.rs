@@ -811,3 +811,53 @@ fn an_editor_that_quits_mid_turn_leaves_the_turn_closed_in_the_log() {
         [json!({"kind": "aborted", "reason": {"kind": "user"}})]
     );
 }
+
+/// Auto review in an editor: a denial is put to the user, who may run the call anyway; a
+/// refusal leaves the denial standing.
+#[test]
+fn an_auto_review_denial_is_put_to_the_user_who_may_override_it() {
+    let write = |word: &str| {
+        Turn::tool_call(
+            "bash",
+            json!({"command": format!("echo {word} >> words.txt"), "description": "d"}),
+        )
+    };
+    let deny =
+        || Turn::text(r#"{"decision":"deny","reason":"appends to a file nobody asked for"}"#);
+    let env = TestEnv::new(vec![
+        write("overridden"),
+        deny(),
+        Turn::text("ran it"),
+        write("refused"),
+        deny(),
+        Turn::text("understood"),
+    ]);
+    let mut editor = Editor::start(&env, &["--permission-mode", "auto"]);
+    let session = editor.new_session(&env);
+    let done = editor.prompt(&session, "write a word", &mut |asked| {
+        let text = asked["toolCall"]["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap();
+        assert_eq!(
+            text,
+            "auto review denied this call: appends to a file nobody asked for; run it anyway?"
+        );
+        Some("allow-once".into())
+    });
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    let done = editor.prompt(&session, "another", &mut |_| Some("reject".into()));
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    assert_eq!(editor.asked.len(), 2);
+    assert_eq!(
+        std::fs::read_to_string(env.ws.path().join("words.txt")).unwrap(),
+        "overridden\n"
+    );
+    let refused = &env.server.requests()[5].tool_results()[1];
+    assert!(
+        refused.contains("auto review denied this call"),
+        "{refused}"
+    );
+    let log = env.session_log();
+    assert!(log.contains(r#""overridden":true"#), "{log}");
+    assert!(editor.quit().success());
+}

@@ -57,13 +57,13 @@ fn bad_permission_settings_fail_before_any_request() {
     let env = TestEnv::new(vec![Turn::text("ok")]);
     let out = RunOutput::of(
         env.command(dsh())
-            .env("DSH_PERMISSION_MODE", "auto")
+            .env("DSH_PERMISSION_MODE", "open")
             .arg("go"),
     );
     assert_eq!(out.code(), Some(1));
     assert_eq!(
         out.stderr,
-        "dsh: DSH_PERMISSION_MODE must be read-only, workspace-write, danger-full-access or plan, got \"auto\"\n"
+        "dsh: DSH_PERMISSION_MODE must be read-only, workspace-write, danger-full-access, plan or auto, got \"open\"\n"
     );
     let out = env.run(dsh(), &["--approval-policy", "sometimes", "go"]);
     assert_eq!(out.code(), Some(1));
