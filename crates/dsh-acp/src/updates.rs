@@ -163,7 +163,12 @@ pub fn tool_call(
         .kind(kind(view.kind))
         .status(status)
         .locations(locations(&view, cwd))
-        .content(diff(&view, cwd).into_iter().collect());
+        .content(
+            diff(&view, cwd)
+                .into_iter()
+                .chain(document(&view))
+                .collect(),
+        );
     SessionUpdate::ToolCall(tool.raw_input(args.clone()))
 }
 
@@ -252,6 +257,14 @@ fn locations(view: &CallView<'_>, cwd: &Path) -> Vec<ToolCallLocation> {
         Some(path) => vec![ToolCallLocation::new(absolute(path, cwd)).line(view.line)],
         None => Vec::new(),
     }
+}
+
+/// A document the call carries (a submitted plan), for the editor to show whole.
+fn document(view: &CallView<'_>) -> Option<ToolCallContent> {
+    let text = ContentBlock::Text(TextContent::new(view.document?.to_owned()));
+    Some(ToolCallContent::Content(
+        agent_client_protocol::v1::schema::Content::new(text),
+    ))
 }
 
 /// The change a call asks for: an edit's replaced text and its replacement, a write's whole

@@ -20,6 +20,7 @@ use crate::HookEvent;
 use crate::auto_review::{AutoReviewer, ReviewContext};
 use crate::compaction::{Compactor, History, ManualCompaction};
 use crate::goals::{Authority, NextRound};
+use crate::plan_approval::{self, PlanDecision};
 use crate::{CoreError, Session};
 
 /// How the agent drives the model.
@@ -73,6 +74,12 @@ pub struct AgentConfig {
     /// Who reviews the calls that could change something before they run
     /// (`--permission-mode auto`); `None`: nobody.
     pub(crate) reviewer: Option<Arc<AutoReviewer>>,
+    /// In plan mode, the reviewer that takes over if the user approves the plan to be carried
+    /// out under Auto review.
+    pub(crate) standby_reviewer: Option<Arc<AutoReviewer>>,
+    /// The mode the run's agents work under now, shared with the kit that starts subagents;
+    /// `None` for an agent whose mode never changes.
+    pub(crate) mode: Option<crate::plan_approval::CurrentMode>,
 }
 
 impl AgentConfig {
@@ -101,6 +108,8 @@ impl AgentConfig {
             background: None,
             goals: None,
             reviewer: None,
+            standby_reviewer: None,
+            mode: None,
         }
     }
 }
@@ -820,7 +829,8 @@ impl Agent {
         self.structured = None;
         let turn = self.session.next_turn();
         self.commit(Record::TurnStart { turn })?;
-        if self.config.reviewer.is_some() {
+        // For Auto review, on now or after a plan's approval.
+        if self.config.reviewer.is_some() || self.config.standby_reviewer.is_some() {
             self.turn_task.clone_from(&task);
         }
         self.commit(Record::UserMessage {
@@ -1120,7 +1130,7 @@ impl Agent {
     ) -> Result<ToolsRun, CoreError> {
         let mut ending = None;
         let mut usage = Usage::default();
-        let ctx = ToolContext {
+        let mut ctx = ToolContext {
             call_id: String::new(),
             cwd: self.session.cwd().to_path_buf(),
             cancel: stop.token().clone(),
@@ -1217,6 +1227,31 @@ impl Agent {
                             Record::TodoWrite { turn, todos },
                         )?;
                     }
+                    // A submitted plan is put to the user, if there is one to ask: approved
+                    // or sent back, the turn goes on.
+                    Some(ToolEffect::EndTurn {
+                        reason: TurnEndReason::PlanSubmitted,
+                        text,
+                    }) if ending.is_none() => {
+                        let decision = self.put_plan_to_user(id, stop).await;
+                        if decision != PlanDecision::Undecided
+                            || self.tool_session.questions.is_some()
+                        {
+                            outcome.parts = vec![ToolOutputPart::Text {
+                                text: plan_approval::result_text(&decision),
+                            }];
+                        }
+                        match decision {
+                            PlanDecision::Undecided => {
+                                ending = Some((TurnEndReason::PlanSubmitted, text));
+                            }
+                            PlanDecision::Approved(mode) => {
+                                self.switch_mode(mode)?;
+                                ctx.session = self.tool_session.clone();
+                            }
+                            PlanDecision::KeepPlanning(_) => {}
+                        }
+                    }
                     // The first call that ends the turn decides how.
                     Some(ToolEffect::EndTurn { reason, text }) => {
                         ending.get_or_insert((reason, text));
@@ -1251,6 +1286,48 @@ impl Agent {
             next = group_end;
         }
         Ok(ToolsRun { ending, usage })
+    }
+
+    /// The user's decision on a plan submitted in plan mode; `Undecided` with nobody to ask
+    /// (headless: the plan is the turn's answer) or once the run is stopped.
+    async fn put_plan_to_user(&self, call_id: &str, stop: &Stop) -> PlanDecision {
+        let Some(questions) = self.tool_session.questions.clone() else {
+            return PlanDecision::Undecided;
+        };
+        let auto_review = self.config.standby_reviewer.is_some();
+        let question = plan_approval::question(auto_review);
+        let outcome = tokio::select! {
+            biased;
+            () = stop.token().cancelled() => return PlanDecision::Undecided,
+            outcome = questions.ask(call_id, vec![question]) => outcome,
+        };
+        plan_approval::decision(outcome, auto_review)
+    }
+
+    /// Leaves plan mode for `mode`, the user's pick for carrying out the plan: the tools work
+    /// under its sandbox from the next call on, subagents started from now on too, and the
+    /// session records it so that a resume keeps it. The approval policy becomes the mode's
+    /// default (plan mode's is `never`, having nothing wider to ask for).
+    fn switch_mode(&mut self, mode: dsh_config::PermissionMode) -> Result<(), CoreError> {
+        use dsh_sandbox::escalation::ApprovalPolicy;
+        let approval = if mode.is_auto() {
+            ApprovalPolicy::Ask
+        } else {
+            ApprovalPolicy::default_for(mode.sandbox())
+        };
+        let policy = self.tool_session.policy.with_mode(mode.sandbox());
+        self.tool_session = Arc::new(self.tool_session.with_permissions(policy, approval, false));
+        if mode.is_auto() {
+            self.config.reviewer = self.config.standby_reviewer.take();
+        }
+        if let Some(current) = &self.config.mode {
+            current.set(mode);
+        }
+        self.commit(Record::PermissionMode(dsh_protocol::PermissionRecord {
+            mode: mode.to_string(),
+            approval: approval.to_string(),
+            source: "the plan's approval".to_owned(),
+        }))
     }
 
     /// What Auto review reads besides a call, as the history stands now (the calls' own

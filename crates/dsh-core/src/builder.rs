@@ -25,6 +25,7 @@ use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 
 use crate::auto_review::AutoReviewer;
 use crate::config::{Compression, McpTransport, SettingRow, Settings, SetupError};
+use crate::plan_approval::CurrentMode;
 use crate::{Agent, AgentConfig, AgentEvent, CoreError, LogOptions, Session, Stop, TurnSummary};
 
 /// Builds one run.
@@ -390,9 +391,17 @@ impl StartedRun {
             settings.sandbox().network,
             approval,
         ));
-        config.reviewer = auto_reviewer(&settings, &provider)?;
-        if config.reviewer.is_some() {
+        let mode = settings.permission_mode().value;
+        let current_mode = CurrentMode::new(mode);
+        config.mode = Some(current_mode.clone());
+        // In plan mode with someone to approve the plan, a reviewer stands by in case they
+        // pick Auto review for carrying it out.
+        let reviewer = auto_reviewer(&settings, &provider, user.questions.is_some())?;
+        if mode.is_auto() {
+            config.reviewer.clone_from(&reviewer);
             config.context.push(AUTO_REVIEW_CONTEXT.to_owned());
+        } else {
+            config.standby_reviewer.clone_from(&reviewer);
         }
         let BaseTools {
             mut tools,
@@ -452,6 +461,7 @@ impl StartedRun {
             &settings,
             policy,
             approval,
+            mode.is_plan(),
             shell.clone(),
             SpillStore::new(session.dir().join("spill")),
         )
@@ -474,7 +484,8 @@ impl StartedRun {
             provider.clone(),
             shell.clone(),
             child_hooks,
-            config.reviewer.clone(),
+            reviewer,
+            current_mode,
         );
         let background = crate::subagents::BackgroundAgents::new();
         // A resumed session's background children take messages again; new ids follow theirs.
@@ -533,22 +544,27 @@ denied call did not run and fails with AUTO_REVIEW_DENIED and the reviewer's rea
 reason into account and change the approach instead of repeating the call. \
 AUTO_REVIEW_FAILED means the review itself failed and the call did not run.";
 
-/// The run's Auto reviewer, in `--permission-mode auto`: over its own route when
-/// `auto_review.model` names one, else the session's.
+/// The run's Auto reviewer, over its own route when `auto_review.model` names one, else the
+/// session's: in `--permission-mode auto`, and in plan mode when someone can approve the plan
+/// (`approves_plans`) and may pick Auto review for it. There a reviewer whose route cannot
+/// connect (its key missing) only means Auto review is not offered.
 fn auto_reviewer(
     settings: &Settings,
     provider: &Arc<dyn Provider>,
+    approves_plans: bool,
 ) -> Result<Option<Arc<AutoReviewer>>, SetupError> {
-    if !settings.permission_mode().value.is_auto() {
+    let mode = settings.permission_mode().value;
+    let standby = mode.is_plan() && approves_plans;
+    if !mode.is_auto() && !standby {
         return Ok(None);
     }
     let own = match &settings.auto_review().route {
         None => None,
-        Some(route) => {
-            let own = route.connect(settings.idle_timeout().value)?;
-            let own: Arc<dyn Provider> = Arc::new(Retrying::new(own, *settings.retry()));
-            Some(own)
-        }
+        Some(route) => match route.connect(settings.idle_timeout().value) {
+            Ok(own) => Some(Arc::new(Retrying::new(own, *settings.retry())) as Arc<dyn Provider>),
+            Err(_) if standby => return Ok(None),
+            Err(error) => return Err(error),
+        },
     };
     Ok(Some(Arc::new(AutoReviewer::new(
         settings,
@@ -577,6 +593,7 @@ fn tool_session(
     settings: &Settings,
     policy: SandboxPolicy,
     approval: ApprovalPolicy,
+    plan_mode: bool,
     shell: Arc<Shell>,
     spill: SpillStore,
 ) -> ToolSession {
@@ -589,7 +606,7 @@ fn tool_session(
             settings.home().value.join("attachments"),
         ))
         .with_approval(approval)
-        .with_plan_mode(settings.permission_mode().value.is_plan())
+        .with_plan_mode(plan_mode)
         // Jobs nobody can read are not started: commands past their timeout stop.
         .with_background_jobs(settings.tool_filter().allows("job_output"))
         .with_shell(shell)
@@ -606,6 +623,7 @@ fn child_kit(
     shell: Arc<Shell>,
     hooks: Option<Arc<crate::HookRunner>>,
     reviewer: Option<Arc<AutoReviewer>>,
+    current_mode: CurrentMode,
 ) -> Arc<crate::subagents::ChildKit> {
     let limits = *settings.subagents();
     let bounds = settings.workflows();
@@ -620,10 +638,12 @@ fn child_kit(
         limits,
         workflows,
         Box::new(move |spec: crate::subagents::ChildSpec| {
+            // The mode now: a plan approved since the run began may have changed it.
+            let current = current_mode.get();
             let mode = if spec.read_only {
                 SandboxMode::ReadOnly
             } else {
-                settings.permission_mode().value.sandbox()
+                current.sandbox()
             };
             let policy =
                 SandboxPolicy::new(mode, settings.cwd(), settings.add_dirs().value.clone())
@@ -638,7 +658,7 @@ fn child_kit(
             ));
             // A child works unconfined too, so its calls are reviewed as its parent's are;
             // a read-only child's sandbox already keeps it from changing anything.
-            if !spec.read_only && reviewer.is_some() {
+            if !spec.read_only && current.is_auto() && reviewer.is_some() {
                 config.reviewer.clone_from(&reviewer);
                 config.context.push(AUTO_REVIEW_CONTEXT.to_owned());
             }
@@ -668,6 +688,7 @@ fn child_kit(
                 &settings,
                 policy,
                 approval,
+                current.is_plan(),
                 Arc::new(shell.for_child()),
                 SpillStore::new(std::path::PathBuf::new()),
             );

@@ -22,6 +22,7 @@ mod log;
 #[cfg(test)]
 mod log_props;
 mod output_schema;
+mod plan_approval;
 mod prompt;
 mod repair;
 mod saved_workflow;

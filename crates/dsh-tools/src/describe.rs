@@ -49,6 +49,9 @@ pub struct ToolFacts {
     pub folder: Option<&'static str>,
     /// The argument naming a line of that file.
     pub line: Option<&'static str>,
+    /// The argument holding a document a front end shows whole, as markdown (a submitted
+    /// plan), rather than in the call's one-line summary.
+    pub document: Option<&'static str>,
     /// Its names in other agents' hook vocabularies (Claude Code's `Bash`, `Read`), so a
     /// hook written for them matches it.
     pub hook_names: &'static [&'static str],
@@ -76,6 +79,7 @@ impl ToolFacts {
             file: None,
             folder: None,
             line: None,
+            document: None,
             hook_names: &[],
             read_only: false,
             needs_no_review: false,
@@ -123,6 +127,11 @@ impl ToolFacts {
         self
     }
 
+    pub fn document(mut self, name: &'static str) -> Self {
+        self.document = Some(name);
+        self
+    }
+
     pub fn hook_names(mut self, names: &'static [&'static str]) -> Self {
         self.hook_names = names;
         self
@@ -155,6 +164,7 @@ pub fn description_problems(tool: &dyn Tool) -> Vec<String> {
         ("file", facts.file),
         ("folder", facts.folder),
         ("line", facts.line),
+        ("document", facts.document),
     ];
     for (role, argument) in named {
         if let Some(argument) = argument
@@ -199,6 +209,8 @@ pub struct CallView<'a> {
     pub line: Option<u32>,
     /// The change it asks for, when it changes a file.
     pub change: Option<CallChange<'a>>,
+    /// A document it carries, to show whole as markdown (a submitted plan).
+    pub document: Option<&'a str>,
     pub hook_names: &'static [&'static str],
     pub read_only: bool,
 }
@@ -225,6 +237,7 @@ impl<'a> CallView<'a> {
             path: text(facts.file).or_else(|| text(facts.folder)),
             line,
             change: facts.change.and_then(|change| change(args)),
+            document: text(facts.document),
             hook_names: facts.hook_names,
             read_only: facts.read_only,
         }
@@ -241,6 +254,7 @@ impl<'a> CallView<'a> {
             path: None,
             line: None,
             change: None,
+            document: None,
             hook_names: &[],
             read_only: false,
         }

@@ -101,8 +101,9 @@ pub struct ToolContext {
 
 /// The tools' side of a session: what they remember and what bounds them.
 pub struct ToolSession {
-    /// Which file versions the session has seen (read-before-mutate).
-    pub observations: ObservationMap,
+    /// Which file versions the session has seen (read-before-mutate); shared with the
+    /// session it was switched from ([`ToolSession::with_permissions`]).
+    pub observations: Arc<ObservationMap>,
     /// What calls may change.
     pub policy: SandboxPolicy,
     /// Who answers escalation requests; none in a headless run.
@@ -136,7 +137,7 @@ pub struct ToolSession {
 impl ToolSession {
     pub fn new(policy: SandboxPolicy, spill: SpillStore, model: ModelCaps) -> Self {
         ToolSession {
-            observations: ObservationMap::new(),
+            observations: Arc::new(ObservationMap::new()),
             policy,
             approver: None,
             approval: ApprovalPolicy::Ask,
@@ -150,6 +151,32 @@ impl ToolSession {
             background_jobs: true,
             editor: None,
             redactor: None,
+        }
+    }
+
+    /// The same session under other permissions (a plan approved to run in the mode the user
+    /// picked): what it has seen, its shell, its user and its stores are the same.
+    pub fn with_permissions(
+        &self,
+        policy: SandboxPolicy,
+        approval: ApprovalPolicy,
+        plan_mode: bool,
+    ) -> ToolSession {
+        ToolSession {
+            observations: self.observations.clone(),
+            policy,
+            approver: self.approver.clone(),
+            approval,
+            questions: self.questions.clone(),
+            progress: self.progress.clone(),
+            spill: self.spill.clone(),
+            model: self.model.clone(),
+            attachments: self.attachments.clone(),
+            shell: self.shell.clone(),
+            plan_mode,
+            background_jobs: self.background_jobs,
+            editor: self.editor.clone(),
+            redactor: self.redactor.clone(),
         }
     }
 

@@ -32,6 +32,7 @@ impl Tool for ExitPlanMode {
         crate::ToolFacts::new(crate::ToolKind::SwitchMode, "Present the plan")
             .hook_names(&["ExitPlanMode"])
             .summary(plan_summary)
+            .document("plan")
             .read_only()
     }
 

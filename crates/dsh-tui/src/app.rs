@@ -395,6 +395,15 @@ impl App {
                     .collect();
                 self.active.retain(|c| !done.contains(&c.id.as_str()));
             }
+            // The session's mode changed within the turn (a plan approved to run in the mode
+            // picked): the status line follows, and so does a reopen (`/model`).
+            Record::PermissionMode(permission) => {
+                if let Some(info) = &mut self.info {
+                    info.sandbox.clone_from(&permission.mode);
+                    info.approval.clone_from(&permission.approval);
+                    info.flags.permission_mode = permission.mode.parse().ok();
+                }
+            }
             _ => {}
         }
         if let Some(cell) = self.transcript.cell(record) {

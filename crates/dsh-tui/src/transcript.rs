@@ -336,6 +336,10 @@ fn call_cell(name: &str, view: &dsh_core::CallView<'_>) -> Vec<Line<'static>> {
     if let Some(change) = &view.change {
         lines.extend(change_diff(change));
     }
+    // A document the call carries (a submitted plan) is read whole, not as a summary.
+    if let Some(document) = view.document {
+        lines.extend(markdown::render(document));
+    }
     lines
 }
 

@@ -861,3 +861,84 @@ fn an_auto_review_denial_is_put_to_the_user_who_may_override_it() {
     assert!(log.contains(r#""overridden":true"#), "{log}");
     assert!(editor.quit().success());
 }
+
+/// Plan mode in an editor: the submitted plan is a question; approved, the same turn carries
+/// it out in the mode picked, and the session keeps that mode.
+#[test]
+fn an_approved_plan_is_carried_out_in_the_same_turn_in_the_mode_picked() {
+    let plan = "# Add the marker\n\nWrite done.txt with one line.";
+    let env = TestEnv::new(vec![
+        Turn::tool_call("exit_plan_mode", json!({ "plan": plan })),
+        Turn::tool_call(
+            "write",
+            json!({"file_path": "done.txt", "content": "done\n"}),
+        ),
+        Turn::text("Carried out."),
+        Turn::tool_call(
+            "write",
+            json!({"file_path": "more.txt", "content": "more\n"}),
+        ),
+        Turn::text("Also done."),
+    ]);
+    let mut editor = Editor::start(&env, &["--permission-mode", "plan"]);
+    let session = editor.new_session(&env);
+    let done = editor.prompt(&session, "plan the marker", &mut |asked| {
+        let options: Vec<&str> = (asked["options"].as_array().unwrap().iter())
+            .map(|o| o["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            options,
+            [
+                "Carry it out (workspace-write)",
+                "Carry it out with Auto review (auto)",
+                "Carry it out with full access (danger-full-access)",
+                "Keep planning",
+                "Skip"
+            ]
+        );
+        Some("choice-0".into())
+    });
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    // The editor was shown the plan whole on the call.
+    let call = &editor.updates_of("tool_call")[0];
+    assert_eq!(call["content"][0]["content"]["text"], plan);
+    assert_eq!(
+        std::fs::read_to_string(env.ws.path().join("done.txt")).unwrap(),
+        "done\n"
+    );
+    let requests = env.server.requests();
+    assert!(
+        requests[1].tool_results()[0]
+            .starts_with("The user approved the plan and switched the session to workspace-write"),
+        "{:?}",
+        requests[1].tool_results()
+    );
+    let log = env.session_log();
+    let turns = log.matches(r#""type":"turn/start""#).count();
+    assert_eq!(turns, 1, "the plan and its carrying out are one turn");
+    assert!(
+        log.contains(r#""mode":"workspace-write","approval":"ask","source":"the plan's approval""#)
+    );
+    // The next turn works in the mode picked.
+    editor.prompt(&session, "one more", &mut |_| None);
+    assert!(env.ws.path().join("more.txt").exists());
+    assert!(editor.quit().success());
+}
+
+#[test]
+fn a_plan_sent_back_keeps_plan_mode() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("exit_plan_mode", json!({"plan": "# Quick fix\n\nEdit it."})),
+        Turn::tool_call("write", json!({"file_path": "early.txt", "content": "x"})),
+        Turn::text("I will plan more."),
+    ]);
+    let mut editor = Editor::start(&env, &["--permission-mode", "plan"]);
+    let session = editor.new_session(&env);
+    let done = editor.prompt(&session, "plan it", &mut |_| Some("choice-3".into()));
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    assert!(!env.ws.path().join("early.txt").exists());
+    let requests = env.server.requests();
+    assert!(requests[1].tool_results()[0].starts_with("The user did not approve the plan yet"));
+    assert!(requests[2].tool_results()[1].contains("not available in plan mode"));
+    assert!(editor.quit().success());
+}

@@ -623,3 +623,41 @@ fn permissions_switches_the_mode_between_turns_and_the_session_keeps_it() {
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
+
+#[test]
+fn a_plan_is_read_approved_and_carried_out_and_the_footer_follows_the_mode() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "exit_plan_mode",
+            json!({"plan": "# Marker plan\n\n- write **done.txt**"}),
+        ),
+        Turn::tool_call(
+            "write",
+            json!({"file_path": "done.txt", "content": "done\n"}),
+        ),
+        Turn::text("Carried out the plan."),
+    ]);
+    let ui = open(&env, &["--permission-mode", "plan"]);
+    ui.wait_for("Type a message");
+    assert!(footer(&ui).contains(" · plan · "), "{}", footer(&ui));
+    ui.type_text("plan a marker");
+    ui.press(&["Enter"]);
+    // The plan is shown whole, as markdown, above the question.
+    let screen = ui.wait_for("1. Carry it out (workspace-write)");
+    assert!(screen.contains("Marker plan"), "{screen}");
+    assert!(screen.contains("• write done.txt"), "{screen}");
+    ui.press(&["1"]);
+    wait_turn_end(&ui, "Carried out the plan.");
+    assert_eq!(
+        std::fs::read_to_string(env.ws.path().join("done.txt")).unwrap(),
+        "done\n"
+    );
+    ui.wait_until("the footer in the mode picked", |_| {
+        footer(&ui).contains(" · workspace-write · ")
+    });
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
