@@ -1,0 +1,205 @@
+//! What a snapshot holds, and how two of them differ.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// One covered thing of the workspace, by its path relative to the workspace (`/`-separated).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Entry {
+    File {
+        /// SHA-256 of the content, in hex: the content's name in the store.
+        hash: String,
+        size: u64,
+        /// The permission bits (`0o644`, `0o755`).
+        mode: u32,
+        /// For the next snapshot's shortcut only: a file whose size, modification time and
+        /// inode are unchanged is not read again.
+        #[serde(default)]
+        mtime_ns: i64,
+        #[serde(default)]
+        ino: u64,
+    },
+    Symlink {
+        target: String,
+    },
+    Dir {
+        mode: u32,
+    },
+}
+
+impl Entry {
+    /// Whether `other` is the same thing with the same content and mode (the shortcut's
+    /// stat fields aside).
+    pub fn same_as(&self, other: &Entry) -> bool {
+        match (self, other) {
+            (
+                Entry::File {
+                    hash: a, mode: ma, ..
+                },
+                Entry::File {
+                    hash: b, mode: mb, ..
+                },
+            ) => a == b && ma == mb,
+            (Entry::Symlink { target: a }, Entry::Symlink { target: b }) => a == b,
+            (Entry::Dir { mode: a }, Entry::Dir { mode: b }) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// A file left out of a snapshot because of its size: a restore cannot bring it back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Uncovered {
+    pub path: String,
+    pub size: u64,
+}
+
+/// The covered state of a workspace at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub entries: BTreeMap<String, Entry>,
+    /// Files over the size limit, by path.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uncovered: Vec<Uncovered>,
+}
+
+/// How one path differs between two snapshots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl ChangeKind {
+    /// `A`, `M` or `D`, as a listing marks it.
+    pub fn letter(self) -> char {
+        match self {
+            ChangeKind::Added => 'A',
+            ChangeKind::Modified => 'M',
+            ChangeKind::Deleted => 'D',
+        }
+    }
+}
+
+/// A path that differs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    pub path: String,
+    pub kind: ChangeKind,
+}
+
+impl Snapshot {
+    /// The files and links that differ from `before` to `self`, by path; folders only where
+    /// one was made or removed with nothing covered in it (a folder's contents say the rest).
+    pub fn changes(&self, before: &Snapshot) -> Vec<Change> {
+        let mut changes = Vec::new();
+        let shown = |path: &str, entry: &Entry, other: &Snapshot| {
+            !matches!(entry, Entry::Dir { .. }) || !other.has_under(path)
+        };
+        for (path, entry) in &self.entries {
+            let kind = match before.entries.get(path) {
+                None if shown(path, entry, self) => ChangeKind::Added,
+                Some(old) if !old.same_as(entry) && !matches!(entry, Entry::Dir { .. }) => {
+                    ChangeKind::Modified
+                }
+                _ => continue,
+            };
+            changes.push(Change {
+                path: path.clone(),
+                kind,
+            });
+        }
+        for (path, entry) in &before.entries {
+            if !self.entries.contains_key(path) && shown(path, entry, before) {
+                changes.push(Change {
+                    path: path.clone(),
+                    kind: ChangeKind::Deleted,
+                });
+            }
+        }
+        changes.sort_by(|a, b| a.path.cmp(&b.path));
+        changes
+    }
+
+    /// Whether anything is covered below folder `dir`.
+    fn has_under(&self, dir: &str) -> bool {
+        let prefix = format!("{dir}/");
+        self.entries
+            .range(prefix.clone()..)
+            .next()
+            .is_some_and(|(path, _)| path.starts_with(&prefix))
+    }
+
+    /// The number of files and links it covers.
+    pub fn file_count(&self) -> usize {
+        (self.entries.values())
+            .filter(|e| !matches!(e, Entry::Dir { .. }))
+            .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn file(hash: &str, mode: u32) -> Entry {
+        Entry::File {
+            hash: hash.into(),
+            size: 1,
+            mode,
+            mtime_ns: 0,
+            ino: 0,
+        }
+    }
+
+    #[test]
+    fn changes_are_listed_by_path_with_folders_only_when_empty() {
+        let mut before = Snapshot::default();
+        before.entries.insert("a.txt".into(), file("1", 0o644));
+        before.entries.insert("gone.txt".into(), file("2", 0o644));
+        before.entries.insert("run.sh".into(), file("3", 0o644));
+        before
+            .entries
+            .insert("src".into(), Entry::Dir { mode: 0o755 });
+        before.entries.insert("src/x.rs".into(), file("4", 0o644));
+        let mut after = before.clone();
+        after.entries.insert("a.txt".into(), file("9", 0o644));
+        after.entries.remove("gone.txt");
+        after.entries.insert("run.sh".into(), file("3", 0o755));
+        after
+            .entries
+            .insert("empty".into(), Entry::Dir { mode: 0o755 });
+        after
+            .entries
+            .insert("new".into(), Entry::Dir { mode: 0o755 });
+        after.entries.insert("new/y.rs".into(), file("5", 0o644));
+        after.entries.insert(
+            "ln".into(),
+            Entry::Symlink {
+                target: "a.txt".into(),
+            },
+        );
+        let listed: Vec<String> = after
+            .changes(&before)
+            .iter()
+            .map(|c| format!("{} {}", c.kind.letter(), c.path))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                "M a.txt",
+                "A empty",
+                "D gone.txt",
+                "A ln",
+                "A new/y.rs",
+                "M run.sh"
+            ]
+        );
+        assert_eq!(after.file_count(), 5);
+    }
+}

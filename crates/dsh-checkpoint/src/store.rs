@@ -1,0 +1,344 @@
+//! Where snapshots and the contents they name are kept, and how a snapshot is taken.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::snapshot::{Entry, Snapshot, Uncovered};
+
+/// What a snapshot covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Coverage {
+    /// Files larger than this are left out and listed as uncovered.
+    pub max_file_bytes: u64,
+    /// Whether files `.gitignore`, `.ignore` and Git's excludes leave out are covered too.
+    pub include_ignored: bool,
+    /// Folders never covered (dsh's home, when it is inside the workspace).
+    pub exclude: Vec<PathBuf>,
+}
+
+impl Default for Coverage {
+    fn default() -> Self {
+        Coverage {
+            max_file_bytes: 16 << 20,
+            include_ignored: false,
+            exclude: Vec::new(),
+        }
+    }
+}
+
+/// A failure to read the workspace or the store, or to write either.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {why}", path.display())]
+    Corrupt { path: PathBuf, why: String },
+}
+
+pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
+    move |source| CheckpointError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Snapshots (`manifests/<id>.json`) and the contents they name (`objects/<2>/<62>`, by
+/// SHA-256), under one folder.
+#[derive(Debug, Clone)]
+pub struct CheckpointStore {
+    root: PathBuf,
+}
+
+/// What a prune removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    pub snapshots: usize,
+    pub contents: usize,
+    pub bytes: u64,
+}
+
+impl CheckpointStore {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        CheckpointStore { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn object_path(&self, hash: &str) -> PathBuf {
+        let (head, tail) = hash.split_at(2.min(hash.len()));
+        self.root.join("objects").join(head).join(tail)
+    }
+
+    fn manifest_path(&self, id: &str) -> PathBuf {
+        self.root.join("manifests").join(format!("{id}.json"))
+    }
+
+    /// The covered state of `workspace` now, its new contents stored. `previous` (the last
+    /// snapshot of the same workspace) lets unchanged files go unread.
+    pub fn take(
+        &self,
+        workspace: &Path,
+        coverage: &Coverage,
+        previous: Option<&Snapshot>,
+    ) -> Result<Snapshot, CheckpointError> {
+        let mut snapshot = Snapshot::default();
+        let excluded: Vec<PathBuf> = (coverage.exclude.iter())
+            .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
+            .chain(std::iter::once(self.root.clone()))
+            .collect();
+        let walk = ignore::WalkBuilder::new(workspace)
+            .hidden(false)
+            .parents(false)
+            .follow_links(false)
+            .require_git(false)
+            .git_ignore(!coverage.include_ignored)
+            .git_global(!coverage.include_ignored)
+            .git_exclude(!coverage.include_ignored)
+            .ignore(!coverage.include_ignored)
+            .filter_entry(move |entry| {
+                entry.file_name() != ".git" && !excluded.iter().any(|x| entry.path() == x)
+            })
+            .build();
+        for item in walk {
+            let item = item.map_err(|e| CheckpointError::Corrupt {
+                path: workspace.to_path_buf(),
+                why: format!("cannot walk the workspace: {e}"),
+            })?;
+            let path = item.path();
+            let Ok(relative) = path.strip_prefix(workspace) else {
+                continue;
+            };
+            if relative.as_os_str().is_empty() {
+                continue;
+            }
+            let Some(key) = relative.to_str().map(str::to_owned) else {
+                // A name that is not UTF-8 cannot be keyed; such a file is not covered.
+                continue;
+            };
+            let meta = std::fs::symlink_metadata(path).map_err(io(path))?;
+            let kind = meta.file_type();
+            let entry = if kind.is_symlink() {
+                let target = std::fs::read_link(path).map_err(io(path))?;
+                Entry::Symlink {
+                    target: target.to_string_lossy().into_owned(),
+                }
+            } else if kind.is_dir() {
+                Entry::Dir {
+                    mode: meta.permissions().mode() & 0o7777,
+                }
+            } else if kind.is_file() {
+                if meta.len() > coverage.max_file_bytes {
+                    snapshot.uncovered.push(Uncovered {
+                        path: key,
+                        size: meta.len(),
+                    });
+                    continue;
+                }
+                self.file_entry(path, &meta, previous.and_then(|p| p.entries.get(&key)))?
+            } else {
+                // Sockets, pipes and devices have no content to keep.
+                continue;
+            };
+            snapshot.entries.insert(key, entry);
+        }
+        Ok(snapshot)
+    }
+
+    fn file_entry(
+        &self,
+        path: &Path,
+        meta: &std::fs::Metadata,
+        before: Option<&Entry>,
+    ) -> Result<Entry, CheckpointError> {
+        let mtime_ns = meta
+            .mtime()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(meta.mtime_nsec());
+        let mode = meta.permissions().mode() & 0o7777;
+        if let Some(Entry::File {
+            hash,
+            size,
+            mtime_ns: was,
+            ino,
+            ..
+        }) = before
+            && *size == meta.len()
+            && *was == mtime_ns
+            && *ino == meta.ino()
+            && self.object_path(hash).exists()
+        {
+            return Ok(Entry::File {
+                hash: hash.clone(),
+                size: *size,
+                mode,
+                mtime_ns,
+                ino: *ino,
+            });
+        }
+        let content = std::fs::read(path).map_err(io(path))?;
+        let hash = self.put(&content)?;
+        Ok(Entry::File {
+            hash,
+            size: content.len() as u64,
+            mode,
+            mtime_ns,
+            ino: meta.ino(),
+        })
+    }
+
+    /// Stores `content` unless it is stored already; returns its name.
+    pub fn put(&self, content: &[u8]) -> Result<String, CheckpointError> {
+        let hash = hex(&Sha256::digest(content));
+        let path = self.object_path(&hash);
+        if !path.exists() {
+            write_atomically(&path, content)?;
+        }
+        Ok(hash)
+    }
+
+    /// The stored content named `hash`.
+    pub fn content(&self, hash: &str) -> Result<Vec<u8>, CheckpointError> {
+        let path = self.object_path(hash);
+        let content = std::fs::read(&path).map_err(io(&path))?;
+        if hex(&Sha256::digest(&content)) != hash {
+            return Err(CheckpointError::Corrupt {
+                path,
+                why: "the stored content does not match its name".to_owned(),
+            });
+        }
+        Ok(content)
+    }
+
+    /// Keeps `snapshot`; returns its id (its own SHA-256: the same state saved twice is
+    /// kept once).
+    pub fn save(&self, snapshot: &Snapshot) -> Result<String, CheckpointError> {
+        let text = serde_json::to_vec(snapshot).map_err(|e| CheckpointError::Corrupt {
+            path: self.root.clone(),
+            why: e.to_string(),
+        })?;
+        let id = hex(&Sha256::digest(&text));
+        let path = self.manifest_path(&id);
+        if !path.exists() {
+            write_atomically(&path, &text)?;
+        }
+        Ok(id)
+    }
+
+    /// The snapshot saved as `id`.
+    pub fn load(&self, id: &str) -> Result<Snapshot, CheckpointError> {
+        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(CheckpointError::Corrupt {
+                path: self.root.clone(),
+                why: format!("\"{id}\" is not a checkpoint id"),
+            });
+        }
+        let path = self.manifest_path(id);
+        let text = std::fs::read(&path).map_err(io(&path))?;
+        serde_json::from_slice(&text).map_err(|e| CheckpointError::Corrupt {
+            path,
+            why: e.to_string(),
+        })
+    }
+
+    /// Removes every snapshot but those in `keep`, then every content none of the kept ones
+    /// names.
+    pub fn prune(&self, keep: &HashSet<String>) -> Result<Pruned, CheckpointError> {
+        let mut pruned = Pruned::default();
+        let mut named = HashSet::new();
+        let manifests = self.root.join("manifests");
+        for entry in read_dir(&manifests)? {
+            let path = entry.path();
+            let Some(id) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".json"))
+            else {
+                continue;
+            };
+            if keep.contains(id) {
+                for entry in self.load(id)?.entries.into_values() {
+                    if let Entry::File { hash, .. } = entry {
+                        named.insert(hash);
+                    }
+                }
+            } else {
+                pruned.bytes += entry.metadata().map_or(0, |m| m.len());
+                std::fs::remove_file(&path).map_err(io(&path))?;
+                pruned.snapshots += 1;
+            }
+        }
+        for folder in read_dir(&self.root.join("objects"))? {
+            for entry in read_dir(&folder.path())? {
+                let hash = format!(
+                    "{}{}",
+                    folder.file_name().to_string_lossy(),
+                    entry.file_name().to_string_lossy()
+                );
+                if !named.contains(&hash) {
+                    pruned.bytes += entry.metadata().map_or(0, |m| m.len());
+                    std::fs::remove_file(entry.path()).map_err(io(&entry.path()))?;
+                    pruned.contents += 1;
+                }
+            }
+        }
+        Ok(pruned)
+    }
+
+    /// The bytes the store takes on disk.
+    pub fn disk_usage(&self) -> u64 {
+        fn size(dir: &Path) -> u64 {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return 0;
+            };
+            entries
+                .flatten()
+                .map(|e| match e.file_type() {
+                    Ok(t) if t.is_dir() => size(&e.path()),
+                    _ => e.metadata().map_or(0, |m| m.len()),
+                })
+                .sum()
+        }
+        size(&self.root)
+    }
+}
+
+fn read_dir(dir: &Path) -> Result<Vec<std::fs::DirEntry>, CheckpointError> {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => Ok(entries.flatten().collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(io(dir)(e)),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}
+
+/// Writes `content` to a temporary file beside `path`, then renames it into place: a reader
+/// never sees half of it.
+fn write_atomically(path: &Path, content: &[u8]) -> Result<(), CheckpointError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let temp = dir.join(format!(
+        ".tmp-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let mut file = std::fs::File::create(&temp).map_err(io(&temp))?;
+    file.write_all(content).map_err(io(&temp))?;
+    drop(file);
+    std::fs::rename(&temp, path).map_err(io(path))
+}

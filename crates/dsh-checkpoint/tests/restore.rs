@@ -1,0 +1,244 @@
+//! Snapshots of a real folder, changed the ways a model's commands change files, restored and
+//! compared byte for byte (modes and links too).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeMap, HashSet};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use dsh_checkpoint::{ChangeKind, CheckpointStore, Coverage, plan_restore};
+use pretty_assertions::assert_eq;
+
+/// Everything under `root` but `.git`: each path with its kind, mode and content or target.
+fn tree(root: &Path) -> BTreeMap<String, String> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            let name = path.strip_prefix(root).unwrap().display().to_string();
+            if name == ".git" {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let mode = meta.permissions().mode() & 0o7777;
+            if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                out.insert(name, format!("link {}", target.display()));
+            } else if meta.is_dir() {
+                out.insert(name, format!("dir {mode:o}"));
+                walk(root, &path, out);
+            } else {
+                let content = std::fs::read(&path).unwrap();
+                out.insert(name, format!("file {mode:o} {content:?}"));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+fn write(root: &Path, path: &str, content: &str) {
+    let full = root.join(path);
+    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+    std::fs::write(full, content).unwrap();
+}
+
+#[test]
+fn every_kind_of_change_is_undone_byte_for_byte() {
+    let ws = tempfile::tempdir().unwrap();
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = CheckpointStore::new(store_dir.path());
+    let root = ws.path();
+    write(root, "src/lib.rs", "fn main() {}\n");
+    write(root, "README.md", "# hello\n");
+    write(root, "run.sh", "echo hi\n");
+    std::fs::set_permissions(root.join("run.sh"), PermissionsExt::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("README.md", root.join("readme-link")).unwrap();
+    write(root, "docs/guide/intro.md", "intro\n");
+    let before = tree(root);
+    let coverage = Coverage::default();
+    let checkpoint = store.take(root, &coverage, None).unwrap();
+    let id = store.save(&checkpoint).unwrap();
+
+    // What a turn does: edits, sed -i, rm, chmod, new files and folders, a link repointed,
+    // a folder replaced by a file, a file replaced by a link to outside.
+    write(root, "src/lib.rs", "fn main() { changed() }\n");
+    std::fs::remove_file(root.join("README.md")).unwrap();
+    std::fs::set_permissions(root.join("run.sh"), PermissionsExt::from_mode(0o644)).unwrap();
+    write(root, "new/deep/file.txt", "made by the model\n");
+    std::fs::remove_file(root.join("readme-link")).unwrap();
+    std::os::unix::fs::symlink("src/lib.rs", root.join("readme-link")).unwrap();
+    std::fs::remove_dir_all(root.join("docs/guide")).unwrap();
+    write(root, "docs/guide", "now a file\n");
+    std::fs::remove_file(root.join("src/lib.rs")).unwrap();
+    std::os::unix::fs::symlink("/etc", root.join("src/lib.rs")).unwrap();
+
+    let now = store.take(root, &coverage, Some(&checkpoint)).unwrap();
+    let changes: Vec<String> = now
+        .changes(&checkpoint)
+        .iter()
+        .map(|c| format!("{} {}", c.kind.letter(), c.path))
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            "D README.md",
+            "M docs/guide",
+            "D docs/guide/intro.md",
+            "A new/deep/file.txt",
+            "M readme-link",
+            "M run.sh",
+            "M src/lib.rs"
+        ]
+    );
+    let target = store.load(&id).unwrap();
+    let plan = plan_restore(&target, &now);
+    assert!(plan.remove.contains(&"new/deep/file.txt".to_owned()));
+    let done = store.restore(root, &target, &now).unwrap();
+    assert_eq!(done.failed, Vec::<(String, String)>::new());
+    assert_eq!(tree(root), before);
+
+    // The snapshot taken before restoring undoes it.
+    let back = store.take(root, &coverage, Some(&target)).unwrap();
+    store.restore(root, &now, &back).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join("new/deep/file.txt")).unwrap(),
+        "made by the model\n"
+    );
+    assert_eq!(
+        std::fs::read_link(root.join("src/lib.rs")).unwrap(),
+        Path::new("/etc")
+    );
+}
+
+#[test]
+fn ignored_large_and_git_files_are_not_covered_and_stay_put() {
+    let ws = tempfile::tempdir().unwrap();
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = CheckpointStore::new(store_dir.path());
+    let root = ws.path();
+    write(root, ".gitignore", "target/\n");
+    write(root, "target/out.bin", "built");
+    write(root, ".git/config", "[core]\n");
+    write(root, "big.dat", &"x".repeat(2048));
+    write(root, "small.txt", "s");
+    let coverage = Coverage {
+        max_file_bytes: 1024,
+        ..Coverage::default()
+    };
+    let checkpoint = store.take(root, &coverage, None).unwrap();
+    let paths: Vec<&str> = checkpoint.entries.keys().map(String::as_str).collect();
+    assert_eq!(paths, [".gitignore", "small.txt"]);
+    assert_eq!(checkpoint.uncovered[0].path, "big.dat");
+    assert_eq!(checkpoint.uncovered[0].size, 2048);
+
+    write(root, "target/out.bin", "rebuilt");
+    write(root, "small.txt", "changed");
+    let now = store.take(root, &coverage, Some(&checkpoint)).unwrap();
+    store.restore(root, &checkpoint, &now).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join("small.txt")).unwrap(),
+        "s"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("target/out.bin")).unwrap(),
+        "rebuilt"
+    );
+    assert!(root.join(".git/config").exists());
+
+    let everything = Coverage {
+        include_ignored: true,
+        ..coverage
+    };
+    let all = store.take(root, &everything, None).unwrap();
+    assert!(all.entries.contains_key("target/out.bin"));
+    assert!(!all.entries.contains_key(".git/config"));
+}
+
+#[test]
+fn unchanged_files_are_not_read_again_and_pruning_keeps_what_is_named() {
+    let ws = tempfile::tempdir().unwrap();
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = CheckpointStore::new(store_dir.path());
+    let root = ws.path();
+    write(root, "a.txt", "one");
+    let coverage = Coverage::default();
+    let first = store.take(root, &coverage, None).unwrap();
+    let first_id = store.save(&first).unwrap();
+    // A changed content under the same size and times would be missed by the shortcut; a
+    // content the store lost is read again instead of being trusted.
+    let hash = match &first.entries["a.txt"] {
+        dsh_checkpoint::Entry::File { hash, .. } => hash.clone(),
+        other => panic!("{other:?}"),
+    };
+    let object = store_dir
+        .path()
+        .join("objects")
+        .join(&hash[..2])
+        .join(&hash[2..]);
+    std::fs::remove_file(&object).unwrap();
+    let again = store.take(root, &coverage, Some(&first)).unwrap();
+    assert!(object.exists(), "the lost content was stored again");
+    assert_eq!(again, first);
+
+    write(root, "a.txt", "two");
+    let second = store.take(root, &coverage, Some(&first)).unwrap();
+    let second_id = store.save(&second).unwrap();
+    assert_eq!(second.changes(&first)[0].kind, ChangeKind::Modified);
+    let pruned = store.prune(&HashSet::from([second_id.clone()])).unwrap();
+    assert_eq!((pruned.snapshots, pruned.contents), (1, 1));
+    assert!(store.load(&first_id).is_err());
+    let kept = store.load(&second_id).unwrap();
+    store.restore(root, &kept, &second).unwrap();
+    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "two");
+}
+
+#[test]
+fn a_restore_does_not_follow_a_link_put_where_a_folder_was() {
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = CheckpointStore::new(store_dir.path());
+    let root = ws.path();
+    write(root, "conf/app.toml", "a = 1\n");
+    let coverage = Coverage::default();
+    let checkpoint = store.take(root, &coverage, None).unwrap();
+    write(root, "conf/app.toml", "a = 2\n");
+    let now = store.take(root, &coverage, Some(&checkpoint)).unwrap();
+    // After the snapshot of now, the folder becomes a link to somewhere else, whose file a
+    // restore must not write.
+    std::fs::remove_dir_all(root.join("conf")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("conf")).unwrap();
+    write(outside.path(), "app.toml", "outside\n");
+    let done = store.restore(root, &checkpoint, &now).unwrap();
+    assert_eq!(
+        done.failed,
+        [(
+            "conf/app.toml".to_owned(),
+            "conf is not a folder now (a link or a file is in its place)".to_owned()
+        )]
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("app.toml")).unwrap(),
+        "outside\n"
+    );
+    // With a snapshot that sees the link, the restore takes the link away first.
+    let now = store.take(root, &coverage, Some(&checkpoint)).unwrap();
+    let done = store.restore(root, &checkpoint, &now).unwrap();
+    assert_eq!(done.failed, Vec::<(String, String)>::new());
+    assert!(
+        std::fs::symlink_metadata(root.join("conf"))
+            .unwrap()
+            .is_dir()
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("conf/app.toml")).unwrap(),
+        "a = 1\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("app.toml")).unwrap(),
+        "outside\n"
+    );
+}
