@@ -19,6 +19,7 @@
 mod restore;
 mod snapshot;
 mod store;
+mod tree;
 
 pub use restore::{RestorePlan, Restored, plan_restore};
 pub use snapshot::{Change, ChangeKind, Entry, Snapshot, Uncovered};

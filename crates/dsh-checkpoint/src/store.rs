@@ -83,8 +83,28 @@ impl CheckpointStore {
     }
 
     /// The covered state of `workspace` now, its new contents stored. `previous` (the last
-    /// snapshot of the same workspace) lets unchanged files go unread.
+    /// snapshot of the same workspace, as this process took it) lets unchanged files go
+    /// unread; without one, the store's record of the files it last read does.
     pub fn take(
+        &self,
+        workspace: &Path,
+        coverage: &Coverage,
+        previous: Option<&Snapshot>,
+    ) -> Result<Snapshot, CheckpointError> {
+        let cached;
+        let previous = match previous {
+            Some(previous) => Some(previous),
+            None => {
+                cached = self.stat_cache();
+                cached.as_ref()
+            }
+        };
+        let snapshot = self.walk(workspace, coverage, previous)?;
+        self.keep_stat_cache(&snapshot);
+        Ok(snapshot)
+    }
+
+    fn walk(
         &self,
         workspace: &Path,
         coverage: &Coverage,
@@ -174,7 +194,6 @@ impl CheckpointStore {
             && *size == meta.len()
             && *was == mtime_ns
             && *ino == meta.ino()
-            && self.object_path(hash).exists()
         {
             return Ok(Entry::File {
                 hash: hash.clone(),
@@ -218,10 +237,11 @@ impl CheckpointStore {
         Ok(content)
     }
 
-    /// Keeps `snapshot`; returns its id (its own SHA-256: the same state saved twice is
-    /// kept once).
+    /// Keeps `snapshot`; returns its id (the SHA-256 of its root record: the same state
+    /// saved twice is kept once).
     pub fn save(&self, snapshot: &Snapshot) -> Result<String, CheckpointError> {
-        let text = serde_json::to_vec(snapshot).map_err(|e| CheckpointError::Corrupt {
+        let root = crate::tree::store_trees(self, snapshot)?;
+        let text = serde_json::to_vec(&root).map_err(|e| CheckpointError::Corrupt {
             path: self.root.clone(),
             why: e.to_string(),
         })?;
@@ -241,6 +261,11 @@ impl CheckpointStore {
                 why: format!("\"{id}\" is not a checkpoint id"),
             });
         }
+        let root = self.root_record(id)?;
+        crate::tree::load_trees(self, root)
+    }
+
+    fn root_record(&self, id: &str) -> Result<crate::tree::Root, CheckpointError> {
         let path = self.manifest_path(id);
         let text = std::fs::read(&path).map_err(io(&path))?;
         serde_json::from_slice(&text).map_err(|e| CheckpointError::Corrupt {
@@ -249,9 +274,46 @@ impl CheckpointStore {
         })
     }
 
+    fn stat_cache_path(&self) -> PathBuf {
+        self.root.join("stat-cache.json")
+    }
+
+    /// The files as this store last read them (with their sizes, times and inodes), if it
+    /// kept a record.
+    fn stat_cache(&self) -> Option<Snapshot> {
+        let text = std::fs::read(self.stat_cache_path()).ok()?;
+        serde_json::from_slice(&text).ok()
+    }
+
+    /// Records the files of `snapshot` as read, for the next process's first snapshot. A
+    /// record that cannot be written only costs that snapshot a full read.
+    fn keep_stat_cache(&self, snapshot: &Snapshot) {
+        let files = Snapshot {
+            entries: (snapshot.entries.iter())
+                .filter(|(_, e)| matches!(e, Entry::File { .. }))
+                .map(|(p, e)| (p.clone(), e.clone()))
+                .collect(),
+            uncovered: Vec::new(),
+        };
+        if let Ok(text) = serde_json::to_vec(&files) {
+            let _ = write_atomically(&self.stat_cache_path(), &text);
+        }
+    }
+
     /// Removes every snapshot but those in `keep`, then every content none of the kept ones
-    /// names.
-    pub fn prune(&self, keep: &HashSet<String>) -> Result<Pruned, CheckpointError> {
+    /// names; what was written less than `min_age` ago stays whatever names it (a snapshot
+    /// being taken has stored contents its manifest does not name yet).
+    pub fn prune(
+        &self,
+        keep: &HashSet<String>,
+        min_age: std::time::Duration,
+    ) -> Result<Pruned, CheckpointError> {
+        let young = |entry: &std::fs::DirEntry| {
+            entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().unwrap_or_default() < min_age)
+        };
         let mut pruned = Pruned::default();
         let mut named = HashSet::new();
         let manifests = self.root.join("manifests");
@@ -264,12 +326,8 @@ impl CheckpointStore {
             else {
                 continue;
             };
-            if keep.contains(id) {
-                for entry in self.load(id)?.entries.into_values() {
-                    if let Entry::File { hash, .. } = entry {
-                        named.insert(hash);
-                    }
-                }
+            if keep.contains(id) || young(&entry) {
+                crate::tree::named_objects(self, &self.root_record(id)?, &mut named)?;
             } else {
                 pruned.bytes += entry.metadata().map_or(0, |m| m.len());
                 std::fs::remove_file(&path).map_err(io(&path))?;
@@ -283,12 +341,17 @@ impl CheckpointStore {
                     folder.file_name().to_string_lossy(),
                     entry.file_name().to_string_lossy()
                 );
-                if !named.contains(&hash) {
+                if !named.contains(&hash) && !young(&entry) {
                     pruned.bytes += entry.metadata().map_or(0, |m| m.len());
                     std::fs::remove_file(entry.path()).map_err(io(&entry.path()))?;
                     pruned.contents += 1;
                 }
             }
+        }
+        // The record of files read may name a content just removed: the next snapshot reads
+        // every file again rather than trust it.
+        if pruned.contents > 0 {
+            let _ = std::fs::remove_file(self.stat_cache_path());
         }
         Ok(pruned)
     }

@@ -40,6 +40,7 @@ pub struct Config {
     pub goals: GoalsConfig,
     pub workflows: WorkflowsConfig,
     pub auto_review: AutoReviewConfig,
+    pub checkpoints: CheckpointsConfig,
     pub mcp: McpConfig,
     pub secrets: SecretsConfig,
     /// What is known about models by name, over the built-in table.
@@ -197,6 +198,22 @@ pub struct WorkflowsConfig {
     /// `agent()` calls one run may make (default 1000).
     #[serde(deserialize_with = "at_least_one")]
     pub max_agents: Option<u64>,
+}
+
+/// Checkpoints of the workspace's files at each turn's start and end, for rewinds.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CheckpointsConfig {
+    /// Whether turns are checkpointed (default true).
+    pub enabled: Option<bool>,
+    /// Files larger than this many MiB are left out (default 16).
+    #[serde(deserialize_with = "at_least_one")]
+    pub max_file_mb: Option<u64>,
+    /// Whether files .gitignore and .ignore leave out are covered too (default false).
+    pub include_ignored: Option<bool>,
+    /// Checkpoints of sessions not used for this many days are pruned (default 30).
+    #[serde(deserialize_with = "at_least_one")]
+    pub keep_days: Option<u64>,
 }
 
 /// Auto review (`--permission-mode auto`): who reviews calls, with what instructions, how long

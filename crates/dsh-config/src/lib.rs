@@ -9,6 +9,7 @@
 //! `--continue` finds).
 
 mod auto_review;
+mod checkpoints;
 mod dotenv;
 mod files;
 mod home;
@@ -22,6 +23,7 @@ mod shown;
 mod sourced;
 
 pub use auto_review::{AutoReviewSettings, DEFAULT_REVIEW_MESSAGES, DEFAULT_REVIEW_TIMEOUT};
+pub use checkpoints::CheckpointRules;
 pub use dotenv::{Credentials, DotenvError, EnvSource};
 pub use files::{
     AgentPreset, ApprovalConfig, AutoReviewConfig, Compression, Config, GoalsConfig,

@@ -404,6 +404,8 @@ pub struct Settings {
     pub(super) workflows: WorkflowBounds,
     /// How calls are reviewed in `--permission-mode auto` (`[auto_review]`).
     pub(super) auto_review: AutoReviewSettings,
+    /// How turns are checkpointed (`[checkpoints]`).
+    pub(super) checkpoints: crate::CheckpointRules,
     /// The session to continue; `None` starts a new one.
     pub(super) session: Option<SessionChoice>,
     /// Whether `session` is copied into a new session instead of continued (`--fork`).
@@ -586,6 +588,10 @@ impl Settings {
         &self.auto_review
     }
 
+    pub fn checkpoints(&self) -> crate::CheckpointRules {
+        self.checkpoints
+    }
+
     pub fn session(&self) -> Option<&SessionChoice> {
         self.session.as_ref()
     }
@@ -705,6 +711,7 @@ impl Settings {
         let workflows = workflow_bounds(&mut r, &config.workflows);
         let auto_review =
             super::auto_review::resolve(&mut r, &config.auto_review, env, &credentials)?;
+        let checkpoints = super::checkpoints::resolve(&mut r, &config.checkpoints);
         let mcp_servers = mcp_servers(&mut r, config, flags, &cwd)?;
         let redact_secrets = r.setting(
             "secrets.redact",
@@ -762,6 +769,7 @@ impl Settings {
             goals,
             workflows,
             auto_review,
+            checkpoints,
             session,
             fork: flags.fork,
             files,

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use dsh_llm::{Effort, ModelRequest, Provider, StreamDelta};
 use dsh_protocol::{
-    AbortReason, AssistantMessageRecord, AutoReviewRecord, Block, Failure, FailureCode,
-    FinishReason, Message, Record, Role, ToolCallRecord, ToolOutputPart, ToolResultRecord,
-    ToolSpec, TurnEndReason, Usage,
+    AbortReason, AssistantMessageRecord, AutoReviewRecord, Block, CheckpointAt, Failure,
+    FailureCode, FinishReason, Message, Record, Role, ToolCallRecord, ToolOutputPart,
+    ToolResultRecord, ToolSpec, TurnEndReason, Usage,
 };
 use dsh_tools::{
     ErrorInfo, PreparedCall, ToolContext, ToolEffect, ToolOutcome, ToolRegistry, ToolSession,
@@ -279,6 +279,8 @@ pub struct Agent {
     session_context: Vec<String>,
     /// The task of the turn under way, for Auto review.
     turn_task: String,
+    /// Checkpoints the workspace at each turn's start and end (the top agent's).
+    checkpointer: Option<crate::checkpoints::Checkpointer>,
 }
 
 /// How long, at the end of a run, background subagents have to end their turns once stopped.
@@ -334,6 +336,53 @@ impl Agent {
             hooks_started: false,
             session_context: Vec::new(),
             turn_task: String::new(),
+            checkpointer: None,
+        }
+    }
+
+    /// Gives the agent a checkpointer: each turn's start and end are checkpointed from now.
+    pub(crate) fn set_checkpointer(
+        &mut self,
+        checkpointer: Option<crate::checkpoints::Checkpointer>,
+    ) {
+        self.checkpointer = checkpointer;
+    }
+
+    /// The session and the checkpointer a rewind works on; a checkpointer is made for an
+    /// agent that takes none (checkpoints off now, not when the session was checkpointed).
+    pub(crate) fn rewind_parts(
+        &mut self,
+        settings: &dsh_config::Settings,
+    ) -> (&mut Session, &mut crate::checkpoints::Checkpointer) {
+        let last_known = self.session.last_known_files();
+        let checkpointer = self
+            .checkpointer
+            .get_or_insert_with(|| crate::checkpoints::Checkpointer::new(settings, last_known));
+        (&mut self.session, checkpointer)
+    }
+
+    /// Starts a turn: its number, its `turn/start`, and the checkpoint of its start.
+    async fn start_turn(&mut self) -> Result<u32, CoreError> {
+        let turn = self.session.next_turn();
+        self.commit(Record::TurnStart { turn })?;
+        self.checkpoint(turn, CheckpointAt::Start).await?;
+        Ok(turn)
+    }
+
+    /// Checkpoints the workspace, when the agent takes checkpoints. One that cannot be taken
+    /// does not stop the turn: the user is told that this point cannot be rewound to.
+    async fn checkpoint(&mut self, turn: u32, at: CheckpointAt) -> Result<(), CoreError> {
+        let Some(checkpointer) = self.checkpointer.as_mut() else {
+            return Ok(());
+        };
+        match checkpointer.take(turn, at).await {
+            Ok(record) => self.commit(record),
+            Err(why) => {
+                let _ = self.events.send(AgentEvent::Notice(format!(
+                    "dsh: the workspace could not be checkpointed, so a rewind cannot go back                      to this point: {why}"
+                )));
+                Ok(())
+            }
         }
     }
 
@@ -366,7 +415,7 @@ impl Agent {
         self.structured = None;
         let task = match self.prompt_hooks(task, stop).await {
             Ok(task) => task,
-            Err(why) => return self.withheld(why),
+            Err(why) => return self.withheld(why).await,
         };
         if let Some(background) = &self.config.background {
             background.open();
@@ -498,8 +547,7 @@ impl Agent {
         self.run_requests = 0;
         self.run_usage = Usage::default();
         self.structured = None;
-        let turn = self.session.next_turn();
-        self.commit(Record::TurnStart { turn })?;
+        let turn = self.start_turn().await?;
         let asked = match &args {
             Some(args) => format!("/workflow {} {args}", saved.name),
             None => format!("/workflow {}", saved.name),
@@ -567,6 +615,7 @@ impl Agent {
             usage,
             steps: 1,
         })
+        .await
     }
 
     /// The SessionStart hooks (the first run only) and the UserPromptSubmit hooks: what they
@@ -613,9 +662,8 @@ impl Agent {
     }
 
     /// A turn whose message a hook withheld: it starts and ends, and nothing is sent.
-    fn withheld(&mut self, why: String) -> Result<TurnSummary, CoreError> {
-        let turn = self.session.next_turn();
-        self.commit(Record::TurnStart { turn })?;
+    async fn withheld(&mut self, why: String) -> Result<TurnSummary, CoreError> {
+        let turn = self.start_turn().await?;
         let reason = TurnEndReason::Error {
             error: Failure::new(
                 FailureCode::HookBlocked,
@@ -629,6 +677,7 @@ impl Agent {
             usage: Usage::default(),
             steps: 0,
         })
+        .await
     }
 
     /// The Stop hooks, when the model has answered: `Some` is a hook's reason to go on, the
@@ -827,8 +876,7 @@ impl Agent {
         }
         // The answer's JSON is the last turn's: a wake turn that ends otherwise has none.
         self.structured = None;
-        let turn = self.session.next_turn();
-        self.commit(Record::TurnStart { turn })?;
+        let turn = self.start_turn().await?;
         // For Auto review, on now or after a plan's approval.
         if self.config.reviewer.is_some() || self.config.standby_reviewer.is_some() {
             self.turn_task.clone_from(&task);
@@ -950,12 +998,14 @@ impl Agent {
             usage,
             steps: step,
         })
+        .await
     }
 
     /// Ends the turn `summary` describes: its `turn/end` committed, what it spent counted, the
     /// summary handed back with its reason as logged (a provider's message can quote the key
     /// it was sent).
-    fn end_turn(&mut self, mut summary: TurnSummary) -> Result<TurnSummary, CoreError> {
+    async fn end_turn(&mut self, mut summary: TurnSummary) -> Result<TurnSummary, CoreError> {
+        self.checkpoint(summary.turn, CheckpointAt::End).await?;
         self.session.redact_reason(&mut summary.reason);
         self.commit(Record::TurnEnd {
             turn: summary.turn,

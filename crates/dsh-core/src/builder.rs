@@ -67,6 +67,8 @@ pub struct StartedRun {
 
 /// A run ready for its task.
 pub struct Run {
+    /// What the run was built with (a rewind's checkpoint store and coverage come from it).
+    settings: Settings,
     pub agent: Agent,
     /// What the agent reports ([`Run::start_task`], [`Run::take_events`]); ends when the agent
     /// is dropped.
@@ -144,6 +146,21 @@ impl Processes {
 }
 
 impl Run {
+    /// The session's turns, with what each changed in the files (`/rewind`'s list).
+    pub fn turns(&mut self) -> Vec<crate::checkpoints::TurnFiles> {
+        let (session, checkpointer) = self.agent.rewind_parts(&self.settings);
+        crate::checkpoints::session_turns(&session.logged_records(), checkpointer)
+    }
+
+    /// Rewinds the session between turns ([`crate::checkpoints::rewind`]).
+    pub fn rewind(
+        &mut self,
+        request: &crate::checkpoints::RewindRequest,
+    ) -> Result<crate::checkpoints::RewindReport, crate::checkpoints::RewindError> {
+        let (session, checkpointer) = self.agent.rewind_parts(&self.settings);
+        crate::checkpoints::rewind(session, checkpointer, request)
+    }
+
     /// Starts `task` as [`Agent::run`] does. Its events come from
     /// [`RunningTask::next_event`], which a front end awaits beside its own sources (a cancel,
     /// lines of input, notices) in one `select!`.
@@ -520,11 +537,19 @@ impl StartedRun {
         debug_assert_eq!(tools.description_problems(), Vec::<String>::new());
         debug_assert_eq!(unlisted_tools(&tools), Vec::<String>::new());
         let catalog = tools.catalog();
-        let agent = Agent::new(provider, tools, Arc::new(tool_session), config, session, tx);
+        // Checkpoints nobody names any more go first, at most once a day.
+        if settings.checkpoints().enabled {
+            crate::checkpoints::prune(&settings);
+        }
+        let checkpointer = crate::checkpoints::Checkpointer::for_run(&settings, &session);
+        let mut agent = Agent::new(provider, tools, Arc::new(tool_session), config, session, tx);
+        agent.set_checkpointer(checkpointer);
+        let priced = route.prices.value.is_some();
         Ok(Run {
+            settings,
             agent,
             events,
-            priced: route.prices.value.is_some(),
+            priced,
             skills,
             catalog,
             processes: Processes {

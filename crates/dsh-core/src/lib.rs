@@ -12,6 +12,7 @@
 mod agent;
 mod auto_review;
 mod builder;
+pub mod checkpoints;
 mod compaction;
 mod error;
 mod goals;

@@ -78,6 +78,19 @@ impl SessionLog {
         }
     }
 
+    /// The log at `path`, to be read and never written: a replay's (a rewind's history is
+    /// rebuilt from the log it reads).
+    pub(crate) fn read_only(path: PathBuf, header: SessionHeader) -> Self {
+        SessionLog {
+            path,
+            header,
+            file: None,
+            seq: 0,
+            options: LogOptions::default(),
+            lock: None,
+        }
+    }
+
     /// A log that goes on after `seq` in an existing file, already locked and cut back to its
     /// last whole record.
     pub(crate) fn resume(

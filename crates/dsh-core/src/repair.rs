@@ -82,6 +82,8 @@ pub fn repair(records: &[RecordEnvelope]) -> Vec<Record> {
             | Record::GoalChange(_)
             | Record::Presentation(_)
             | Record::PermissionMode(_)
+            | Record::Checkpoint(_)
+            | Record::Rewind(_)
             | Record::SessionSeed { .. } => {}
             Record::SubagentRun(run) => spent.add(&run.usage),
             Record::AutoReview(review) => spent.add(&review.usage),

@@ -33,6 +33,12 @@ pub struct Session {
     children: Vec<SubagentRunRecord>,
     /// What its logged steps billed, in tokens.
     logged_tokens: u64,
+    /// The snapshot of the workspace's files the session last knew (its latest checkpoint,
+    /// or what a rewind restored): what a rewind judges changes made outside dsh from.
+    last_known_files: Option<String>,
+    /// How many records it has absorbed: the log position of the next one, which a rewind
+    /// replays up to.
+    absorbed: usize,
     /// The secrets taken out of failure messages before they are logged (a provider's
     /// error can quote the key it was sent); tool results are redacted where they are made.
     redactor: Option<dsh_tools::Redactor>,
@@ -92,6 +98,8 @@ impl Session {
             completed: 0,
             children: Vec::new(),
             logged_tokens: 0,
+            last_known_files: None,
+            absorbed: 0,
             redactor: None,
         }
     }
@@ -197,6 +205,8 @@ impl Session {
             completed: 0,
             children: Vec::new(),
             logged_tokens: 0,
+            last_known_files: None,
+            absorbed: 0,
             redactor: None,
             log: SessionLog::resume(path, loaded.header, seq, file, lock, options),
         };
@@ -233,6 +243,58 @@ impl Session {
     /// session's too).
     pub fn goal_change(&self) -> Option<&GoalChangeRecord> {
         self.goal.as_ref()
+    }
+
+    /// The snapshot of the workspace's files the session last knew, if it took any.
+    pub fn last_known_files(&self) -> Option<&str> {
+        self.last_known_files.as_deref()
+    }
+
+    /// Makes the conversation what it was where `rewind` (absorbed at log position `at`)
+    /// goes back to: before its turn started, or for an undo just before the rewind it
+    /// undoes. The log keeps everything; the state is rebuilt by replaying it up to there.
+    /// The turn count, the permissions, the subagents and the billing are not taken back.
+    fn take_back_conversation(&mut self, at: usize, rewind: &dsh_protocol::RewindRecord) {
+        let records = crate::log::logged_records(self.log.path());
+        let before = &records[..at.min(records.len())];
+        let until = match rewind.to_turn {
+            Some(turn) => before
+                .iter()
+                .rposition(|r| matches!(r, Record::TurnStart { turn: t } if *t == turn)),
+            None => before
+                .iter()
+                .rposition(|r| matches!(r, Record::Rewind(earlier) if !earlier.undo)),
+        };
+        let Some(until) = until else {
+            return;
+        };
+        let mut replay = Session {
+            log: SessionLog::read_only(self.log.path().to_path_buf(), self.log.header().clone()),
+            id: self.id.clone(),
+            cwd: self.cwd.clone(),
+            history: Vec::new(),
+            last_turn: 0,
+            loaded: Default::default(),
+            untracked_instructions: false,
+            todos: Vec::new(),
+            goal: None,
+            permission: None,
+            completed: 0,
+            children: Vec::new(),
+            logged_tokens: 0,
+            last_known_files: None,
+            absorbed: 0,
+            redactor: None,
+        };
+        for record in records.into_iter().take(until) {
+            replay.absorb(record);
+        }
+        self.history = replay.history;
+        self.completed = replay.completed.min(self.history.len());
+        self.todos = replay.todos;
+        self.goal = replay.goal;
+        self.loaded = replay.loaded;
+        self.untracked_instructions = replay.untracked_instructions;
     }
 
     /// The tokens its logged steps billed.
@@ -330,6 +392,8 @@ impl Session {
 
     /// What a committed record adds to the history and the turn count.
     fn absorb(&mut self, record: Record) {
+        let position = self.absorbed;
+        self.absorbed += 1;
         match record {
             Record::UserMessage {
                 message,
@@ -395,6 +459,15 @@ impl Session {
             | Record::ToolCall(_)
             | Record::Presentation(_)
             | Record::AutoReview(_) => {}
+            Record::Checkpoint(checkpoint) => self.last_known_files = Some(checkpoint.snapshot),
+            Record::Rewind(rewind) => {
+                if let Some(restored) = &rewind.restored {
+                    self.last_known_files = Some(restored.clone());
+                }
+                if rewind.conversation {
+                    self.take_back_conversation(position, &rewind);
+                }
+            }
             Record::SubagentRun(run) => {
                 self.children.retain(|known| known.agent_id != run.agent_id);
                 self.children.push(*run);

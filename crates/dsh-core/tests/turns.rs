@@ -178,6 +178,8 @@ fn kinds(records: &[Record]) -> Vec<&'static str> {
             Record::Presentation(_) => "artifact/present",
             Record::PermissionMode(_) => "permission/mode",
             Record::AutoReview(_) => "review/decision",
+            Record::Checkpoint(_) => "checkpoint",
+            Record::Rewind(_) => "rewind",
         })
         .collect()
 }

@@ -15,11 +15,12 @@ mod usage;
 pub use failure::{ErrorInfo, Failure, FailureCode};
 pub use message::{Block, ImageRef, Message, Role, ToolOutputPart, ToolSpec};
 pub use record::{
-    AbortReason, AssistantMessageRecord, AutoReviewRecord, BlockedReason, CommandOutcome,
-    CompactionPruneRecord, CompactionSummaryRecord, FinishReason, Goal, GoalChangeRecord,
-    GoalOperation, GoalPhase, HeaderKind, InstructionFile, PermissionRecord, Presentation, Record,
-    RecordEnvelope, ReviewDecision, SESSION_FORMAT_VERSION, SessionHeader, SessionSummary,
-    SubagentRunRecord, TodoItem, TodoStatus, ToolCallRecord, ToolResultRecord, TurnEndReason,
+    AbortReason, AssistantMessageRecord, AutoReviewRecord, BlockedReason, CheckpointAt,
+    CheckpointRecord, CommandOutcome, CompactionPruneRecord, CompactionSummaryRecord, FinishReason,
+    Goal, GoalChangeRecord, GoalOperation, GoalPhase, HeaderKind, InstructionFile,
+    PermissionRecord, Presentation, Record, RecordEnvelope, ReviewDecision, RewindRecord,
+    SESSION_FORMAT_VERSION, SessionHeader, SessionSummary, SubagentRunRecord, TodoItem, TodoStatus,
+    ToolCallRecord, ToolResultRecord, TurnEndReason,
 };
 pub use stream::StreamEvent;
 pub use usage::{OffPeak, PeakHours, Prices, Usage};

@@ -134,6 +134,86 @@ pub enum Record {
     /// billed (the step's usage includes it).
     #[serde(rename = "review/decision")]
     AutoReview(AutoReviewRecord),
+    /// The workspace's files were checkpointed (at a turn's start or end): the snapshot that
+    /// a rewind restores.
+    #[serde(rename = "checkpoint")]
+    Checkpoint(CheckpointRecord),
+    /// The session went back to the start of a turn (its files, its conversation or both),
+    /// or undid the rewind before: later records stay in the log, but what the model sees
+    /// next is the conversation as it was then.
+    #[serde(rename = "rewind")]
+    Rewind(RewindRecord),
+}
+
+/// One checkpoint of the workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointRecord {
+    pub turn: u32,
+    pub at: CheckpointAt,
+    /// The snapshot's id in the workspace's checkpoint store.
+    pub snapshot: String,
+    /// The files and links it covers.
+    pub files: u32,
+    /// Files it left out for their size: a rewind cannot bring them back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uncovered: Vec<String>,
+    /// How long taking it took, in milliseconds.
+    pub ms: u64,
+}
+
+/// When in its turn a checkpoint was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointAt {
+    Start,
+    End,
+}
+
+/// One rewind, or the undoing of one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RewindRecord {
+    /// The turn whose start the session went back to; none for an undo.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_turn: Option<u32>,
+    /// Whether it undid the rewind before it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub undo: bool,
+    /// Whether the files were put back.
+    pub files: bool,
+    /// Whether the conversation was taken back.
+    pub conversation: bool,
+    /// The snapshot of the files just before it: what undoes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup: Option<String>,
+    /// The snapshot the files were made to match: the state later changes are judged from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored: Option<String>,
+    /// Paths written back and removed.
+    #[serde(default)]
+    pub written: u32,
+    #[serde(default)]
+    pub removed: u32,
+}
+
+impl RewindRecord {
+    /// What it did, in words: `rewound files and conversation to before turn 2 (3 written
+    /// back, 1 removed)`.
+    pub fn headline(&self) -> String {
+        let what = match (self.files, self.conversation) {
+            (true, true) => "files and conversation",
+            (true, false) => "files",
+            _ => "conversation",
+        };
+        match self.to_turn {
+            Some(turn) => format!(
+                "rewound {what} to before turn {turn} ({} written back, {} removed)",
+                self.written, self.removed
+            ),
+            None => format!("undid the last rewind of {what}"),
+        }
+    }
 }
 
 /// One Auto review of one call.

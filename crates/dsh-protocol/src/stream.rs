@@ -170,6 +170,8 @@ pub fn project(record: &Record) -> Vec<StreamEvent> {
         // A denial or a failed review reaches the stream as its call's `tool_result.error`;
         // the review's usage is in the step's `step_end`.
         Record::AutoReview(_) => Vec::new(),
+        // The workspace's bookkeeping, for rewinds; what a turn did is in its calls.
+        Record::Checkpoint(_) | Record::Rewind(_) => Vec::new(),
         // Compaction changes what the model is sent, not what happened; its request's usage
         // is in the step's `step_end`.
         Record::UserMessage { .. } | Record::CompactionPrune(_) | Record::CompactionSummary(_) => {

@@ -153,8 +153,13 @@ impl Transcript {
                     Style::new().fg(colour),
                 )])
             }
+            Record::Rewind(rewind) => Some(vec![Line::styled(
+                format!("↶ {}", rewind.headline()),
+                Style::new().fg(Color::Yellow),
+            )]),
             // The status line says the mode the session runs under.
-            Record::StepStart { .. }
+            Record::Checkpoint(_)
+            | Record::StepStart { .. }
             | Record::CompactionPrune(_)
             | Record::SessionSeed { .. }
             | Record::PermissionMode(_) => None,

@@ -38,6 +38,8 @@ pub enum Command {
     },
     /// `dsh workflow list`: the saved workflows this directory can run.
     WorkflowList,
+    /// `dsh rewind ID [...]`: a session's turns, or going back to the start of one.
+    Rewind(crate::rewind_cmd::RewindArgs),
     /// The terminal UI: `dsh` on a terminal with no headless option, and `dsh resume`.
     Tui(TuiArgs),
     /// `dsh mcp-server` or `dsh acp`: serve a protocol on stdio; the flags are every
@@ -186,6 +188,11 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
     }
     if args.first().is_some_and(|a| a == "sessions") {
         return parse_sessions(&args[1..]).map_err(|m| fail(m, true));
+    }
+    if args.first().is_some_and(|a| a == "rewind") {
+        return crate::rewind_cmd::parse(&args[1..])
+            .map(Command::Rewind)
+            .map_err(|m| fail(m, true));
     }
     // `dsh workflow NAME [--args JSON] [options]`: always headless; the options are a run's.
     let mut workflow = None;

@@ -6,6 +6,7 @@
 mod cli;
 mod dump_config;
 mod place;
+mod rewind_cmd;
 mod run;
 mod sandbox_check;
 mod sessions_cmd;
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
         Ok(Command::SessionsList { json }) => ExitCode::from(sessions_cmd::list(json)),
         Ok(Command::SessionsShow { id, json }) => ExitCode::from(sessions_cmd::show(&id, json)),
         Ok(Command::WorkflowList) => ExitCode::from(workflow_list()),
+        Ok(Command::Rewind(args)) => ExitCode::from(rewind_cmd::run(&args)),
         Ok(Command::Tui(args)) => {
             let options = dsh_tui::Options {
                 flags: args.flags,

@@ -257,7 +257,13 @@ fn transcript_line(out: &mut String, record: &Record) {
                 indent(&review.reason)
             );
         }
-        Record::StepStart { .. } | Record::ToolCall(_) | Record::StepEnd { .. } => {}
+        Record::Rewind(rewind) => {
+            let _ = writeln!(out, "[{}]", rewind.headline());
+        }
+        Record::StepStart { .. }
+        | Record::ToolCall(_)
+        | Record::StepEnd { .. }
+        | Record::Checkpoint(_) => {}
     }
 }
 

@@ -46,6 +46,7 @@ const SAMPLES: &[(&str, &str)] = &[
     ("--approval-policy", "ask"),
     ("--input-format", "text"),
     ("--profile", "headless"),
+    ("--to", "2"),
 ];
 
 fn repo_root() -> PathBuf {

@@ -19,6 +19,7 @@ mod mcp_server;
 mod output_schema;
 mod patches;
 mod providers;
+mod rewind;
 mod sandbox;
 mod secrets;
 mod sessions;

@@ -1,0 +1,414 @@
+//! Checkpoints of the workspace at each turn's start and end, and rewinds to them: the files
+//! (through `dsh-checkpoint`'s store, `<home>/checkpoints/<workspace>/`), the conversation
+//! (a `rewind` record the session replays its log by), or both. Every front end rewinds
+//! through [`rewind`]: `dsh rewind`, the terminal UI's `/rewind` ([`crate::Run::rewind`]).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+pub use dsh_checkpoint::{Change, ChangeKind, RestorePlan};
+use dsh_checkpoint::{CheckpointStore, Coverage, Snapshot};
+
+use crate::CoreError;
+use dsh_config::{CheckpointRules, Settings};
+use dsh_protocol::{CheckpointAt, CheckpointRecord, Record, RewindRecord};
+
+use crate::Session;
+
+/// The checkpoint store of the workspace `cwd`.
+pub(crate) fn store_for(home: &Path, cwd: &Path) -> CheckpointStore {
+    let slug = crate::log::cwd_slug(&cwd.to_string_lossy());
+    CheckpointStore::new(home.join("checkpoints").join(slug))
+}
+
+fn coverage(rules: CheckpointRules, home: &Path) -> Coverage {
+    Coverage {
+        max_file_bytes: rules.max_file_bytes,
+        include_ignored: rules.include_ignored,
+        // dsh's home inside the workspace holds the checkpoints themselves.
+        exclude: vec![home.to_path_buf()],
+    }
+}
+
+/// Takes a session's checkpoints (the top agent's, at each turn's start and end) and
+/// rewinds to them.
+pub struct Checkpointer {
+    store: CheckpointStore,
+    coverage: Coverage,
+    workspace: PathBuf,
+    /// The last snapshot taken, so that the next reads only the files that changed.
+    last: Option<Arc<Snapshot>>,
+}
+
+impl Checkpointer {
+    /// The run's checkpointer, unless `[checkpoints]` turns them off; a resumed session
+    /// starts from the snapshot it last knew.
+    pub(crate) fn for_run(settings: &Settings, session: &Session) -> Option<Self> {
+        settings
+            .checkpoints()
+            .enabled
+            .then(|| Checkpointer::new(settings, session.last_known_files()))
+    }
+
+    /// The checkpointer of `session` under `settings`, whether or not new checkpoints are
+    /// taken: a rewind to the ones it has.
+    pub fn new(settings: &Settings, last_known: Option<&str>) -> Self {
+        let rules = settings.checkpoints();
+        let home = &settings.home().value;
+        let store = store_for(home, settings.cwd());
+        let last = last_known.and_then(|id| store.load(id).ok()).map(Arc::new);
+        Checkpointer {
+            store,
+            coverage: coverage(rules, home),
+            workspace: settings.cwd().clone(),
+            last,
+        }
+    }
+
+    /// Snapshots the workspace now, off the async threads; the record to commit, or why
+    /// no checkpoint could be taken.
+    pub(crate) async fn take(&mut self, turn: u32, at: CheckpointAt) -> Result<Record, String> {
+        let (store, coverage, workspace) = (
+            self.store.clone(),
+            self.coverage.clone(),
+            self.workspace.clone(),
+        );
+        let last = self.last.clone();
+        let started = Instant::now();
+        let taken = tokio::task::spawn_blocking(move || {
+            let snapshot = store.take(&workspace, &coverage, last.as_deref())?;
+            let id = store.save(&snapshot)?;
+            Ok::<_, dsh_checkpoint::CheckpointError>((id, snapshot))
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+        let (id, snapshot) = taken;
+        let record = Record::Checkpoint(CheckpointRecord {
+            turn,
+            at,
+            snapshot: id,
+            files: u32::try_from(snapshot.file_count()).unwrap_or(u32::MAX),
+            uncovered: snapshot.uncovered.iter().map(|u| u.path.clone()).collect(),
+            ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        });
+        self.last = Some(Arc::new(snapshot));
+        Ok(record)
+    }
+}
+
+/// One turn of a session as a rewind lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnFiles {
+    pub turn: u32,
+    /// The first line of the turn's task.
+    pub task: String,
+    /// Whether the files can be taken back to its start (its start was checkpointed and
+    /// the checkpoint is still kept).
+    pub restorable: bool,
+    /// What it changed in the files, from its start to its end (or to the next checkpoint).
+    pub changes: Vec<Change>,
+}
+
+/// The turns of a session (its `records`), with what each changed in the files.
+pub fn session_turns(records: &[Record], checkpointer: &Checkpointer) -> Vec<TurnFiles> {
+    let store = &checkpointer.store;
+    let mut turns: Vec<(TurnFiles, Option<String>)> = Vec::new();
+    let mut checkpoints: Vec<(u32, String)> = Vec::new();
+    for record in records {
+        match record {
+            Record::TurnStart { turn } => turns.push((
+                TurnFiles {
+                    turn: *turn,
+                    task: String::new(),
+                    restorable: false,
+                    changes: Vec::new(),
+                },
+                None,
+            )),
+            Record::UserMessage {
+                message,
+                instructions: None,
+                ..
+            } => {
+                if let Some((turn, _)) = turns.last_mut().filter(|(t, _)| t.task.is_empty()) {
+                    turn.task = message.text().lines().next().unwrap_or_default().to_owned();
+                }
+            }
+            Record::Checkpoint(checkpoint) => {
+                if checkpoint.at == CheckpointAt::Start
+                    && let Some((turn, start)) = turns.last_mut()
+                    && turn.turn == checkpoint.turn
+                {
+                    *start = Some(checkpoint.snapshot.clone());
+                }
+                checkpoints.push((checkpoint.turn, checkpoint.snapshot.clone()));
+            }
+            _ => {}
+        }
+    }
+    turns
+        .into_iter()
+        .map(|(mut turn, start)| {
+            let start = start.and_then(|id| store.load(&id).ok());
+            turn.restorable = start.is_some();
+            // The first checkpoint after the start: the turn's end, or the next one's start.
+            let after = (checkpoints.iter())
+                .filter(|(t, _)| *t >= turn.turn)
+                .map(|(_, id)| id)
+                .nth(1)
+                .and_then(|id| store.load(id).ok());
+            if let (Some(start), Some(after)) = (start, after) {
+                turn.changes = after.changes(&start);
+            }
+            turn
+        })
+        .collect()
+}
+
+/// What to rewind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RewindRequest {
+    /// Back to the start of this turn; `None` undoes the last rewind.
+    pub to_turn: Option<u32>,
+    pub files: bool,
+    pub conversation: bool,
+    /// Go on although files changed outside dsh since its last checkpoint (they are in the
+    /// snapshot taken before the rewind, so the rewind's undo brings them back).
+    pub force: bool,
+    /// Do it; otherwise only say what it would do.
+    pub apply: bool,
+}
+
+/// What a rewind will do, or did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RewindReport {
+    pub plan: RestorePlan,
+    /// Files changed since the session's last checkpoint by something other than its turns.
+    pub changed_outside: Vec<Change>,
+    /// Files the target checkpoint left out for their size: they stay as they are.
+    pub uncovered: Vec<String>,
+    /// The record committed, once applied.
+    pub applied: Option<RewindRecord>,
+    /// Paths that could not be put back, with why.
+    pub failed: Vec<(String, String)>,
+}
+
+/// Why a rewind cannot be done.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RewindError {
+    #[error("the session has no turn {0}: `dsh rewind <session>` lists its turns")]
+    NoTurn(u32),
+    #[error(
+        "turn {0}'s files cannot be restored: its start was not checkpointed (checkpoints \
+         were off) or the checkpoint was pruned; rewind the conversation only"
+    )]
+    NoCheckpoint(u32),
+    #[error("there is no rewind to undo")]
+    NothingToUndo,
+    #[error("turns ran since the last rewind, so it cannot be undone; rewind to a turn instead")]
+    TurnsSinceRewind,
+    #[error(
+        "files changed outside dsh since its last checkpoint: {}; keep them by leaving the \
+         rewind, or give --force (they are kept in the snapshot taken before the rewind, \
+         which `--undo` restores)",
+        .0.join(", ")
+    )]
+    ChangedOutside(Vec<String>),
+    #[error("checkpoint store: {0}")]
+    Store(String),
+    #[error("session log: {0}")]
+    Log(String),
+}
+
+/// Plans the rewind `request` asks of `session` and, when it says so and nothing stands in
+/// the way, does it: the files put back, a `rewind` record committed (which takes the
+/// conversation back when asked), the snapshot before it kept so that it can be undone.
+pub fn rewind(
+    session: &mut Session,
+    checkpointer: &mut Checkpointer,
+    request: &RewindRequest,
+) -> Result<RewindReport, RewindError> {
+    let store = checkpointer.store.clone();
+    let records = session.logged_records();
+    let store_error = |e: dsh_checkpoint::CheckpointError| RewindError::Store(e.to_string());
+    // The snapshot the files go back to, and whether files and conversation are taken back.
+    let (target, files, conversation) = match request.to_turn {
+        Some(turn) => {
+            if !records
+                .iter()
+                .any(|r| matches!(r, Record::TurnStart { turn: t } if *t == turn))
+            {
+                return Err(RewindError::NoTurn(turn));
+            }
+            let start = records.iter().find_map(|r| match r {
+                Record::Checkpoint(c) if c.turn == turn && c.at == CheckpointAt::Start => {
+                    Some(c.snapshot.clone())
+                }
+                _ => None,
+            });
+            let target = match (request.files, start) {
+                (false, _) => None,
+                (true, Some(id)) => Some(id),
+                (true, None) => return Err(RewindError::NoCheckpoint(turn)),
+            };
+            (target, request.files, request.conversation)
+        }
+        None => {
+            let last = records
+                .iter()
+                .rposition(|r| matches!(r, Record::Rewind(_)))
+                .ok_or(RewindError::NothingToUndo)?;
+            let Record::Rewind(undone) = &records[last] else {
+                return Err(RewindError::NothingToUndo);
+            };
+            if undone.undo {
+                return Err(RewindError::NothingToUndo);
+            }
+            if records[last..]
+                .iter()
+                .any(|r| matches!(r, Record::TurnStart { .. }))
+            {
+                return Err(RewindError::TurnsSinceRewind);
+            }
+            let target = undone.backup.clone().filter(|_| undone.files);
+            (target, undone.files, undone.conversation)
+        }
+    };
+    let mut report = RewindReport {
+        plan: RestorePlan::default(),
+        changed_outside: Vec::new(),
+        uncovered: Vec::new(),
+        applied: None,
+        failed: Vec::new(),
+    };
+    let mut backup = None;
+    let mut snapshots = None;
+    if let Some(target_id) = &target {
+        let target = store.load(target_id).map_err(store_error)?;
+        let known = session
+            .last_known_files()
+            .and_then(|id| store.load(id).ok());
+        let current = store
+            .take(
+                &checkpointer.workspace,
+                &checkpointer.coverage,
+                known.as_ref(),
+            )
+            .map_err(store_error)?;
+        if let Some(known) = &known {
+            report.changed_outside = current.changes(known);
+        }
+        report.plan = dsh_checkpoint::plan_restore(&target, &current);
+        report.uncovered = target.uncovered.iter().map(|u| u.path.clone()).collect();
+        backup = Some(store.save(&current).map_err(store_error)?);
+        snapshots = Some((target, current));
+    }
+    if !request.apply {
+        return Ok(report);
+    }
+    if !report.changed_outside.is_empty() && !request.force {
+        return Err(RewindError::ChangedOutside(
+            (report.changed_outside.iter())
+                .map(|c| format!("{} {}", c.kind.letter(), c.path))
+                .collect(),
+        ));
+    }
+    let (mut written, mut removed) = (0, 0);
+    if let Some((target, current)) = &snapshots {
+        let done = store
+            .restore(&checkpointer.workspace, target, current)
+            .map_err(store_error)?;
+        written = u32::try_from(done.written.len()).unwrap_or(u32::MAX);
+        removed = u32::try_from(done.removed.len()).unwrap_or(u32::MAX);
+        report.failed = done.failed;
+    }
+    let record = RewindRecord {
+        to_turn: request.to_turn,
+        undo: request.to_turn.is_none(),
+        files,
+        conversation,
+        backup,
+        restored: target,
+        written,
+        removed,
+    };
+    session
+        .commit(Record::Rewind(record.clone()))
+        .map_err(|e| RewindError::Log(e.to_string()))?;
+    report.applied = Some(record);
+    // The next checkpoint starts from the files as the rewind left them.
+    checkpointer.last = None;
+    Ok(report)
+}
+
+/// Removes the checkpoints no session of the workspace used within `[checkpoints]
+/// keep_days` names, at most once a day. Contents and snapshots written in the last hour are
+/// kept whatever names them: another run may be taking a checkpoint right now.
+pub(crate) fn prune(settings: &Settings) {
+    let rules = settings.checkpoints();
+    let home = &settings.home().value;
+    let store = store_for(home, settings.cwd());
+    let marker = store.root().join("last-prune");
+    let day = Duration::from_secs(86_400);
+    let recent = |path: &Path, age: Duration| {
+        std::fs::metadata(path)
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| SystemTime::now().duration_since(t).unwrap_or_default() < age)
+    };
+    if !store.root().exists() || recent(&marker, day) {
+        return;
+    }
+    let _ = std::fs::write(&marker, b"");
+    let keep_for = day * u32::try_from(rules.keep_days).unwrap_or(u32::MAX);
+    let sessions = home
+        .join("sessions")
+        .join(crate::log::cwd_slug(&settings.cwd().to_string_lossy()));
+    let mut keep = HashSet::new();
+    for entry in std::fs::read_dir(sessions).into_iter().flatten().flatten() {
+        let Some(log) = crate::session::log_file_in(&entry.path()) else {
+            continue;
+        };
+        if !recent(&log, keep_for) {
+            continue;
+        }
+        for record in crate::log::logged_records(&log) {
+            match record {
+                Record::Checkpoint(c) => {
+                    keep.insert(c.snapshot);
+                }
+                Record::Rewind(r) => keep.extend(r.backup.into_iter().chain(r.restored)),
+                _ => {}
+            }
+        }
+    }
+    let _ = store.prune(&keep, Duration::from_secs(3600));
+}
+
+/// The turns of the session `id` of the settings' working directory, read without opening
+/// it (`dsh rewind <session>`).
+pub fn list_turns(settings: &Settings, id: &str) -> Result<Vec<TurnFiles>, CoreError> {
+    let path = crate::session_log_path(&settings.home().value, settings.cwd(), id)?;
+    let records: Vec<Record> = (crate::log::read_log(&path)?.records.into_iter())
+        .map(|envelope| envelope.record)
+        .collect();
+    Ok(session_turns(&records, &Checkpointer::new(settings, None)))
+}
+
+/// Opens the session `id` (locked against a run going on in it, its open turn closed as
+/// any resume closes it) and rewinds it as `request` asks (`dsh rewind`).
+pub fn rewind_session(
+    settings: &Settings,
+    id: &str,
+    request: &RewindRequest,
+) -> Result<Result<RewindReport, RewindError>, CoreError> {
+    let options = crate::LogOptions {
+        fsync: settings.fsync().value,
+        zstd: settings.compression().value == dsh_config::Compression::Zstd,
+    };
+    let mut session = Session::resume(&settings.home().value, settings.cwd().clone(), id, options)?;
+    let mut checkpointer = Checkpointer::new(settings, session.last_known_files());
+    Ok(rewind(&mut session, &mut checkpointer, request))
+}

@@ -1,0 +1,241 @@
+//! Checkpoints and `dsh rewind`: three turns change files through the file tools and bash
+//! (`sed -i`, `rm`, `chmod`, a link repointed, folders made), then the session goes back to
+//! the start of each turn, and the tree is compared byte for byte, modes and links too.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use dsh_testkit::{TestEnv, Turn};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use crate::dsh;
+
+/// Every path under `root` (`.dsh` aside: dsh's own, made by the sandbox) with its kind, mode
+/// and content or target.
+fn tree(root: &Path) -> BTreeMap<String, String> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.strip_prefix(root).unwrap().display().to_string();
+            if name == ".dsh" {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let mode = meta.permissions().mode() & 0o7777;
+            if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                out.insert(name, format!("link {}", target.display()));
+            } else if meta.is_dir() {
+                out.insert(name, format!("dir {mode:o}"));
+                walk(root, &path, out);
+            } else {
+                let content = std::fs::read_to_string(&path).unwrap();
+                out.insert(name, format!("file {mode:o} {content:?}"));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+fn bash(command: &str) -> Turn {
+    Turn::tool_call("bash", json!({"command": command, "description": "d"}))
+}
+
+/// A session of three turns; the trees before each and after the last.
+fn three_turns(env: &TestEnv) -> (String, Vec<BTreeMap<String, String>>) {
+    let ws = env.ws.path();
+    env.write("a.txt", "orig\n");
+    env.write("keep.txt", "keep\n");
+    env.write("run.sh", "echo run\n");
+    std::os::unix::fs::symlink("a.txt", ws.join("link")).unwrap();
+    let mut trees = vec![tree(ws)];
+    let out = env.run(dsh(), &["--json", "turn one"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let id = out.events()[0]["sessionId"].as_str().unwrap().to_owned();
+    trees.push(tree(ws));
+    for task in ["turn two", "turn three"] {
+        let out = env.run(dsh(), &["--session-id", &id, task]);
+        assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+        trees.push(tree(ws));
+    }
+    (id, trees)
+}
+
+fn script() -> Vec<Turn> {
+    vec![
+        // Turn 1: the file tools.
+        Turn::tool_calls(&[
+            ("read", json!({"file_path": "a.txt"})),
+            ("write", json!({"file_path": "b.txt", "content": "bee\n"})),
+        ]),
+        Turn::tool_call(
+            "edit",
+            json!({"file_path": "a.txt", "old_string": "orig", "new_string": "one"}),
+        ),
+        Turn::text("turn one done"),
+        // Turn 2: commands.
+        bash("sed -i s/one/two/ a.txt && rm keep.txt && chmod 755 run.sh && ln -sfn b.txt link"),
+        Turn::text("turn two done"),
+        // Turn 3: folders made, a file removed.
+        bash("mkdir -p d/e && echo deep > d/e/f.txt && rm b.txt"),
+        Turn::text("turn three done"),
+    ]
+}
+
+fn rewind(env: &TestEnv, args: &[&str]) -> dsh_testkit::RunOutput {
+    let mut all = vec!["rewind"];
+    all.extend_from_slice(args);
+    env.run(dsh(), &all)
+}
+
+#[test]
+fn each_turn_can_be_rewound_to_byte_for_byte_and_each_rewind_undone() {
+    let env = TestEnv::new(script());
+    let (id, trees) = three_turns(&env);
+    let ws = env.ws.path();
+    assert_ne!(trees[0], trees[1]);
+    assert_ne!(trees[1], trees[2]);
+    assert_ne!(trees[2], trees[3]);
+
+    let listed = rewind(&env, &[&id]);
+    assert_eq!(listed.code(), Some(0), "stderr: {}", listed.stderr);
+    assert!(
+        listed.stdout.contains("turn 1   turn one"),
+        "{}",
+        listed.stdout
+    );
+    assert!(
+        listed.stdout.contains("2 changed: M a.txt, A b.txt"),
+        "{}",
+        listed.stdout
+    );
+    assert!(
+        listed
+            .stdout
+            .contains("4 changed: M a.txt, D keep.txt, M link, M run.sh"),
+        "{}",
+        listed.stdout
+    );
+
+    // Without --yes nothing changes: the plan is shown.
+    let shown = rewind(&env, &[&id, "--to", "1"]);
+    assert_eq!(shown.code(), Some(0), "stderr: {}", shown.stderr);
+    assert!(
+        shown.stdout.contains("remove      d/e/f.txt"),
+        "{}",
+        shown.stdout
+    );
+    assert!(
+        shown.stdout.contains("nothing was changed"),
+        "{}",
+        shown.stdout
+    );
+    assert_eq!(tree(ws), trees[3]);
+
+    for turn in [3, 2, 1] {
+        let out = rewind(&env, &[&id, "--to", &turn.to_string(), "--yes"]);
+        assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+        assert_eq!(
+            tree(ws),
+            trees[turn - 1],
+            "back to the start of turn {turn}"
+        );
+        // Undone, and done again.
+        let out = rewind(&env, &[&id, "--undo", "--yes"]);
+        assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+        assert_eq!(tree(ws), trees[3], "the rewind to turn {turn} undone");
+    }
+    let out = rewind(&env, &[&id, "--to", "2", "--yes"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(tree(ws), trees[1]);
+}
+
+#[test]
+fn the_conversation_goes_back_too_and_the_log_keeps_everything() {
+    let mut turns = script();
+    turns.push(Turn::text("after the rewind"));
+    let env = TestEnv::new(turns);
+    let (id, _) = three_turns(&env);
+    let out = rewind(&env, &[&id, "--to", "2", "--conversation", "--yes"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    // The files were left as they are.
+    assert!(env.ws.path().join("d/e/f.txt").exists());
+    let out = env.run(dsh(), &["--session-id", &id, "turn four"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let sent = env.server.requests().pop().unwrap().body.to_string();
+    assert!(
+        sent.contains("turn one") && sent.contains("turn four"),
+        "{sent}"
+    );
+    assert!(
+        !sent.contains("turn two") && !sent.contains("turn three"),
+        "{sent}"
+    );
+    let log = env.session_log();
+    assert!(log.contains("turn three done"));
+    let rewinds: Vec<Value> = (log.lines())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["type"] == "rewind")
+        .collect();
+    assert_eq!(
+        rewinds[0]["data"],
+        json!({"toTurn": 2, "files": false, "conversation": true, "written": 0, "removed": 0})
+    );
+}
+
+#[test]
+fn a_rewind_is_refused_when_files_changed_outside_dsh_and_forced_it_can_be_undone() {
+    let env = TestEnv::new(script());
+    let (id, trees) = three_turns(&env);
+    env.write("a.txt", "edited by hand\n");
+    env.write("notes.txt", "mine\n");
+    let out = rewind(&env, &[&id, "--to", "3", "--yes"]);
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr
+            .contains("files changed outside dsh since its last checkpoint: M a.txt, A notes.txt"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.ws.path().join("a.txt")).unwrap(),
+        "edited by hand\n"
+    );
+    let shown = rewind(&env, &[&id, "--to", "3"]);
+    assert!(
+        shown.stdout.contains("remove      notes.txt"),
+        "{}",
+        shown.stdout
+    );
+    assert!(
+        shown.stdout.contains("--yes and --force"),
+        "{}",
+        shown.stdout
+    );
+    let out = rewind(&env, &[&id, "--to", "3", "--yes", "--force"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(tree(env.ws.path()), trees[2]);
+    let out = rewind(&env, &[&id, "--undo", "--yes"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(
+        std::fs::read_to_string(env.ws.path().join("notes.txt")).unwrap(),
+        "mine\n"
+    );
+    // Nothing left to undo, and no such turn.
+    let out = rewind(&env, &[&id, "--undo", "--yes"]);
+    assert!(
+        out.stderr.contains("there is no rewind to undo"),
+        "{}",
+        out.stderr
+    );
+    let out = rewind(&env, &[&id, "--to", "9"]);
+    assert!(
+        out.stderr.contains("the session has no turn 9"),
+        "{}",
+        out.stderr
+    );
+}
