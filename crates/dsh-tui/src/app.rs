@@ -35,6 +35,8 @@ pub enum Action {
     Quit,
     /// Build the `@` index (the first `@` typed).
     IndexFiles,
+    /// Rewind the session as the `/rewind` view was told.
+    Rewind(dsh_core::checkpoints::RewindRequest),
 }
 
 /// A turn in progress.
@@ -100,6 +102,8 @@ pub struct App {
     pub queued: VecDeque<String>,
     dialogs: VecDeque<Dialog>,
     pub picker: Option<SessionPicker>,
+    /// `/rewind`'s list of turns, or the rewind it asks to confirm.
+    pub rewind: Option<crate::rewind::RewindView>,
     mention: Option<MentionPopup>,
     pub files: Option<Arc<FileIndex>>,
     indexing: bool,
@@ -135,6 +139,7 @@ impl App {
             queued: VecDeque::new(),
             dialogs: VecDeque::new(),
             picker: None,
+            rewind: None,
             mention: None,
             files: None,
             indexing: false,
@@ -418,6 +423,33 @@ impl App {
         }
     }
 
+    /// What a `/rewind` step came back with: the plan to confirm, or what was done.
+    pub fn rewound(
+        &mut self,
+        request: dsh_core::checkpoints::RewindRequest,
+        report: dsh_core::checkpoints::RewindReport,
+    ) {
+        let Some(record) = &report.applied else {
+            if let Some(turn) = request.to_turn {
+                self.rewind = Some(crate::rewind::RewindView::Confirm { turn, report });
+            }
+            return;
+        };
+        self.push_cell(vec![Line::styled(
+            format!("↶ {}", record.headline()),
+            Style::new().fg(Color::Yellow),
+        )]);
+        for (path, why) in &report.failed {
+            self.error(format!("not restored: {path}: {why}"));
+        }
+        if record.conversation {
+            self.note(
+                "the model now sees the conversation as it was then; the transcript above \
+                 stays as it happened (`dsh rewind <session> --undo --yes` takes it back)",
+            );
+        }
+    }
+
     pub fn open_picker(&mut self, sessions: Vec<SessionSummary>) {
         if sessions.is_empty() {
             self.note("no earlier sessions in this folder");
@@ -474,6 +506,24 @@ impl App {
         }
         if self.picker.is_some() {
             return self.picker_key(key);
+        }
+        if let Some(view) = &mut self.rewind {
+            use crate::rewind::RewindKey;
+            return match view.key(key) {
+                RewindKey::None => Action::None,
+                RewindKey::Close => {
+                    self.rewind = None;
+                    Action::None
+                }
+                RewindKey::Preview(turn) => {
+                    self.rewind = None;
+                    Action::Slash(Slash::Rewind(Some(turn.to_string())))
+                }
+                RewindKey::Apply(request) => {
+                    self.rewind = None;
+                    Action::Rewind(request)
+                }
+            };
         }
         if self.mention.is_some() {
             match key.code {
@@ -782,6 +832,12 @@ impl App {
         } else if let Some(picker) = &self.picker {
             bottom.push(rule(width, Color::Yellow));
             bottom.extend(picker.lines(width, area.height.saturating_sub(4)));
+        } else if let Some(view) = &self.rewind {
+            bottom.push(rule(width, Color::Yellow));
+            bottom.extend(wrap_lines(
+                &view.lines(width, area.height.saturating_sub(4)),
+                width,
+            ));
         } else {
             if let Some(m) = &self.mention {
                 for (i, path) in m.matches.iter().enumerate() {

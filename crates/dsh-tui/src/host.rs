@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use dsh_core::checkpoints::{RewindReport, RewindRequest, TurnFiles};
 use dsh_core::{
     AgentBuilder, AgentEvent, Environment, Flags, ManualCompaction, Run, Settings, Stop,
     TurnSummary, User,
@@ -24,6 +25,10 @@ pub enum Work {
     Compact {
         stop: Stop,
     },
+    /// The session's turns, for `/rewind`.
+    Turns,
+    /// Show or do a rewind.
+    Rewind(RewindRequest),
 }
 
 /// What the host answers.
@@ -31,6 +36,8 @@ pub enum Done {
     Opened(Result<Box<Opened>, String>),
     Turn(Result<TurnSummary, String>),
     Compacted(Result<(ManualCompaction, Usage), String>),
+    Turns(Result<Vec<TurnFiles>, String>),
+    Rewound(Box<Result<(RewindRequest, RewindReport), String>>),
 }
 
 /// A session ready for messages.
@@ -93,6 +100,17 @@ pub async fn serve(
                 }
                 None => Done::Compacted(Err("no session is open".into())),
             },
+            Work::Turns => match &mut open {
+                Some((run, _)) => Done::Turns(Ok(run.turns())),
+                None => Done::Turns(Err("no session is open".into())),
+            },
+            Work::Rewind(request) => Done::Rewound(Box::new(match &mut open {
+                Some((run, _)) => run
+                    .rewind(&request)
+                    .map(|report| (request, report))
+                    .map_err(|e| e.to_string()),
+                None => Err("no session is open".into()),
+            })),
         };
         if done.send(answer).is_err() {
             break;

@@ -17,6 +17,7 @@ mod highlight;
 mod host;
 mod markdown;
 mod mentions;
+mod rewind;
 mod slash;
 mod terminal;
 mod transcript;
@@ -40,7 +41,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use app::{Action, App};
 use dialog::{ApprovalDialog, Dialog, QuestionsDialog};
+use dsh_core::checkpoints::RewindRequest;
 use host::{Done, Work};
+use rewind::RewindView;
 use slash::Slash;
 
 /// How the UI starts.
@@ -274,6 +277,25 @@ impl Ui {
                                 _ => Action::None,
                             }
                         }
+                        Done::Turns(result) => {
+                            app.end_busy();
+                            match result {
+                                Ok(turns) if turns.is_empty() => {
+                                    app.note("no turn to rewind to yet");
+                                }
+                                Ok(turns) => app.rewind = Some(RewindView::pick(turns)),
+                                Err(message) => app.error(message),
+                            }
+                            Action::None
+                        }
+                        Done::Rewound(result) => {
+                            app.end_busy();
+                            match *result {
+                                Ok((request, report)) => app.rewound(request, report),
+                                Err(message) => app.error(message),
+                            }
+                            Action::None
+                        }
                         Done::Compacted(result) => {
                             app.end_busy();
                             match result {
@@ -317,6 +339,10 @@ impl Ui {
                     app.stop_turn();
                 }
                 Action::Send(task) => self.send(&mut app, task),
+                Action::Rewind(request) => {
+                    app.begin_busy("rewinding", None);
+                    let _ = self.work.send(Work::Rewind(request));
+                }
                 Action::IndexFiles => {
                     let tx = index_tx.clone();
                     let root = self.cwd.clone();
@@ -446,6 +472,29 @@ impl Ui {
             Slash::New => self.open(app, self.flags_for(None), None),
             Slash::Resume(None) => app.open_picker(dsh_core::list_sessions(&self.home, &self.cwd)),
             Slash::Resume(Some(id)) => self.open(app, self.flags_for(Some(id)), None),
+            Slash::Rewind(_) if app.is_running() => {
+                app.note("/rewind waits for the turn to end (Esc stops it)");
+            }
+            Slash::Rewind(None) => {
+                app.begin_busy("reading the session's turns", None);
+                let _ = self.work.send(Work::Turns);
+            }
+            Slash::Rewind(Some(turn)) => match turn.parse::<u32>() {
+                Ok(turn) if turn > 0 => {
+                    app.begin_busy("comparing the files with the checkpoint", None);
+                    let _ = self.work.send(Work::Rewind(RewindRequest {
+                        to_turn: Some(turn),
+                        files: true,
+                        conversation: true,
+                        force: false,
+                        apply: false,
+                    }));
+                }
+                _ => app.error(format!(
+                    "/rewind takes a turn number (1, 2, ...), got \"{turn}\"; /rewind alone \
+                     lists the turns"
+                )),
+            },
             Slash::Diff => app.push_cell(git_diff(&self.cwd).await),
             Slash::Skills => {
                 let skills = app

@@ -29,6 +29,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "/resume",
         "pick a session of this folder to go back to (/resume ID opens one)",
     ),
+    (
+        "/rewind",
+        "go back to the start of a turn: files, conversation or both (/rewind N for turn N)",
+    ),
     ("/diff", "the workspace's uncommitted changes (git diff)"),
     ("/status", "session, model, sandbox, tokens and cost"),
     ("/skills", "the skills the model can load"),
@@ -45,6 +49,8 @@ pub enum Slash {
     Compact,
     New,
     Resume(Option<String>),
+    /// `/rewind [TURN]`: back to the start of a turn.
+    Rewind(Option<String>),
     Diff,
     Status,
     Skills,
@@ -124,6 +130,7 @@ pub fn parse(line: &str, prompts: &[UserPrompt]) -> Slash {
         "/compact" => Slash::Compact,
         "/new" | "/clear" => Slash::New,
         "/resume" => Slash::Resume(arg),
+        "/rewind" => Slash::Rewind(arg),
         "/diff" => Slash::Diff,
         "/status" => Slash::Status,
         "/skills" => Slash::Skills,
@@ -229,7 +236,7 @@ mod tests {
             Slash::Prompt("Run the tests.\n\nnow".into())
         );
         assert!(matches!(parse("/nope", &prompts), Slash::Unknown(m) if m.contains("/help")));
-        assert_eq!(completions("/re", &prompts), ["/resume", "/review"]);
+        assert_eq!(completions("/re", &prompts), ["/resume", "/rewind", "/review"]);
         assert_eq!(complete("/st", &prompts).as_deref(), Some("/status "));
         assert_eq!(complete("/r", &prompts).as_deref(), Some("/re"));
         assert_eq!(complete("/re", &prompts), None, "nothing more is shared");

@@ -661,3 +661,53 @@ fn a_plan_is_read_approved_and_carried_out_and_the_footer_follows_the_mode() {
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
+
+#[test]
+fn rewind_picks_a_turn_shows_what_changes_and_takes_files_and_conversation_back() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![
+        Turn::tool_call("write", json!({"file_path": "a.txt", "content": "first\n"})),
+        Turn::text("wrote a"),
+        Turn::tool_call(
+            "write",
+            json!({"file_path": "b.txt", "content": "second\n"}),
+        ),
+        Turn::text("wrote b"),
+        Turn::text("fresh start"),
+    ]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("make a");
+    ui.press(&["Enter"]);
+    wait_turn_end(&ui, "wrote a");
+    ui.type_text("make b");
+    ui.press(&["Enter"]);
+    wait_turn_end(&ui, "wrote b");
+    ui.type_text("/rewind");
+    ui.press(&["Enter"]);
+    let screen = ui.wait_for("Rewind to the start of a turn");
+    assert!(
+        screen.contains("› turn 2 · make b · 1 files changed"),
+        "{screen}"
+    );
+    ui.press(&["Up"]);
+    ui.press(&["Enter"]);
+    let screen = ui.wait_for("Rewind to the start of turn 1?");
+    assert!(screen.contains("remove      a.txt"), "{screen}");
+    assert!(screen.contains("remove      b.txt"), "{screen}");
+    assert!(env.ws.path().join("b.txt").exists());
+    ui.press(&["1"]);
+    ui.wait_for("↶ rewound files and conversation to before turn 1");
+    assert!(!env.ws.path().join("a.txt").exists());
+    assert!(!env.ws.path().join("b.txt").exists());
+    ui.type_text("again");
+    ui.press(&["Enter"]);
+    wait_turn_end(&ui, "fresh start");
+    let sent = user_texts(&env.server.requests().pop().unwrap());
+    assert_eq!(sent.last().map(String::as_str), Some("again"));
+    assert!(!sent.iter().any(|t| t.contains("make a")), "{sent:?}");
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
