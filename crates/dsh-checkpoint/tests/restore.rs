@@ -10,33 +10,9 @@ use std::path::Path;
 use dsh_checkpoint::{ChangeKind, CheckpointStore, Coverage, plan_restore};
 use pretty_assertions::assert_eq;
 
-/// Everything under `root` but `.git`: each path with its kind, mode and content or target.
+/// Everything under `root` but `.git`, byte for byte.
 fn tree(root: &Path) -> BTreeMap<String, String> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let entry = entry.unwrap();
-            let path = entry.path();
-            let name = path.strip_prefix(root).unwrap().display().to_string();
-            if name == ".git" {
-                continue;
-            }
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let mode = meta.permissions().mode() & 0o7777;
-            if meta.file_type().is_symlink() {
-                let target = std::fs::read_link(&path).unwrap();
-                out.insert(name, format!("link {}", target.display()));
-            } else if meta.is_dir() {
-                out.insert(name, format!("dir {mode:o}"));
-                walk(root, &path, out);
-            } else {
-                let content = std::fs::read(&path).unwrap();
-                out.insert(name, format!("file {mode:o} {content:?}"));
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out
+    dsh_testkit::tree(root, &[".git"])
 }
 
 fn write(root: &Path, path: &str, content: &str) {

@@ -84,8 +84,13 @@ impl Session {
         id: String,
         header: SessionHeader,
     ) -> Self {
+        Session::empty(id, cwd, SessionLog::create(home, header, options))
+    }
+
+    /// A session with nothing absorbed yet, kept in `log`.
+    fn empty(id: String, cwd: PathBuf, log: SessionLog) -> Self {
         Session {
-            log: SessionLog::create(home, header, options),
+            log,
             id,
             cwd,
             history: Vec::new(),
@@ -192,24 +197,11 @@ impl Session {
                 })?;
         }
         let seq = loaded.records.len() as u64;
-        let mut session = Session {
-            id: id.to_owned(),
+        let mut session = Session::empty(
+            id.to_owned(),
             cwd,
-            history: Vec::new(),
-            last_turn: 0,
-            loaded: Default::default(),
-            untracked_instructions: false,
-            todos: Vec::new(),
-            goal: None,
-            permission: None,
-            completed: 0,
-            children: Vec::new(),
-            logged_tokens: 0,
-            last_known_files: None,
-            absorbed: 0,
-            redactor: None,
-            log: SessionLog::resume(path, loaded.header, seq, file, lock, options),
-        };
+            SessionLog::resume(path, loaded.header, seq, file, lock, options),
+        );
         let closing = crate::repair::repair(&loaded.records);
         // Moved, not cloned: a long session's history is held once.
         for envelope in loaded.records {
@@ -268,24 +260,11 @@ impl Session {
         let Some(until) = until else {
             return;
         };
-        let mut replay = Session {
-            log: SessionLog::read_only(self.log.path().to_path_buf(), self.log.header().clone()),
-            id: self.id.clone(),
-            cwd: self.cwd.clone(),
-            history: Vec::new(),
-            last_turn: 0,
-            loaded: Default::default(),
-            untracked_instructions: false,
-            todos: Vec::new(),
-            goal: None,
-            permission: None,
-            completed: 0,
-            children: Vec::new(),
-            logged_tokens: 0,
-            last_known_files: None,
-            absorbed: 0,
-            redactor: None,
-        };
+        let mut replay = Session::empty(
+            self.id.clone(),
+            self.cwd.clone(),
+            SessionLog::read_only(self.log.path().to_path_buf(), self.log.header().clone()),
+        );
         for record in records.into_iter().take(until) {
             replay.absorb(record);
         }

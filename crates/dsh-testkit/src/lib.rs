@@ -21,11 +21,13 @@ mod script;
 mod server;
 pub mod site;
 pub mod tmux;
+mod tree;
 
 pub use env::{RunOutput, TestEnv};
 pub use schema::{check_event, events_schema};
 pub use script::{Answer, Fault, Turn};
 pub use server::{Dialect, Request, ScriptedServer, stream_body};
+pub use tree::tree;
 
 /// Records one case of the fault matrix, once its assertions held: its class (`provider
 /// fault`, `kill point`, `hostile input`, `secret`), what was done to dsh, and how dsh came

@@ -236,7 +236,10 @@ mod tests {
             Slash::Prompt("Run the tests.\n\nnow".into())
         );
         assert!(matches!(parse("/nope", &prompts), Slash::Unknown(m) if m.contains("/help")));
-        assert_eq!(completions("/re", &prompts), ["/resume", "/rewind", "/review"]);
+        assert_eq!(
+            completions("/re", &prompts),
+            ["/resume", "/rewind", "/review"]
+        );
         assert_eq!(complete("/st", &prompts).as_deref(), Some("/status "));
         assert_eq!(complete("/r", &prompts).as_deref(), Some("/re"));
         assert_eq!(complete("/re", &prompts), None, "nothing more is shared");

@@ -3,7 +3,6 @@
 //! the start of each turn, and the tree is compared byte for byte, modes and links too.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use dsh_testkit::{TestEnv, Turn};
@@ -12,33 +11,9 @@ use serde_json::{Value, json};
 
 use crate::dsh;
 
-/// Every path under `root` (`.dsh` aside: dsh's own, made by the sandbox) with its kind, mode
-/// and content or target.
+/// Every path under `root` (`.dsh` aside: dsh's own, made by the sandbox), byte for byte.
 fn tree(root: &Path) -> BTreeMap<String, String> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.strip_prefix(root).unwrap().display().to_string();
-            if name == ".dsh" {
-                continue;
-            }
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let mode = meta.permissions().mode() & 0o7777;
-            if meta.file_type().is_symlink() {
-                let target = std::fs::read_link(&path).unwrap();
-                out.insert(name, format!("link {}", target.display()));
-            } else if meta.is_dir() {
-                out.insert(name, format!("dir {mode:o}"));
-                walk(root, &path, out);
-            } else {
-                let content = std::fs::read_to_string(&path).unwrap();
-                out.insert(name, format!("file {mode:o} {content:?}"));
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out
+    dsh_testkit::tree(root, &[".dsh"])
 }
 
 fn bash(command: &str) -> Turn {
