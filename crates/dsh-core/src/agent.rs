@@ -365,17 +365,22 @@ impl Agent {
     async fn start_turn(&mut self) -> Result<u32, CoreError> {
         let turn = self.session.next_turn();
         self.commit(Record::TurnStart { turn })?;
-        self.checkpoint(turn, CheckpointAt::Start).await?;
+        self.checkpoint(turn, CheckpointAt::Start, None).await?;
         Ok(turn)
     }
 
     /// Checkpoints the workspace, when the agent takes checkpoints. One that cannot be taken
     /// does not stop the turn: the user is told that this point cannot be rewound to.
-    async fn checkpoint(&mut self, turn: u32, at: CheckpointAt) -> Result<(), CoreError> {
+    async fn checkpoint(
+        &mut self,
+        turn: u32,
+        at: CheckpointAt,
+        call_id: Option<String>,
+    ) -> Result<(), CoreError> {
         let Some(checkpointer) = self.checkpointer.as_mut() else {
             return Ok(());
         };
-        match checkpointer.take(turn, at).await {
+        match checkpointer.take(turn, at, call_id).await {
             Ok(record) => self.commit(record),
             Err(why) => {
                 let _ = self.events.send(AgentEvent::Notice(format!(
@@ -1005,7 +1010,8 @@ impl Agent {
     /// summary handed back with its reason as logged (a provider's message can quote the key
     /// it was sent).
     async fn end_turn(&mut self, mut summary: TurnSummary) -> Result<TurnSummary, CoreError> {
-        self.checkpoint(summary.turn, CheckpointAt::End).await?;
+        self.checkpoint(summary.turn, CheckpointAt::End, None)
+            .await?;
         self.session.redact_reason(&mut summary.reason);
         self.commit(Record::TurnEnd {
             turn: summary.turn,
@@ -1228,6 +1234,14 @@ impl Agent {
                 }
             }
             let group_end = next + group.len();
+            // A call that asks to run outside the sandbox may change what the sandbox kept:
+            // the files as they are just before it can be gone back to.
+            for ((id, _, _), call) in calls[next..group_end].iter().zip(&group) {
+                if call.asks_escalation() {
+                    self.checkpoint(turn, CheckpointAt::BeforeEscalation, Some(id.clone()))
+                        .await?;
+                }
+            }
             // The whole group is recorded as started before it runs: its calls are read-only,
             // so a crash in between costs nothing but a re-run.
             for (id, name, arguments) in &calls[next..group_end] {

@@ -69,7 +69,12 @@ impl Checkpointer {
 
     /// Snapshots the workspace now, off the async threads; the record to commit, or why
     /// no checkpoint could be taken.
-    pub(crate) async fn take(&mut self, turn: u32, at: CheckpointAt) -> Result<Record, String> {
+    pub(crate) async fn take(
+        &mut self,
+        turn: u32,
+        at: CheckpointAt,
+        call_id: Option<String>,
+    ) -> Result<Record, String> {
         let (store, coverage, workspace) = (
             self.store.clone(),
             self.coverage.clone(),
@@ -93,6 +98,7 @@ impl Checkpointer {
             files: u32::try_from(snapshot.file_count()).unwrap_or(u32::MAX),
             uncovered: snapshot.uncovered.iter().map(|u| u.path.clone()).collect(),
             ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            call_id,
         });
         self.last = Some(Arc::new(snapshot));
         Ok(record)
@@ -110,6 +116,9 @@ pub struct TurnFiles {
     pub restorable: bool,
     /// What it changed in the files, from its start to its end (or to the next checkpoint).
     pub changes: Vec<Change>,
+    /// Its escalated calls checkpointed just before they ran, by call id: points the files
+    /// can go back to within the turn.
+    pub escalations: Vec<String>,
 }
 
 /// The turns of a session (its `records`), with what each changed in the files.
@@ -125,6 +134,7 @@ pub fn session_turns(records: &[Record], checkpointer: &Checkpointer) -> Vec<Tur
                     task: String::new(),
                     restorable: false,
                     changes: Vec::new(),
+                    escalations: Vec::new(),
                 },
                 None,
             )),
@@ -138,6 +148,12 @@ pub fn session_turns(records: &[Record], checkpointer: &Checkpointer) -> Vec<Tur
                 }
             }
             Record::Checkpoint(checkpoint) => {
+                if let (CheckpointAt::BeforeEscalation, Some(call), Some((turn, _))) =
+                    (checkpoint.at, &checkpoint.call_id, turns.last_mut())
+                {
+                    turn.escalations.push(call.clone());
+                    continue;
+                }
                 if checkpoint.at == CheckpointAt::Start
                     && let Some((turn, start)) = turns.last_mut()
                     && turn.turn == checkpoint.turn
@@ -171,8 +187,11 @@ pub fn session_turns(records: &[Record], checkpointer: &Checkpointer) -> Vec<Tur
 /// What to rewind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RewindRequest {
-    /// Back to the start of this turn; `None` undoes the last rewind.
+    /// Back to the start of this turn; `None` (and no `before_call`) undoes the last rewind.
     pub to_turn: Option<u32>,
+    /// The files back to the checkpoint taken just before this escalated call ran (the
+    /// conversation cannot go back to the middle of a turn).
+    pub before_call: Option<String>,
     pub files: bool,
     pub conversation: bool,
     /// Go on although files changed outside dsh since its last checkpoint (they are in the
@@ -206,6 +225,16 @@ pub enum RewindError {
          were off) or the checkpoint was pruned; rewind the conversation only"
     )]
     NoCheckpoint(u32),
+    #[error(
+        "no checkpoint was taken before a call {0}: `dsh rewind <session>` lists the escalated \
+         calls each turn has one for"
+    )]
+    NoCallCheckpoint(String),
+    #[error(
+        "a rewind to before a call takes the files back only (the conversation cannot stop in \
+         the middle of a turn): give --files, or rewind to the turn's start"
+    )]
+    MidTurnConversation,
     #[error("there is no rewind to undo")]
     NothingToUndo,
     #[error("turns ran since the last rewind, so it cannot be undone; rewind to a turn instead")]
@@ -235,8 +264,24 @@ pub fn rewind(
     let records = session.logged_records();
     let store_error = |e: dsh_checkpoint::CheckpointError| RewindError::Store(e.to_string());
     // The snapshot the files go back to, and whether files and conversation are taken back.
-    let (target, files, conversation) = match request.to_turn {
-        Some(turn) => {
+    let (target, files, conversation) = match (&request.before_call, request.to_turn) {
+        (Some(call), _) => {
+            if request.conversation {
+                return Err(RewindError::MidTurnConversation);
+            }
+            let target = records.iter().find_map(|r| match r {
+                Record::Checkpoint(c)
+                    if c.at == CheckpointAt::BeforeEscalation
+                        && c.call_id.as_deref() == Some(call.as_str()) =>
+                {
+                    Some(c.snapshot.clone())
+                }
+                _ => None,
+            });
+            let target = target.ok_or_else(|| RewindError::NoCallCheckpoint(call.clone()))?;
+            (Some(target), true, false)
+        }
+        (None, Some(turn)) => {
             if !records
                 .iter()
                 .any(|r| matches!(r, Record::TurnStart { turn: t } if *t == turn))
@@ -256,7 +301,7 @@ pub fn rewind(
             };
             (target, request.files, request.conversation)
         }
-        None => {
+        (None, None) => {
             let last = records
                 .iter()
                 .rposition(|r| matches!(r, Record::Rewind(_)))
@@ -327,7 +372,8 @@ pub fn rewind(
     }
     let record = RewindRecord {
         to_turn: request.to_turn,
-        undo: request.to_turn.is_none(),
+        before_call: request.before_call.clone(),
+        undo: request.to_turn.is_none() && request.before_call.is_none(),
         files,
         conversation,
         backup,

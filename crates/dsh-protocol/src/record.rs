@@ -160,6 +160,9 @@ pub struct CheckpointRecord {
     pub uncovered: Vec<String>,
     /// How long taking it took, in milliseconds.
     pub ms: u64,
+    /// For a checkpoint before an escalated call: the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
 }
 
 /// When in its turn a checkpoint was taken.
@@ -168,6 +171,8 @@ pub struct CheckpointRecord {
 pub enum CheckpointAt {
     Start,
     End,
+    /// Just before a call that asked to run outside the sandbox.
+    BeforeEscalation,
 }
 
 /// One rewind, or the undoing of one.
@@ -177,6 +182,9 @@ pub struct RewindRecord {
     /// The turn whose start the session went back to; none for an undo.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to_turn: Option<u32>,
+    /// The escalated call whose checkpoint the files went back to (files only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_call: Option<String>,
     /// Whether it undid the rewind before it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub undo: bool,
@@ -206,12 +214,17 @@ impl RewindRecord {
             (true, false) => "files",
             _ => "conversation",
         };
-        match self.to_turn {
-            Some(turn) => format!(
+        match (&self.before_call, self.to_turn) {
+            (Some(call), _) => format!(
+                "rewound {what} to before the escalated call {call} ({} written back, {} \
+                 removed)",
+                self.written, self.removed
+            ),
+            (None, Some(turn)) => format!(
                 "rewound {what} to before turn {turn} ({} written back, {} removed)",
                 self.written, self.removed
             ),
-            None => format!("undid the last rewind of {what}"),
+            (None, None) => format!("undid the last rewind of {what}"),
         }
     }
 }

@@ -9,6 +9,9 @@ use dsh_sandbox::{SandboxMode, SandboxPolicy, Subject, WriteSite};
 use crate::schema::{Param, ParamType};
 use crate::{Arguments, Target, ToolContext, ToolError, fs_code, resolve};
 
+/// The argument a call asks for a wider sandbox with.
+pub(crate) const ESCALATION_ARG: &str = "sandbox_permissions";
+
 /// The schema of the two escalation arguments.
 pub(crate) fn escalation_params() -> [Param; 2] {
     let targets: Vec<&'static str> = SandboxMode::ESCALATION_TARGETS
@@ -17,7 +20,7 @@ pub(crate) fn escalation_params() -> [Param; 2] {
         .collect();
     [
         Param::optional(
-            "sandbox_permissions",
+            ESCALATION_ARG,
             ParamType::String,
             "Only to retry an operation the sandbox just refused: the wider mode it needs. \
              Requires a justification, and the user's approval.",
@@ -39,7 +42,7 @@ pub(crate) async fn call_policy(
     subject: Subject,
 ) -> Result<SandboxPolicy, ToolError> {
     let wanted = args
-        .str("sandbox_permissions")
+        .str(ESCALATION_ARG)
         .and_then(|m| m.parse::<SandboxMode>().ok());
     let request: Option<EscalationRequest> =
         escalation::parse(wanted, args.str("justification")).map_err(plain)?;

@@ -317,6 +317,14 @@ impl PreparedCall {
             .is_ok_and(|(tool, _)| tool.facts().auto_reviewed())
     }
 
+    /// Whether it asks to run outside the session's sandbox (`sandbox_permissions`): the
+    /// agent checkpoints the workspace first.
+    pub fn asks_escalation(&self) -> bool {
+        self.checked
+            .as_ref()
+            .is_ok_and(|(_, args)| args.str(crate::mutate::ESCALATION_ARG).is_some())
+    }
+
     /// The file or folder it works on, when its tool works on one.
     pub fn touched_path(&self) -> Option<&str> {
         let (tool, args) = self.checked.as_ref().ok()?;

@@ -484,6 +484,7 @@ impl Ui {
                     app.begin_busy("comparing the files with the checkpoint", None);
                     let _ = self.work.send(Work::Rewind(RewindRequest {
                         to_turn: Some(turn),
+                        before_call: None,
                         files: true,
                         conversation: true,
                         force: false,

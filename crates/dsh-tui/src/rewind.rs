@@ -65,6 +65,7 @@ impl RewindView {
                 };
                 RewindKey::Apply(RewindRequest {
                     to_turn: Some(*turn),
+                    before_call: None,
                     files,
                     conversation,
                     // The files changed outside dsh were shown above the choice.

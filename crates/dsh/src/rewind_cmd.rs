@@ -28,6 +28,7 @@ pub const USAGE: &str = "dsh rewind <session> [--to TURN [--files | --conversati
 pub fn parse(args: &[String]) -> Result<RewindArgs, String> {
     let mut id = None;
     let mut to_turn = None;
+    let mut before_call = None;
     let (mut undo, mut yes, mut force, mut files_only, mut conversation_only) =
         (false, false, false, false, false);
     let mut words = args.iter();
@@ -46,6 +47,13 @@ pub fn parse(args: &[String]) -> Result<RewindArgs, String> {
                             format!("--to takes a turn number (1, 2, ...), got \"{value}\"")
                         })?,
                 );
+            }
+            "--before-call" => {
+                let call = words
+                    .next()
+                    .filter(|c| !c.starts_with('-'))
+                    .ok_or_else(|| format!("--before-call needs a call id: {USAGE}"))?;
+                before_call = Some(call.clone());
             }
             "--undo" => undo = true,
             "--yes" | "-y" => yes = true,
@@ -69,13 +77,23 @@ pub fn parse(args: &[String]) -> Result<RewindArgs, String> {
                 .into(),
         );
     }
-    if undo && to_turn.is_some() {
-        return Err("--undo and --to exclude each other: --undo takes back the last rewind".into());
+    let targets =
+        usize::from(undo) + usize::from(to_turn.is_some()) + usize::from(before_call.is_some());
+    if targets > 1 {
+        return Err(
+            "--to, --before-call and --undo exclude each other: give one place to go back to"
+                .into(),
+        );
     }
-    let action = (undo || to_turn.is_some()).then_some(RewindRequest {
+    if before_call.is_some() && conversation_only {
+        return Err("--before-call takes the files back only: leave --conversation out".into());
+    }
+    let action = (targets == 1).then_some(RewindRequest {
         to_turn,
+        // Mid-turn, only the files can go back.
+        conversation: !files_only && before_call.is_none(),
+        before_call,
         files: !conversation_only,
-        conversation: !files_only,
         force,
         apply: yes,
     });
@@ -134,6 +152,12 @@ fn listing(id: &str, turns: &[TurnFiles]) -> String {
             turn.turn,
             clip(&turn.task, 40)
         );
+        for call in &turn.escalations {
+            let _ = writeln!(
+                out,
+                "         before the escalated call {call}: --before-call {call} goes back there"
+            );
+        }
     }
     let _ = writeln!(
         out,
@@ -149,9 +173,13 @@ fn outcome(request: &RewindRequest, report: &RewindReport) -> String {
         (true, false) => "files",
         _ => "conversation",
     };
-    let _ = match request.to_turn {
-        Some(turn) => writeln!(out, "rewind of the {what} to before turn {turn}:"),
-        None => writeln!(out, "undo of the last rewind:"),
+    let _ = match (&request.before_call, request.to_turn) {
+        (Some(call), _) => writeln!(
+            out,
+            "rewind of the {what} to before the escalated call {call}:"
+        ),
+        (None, Some(turn)) => writeln!(out, "rewind of the {what} to before turn {turn}:"),
+        (None, None) => writeln!(out, "undo of the last rewind:"),
     };
     if request.files {
         if report.plan.is_empty() {
@@ -190,7 +218,7 @@ fn outcome(request: &RewindRequest, report: &RewindReport) -> String {
             for (path, why) in &report.failed {
                 let _ = writeln!(out, "  not restored: {path}: {why}");
             }
-            if record.to_turn.is_some() {
+            if !record.undo {
                 let _ = writeln!(out, "`--undo` takes it back.");
             }
         }
@@ -224,6 +252,7 @@ mod tests {
             back.action,
             Some(RewindRequest {
                 to_turn: Some(2),
+                before_call: None,
                 files: true,
                 conversation: false,
                 force: false,
@@ -244,6 +273,15 @@ mod tests {
                 "exclude each other",
             ),
             (&["s-1", "--undo", "--to", "1"], "exclude each other"),
+            (
+                &["s-1", "--before-call", "c1", "--to", "1"],
+                "exclude each other",
+            ),
+            (
+                &["s-1", "--before-call", "c1", "--conversation"],
+                "files back only",
+            ),
+            (&["s-1", "--before-call"], "needs a call id"),
             (&["s-1", "--yes"], "say what to rewind to"),
             (&["s-1", "--soon"], "unknown option --soon"),
         ] {

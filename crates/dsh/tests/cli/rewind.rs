@@ -214,3 +214,67 @@ fn a_rewind_is_refused_when_files_changed_outside_dsh_and_forced_it_can_be_undon
         out.stderr
     );
 }
+
+#[test]
+fn the_files_can_go_back_to_just_before_an_escalated_call() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "write",
+            json!({"file_path": "kept.txt", "content": "kept\n"}),
+        ),
+        // A call that asks to leave the sandbox: the workspace is checkpointed first (here
+        // nobody can approve it, and it is refused; the checkpoint is taken all the same).
+        Turn::tool_call(
+            "bash",
+            json!({
+                "command": "echo wide > wide.txt",
+                "description": "d",
+                "sandbox_permissions": "danger-full-access",
+                "justification": "needs the machine",
+            }),
+        ),
+        Turn::tool_call(
+            "write",
+            json!({"file_path": "later.txt", "content": "later\n"}),
+        ),
+        Turn::text("done"),
+    ]);
+    let out = env.run(dsh(), &["--json", "work"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let events = out.events();
+    let id = events[0]["sessionId"].as_str().unwrap().to_owned();
+    let call = (events.iter())
+        .find(|e| e["type"] == "tool_call" && e["tool"] == "bash")
+        .unwrap()["callId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let listed = rewind(&env, &[&id]);
+    assert!(
+        listed.stdout.contains(&format!(
+            "before the escalated call {call}: --before-call {call}"
+        )),
+        "{}",
+        listed.stdout
+    );
+    let out = rewind(&env, &[&id, "--before-call", &call, "--conversation"]);
+    assert!(out.stderr.contains("files back only"), "{}", out.stderr);
+    let out = rewind(&env, &[&id, "--before-call", &call, "--yes"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(
+        out.stdout.contains(&format!(
+            "done: rewound files to before the escalated call {call}"
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(env.ws.path().join("kept.txt").exists());
+    assert!(!env.ws.path().join("later.txt").exists());
+    let out = rewind(&env, &[&id, "--before-call", "call-nope"]);
+    assert!(
+        out.stderr
+            .contains("no checkpoint was taken before a call call-nope"),
+        "{}",
+        out.stderr
+    );
+}
