@@ -39,6 +39,8 @@ pub fn plan_restore(target: &Snapshot, current: &Snapshot) -> RestorePlan {
     for (path, now) in &current.entries {
         match target.entries.get(path) {
             Some(then) if std::mem::discriminant(then) == std::mem::discriminant(now) => {}
+            // A file too large to be covered then existed then: it is left as it is.
+            None if target.uncovered.iter().any(|u| &u.path == path) => {}
             _ => plan.remove.push(path.clone()),
         }
     }
@@ -91,13 +93,22 @@ impl CheckpointStore {
             }
         }
         // Shallowest first, so that a folder exists before what goes in it.
-        for path in plan.restore {
-            let Some(entry) = target.entries.get(&path) else {
+        for path in &plan.restore {
+            let Some(entry) = target.entries.get(path) else {
                 continue;
             };
-            match self.put_back(workspace, &path, entry) {
-                Ok(()) => done.written.push(path),
-                Err(why) => done.failed.push((path, why)),
+            match self.put_back(workspace, path, entry) {
+                Ok(()) => done.written.push(path.clone()),
+                Err(why) => done.failed.push((path.clone(), why)),
+            }
+        }
+        // Folder modes last, deepest first: a read-only folder must not keep its own files
+        // from being written back.
+        for path in plan.restore.iter().rev() {
+            if let Some(Entry::Dir { mode }) = target.entries.get(path)
+                && let Ok(full) = inside(workspace, path)
+            {
+                let _ = std::fs::set_permissions(&full, std::fs::Permissions::from_mode(*mode));
             }
         }
         Ok(done)
@@ -106,15 +117,12 @@ impl CheckpointStore {
     fn put_back(&self, workspace: &Path, path: &str, entry: &Entry) -> Result<(), String> {
         let full = inside(workspace, path)?;
         match entry {
-            Entry::Dir { mode } => {
-                match std::fs::symlink_metadata(&full) {
-                    Ok(meta) if meta.is_dir() => {}
-                    Ok(_) => return Err("something that is not a folder is in the way".into()),
-                    Err(_) => std::fs::create_dir(&full).map_err(|e| e.to_string())?,
-                }
-                std::fs::set_permissions(&full, std::fs::Permissions::from_mode(*mode))
-                    .map_err(|e| e.to_string())
-            }
+            // Writable for now; its own mode is set once what goes in it is back.
+            Entry::Dir { .. } => match std::fs::symlink_metadata(&full) {
+                Ok(meta) if meta.is_dir() => Ok(()),
+                Ok(_) => Err("something that is not a folder is in the way".into()),
+                Err(_) => std::fs::create_dir(&full).map_err(|e| e.to_string()),
+            },
             Entry::File { hash, mode, .. } => {
                 let content = self.content(hash).map_err(|e| e.to_string())?;
                 replace(&full, |temp| {

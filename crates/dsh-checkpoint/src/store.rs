@@ -129,10 +129,11 @@ impl CheckpointStore {
             })
             .build();
         for item in walk {
-            let item = item.map_err(|e| CheckpointError::Corrupt {
-                path: workspace.to_path_buf(),
-                why: format!("cannot walk the workspace: {e}"),
-            })?;
+            // A folder that cannot be read (or vanished while walked) is not covered; the
+            // rest of the tree still is.
+            let Ok(item) = item else {
+                continue;
+            };
             let path = item.path();
             let Ok(relative) = path.strip_prefix(workspace) else {
                 continue;
@@ -144,10 +145,15 @@ impl CheckpointStore {
                 // A name that is not UTF-8 cannot be keyed; such a file is not covered.
                 continue;
             };
-            let meta = std::fs::symlink_metadata(path).map_err(io(path))?;
+            // Gone since the walk saw it (a build's temporary file): nothing to keep.
+            let Ok(meta) = std::fs::symlink_metadata(path) else {
+                continue;
+            };
             let kind = meta.file_type();
             let entry = if kind.is_symlink() {
-                let target = std::fs::read_link(path).map_err(io(path))?;
+                let Ok(target) = std::fs::read_link(path) else {
+                    continue;
+                };
                 Entry::Symlink {
                     target: target.to_string_lossy().into_owned(),
                 }
@@ -163,7 +169,23 @@ impl CheckpointStore {
                     });
                     continue;
                 }
-                self.file_entry(path, &meta, previous.and_then(|p| p.entries.get(&key)))?
+                match self.file_entry(path, &meta, previous.and_then(|p| p.entries.get(&key))) {
+                    Ok(entry) => entry,
+                    // Unreadable, or gone: listed as not covered, so a rewind leaves it be.
+                    Err(CheckpointError::Io { source, .. })
+                        if matches!(
+                            source.kind(),
+                            std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::NotFound
+                        ) =>
+                    {
+                        snapshot.uncovered.push(Uncovered {
+                            path: key,
+                            size: meta.len(),
+                        });
+                        continue;
+                    }
+                    Err(other) => return Err(other),
+                }
             } else {
                 // Sockets, pipes and devices have no content to keep.
                 continue;
@@ -220,8 +242,39 @@ impl CheckpointStore {
         let path = self.object_path(&hash);
         if !path.exists() {
             write_atomically(&path, content)?;
+        } else {
+            // Named again now: a prune running beside this must not take it as old.
+            touch(&path);
         }
         Ok(hash)
+    }
+
+    /// Adds `path` (relative to `workspace`) to `snapshot` whatever the coverage says (too
+    /// large, ignored), its content stored: what a restore is about to overwrite must be in
+    /// the snapshot that undoes it. Returns whether there was a file or link to add.
+    pub fn cover_path(
+        &self,
+        workspace: &Path,
+        path: &str,
+        snapshot: &mut Snapshot,
+    ) -> Result<bool, CheckpointError> {
+        let full = workspace.join(path);
+        let Ok(meta) = std::fs::symlink_metadata(&full) else {
+            return Ok(false);
+        };
+        let entry = if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(&full).map_err(io(&full))?;
+            Entry::Symlink {
+                target: target.to_string_lossy().into_owned(),
+            }
+        } else if meta.is_file() {
+            self.file_entry(&full, &meta, None)?
+        } else {
+            return Ok(false);
+        };
+        snapshot.uncovered.retain(|u| u.path != path);
+        snapshot.entries.insert(path.to_owned(), entry);
+        Ok(true)
     }
 
     /// The stored content named `hash`.
@@ -249,6 +302,8 @@ impl CheckpointStore {
         let path = self.manifest_path(&id);
         if !path.exists() {
             write_atomically(&path, &text)?;
+        } else {
+            touch(&path);
         }
         Ok(id)
     }
@@ -371,6 +426,13 @@ impl CheckpointStore {
                 .sum()
         }
         size(&self.root)
+    }
+}
+
+/// Marks `path` as written now.
+fn touch(path: &Path) {
+    if let Ok(file) = std::fs::File::options().append(true).open(path) {
+        let _ = file.set_modified(std::time::SystemTime::now());
     }
 }
 

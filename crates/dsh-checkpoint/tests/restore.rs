@@ -124,6 +124,19 @@ fn ignored_large_and_git_files_are_not_covered_and_stay_put() {
     );
     assert!(root.join(".git/config").exists());
 
+    // A file too large to be covered then, made small by the turn, existed then: a restore
+    // leaves it rather than removing it.
+    write(root, "big.dat", "now small");
+    let now = store.take(root, &coverage, None).unwrap();
+    assert!(now.entries.contains_key("big.dat"));
+    let plan = plan_restore(&checkpoint, &now);
+    assert!(!plan.remove.contains(&"big.dat".to_owned()), "{plan:?}");
+    store.restore(root, &checkpoint, &now).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join("big.dat")).unwrap(),
+        "now small"
+    );
+
     let everything = Coverage {
         include_ignored: true,
         ..coverage

@@ -712,6 +712,20 @@ impl Settings {
         let auto_review =
             super::auto_review::resolve(&mut r, &config.auto_review, env, &credentials)?;
         let checkpoints = super::checkpoints::resolve(&mut r, &config.checkpoints);
+        // Reviews are billed to the run: a budget must be able to price them too.
+        if let (Some(limit), Some(reviewer)) = (max_budget_usd.value, &auto_review.route)
+            && reviewer.prices.value.is_none()
+        {
+            return Err(SetupError::config(format!(
+                "--max-budget-usd {} needs every model the run bills to have prices, and the \
+                 Auto review model {} (auto_review.model) has none declared; declare them \
+                 ([models.\"{}\".prices], see docs/providers.md#prices) or bound the run with \
+                 --max-turns instead",
+                limit.value(),
+                reviewer.model,
+                reviewer.model
+            )));
+        }
         let mcp_servers = mcp_servers(&mut r, config, flags, &cwd)?;
         let redact_secrets = r.setting(
             "secrets.redact",

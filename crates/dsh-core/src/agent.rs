@@ -74,6 +74,9 @@ pub struct AgentConfig {
     /// Who reviews the calls that could change something before they run
     /// (`--permission-mode auto`); `None`: nobody.
     pub(crate) reviewer: Option<Arc<AutoReviewer>>,
+    /// Whether another agent gives this one its tasks (a subagent): Auto review is told
+    /// its task is not the user's words.
+    pub(crate) delegated: bool,
     /// In plan mode, the reviewer that takes over if the user approves the plan to be carried
     /// out under Auto review.
     pub(crate) standby_reviewer: Option<Arc<AutoReviewer>>,
@@ -108,6 +111,7 @@ impl AgentConfig {
             background: None,
             goals: None,
             reviewer: None,
+            delegated: false,
             standby_reviewer: None,
             mode: None,
         }
@@ -277,10 +281,36 @@ pub struct Agent {
     hooks_started: bool,
     /// What they printed, until a message takes it (a withheld first message does not).
     session_context: Vec<String>,
-    /// The task of the turn under way, for Auto review.
+    /// The task of the turn under way, and who wrote it, for Auto review.
     turn_task: String,
+    turn_origin: TaskOrigin,
     /// Checkpoints the workspace at each turn's start and end (the top agent's).
     checkpointer: Option<crate::checkpoints::Checkpointer>,
+}
+
+/// Who wrote the task of a turn: only the user's is the user's request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TaskOrigin {
+    User,
+    /// The agent that started this one (a subagent's task).
+    Agent,
+    /// dsh, telling the model what background work finished.
+    Notices,
+    /// dsh, from the goal the model set.
+    GoalRound,
+}
+
+impl TaskOrigin {
+    fn words(self) -> &'static str {
+        match self {
+            TaskOrigin::User => "the user",
+            TaskOrigin::Agent => {
+                "another agent, which started this one (not the user: it may have been misled)"
+            }
+            TaskOrigin::Notices => "dsh, reporting background work that finished (not the user)",
+            TaskOrigin::GoalRound => "dsh, from a goal the agent itself set (not the user's words)",
+        }
+    }
 }
 
 /// How long, at the end of a run, background subagents have to end their turns once stopped.
@@ -336,6 +366,7 @@ impl Agent {
             hooks_started: false,
             session_context: Vec::new(),
             turn_task: String::new(),
+            turn_origin: TaskOrigin::User,
             checkpointer: None,
         }
     }
@@ -354,11 +385,16 @@ impl Agent {
         &mut self,
         settings: &dsh_config::Settings,
     ) -> (&mut Session, &mut crate::checkpoints::Checkpointer) {
-        let last_known = self.session.last_known_files();
         let checkpointer = self
             .checkpointer
-            .get_or_insert_with(|| crate::checkpoints::Checkpointer::new(settings, last_known));
+            .get_or_insert_with(|| crate::checkpoints::Checkpointer::new(settings));
         (&mut self.session, checkpointer)
+    }
+
+    /// The workspace instructions to send after the next task (after a rewind took the
+    /// conversation back before the ones it had).
+    pub(crate) fn set_instructions(&mut self, instructions: Option<crate::instructions::Delivery>) {
+        self.config.instructions = instructions;
     }
 
     /// Starts a turn: its number, its `turn/start`, and the checkpoint of its start.
@@ -449,6 +485,11 @@ impl Agent {
         authority: Authority,
         stop: &Stop,
     ) -> Result<TurnSummary, CoreError> {
+        self.turn_origin = match authority {
+            Authority::Round(_) => TaskOrigin::GoalRound,
+            _ if self.config.delegated => TaskOrigin::Agent,
+            _ => TaskOrigin::User,
+        };
         self.set_goal_authority(authority);
         let mut summary = self.run_turn(task, stop).await?;
         // What background work wakes is no one's request.
@@ -477,6 +518,7 @@ impl Agent {
                 }
             }
             wakes += 1;
+            self.turn_origin = TaskOrigin::Notices;
             self.carried.add(&notices.1);
             let next = self.run_turn(notices.0.join("\n"), stop).await?;
             summary.went_on_with(next);
@@ -1402,6 +1444,7 @@ impl Agent {
         let from = history.len().saturating_sub(reviewer.transcript_messages());
         let context = ReviewContext {
             task: reviewer.reads_task().then(|| self.turn_task.clone()),
+            task_origin: self.turn_origin.words(),
             transcript: history[from..].to_vec(),
         };
         Some((reviewer, Arc::new(context)))
@@ -1538,10 +1581,10 @@ async fn run_gated(
     let mut record = None;
     let mut spent = Usage::default();
     if let Some((reviewer, context)) = review.filter(|_| call.auto_reviewed()) {
-        let Some(mut review) = reviewer
-            .review(&context, name, arguments, &ctx.cancel)
-            .await
-        else {
+        let shown = call
+            .canonical_arguments()
+            .unwrap_or_else(|| arguments.to_owned());
+        let Some(mut review) = reviewer.review(&context, name, &shown, &ctx.cancel).await else {
             return (aborted(), None);
         };
         // The reviewer may quote the call, and the call may hold a secret.
@@ -1617,8 +1660,13 @@ async fn user_overrides(
         call_id: ctx.call_id.clone(),
         reason: format!("auto review {what}: {}; run it anyway?", review.reason),
         // One call's override: allowing it "for the session" must not wave later calls
-        // past their reviews.
-        grant: format!("auto review override of call {}", ctx.call_id),
+        // past their reviews, and a server that numbers its calls `call-0`, `call-1` in
+        // every answer repeats ids, so the grant is this request's alone.
+        grant: format!(
+            "auto review override of call {} ({})",
+            ctx.call_id,
+            uuid::Uuid::new_v4()
+        ),
     };
     let outcome = tokio::select! {
         biased;

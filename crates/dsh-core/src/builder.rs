@@ -158,7 +158,21 @@ impl Run {
         request: &crate::checkpoints::RewindRequest,
     ) -> Result<crate::checkpoints::RewindReport, crate::checkpoints::RewindError> {
         let (session, checkpointer) = self.agent.rewind_parts(&self.settings);
-        crate::checkpoints::rewind(session, checkpointer, request)
+        let report = crate::checkpoints::rewind(session, checkpointer, request)?;
+        // The conversation went back before instructions it was given: the next turn
+        // delivers what the history no longer holds.
+        if report.applied.as_ref().is_some_and(|r| r.conversation) {
+            let settings = &self.settings;
+            let instructions = crate::instructions::for_next_turn(
+                settings.cwd(),
+                &settings.home().value,
+                settings.home_shown(),
+                settings.instructions(),
+                Some(self.agent.session()),
+            );
+            self.agent.set_instructions(instructions);
+        }
+        Ok(report)
     }
 
     /// Starts `task` as [`Agent::run`] does. Its events come from
@@ -541,7 +555,7 @@ impl StartedRun {
         if settings.checkpoints().enabled {
             crate::checkpoints::prune(&settings);
         }
-        let checkpointer = crate::checkpoints::Checkpointer::for_run(&settings, &session);
+        let checkpointer = crate::checkpoints::Checkpointer::for_run(&settings);
         let mut agent = Agent::new(provider, tools, Arc::new(tool_session), config, session, tx);
         agent.set_checkpointer(checkpointer);
         let priced = route.prices.value.is_some();
@@ -681,13 +695,14 @@ fn child_kit(
                 settings.sandbox().network,
                 approval,
             ));
-            // A child works unconfined too, so its calls are reviewed as its parent's are;
-            // a read-only child's sandbox already keeps it from changing anything.
-            if !spec.read_only && current.is_auto() && reviewer.is_some() {
+            // A child works as its parent does, so its calls are reviewed as its parent's are:
+            // a read-only child too, whose commands keep the network and can read anything.
+            if current.is_auto() && reviewer.is_some() {
                 config.reviewer.clone_from(&reviewer);
                 config.context.push(AUTO_REVIEW_CONTEXT.to_owned());
             }
             config.context.push(DELEGATED.to_owned());
+            config.delegated = true;
             let BaseTools {
                 mut tools, catalog, ..
             } = base_tools(&settings);

@@ -43,27 +43,25 @@ pub struct Checkpointer {
 }
 
 impl Checkpointer {
-    /// The run's checkpointer, unless `[checkpoints]` turns them off; a resumed session
-    /// starts from the snapshot it last knew.
-    pub(crate) fn for_run(settings: &Settings, session: &Session) -> Option<Self> {
+    /// The run's checkpointer, unless `[checkpoints]` turns them off.
+    pub(crate) fn for_run(settings: &Settings) -> Option<Self> {
         settings
             .checkpoints()
             .enabled
-            .then(|| Checkpointer::new(settings, session.last_known_files()))
+            .then(|| Checkpointer::new(settings))
     }
 
-    /// The checkpointer of `session` under `settings`, whether or not new checkpoints are
-    /// taken: a rewind to the ones it has.
-    pub fn new(settings: &Settings, last_known: Option<&str>) -> Self {
-        let rules = settings.checkpoints();
+    /// The checkpointer of a session under `settings`, whether or not new checkpoints are
+    /// taken: a rewind to the ones it has. Until it takes one, the store's record of the
+    /// files it last read saves reading them again (a snapshot loaded back has no file
+    /// times to compare).
+    pub fn new(settings: &Settings) -> Self {
         let home = &settings.home().value;
-        let store = store_for(home, settings.cwd());
-        let last = last_known.and_then(|id| store.load(id).ok()).map(Arc::new);
         Checkpointer {
-            store,
-            coverage: coverage(rules, home),
+            store: store_for(home, settings.cwd()),
+            coverage: coverage(settings.checkpoints(), home),
             workspace: settings.cwd().clone(),
-            last,
+            last: None,
         }
     }
 
@@ -197,6 +195,9 @@ pub struct RewindRequest {
     /// Go on although files changed outside dsh since its last checkpoint (they are in the
     /// snapshot taken before the rewind, so the rewind's undo brings them back).
     pub force: bool,
+    /// Go on although these files changed outside dsh (the ones a preview showed), but not
+    /// if others did since.
+    pub accepted_outside: Vec<String>,
     /// Do it; otherwise only say what it would do.
     pub apply: bool,
 }
@@ -231,6 +232,13 @@ pub enum RewindError {
     )]
     NoCallCheckpoint(String),
     #[error(
+        "the call id {call} names escalated calls of turns {turns}: the model's server repeats \
+         call ids, so rewind to one of those turns' start instead",
+        call = .0,
+        turns = .1.join(", ")
+    )]
+    AmbiguousCall(String, Vec<String>),
+    #[error(
         "a rewind to before a call takes the files back only (the conversation cannot stop in \
          the middle of a turn): give --files, or rewind to the turn's start"
     )]
@@ -264,21 +272,38 @@ pub fn rewind(
     let records = session.logged_records();
     let store_error = |e: dsh_checkpoint::CheckpointError| RewindError::Store(e.to_string());
     // The snapshot the files go back to, and whether files and conversation are taken back.
+    // The turn whose start (or escalated call) the files go back to; none for an undo.
+    let mut target_turn = request.to_turn;
     let (target, files, conversation) = match (&request.before_call, request.to_turn) {
         (Some(call), _) => {
             if request.conversation {
                 return Err(RewindError::MidTurnConversation);
             }
-            let target = records.iter().find_map(|r| match r {
-                Record::Checkpoint(c)
-                    if c.at == CheckpointAt::BeforeEscalation
-                        && c.call_id.as_deref() == Some(call.as_str()) =>
-                {
-                    Some(c.snapshot.clone())
+            let found: Vec<(u32, String)> = (records.iter())
+                .filter_map(|r| match r {
+                    Record::Checkpoint(c)
+                        if c.at == CheckpointAt::BeforeEscalation
+                            && c.call_id.as_deref() == Some(call.as_str()) =>
+                    {
+                        Some((c.turn, c.snapshot.clone()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            let target = match found.as_slice() {
+                [] => return Err(RewindError::NoCallCheckpoint(call.clone())),
+                [(turn, snapshot)] => {
+                    target_turn = Some(*turn);
+                    snapshot.clone()
                 }
-                _ => None,
-            });
-            let target = target.ok_or_else(|| RewindError::NoCallCheckpoint(call.clone()))?;
+                // A server that numbers its calls afresh in every answer repeats ids.
+                several => {
+                    return Err(RewindError::AmbiguousCall(
+                        call.clone(),
+                        several.iter().map(|(turn, _)| turn.to_string()).collect(),
+                    ));
+                }
+            };
             (Some(target), true, false)
         }
         (None, Some(turn)) => {
@@ -336,16 +361,37 @@ pub fn rewind(
         let known = session
             .last_known_files()
             .and_then(|id| store.load(id).ok());
-        let current = store
+        let mut current = store
             .take(
                 &checkpointer.workspace,
                 &checkpointer.coverage,
-                known.as_ref(),
+                checkpointer.last.as_deref(),
             )
             .map_err(store_error)?;
+        // What the restore will overwrite although it is not covered now (grown too large,
+        // ignored since) goes into the snapshot that undoes it all the same.
+        for (path, entry) in &target.entries {
+            if !matches!(entry, dsh_checkpoint::Entry::Dir { .. })
+                && !current.entries.contains_key(path)
+            {
+                store
+                    .cover_path(&checkpointer.workspace, path, &mut current)
+                    .map_err(store_error)?;
+            }
+        }
         if let Some(known) = &known {
             report.changed_outside = current.changes(known);
         }
+        // Changes made between the turns since the target (a file edited by hand after a
+        // turn ended, before the next began) are in no turn either: they count as outside.
+        let mut changed: std::collections::BTreeMap<String, Change> = (report.changed_outside)
+            .drain(..)
+            .map(|c| (c.path.clone(), c))
+            .collect();
+        for change in between_turns(&records, &store, target_turn) {
+            changed.entry(change.path.clone()).or_insert(change);
+        }
+        report.changed_outside = changed.into_values().collect();
         report.plan = dsh_checkpoint::plan_restore(&target, &current);
         report.uncovered = target.uncovered.iter().map(|u| u.path.clone()).collect();
         backup = Some(store.save(&current).map_err(store_error)?);
@@ -354,9 +400,12 @@ pub fn rewind(
     if !request.apply {
         return Ok(report);
     }
-    if !report.changed_outside.is_empty() && !request.force {
+    let unseen: Vec<&Change> = (report.changed_outside.iter())
+        .filter(|c| !request.accepted_outside.contains(&c.path))
+        .collect();
+    if !unseen.is_empty() && !request.force {
         return Err(RewindError::ChangedOutside(
-            (report.changed_outside.iter())
+            (unseen.iter())
                 .map(|c| format!("{} {}", c.kind.letter(), c.path))
                 .collect(),
         ));
@@ -390,6 +439,35 @@ pub fn rewind(
     Ok(report)
 }
 
+/// The files that changed between one turn's end and the next one's start, for the turns
+/// from `from` on: changes no turn made.
+fn between_turns(records: &[Record], store: &CheckpointStore, from: Option<u32>) -> Vec<Change> {
+    let Some(from) = from else {
+        return Vec::new();
+    };
+    let mut changes = Vec::new();
+    let mut ended: Option<&str> = None;
+    for record in records {
+        let Record::Checkpoint(checkpoint) = record else {
+            continue;
+        };
+        match checkpoint.at {
+            CheckpointAt::End if checkpoint.turn >= from => ended = Some(&checkpoint.snapshot),
+            CheckpointAt::Start => {
+                if let Some(end) = ended.take()
+                    && end != checkpoint.snapshot
+                    && let (Ok(end), Ok(start)) =
+                        (store.load(end), store.load(&checkpoint.snapshot))
+                {
+                    changes.extend(start.changes(&end));
+                }
+            }
+            _ => {}
+        }
+    }
+    changes
+}
+
 /// Removes the checkpoints no session of the workspace used within `[checkpoints]
 /// keep_days` names, at most once a day. Contents and snapshots written in the last hour are
 /// kept whatever names them: another run may be taking a checkpoint right now.
@@ -413,14 +491,25 @@ pub(crate) fn prune(settings: &Settings) {
         .join("sessions")
         .join(crate::log::cwd_slug(&settings.cwd().to_string_lossy()));
     let mut keep = HashSet::new();
-    for entry in std::fs::read_dir(sessions).into_iter().flatten().flatten() {
+    // A session that cannot be read (damaged, or written by a newer dsh) might name any
+    // checkpoint: then nothing is pruned this time.
+    let Ok(entries) = std::fs::read_dir(sessions) else {
+        return;
+    };
+    for entry in entries {
+        let Ok(entry) = entry else {
+            return;
+        };
         let Some(log) = crate::session::log_file_in(&entry.path()) else {
             continue;
         };
         if !recent(&log, keep_for) {
             continue;
         }
-        for record in crate::log::logged_records(&log) {
+        let Ok(log) = crate::log::read_log(&log) else {
+            return;
+        };
+        for record in log.records.into_iter().map(|e| e.record) {
             match record {
                 Record::Checkpoint(c) => {
                     keep.insert(c.snapshot);
@@ -440,7 +529,7 @@ pub fn list_turns(settings: &Settings, id: &str) -> Result<Vec<TurnFiles>, CoreE
     let records: Vec<Record> = (crate::log::read_log(&path)?.records.into_iter())
         .map(|envelope| envelope.record)
         .collect();
-    Ok(session_turns(&records, &Checkpointer::new(settings, None)))
+    Ok(session_turns(&records, &Checkpointer::new(settings)))
 }
 
 /// Opens the session `id` (locked against a run going on in it, its open turn closed as
@@ -455,6 +544,6 @@ pub fn rewind_session(
         zstd: settings.compression().value == dsh_config::Compression::Zstd,
     };
     let mut session = Session::resume(&settings.home().value, settings.cwd().clone(), id, options)?;
-    let mut checkpointer = Checkpointer::new(settings, session.last_known_files());
+    let mut checkpointer = Checkpointer::new(settings);
     Ok(rewind(&mut session, &mut checkpointer, request))
 }

@@ -36,9 +36,16 @@ pub struct Session {
     /// The snapshot of the workspace's files the session last knew (its latest checkpoint,
     /// or what a rewind restored): what a rewind judges changes made outside dsh from.
     last_known_files: Option<String>,
-    /// How many records it has absorbed: the log position of the next one, which a rewind
-    /// replays up to.
+    /// How many records it has absorbed: the log position of the next one.
     absorbed: usize,
+    /// Where each turn started (its `turn/start`'s log position), and where each rewind is
+    /// (with whether it was an undo): what a rewind goes back to.
+    turn_starts: std::collections::HashMap<u32, usize>,
+    rewinds: Vec<(usize, bool)>,
+    /// The log positions some rewind of the log goes back to (found before the log is
+    /// absorbed), and the conversation as it was at each, kept as absorbing passes them.
+    rewind_targets: std::collections::HashSet<usize>,
+    saved: std::collections::HashMap<usize, Conversation>,
     /// The secrets taken out of failure messages before they are logged (a provider's
     /// error can quote the key it was sent); tool results are redacted where they are made.
     redactor: Option<dsh_tools::Redactor>,
@@ -105,6 +112,10 @@ impl Session {
             logged_tokens: 0,
             last_known_files: None,
             absorbed: 0,
+            turn_starts: Default::default(),
+            rewinds: Vec::new(),
+            rewind_targets: Default::default(),
+            saved: Default::default(),
             redactor: None,
         }
     }
@@ -128,12 +139,18 @@ impl Session {
                 here,
             });
         }
-        // Replayed in memory only (this one is never written), and only up to its last ended
-        // turn: what an unfinished turn did (instructions delivered, a task list) is not in
-        // the history the fork begins with, so it is not copied either.
-        let mut old = Session::create(home, cwd.clone(), options);
+        // Replayed in memory only (this one is never written; it reads its own log for a
+        // rewind), and only up to its last ended turn or rewind: what an unfinished turn did
+        // (instructions delivered, a task list) is not in the history the fork begins with,
+        // so it is not copied either.
+        let mut old = Session::empty(
+            from.to_owned(),
+            cwd.clone(),
+            SessionLog::read_only(path, loaded.header.clone()),
+        );
+        old.rewind_targets = rewind_targets_of(&loaded.records);
         let ended = (loaded.records.iter())
-            .rposition(|e| matches!(e.record, Record::TurnEnd { .. }))
+            .rposition(|e| matches!(e.record, Record::TurnEnd { .. } | Record::Rewind(_)))
             .map_or(0, |last| last + 1);
         for envelope in loaded.records.into_iter().take(ended) {
             old.absorb(envelope.record);
@@ -203,6 +220,7 @@ impl Session {
             SessionLog::resume(path, loaded.header, seq, file, lock, options),
         );
         let closing = crate::repair::repair(&loaded.records);
+        session.rewind_targets = rewind_targets_of(&loaded.records);
         // Moved, not cloned: a long session's history is held once.
         for envelope in loaded.records {
             session.absorb(envelope.record);
@@ -244,36 +262,59 @@ impl Session {
 
     /// Makes the conversation what it was where `rewind` (absorbed at log position `at`)
     /// goes back to: before its turn started, or for an undo just before the rewind it
-    /// undoes. The log keeps everything; the state is rebuilt by replaying it up to there.
-    /// The turn count, the permissions, the subagents and the billing are not taken back.
+    /// undoes. The log keeps everything. The state there was kept as the log was absorbed
+    /// when the rewind was known beforehand (a resume); else (a rewind just made) the log is
+    /// replayed once up to there, each earlier rewind in it taken from states that replay
+    /// keeps, so no rewind ever replays another. The turn count, the permissions, the
+    /// subagents and the billing are not taken back.
     fn take_back_conversation(&mut self, at: usize, rewind: &dsh_protocol::RewindRecord) {
-        let records = crate::log::logged_records(self.log.path());
-        let before = &records[..at.min(records.len())];
-        let until = match rewind.to_turn {
-            Some(turn) => before
-                .iter()
-                .rposition(|r| matches!(r, Record::TurnStart { turn: t } if *t == turn)),
-            None => before
-                .iter()
-                .rposition(|r| matches!(r, Record::Rewind(earlier) if !earlier.undo)),
+        let target = match rewind.to_turn {
+            Some(turn) => self.turn_starts.get(&turn).copied().filter(|p| *p < at),
+            None => (self.rewinds.iter().rev())
+                .find(|(position, undo)| *position < at && !undo)
+                .map(|(position, _)| *position),
         };
-        let Some(until) = until else {
+        let Some(target) = target else {
             return;
         };
-        let mut replay = Session::empty(
-            self.id.clone(),
-            self.cwd.clone(),
-            SessionLog::read_only(self.log.path().to_path_buf(), self.log.header().clone()),
-        );
-        for record in records.into_iter().take(until) {
-            replay.absorb(record);
+        let conversation = match self.saved.get(&target) {
+            Some(saved) => saved.clone(),
+            None => {
+                let records = crate::log::logged_records(self.log.path());
+                let mut replay = Session::empty(
+                    self.id.clone(),
+                    self.cwd.clone(),
+                    SessionLog::read_only(self.log.path().to_path_buf(), self.log.header().clone()),
+                );
+                replay.rewind_targets = rewind_targets(&records);
+                for record in records.into_iter().take(target) {
+                    replay.absorb(record);
+                }
+                replay.conversation()
+            }
+        };
+        self.restore_conversation(conversation);
+    }
+
+    /// What a conversation rewind takes back.
+    fn conversation(&self) -> Conversation {
+        Conversation {
+            history: self.history.clone(),
+            completed: self.completed,
+            todos: self.todos.clone(),
+            goal: self.goal.clone(),
+            loaded: self.loaded.clone(),
+            untracked_instructions: self.untracked_instructions,
         }
-        self.history = replay.history;
-        self.completed = replay.completed.min(self.history.len());
-        self.todos = replay.todos;
-        self.goal = replay.goal;
-        self.loaded = replay.loaded;
-        self.untracked_instructions = replay.untracked_instructions;
+    }
+
+    fn restore_conversation(&mut self, conversation: Conversation) {
+        self.history = conversation.history;
+        self.completed = conversation.completed.min(self.history.len());
+        self.todos = conversation.todos;
+        self.goal = conversation.goal;
+        self.loaded = conversation.loaded;
+        self.untracked_instructions = conversation.untracked_instructions;
     }
 
     /// The tokens its logged steps billed.
@@ -373,6 +414,9 @@ impl Session {
     fn absorb(&mut self, record: Record) {
         let position = self.absorbed;
         self.absorbed += 1;
+        if self.rewind_targets.contains(&position) {
+            self.saved.insert(position, self.conversation());
+        }
         match record {
             Record::UserMessage {
                 message,
@@ -407,7 +451,10 @@ impl Session {
             }
             Record::AssistantMessage(data) => self.history.push(data.message),
             Record::ToolResult(data) => self.history.push(data.message),
-            Record::TurnStart { turn } => self.last_turn = self.last_turn.max(turn),
+            Record::TurnStart { turn } => {
+                self.last_turn = self.last_turn.max(turn);
+                self.turn_starts.insert(turn, position);
+            }
             Record::CompactionPrune(data) => {
                 // By position: call ids are not unique for servers that send none.
                 let index = data.index as usize;
@@ -446,6 +493,7 @@ impl Session {
                 if rewind.conversation {
                     self.take_back_conversation(position, &rewind);
                 }
+                self.rewinds.push((position, rewind.undo));
             }
             Record::SubagentRun(run) => {
                 self.children.retain(|known| known.agent_id != run.agent_id);
@@ -514,6 +562,59 @@ mod tests {
         }
     }
 
+    /// Forty turns, every other one rewound away: each rewind's replay holds the ones
+    /// before it. Live, on resume and in a fork the conversation is the odd turns', and no
+    /// rewind replays another (forty nested replays would not end in a test's time).
+    #[test]
+    fn many_conversation_rewinds_replay_the_log_once_and_forks_keep_them() {
+        let home = tempfile::tempdir().unwrap();
+        let cwd = home.path().to_path_buf();
+        let options = LogOptions::default();
+        let mut session = Session::create(home.path(), cwd.clone(), options);
+        for turn in 1..=40 {
+            session.commit(Record::TurnStart { turn }).unwrap();
+            session
+                .commit(Record::UserMessage {
+                    turn,
+                    message: Message::user_text(format!("task {turn}")),
+                    instructions: None,
+                })
+                .unwrap();
+            session
+                .commit(Record::TurnEnd {
+                    turn,
+                    reason: TurnEndReason::Completed,
+                })
+                .unwrap();
+            if turn % 2 == 0 {
+                session
+                    .commit(Record::Rewind(dsh_protocol::RewindRecord {
+                        to_turn: Some(turn),
+                        before_call: None,
+                        undo: false,
+                        files: false,
+                        conversation: true,
+                        backup: None,
+                        restored: None,
+                        written: 0,
+                        removed: 0,
+                    }))
+                    .unwrap();
+            }
+        }
+        let texts =
+            |s: &Session| -> Vec<String> { s.history().iter().map(Message::text).collect() };
+        let odd: Vec<String> = (1..=40).step_by(2).map(|t| format!("task {t}")).collect();
+        assert_eq!(texts(&session), odd);
+        let id = session.id().to_owned();
+        drop(session);
+        let resumed = Session::resume(home.path(), cwd.clone(), &id, options).unwrap();
+        assert_eq!(texts(&resumed), odd);
+        drop(resumed);
+        let fork = Session::fork(home.path(), cwd, &id, options).unwrap();
+        assert_eq!(texts(&fork), odd);
+    }
+
     #[test]
     fn a_fork_copies_only_what_ended_turns_did() {
         let home = tempfile::tempdir().unwrap();
@@ -570,4 +671,50 @@ mod tests {
             "the old log is unchanged"
         );
     }
+}
+
+/// What a conversation rewind takes back, as it was at one point of the log.
+#[derive(Clone)]
+struct Conversation {
+    history: Vec<Message>,
+    completed: usize,
+    todos: Vec<TodoItem>,
+    goal: Option<GoalChangeRecord>,
+    loaded: crate::instructions::Loaded,
+    untracked_instructions: bool,
+}
+
+/// The log positions the conversation rewinds of `records` go back to: each rewound turn's
+/// `turn/start`, and for an undo the rewind it undoes.
+fn rewind_targets<'a>(
+    records: impl IntoIterator<Item = &'a Record>,
+) -> std::collections::HashSet<usize> {
+    let mut targets = std::collections::HashSet::new();
+    let mut turn_starts = std::collections::HashMap::new();
+    let mut rewinds = Vec::new();
+    for (position, record) in records.into_iter().enumerate() {
+        match record {
+            Record::TurnStart { turn } => {
+                turn_starts.insert(*turn, position);
+            }
+            Record::Rewind(rewind) => {
+                if rewind.conversation {
+                    let target = match rewind.to_turn {
+                        Some(turn) => turn_starts.get(&turn).copied(),
+                        None => (rewinds.iter().rev())
+                            .find(|(_, undo)| !undo)
+                            .map(|(p, _): &(usize, bool)| *p),
+                    };
+                    targets.extend(target);
+                }
+                rewinds.push((position, rewind.undo));
+            }
+            _ => {}
+        }
+    }
+    targets
+}
+
+fn rewind_targets_of(records: &[RecordEnvelope]) -> std::collections::HashSet<usize> {
+    rewind_targets(records.iter().map(|e| &e.record))
 }

@@ -317,6 +317,14 @@ impl PreparedCall {
             .is_ok_and(|(tool, _)| tool.facts().auto_reviewed())
     }
 
+    /// Its arguments as the call will run with them, encoded again from what was parsed
+    /// (where the model's text repeats a key, the value that runs); `None` when they were
+    /// not valid.
+    pub fn canonical_arguments(&self) -> Option<String> {
+        let (_, args) = self.checked.as_ref().ok()?;
+        serde_json::to_string(args.as_map()).ok()
+    }
+
     /// Whether it asks to run outside the session's sandbox (`sandbox_permissions`): the
     /// agent checkpoints the workspace first.
     pub fn asks_escalation(&self) -> bool {

@@ -303,6 +303,10 @@ impl Arguments {
     }
 
     /// The arguments as the model sent them.
+    pub fn as_map(&self) -> &Map<String, Value> {
+        &self.0
+    }
+
     pub fn into_map(self) -> Map<String, Value> {
         self.0
     }

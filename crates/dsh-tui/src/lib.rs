@@ -488,6 +488,7 @@ impl Ui {
                         files: true,
                         conversation: true,
                         force: false,
+                        accepted_outside: Vec::new(),
                         apply: false,
                     }));
                 }

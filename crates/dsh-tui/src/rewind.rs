@@ -68,8 +68,12 @@ impl RewindView {
                     before_call: None,
                     files,
                     conversation,
-                    // The files changed outside dsh were shown above the choice.
-                    force: !report.changed_outside.is_empty(),
+                    // The files changed outside dsh shown above the choice may be overwritten;
+                    // any changed since the preview stop the rewind.
+                    force: false,
+                    accepted_outside: (report.changed_outside.iter())
+                        .map(|c| c.path.clone())
+                        .collect(),
                     apply: true,
                 })
             }

@@ -95,6 +95,7 @@ pub fn parse(args: &[String]) -> Result<RewindArgs, String> {
         before_call,
         files: !conversation_only,
         force,
+        accepted_outside: Vec::new(),
         apply: yes,
     });
     if action.is_none() && (yes || force || files_only || conversation_only) {
@@ -256,6 +257,7 @@ mod tests {
                 files: true,
                 conversation: false,
                 force: false,
+                accepted_outside: Vec::new(),
                 apply: true,
             })
         );

@@ -103,7 +103,7 @@ fn an_allowed_call_runs_a_denied_one_does_not_and_reads_are_not_reviewed() {
     // Two reviews, none for the read; each saw the task and its call, and no tools.
     let asked = reviewer_requests(&env.server);
     assert_eq!(asked.len(), 2, "{asked:#?}");
-    assert!(asked[0].contains("<task>\\nbuild the project\\n</task>"));
+    assert!(asked[0].contains(r#"<task written_by=\"the user\">\n\"build the project\"\n</task>"#));
     assert!(asked[0].contains("<call tool=\\\"bash\\\">"));
     assert!(asked[0].contains("echo built > made.txt"));
     assert!(asked[1].contains("<call tool=\\\"write\\\">"));
@@ -294,4 +294,11 @@ fn a_subagents_calls_are_reviewed_too() {
     assert_eq!(reviews[0]["tool"], "bash");
     assert_eq!(reviews[0]["decision"], "denied");
     assert!(logs.contains("AUTO_REVIEW_DENIED"));
+    // The child's reviewer is told its task came from another agent, not from the user.
+    let asked = reviewer_requests(&env.server);
+    assert!(
+        asked[0].contains("task written_by=\\\"another agent, which started this one"),
+        "{}",
+        asked[0]
+    );
 }

@@ -278,3 +278,31 @@ fn the_files_can_go_back_to_just_before_an_escalated_call() {
         out.stderr
     );
 }
+
+#[test]
+fn an_edit_made_between_turns_counts_as_made_outside_dsh() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "write",
+            json!({"file_path": "a.txt", "content": "by turn one\n"}),
+        ),
+        Turn::text("one"),
+        Turn::tool_call(
+            "write",
+            json!({"file_path": "b.txt", "content": "by turn two\n"}),
+        ),
+        Turn::text("two"),
+    ]);
+    let out = env.run(dsh(), &["--json", "turn one"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let id = out.events()[0]["sessionId"].as_str().unwrap().to_owned();
+    // Between the turns, by hand: in neither turn's changes.
+    env.write("mine.txt", "typed between the turns\n");
+    let out = env.run(dsh(), &["--session-id", &id, "turn two"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let out = rewind(&env, &[&id, "--to", "1", "--yes"]);
+    assert_eq!(out.code(), Some(1));
+    assert!(out.stderr.contains("A mine.txt"), "{}", out.stderr);
+    assert!(env.ws.path().join("mine.txt").exists());
+    assert!(env.ws.path().join("b.txt").exists());
+}
