@@ -1227,6 +1227,7 @@ impl Agent {
         stop: &Stop,
     ) -> Result<ToolsRun, CoreError> {
         let mut ending = None;
+        let mut plan_answered = false;
         let mut usage = Usage::default();
         let mut ctx = ToolContext {
             call_id: String::new(),
@@ -1237,14 +1238,22 @@ impl Agent {
         let mut prepared = prepared.into_iter().peekable();
         let mut next = 0;
         while let Some(call) = prepared.next() {
-            if ending.is_some() {
-                // A call ended the turn (a submitted plan): the calls after it are not run.
+            if ending.is_some() || plan_answered {
+                // A call ended the turn (a submitted plan), or the user answered a plan: the
+                // calls after it are not run (the model reads the answer first).
+                let why = if ending.is_some() {
+                    "tool call not run: an earlier call of this answer ended the turn"
+                } else {
+                    "tool call not run: an earlier call of this answer submitted a plan, which \
+                     the user has answered; read the answer, then make the call again if it is \
+                     still needed"
+                };
                 for (id, name, arguments) in &calls[next..] {
                     self.commit_call(turn, step, id, name, arguments)?;
                     let outcome = ToolOutcome::failure(dsh_tools::ToolError::coded(
                         "AbortError",
                         "ABORTED_BEFORE_DISPATCH",
-                        "tool call not run: an earlier call of this answer ended the turn",
+                        why,
                     ));
                     self.commit_result(turn, step, id, outcome)?;
                 }
@@ -1354,8 +1363,9 @@ impl Agent {
                             PlanDecision::Approved(mode) => {
                                 self.switch_mode(mode)?;
                                 ctx.session = self.tool_session.clone();
+                                plan_answered = true;
                             }
-                            PlanDecision::KeepPlanning(_) => {}
+                            PlanDecision::KeepPlanning(_) => plan_answered = true,
                         }
                     }
                     // The first call that ends the turn decides how.

@@ -928,7 +928,11 @@ fn an_approved_plan_is_carried_out_in_the_same_turn_in_the_mode_picked() {
 #[test]
 fn a_plan_sent_back_keeps_plan_mode() {
     let env = TestEnv::new(vec![
-        Turn::tool_call("exit_plan_mode", json!({"plan": "# Quick fix\n\nEdit it."})),
+        // A call after the plan in the same answer waits for the model to read the answer.
+        Turn::tool_calls(&[
+            ("exit_plan_mode", json!({"plan": "# Quick fix\n\nEdit it."})),
+            ("write", json!({"file_path": "eager.txt", "content": "x"})),
+        ]),
         Turn::tool_call("write", json!({"file_path": "early.txt", "content": "x"})),
         Turn::text("I will plan more."),
     ]);
@@ -939,6 +943,14 @@ fn a_plan_sent_back_keeps_plan_mode() {
     assert!(!env.ws.path().join("early.txt").exists());
     let requests = env.server.requests();
     assert!(requests[1].tool_results()[0].starts_with("The user did not approve the plan yet"));
-    assert!(requests[2].tool_results()[1].contains("not available in plan mode"));
+    assert!(
+        requests[1].tool_results()[1].contains(
+            "an earlier call of this answer submitted a plan, which the user has answered"
+        ),
+        "{:?}",
+        requests[1].tool_results()
+    );
+    assert!(!env.ws.path().join("eager.txt").exists());
+    assert!(requests[2].tool_results()[2].contains("not available in plan mode"));
     assert!(editor.quit().success());
 }
