@@ -114,15 +114,21 @@ impl Approver for EditorClient {
                 fields = fields.content(vec![ToolCallContent::Content(Content::new(reason))]);
             }
             let call = ToolCallUpdate::new(request.call_id.clone(), fields);
-            let options = vec![
-                option(ALLOW_ONCE, "Allow once", PermissionOptionKind::AllowOnce),
-                option(
+            let mut options = vec![option(
+                ALLOW_ONCE,
+                "Allow once",
+                PermissionOptionKind::AllowOnce,
+            )];
+            // A request that can only be allowed once (an Auto review override) offers no
+            // "always".
+            if let Some(grant) = &request.grant {
+                options.push(option(
                     ALLOW_SESSION,
-                    format!("Allow {} for this session", request.grant),
+                    format!("Allow {grant} for this session"),
                     PermissionOptionKind::AllowAlways,
-                ),
-                option(REJECT, "Reject", PermissionOptionKind::RejectOnce),
-            ];
+                ));
+            }
+            options.push(option(REJECT, "Reject", PermissionOptionKind::RejectOnce));
             match self.ask(call, options).await {
                 None => ApprovalOutcome::Unavailable,
                 Some(outcome) => match chosen(&outcome) {

@@ -397,6 +397,13 @@ impl Agent {
         self.config.instructions = instructions;
     }
 
+    /// The goal board as the session's goal is after a conversation rewind.
+    pub(crate) fn goal_rewound(&self) {
+        if let Some(goals) = &self.config.goals {
+            goals.rewound_to(self.session.goal_change().map(|change| change.goal.clone()));
+        }
+    }
+
     /// Starts a turn: its number, its `turn/start`, and the checkpoint of its start.
     async fn start_turn(&mut self) -> Result<u32, CoreError> {
         let turn = self.session.next_turn();
@@ -1662,21 +1669,16 @@ async fn user_overrides(
         return Err(None);
     }
     let what = match review.decision {
-        dsh_protocol::ReviewDecision::Denied => "denied this call",
-        _ => "could not review this call",
+        dsh_protocol::ReviewDecision::Denied => "denied",
+        _ => "could not review",
     };
     let request = dsh_sandbox::escalation::ApprovalRequest {
         tool: tool.to_owned(),
         call_id: ctx.call_id.clone(),
-        reason: format!("auto review {what}: {}; run it anyway?", review.reason),
-        // One call's override: allowing it "for the session" must not wave later calls
-        // past their reviews, and a server that numbers its calls `call-0`, `call-1` in
-        // every answer repeats ids, so the grant is this request's alone.
-        grant: format!(
-            "auto review override of call {} ({})",
-            ctx.call_id,
-            uuid::Uuid::new_v4()
-        ),
+        reason: format!("run this call, which auto review {what}: {}", review.reason),
+        // One call's override: no "for the session", which would wave later calls past
+        // their reviews.
+        grant: None,
     };
     let outcome = tokio::select! {
         biased;

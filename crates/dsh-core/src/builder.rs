@@ -171,6 +171,7 @@ impl Run {
                 Some(self.agent.session()),
             );
             self.agent.set_instructions(instructions);
+            self.agent.goal_rewound();
         }
         Ok(report)
     }

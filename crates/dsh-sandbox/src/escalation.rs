@@ -158,7 +158,8 @@ pub struct ApprovalRequest {
     pub reason: String,
     /// What allowing it for the session covers, as the dialog names it (`sandbox
     /// danger-full-access`, `network`): requests with the same grant are one permission.
-    pub grant: String,
+    /// `None`: it can only be allowed once (no "for the session" choice is offered).
+    pub grant: Option<String>,
 }
 
 /// `: <reason>` after a refusal the user explained, nothing otherwise.
@@ -212,12 +213,16 @@ impl<A: Approver> Approver for SessionGrants<A> {
     ) -> Pin<Box<dyn Future<Output = ApprovalOutcome> + Send + '_>> {
         Box::pin(async move {
             let _turn = self.asking.lock().await;
-            if self.lock().contains(&request.grant) {
+            if let Some(grant) = &request.grant
+                && self.lock().contains(grant)
+            {
                 return ApprovalOutcome::AllowedOnce;
             }
             let grant = request.grant.clone();
             let outcome = self.inner.request(request).await;
-            if outcome == ApprovalOutcome::AllowedForSession {
+            if outcome == ApprovalOutcome::AllowedForSession
+                && let Some(grant) = grant
+            {
                 self.lock().insert(grant);
             }
             outcome
@@ -270,7 +275,7 @@ pub async fn approve(
                 "escalate sandbox to {}: {}",
                 request.mode, request.justification
             ),
-            grant: format!("sandbox {}", request.mode),
+            grant: Some(format!("sandbox {}", request.mode)),
         })
         .await;
     match outcome {
@@ -452,7 +457,7 @@ mod tests {
             tool: "bash".into(),
             call_id: "c".into(),
             reason: "escalate".into(),
-            grant: grant.into(),
+            grant: Some(grant.into()),
         };
         assert!(
             grants

@@ -1415,7 +1415,7 @@ mod tests {
                 tool: "bash".into(),
                 call_id: "c".into(),
                 reason: "escalate sandbox to danger-full-access: install packages".into(),
-                grant: "sandbox danger-full-access".into(),
+                grant: Some("sandbox danger-full-access".into()),
             },
             tx,
         )));
@@ -1494,7 +1494,7 @@ mod tests {
                 tool: "bash".into(),
                 call_id: "c".into(),
                 reason: "r".into(),
-                grant: "g".into(),
+                grant: Some("g".into()),
             },
             tx,
         )));

@@ -66,7 +66,13 @@ impl Dialog {
     }
 }
 
-const CHOICES: [&str; 3] = ["Allow once", "Allow for this session", "Deny, and say why"];
+/// An approval's choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Choice {
+    Once,
+    Session,
+    Deny,
+}
 
 pub struct ApprovalDialog {
     request: ApprovalRequest,
@@ -116,21 +122,25 @@ impl ApprovalDialog {
             }
             return Handled::Open;
         }
-        let choose = |this: &mut Self, choice: usize| match choice {
-            0 => this.send(ApprovalOutcome::AllowedOnce),
-            1 => this.send(ApprovalOutcome::AllowedForSession),
-            _ => {
+        let choices = self.choices();
+        let choose = |this: &mut Self, choice: usize| match choices.get(choice) {
+            Some(Choice::Once) => this.send(ApprovalOutcome::AllowedOnce),
+            Some(Choice::Session) => this.send(ApprovalOutcome::AllowedForSession),
+            Some(Choice::Deny) => {
                 this.reason = Some(String::new());
                 Handled::Open
             }
+            None => Handled::Open,
         };
+        let numbered = |c: char| usize::from(c as u8 - b'1');
         match key.code {
             KeyCode::Up => self.selected = self.selected.saturating_sub(1),
-            KeyCode::Down => self.selected = (self.selected + 1).min(CHOICES.len() - 1),
+            KeyCode::Down => self.selected = (self.selected + 1).min(choices.len() - 1),
             KeyCode::Enter => return choose(self, self.selected),
-            KeyCode::Char('1' | 'y') => return choose(self, 0),
-            KeyCode::Char('2' | 'a') => return choose(self, 1),
-            KeyCode::Char('3' | 'n') => return choose(self, 2),
+            KeyCode::Char(c @ '1'..='3') => return choose(self, numbered(c)),
+            KeyCode::Char('y') => return choose(self, 0),
+            KeyCode::Char('a') if choices.contains(&Choice::Session) => return choose(self, 1),
+            KeyCode::Char('n') => return choose(self, choices.len() - 1),
             _ => {}
         }
         Handled::Open
@@ -158,11 +168,13 @@ impl ApprovalDialog {
             ));
             return lines;
         }
-        for (i, choice) in CHOICES.iter().enumerate() {
-            let label = if i == 1 {
-                format!("{choice} ({})", self.request.grant)
-            } else {
-                (*choice).to_owned()
+        let choices = self.choices();
+        for (i, choice) in choices.iter().enumerate() {
+            let label = match (choice, &self.request.grant) {
+                (Choice::Once, _) => "Allow once".to_owned(),
+                (Choice::Session, Some(grant)) => format!("Allow for this session ({grant})"),
+                (Choice::Session, None) => "Allow for this session".to_owned(),
+                (Choice::Deny, _) => "Deny, and say why".to_owned(),
             };
             lines.push(choice_line(
                 i == self.selected,
@@ -170,8 +182,19 @@ impl ApprovalDialog {
                 None,
             ));
         }
-        lines.push(hint("↑↓ or 1-3 choose · Enter confirms · Esc cancels"));
+        lines.push(hint(&format!(
+            "↑↓ or 1-{} choose · Enter confirms · Esc cancels",
+            choices.len()
+        )));
         lines
+    }
+
+    /// What it offers: "for the session" only for a request that names a grant.
+    fn choices(&self) -> Vec<Choice> {
+        match self.request.grant {
+            Some(_) => vec![Choice::Once, Choice::Session, Choice::Deny],
+            None => vec![Choice::Once, Choice::Deny],
+        }
     }
 }
 
@@ -395,7 +418,7 @@ mod tests {
             tool: "bash".into(),
             call_id: "c1".into(),
             reason: "escalate sandbox to danger-full-access: npm needs the network".into(),
-            grant: "sandbox danger-full-access".into(),
+            grant: Some("sandbox danger-full-access".into()),
         }
     }
 

@@ -81,7 +81,7 @@ async fn network_allowed(
             tool: tool.to_owned(),
             call_id: ctx.call_id.clone(),
             reason: format!("use the network (off for this run) to {what}"),
-            grant: "network".into(),
+            grant: Some("network".into()),
         })
         .await;
     let reason = match outcome {

@@ -101,6 +101,15 @@ impl GoalBoard {
         }
     }
 
+    /// The board as a conversation rewind left the session: its goal then, not armed (as a
+    /// resumed goal waits).
+    pub(crate) fn rewound_to(&self, goal: Option<Goal>) {
+        let mut state = self.state();
+        state.goal = goal;
+        state.armed = false;
+        state.wrap_up = None;
+    }
+
     pub(crate) fn rules(&self) -> GoalRules {
         self.rules
     }

@@ -840,8 +840,13 @@ fn an_auto_review_denial_is_put_to_the_user_who_may_override_it() {
             .unwrap();
         assert_eq!(
             text,
-            "auto review denied this call: appends to a file nobody asked for; run it anyway?"
+            "run this call, which auto review denied: appends to a file nobody asked for"
         );
+        // One call's override: no "always".
+        let kinds: Vec<&str> = (asked["options"].as_array().unwrap().iter())
+            .map(|o| o["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["allow_once", "reject_once"]);
         Some("allow-once".into())
     });
     assert_eq!(done["result"]["stopReason"], "end_turn");

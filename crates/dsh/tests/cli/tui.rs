@@ -711,3 +711,38 @@ fn rewind_picks_a_turn_shows_what_changes_and_takes_files_and_conversation_back(
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
+
+#[test]
+fn an_auto_review_denial_asks_and_the_user_runs_the_call_anyway() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "bash",
+            json!({"command": "echo ran > ran.txt", "description": "write a marker"}),
+        ),
+        Turn::text(r#"{"decision":"deny","reason":"writes a file nobody asked for"}"#),
+        Turn::text("it ran after all"),
+    ]);
+    let ui = open(&env, &["--permission-mode", "auto"]);
+    ui.wait_for("Type a message");
+    assert!(footer(&ui).contains(" · auto · "), "{}", footer(&ui));
+    ui.type_text("mark it");
+    ui.press(&["Enter"]);
+    let screen = ui.wait_for("2. Deny, and say why");
+    assert!(
+        screen.contains("bash wants to run this call, which auto review denied: writes a file"),
+        "{screen}"
+    );
+    assert!(!screen.contains("for this session"), "{screen}");
+    ui.press(&["1"]);
+    let screen = wait_turn_end(&ui, "it ran after all");
+    assert!(
+        screen.contains("⚖ auto review denied, run anyway by you: writes a file nobody asked for"),
+        "{screen}"
+    );
+    assert!(env.ws.path().join("ran.txt").exists());
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
