@@ -8,7 +8,7 @@ use crate::snapshot::{Entry, Snapshot};
 use crate::store::{CheckpointError, CheckpointStore};
 
 /// What a restore will do, path by path, so that it can be shown before it is done.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RestorePlan {
     /// Written back: missing now, or different (content, mode, kind).
     pub restore: Vec<String>,

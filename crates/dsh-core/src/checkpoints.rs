@@ -104,7 +104,8 @@ impl Checkpointer {
 }
 
 /// One turn of a session as a rewind lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TurnFiles {
     pub turn: u32,
     /// The first line of the turn's task.
@@ -203,7 +204,8 @@ pub struct RewindRequest {
 }
 
 /// What a rewind will do, or did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RewindReport {
     pub plan: RestorePlan,
     /// Files changed since the session's last checkpoint by something other than its turns.

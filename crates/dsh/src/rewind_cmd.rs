@@ -16,13 +16,15 @@ use crate::surface::Surface;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RewindArgs {
     pub id: String,
+    /// One JSON object on stdout instead of text (errors as the stream's `error` event).
+    pub json: bool,
     /// `None`: list the turns.
     pub action: Option<RewindRequest>,
 }
 
 /// The usage text, for an error.
-pub const USAGE: &str = "dsh rewind <session> [--to TURN [--files | --conversation] | --undo] \
-                         [--yes] [--force]";
+pub const USAGE: &str = "dsh rewind <session> [--to TURN [--files | --conversation] | \
+                         --before-call CALL | --undo] [--yes] [--force] [--json]";
 
 /// Reads `dsh rewind`'s arguments (after `rewind`).
 pub fn parse(args: &[String]) -> Result<RewindArgs, String> {
@@ -31,6 +33,7 @@ pub fn parse(args: &[String]) -> Result<RewindArgs, String> {
     let mut before_call = None;
     let (mut undo, mut yes, mut force, mut files_only, mut conversation_only) =
         (false, false, false, false, false);
+    let mut json = false;
     let mut words = args.iter();
     while let Some(arg) = words.next() {
         match arg.as_str() {
@@ -58,6 +61,7 @@ pub fn parse(args: &[String]) -> Result<RewindArgs, String> {
             "--undo" => undo = true,
             "--yes" | "-y" => yes = true,
             "--force" => force = true,
+            "--json" => json = true,
             "--files" => files_only = true,
             "--conversation" => conversation_only = true,
             flag if flag.starts_with('-') => {
@@ -103,7 +107,7 @@ pub fn parse(args: &[String]) -> Result<RewindArgs, String> {
             "say what to rewind to, with --to TURN or --undo: {USAGE}"
         ));
     }
-    Ok(RewindArgs { id, action })
+    Ok(RewindArgs { id, json, action })
 }
 
 pub fn run(args: &RewindArgs) -> u8 {
@@ -113,7 +117,7 @@ pub fn run(args: &RewindArgs) -> u8 {
             0
         }
         Err(message) => {
-            Surface::new(false).fail(&message, &message, None);
+            Surface::new(args.json).fail(&message, &message, None);
             1
         }
     }
@@ -125,12 +129,20 @@ fn render(args: &RewindArgs) -> Result<String, String> {
         .map_err(|e| e.message)?;
     let Some(request) = &args.action else {
         let turns = list_turns(&settings, &args.id).map_err(|e| e.to_string())?;
-        return Ok(listing(&args.id, &turns));
+        return Ok(if args.json {
+            serde_json::to_string(&turns).unwrap_or_default() + "\n"
+        } else {
+            listing(&args.id, &turns)
+        });
     };
     let report = rewind_session(&settings, &args.id, request)
         .map_err(|e| e.to_string())?
         .map_err(|e: RewindError| e.to_string())?;
-    Ok(outcome(request, &report))
+    Ok(if args.json {
+        serde_json::to_string(&report).unwrap_or_default() + "\n"
+    } else {
+        outcome(request, &report)
+    })
 }
 
 fn listing(id: &str, turns: &[TurnFiles]) -> String {

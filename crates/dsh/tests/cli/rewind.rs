@@ -96,6 +96,29 @@ fn each_turn_can_be_rewound_to_byte_for_byte_and_each_rewind_undone() {
         listed.stdout
     );
 
+    // For programs: the same as JSON, and an error as the stream's error event.
+    let listed = rewind(&env, &[&id, "--json"]);
+    let turns: Value = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!(turns[0]["turn"], 1);
+    assert_eq!(turns[0]["restorable"], true);
+    assert_eq!(
+        turns[0]["changes"],
+        json!([{"path": "a.txt", "kind": "modified"}, {"path": "b.txt", "kind": "added"}])
+    );
+    let planned = rewind(&env, &[&id, "--to", "3", "--json"]);
+    let report: Value = serde_json::from_str(&planned.stdout).unwrap();
+    assert_eq!(report["plan"]["remove"], json!(["d", "d/e", "d/e/f.txt"]), "{report}");
+    assert_eq!(report["plan"]["restore"], json!(["b.txt"]), "{report}");
+    assert_eq!(report["applied"], Value::Null);
+    let refused = rewind(&env, &[&id, "--to", "9", "--json"]);
+    assert_eq!(refused.code(), Some(1));
+    let error: Value = serde_json::from_str(refused.stdout.trim()).unwrap();
+    assert_eq!(error["type"], "error");
+    assert!(
+        error["message"].as_str().unwrap().contains("no turn 9"),
+        "{error}"
+    );
+
     // Without --yes nothing changes: the plan is shown.
     let shown = rewind(&env, &[&id, "--to", "1"]);
     assert_eq!(shown.code(), Some(0), "stderr: {}", shown.stderr);
