@@ -107,7 +107,11 @@ fn each_turn_can_be_rewound_to_byte_for_byte_and_each_rewind_undone() {
     );
     let planned = rewind(&env, &[&id, "--to", "3", "--json"]);
     let report: Value = serde_json::from_str(&planned.stdout).unwrap();
-    assert_eq!(report["plan"]["remove"], json!(["d", "d/e", "d/e/f.txt"]), "{report}");
+    assert_eq!(
+        report["plan"]["remove"],
+        json!(["d", "d/e", "d/e/f.txt"]),
+        "{report}"
+    );
     assert_eq!(report["plan"]["restore"], json!(["b.txt"]), "{report}");
     assert_eq!(report["applied"], Value::Null);
     let refused = rewind(&env, &[&id, "--to", "9", "--json"]);
