@@ -4,8 +4,8 @@
 //! mode and, for a file, the SHA-256 of its content; the contents themselves go once each into
 //! a content-addressed [`CheckpointStore`] outside the workspace (dsh keeps it under its home),
 //! so that a hundred snapshots of a mostly unchanged tree cost little more than one. Taking a
-//! snapshot reads only the files whose size, modification time or inode changed since the
-//! snapshot before it.
+//! snapshot reads only the files whose size, modification or change time, or inode changed
+//! since the snapshot before it.
 //!
 //! Nothing here touches the workspace's Git state: no branch, index, stash or object of the
 //! user's is read or written. What is covered is set by [`Coverage`]: files ignored by

@@ -18,6 +18,10 @@ pub enum Entry {
         /// inode are unchanged is not read again.
         #[serde(default)]
         mtime_ns: i64,
+        /// The inode's change time: a command that rewrites a file and puts its old
+        /// modification time back (`touch -r`, `rsync -t`) still changes it.
+        #[serde(default)]
+        ctime_ns: i64,
         #[serde(default)]
         ino: u64,
     },
@@ -143,6 +147,7 @@ mod tests {
             size: 1,
             mode,
             mtime_ns: 0,
+            ctime_ns: 0,
             ino: 0,
         }
     }

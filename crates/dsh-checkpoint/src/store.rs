@@ -201,20 +201,21 @@ impl CheckpointStore {
         meta: &std::fs::Metadata,
         before: Option<&Entry>,
     ) -> Result<Entry, CheckpointError> {
-        let mtime_ns = meta
-            .mtime()
-            .saturating_mul(1_000_000_000)
-            .saturating_add(meta.mtime_nsec());
+        let nanos = |secs: i64, nsec: i64| secs.saturating_mul(1_000_000_000).saturating_add(nsec);
+        let mtime_ns = nanos(meta.mtime(), meta.mtime_nsec());
+        let ctime_ns = nanos(meta.ctime(), meta.ctime_nsec());
         let mode = meta.permissions().mode() & 0o7777;
         if let Some(Entry::File {
             hash,
             size,
             mtime_ns: was,
+            ctime_ns: changed,
             ino,
             ..
         }) = before
             && *size == meta.len()
             && *was == mtime_ns
+            && *changed == ctime_ns
             && *ino == meta.ino()
         {
             return Ok(Entry::File {
@@ -222,6 +223,7 @@ impl CheckpointStore {
                 size: *size,
                 mode,
                 mtime_ns,
+                ctime_ns,
                 ino: *ino,
             });
         }
@@ -232,6 +234,7 @@ impl CheckpointStore {
             size: content.len() as u64,
             mode,
             mtime_ns,
+            ctime_ns,
             ino: meta.ino(),
         })
     }

@@ -129,6 +129,7 @@ pub(crate) fn load_trees(store: &CheckpointStore, root: Root) -> Result<Snapshot
                     size,
                     mode,
                     mtime_ns: 0,
+                    ctime_ns: 0,
                     ino: 0,
                 },
                 Kept::Symlink { target } => Entry::Symlink { target },

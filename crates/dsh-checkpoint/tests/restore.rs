@@ -174,6 +174,22 @@ fn unchanged_files_are_not_read_again_and_pruning_keeps_what_is_named() {
     assert!(!object.exists());
     std::fs::write(&object, "one").unwrap();
 
+    // A rewrite of the same size that puts the old modification time back is still seen
+    // (its change time moved).
+    let was = std::fs::metadata(root.join("a.txt"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    std::fs::write(root.join("a.txt"), "owt").unwrap();
+    std::fs::File::options()
+        .append(true)
+        .open(root.join("a.txt"))
+        .unwrap()
+        .set_modified(was)
+        .unwrap();
+    let sneaky = store.take(root, &coverage, Some(&first)).unwrap();
+    assert_eq!(sneaky.changes(&first)[0].kind, ChangeKind::Modified);
+
     write(root, "a.txt", "two");
     let second = store.take(root, &coverage, Some(&first)).unwrap();
     let second_id = store.save(&second).unwrap();
@@ -184,8 +200,8 @@ fn unchanged_files_are_not_read_again_and_pruning_keeps_what_is_named() {
             std::time::Duration::ZERO,
         )
         .unwrap();
-    // The first snapshot, its content and its folder object.
-    assert_eq!((pruned.snapshots, pruned.contents), (1, 2));
+    // The first snapshot, its content and its folder object, and the rewrite's content.
+    assert_eq!((pruned.snapshots, pruned.contents), (1, 3));
     assert!(store.load(&first_id).is_err());
     let kept = store.load(&second_id).unwrap();
     store.restore(root, &kept, &second).unwrap();
