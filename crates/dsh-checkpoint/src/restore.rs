@@ -39,8 +39,14 @@ pub fn plan_restore(target: &Snapshot, current: &Snapshot) -> RestorePlan {
     for (path, now) in &current.entries {
         match target.entries.get(path) {
             Some(then) if std::mem::discriminant(then) == std::mem::discriminant(now) => {}
-            // A file too large to be covered then existed then: it is left as it is.
-            None if target.uncovered.iter().any(|u| &u.path == path) => {}
+            // A file too large to be covered then, or anything in a folder that could not be
+            // read then, existed then: it is left as it is.
+            None if target.uncovered.iter().any(|u| {
+                path == &u.path
+                    || path
+                        .strip_prefix(&u.path)
+                        .is_some_and(|r| r.starts_with('/'))
+            }) => {}
             _ => plan.remove.push(path.clone()),
         }
     }
@@ -84,7 +90,7 @@ impl CheckpointStore {
                     }
                     other => other,
                 },
-                _ => std::fs::remove_file(&full),
+                _ => with_writable_parent(&full, || std::fs::remove_file(&full)),
             };
             match removed {
                 Ok(()) => done.removed.push(path),
@@ -149,17 +155,42 @@ fn replace(full: &Path, make: impl FnOnce(&Path) -> std::io::Result<()>) -> Resu
         .map(|n| n.to_string_lossy())
         .unwrap_or_default();
     let temp = full.with_file_name(format!(".{name}.dsh-restore-{}", std::process::id()));
-    let _ = std::fs::remove_file(&temp);
-    let made = make(&temp).and_then(|()| std::fs::rename(&temp, full));
-    if made.is_err() {
+    with_writable_parent(full, || {
         let _ = std::fs::remove_file(&temp);
+        let made = make(&temp).and_then(|()| std::fs::rename(&temp, full));
+        if made.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        made
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// Runs `work` (which makes or removes an entry of `full`'s folder) with that folder writable
+/// by its owner, its mode put back after: a folder a turn made read-only must not keep its
+/// files from being restored. (A folder of the snapshot gets its own mode afterwards.)
+fn with_writable_parent<T>(
+    full: &Path,
+    work: impl FnOnce() -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    let parent = full.parent().filter(|p| !p.as_os_str().is_empty());
+    let locked = parent.and_then(|p| {
+        let mode = std::fs::symlink_metadata(p).ok()?.permissions().mode() & 0o7777;
+        (mode & 0o300 != 0o300).then_some((p, mode))
+    });
+    if let Some((p, mode)) = locked {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode | 0o700))?;
     }
-    made.map_err(|e| e.to_string())
+    let done = work();
+    if let Some((p, mode)) = locked {
+        let _ = std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode));
+    }
+    done
 }
 
 /// `path` (relative, from a snapshot) under `workspace`, each folder on the way a real
 /// folder: a link put where a folder was must not carry a restore outside the workspace.
-fn inside(workspace: &Path, path: &str) -> Result<PathBuf, String> {
+pub(crate) fn inside(workspace: &Path, path: &str) -> Result<PathBuf, String> {
     let relative = Path::new(path);
     if relative
         .components()

@@ -129,10 +129,25 @@ impl CheckpointStore {
             })
             .build();
         for item in walk {
-            // A folder that cannot be read (or vanished while walked) is not covered; the
-            // rest of the tree still is.
-            let Ok(item) = item else {
-                continue;
+            let item = match item {
+                Ok(item) => item,
+                // A folder that cannot be read (or vanished while walked) is not covered, and
+                // listed so that a restore leaves what is in it; the rest of the tree still
+                // is. Any other failure (out of file handles) fails the snapshot rather than
+                // leave a folder looking empty.
+                Err(error) => match walk_failure(&error, workspace) {
+                    Some(Some(path)) => {
+                        snapshot.uncovered.push(Uncovered { path, size: 0 });
+                        continue;
+                    }
+                    Some(None) => continue,
+                    None => {
+                        return Err(CheckpointError::Corrupt {
+                            path: workspace.to_path_buf(),
+                            why: format!("cannot walk the workspace: {error}"),
+                        });
+                    }
+                },
             };
             let path = item.path();
             let Ok(relative) = path.strip_prefix(workspace) else {
@@ -243,11 +258,10 @@ impl CheckpointStore {
     pub fn put(&self, content: &[u8]) -> Result<String, CheckpointError> {
         let hash = hex(&Sha256::digest(content));
         let path = self.object_path(&hash);
-        if !path.exists() {
+        // Named again now: a prune running beside this must not take it as old; one that
+        // took it already leaves it to be written again.
+        if !touch(&path) {
             write_atomically(&path, content)?;
-        } else {
-            // Named again now: a prune running beside this must not take it as old.
-            touch(&path);
         }
         Ok(hash)
     }
@@ -261,7 +275,11 @@ impl CheckpointStore {
         path: &str,
         snapshot: &mut Snapshot,
     ) -> Result<bool, CheckpointError> {
-        let full = workspace.join(path);
+        // Through real folders only, as a restore writes: a link put where a folder was
+        // is not followed.
+        let Ok(full) = crate::restore::inside(workspace, path) else {
+            return Ok(false);
+        };
         let Ok(meta) = std::fs::symlink_metadata(&full) else {
             return Ok(false);
         };
@@ -271,7 +289,19 @@ impl CheckpointStore {
                 target: target.to_string_lossy().into_owned(),
             }
         } else if meta.is_file() {
-            self.file_entry(&full, &meta, None)?
+            match self.file_entry(&full, &meta, None) {
+                Ok(entry) => entry,
+                // It cannot be read: it cannot be kept, and a restore reports it.
+                Err(CheckpointError::Io { source, .. })
+                    if matches!(
+                        source.kind(),
+                        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::NotFound
+                    ) =>
+                {
+                    return Ok(false);
+                }
+                Err(other) => return Err(other),
+            }
         } else {
             return Ok(false);
         };
@@ -303,10 +333,8 @@ impl CheckpointStore {
         })?;
         let id = hex(&Sha256::digest(&text));
         let path = self.manifest_path(&id);
-        if !path.exists() {
+        if !touch(&path) {
             write_atomically(&path, &text)?;
-        } else {
-            touch(&path);
         }
         Ok(id)
     }
@@ -432,11 +460,41 @@ impl CheckpointStore {
     }
 }
 
-/// Marks `path` as written now.
-fn touch(path: &Path) {
-    if let Ok(file) = std::fs::File::options().append(true).open(path) {
-        let _ = file.set_modified(std::time::SystemTime::now());
+/// Marks `path` as written now; false when it is gone (a prune just took it).
+fn touch(path: &Path) -> bool {
+    std::fs::File::options()
+        .append(true)
+        .open(path)
+        .is_ok_and(|file| file.set_modified(std::time::SystemTime::now()).is_ok())
+}
+
+/// For a walk error that only leaves something out (a folder that cannot be read, or that
+/// vanished): `Some` with the path to list as not covered, if the error names one under the
+/// workspace. `None`: the walk itself failed.
+fn walk_failure(error: &ignore::Error, workspace: &Path) -> Option<Option<String>> {
+    let kind = error.io_error().map(std::io::Error::kind)?;
+    if !matches!(
+        kind,
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::NotFound
+    ) {
+        return None;
     }
+    fn path_of(error: &ignore::Error) -> Option<&Path> {
+        match error {
+            ignore::Error::WithPath { path, .. } => Some(path),
+            ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+                path_of(err)
+            }
+            _ => None,
+        }
+    }
+    Some(
+        path_of(error)
+            .and_then(|p| p.strip_prefix(workspace).ok())
+            .and_then(|p| p.to_str())
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned),
+    )
 }
 
 fn read_dir(dir: &Path) -> Result<Vec<std::fs::DirEntry>, CheckpointError> {

@@ -268,3 +268,37 @@ fn a_restore_does_not_follow_a_link_put_where_a_folder_was() {
         "outside\n"
     );
 }
+
+/// As root the kernel lets any folder be written, so this guards the runs that are not root.
+#[test]
+fn a_folder_made_read_only_does_not_keep_its_files_from_coming_back() {
+    let ws = tempfile::tempdir().unwrap();
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = CheckpointStore::new(store_dir.path());
+    let root = ws.path();
+    write(root, "src/a.txt", "one");
+    write(root, "locked/b.txt", "bee");
+    std::fs::set_permissions(root.join("locked"), PermissionsExt::from_mode(0o555)).unwrap();
+    let coverage = Coverage::default();
+    let checkpoint = store.take(root, &coverage, None).unwrap();
+    let before = tree(root);
+    // The turn edits, then locks the folder; a folder locked both times has a new file.
+    write(root, "src/a.txt", "two");
+    std::fs::set_permissions(root.join("src"), PermissionsExt::from_mode(0o555)).unwrap();
+    std::fs::set_permissions(root.join("locked"), PermissionsExt::from_mode(0o755)).unwrap();
+    write(root, "locked/new.txt", "new");
+    std::fs::set_permissions(root.join("locked"), PermissionsExt::from_mode(0o555)).unwrap();
+    let now = store.take(root, &coverage, Some(&checkpoint)).unwrap();
+    let done = store.restore(root, &checkpoint, &now).unwrap();
+    assert_eq!(done.failed, Vec::<(String, String)>::new());
+    assert_eq!(tree(root), before);
+    // A link put where a folder was is not read through to cover what is behind it.
+    std::fs::set_permissions(root.join("src"), PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::rename(root.join("src"), root.join("src.bak")).unwrap();
+    std::os::unix::fs::symlink("src.bak", root.join("src")).unwrap();
+    let mut now = store.take(root, &coverage, None).unwrap();
+    assert!(!store.cover_path(root, "src/a.txt", &mut now).unwrap());
+    for dir in ["locked", "src.bak"] {
+        std::fs::set_permissions(root.join(dir), PermissionsExt::from_mode(0o755)).unwrap();
+    }
+}

@@ -448,20 +448,34 @@ fn between_turns(records: &[Record], store: &CheckpointStore, from: Option<u32>)
         return Vec::new();
     };
     let mut changes = Vec::new();
-    let mut ended: Option<&str> = None;
+    // The files as the last turn (from `from` on) left them, and that turn.
+    let mut ended: Option<(&str, u32)> = None;
     for record in records {
-        let Record::Checkpoint(checkpoint) = record else {
-            continue;
-        };
-        match checkpoint.at {
-            CheckpointAt::End if checkpoint.turn >= from => ended = Some(&checkpoint.snapshot),
-            CheckpointAt::Start => {
-                if let Some(end) = ended.take()
-                    && end != checkpoint.snapshot
-                    && let (Ok(end), Ok(start)) =
-                        (store.load(end), store.load(&checkpoint.snapshot))
-                {
-                    changes.extend(start.changes(&end));
+        match record {
+            Record::Checkpoint(checkpoint) => match checkpoint.at {
+                CheckpointAt::End if checkpoint.turn >= from => {
+                    ended = Some((&checkpoint.snapshot, checkpoint.turn));
+                }
+                CheckpointAt::Start => {
+                    // Only the very next turn's start: a turn whose start was not
+                    // checkpointed must not have its own changes counted.
+                    if let Some((end, turn)) = ended.take()
+                        && checkpoint.turn == turn + 1
+                        && end != checkpoint.snapshot
+                        && let (Ok(end), Ok(start)) =
+                            (store.load(end), store.load(&checkpoint.snapshot))
+                    {
+                        changes.extend(start.changes(&end));
+                    }
+                }
+                CheckpointAt::BeforeEscalation => {}
+                CheckpointAt::End => {}
+            },
+            // A rewind's restore is dsh's own change: the files it left are what the next
+            // turn starts from.
+            Record::Rewind(rewind) => {
+                if let (Some(restored), Some((_, turn))) = (&rewind.restored, ended) {
+                    ended = Some((restored, turn));
                 }
             }
             _ => {}

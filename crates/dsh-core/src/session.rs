@@ -281,6 +281,11 @@ impl Session {
             Some(saved) => saved.clone(),
             None => {
                 let records = crate::log::logged_records(self.log.path());
+                // A log that cannot be read back (the rewind itself is in it) must not
+                // leave an empty conversation: nothing is taken back then.
+                if records.len() <= at {
+                    return;
+                }
                 let mut replay = Session::empty(
                     self.id.clone(),
                     self.cwd.clone(),
@@ -478,7 +483,11 @@ impl Session {
             Record::TodoWrite { todos, .. } => self.todos = todos,
             Record::GoalChange(change) => self.goal = Some(change),
             Record::PermissionMode(permission) => self.permission = Some(permission),
-            Record::SessionSeed { messages } => self.history.extend(messages),
+            // A fork's seed is completed turns: what a fork of it starts from.
+            Record::SessionSeed { messages } => {
+                self.history.extend(messages);
+                self.completed = self.history.len();
+            }
             Record::TurnEnd { .. } => self.completed = self.history.len(),
             Record::StepEnd { usage, .. } => self.logged_tokens += usage.total_tokens,
             Record::StepStart { .. }

@@ -302,11 +302,13 @@ impl Arguments {
         self.0.get(name)
     }
 
-    /// The arguments as the model sent them.
+    /// The arguments as they were parsed (where the model's text repeats a key, the last
+    /// value).
     pub fn as_map(&self) -> &Map<String, Value> {
         &self.0
     }
 
+    /// The arguments as the model sent them.
     pub fn into_map(self) -> Map<String, Value> {
         self.0
     }

@@ -333,3 +333,19 @@ fn an_edit_made_between_turns_counts_as_made_outside_dsh() {
     assert!(env.ws.path().join("mine.txt").exists());
     assert!(env.ws.path().join("b.txt").exists());
 }
+
+#[test]
+fn what_an_earlier_rewind_restored_does_not_count_as_made_outside_dsh() {
+    let mut turns = script();
+    turns.push(Turn::text("turn four done"));
+    let env = TestEnv::new(turns);
+    let (id, trees) = three_turns(&env);
+    let out = rewind(&env, &[&id, "--to", "2", "--files", "--yes"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let out = env.run(dsh(), &["--session-id", &id, "turn four"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    // The restore between turn 3's end and turn 4's start was dsh's own.
+    let out = rewind(&env, &[&id, "--to", "1", "--yes"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(tree(env.ws.path()), trees[0]);
+}

@@ -645,8 +645,11 @@ fn a_plan_is_read_approved_and_carried_out_and_the_footer_follows_the_mode() {
     assert!(footer(&ui).contains(" · plan · "), "{}", footer(&ui));
     ui.type_text("plan a marker");
     ui.press(&["Enter"]);
-    // The plan is shown whole, as markdown, above the question.
-    let screen = ui.wait_for("1. Carry it out (workspace-write)");
+    // The plan is shown whole, as markdown, above the question (the call's line and the
+    // question come by different channels: wait for both).
+    let screen = ui.wait_until("the plan and the question", |s| {
+        s.contains("1. Carry it out (workspace-write)") && s.contains("• write done.txt")
+    });
     assert!(screen.contains("Marker plan"), "{screen}");
     assert!(screen.contains("• write done.txt"), "{screen}");
     ui.press(&["1"]);
