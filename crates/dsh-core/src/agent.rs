@@ -286,6 +286,8 @@ pub struct Agent {
     turn_origin: TaskOrigin,
     /// Checkpoints the workspace at each turn's start and end (the top agent's).
     checkpointer: Option<crate::checkpoints::Checkpointer>,
+    /// The turn's start checkpoint while it is being taken.
+    pending_checkpoint: Option<crate::checkpoints::PendingCheckpoint>,
 }
 
 /// Who wrote the task of a turn: only the user's is the user's request.
@@ -368,6 +370,7 @@ impl Agent {
             turn_task: String::new(),
             turn_origin: TaskOrigin::User,
             checkpointer: None,
+            pending_checkpoint: None,
         }
     }
 
@@ -404,30 +407,53 @@ impl Agent {
         }
     }
 
-    /// Starts a turn: its number, its `turn/start`, and the checkpoint of its start.
+    /// Starts a turn: its number, its `turn/start`, and the checkpoint of its start, taken
+    /// while the turn's first request goes out (the walk of a large tree costs the model's
+    /// time, not the user's) and settled before any call runs.
     async fn start_turn(&mut self) -> Result<u32, CoreError> {
         let turn = self.session.next_turn();
         self.commit(Record::TurnStart { turn })?;
-        self.checkpoint(turn, CheckpointAt::Start, None).await?;
+        if let Some(checkpointer) = &self.checkpointer {
+            self.pending_checkpoint = Some(checkpointer.begin(turn, CheckpointAt::Start, None));
+        }
         Ok(turn)
     }
 
-    /// Checkpoints the workspace, when the agent takes checkpoints. One that cannot be taken
-    /// does not stop the turn: the user is told that this point cannot be rewound to.
+    /// Commits the checkpoint started at the turn's start, once it is taken.
+    async fn settle_checkpoint(&mut self) -> Result<(), CoreError> {
+        let (Some(pending), Some(checkpointer)) =
+            (self.pending_checkpoint.take(), self.checkpointer.as_mut())
+        else {
+            return Ok(());
+        };
+        let taken = checkpointer.finish(pending).await;
+        self.checkpointed(taken)
+    }
+
+    /// Checkpoints the workspace, when the agent takes checkpoints.
     async fn checkpoint(
         &mut self,
         turn: u32,
         at: CheckpointAt,
         call_id: Option<String>,
     ) -> Result<(), CoreError> {
+        self.settle_checkpoint().await?;
         let Some(checkpointer) = self.checkpointer.as_mut() else {
             return Ok(());
         };
-        match checkpointer.take(turn, at, call_id).await {
+        let taken = checkpointer.take(turn, at, call_id).await;
+        self.checkpointed(taken)
+    }
+
+    /// A checkpoint taken is committed; one that could not be taken does not stop the turn:
+    /// the user is told that this point cannot be rewound to.
+    fn checkpointed(&mut self, taken: Result<Record, String>) -> Result<(), CoreError> {
+        match taken {
             Ok(record) => self.commit(record),
             Err(why) => {
                 let _ = self.events.send(AgentEvent::Notice(format!(
-                    "dsh: the workspace could not be checkpointed, so a rewind cannot go back                      to this point: {why}"
+                    "dsh: the workspace could not be checkpointed, so a rewind cannot go back \
+                     to this point: {why}"
                 )));
                 Ok(())
             }
@@ -602,6 +628,8 @@ impl Agent {
         self.run_usage = Usage::default();
         self.structured = None;
         let turn = self.start_turn().await?;
+        // The workflow's agents change files from the start: no request to hide it behind.
+        self.settle_checkpoint().await?;
         let asked = match &args {
             Some(args) => format!("/workflow {} {args}", saved.name),
             None => format!("/workflow {}", saved.name),
@@ -1233,6 +1261,8 @@ impl Agent {
         cut_off: bool,
         stop: &Stop,
     ) -> Result<ToolsRun, CoreError> {
+        // The turn's start checkpoint is in before any call can change a file.
+        self.settle_checkpoint().await?;
         let mut ending = None;
         let mut plan_answered = false;
         let mut usage = Usage::default();

@@ -73,6 +73,19 @@ impl Checkpointer {
         at: CheckpointAt,
         call_id: Option<String>,
     ) -> Result<Record, String> {
+        let pending = self.begin(turn, at, call_id);
+        self.finish(pending).await
+    }
+
+    /// Starts a snapshot of the workspace as it is now, on a thread of its own: the turn's
+    /// first request goes out meanwhile, and [`Checkpointer::finish`] is awaited before any
+    /// call can change a file.
+    pub(crate) fn begin(
+        &self,
+        turn: u32,
+        at: CheckpointAt,
+        call_id: Option<String>,
+    ) -> PendingCheckpoint {
         let (store, coverage, workspace) = (
             self.store.clone(),
             self.coverage.clone(),
@@ -80,27 +93,48 @@ impl Checkpointer {
         );
         let last = self.last.clone();
         let started = Instant::now();
-        let taken = tokio::task::spawn_blocking(move || {
+        let handle = tokio::task::spawn_blocking(move || {
             let snapshot = store.take(&workspace, &coverage, last.as_deref())?;
             let id = store.save(&snapshot)?;
-            Ok::<_, dsh_checkpoint::CheckpointError>((id, snapshot))
-        })
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
-        let (id, snapshot) = taken;
-        let record = Record::Checkpoint(CheckpointRecord {
+            Ok((id, snapshot))
+        });
+        PendingCheckpoint {
+            handle,
             turn,
             at,
+            call_id,
+            started,
+        }
+    }
+
+    /// The record of a snapshot [`Checkpointer::begin`] started, once it is taken.
+    pub(crate) async fn finish(&mut self, pending: PendingCheckpoint) -> Result<Record, String> {
+        let (id, snapshot) = pending
+            .handle
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        let record = Record::Checkpoint(CheckpointRecord {
+            turn: pending.turn,
+            at: pending.at,
             snapshot: id,
             files: u32::try_from(snapshot.file_count()).unwrap_or(u32::MAX),
             uncovered: snapshot.uncovered.iter().map(|u| u.path.clone()).collect(),
-            ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-            call_id,
+            ms: u64::try_from(pending.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            call_id: pending.call_id,
         });
         self.last = Some(Arc::new(snapshot));
         Ok(record)
     }
+}
+
+/// A snapshot being taken.
+pub(crate) struct PendingCheckpoint {
+    handle: tokio::task::JoinHandle<Result<(String, Snapshot), dsh_checkpoint::CheckpointError>>,
+    turn: u32,
+    at: CheckpointAt,
+    call_id: Option<String>,
+    started: Instant,
 }
 
 /// One turn of a session as a rewind lists it.
