@@ -100,7 +100,11 @@ impl CheckpointStore {
             }
         };
         let snapshot = self.walk(workspace, coverage, previous)?;
-        self.keep_stat_cache(&snapshot);
+        // The record on disk is the last snapshot's files: written again only when they
+        // changed (a turn that touched nothing costs no write).
+        if !previous.is_some_and(|previous| same_files(previous, &snapshot)) {
+            self.keep_stat_cache(&snapshot);
+        }
         Ok(snapshot)
     }
 
@@ -187,12 +191,7 @@ impl CheckpointStore {
                 match self.file_entry(path, &meta, previous.and_then(|p| p.entries.get(&key))) {
                     Ok(entry) => entry,
                     // Unreadable, or gone: listed as not covered, so a rewind leaves it be.
-                    Err(CheckpointError::Io { source, .. })
-                        if matches!(
-                            source.kind(),
-                            std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::NotFound
-                        ) =>
-                    {
+                    Err(CheckpointError::Io { source, .. }) if left_out(source.kind()) => {
                         snapshot.uncovered.push(Uncovered {
                             path: key,
                             size: meta.len(),
@@ -292,12 +291,7 @@ impl CheckpointStore {
             match self.file_entry(&full, &meta, None) {
                 Ok(entry) => entry,
                 // It cannot be read: it cannot be kept, and a restore reports it.
-                Err(CheckpointError::Io { source, .. })
-                    if matches!(
-                        source.kind(),
-                        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::NotFound
-                    ) =>
-                {
+                Err(CheckpointError::Io { source, .. }) if left_out(source.kind()) => {
                     return Ok(false);
                 }
                 Err(other) => return Err(other),
@@ -468,15 +462,28 @@ fn touch(path: &Path) -> bool {
         .is_ok_and(|file| file.set_modified(std::time::SystemTime::now()).is_ok())
 }
 
+/// Whether the two snapshots hold the same files, as they were read (times and inodes too).
+fn same_files(a: &Snapshot, b: &Snapshot) -> bool {
+    fn files(s: &Snapshot) -> impl Iterator<Item = (&String, &Entry)> {
+        (s.entries.iter()).filter(|(_, entry)| matches!(entry, Entry::File { .. }))
+    }
+    files(a).eq(files(b))
+}
+
+/// Whether a failure to read something only leaves it out of a snapshot (it cannot be
+/// read, or it is gone), rather than failing the snapshot.
+fn left_out(kind: std::io::ErrorKind) -> bool {
+    matches!(
+        kind,
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::NotFound
+    )
+}
+
 /// For a walk error that only leaves something out (a folder that cannot be read, or that
 /// vanished): `Some` with the path to list as not covered, if the error names one under the
 /// workspace. `None`: the walk itself failed.
 fn walk_failure(error: &ignore::Error, workspace: &Path) -> Option<Option<String>> {
-    let kind = error.io_error().map(std::io::Error::kind)?;
-    if !matches!(
-        kind,
-        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::NotFound
-    ) {
+    if !left_out(error.io_error().map(std::io::Error::kind)?) {
         return None;
     }
     fn path_of(error: &ignore::Error) -> Option<&Path> {

@@ -1349,7 +1349,12 @@ impl Agent {
                 })
                 .collect();
             let hooks = self.config.hooks.clone();
-            let review = self.review_context();
+            // What the reviewer reads is gathered only for a group that has a call to review.
+            let review = runs
+                .iter()
+                .any(|(_, call, _, _)| call.auto_reviewed())
+                .then(|| self.review_context())
+                .flatten();
             let mut outcomes = futures_util::stream::iter(runs)
                 .map(|(ctx, call, name, arguments)| {
                     let hooks = hooks.clone();

@@ -38,10 +38,8 @@ pub struct Session {
     last_known_files: Option<String>,
     /// How many records it has absorbed: the log position of the next one.
     absorbed: usize,
-    /// Where each turn started (its `turn/start`'s log position), and where each rewind is
-    /// (with whether it was an undo): what a rewind goes back to.
-    turn_starts: std::collections::HashMap<u32, usize>,
-    rewinds: Vec<(usize, bool)>,
+    /// Where its turns started and where its rewinds are: what a rewind goes back to.
+    rewind_index: RewindIndex,
     /// The log positions some rewind of the log goes back to (found before the log is
     /// absorbed), and the conversation as it was at each, kept as absorbing passes them.
     rewind_targets: std::collections::HashSet<usize>,
@@ -112,8 +110,7 @@ impl Session {
             logged_tokens: 0,
             last_known_files: None,
             absorbed: 0,
-            turn_starts: Default::default(),
-            rewinds: Vec::new(),
+            rewind_index: RewindIndex::default(),
             rewind_targets: Default::default(),
             saved: Default::default(),
             redactor: None,
@@ -268,13 +265,7 @@ impl Session {
     /// keeps, so no rewind ever replays another. The turn count, the permissions, the
     /// subagents and the billing are not taken back.
     fn take_back_conversation(&mut self, at: usize, rewind: &dsh_protocol::RewindRecord) {
-        let target = match rewind.to_turn {
-            Some(turn) => self.turn_starts.get(&turn).copied().filter(|p| *p < at),
-            None => (self.rewinds.iter().rev())
-                .find(|(position, undo)| *position < at && !undo)
-                .map(|(position, _)| *position),
-        };
-        let Some(target) = target else {
+        let Some(target) = self.rewind_index.target(rewind) else {
             return;
         };
         let conversation = match self.saved.get(&target) {
@@ -422,6 +413,7 @@ impl Session {
         if self.rewind_targets.contains(&position) {
             self.saved.insert(position, self.conversation());
         }
+        self.rewind_index.note(position, &record);
         match record {
             Record::UserMessage {
                 message,
@@ -456,10 +448,7 @@ impl Session {
             }
             Record::AssistantMessage(data) => self.history.push(data.message),
             Record::ToolResult(data) => self.history.push(data.message),
-            Record::TurnStart { turn } => {
-                self.last_turn = self.last_turn.max(turn);
-                self.turn_starts.insert(turn, position);
-            }
+            Record::TurnStart { turn } => self.last_turn = self.last_turn.max(turn),
             Record::CompactionPrune(data) => {
                 // By position: call ids are not unique for servers that send none.
                 let index = data.index as usize;
@@ -502,7 +491,6 @@ impl Session {
                 if rewind.conversation {
                     self.take_back_conversation(position, &rewind);
                 }
-                self.rewinds.push((position, rewind.undo));
             }
             Record::SubagentRun(run) => {
                 self.children.retain(|known| known.agent_id != run.agent_id);
@@ -699,29 +687,48 @@ fn rewind_targets<'a>(
     records: impl IntoIterator<Item = &'a Record>,
 ) -> std::collections::HashSet<usize> {
     let mut targets = std::collections::HashSet::new();
-    let mut turn_starts = std::collections::HashMap::new();
-    let mut rewinds = Vec::new();
+    let mut index = RewindIndex::default();
     for (position, record) in records.into_iter().enumerate() {
-        match record {
-            Record::TurnStart { turn } => {
-                turn_starts.insert(*turn, position);
-            }
-            Record::Rewind(rewind) => {
-                if rewind.conversation {
-                    let target = match rewind.to_turn {
-                        Some(turn) => turn_starts.get(&turn).copied(),
-                        None => (rewinds.iter().rev())
-                            .find(|(_, undo)| !undo)
-                            .map(|(p, _): &(usize, bool)| *p),
-                    };
-                    targets.extend(target);
-                }
-                rewinds.push((position, rewind.undo));
-            }
-            _ => {}
+        index.note(position, record);
+        if let Record::Rewind(rewind) = record
+            && rewind.conversation
+        {
+            targets.extend(index.target(rewind));
         }
     }
     targets
+}
+
+/// Where a log's turns started and where its rewinds are (with whether each was an undo),
+/// as far as it has been read: what a rewind goes back to.
+#[derive(Default)]
+struct RewindIndex {
+    turn_starts: std::collections::HashMap<u32, usize>,
+    rewinds: Vec<(usize, bool)>,
+}
+
+impl RewindIndex {
+    /// Takes note of the record at log position `position`.
+    fn note(&mut self, position: usize, record: &Record) {
+        match record {
+            Record::TurnStart { turn } => {
+                self.turn_starts.insert(*turn, position);
+            }
+            Record::Rewind(rewind) => self.rewinds.push((position, rewind.undo)),
+            _ => {}
+        }
+    }
+
+    /// The log position `rewind` goes back to: its turn's `turn/start`, or for an undo the
+    /// last rewind that was not one (an undo noted already is passed over).
+    fn target(&self, rewind: &dsh_protocol::RewindRecord) -> Option<usize> {
+        match rewind.to_turn {
+            Some(turn) => self.turn_starts.get(&turn).copied(),
+            None => (self.rewinds.iter().rev())
+                .find(|(_, undo)| !undo)
+                .map(|(position, _)| *position),
+        }
+    }
 }
 
 fn rewind_targets_of(records: &[RecordEnvelope]) -> std::collections::HashSet<usize> {
