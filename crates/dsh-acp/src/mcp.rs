@@ -32,6 +32,8 @@ pub fn servers(given: &[McpServer], cwd: &Path) -> (Vec<McpServerSettings>, Vec<
                     headers: (http.headers.iter())
                         .map(|h| (h.name.clone(), h.value.clone()))
                         .collect(),
+                    // The editor's servers carry the editor's own credentials, if any.
+                    oauth: None,
                 },
             ),
             McpServer::Sse(sse) => {

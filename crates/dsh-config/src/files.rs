@@ -328,6 +328,24 @@ pub struct McpServerConfig {
     pub fail_on_startup_error: Option<bool>,
     /// false leaves a server of a lower layer out.
     pub enabled: Option<bool>,
+    /// How dsh signs in to a url server that uses OAuth (`dsh mcp login`).
+    pub oauth: Option<McpOAuthConfig>,
+}
+
+/// An MCP server's OAuth client settings; all optional: without them dsh registers itself.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpOAuthConfig {
+    /// A client id registered with the server's authorization server beforehand.
+    pub client_id: Option<String>,
+    /// Its secret, for a confidential client.
+    pub client_secret: Option<String>,
+    /// The HTTPS address of a client ID metadata document describing dsh.
+    pub client_metadata_url: Option<String>,
+    /// Scopes to ask for besides those the server asks for.
+    pub scopes: Vec<String>,
+    /// The loopback port the browser returns to (default: any free port).
+    pub callback_port: Option<u16>,
 }
 
 /// Escalation approvals.

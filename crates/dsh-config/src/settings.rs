@@ -204,6 +204,7 @@ pub struct SubagentLimits {
 /// key and credential headers; the MCP servers' secret-named `env` values, credential headers
 /// and URL credentials; the search key.
 fn secret_values(
+    home: &Path,
     credentials: &crate::Credentials,
     cwd: &Path,
     routes: &[&Route],
@@ -240,9 +241,19 @@ fn secret_values(
                         .map(|(_, value)| value.clone()),
                 );
             }
-            McpTransport::Http { url, headers } => {
+            McpTransport::Http {
+                url,
+                headers,
+                oauth,
+            } => {
                 values.extend(secret_headers(headers));
                 values.extend(super::shown::url_credentials(url));
+                if let Some(client) = oauth {
+                    values.extend(client.client_secret.clone());
+                }
+                if let Some(setup) = server.oauth_setup(home) {
+                    values.extend(dsh_mcp::oauth::stored_secrets(&setup, url));
+                }
             }
         }
     }
@@ -296,6 +307,26 @@ impl McpServerSettings {
     }
 }
 
+impl McpServerSettings {
+    /// Where the server's OAuth sign-in is kept under dsh's home `home`, and how dsh signs in;
+    /// `None` for a command server or one that sends its own `Authorization` header.
+    pub fn oauth_setup(&self, home: &Path) -> Option<dsh_mcp::oauth::OAuthSetup> {
+        match &self.transport {
+            McpTransport::Http {
+                url,
+                oauth: Some(client),
+                ..
+            } => Some(dsh_mcp::oauth::OAuthSetup::new(
+                home,
+                &self.name,
+                url,
+                client.clone(),
+            )),
+            _ => None,
+        }
+    }
+}
+
 /// How an MCP server is reached.
 #[derive(Clone, PartialEq, Eq)]
 pub enum McpTransport {
@@ -309,6 +340,9 @@ pub enum McpTransport {
     Http {
         url: String,
         headers: Vec<(String, String)>,
+        /// How dsh signs in with OAuth; `None` when the configuration sends its own
+        /// `Authorization` header.
+        oauth: Option<dsh_mcp::oauth::OAuthClient>,
     },
 }
 
@@ -739,7 +773,7 @@ impl Settings {
             .collect();
         let key_variables = key_variables(&routes, config);
         let redactor = (redact_secrets.value)
-            .then(|| secret_values(&credentials, &cwd, &routes, &mcp_servers, &web))
+            .then(|| secret_values(&home.value, &credentials, &cwd, &routes, &mcp_servers, &web))
             .and_then(dsh_tools::Redactor::new);
         let mut rows = r.rows;
         add_unread_rows(&mut rows, &files);
@@ -1648,6 +1682,13 @@ fn mcp_server(
             if !config.headers.is_empty() {
                 return Err(fail("headers are for url servers; remove them".into()));
             }
+            if config.oauth.is_some() {
+                return Err(fail(
+                    "oauth is for url servers (a command server signs in its own way); remove \
+                     it"
+                    .into(),
+                ));
+            }
             McpTransport::Stdio {
                 command: command.clone(),
                 args: config.args.clone(),
@@ -1682,6 +1723,7 @@ fn mcp_server(
                     .iter()
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect(),
+                oauth: oauth_client(config).map_err(fail)?,
             }
         }
         (Some(_), Some(_)) => {
@@ -1722,6 +1764,58 @@ fn mcp_server(
     })
 }
 
+/// How dsh signs in to a url server: `None` when the configuration sends its own
+/// `Authorization` header (then the server's auth is the user's business), else the `oauth`
+/// table's settings (all optional).
+fn oauth_client(
+    config: &crate::files::McpServerConfig,
+) -> Result<Option<dsh_mcp::oauth::OAuthClient>, String> {
+    let own_header = (config.headers.keys()).any(|k| k.eq_ignore_ascii_case("authorization"));
+    let Some(oauth) = &config.oauth else {
+        return Ok((!own_header).then(Default::default));
+    };
+    if own_header {
+        return Err(
+            "give either an Authorization header or an oauth table, not both; remove one".into(),
+        );
+    }
+    if oauth.client_secret.is_some() && oauth.client_id.is_none() {
+        return Err("oauth.client_secret needs the oauth.client_id it belongs to".into());
+    }
+    if let Some(document) = &oauth.client_metadata_url {
+        let https = url_has_path(document) && document.to_ascii_lowercase().starts_with("https://");
+        if !https {
+            return Err(
+                "oauth.client_metadata_url must be an https:// address with a path (the client \
+                 ID metadata document describing dsh)"
+                    .into(),
+            );
+        }
+    }
+    if oauth
+        .scopes
+        .iter()
+        .any(|s| s.is_empty() || s.contains(char::is_whitespace))
+    {
+        return Err("oauth.scopes takes one scope per entry, without spaces".into());
+    }
+    Ok(Some(dsh_mcp::oauth::OAuthClient {
+        client_id: oauth.client_id.clone(),
+        client_secret: oauth.client_secret.clone(),
+        client_metadata_url: oauth.client_metadata_url.clone(),
+        scopes: oauth.scopes.clone(),
+        callback_port: oauth.callback_port.filter(|p| *p != 0),
+    }))
+}
+
+/// Whether `address` has a path beyond `/` after its host.
+fn url_has_path(address: &str) -> bool {
+    address
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split_once('/'))
+        .is_some_and(|(_, path)| !path.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1760,6 +1854,7 @@ mod tests {
                     "Authorization".into(),
                     "Bearer editor-header-3Nw8Rk5JpY1c".into(),
                 )],
+                oauth: None,
             },
         );
         let flags = Flags {

@@ -9,6 +9,7 @@
 //! is read; [`StartedRun::finish`] waits for them and assembles the agent.
 
 use std::ffi::OsString;
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -24,7 +25,9 @@ use dsh_tools::{
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 
 use crate::auto_review::AutoReviewer;
-use crate::config::{Compression, McpTransport, SettingRow, Settings, SetupError};
+use crate::config::{
+    Compression, McpServerSettings, McpTransport, SettingRow, Settings, SetupError,
+};
 use crate::plan_approval::CurrentMode;
 use crate::{Agent, AgentConfig, AgentEvent, CoreError, LogOptions, Session, Stop, TurnSummary};
 
@@ -316,7 +319,7 @@ impl AgentBuilder {
             })
             .map(|server| McpServer {
                 name: server.name.clone(),
-                transport: transport(&server.transport, &shell_env),
+                transport: transport(server, &settings.home().value, &shell_env),
                 call_timeout: server.call_timeout,
                 startup_timeout: server.startup_timeout,
                 fail_on_startup_error: server.fail_on_startup_error,
@@ -899,8 +902,8 @@ fn offered_tools(settings: &Settings) -> Vec<String> {
 
 /// What `dsh-mcp` starts for a server. A stdio server inherits the environment commands get
 /// (secrets and `DSH_*` scrubbed) plus its own `env`.
-fn transport(transport: &McpTransport, shell_env: &ShellEnv) -> Transport {
-    match transport {
+fn transport(server: &McpServerSettings, home: &Path, shell_env: &ShellEnv) -> Transport {
+    match &server.transport {
         McpTransport::Stdio {
             command,
             args,
@@ -921,9 +924,10 @@ fn transport(transport: &McpTransport, shell_env: &ShellEnv) -> Transport {
                 cwd: cwd.clone(),
             }
         }
-        McpTransport::Http { url, headers } => Transport::Http {
+        McpTransport::Http { url, headers, .. } => Transport::Http {
             url: url.clone(),
             headers: headers.clone(),
+            oauth: server.oauth_setup(home),
         },
     }
 }

@@ -16,6 +16,7 @@
 mod content;
 mod link;
 mod name;
+pub mod oauth;
 mod resources;
 mod tool;
 
@@ -31,6 +32,7 @@ use tokio::task::{AbortHandle, JoinHandle};
 pub use name::{public_tool_name, valid_server_name};
 
 use link::Link;
+pub use link::shown_url;
 
 /// One configured server.
 #[derive(Debug, Clone)]
@@ -61,6 +63,9 @@ pub enum Transport {
     Http {
         url: String,
         headers: Vec<(String, String)>,
+        /// Where its OAuth sign-in is kept and how dsh signs in; `None` when the
+        /// configuration sends its own `Authorization` header.
+        oauth: Option<oauth::OAuthSetup>,
     },
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+    ProtocolVersion,
 };
 use rmcp::service::{ClientInitializeError, NotificationContext, Peer, RunningService};
 use rmcp::transport::streamable_http_client::{
@@ -19,7 +20,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
-use crate::{McpServer, Transport};
+use crate::{McpServer, Transport, oauth};
 use dsh_tools::ToolGroup;
 
 /// How many of a server's last stderr lines an error quotes.
@@ -218,6 +219,9 @@ impl Link {
                 ) {
                     self.drop_connection(connection).await;
                 }
+                if let Some(message) = self.refusal(&error) {
+                    return Err(message);
+                }
                 Err(self.redact(call_error(&self.server.name, &error)))
             }
             Err(_) => Err(format!(
@@ -297,6 +301,22 @@ impl Link {
         if let Some(connection) = connection {
             connection.close().await;
         }
+    }
+
+    /// What to tell the user when the server refused a request for want of a sign-in or of
+    /// scope (remembered for the next login); `None` for any other failure.
+    fn refusal(&self, error: &(dyn std::error::Error + 'static)) -> Option<String> {
+        let Transport::Http { url, oauth, .. } = &self.server.transport else {
+            return None;
+        };
+        let refusal = oauth::Refusal::find(error)?;
+        Some(refusal.report(&self.server.name, url, oauth.as_ref()))
+    }
+
+    /// Why connecting failed, a refusal first.
+    fn start_failure(&self, error: &ClientInitializeError, url: &str) -> String {
+        self.refusal(error)
+            .unwrap_or_else(|| http_start_failure(error, url, &self.server.name))
     }
 
     /// `message` as errors may show it: an HTTP server's URL secrets (query, password) taken
@@ -403,26 +423,49 @@ impl Link {
                     }
                 }
             }
-            Transport::Http { url, headers } => {
-                let client = http_client()?;
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
-                for (name, value) in headers {
-                    let name = reqwest::header::HeaderName::try_from(name.as_str())
-                        .map_err(|e| format!("header \"{name}\" cannot be sent: {e}"))?;
-                    let value =
-                        reqwest::header::HeaderValue::try_from(value.as_str()).map_err(|e| {
-                            format!("header \"{name}\" has a value that cannot be sent: {e}")
-                        })?;
-                    config.custom_headers.insert(name, value);
+            Transport::Http {
+                url,
+                headers,
+                oauth,
+            } => {
+                let config = transport_config(url, headers)?;
+                let failed = |e: ClientInitializeError| self.start_failure(&e, url);
+                let authorized = match oauth {
+                    Some(setup) => oauth::authorized_client(setup, url, http_client()?).await?,
+                    None => None,
+                };
+                match authorized {
+                    Some(client) => handler
+                        .serve(StreamableHttpClientTransport::with_client(client, config))
+                        .await
+                        .map_err(failed)?,
+                    None => handler
+                        .serve(StreamableHttpClientTransport::with_client(
+                            http_client()?,
+                            config,
+                        ))
+                        .await
+                        .map_err(failed)?,
                 }
-                let transport = StreamableHttpClientTransport::with_client(client, config);
-                handler
-                    .serve(transport)
-                    .await
-                    .map_err(|e| http_start_failure(&e, url, &self.server.name))?
             }
         };
         let peer = running.peer().clone();
+        // The lifecycle's rule: a client that does not speak the version the server settled
+        // on disconnects, rather than misread what comes next.
+        if let Some(info) = peer.peer_info() {
+            let version = &info.protocol_version;
+            if !ProtocolVersion::KNOWN_VERSIONS.contains(version) {
+                let _ = tokio::time::timeout(HTTP_CLOSE_WAIT, running.cancel()).await;
+                let known: Vec<String> = (ProtocolVersion::KNOWN_VERSIONS.iter())
+                    .map(ToString::to_string)
+                    .collect();
+                return Err(format!(
+                    "it answered with MCP protocol version {version}, which dsh does not speak \
+                     (dsh speaks {})",
+                    known.join(", ")
+                ));
+            }
+        }
         let number = self.connections.fetch_add(1, Ordering::SeqCst);
         *self.running.lock().await = Some(Connection {
             number,
@@ -542,7 +585,7 @@ fn signal_group(group: libc::pid_t, signal: libc::c_int) {
 }
 
 /// A URL as errors show it: without its query or user part, which may carry a token.
-pub(crate) fn shown_url(url: &str) -> String {
+pub fn shown_url(url: &str) -> String {
     match reqwest::Url::parse(url) {
         Ok(mut parsed) => {
             let hidden = parsed.query().is_some() || !parsed.username().is_empty();
@@ -576,7 +619,31 @@ pub(crate) fn hide_url_secrets(message: &str, url: &str) -> String {
 }
 
 /// A reqwest client for streamable HTTP, with the same TLS set-up as the model clients.
-fn http_client() -> Result<reqwest::Client, String> {
+/// The transport settings of an HTTP server: its URL and the configured headers.
+pub(crate) fn transport_config(
+    url: &str,
+    headers: &[(String, String)],
+) -> Result<StreamableHttpClientTransportConfig, String> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+    for (name, value) in headers {
+        let name = reqwest::header::HeaderName::try_from(name.as_str())
+            .map_err(|e| format!("header \"{name}\" cannot be sent: {e}"))?;
+        let value = reqwest::header::HeaderValue::try_from(value.as_str())
+            .map_err(|e| format!("header \"{name}\" has a value that cannot be sent: {e}"))?;
+        config.custom_headers.insert(name, value);
+    }
+    Ok(config)
+}
+
+/// How dsh introduces itself to every server.
+pub(crate) fn client_config() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("dsh", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+pub(crate) fn http_client() -> Result<reqwest::Client, String> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
@@ -699,10 +766,7 @@ impl ClientHandler for Handler {
     }
 
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("dsh", env!("CARGO_PKG_VERSION")),
-        )
+        client_config()
     }
 }
 

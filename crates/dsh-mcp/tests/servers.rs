@@ -273,6 +273,7 @@ async fn an_http_server_that_went_away_is_connected_again_without_its_url_token_
         transport: Transport::Http {
             url: format!("http://127.0.0.1:{port}/mcp?token={token}"),
             headers: Vec::new(),
+            oauth: None,
         },
         call_timeout: Duration::from_secs(30),
         startup_timeout: Duration::from_secs(30),
@@ -309,6 +310,7 @@ async fn an_unreachable_http_server_is_named_with_what_to_check() {
         transport: Transport::Http {
             url: format!("http://127.0.0.1:{port}/mcp?token=s3cret"),
             headers: Vec::new(),
+            oauth: None,
         },
         call_timeout: Duration::from_secs(30),
         startup_timeout: Duration::from_secs(30),

@@ -87,6 +87,8 @@ enum Script {
     Shell(usize),
     /// As [`ScriptedServer::read_session`]: how many steps, and how many were asked for.
     Reads(usize, AtomicUsize),
+    /// As [`ScriptedServer::tool_session`]: the prefix of the tools to call.
+    Tools(String),
 }
 
 struct Shared {
@@ -128,6 +130,15 @@ impl ScriptedServer {
     /// every request, it keeps only the first ([`ScriptedServer::requests`]).
     pub fn read_session(steps: usize) -> ScriptedServer {
         Self::launch(Vec::new(), Script::Reads(steps, AtomicUsize::new(0)), 0)
+    }
+
+    /// Starts a server that calls, once each and in the order offered, every tool whose name
+    /// starts with `prefix` (an MCP server's `mcp__<server>__`), with arguments made from
+    /// its schema (each required property: 1 for a number, `"test"` for a string, `true`,
+    /// `{}` or `[]`); then it answers `done`. Stateless, like [`ScriptedServer::shell_session`]:
+    /// which call comes next is read from the tool results the request carries.
+    pub fn tool_session(prefix: &str, port: u16) -> ScriptedServer {
+        Self::launch(Vec::new(), Script::Tools(prefix.to_owned()), port)
     }
 
     fn launch(turns: Vec<Turn>, script: Script, port: u16) -> ScriptedServer {
@@ -236,6 +247,7 @@ fn serve(stream: TcpStream, shared: &Shared) {
         });
         let turn = match &shared.script {
             Script::Shell(steps) => shell_turn(&request, *steps),
+            Script::Tools(prefix) => tools_turn(&request, prefix),
             Script::Reads(steps, served) => read_turn(&request, *steps, served),
             Script::Turns => shared
                 .turns
@@ -414,6 +426,38 @@ fn shell_turn(request: &Request, steps: usize) -> Turn {
     } else {
         Turn::text("done")
     }
+}
+
+/// The next call of a tool session over the tools named `prefix*`.
+fn tools_turn(request: &Request, prefix: &str) -> Turn {
+    let offered: Vec<&Value> = request.body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| {
+            t["function"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with(prefix))
+        })
+        .collect();
+    let Some(tool) = offered.get(request.tool_results().len()) else {
+        return Turn::text("done");
+    };
+    let schema = &tool["function"]["parameters"];
+    let mut arguments = serde_json::Map::new();
+    for name in schema["required"].as_array().into_iter().flatten() {
+        let Some(name) = name.as_str() else { continue };
+        let value = match schema["properties"][name]["type"].as_str() {
+            Some("integer" | "number") => json!(1),
+            Some("boolean") => json!(true),
+            Some("object") => json!({}),
+            Some("array") => json!([]),
+            _ => json!("test"),
+        };
+        arguments.insert(name.to_owned(), value);
+    }
+    let name = tool["function"]["name"].as_str().unwrap_or_default();
+    Turn::tool_call(name, Value::Object(arguments))
 }
 
 /// The next answer of a read session of `steps` steps.

@@ -40,6 +40,8 @@ pub enum Command {
     WorkflowList,
     /// `dsh rewind ID [...]`: a session's turns, or going back to the start of one.
     Rewind(crate::rewind_cmd::RewindArgs),
+    /// `dsh mcp login|logout|list`: the MCP servers and their OAuth sign-ins.
+    Mcp(crate::mcp_cmd::McpCommand),
     /// The terminal UI: `dsh` on a terminal with no headless option, and `dsh resume`.
     Tui(TuiArgs),
     /// `dsh mcp-server` or `dsh acp`: serve a protocol on stdio; the flags are every
@@ -188,6 +190,11 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
     }
     if args.first().is_some_and(|a| a == "sessions") {
         return parse_sessions(&args[1..]).map_err(|m| fail(m, true));
+    }
+    if args.first().is_some_and(|a| a == "mcp") {
+        return crate::mcp_cmd::parse(&args[1..])
+            .map(Command::Mcp)
+            .map_err(|m| fail(m, true));
     }
     if args.first().is_some_and(|a| a == "rewind") {
         return crate::rewind_cmd::parse(&args[1..])

@@ -5,6 +5,7 @@
 
 mod cli;
 mod dump_config;
+mod mcp_cmd;
 mod place;
 mod rewind_cmd;
 mod run;
@@ -43,6 +44,7 @@ fn main() -> ExitCode {
         Ok(Command::SessionsShow { id, json }) => ExitCode::from(sessions_cmd::show(&id, json)),
         Ok(Command::WorkflowList) => ExitCode::from(workflow_list()),
         Ok(Command::Rewind(args)) => ExitCode::from(rewind_cmd::run(&args)),
+        Ok(Command::Mcp(command)) => ExitCode::from(mcp_cmd::run(&command)),
         Ok(Command::Tui(args)) => {
             let options = dsh_tui::Options {
                 flags: args.flags,

@@ -1,13 +1,24 @@
-//! The scripted model server as a process, for benchmarks that drive other agents:
-//! `scripted-server <steps> [port]` serves a shell session of `steps` steps on loopback
-//! ([`dsh_testkit::ScriptedServer::shell_session`]), prints its base URL on a line of its own,
-//! and serves until it is killed or its stdin closes.
+//! The scripted model server as a process, for benchmarks that drive other agents and for
+//! suites that drive dsh from outside: `scripted-server <steps> [port]` serves a shell session
+//! of `steps` steps ([`dsh_testkit::ScriptedServer::shell_session`]); `scripted-server --tools
+//! <prefix> [port]` calls each offered tool named `<prefix>*` once
+//! ([`dsh_testkit::ScriptedServer::tool_session`]). Either serves on loopback, prints its base
+//! URL on a line of its own, and serves until it is killed or its stdin closes.
 
 use std::io::{Read, Write};
 
 fn main() -> std::process::ExitCode {
-    let mut args = std::env::args().skip(1);
-    let steps = args.next().and_then(|s| s.parse::<usize>().ok());
+    let mut args = std::env::args().skip(1).peekable();
+    let prefix = if args.peek().is_some_and(|a| a == "--tools") {
+        args.next();
+        args.next()
+    } else {
+        None
+    };
+    let steps = match prefix {
+        Some(_) => Some(0),
+        None => args.next().and_then(|s| s.parse::<usize>().ok()),
+    };
     let port = match args.next() {
         None => Some(0),
         Some(port) => port.parse::<u16>().ok(),
@@ -15,11 +26,15 @@ fn main() -> std::process::ExitCode {
     let (Some(steps), Some(port)) = (steps, port) else {
         let _ = writeln!(
             std::io::stderr(),
-            "usage: scripted-server <steps> [port]  (steps: 1 answers at once)"
+            "usage: scripted-server <steps> [port]  (steps: 1 answers at once)\n       \
+             scripted-server --tools <prefix> [port]"
         );
         return std::process::ExitCode::from(2);
     };
-    let server = dsh_testkit::ScriptedServer::shell_session(steps.max(1), port);
+    let server = match prefix {
+        Some(prefix) => dsh_testkit::ScriptedServer::tool_session(&prefix, port),
+        None => dsh_testkit::ScriptedServer::shell_session(steps.max(1), port),
+    };
     let mut out = std::io::stdout();
     let _ = writeln!(out, "{}", server.base_url());
     let _ = out.flush();

@@ -1,0 +1,308 @@
+//! The file that keeps one server's sign-in: the client dsh is known as there, where its
+//! authorization server is, the tokens, and what the server last asked for that the tokens do
+//! not give. Readable by the user alone (the folder 0700, the file 0600), replaced whole by a
+//! rename so a reader never sees half of it, and changed under a lock so two dsh processes
+//! (a refresh here, a step-up there) do not lose each other's change.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use rmcp::transport::auth::{
+    AuthError, AuthorizationMetadata, CredentialRefreshGuard, CredentialStore, StoredCredentials,
+};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// What is kept for one server (one name at one URL).
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Record {
+    /// The server's URL, for `dsh mcp list` and as a check against a file put under another
+    /// server's name.
+    pub url: String,
+    #[serde(default)]
+    pub client: Option<ClientRecord>,
+    /// The authorization server's endpoints, so a run needs no discovery to refresh.
+    #[serde(default)]
+    pub metadata: Option<AuthorizationMetadata>,
+    #[serde(default)]
+    pub credentials: Option<StoredCredentials>,
+    /// Scopes the server asked for (a 403 `insufficient_scope`) that the tokens lack: the next
+    /// login asks for them too.
+    #[serde(default)]
+    pub wanted_scopes: Vec<String>,
+    /// The last `WWW-Authenticate` challenge a run met, for a login whose own probe meets none
+    /// (a server that lets anyone list its tools and asks for a sign-in only on a call).
+    #[serde(default)]
+    pub challenge: Option<String>,
+}
+
+/// The client dsh is known as at the authorization server.
+#[derive(Clone, Serialize, Deserialize)]
+pub(crate) struct ClientRecord {
+    pub id: String,
+    #[serde(default)]
+    pub secret: Option<String>,
+    pub redirect_uri: String,
+    pub source: ClientSource,
+}
+
+impl std::fmt::Debug for ClientRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientRecord")
+            .field("id", &self.id)
+            .field("secret", &self.secret.as_ref().map(|_| "[hidden]"))
+            .field("redirect_uri", &self.redirect_uri)
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+/// How dsh got its client id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum ClientSource {
+    /// The configuration's `oauth.client_id`.
+    Configured,
+    /// Dynamic client registration (RFC 7591).
+    Registered,
+    /// A client ID metadata document's URL (the configuration's `oauth.client_metadata_url`).
+    MetadataDocument,
+}
+
+impl ClientSource {
+    pub(crate) fn words(self) -> &'static str {
+        match self {
+            ClientSource::Configured => "the configured client id",
+            ClientSource::Registered => "a client registered by dsh",
+            ClientSource::MetadataDocument => "the client metadata document",
+        }
+    }
+}
+
+/// Where the record of server `name` at `url` is kept under `dir`: the name for people, a hash
+/// of the URL so a server moved to another URL starts afresh (its tokens are bound to the
+/// old one).
+pub(crate) fn record_path(dir: &Path, name: &str, url: &str) -> PathBuf {
+    let digest = Sha256::digest(url.as_bytes());
+    let hash: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    dir.join(format!("{name}-{hash}.json"))
+}
+
+/// The record at `path`, or `None` when there is none (or it is not for `url`).
+pub(crate) fn read(path: &Path, url: &str) -> Result<Option<Record>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let record: Record = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{} is not a sign-in record dsh can read ({e}); remove it with `dsh mcp logout`",
+            path.display()
+        )
+    })?;
+    Ok((record.url == url).then_some(record))
+}
+
+/// Reads, changes and writes the record at `path` under its lock; a missing record starts
+/// empty for `url`.
+pub(crate) fn update<T>(
+    path: &Path,
+    url: &str,
+    change: impl FnOnce(&mut Record) -> T,
+) -> Result<T, String> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let _lock = FileLock::exclusive(&lock_path(path, "lock"))?;
+    let mut record = read(path, url)?.unwrap_or_default();
+    record.url = url.to_owned();
+    let out = change(&mut record);
+    write(path, &record)?;
+    Ok(out)
+}
+
+/// Removes the record; whether there was one.
+pub(crate) fn remove(path: &Path) -> Result<bool, String> {
+    let existed = match std::fs::remove_file(path) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(format!("cannot remove {}: {e}", path.display())),
+    };
+    for suffix in ["lock", "refresh"] {
+        let _ = std::fs::remove_file(lock_path(path, suffix));
+    }
+    Ok(existed)
+}
+
+fn write(path: &Path, record: &Record) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(record)
+        .map_err(|e| format!("cannot encode the sign-in record: {e}"))?;
+    let temporary = lock_path(path, "new");
+    let _ = std::fs::remove_file(&temporary);
+    let written = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temporary)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, path)
+    })();
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&temporary);
+        format!("cannot write {}: {e}", path.display())
+    })?;
+    // A record written by an older tool with wider permissions is narrowed too.
+    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+    Ok(())
+}
+
+fn lock_path(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_owned();
+    name.push(format!(".{suffix}"));
+    path.with_file_name(name)
+}
+
+/// An exclusive `flock` on a file of its own, released when dropped (the file is closed).
+struct FileLock(#[allow(dead_code)] File);
+
+impl FileLock {
+    fn exclusive(path: &Path) -> Result<FileLock, String> {
+        use std::os::fd::AsRawFd;
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        loop {
+            // SAFETY: flock on a descriptor this function owns.
+            let status = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+            if status == 0 {
+                return Ok(FileLock(file));
+            }
+            let error = std::io::Error::last_os_error();
+            if error.kind() != std::io::ErrorKind::Interrupted {
+                return Err(format!("cannot lock {}: {error}", path.display()));
+            }
+        }
+    }
+}
+
+/// The values in a record that are secrets: tokens and the client secret, for the run's
+/// redaction.
+pub(crate) fn secrets(record: &Record) -> Vec<String> {
+    use oauth2::TokenResponse;
+    let mut values = Vec::new();
+    if let Some(response) = record
+        .credentials
+        .as_ref()
+        .and_then(|c| c.token_response.as_ref())
+    {
+        values.push(response.access_token().secret().clone());
+        if let Some(refresh) = response.refresh_token() {
+            values.push(refresh.secret().clone());
+        }
+    }
+    if let Some(secret) = record.client.as_ref().and_then(|c| c.secret.clone()) {
+        values.push(secret);
+    }
+    values.retain(|v| !v.is_empty());
+    values
+}
+
+/// rmcp's view of the record: the tokens alone, read and written through the record.
+pub(crate) struct RecordStore {
+    pub path: PathBuf,
+    pub url: String,
+}
+
+fn store_error(message: String) -> AuthError {
+    AuthError::CredentialStoreError(message)
+}
+
+#[async_trait::async_trait]
+impl CredentialStore for RecordStore {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        Ok(read(&self.path, &self.url)
+            .map_err(store_error)?
+            .and_then(|r| r.credentials))
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        update(&self.path, &self.url, |record| {
+            // Tokens that now cover what the server asked for settle the wish.
+            record
+                .wanted_scopes
+                .retain(|s| !credentials.granted_scopes.contains(s));
+            record.credentials = Some(credentials);
+        })
+        .map_err(store_error)
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        update(&self.path, &self.url, |record| record.credentials = None).map_err(store_error)
+    }
+
+    /// One refresh at a time across dsh processes: a refresh token is often good for one use.
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        let path = lock_path(&self.path, "refresh");
+        let lock = tokio::task::spawn_blocking(move || FileLock::exclusive(&path))
+            .await
+            .map_err(|e| store_error(format!("the refresh lock failed: {e}")))?
+            .map_err(store_error)?;
+        Ok(Some(CredentialRefreshGuard::new(lock)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_private_and_replaced_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = record_path(&dir.path().join("auth"), "docs", "https://h/mcp");
+        assert!(
+            path.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("docs-")
+        );
+        update(&path, "https://h/mcp", |r| {
+            r.wanted_scopes = vec!["read".into()];
+        })
+        .unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let folder = std::fs::metadata(path.parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(folder & 0o777, 0o700);
+        let record = read(&path, "https://h/mcp").unwrap().unwrap();
+        assert_eq!(record.wanted_scopes, ["read"]);
+        // Another URL under the same file name is not this server's record.
+        assert!(read(&path, "https://other/mcp").unwrap().is_none());
+        assert!(remove(&path).unwrap());
+        assert!(!remove(&path).unwrap());
+    }
+
+    #[test]
+    fn a_damaged_record_says_how_to_start_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.json");
+        std::fs::write(&path, "{not json").unwrap();
+        let error = read(&path, "u").unwrap_err();
+        assert!(error.contains("dsh mcp logout"), "{error}");
+    }
+}

@@ -1,0 +1,412 @@
+//! `dsh mcp`: the configured MCP servers and their OAuth sign-ins. `login` is the only place
+//! dsh opens a browser; runs use what it stored and name the command when a server wants it.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::time::{Duration, SystemTime};
+
+use dsh_core::config::{McpServerSettings, McpTransport};
+use dsh_core::{Environment, Flags, Settings};
+use dsh_mcp::oauth::{LoginOutcome, LoginUi, SignIn};
+use dsh_mcp::{McpServer, Transport};
+
+use crate::surface::Surface;
+
+/// How long a login waits for the browser unless `--timeout` says otherwise.
+const LOGIN_WAIT: Duration = Duration::from_secs(300);
+
+pub const USAGE: &str = "dsh mcp login <server> [--timeout DURATION] [--no-browser] | \
+                         dsh mcp logout <server> | dsh mcp list [--json]";
+
+/// What `dsh mcp` was asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpCommand {
+    Login {
+        server: String,
+        wait: Duration,
+        /// Print the address instead of opening a browser.
+        no_browser: bool,
+    },
+    Logout {
+        server: String,
+    },
+    List {
+        json: bool,
+    },
+}
+
+/// Reads `dsh mcp`'s arguments (after `mcp`).
+pub fn parse(args: &[String]) -> Result<McpCommand, String> {
+    let Some((verb, rest)) = args.split_first() else {
+        return Err(format!("`dsh mcp` needs a subcommand: {USAGE}"));
+    };
+    match verb.as_str() {
+        "login" => {
+            let mut server = None;
+            let mut wait = LOGIN_WAIT;
+            let mut no_browser = false;
+            let mut words = rest.iter();
+            while let Some(word) = words.next() {
+                match word.as_str() {
+                    "--timeout" => {
+                        let value = words
+                            .next()
+                            .ok_or("--timeout needs a duration, such as 90s or 5m")?;
+                        wait = crate::cli::parse_duration(value).ok_or_else(|| {
+                            format!("--timeout takes a duration such as 90s or 5m, got \"{value}\"")
+                        })?;
+                    }
+                    "--no-browser" => no_browser = true,
+                    flag if flag.starts_with('-') => {
+                        return Err(format!("unknown option {flag} for dsh mcp login: {USAGE}"));
+                    }
+                    name if server.is_none() => server = Some(name.to_owned()),
+                    extra => return Err(format!("unexpected \"{extra}\": {USAGE}")),
+                }
+            }
+            let server = server.ok_or_else(|| {
+                format!("dsh mcp login needs a server name (`dsh mcp list` shows them): {USAGE}")
+            })?;
+            Ok(McpCommand::Login {
+                server,
+                wait,
+                no_browser,
+            })
+        }
+        "logout" => match rest {
+            [name] if !name.starts_with('-') => Ok(McpCommand::Logout {
+                server: name.clone(),
+            }),
+            _ => Err(format!("dsh mcp logout takes one server name: {USAGE}")),
+        },
+        "list" => match rest {
+            [] => Ok(McpCommand::List { json: false }),
+            [flag] if flag == "--json" => Ok(McpCommand::List { json: true }),
+            _ => Err(format!("dsh mcp list takes only --json: {USAGE}")),
+        },
+        other => Err(format!(
+            "unknown subcommand \"{other}\" for dsh mcp: {USAGE}"
+        )),
+    }
+}
+
+pub fn run(command: &McpCommand) -> u8 {
+    let json = matches!(command, McpCommand::List { json: true });
+    let outcome = settings().and_then(|settings| match command {
+        McpCommand::Login {
+            server,
+            wait,
+            no_browser,
+        } => login(&settings, server, *wait, *no_browser),
+        McpCommand::Logout { server } => logout(&settings, server),
+        McpCommand::List { json } => list(&settings, *json),
+    });
+    match outcome {
+        Ok(text) => {
+            let _ = std::io::stdout().write_all(text.as_bytes());
+            0
+        }
+        Err(message) => {
+            Surface::new(json).fail(&message, &message, None);
+            1
+        }
+    }
+}
+
+fn settings() -> Result<Settings, String> {
+    let cwd = crate::place::cwd().map_err(|e| e.message)?;
+    Settings::load(cwd, &Environment::from_process(), &Flags::default()).map_err(|e| e.message)
+}
+
+fn configured<'a>(settings: &'a Settings, name: &str) -> Result<&'a McpServerSettings, String> {
+    settings
+        .mcp_servers()
+        .iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = settings
+                .mcp_servers()
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect();
+            if names.is_empty() {
+                format!(
+                    "no MCP server \"{name}\" is configured here (none is); add one under \
+                     [mcp.servers.{name}] in config.toml"
+                )
+            } else {
+                format!(
+                    "no MCP server \"{name}\" is configured here; the servers are: {}",
+                    names.join(", ")
+                )
+            }
+        })
+}
+
+fn login(
+    settings: &Settings,
+    name: &str,
+    wait: Duration,
+    no_browser: bool,
+) -> Result<String, String> {
+    let configured = configured(settings, name)?;
+    let home = &settings.home().value;
+    let McpTransport::Http { url, headers, .. } = &configured.transport else {
+        return Err(format!(
+            "MCP server \"{name}\" is started as a command; only servers reached by url sign in"
+        ));
+    };
+    let server = McpServer {
+        name: name.to_owned(),
+        transport: Transport::Http {
+            url: url.clone(),
+            headers: headers.clone(),
+            oauth: configured.oauth_setup(home),
+        },
+        call_timeout: configured.call_timeout,
+        startup_timeout: configured.startup_timeout,
+        fail_on_startup_error: true,
+    };
+    let open = |address: &str| {
+        let opened = !no_browser && open_browser(address);
+        let line = if opened {
+            format!("Your browser was sent to sign in to \"{name}\". If it did not open, visit:")
+        } else {
+            format!("To sign in to \"{name}\", visit:")
+        };
+        crate::surface::notice(&format!("{line}\n  {address}"));
+    };
+    let say = |line: &str| crate::surface::notice(line);
+    let ui = LoginUi {
+        open: &open,
+        say: &say,
+        wait,
+    };
+    let runtime = dsh_core::runtime()?;
+    let outcome = runtime.block_on(dsh_mcp::oauth::login(&server, &ui))?;
+    Ok(match outcome {
+        LoginOutcome::NotNeeded { tools } => format!(
+            "MCP server \"{name}\" answered without a sign-in ({tools} tools); nothing was \
+             stored.\n"
+        ),
+        LoginOutcome::SignedIn { scopes, tools } => format!(
+            "Signed in to \"{name}\"{}; it lists {tools} tools.\n",
+            if scopes.is_empty() {
+                String::new()
+            } else {
+                format!(" (scopes: {})", scopes.join(" "))
+            }
+        ),
+    })
+}
+
+fn logout(settings: &Settings, name: &str) -> Result<String, String> {
+    let configured = configured(settings, name)?;
+    let Some(setup) = configured.oauth_setup(&settings.home().value) else {
+        return Ok(format!("MCP server \"{name}\" has no OAuth sign-in.\n"));
+    };
+    Ok(if dsh_mcp::oauth::logout(&setup)? {
+        format!(
+            "Signed out of \"{name}\": its tokens are deleted here (the server is not told; \
+             they lapse there as they expire).\n"
+        )
+    } else {
+        format!("MCP server \"{name}\" had no sign-in stored.\n")
+    })
+}
+
+fn list(settings: &Settings, json: bool) -> Result<String, String> {
+    let home = &settings.home().value;
+    let mut rows = Vec::new();
+    for server in settings.mcp_servers() {
+        let (kind, target) = match &server.transport {
+            McpTransport::Stdio { command, args, .. } => (
+                "stdio",
+                std::iter::once(command.as_str())
+                    .chain(args.iter().map(String::as_str))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+            McpTransport::Http { url, .. } => ("http", dsh_mcp::shown_url(url)),
+        };
+        let sign_in = match (&server.transport, server.oauth_setup(home)) {
+            (McpTransport::Http { url, .. }, Some(setup)) => {
+                Some(dsh_mcp::oauth::sign_in(&setup, url)?)
+            }
+            _ => None,
+        };
+        rows.push((server.name.as_str(), kind, target, sign_in));
+    }
+    if json {
+        let items: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(name, kind, target, sign_in)| {
+                serde_json::json!({
+                    "name": name,
+                    "transport": kind,
+                    "target": target,
+                    "signIn": sign_in.as_ref().map(sign_in_json),
+                })
+            })
+            .collect();
+        return Ok(serde_json::Value::Array(items).to_string() + "\n");
+    }
+    if rows.is_empty() {
+        return Ok("No MCP servers are configured here (see docs/mcp.md).\n".into());
+    }
+    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(4).max(4);
+    let mut out = String::new();
+    for (name, kind, target, sign_in) in &rows {
+        let status = match sign_in {
+            None if *kind == "stdio" => String::new(),
+            None => "  (sends its own Authorization header)".into(),
+            Some(state) => format!("  {}", sign_in_words(state, name)),
+        };
+        let _ = writeln!(out, "{name:<width$}  {kind:<5}  {target}{status}");
+    }
+    Ok(out)
+}
+
+fn sign_in_words(state: &SignIn, name: &str) -> String {
+    match state {
+        SignIn::None => "not signed in".into(),
+        SignIn::Needed => format!("needs a sign-in: dsh mcp login {name}"),
+        SignIn::Stored {
+            scopes,
+            expires,
+            refreshable,
+            wanted,
+            ..
+        } => {
+            let mut words = "signed in".to_owned();
+            if !scopes.is_empty() {
+                let _ = write!(words, " (scopes: {})", scopes.join(" "));
+            }
+            if let Some(expires) = expires {
+                match expires.duration_since(SystemTime::now()) {
+                    Ok(left) => {
+                        let _ = write!(words, ", token good for {} min", left.as_secs() / 60);
+                    }
+                    Err(_) if *refreshable => words.push_str(", token expired (renewed on use)"),
+                    Err(_) => {
+                        let _ = write!(words, ", expired: dsh mcp login {name}");
+                    }
+                }
+            }
+            if !wanted.is_empty() {
+                let _ = write!(
+                    words,
+                    "; the server asked for more ({}): dsh mcp login {name}",
+                    wanted.join(" ")
+                );
+            }
+            words
+        }
+    }
+}
+
+fn sign_in_json(state: &SignIn) -> serde_json::Value {
+    match state {
+        SignIn::None => serde_json::json!({"state": "none"}),
+        SignIn::Needed => serde_json::json!({"state": "needed"}),
+        SignIn::Stored {
+            scopes,
+            expires,
+            refreshable,
+            wanted,
+            client,
+        } => serde_json::json!({
+            "state": "stored",
+            "scopes": scopes,
+            "expiresAt": expires.and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok()).map(|d| d.as_secs()),
+            "refreshable": refreshable,
+            "wantedScopes": wanted,
+            "client": client,
+        }),
+    }
+}
+
+/// Sends a browser to `address`: `$BROWSER` (entries separated by `:`, `%s` standing for the
+/// address, else the address appended), else `xdg-open` where a display is. Whether one was
+/// started; the address is printed either way.
+fn open_browser(address: &str) -> bool {
+    let browsers: Vec<String> = match std::env::var("BROWSER") {
+        Ok(list) if !list.trim().is_empty() => list.split(':').map(str::to_owned).collect(),
+        _ if std::env::var_os("DISPLAY").is_some()
+            || std::env::var_os("WAYLAND_DISPLAY").is_some() =>
+        {
+            vec!["xdg-open".into()]
+        }
+        _ => Vec::new(),
+    };
+    browsers
+        .iter()
+        .filter(|b| !b.trim().is_empty())
+        .any(|browser| {
+            // The address goes in as an argument of its own, never spliced into shell text.
+            let script = if browser.contains("%s") {
+                browser.replace("%s", "\"$1\"")
+            } else {
+                format!("{browser} \"$1\"")
+            };
+            std::process::Command::new("sh")
+                .args(["-c", &script, "dsh-browser", address])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .is_ok()
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(args: &[&str]) -> Vec<String> {
+        args.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn the_subcommands_are_read_and_mistakes_named() {
+        assert_eq!(
+            parse(&words(&[
+                "login",
+                "docs",
+                "--timeout",
+                "90s",
+                "--no-browser"
+            ])),
+            Ok(McpCommand::Login {
+                server: "docs".into(),
+                wait: Duration::from_secs(90),
+                no_browser: true
+            })
+        );
+        assert_eq!(
+            parse(&words(&["logout", "docs"])),
+            Ok(McpCommand::Logout {
+                server: "docs".into()
+            })
+        );
+        assert_eq!(
+            parse(&words(&["list", "--json"])),
+            Ok(McpCommand::List { json: true })
+        );
+        assert!(
+            parse(&words(&["login"]))
+                .unwrap_err()
+                .contains("needs a server name")
+        );
+        assert!(
+            parse(&words(&["login", "a", "--wat"]))
+                .unwrap_err()
+                .contains("unknown option --wat")
+        );
+        assert!(
+            parse(&words(&["frob"]))
+                .unwrap_err()
+                .contains("unknown subcommand \"frob\"")
+        );
+        assert!(parse(&[]).unwrap_err().contains("needs a subcommand"));
+    }
+}
