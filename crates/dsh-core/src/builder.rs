@@ -325,6 +325,7 @@ impl AgentBuilder {
                 fail_on_startup_error: server.fail_on_startup_error,
             })
             .collect();
+        mcp.redact_with(settings.redactor());
         let (mcp_startup, mcp_joins) = McpStartup::begin(mcp, servers, notices.clone());
         Ok(StartedRun {
             settings,

@@ -87,6 +87,8 @@ pub struct McpServers {
 
 #[derive(Default)]
 struct Started {
+    /// The run's redactor, which learns the tokens renewed during the run.
+    redactor: Option<dsh_tools::Redactor>,
     links: Vec<Arc<Link>>,
     /// The start-up tasks, stopped first so none spawns a server after the stop.
     starts: Vec<AbortHandle>,
@@ -125,7 +127,12 @@ impl McpStartup {
         let starting = servers
             .into_iter()
             .map(|server| {
-                let link = Link::new(server, joins.clone(), notices.clone());
+                let link = Link::new(
+                    server,
+                    joins.clone(),
+                    notices.clone(),
+                    started.redactor.clone(),
+                );
                 let task = {
                     let link = link.clone();
                     tokio::spawn(async move { link.start().await })
@@ -239,6 +246,12 @@ impl McpServers {
             started.links.clone()
         };
         futures_util::future::join_all(links.iter().map(|link| link.shutdown())).await;
+    }
+
+    /// Gives the servers started from now on the run's redactor: a token renewed during the
+    /// run is a secret the run learns then, and must be redacted like the others.
+    pub fn redact_with(&self, redactor: Option<dsh_tools::Redactor>) {
+        self.lock().redactor = redactor;
     }
 
     /// Every server started, in start order.

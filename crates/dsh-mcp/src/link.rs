@@ -73,6 +73,8 @@ pub(crate) struct Link {
     /// Lines for the user: the server's stderr, re-syncs, failures.
     notices: UnboundedSender<String>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    /// The run's redactor, told of each renewed token.
+    redactor: Option<dsh_tools::Redactor>,
 }
 
 #[derive(Default)]
@@ -102,6 +104,7 @@ impl Link {
         server: McpServer,
         joins: UnboundedSender<ToolGroup>,
         notices: UnboundedSender<String>,
+        redactor: Option<dsh_tools::Redactor>,
     ) -> Arc<Link> {
         Arc::new(Link {
             server,
@@ -114,6 +117,7 @@ impl Link {
             joins,
             notices,
             stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
+            redactor,
         })
     }
 
@@ -431,7 +435,10 @@ impl Link {
                 let config = transport_config(url, headers)?;
                 let failed = |e: ClientInitializeError| self.start_failure(&e, url);
                 let authorized = match oauth {
-                    Some(setup) => oauth::authorized_client(setup, url, http_client()?).await?,
+                    Some(setup) => {
+                        oauth::authorized_client(setup, url, http_client()?, self.redactor.clone())
+                            .await?
+                    }
                     None => None,
                 };
                 match authorized {

@@ -229,7 +229,7 @@ pub async fn login(server: &McpServer, ui: &LoginUi<'_>) -> Result<LoginOutcome,
     }
     for round in 1..=MAX_AUTHORIZATIONS {
         let granted = authorize(url, setup, challenge.as_deref(), &wanted, ui).await?;
-        let client = authorized_client(setup, url, http_client()?)
+        let client = authorized_client(setup, url, http_client()?, None)
             .await?
             .ok_or_else(|| "the sign-in was not stored".to_owned())?;
         match list_tools(client, url, headers).await {
@@ -289,6 +289,7 @@ async fn authorize(
     manager.set_credential_store(RecordStore {
         path: setup.record.clone(),
         url: url.to_owned(),
+        redactor: None,
     });
     let metadata = manager
         .resolve_metadata_from_challenge(challenge)
@@ -409,6 +410,7 @@ pub(crate) async fn authorized_client(
     setup: &OAuthSetup,
     url: &str,
     http: reqwest::Client,
+    redactor: Option<dsh_tools::Redactor>,
 ) -> Result<Option<AuthClient<reqwest::Client>>, String> {
     let Some(record) = record::read(&setup.record, url)? else {
         return Ok(None);
@@ -422,6 +424,7 @@ pub(crate) async fn authorized_client(
     manager.set_credential_store(RecordStore {
         path: setup.record.clone(),
         url: url.to_owned(),
+        redactor,
     });
     manager.set_metadata(metadata);
     let mut config = OAuthClientConfig::new(client.id, client.redirect_uri);

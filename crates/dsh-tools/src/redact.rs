@@ -32,11 +32,17 @@ fn is_a_word(value: &str) -> bool {
     value.chars().count() < 16 && value.chars().all(char::is_alphabetic)
 }
 
-/// Replaces known secret values in text.
+/// Replaces known secret values in text. Clones share their secrets: one that learns a new
+/// secret ([`Redactor::learn`], a token renewed during the run) teaches every clone.
 #[derive(Clone)]
 pub struct Redactor {
-    secrets: AhoCorasick,
-    /// The same values, for [`Redactor::unsettled_tail`].
+    shared: Arc<std::sync::RwLock<Secrets>>,
+}
+
+#[derive(Clone)]
+struct Secrets {
+    automaton: AhoCorasick,
+    /// The same values, for [`Redactor::unsettled_tail`] and [`Redactor::learn`].
     values: Arc<[Box<[u8]>]>,
 }
 
@@ -44,20 +50,22 @@ pub struct Redactor {
 impl std::fmt::Debug for Redactor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Redactor")
-            .field("secrets", &self.secrets.patterns_len())
+            .field("secrets", &self.secrets().values.len())
             .finish()
     }
 }
 
-impl Redactor {
-    /// A redactor for these values (trimmed; short ones and repeats dropped); `None` when no
-    /// value is left.
-    pub fn new(values: impl IntoIterator<Item = String>) -> Option<Redactor> {
-        let mut secrets: Vec<String> = values
-            .into_iter()
-            .flat_map(|value| spellings(value.trim()))
-            .filter(|value| value.chars().count() >= MIN_SECRET_CHARS && !is_a_word(value))
-            .collect();
+/// The spellings of `values` worth replacing (trimmed; short ones and words dropped).
+fn secret_spellings(values: impl IntoIterator<Item = String>) -> Vec<String> {
+    values
+        .into_iter()
+        .flat_map(|value| spellings(value.trim()))
+        .filter(|value| value.chars().count() >= MIN_SECRET_CHARS && !is_a_word(value))
+        .collect()
+}
+
+impl Secrets {
+    fn build(mut secrets: Vec<String>) -> Option<Secrets> {
         secrets.sort();
         secrets.dedup();
         if secrets.is_empty() {
@@ -68,31 +76,75 @@ impl Redactor {
             .match_kind(MatchKind::LeftmostLongest)
             .build(&secrets)
             .ok()?;
-        Some(Redactor {
-            secrets: automaton,
+        Some(Secrets {
+            automaton,
             values: secrets
                 .into_iter()
                 .map(|value| value.into_bytes().into_boxed_slice())
                 .collect(),
         })
     }
+}
+
+impl Redactor {
+    /// A redactor for these values (trimmed; short ones and repeats dropped); `None` when no
+    /// value is left.
+    pub fn new(values: impl IntoIterator<Item = String>) -> Option<Redactor> {
+        let secrets = Secrets::build(secret_spellings(values))?;
+        Some(Redactor {
+            shared: Arc::new(std::sync::RwLock::new(secrets)),
+        })
+    }
+
+    /// Adds secrets the run learned after it started (an MCP server's renewed token), for this
+    /// redactor and every clone of it.
+    pub fn learn(&self, values: impl IntoIterator<Item = String>) {
+        let fresh = secret_spellings(values);
+        let known = self.secrets();
+        if fresh
+            .iter()
+            .all(|v| known.values.iter().any(|k| **k == *v.as_bytes()))
+        {
+            return;
+        }
+        let mut all: Vec<String> = (known.values.iter())
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .collect();
+        all.extend(fresh);
+        if let Some(secrets) = Secrets::build(all) {
+            *self
+                .shared
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = secrets;
+        }
+    }
+
+    /// The secrets as they are now (cheap: the automaton is shared).
+    fn secrets(&self) -> Secrets {
+        self.shared
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
 
     /// The text with every secret replaced; borrowed when there was none.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        if !self.secrets.is_match(text) {
+        let secrets = self.secrets();
+        if !secrets.automaton.is_match(text) {
             return Cow::Borrowed(text);
         }
-        let replacements = vec![REDACTED; self.secrets.patterns_len()];
-        Cow::Owned(self.secrets.replace_all(text, &replacements))
+        let replacements = vec![REDACTED; secrets.automaton.patterns_len()];
+        Cow::Owned(secrets.automaton.replace_all(text, &replacements))
     }
 
     /// The bytes with every secret replaced; borrowed when there was none.
     pub fn redact_bytes<'a>(&self, bytes: &'a [u8]) -> Cow<'a, [u8]> {
-        if !self.secrets.is_match(bytes) {
+        let secrets = self.secrets();
+        if !secrets.automaton.is_match(bytes) {
             return Cow::Borrowed(bytes);
         }
-        let replacements = vec![REDACTED.as_bytes(); self.secrets.patterns_len()];
-        Cow::Owned(self.secrets.replace_all_bytes(bytes, &replacements))
+        let replacements = vec![REDACTED.as_bytes(); secrets.automaton.patterns_len()];
+        Cow::Owned(secrets.automaton.replace_all_bytes(bytes, &replacements))
     }
 
     /// Where the end of a stream read so far stops being safe to pass on: the start of the
@@ -103,7 +155,7 @@ impl Redactor {
     /// before it is the same as of the whole stream.
     pub fn unsettled_tail(&self, bytes: &[u8]) -> usize {
         let mut start = bytes.len();
-        for value in self.values.iter() {
+        for value in self.secrets().values.iter() {
             // Longest first: the first hit is this secret's earliest possible start.
             let longest = (value.len() - 1).min(bytes.len());
             if let Some(len) = (1..=longest)
@@ -241,6 +293,18 @@ mod tests {
         assert_eq!(redacted(Some(&redactor), text()), "key [REDACTED] here");
         assert_eq!(redacted(None, text()), text());
         assert_eq!(redacted(Some(&redactor), "plain".to_owned()), "plain");
+    }
+
+    #[test]
+    fn a_secret_learned_later_is_redacted_by_every_clone() {
+        let redactor = Redactor::new(["sk-live-0123456789".to_owned()]).unwrap();
+        let clone = redactor.clone();
+        redactor.learn(["renewed-token-ABCDEF".to_owned(), "short".to_owned()]);
+        assert_eq!(
+            clone.redact("old sk-live-0123456789 new renewed-token-ABCDEF short"),
+            "old [REDACTED] new [REDACTED] short"
+        );
+        assert_eq!(clone.unsettled_tail(b"x renewed-tok"), 2);
     }
 
     #[test]

@@ -223,6 +223,8 @@ pub(crate) fn secrets(record: &Record) -> Vec<String> {
 pub(crate) struct RecordStore {
     pub path: PathBuf,
     pub url: String,
+    /// Told of every token saved, so a renewed one is redacted from then on.
+    pub redactor: Option<dsh_tools::Redactor>,
 }
 
 fn store_error(message: String) -> AuthError {
@@ -238,14 +240,19 @@ impl CredentialStore for RecordStore {
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
-        update(&self.path, &self.url, |record| {
+        let learned = update(&self.path, &self.url, |record| {
             // Tokens that now cover what the server asked for settle the wish.
             record
                 .wanted_scopes
                 .retain(|s| !credentials.granted_scopes.contains(s));
             record.credentials = Some(credentials);
+            secrets(record)
         })
-        .map_err(store_error)
+        .map_err(store_error)?;
+        if let Some(redactor) = &self.redactor {
+            redactor.learn(learned);
+        }
+        Ok(())
     }
 
     async fn clear(&self) -> Result<(), AuthError> {

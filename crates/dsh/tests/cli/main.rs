@@ -15,6 +15,7 @@ mod hooks;
 mod json;
 mod kill_matrix;
 mod mcp;
+mod mcp_oauth;
 mod mcp_server;
 mod output_schema;
 mod patches;
