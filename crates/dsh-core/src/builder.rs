@@ -326,6 +326,7 @@ impl AgentBuilder {
             })
             .collect();
         mcp.redact_with(settings.redactor());
+        mcp.answer_with(user.questions.clone());
         let (mcp_startup, mcp_joins) = McpStartup::begin(mcp, servers, notices.clone());
         Ok(StartedRun {
             settings,

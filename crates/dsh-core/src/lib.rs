@@ -79,7 +79,9 @@ pub mod sandbox_helper {
 /// an editor, to hand the file tools the files it holds open.
 pub mod ask {
     pub use dsh_sandbox::escalation::{ApprovalOutcome, ApprovalRequest, Approver, SessionGrants};
+    pub use dsh_tools::elicit::{ChoiceOption, FieldKind, shown_value, typed_value};
     pub use dsh_tools::{
-        Answer, AskOutcome, EditorFiles, EditorFuture, Question, QuestionOption, UserQuestions,
+        Answer, AskOutcome, EditorFiles, EditorFuture, Elicitation, ElicitationAnswer, Form,
+        FormField, Question, QuestionOption, UserQuestions,
     };
 }

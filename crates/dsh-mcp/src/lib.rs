@@ -14,6 +14,7 @@
 //! set-up the user chose, not commands the model runs.
 
 mod content;
+mod elicit;
 mod link;
 mod name;
 pub mod oauth;
@@ -89,6 +90,8 @@ pub struct McpServers {
 struct Started {
     /// The run's redactor, which learns the tokens renewed during the run.
     redactor: Option<dsh_tools::Redactor>,
+    /// Who answers a server's questions (elicitation); none in a headless run.
+    questions: Option<Arc<dyn dsh_tools::UserQuestions>>,
     links: Vec<Arc<Link>>,
     /// The start-up tasks, stopped first so none spawns a server after the stop.
     starts: Vec<AbortHandle>,
@@ -131,7 +134,10 @@ impl McpStartup {
                     server,
                     joins.clone(),
                     notices.clone(),
-                    started.redactor.clone(),
+                    link::Attached {
+                        redactor: started.redactor.clone(),
+                        questions: started.questions.clone(),
+                    },
                 );
                 let task = {
                     let link = link.clone();
@@ -252,6 +258,12 @@ impl McpServers {
     /// run is a secret the run learns then, and must be redacted like the others.
     pub fn redact_with(&self, redactor: Option<dsh_tools::Redactor>) {
         self.lock().redactor = redactor;
+    }
+
+    /// Gives the servers started from now on someone to put their questions to: only then is
+    /// elicitation declared to them. Without, a question is declined with a notice.
+    pub fn answer_with(&self, questions: Option<Arc<dyn dsh_tools::UserQuestions>>) {
+        self.lock().questions = questions;
     }
 
     /// Every server started, in start order.

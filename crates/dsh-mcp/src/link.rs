@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
-    ProtocolVersion,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ElicitationCapability, FormElicitationCapability,
+    Implementation, ProtocolVersion,
 };
 use rmcp::service::{ClientInitializeError, NotificationContext, Peer, RunningService};
 use rmcp::transport::streamable_http_client::{
@@ -73,8 +74,17 @@ pub(crate) struct Link {
     /// Lines for the user: the server's stderr, re-syncs, failures.
     notices: UnboundedSender<String>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    /// The run's redactor and who answers questions.
+    attached: Attached,
+}
+
+/// What a link gets from the run beyond its server.
+#[derive(Clone, Default)]
+pub(crate) struct Attached {
     /// The run's redactor, told of each renewed token.
-    redactor: Option<dsh_tools::Redactor>,
+    pub redactor: Option<dsh_tools::Redactor>,
+    /// Who answers the server's questions (elicitation).
+    pub questions: Option<Arc<dyn dsh_tools::UserQuestions>>,
 }
 
 #[derive(Default)]
@@ -104,7 +114,7 @@ impl Link {
         server: McpServer,
         joins: UnboundedSender<ToolGroup>,
         notices: UnboundedSender<String>,
-        redactor: Option<dsh_tools::Redactor>,
+        attached: Attached,
     ) -> Arc<Link> {
         Arc::new(Link {
             server,
@@ -117,7 +127,7 @@ impl Link {
             joins,
             notices,
             stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
-            redactor,
+            attached,
         })
     }
 
@@ -436,8 +446,13 @@ impl Link {
                 let failed = |e: ClientInitializeError| self.start_failure(&e, url);
                 let authorized = match oauth {
                     Some(setup) => {
-                        oauth::authorized_client(setup, url, http_client()?, self.redactor.clone())
-                            .await?
+                        oauth::authorized_client(
+                            setup,
+                            url,
+                            http_client()?,
+                            self.attached.redactor.clone(),
+                        )
+                        .await?
                     }
                     None => None,
                 };
@@ -773,7 +788,35 @@ impl ClientHandler for Handler {
     }
 
     fn get_info(&self) -> ClientConfig {
-        client_config()
+        let mut config = client_config();
+        let answers = self
+            .link
+            .upgrade()
+            .and_then(|l| l.attached.questions.clone());
+        if answers.is_some_and(|q| q.can_elicit()) {
+            config.capabilities.elicitation = Some(
+                ElicitationCapability::new()
+                    .with_form(FormElicitationCapability::new().with_schema_validation(true)),
+            );
+        }
+        config
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let Some(link) = self.link.upgrade() else {
+            return Ok(ElicitResult::new(ElicitationAction::Cancel));
+        };
+        Ok(crate::elicit::answer(
+            &link.server.name,
+            link.attached.questions.as_deref(),
+            &link.notices,
+            request,
+        )
+        .await)
     }
 }
 

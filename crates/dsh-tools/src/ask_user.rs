@@ -55,7 +55,8 @@ pub enum AskOutcome {
     Cancelled,
 }
 
-/// Someone who can answer the model's questions (the terminal UI, an editor).
+/// Someone who can answer the model's questions (the terminal UI, an editor), and, where
+/// [`UserQuestions::can_elicit`] says so, an MCP server's questions.
 pub trait UserQuestions: Send + Sync {
     /// Puts the questions of call `call_id` to the user.
     fn ask(
@@ -63,6 +64,22 @@ pub trait UserQuestions: Send + Sync {
         call_id: &str,
         questions: Vec<Question>,
     ) -> Pin<Box<dyn Future<Output = AskOutcome> + Send + '_>>;
+
+    /// Whether an MCP server's form ([`UserQuestions::elicit`]) can be put to the user here:
+    /// only then do the MCP servers hear that dsh takes their questions.
+    fn can_elicit(&self) -> bool {
+        false
+    }
+
+    /// Puts an MCP server's form to the user. The answer's fields are checked again against
+    /// the form before they go back.
+    fn elicit(
+        &self,
+        request: crate::Elicitation,
+    ) -> Pin<Box<dyn Future<Output = crate::ElicitationAnswer> + Send + '_>> {
+        let _ = request;
+        Box::pin(async { crate::ElicitationAnswer::Decline })
+    }
 }
 
 /// The `ask_user_question` tool.

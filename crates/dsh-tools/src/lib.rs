@@ -17,6 +17,7 @@ mod describe;
 mod edit;
 mod edit_hint;
 mod editor;
+pub mod elicit;
 mod error;
 mod filter;
 mod mutate;
@@ -57,6 +58,7 @@ pub use describe::{
 };
 pub use edit::Edit;
 pub use editor::{EditorFiles, EditorFuture};
+pub use elicit::{Elicitation, ElicitationAnswer, Form, FormField};
 pub use error::{ToolError, fs_code};
 pub use filter::ToolFilter;
 pub use observe::{Observation, ObservationMap, Version};
