@@ -1,7 +1,9 @@
 //! The editor's side of [`dsh_core::ask`]: an escalation and the model's questions become
 //! `session/request_permission` requests the client answers, and when the client offers its
 //! file system, the file tools read and write through `fs/read_text_file` and
-//! `fs/write_text_file`, so they see unsaved changes and the editor's buffers follow theirs.
+//! `fs/write_text_file`, so they see unsaved changes and the editor's buffers follow theirs. An
+//! MCP server's question (elicitation) becomes the editor's own form, `elicitation/create`,
+//! where the client said it shows forms.
 
 use std::future::Future;
 use std::path::Path;
@@ -11,14 +13,16 @@ use std::sync::{Arc, OnceLock};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    Content, ContentBlock, FileSystemCapabilities, PermissionOption, PermissionOptionKind,
+    ClientCapabilities, Content, ContentBlock, CreateElicitationRequest, ElicitationAction,
+    ElicitationFormMode, ElicitationMode, ElicitationSchema, ElicitationScope,
+    ElicitationSessionScope, FileSystemCapabilities, PermissionOption, PermissionOptionKind,
     ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest, SessionId,
     TextContent, ToolCallContent, ToolCallUpdate, ToolCallUpdateFields, WriteTextFileRequest,
 };
 use dsh_core::ToolCatalog;
 use dsh_core::ask::{
     Answer, ApprovalOutcome, ApprovalRequest, Approver, AskOutcome, EditorFiles, EditorFuture,
-    Question, UserQuestions,
+    Elicitation, ElicitationAnswer, Question, UserQuestions,
 };
 
 const ALLOW_ONCE: &str = "allow-once";
@@ -36,15 +40,19 @@ pub struct EditorClient {
     catalog: Arc<OnceLock<ToolCatalog>>,
     /// What the client said it offers at `initialize`.
     fs: FileSystemCapabilities,
+    /// Whether it shows forms (`elicitation/create` in form mode): then the MCP servers'
+    /// questions go to it.
+    forms: bool,
 }
 
 impl EditorClient {
-    pub fn new(connection: ConnectionTo<Client>, fs: FileSystemCapabilities) -> Self {
+    pub fn new(connection: ConnectionTo<Client>, capabilities: &ClientCapabilities) -> Self {
         EditorClient {
             connection,
             session: Arc::default(),
             catalog: Arc::default(),
-            fs,
+            fs: capabilities.fs.clone(),
+            forms: (capabilities.elicitation.as_ref()).is_some_and(|e| e.form.is_some()),
         }
     }
 
@@ -191,6 +199,50 @@ impl UserQuestions for EditorClient {
                 });
             }
             AskOutcome::Answered(answers)
+        })
+    }
+
+    fn can_elicit(&self) -> bool {
+        self.forms
+    }
+
+    /// The server's question as the editor's own form (`elicitation/create`), scoped to the
+    /// session; the form's schema goes as the server sent it.
+    fn elicit(
+        &self,
+        request: Elicitation,
+    ) -> Pin<Box<dyn Future<Output = ElicitationAnswer> + Send + '_>> {
+        Box::pin(async move {
+            let (Ok(session), Ok(schema)) = (
+                self.session_id(),
+                serde_json::from_value::<ElicitationSchema>(request.schema),
+            ) else {
+                return ElicitationAnswer::Decline;
+            };
+            let mode = ElicitationMode::Form(ElicitationFormMode::new(
+                ElicitationScope::Session(ElicitationSessionScope::new(session)),
+                schema,
+            ));
+            let message = format!(
+                "MCP server \"{}\" asks: {}",
+                request.server, request.message
+            );
+            after_pending_updates().await;
+            let sent = CreateElicitationRequest::new(mode, message);
+            let Ok(response) = self.connection.send_request(sent).block_task().await else {
+                return ElicitationAnswer::Cancel;
+            };
+            match response.action {
+                ElicitationAction::Accept(accepted) => {
+                    let content = serde_json::to_value(accepted.content.unwrap_or_default())
+                        .ok()
+                        .and_then(|v| v.as_object().cloned())
+                        .unwrap_or_default();
+                    ElicitationAnswer::Accept(content)
+                }
+                ElicitationAction::Cancel => ElicitationAnswer::Cancel,
+                _ => ElicitationAnswer::Decline,
+            }
         })
     }
 }

@@ -102,7 +102,7 @@ impl OpenSession {
             let _ = notices_tx.send(line);
         }
         let context_window = settings.route().context_window.value;
-        let editor = EditorClient::new(connection, client.fs.clone());
+        let editor = EditorClient::new(connection, client);
         let user = User {
             approver: Some(Arc::new(SessionGrants::new(editor.clone()))),
             questions: Some(Arc::new(editor.clone())),

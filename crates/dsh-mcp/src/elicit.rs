@@ -48,6 +48,7 @@ pub(crate) async fn answer(
         server: server.to_owned(),
         message,
         form: form.clone(),
+        schema,
     };
     match questions.elicit(request).await {
         ElicitationAnswer::Accept(given) => match form.check(&given) {

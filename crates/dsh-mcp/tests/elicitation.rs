@@ -17,40 +17,6 @@ use dsh_tools::{
 };
 use serde_json::{Map, Value, json};
 
-/// A stdio server whose tool `sign_up` asks the client the SEP-1034 question and returns what
-/// came back; it writes the capabilities the client declared to `capabilities.json`.
-const ASKING_SERVER: &str = r#"
-import json, sys
-def send(message):
-    sys.stdout.write(json.dumps(message) + "\n"); sys.stdout.flush()
-schema = {"type": "object", "properties": {
-    "name": {"type": "string", "default": "John Doe"},
-    "age": {"type": "integer", "default": 30},
-    "status": {"type": "string", "enum": ["active", "pending"], "default": "active"},
-    "verified": {"type": "boolean", "default": True}}, "required": []}
-for line in sys.stdin:
-    message = json.loads(line)
-    method, ident = message.get("method"), message.get("id")
-    if method == "initialize":
-        json.dump(message["params"]["capabilities"], open("capabilities.json", "w"))
-        send({"jsonrpc": "2.0", "id": ident, "result": {"protocolVersion": "2025-11-25",
-              "capabilities": {"tools": {}}, "serverInfo": {"name": "asking", "version": "1"}}})
-    elif method == "tools/list":
-        send({"jsonrpc": "2.0", "id": ident, "result": {"tools": [
-            {"name": "sign_up", "inputSchema": {"type": "object"}}]}})
-    elif method == "tools/call":
-        send({"jsonrpc": "2.0", "id": "q1", "method": "elicitation/create",
-              "params": {"mode": "form", "message": "Who are you?", "requestedSchema": schema}})
-        for reply in sys.stdin:
-            reply = json.loads(reply)
-            if reply.get("id") == "q1":
-                break
-        send({"jsonrpc": "2.0", "id": ident, "result": {"content": [
-            {"type": "text", "text": json.dumps(reply.get("result"), sort_keys=True)}]}})
-    elif ident is not None:
-        send({"jsonrpc": "2.0", "id": ident, "result": {}})
-"#;
-
 /// Answers every form with what `reply` says, and keeps the forms it was shown.
 struct Person {
     reply: ElicitationAnswer,
@@ -86,7 +52,7 @@ async fn call_sign_up(questions: Option<Arc<dyn UserQuestions>>) -> (String, Val
         name: "asking".into(),
         transport: Transport::Stdio {
             command: "python3".into(),
-            args: vec!["-c".into(), ASKING_SERVER.into()],
+            args: vec!["-c".into(), dsh_testkit::mcp::ASKING_SERVER.into()],
             env: std::env::vars_os().collect(),
             cwd: dir.path().to_path_buf(),
         },

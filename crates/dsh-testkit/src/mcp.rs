@@ -78,3 +78,37 @@ impl Drop for HttpServer {
         let _ = self.child.wait();
     }
 }
+
+/// A stdio server whose tool `sign_up` asks the client the SEP-1034 question and returns what
+/// came back; it writes the capabilities the client declared to `capabilities.json`.
+pub const ASKING_SERVER: &str = r#"
+import json, sys
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n"); sys.stdout.flush()
+schema = {"type": "object", "properties": {
+    "name": {"type": "string", "default": "John Doe"},
+    "age": {"type": "integer", "default": 30},
+    "status": {"type": "string", "enum": ["active", "pending"], "default": "active"},
+    "verified": {"type": "boolean", "default": True}}, "required": []}
+for line in sys.stdin:
+    message = json.loads(line)
+    method, ident = message.get("method"), message.get("id")
+    if method == "initialize":
+        json.dump(message["params"]["capabilities"], open("capabilities.json", "w"))
+        send({"jsonrpc": "2.0", "id": ident, "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "asking", "version": "1"}}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": ident, "result": {"tools": [
+            {"name": "sign_up", "inputSchema": {"type": "object"}}]}})
+    elif method == "tools/call":
+        send({"jsonrpc": "2.0", "id": "q1", "method": "elicitation/create",
+              "params": {"mode": "form", "message": "Who are you?", "requestedSchema": schema}})
+        for reply in sys.stdin:
+            reply = json.loads(reply)
+            if reply.get("id") == "q1":
+                break
+        send({"jsonrpc": "2.0", "id": ident, "result": {"content": [
+            {"type": "text", "text": json.dumps(reply.get("result"), sort_keys=True)}]}})
+    elif ident is not None:
+        send({"jsonrpc": "2.0", "id": ident, "result": {}})
+"#;

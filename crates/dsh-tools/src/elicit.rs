@@ -13,6 +13,9 @@ pub struct Elicitation {
     /// What it says to the user.
     pub message: String,
     pub form: Form,
+    /// The schema as the server sent it, for a front end that forwards the question (an
+    /// editor over ACP) rather than showing the form itself.
+    pub schema: Value,
 }
 
 /// The fields to fill, in the schema's order.

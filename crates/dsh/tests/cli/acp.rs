@@ -35,11 +35,20 @@ struct Editor {
     /// Everything received, in order: `update <kind> <toolCallId>` or the method of a
     /// request.
     order: Vec<String>,
+    /// When the editor shows forms: what it fills into every `elicitation/create` form.
+    forms: Option<Value>,
+    /// Every `elicitation/create` received so far, its params.
+    elicited: Vec<Value>,
 }
 
 impl Editor {
     fn start(env: &TestEnv, args: &[&str]) -> Editor {
-        Editor::launch(env, args, None)
+        Editor::launch(env, args, None, None)
+    }
+
+    /// An editor that shows forms (elicitation), answering each with `filled`.
+    fn with_forms(env: &TestEnv, filled: Value) -> Editor {
+        Editor::launch(env, &[], None, Some(filled))
     }
 
     /// An editor that offers its file system, holding `buffers` open.
@@ -51,13 +60,14 @@ impl Editor {
                 (path, (*text).to_owned())
             })
             .collect();
-        Editor::launch(env, &[], Some(open))
+        Editor::launch(env, &[], Some(open), None)
     }
 
     fn launch(
         env: &TestEnv,
         args: &[&str],
         buffers: Option<std::collections::BTreeMap<String, String>>,
+        forms: Option<Value>,
     ) -> Editor {
         let offers_files = buffers.is_some();
         let mut child = env
@@ -91,11 +101,17 @@ impl Editor {
             buffers,
             file_requests: Vec::new(),
             order: Vec::new(),
+            elicited: Vec::new(),
+            forms,
         };
         let fs = json!({"readTextFile": offers_files, "writeTextFile": offers_files});
+        let mut capabilities = json!({"fs": fs});
+        if editor.forms.is_some() {
+            capabilities["elicitation"] = json!({"form": {}});
+        }
         let init = editor.call(
             "initialize",
-            json!({"protocolVersion": 1, "clientCapabilities": {"fs": fs}}),
+            json!({"protocolVersion": 1, "clientCapabilities": capabilities}),
         );
         assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
         editor
@@ -153,6 +169,16 @@ impl Editor {
                         None => json!({"outcome": "cancelled"}),
                     };
                     let reply = json!({"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": outcome}});
+                    self.send(&reply);
+                }
+                Some("elicitation/create") => {
+                    self.elicited.push(message["params"].clone());
+                    let filled = self
+                        .forms
+                        .clone()
+                        .expect("a form sent to an editor without forms");
+                    let reply = json!({"jsonrpc": "2.0", "id": message["id"],
+                        "result": {"action": "accept", "content": filled}});
                     self.send(&reply);
                 }
                 Some(method @ ("fs/read_text_file" | "fs/write_text_file")) => {
@@ -560,6 +586,41 @@ fn the_editors_mcp_servers_are_started_for_the_session() {
             .contains(&"mcp__everything__echo".to_owned())
     );
     assert_eq!(requests[1].tool_results()[0], "Echo: hi");
+    assert!(editor.quit().success());
+}
+
+/// An MCP server's question goes to an editor that shows forms as its own
+/// `elicitation/create`, and what the editor filled in goes back with the defaults of the
+/// fields it left alone.
+#[test]
+fn an_mcp_servers_question_is_the_editors_form() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("mcp__asking__sign_up", json!({})),
+        Turn::text("done"),
+    ]);
+    let mut editor = Editor::with_forms(&env, json!({"age": 41}));
+    let opened = editor.call(
+        "session/new",
+        json!({"cwd": env.ws_path(), "mcpServers": [{"name": "asking", "command": "python3",
+            "args": ["-c", dsh_testkit::mcp::ASKING_SERVER], "env": []}]}),
+    );
+    let session = opened["result"]["sessionId"].as_str().unwrap().to_owned();
+    let done = editor.prompt(&session, "sign up", &mut |_| None);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let asked = &editor.elicited[0];
+    assert_eq!(asked["mode"], "form");
+    assert_eq!(asked["sessionId"], session.as_str());
+    assert_eq!(asked["message"], "MCP server \"asking\" asks: Who are you?");
+    assert_eq!(
+        asked["requestedSchema"]["properties"]["name"]["default"],
+        "John Doe"
+    );
+    let result: Value = serde_json::from_str(&env.server.requests()[1].tool_results()[0]).unwrap();
+    assert_eq!(result["action"], "accept");
+    assert_eq!(
+        result["content"],
+        json!({"name": "John Doe", "age": 41, "status": "active", "verified": true})
+    );
     assert!(editor.quit().success());
 }
 
