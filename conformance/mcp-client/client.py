@@ -15,6 +15,10 @@ for some, MCP_CONFORMANCE_CONTEXT) set. This script does what a user of dsh woul
 4. When the run reports that the server wants a sign-in or more access, it signs in again and
    runs again, three rounds at most, as a supervisor following dsh's hint would.
 
+A scenario whose server asks the user a question (elicitation) needs someone to answer, which
+a headless run has not: it runs through `dsh acp` instead, driven by a small editor here that
+shows forms and accepts each as it is prefilled (with the form's defaults).
+
 Needs DSH_BIN and SCRIPTED_SERVER_BIN (scripts/mcp-conformance sets both). Exits non-zero when
 a step fails; the suite's own checks decide whether the scenario passed.
 """
@@ -74,6 +78,51 @@ def wants_sign_in(stream):
     return False
 
 
+ASKS_THE_USER = ("elicitation-sep1034-client-defaults",)
+
+
+def acp_round(dsh, env, workspace, url):
+    """One prompt through `dsh acp`, as an editor that shows forms and accepts them as filled."""
+    agent = subprocess.Popen([dsh, "acp"], env=env, cwd=workspace, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    ids = iter(range(1, 1000))
+
+    def send(message):
+        agent.stdin.write(json.dumps(message) + "\n")
+        agent.stdin.flush()
+
+    def call(method, params):
+        ident = next(ids)
+        send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+        for line in agent.stdout:
+            message = json.loads(line)
+            if message.get("id") == ident and "method" not in message:
+                return message
+            if message.get("method") == "elicitation/create":
+                log(f"the editor was asked: {message['params'].get('message')}")
+                send({"jsonrpc": "2.0", "id": message["id"],
+                      "result": {"action": "accept", "content": {}}})
+            elif message.get("method") == "session/request_permission":
+                send({"jsonrpc": "2.0", "id": message["id"],
+                      "result": {"outcome": {"outcome": "cancelled"}}})
+        raise RuntimeError("dsh acp closed its output")
+
+    try:
+        call("initialize", {"protocolVersion": 1, "clientCapabilities": {
+            "fs": {"readTextFile": False, "writeTextFile": False},
+            "elicitation": {"form": {}}}})
+        opened = call("session/new", {"cwd": workspace, "mcpServers": [
+            {"type": "http", "name": SERVER, "url": url, "headers": []}]})
+        session = opened["result"]["sessionId"]
+        done = call("session/prompt", {"sessionId": session, "prompt": [
+            {"type": "text", "text": "Call each tool of the conformance server once."}]})
+        log(f"acp prompt: {json.dumps(done)}")
+        return 0 if done.get("result", {}).get("stopReason") == "end_turn" else 1
+    finally:
+        agent.stdin.close()
+        agent.wait(timeout=30)
+
+
 def main():
     if sys.argv[1:2] == ["--browser"]:
         browse(sys.argv[2])
@@ -103,13 +152,15 @@ def main():
                 "BROWSER": f"{sys.executable} {os.path.abspath(__file__)} --browser %s",
             })
             env.pop("DISPLAY", None)
-            return rounds(dsh, scenario, env, workspace)
+            return rounds(dsh, scenario, env, workspace, url)
         finally:
             scripted.stdin.close()
             scripted.wait(timeout=10)
 
 
-def rounds(dsh, scenario, env, workspace):
+def rounds(dsh, scenario, env, workspace, url):
+    if scenario in ASKS_THE_USER:
+        return acp_round(dsh, env, workspace, url)
     for round_number in range(1, ROUNDS + 1):
         if scenario.startswith("auth/"):
             login = subprocess.run([dsh, "mcp", "login", SERVER, "--timeout", "20s"],
