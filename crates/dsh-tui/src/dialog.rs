@@ -11,6 +11,8 @@ use tokio::sync::oneshot;
 pub enum Dialog {
     Approval(ApprovalDialog),
     Questions(QuestionsDialog),
+    /// An MCP server's question.
+    Form(crate::form::FormDialog),
 }
 
 /// Whether a key finished the dialog.
@@ -25,6 +27,7 @@ impl Dialog {
         match self {
             Dialog::Approval(d) => d.key(key),
             Dialog::Questions(d) => d.key(key),
+            Dialog::Form(d) => d.key(key),
         }
     }
 
@@ -32,6 +35,7 @@ impl Dialog {
         let input = match self {
             Dialog::Approval(d) => d.reason.as_mut(),
             Dialog::Questions(d) => d.custom.as_mut(),
+            Dialog::Form(d) => d.input(),
         };
         if let Some(input) = input {
             input.push_str(&text.replace(['\r', '\n'], " "));
@@ -43,6 +47,7 @@ impl Dialog {
         match self {
             Dialog::Approval(d) => d.reply.as_ref().is_none_or(oneshot::Sender::is_closed),
             Dialog::Questions(d) => d.reply.as_ref().is_none_or(oneshot::Sender::is_closed),
+            Dialog::Form(d) => d.reply.as_ref().is_none_or(oneshot::Sender::is_closed),
         }
     }
 
@@ -55,6 +60,7 @@ impl Dialog {
                     let _ = reply.send(AskOutcome::Cancelled);
                 }
             }
+            Dialog::Form(d) => d.answer(dsh_core::ask::ElicitationAnswer::Cancel),
         }
     }
 
@@ -62,6 +68,7 @@ impl Dialog {
         match self {
             Dialog::Approval(d) => d.lines(),
             Dialog::Questions(d) => d.lines(),
+            Dialog::Form(d) => d.lines(),
         }
     }
 }

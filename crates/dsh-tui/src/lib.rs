@@ -13,6 +13,7 @@ mod app;
 mod composer;
 mod dialog;
 mod diff;
+mod form;
 mod highlight;
 mod host;
 mod markdown;
@@ -31,7 +32,8 @@ use std::time::Duration;
 
 use crossterm::event::{Event, EventStream};
 use dsh_core::ask::{
-    ApprovalOutcome, ApprovalRequest, Approver, AskOutcome, Question, SessionGrants, UserQuestions,
+    ApprovalOutcome, ApprovalRequest, Approver, AskOutcome, Elicitation, ElicitationAnswer,
+    Question, SessionGrants, UserQuestions,
 };
 use dsh_core::{AgentEvent, Environment, Flags, ManualCompaction, Settings, Stop, User};
 use futures_util::StreamExt;
@@ -88,6 +90,7 @@ pub fn run(options: Options) -> Result<(), StartError> {
 enum Ask {
     Approval(ApprovalRequest, oneshot::Sender<ApprovalOutcome>),
     Questions(Vec<Question>, oneshot::Sender<AskOutcome>),
+    Form(Elicitation, oneshot::Sender<ElicitationAnswer>),
 }
 
 /// The UI's side of [`dsh_core::ask`]: a request becomes a dialog; a dialog that goes away
@@ -123,6 +126,24 @@ impl UserQuestions for AskTheUi {
                 return AskOutcome::Cancelled;
             }
             rx.await.unwrap_or(AskOutcome::Cancelled)
+        })
+    }
+
+    fn can_elicit(&self) -> bool {
+        true
+    }
+
+    fn elicit(
+        &self,
+        request: Elicitation,
+    ) -> Pin<Box<dyn Future<Output = ElicitationAnswer> + Send + '_>> {
+        let (tx, rx) = oneshot::channel();
+        let sent = self.0.send(Ask::Form(request, tx)).is_ok();
+        Box::pin(async move {
+            if !sent {
+                return ElicitationAnswer::Cancel;
+            }
+            rx.await.unwrap_or(ElicitationAnswer::Cancel)
         })
     }
 }
@@ -241,6 +262,9 @@ impl Ui {
                     app.open_dialog(match ask {
                         Ask::Approval(request, reply) => {
                             Dialog::Approval(ApprovalDialog::new(request, reply))
+                        }
+                        Ask::Form(request, reply) => {
+                            Dialog::Form(form::FormDialog::new(request, reply))
                         }
                         Ask::Questions(questions, reply) => {
                             Dialog::Questions(QuestionsDialog::new(questions, reply))

@@ -749,3 +749,41 @@ fn an_auto_review_denial_asks_and_the_user_runs_the_call_anyway() {
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
+
+#[test]
+fn an_mcp_servers_question_is_a_form_filled_in_and_sent() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![
+        Turn::tool_call("mcp__asking__sign_up", json!({})),
+        Turn::text("signed up"),
+    ]);
+    env.write(
+        ".dsh/config.toml",
+        &format!(
+            "[mcp.servers.asking]\ncommand = \"python3\"\nargs = [\"-c\", '''{}''']\n",
+            dsh_testkit::mcp::ASKING_SERVER
+        ),
+    );
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("sign me up");
+    ui.press(&["Enter"]);
+    let screen = ui.wait_for("MCP server \"asking\" asks");
+    assert!(screen.contains("Who are you?"), "{screen}");
+    assert!(screen.contains("name (text): John Doe"), "{screen}");
+    // The age comes filled with its default, 30: the person types over it.
+    ui.press(&["Down", "BSpace", "BSpace"]);
+    ui.type_text("41");
+    ui.press(&["Down", "Right", "Down", "Down"]);
+    ui.wait_for("› Submit");
+    ui.press(&["Enter"]);
+    wait_turn_end(&ui, "signed up");
+    let result: Value = serde_json::from_str(&env.server.requests()[1].tool_results()[0]).unwrap();
+    assert_eq!(result["action"], "accept");
+    assert_eq!(
+        result["content"],
+        json!({"name": "John Doe", "age": 41, "status": "pending", "verified": true})
+    );
+}
