@@ -19,13 +19,13 @@ fn fixture() -> PathBuf {
 }
 
 /// The fixture server, killed when dropped.
-struct AuthServer {
+pub(crate) struct AuthServer {
     child: Child,
-    base: String,
+    pub(crate) base: String,
 }
 
 impl AuthServer {
-    fn start(expires_in: u32) -> AuthServer {
+    pub(crate) fn start(expires_in: u32) -> AuthServer {
         let mut child = Command::new("python3")
             .arg(fixture())
             .env("EXPIRES_IN", expires_in.to_string())

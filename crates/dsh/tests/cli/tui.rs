@@ -787,3 +787,20 @@ fn an_mcp_servers_question_is_a_form_filled_in_and_sent() {
         json!({"name": "John Doe", "age": 41, "status": "pending", "verified": true})
     );
 }
+
+#[test]
+fn a_server_that_wants_a_sign_in_says_so_with_the_command() {
+    if !Tmux::available() {
+        return;
+    }
+    let auth = crate::mcp_oauth::AuthServer::start(3600);
+    let env = TestEnv::new(vec![Turn::text("fine")]);
+    env.write(
+        ".dsh/config.toml",
+        &format!("[mcp.servers.docs]\nurl = \"{}/mcp\"\n", auth.base),
+    );
+    let ui = open(&env, &[]);
+    // The notice wraps at 80 columns.
+    let screen = ui.wait_for("needs a sign-in: run `dsh mcp");
+    assert!(screen.contains("login docs`"), "{screen}");
+}
