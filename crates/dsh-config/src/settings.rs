@@ -774,7 +774,13 @@ impl Settings {
         let key_variables = key_variables(&routes, config);
         let redactor = (redact_secrets.value)
             .then(|| secret_values(&home.value, &credentials, &cwd, &routes, &mcp_servers, &web))
-            .and_then(dsh_tools::Redactor::new);
+            .and_then(|values| {
+                // A server that signs in may renew its token mid-run: a redactor that knows
+                // nothing yet is kept for it to learn the token.
+                let signs_in = (mcp_servers.iter()).any(|s| s.oauth_setup(&home.value).is_some());
+                dsh_tools::Redactor::new(values)
+                    .or_else(|| signs_in.then(dsh_tools::Redactor::learning).flatten())
+            });
         let mut rows = r.rows;
         add_unread_rows(&mut rows, &files);
         let session = chosen_session(flags)?;

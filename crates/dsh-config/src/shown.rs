@@ -138,7 +138,9 @@ fn shown_value(key: &str, value: String) -> String {
     let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
     let secret_map = matches!(
         parts.as_slice(),
-        ["mcp", "servers", _, "env" | "headers", _, ..] | ["providers", _, "headers", _, ..]
+        ["mcp", "servers", _, "env" | "headers", _, ..]
+            | ["mcp", "servers", _, "oauth", "client_secret"]
+            | ["providers", _, "headers", _, ..]
     );
     if secret_map {
         return "\"[hidden]\"".into();
@@ -254,6 +256,12 @@ mod tests {
                 "\"[hidden]\"",
             ),
             ("providers.p.headers.X-Key", "\"k\"", "\"[hidden]\""),
+            (
+                "mcp.servers.docs.oauth.client_secret",
+                "\"s3cret\"",
+                "\"[hidden]\"",
+            ),
+            ("mcp.servers.docs.oauth.client_id", "\"dsh\"", "\"dsh\""),
             (
                 "mcp.servers.gh.url",
                 "\"https://h/mcp?token=t\"",

@@ -1,22 +1,28 @@
 //! A server's question for the user (MCP elicitation): put to whoever answers this run's
 //! questions as a form, the answer checked against the form before it goes back. A run with
 //! no one to ask (headless) never declares the capability; a server that asks anyway is
-//! declined, and the user hears of it in a notice.
+//! declined, and the user hears of it in a notice. One question per server at a time: a server
+//! cannot pile forms up in front of the user.
+
+use std::sync::atomic::Ordering;
 
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
-use tokio::sync::mpsc::UnboundedSender;
 
-use dsh_tools::{Elicitation, ElicitationAnswer, Form, UserQuestions};
+use dsh_tools::{Elicitation, ElicitationAnswer, Form};
 
-/// The answer to `request` from server `server`.
-pub(crate) async fn answer(
-    server: &str,
-    questions: Option<&dyn UserQuestions>,
-    notices: &UnboundedSender<String>,
-    request: ElicitRequestParams,
-) -> ElicitResult {
+use crate::link::Link;
+use crate::oauth::printable;
+
+/// The longest message shown; a longer one is cut.
+const MESSAGE_CHARS: usize = 4000;
+/// How much of a message a notice quotes.
+const QUOTED_CHARS: usize = 200;
+
+/// The answer to `request`, asked by the server of `link`.
+pub(crate) async fn answer(link: &Link, request: ElicitRequestParams) -> ElicitResult {
+    let server = &link.server.name;
     let declined = |why: String| {
-        let _ = notices.send(format!("mcp {server}: {why}; declined"));
+        let _ = link.notices.send(format!("mcp {server}: {why}; declined"));
         ElicitResult::new(ElicitationAction::Decline)
     };
     let (message, schema) = match request {
@@ -30,27 +36,40 @@ pub(crate) async fn answer(
         ),
         ElicitRequestParams::UrlElicitationParams { message, .. } => {
             return declined(format!(
-                "asked to send you to a web page (\"{message}\"), which dsh does not do"
+                "asked to send you to a web page (\"{}\"), which dsh does not do",
+                cut(&message, QUOTED_CHARS)
             ));
         }
         _ => return declined("asked a kind of question dsh does not know".into()),
     };
-    let Some(questions) = questions.filter(|q| q.can_elicit()) else {
+    let Some(questions) = (link.attached.questions.as_deref()).filter(|q| q.can_elicit()) else {
         return declined(format!(
-            "asked a question (\"{message}\") and no one can answer it here"
+            "asked a question (\"{}\") and no one can answer it here",
+            cut(&message, QUOTED_CHARS)
         ));
     };
     let form = match Form::from_schema(&schema) {
         Ok(form) => form,
         Err(why) => return declined(format!("asked a question dsh cannot show ({why})")),
     };
+    if link
+        .questions_open
+        .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
+        return declined("asked a second question while one is open".into());
+    }
     let request = Elicitation {
-        server: server.to_owned(),
-        message,
+        server: server.clone(),
+        message: cut(&message, MESSAGE_CHARS),
         form: form.clone(),
         schema,
     };
-    match questions.elicit(request).await {
+    let answer = questions.elicit(request).await;
+    link.questions_answered.fetch_add(1, Ordering::SeqCst);
+    link.questions_open.store(0, Ordering::SeqCst);
+    link.question_done.notify_waiters();
+    match answer {
         ElicitationAnswer::Accept(given) => match form.check(&given) {
             Ok(content) => ElicitResult::new(ElicitationAction::Accept)
                 .with_content(serde_json::Value::Object(content)),
@@ -58,5 +77,14 @@ pub(crate) async fn answer(
         },
         ElicitationAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
         ElicitationAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+    }
+}
+
+/// `text` made printable and cut to `chars` characters.
+fn cut(text: &str, chars: usize) -> String {
+    let shown = printable(text);
+    match shown.char_indices().nth(chars) {
+        Some((at, _)) => format!("{}…", &shown[..at]),
+        None => shown,
     }
 }

@@ -72,10 +72,15 @@ pub(crate) struct Link {
     /// Where a new tool list goes when the server says its list changed.
     joins: UnboundedSender<ToolGroup>,
     /// Lines for the user: the server's stderr, re-syncs, failures.
-    notices: UnboundedSender<String>,
+    pub(crate) notices: UnboundedSender<String>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     /// The run's redactor and who answers questions.
-    attached: Attached,
+    pub(crate) attached: Attached,
+    /// The server's questions being put to the user now (at most one at a time), and how many
+    /// were answered: a call's timeout does not count the user's time.
+    pub(crate) questions_open: std::sync::atomic::AtomicUsize,
+    pub(crate) questions_answered: AtomicU64,
+    pub(crate) question_done: tokio::sync::Notify,
 }
 
 /// What a link gets from the run beyond its server.
@@ -128,6 +133,9 @@ impl Link {
             notices,
             stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
             attached,
+            questions_open: std::sync::atomic::AtomicUsize::new(0),
+            questions_answered: AtomicU64::new(0),
+            question_done: tokio::sync::Notify::new(),
         })
     }
 
@@ -224,7 +232,7 @@ impl Link {
                 })?,
         };
         let limit = self.server.call_timeout;
-        match tokio::time::timeout(limit, send(peer)).await {
+        match self.within_call_timeout(send(peer)).await {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(error)) => {
                 if matches!(
@@ -244,6 +252,37 @@ impl Link {
                 limit.as_millis(),
                 self.server.name
             )),
+        }
+    }
+
+    /// `call` within the call timeout, not counting the time the user spends on a question the
+    /// server asked meanwhile: the timer starts again when a question is answered.
+    async fn within_call_timeout<T>(
+        &self,
+        call: impl std::future::Future<Output = T>,
+    ) -> Result<T, tokio::time::error::Elapsed> {
+        let limit = self.server.call_timeout;
+        let mut call = std::pin::pin!(call);
+        loop {
+            let asked = self.questions_answered.load(Ordering::SeqCst);
+            match tokio::time::timeout(limit, &mut call).await {
+                Ok(done) => return Ok(done),
+                Err(elapsed) => {
+                    let open = self.questions_open.load(Ordering::SeqCst) > 0;
+                    let answered = self.questions_answered.load(Ordering::SeqCst) != asked;
+                    if !open && !answered {
+                        return Err(elapsed);
+                    }
+                    // Wait for the answer, then give the call its time again.
+                    loop {
+                        let done = self.question_done.notified();
+                        if self.questions_open.load(Ordering::SeqCst) == 0 {
+                            break;
+                        }
+                        done.await;
+                    }
+                }
+            }
         }
     }
 
@@ -500,10 +539,13 @@ impl Link {
     async fn list_tools(self: &Arc<Self>, peer: &Peer<RoleClient>) -> Result<ToolGroup, String> {
         let listing = self.listings.fetch_add(1, Ordering::SeqCst) + 1;
         let listed = peer.list_all_tools().await.map_err(|e| {
-            self.redact(format!(
-                "listing its tools failed: {e}{}",
-                self.stderr_note()
-            ))
+            // A server that lets anyone connect may still want a sign-in to list its tools.
+            self.refusal(&e).unwrap_or_else(|| {
+                self.redact(format!(
+                    "listing its tools failed: {e}{}",
+                    self.stderr_note()
+                ))
+            })
         })?;
         Ok(ToolGroup {
             name: self.server.name.clone(),
@@ -810,13 +852,7 @@ impl ClientHandler for Handler {
         let Some(link) = self.link.upgrade() else {
             return Ok(ElicitResult::new(ElicitationAction::Cancel));
         };
-        Ok(crate::elicit::answer(
-            &link.server.name,
-            link.attached.questions.as_deref(),
-            &link.notices,
-            request,
-        )
-        .await)
+        Ok(crate::elicit::answer(&link, request).await)
     }
 }
 

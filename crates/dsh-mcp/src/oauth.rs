@@ -32,7 +32,7 @@ use rmcp::transport::streamable_http_client::{
 use rmcp::transport::{AuthClient, StreamableHttpClientTransport};
 use rmcp::{ClientHandler, ServiceExt};
 
-use record::{ClientRecord, ClientSource, RecordStore};
+use record::{ClientRecord, ClientSource, RecordStore, SignedInWith};
 
 use crate::{McpServer, Transport};
 
@@ -154,10 +154,14 @@ pub fn sign_in(setup: &OAuthSetup, url: &str) -> Result<SignIn, String> {
         _ => None,
     };
     Ok(SignIn::Stored {
-        scopes: credentials.granted_scopes.clone(),
+        scopes: credentials
+            .granted_scopes
+            .iter()
+            .map(|s| printable(s))
+            .collect(),
         expires,
         refreshable: token.is_some_and(|t| t.refresh_token().is_some()),
-        wanted: record.wanted_scopes.clone(),
+        wanted: record.wanted_scopes.iter().map(|s| printable(s)).collect(),
         client: record
             .client
             .as_ref()
@@ -199,10 +203,18 @@ pub async fn login(server: &McpServer, ui: &LoginUi<'_>) -> Result<LoginOutcome,
              (mcp.servers.{name}.headers); remove it to sign in with OAuth"
         ));
     };
+    secure(url).map_err(|why| {
+        format!("MCP server \"{name}\" is at {why}; dsh sends no sign-in there: use its https:// address")
+    })?;
     let stored = record::read(&setup.record, url)?;
+    // A new sign-in keeps what was granted before (SEP-2350: scopes accumulate), adds what
+    // the server asked for since and what the configuration names.
     let mut wanted: Vec<String> = setup.client.scopes.clone();
     let mut challenge = None;
     if let Some(stored) = &stored {
+        if let Some(credentials) = &stored.credentials {
+            merge(&mut wanted, &credentials.granted_scopes);
+        }
         merge(&mut wanted, &stored.wanted_scopes);
         challenge.clone_from(&stored.challenge);
     }
@@ -286,11 +298,6 @@ async fn authorize(
     ui: &LoginUi<'_>,
 ) -> Result<Vec<String>, String> {
     let mut manager = AuthorizationManager::new(url).await.map_err(words)?;
-    manager.set_credential_store(RecordStore {
-        path: setup.record.clone(),
-        url: url.to_owned(),
-        redactor: None,
-    });
     let metadata = manager
         .resolve_metadata_from_challenge(challenge)
         .await
@@ -301,16 +308,29 @@ async fn authorize(
             )
         })?
         .metadata;
+    let endpoints = [
+        Some(&metadata.authorization_endpoint),
+        Some(&metadata.token_endpoint),
+        metadata.registration_endpoint.as_ref(),
+    ];
+    for endpoint in endpoints.into_iter().flatten() {
+        secure(endpoint).map_err(|why| {
+            format!(
+                "the authorization server names an endpoint at {why}; dsh signs in over https \
+                 only (or http on this machine)"
+            )
+        })?;
+    }
     manager.set_metadata(metadata.clone());
     let callback = callback::Callback::bind(setup.client.callback_port.unwrap_or(0)).await?;
     let redirect = callback.redirect_uri();
-    let scopes = if wanted.is_empty() {
-        // What the challenge or the resource's metadata asked for; none when neither did.
-        manager.select_scopes(None, &[])
-    } else {
-        wanted.to_vec()
-    };
-    let mut request = AuthorizationRequest::new(redirect.clone()).with_scopes(scopes.clone());
+    // The spec's order: the challenge's scopes, else the resource's `scopes_supported`, else
+    // none (never the authorization server's whole list); then what this login adds.
+    let mut scopes = manager.select_initial_scopes(&[]).await;
+    merge(&mut scopes, wanted);
+    let mut request = AuthorizationRequest::new(redirect.clone())
+        .with_scopes(scopes.clone())
+        .with_initial_scope_selection();
     let takes_documents = metadata
         .additional_fields
         .get("client_id_metadata_document_supported")
@@ -327,11 +347,8 @@ async fn authorize(
             redirect_uri: redirect.clone(),
             source: ClientSource::Configured,
         }
-    } else if let Some(document) = setup
-        .client
-        .client_metadata_url
-        .as_ref()
-        .filter(|_| takes_documents)
+    } else if let Some(document) =
+        (setup.client.client_metadata_url.as_ref()).filter(|_| takes_documents)
     {
         request = request.with_client_metadata_url(document.clone());
         ClientRecord {
@@ -372,14 +389,26 @@ async fn authorize(
         .await
         .map_err(|(_, e)| format!("cannot start the sign-in: {}", words(e)))?;
     let address = session.get_authorization_url().to_owned();
-    let state = url::Url::parse(&address)
-        .ok()
-        .and_then(|u| {
+    let query = |key: &str| {
+        url::Url::parse(&address).ok().and_then(|u| {
             u.query_pairs()
-                .find(|(k, _)| k == "state")
+                .find(|(k, _)| k == key)
                 .map(|(_, v)| v.into_owned())
         })
-        .ok_or("the sign-in address has no state")?;
+    };
+    let state = query("state").ok_or("the sign-in address has no state")?;
+    // The tokens are written with the client and endpoints they belong to, in one change.
+    let mut session = session;
+    session.auth_manager.set_credential_store(RecordStore {
+        path: setup.record.clone(),
+        url: url.to_owned(),
+        redactor: None,
+        signing_in: Some(SignedInWith {
+            client,
+            metadata,
+            resource: query("resource"),
+        }),
+    });
     (ui.open)(&address);
     let returned = callback.wait(&state, ui.wait).await?;
     session
@@ -391,17 +420,33 @@ async fn authorize(
                 words(e)
             )
         })?;
-    let granted = record::update(&setup.record, url, |record| {
-        record.client = Some(client);
-        record.metadata = Some(metadata);
-        record.challenge = None;
-        record
-            .credentials
-            .as_ref()
-            .map(|c| c.granted_scopes.clone())
-            .unwrap_or_default()
-    })?;
+    let granted = record::read(&setup.record, url)?
+        .and_then(|r| r.credentials)
+        .map(|c| c.granted_scopes)
+        .unwrap_or_default();
     Ok(granted)
+}
+
+/// Whether tokens may go to `address`: https, or plain http to this machine. Else the words
+/// for what it is.
+fn secure(address: &str) -> Result<(), String> {
+    let parsed =
+        url::Url::parse(address).map_err(|_| "an address that does not parse".to_owned())?;
+    let local = match parsed.host() {
+        Some(url::Host::Domain(host)) => host.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    match parsed.scheme() {
+        "https" => Ok(()),
+        "http" if local => Ok(()),
+        "http" => Err(format!(
+            "a plain http:// address that is not this machine ({})",
+            crate::link::shown_url(address)
+        )),
+        other => Err(format!("an address of scheme \"{}\"", printable(other))),
+    }
 }
 
 /// An HTTP client that sends the stored tokens (renewing them as they expire), when a
@@ -412,6 +457,9 @@ pub(crate) async fn authorized_client(
     http: reqwest::Client,
     redactor: Option<dsh_tools::Redactor>,
 ) -> Result<Option<AuthClient<reqwest::Client>>, String> {
+    if secure(url).is_err() {
+        return Ok(None);
+    }
     let Some(record) = record::read(&setup.record, url)? else {
         return Ok(None);
     };
@@ -420,11 +468,15 @@ pub(crate) async fn authorized_client(
     else {
         return Ok(None);
     };
-    let mut manager = AuthorizationManager::new(url).await.map_err(words)?;
+    // Based at the resource the tokens were issued for, so a renewal names it again (the
+    // manager does no discovery here: the endpoints are in the record).
+    let base = record.resource.as_deref().unwrap_or(url);
+    let mut manager = AuthorizationManager::new(base).await.map_err(words)?;
     manager.set_credential_store(RecordStore {
         path: setup.record.clone(),
         url: url.to_owned(),
         redactor,
+        signing_in: None,
     });
     manager.set_metadata(metadata);
     let mut config = OAuthClientConfig::new(client.id, client.redirect_uri);
@@ -480,15 +532,16 @@ impl Refusal {
         None
     }
 
+    /// A 403 whose challenge says `insufficient_scope`; any other refusal asks for a sign-in.
     pub(crate) fn insufficient_scope(&self) -> bool {
-        self.scope || self.params().is_some_and(|p| p.is_insufficient_scope())
+        self.scope && self.params().is_some_and(|p| p.is_insufficient_scope())
     }
 
-    /// The scopes the challenge names.
+    /// The scopes the challenge names (made printable: they come from the server).
     pub(crate) fn scopes(&self) -> Option<Vec<String>> {
         self.params()?
             .scope
-            .map(|s| s.split_whitespace().map(str::to_owned).collect())
+            .map(|s| s.split_whitespace().map(printable).collect())
     }
 
     fn params(&self) -> Option<WWWAuthenticateParams> {
@@ -501,9 +554,9 @@ impl Refusal {
     pub(crate) fn report(&self, server: &str, url: &str, setup: Option<&OAuthSetup>) -> String {
         let Some(setup) = setup else {
             return format!(
-                "MCP server \"{server}\" refused the request (HTTP {}); check the Authorization \
-                 header in mcp.servers.{server}.headers",
-                if self.insufficient_scope() { 403 } else { 401 }
+                "MCP server \"{server}\" refused the request (HTTP {}); dsh does no OAuth \
+                 sign-in for it: check the credentials it is given (its Authorization header)",
+                if self.scope { 403 } else { 401 }
             );
         };
         let asked = self.scopes().unwrap_or_default();
@@ -583,8 +636,17 @@ fn http_client() -> Result<reqwest::Client, String> {
 }
 
 /// An rmcp auth error in words, with the library's own prefixes kept: they name the step.
+/// Made printable: it may quote what a server sent.
 fn words(error: AuthError) -> String {
-    error.to_string()
+    printable(&error.to_string())
+}
+
+/// `text` with control characters (a server's terminal escapes among them) replaced, for
+/// text from a server that is printed.
+pub(crate) fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect()
 }
 
 /// Adds what `more` has that `scopes` lacks, in order.

@@ -97,6 +97,15 @@ impl Form {
         if schema.get("type").and_then(Value::as_str) != Some("object") {
             return Err("the requested schema is not an object".into());
         }
+        let count = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map_or(0, Map::len);
+        if count > MAX_FIELDS {
+            return Err(format!(
+                "it has {count} fields, more than the {MAX_FIELDS} a form shows"
+            ));
+        }
         let required: Vec<&str> = schema
             .get("required")
             .and_then(Value::as_array)
@@ -128,14 +137,16 @@ impl Form {
     }
 
     /// What the user gave, with each field left out filled from its default (SEP-1034), checked
-    /// against the form: the answer to send, or what is wrong, naming the field.
+    /// against the form: the answer to send, or what is wrong, naming the field. A field given
+    /// as `null` is one the user emptied: it is left out, default and all.
     pub fn check(&self, given: &Map<String, Value>) -> Result<Map<String, Value>, String> {
         let mut answer = Map::new();
         for field in &self.fields {
-            let value = given
-                .get(&field.name)
-                .filter(|v| !v.is_null())
-                .or(field.default.as_ref());
+            let value = match given.get(&field.name) {
+                Some(Value::Null) => None,
+                Some(value) => Some(value),
+                None => field.default.as_ref(),
+            };
             match value {
                 Some(value) => {
                     fits(&field.kind, value).map_err(|why| format!("{}: {why}", field.label()))?;
@@ -162,8 +173,12 @@ fn field_kind(property: &Value) -> Option<FieldKind> {
     let count = |key: &str| property.get(key).and_then(Value::as_u64);
     match property.get("type").and_then(Value::as_str)? {
         "string" => {
-            if let Some(options) = options_of(property) {
-                return Some(FieldKind::Choice { options });
+            if ["enum", "oneOf", "anyOf"]
+                .iter()
+                .any(|k| property.get(k).is_some())
+            {
+                // A choice it cannot list (too many options, odd values) is no field at all.
+                return options_of(property).map(|options| FieldKind::Choice { options });
             }
             Some(FieldKind::Text {
                 format: property
@@ -189,9 +204,19 @@ fn field_kind(property: &Value) -> Option<FieldKind> {
     }
 }
 
+/// The most fields a form shows, and options a choice offers: a server's question is shown
+/// whole or not at all.
+const MAX_FIELDS: usize = 50;
+const MAX_OPTIONS: usize = 200;
+
 /// An enum's options: `enum` (with `enumNames` as titles, the older form) or `oneOf`/`anyOf`
-/// of `{const, title}`.
+/// of `{const, title}`; none past [`MAX_OPTIONS`].
 fn options_of(schema: &Value) -> Option<Vec<ChoiceOption>> {
+    let options = listed_options(schema)?;
+    (options.len() <= MAX_OPTIONS).then_some(options)
+}
+
+fn listed_options(schema: &Value) -> Option<Vec<ChoiceOption>> {
     if let Some(values) = schema.get("enum").and_then(Value::as_array) {
         let names = schema.get("enumNames").and_then(Value::as_array);
         return values
@@ -228,11 +253,14 @@ fn options_of(schema: &Value) -> Option<Vec<ChoiceOption>> {
 fn fits(kind: &FieldKind, value: &Value) -> Result<(), String> {
     match kind {
         FieldKind::Text {
+            format,
             min_length,
             max_length,
-            ..
         } => {
             let text = value.as_str().ok_or("needs text")?;
+            if let Some(format) = format {
+                formatted(format, text)?;
+            }
             let length = text.chars().count() as u64;
             if min_length.is_some_and(|min| length < min) {
                 return Err(format!(
@@ -298,6 +326,38 @@ fn fits(kind: &FieldKind, value: &Value) -> Result<(), String> {
             }
             Ok(())
         }
+    }
+}
+
+/// Whether `text` is in the string `format` the schema names (MCP allows four); an unknown
+/// format is not checked.
+fn formatted(format: &str, text: &str) -> Result<(), String> {
+    let digits = |part: &str, n: usize| part.len() == n && part.bytes().all(|b| b.is_ascii_digit());
+    let date = |text: &str| {
+        let parts: Vec<&str> = text.split('-').collect();
+        matches!(parts.as_slice(), [y, m, d] if digits(y, 4) && digits(m, 2) && digits(d, 2))
+    };
+    let ok = match format {
+        "email" => text.split_once('@').is_some_and(|(user, host)| {
+            !user.is_empty() && host.contains('.') && !text.contains(' ')
+        }),
+        "uri" => text.split_once(':').is_some_and(|(scheme, rest)| {
+            !rest.is_empty()
+                && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        }),
+        "date" => date(text),
+        "date-time" => text.split_once(['T', 't']).is_some_and(|(day, time)| {
+            date(day) && time.len() >= 8 && time.as_bytes().get(2) == Some(&b':')
+        }),
+        _ => true,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("is not a valid {format}"))
     }
 }
 
@@ -388,7 +448,33 @@ mod tests {
         );
         let mut given = Map::new();
         given.insert("age".into(), json!(41));
-        assert_eq!(form.check(&given).unwrap()["age"], 41);
+        given.insert("name".into(), Value::Null);
+        let answer = form.check(&given).unwrap();
+        assert_eq!(answer["age"], 41);
+        assert!(
+            answer.get("name").is_none(),
+            "an emptied field is left out: {answer:?}"
+        );
+    }
+
+    #[test]
+    fn a_form_too_big_to_show_is_refused() {
+        let properties: Map<String, Value> = (0..51)
+            .map(|i| (format!("f{i}"), json!({"type": "string"})))
+            .collect();
+        let schema = json!({"type": "object", "properties": properties});
+        assert!(
+            Form::from_schema(&schema)
+                .unwrap_err()
+                .contains("51 fields")
+        );
+        let many: Vec<String> = (0..201).map(|i| format!("o{i}")).collect();
+        let schema =
+            json!({"type": "object", "properties": {"pick": {"type": "string", "enum": many}}});
+        assert_eq!(
+            Form::from_schema(&schema).unwrap_err(),
+            "property \"pick\" is not a kind of field dsh can show"
+        );
     }
 
     #[test]
@@ -396,7 +482,7 @@ mod tests {
         let schema = json!({
             "type": "object",
             "properties": {
-                "email": {"type": "string", "title": "Email", "format": "email", "maxLength": 5},
+                "email": {"type": "string", "title": "Email", "format": "email", "maxLength": 6},
                 "size": {"type": "integer", "minimum": 1, "maximum": 3},
                 "colour": {"type": "string", "oneOf": [{"const": "r", "title": "Red"}, {"const": "g", "title": "Green"}]},
                 "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 1}
@@ -407,23 +493,27 @@ mod tests {
         let check = |given: Value| form.check(given.as_object().unwrap());
         assert_eq!(check(json!({})).unwrap_err(), "Email: needs an answer");
         assert_eq!(
-            check(json!({"email": "toolong"})).unwrap_err(),
-            "Email: takes at most 5 characters"
+            check(json!({"email": "a@long.example"})).unwrap_err(),
+            "Email: takes at most 6 characters"
         );
         assert_eq!(
-            check(json!({"email": "a@b", "size": 1.5})).unwrap_err(),
+            check(json!({"email": "a@b.c", "size": 1.5})).unwrap_err(),
             "size: needs a whole number"
         );
         assert_eq!(
-            check(json!({"email": "a@b", "colour": "blue"})).unwrap_err(),
+            check(json!({"email": "a@b.c", "colour": "blue"})).unwrap_err(),
             "colour: \"blue\" is not one of the options"
         );
         assert_eq!(
-            check(json!({"email": "a@b", "tags": ["a", "b"]})).unwrap_err(),
+            check(json!({"email": "a@b.c", "tags": ["a", "b"]})).unwrap_err(),
             "tags: takes at most 1 choices"
         );
         assert_eq!(
-            check(json!({"email": "a@b", "other": 1})).unwrap_err(),
+            check(json!({"email": "ab.c"})).unwrap_err(),
+            "Email: is not a valid email"
+        );
+        assert_eq!(
+            check(json!({"email": "a@b.c", "other": 1})).unwrap_err(),
             "\"other\" is not a field of this form"
         );
         let colour = &form.fields[2];

@@ -96,26 +96,38 @@ impl Redactor {
         })
     }
 
+    /// A redactor that knows no secret yet, for a run that may learn some (an MCP server's
+    /// token renewed during the run).
+    pub fn learning() -> Option<Redactor> {
+        let automaton = AhoCorasick::new(Vec::<String>::new()).ok()?;
+        Some(Redactor {
+            shared: Arc::new(std::sync::RwLock::new(Secrets {
+                automaton,
+                values: Arc::from(Vec::new()),
+            })),
+        })
+    }
+
     /// Adds secrets the run learned after it started (an MCP server's renewed token), for this
     /// redactor and every clone of it.
     pub fn learn(&self, values: impl IntoIterator<Item = String>) {
         let fresh = secret_spellings(values);
-        let known = self.secrets();
-        if fresh
-            .iter()
-            .all(|v| known.values.iter().any(|k| **k == *v.as_bytes()))
-        {
+        let is_known =
+            |known: &Secrets, value: &String| known.values.iter().any(|k| **k == *value.as_bytes());
+        if fresh.iter().all(|v| is_known(&self.secrets(), v)) {
             return;
         }
-        let mut all: Vec<String> = (known.values.iter())
+        // Checked again and rebuilt under the write lock, so two learners lose nothing.
+        let mut shared = self
+            .shared
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut all: Vec<String> = (shared.values.iter())
             .map(|v| String::from_utf8_lossy(v).into_owned())
             .collect();
-        all.extend(fresh);
+        all.extend(fresh.into_iter().filter(|v| !is_known(&shared, v)));
         if let Some(secrets) = Secrets::build(all) {
-            *self
-                .shared
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = secrets;
+            *shared = secrets;
         }
     }
 
@@ -293,6 +305,14 @@ mod tests {
         assert_eq!(redacted(Some(&redactor), text()), "key [REDACTED] here");
         assert_eq!(redacted(None, text()), text());
         assert_eq!(redacted(Some(&redactor), "plain".to_owned()), "plain");
+    }
+
+    #[test]
+    fn a_redactor_that_knows_nothing_yet_can_learn() {
+        let redactor = Redactor::learning().unwrap();
+        assert_eq!(redactor.redact("token-0123456789"), "token-0123456789");
+        redactor.learn(["token-0123456789".to_owned()]);
+        assert_eq!(redactor.redact("token-0123456789"), "[REDACTED]");
     }
 
     #[test]

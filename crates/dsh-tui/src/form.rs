@@ -137,6 +137,10 @@ impl FormDialog {
                 Ok(Some(value)) => {
                     given.insert(field.name.clone(), value);
                 }
+                // Emptied on purpose: the default must not come back.
+                Ok(None) if field.default.is_some() => {
+                    given.insert(field.name.clone(), serde_json::Value::Null);
+                }
                 Ok(None) => {}
                 Err(why) => {
                     self.error = Some(why);
@@ -312,6 +316,27 @@ mod tests {
             serde_json::Value::Object(given),
             json!({"name": "John Doe", "age": 41, "status": "pending", "verified": false})
         );
+    }
+
+    #[test]
+    fn an_emptied_default_stays_empty() {
+        let (tx, mut rx) = oneshot::channel();
+        let mut dialog = FormDialog::new(sign_up(), tx);
+        for _ in 0.."John Doe".len() {
+            dialog.key(key(KeyCode::Backspace));
+        }
+        dialog.key(key(KeyCode::Down));
+        dialog.key(key(KeyCode::Char('7')));
+        for _ in 0..3 {
+            dialog.key(key(KeyCode::Down));
+        }
+        assert_eq!(dialog.key(key(KeyCode::Enter)), Handled::Closed);
+        let Ok(ElicitationAnswer::Accept(given)) = rx.try_recv() else {
+            panic!("the form was not sent");
+        };
+        assert_eq!(given["name"], serde_json::Value::Null);
+        let sent = sign_up().form.check(&given).unwrap();
+        assert!(sent.get("name").is_none(), "{sent:?}");
     }
 
     #[test]

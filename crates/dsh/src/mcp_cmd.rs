@@ -326,9 +326,11 @@ fn sign_in_json(state: &SignIn) -> serde_json::Value {
     }
 }
 
-/// Sends a browser to `address`: `$BROWSER` (entries separated by `:`, `%s` standing for the
-/// address, else the address appended), else `xdg-open` where a display is. Whether one was
-/// started; the address is printed either way.
+/// Sends a browser to `address`: the first entry of `$BROWSER` (entries separated by `:`)
+/// that starts, else `xdg-open` where a display is. An entry with `%s` is a shell command with
+/// the address in its place (passed as an argument, never spliced into the text); any other
+/// entry is a program and its arguments, the address appended. Whether one was started; the
+/// address is printed either way.
 fn open_browser(address: &str) -> bool {
     let browsers: Vec<String> = match std::env::var("BROWSER") {
         Ok(list) if !list.trim().is_empty() => list.split(':').map(str::to_owned).collect(),
@@ -341,21 +343,32 @@ fn open_browser(address: &str) -> bool {
     };
     browsers
         .iter()
-        .filter(|b| !b.trim().is_empty())
-        .any(|browser| {
-            // The address goes in as an argument of its own, never spliced into shell text.
-            let script = if browser.contains("%s") {
-                browser.replace("%s", "\"$1\"")
-            } else {
-                format!("{browser} \"$1\"")
-            };
-            std::process::Command::new("sh")
-                .args(["-c", &script, "dsh-browser", address])
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .spawn()
-                .is_ok()
-        })
+        .any(|entry| start_browser(entry.trim(), address))
+}
+
+fn start_browser(entry: &str, address: &str) -> bool {
+    let mut command = if entry.contains("%s") {
+        let script = entry
+            .replace("'%s'", "\"$1\"")
+            .replace("\"%s\"", "\"$1\"")
+            .replace("%s", "\"$1\"");
+        let mut command = std::process::Command::new("sh");
+        command.args(["-c", &script, "dsh-browser", address]);
+        command
+    } else {
+        let mut words = entry.split_whitespace();
+        let Some(program) = words.next() else {
+            return false;
+        };
+        let mut command = std::process::Command::new(program);
+        command.args(words).arg(address);
+        command
+    };
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .is_ok()
 }
 
 #[cfg(test)]

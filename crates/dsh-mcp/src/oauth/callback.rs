@@ -53,15 +53,27 @@ impl Callback {
         format!("http://127.0.0.1:{}{PATH}", self.port)
     }
 
-    /// Waits for the browser to come back with `state`, up to `limit`.
+    /// Waits for the browser to come back with `state`, up to `limit`. Each connection is
+    /// read on its own, so one that sends nothing cannot hold up the browser's.
     pub(crate) async fn wait(&self, state: &str, limit: Duration) -> Result<Returned, String> {
+        let (found, mut answers) = tokio::sync::mpsc::channel(4);
         let waited = tokio::time::timeout(limit, async {
             loop {
-                let Ok((stream, _)) = self.listener.accept().await else {
-                    continue;
-                };
-                if let Some(outcome) = answer(stream, state).await {
-                    return outcome;
+                tokio::select! {
+                    accepted = self.listener.accept() => match accepted {
+                        Ok((stream, _)) => {
+                            let found = found.clone();
+                            let state = state.to_owned();
+                            tokio::spawn(async move {
+                                if let Some(outcome) = answer(stream, &state).await {
+                                    let _ = found.send(outcome).await;
+                                }
+                            });
+                        }
+                        // Out of descriptors, say: give the others a moment to finish.
+                        Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                    },
+                    Some(outcome) = answers.recv() => return outcome,
                 }
             }
         })
@@ -127,9 +139,9 @@ async fn answer(mut stream: TcpStream, state: &str) -> Option<Result<Returned, S
         } else {
             format!(": {detail}")
         };
-        return Some(Err(format!(
+        return Some(Err(crate::oauth::printable(&format!(
             "the authorization server refused the sign-in ({error}{detail})"
-        )));
+        ))));
     }
     let Some(code) = query("code") else {
         respond(
@@ -146,8 +158,9 @@ async fn answer(mut stream: TcpStream, state: &str) -> Option<Result<Returned, S
     respond(
         &mut stream,
         200,
-        "Signed in",
-        "dsh has the sign-in. You can close this tab.",
+        "Back to dsh",
+        "dsh has the answer and finishes signing in; it says how that went in the terminal. \
+         You can close this tab.",
     )
     .await;
     Some(Ok(Returned {
@@ -242,5 +255,25 @@ mod tests {
             error,
             "the authorization server refused the sign-in (access_denied: user said no)"
         );
+    }
+
+    /// The reason comes from the server and is printed: its terminal escapes are not.
+    #[tokio::test]
+    async fn a_refusal_s_escape_sequences_are_not_printed() {
+        let callback = Callback::bind(0).await.unwrap();
+        let port = callback.port;
+        tokio::spawn(async move {
+            get(
+                port,
+                "/callback?error=x&error_description=%1b%5d0%3bpwned%07&state=s",
+            )
+            .await
+        });
+        let error = callback
+            .wait("s", Duration::from_secs(10))
+            .await
+            .unwrap_err();
+        assert!(!error.chars().any(char::is_control), "{error:?}");
+        assert!(error.contains("\u{fffd}]0;pwned\u{fffd}"), "{error:?}");
     }
 }

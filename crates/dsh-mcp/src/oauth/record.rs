@@ -26,6 +26,9 @@ pub(crate) struct Record {
     /// The authorization server's endpoints, so a run needs no discovery to refresh.
     #[serde(default)]
     pub metadata: Option<AuthorizationMetadata>,
+    /// The resource indicator (RFC 8707) the tokens were issued for, sent again on renewal.
+    #[serde(default)]
+    pub resource: Option<String>,
     #[serde(default)]
     pub credentials: Option<StoredCredentials>,
     /// Scopes the server asked for (a 403 `insufficient_scope`) that the tokens lack: the next
@@ -113,13 +116,7 @@ pub(crate) fn update<T>(
     url: &str,
     change: impl FnOnce(&mut Record) -> T,
 ) -> Result<T, String> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let _lock = FileLock::exclusive(&lock_path(path, "lock"))?;
+    let _lock = lock(path)?;
     let mut record = read(path, url)?.unwrap_or_default();
     record.url = url.to_owned();
     let out = change(&mut record);
@@ -127,17 +124,42 @@ pub(crate) fn update<T>(
     Ok(out)
 }
 
-/// Removes the record; whether there was one.
-pub(crate) fn remove(path: &Path) -> Result<bool, String> {
-    let existed = match std::fs::remove_file(path) {
-        Ok(()) => true,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-        Err(e) => return Err(format!("cannot remove {}: {e}", path.display())),
+/// As [`update`], but only a record that exists: a sign-in removed meanwhile (`dsh mcp
+/// logout`) is not brought back by a run that was still using it. `None` when there was none.
+pub(crate) fn update_existing<T>(
+    path: &Path,
+    url: &str,
+    change: impl FnOnce(&mut Record) -> T,
+) -> Result<Option<T>, String> {
+    let _lock = lock(path)?;
+    let Some(mut record) = read(path, url)? else {
+        return Ok(None);
     };
-    for suffix in ["lock", "refresh"] {
-        let _ = std::fs::remove_file(lock_path(path, suffix));
+    let out = change(&mut record);
+    write(path, &record)?;
+    Ok(Some(out))
+}
+
+/// Removes the record; whether there was one. Under the lock, so a change in progress
+/// finishes first; the lock files stay, since another process may hold them.
+pub(crate) fn remove(path: &Path) -> Result<bool, String> {
+    let _lock = lock(path)?;
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(format!("cannot remove {}: {e}", path.display())),
     }
-    Ok(existed)
+}
+
+/// The record's folder made (for the user alone) and its lock taken.
+fn lock(path: &Path) -> Result<FileLock, String> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    FileLock::exclusive(&lock_path(path, "lock"))
 }
 
 fn write(path: &Path, record: &Record) -> Result<(), String> {
@@ -223,40 +245,73 @@ pub(crate) fn secrets(record: &Record) -> Vec<String> {
 pub(crate) struct RecordStore {
     pub path: PathBuf,
     pub url: String,
-    /// Told of every token saved, so a renewed one is redacted from then on.
+    /// Told of every token read or saved, so a token renewed here or by another dsh process is
+    /// redacted from then on.
     pub redactor: Option<dsh_tools::Redactor>,
+    /// For a login: the record may be new, and what dsh is known as there (and where the
+    /// authorization server is) is written with the tokens, in the same change.
+    pub signing_in: Option<SignedInWith>,
+}
+
+/// What a login writes beside the tokens.
+#[derive(Clone)]
+pub(crate) struct SignedInWith {
+    pub client: ClientRecord,
+    pub metadata: AuthorizationMetadata,
+    /// The resource indicator the tokens were issued for.
+    pub resource: Option<String>,
 }
 
 fn store_error(message: String) -> AuthError {
     AuthError::CredentialStoreError(message)
 }
 
+impl RecordStore {
+    fn learn(&self, values: Vec<String>) {
+        if let Some(redactor) = &self.redactor {
+            redactor.learn(values);
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl CredentialStore for RecordStore {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        Ok(read(&self.path, &self.url)
-            .map_err(store_error)?
-            .and_then(|r| r.credentials))
+        let record = read(&self.path, &self.url).map_err(store_error)?;
+        if let Some(record) = &record {
+            self.learn(secrets(record));
+        }
+        Ok(record.and_then(|r| r.credentials))
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
-        let learned = update(&self.path, &self.url, |record| {
+        let change = |record: &mut Record| {
             // Tokens that now cover what the server asked for settle the wish.
             record
                 .wanted_scopes
                 .retain(|s| !credentials.granted_scopes.contains(s));
             record.credentials = Some(credentials);
+            if let Some(with) = &self.signing_in {
+                record.client = Some(with.client.clone());
+                record.metadata = Some(with.metadata.clone());
+                record.resource.clone_from(&with.resource);
+                record.challenge = None;
+            }
             secrets(record)
-        })
-        .map_err(store_error)?;
-        if let Some(redactor) = &self.redactor {
-            redactor.learn(learned);
-        }
+        };
+        let learned = if self.signing_in.is_some() {
+            Some(update(&self.path, &self.url, change).map_err(store_error)?)
+        } else {
+            update_existing(&self.path, &self.url, change).map_err(store_error)?
+        };
+        self.learn(learned.unwrap_or_default());
         Ok(())
     }
 
     async fn clear(&self) -> Result<(), AuthError> {
-        update(&self.path, &self.url, |record| record.credentials = None).map_err(store_error)
+        update_existing(&self.path, &self.url, |record| record.credentials = None)
+            .map(|_| ())
+            .map_err(store_error)
     }
 
     /// One refresh at a time across dsh processes: a refresh token is often good for one use.
@@ -302,6 +357,45 @@ mod tests {
         assert!(read(&path, "https://other/mcp").unwrap().is_none());
         assert!(remove(&path).unwrap());
         assert!(!remove(&path).unwrap());
+        // Only a login creates a record: a run's change finds none and makes none.
+        assert_eq!(
+            update_existing(&path, "https://h/mcp", |_| ()).unwrap(),
+            None
+        );
+        assert!(!path.exists());
+    }
+
+    /// A token another dsh process renewed is a secret this run learns when it reads it.
+    #[tokio::test]
+    async fn a_token_read_from_the_record_is_redacted_from_then_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("docs.json");
+        let token = serde_json::from_value(serde_json::json!({
+            "access_token": "renewed-elsewhere-0123456789",
+            "token_type": "bearer"
+        }))
+        .unwrap();
+        update(&path, "u", |record| {
+            record.credentials = Some(StoredCredentials::new(
+                "client".into(),
+                Some(token),
+                Vec::new(),
+                None,
+            ));
+        })
+        .unwrap();
+        let redactor = dsh_tools::Redactor::learning().unwrap();
+        let store = RecordStore {
+            path,
+            url: "u".into(),
+            redactor: Some(redactor.clone()),
+            signing_in: None,
+        };
+        assert!(store.load().await.unwrap().is_some());
+        assert_eq!(
+            redactor.redact("Bearer renewed-elsewhere-0123456789"),
+            "Bearer [REDACTED]"
+        );
     }
 
     #[test]

@@ -26,9 +26,14 @@ pub(crate) struct AuthServer {
 
 impl AuthServer {
     pub(crate) fn start(expires_in: u32) -> AuthServer {
+        AuthServer::start_with(expires_in, &[])
+    }
+
+    fn start_with(expires_in: u32, env: &[(&str, &str)]) -> AuthServer {
         let mut child = Command::new("python3")
             .arg(fixture())
             .env("EXPIRES_IN", expires_in.to_string())
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .spawn()
             .expect("python3 runs the fixture");
@@ -205,4 +210,33 @@ fn login_names_what_is_wrong() {
         listed.stdout
     );
     assert!(!listed.stdout.contains("mine-0123456789"));
+}
+
+/// A hostile server's metadata names an authorization address of another scheme (an app's
+/// handler, a file): dsh refuses it before any browser or handler is started.
+#[test]
+fn an_authorization_address_that_is_not_https_is_never_opened() {
+    let auth = AuthServer::start_with(3600, &[("AUTHORIZE_AT", "smb://evil.example/share")]);
+    let env = TestEnv::new(vec![]);
+    env.write(
+        ".dsh/config.toml",
+        &format!("[mcp.servers.docs]\nurl = \"{}/mcp\"\n", auth.base),
+    );
+    let opened = env.home.path().join("browser-was-opened");
+    let browser = format!("touch {} %s", opened.display());
+    let login = RunOutput::of(env.command(dsh()).env("BROWSER", browser).args([
+        "mcp",
+        "login",
+        "docs",
+        "--timeout",
+        "10s",
+    ]));
+    assert_eq!(login.code(), Some(1), "{}", login.stdout);
+    assert!(
+        login.stderr.contains("an address of scheme \"smb\""),
+        "{}",
+        login.stderr
+    );
+    assert!(!opened.exists(), "the browser was started");
+    assert_eq!(auth.state()["registrations"], 0);
 }
