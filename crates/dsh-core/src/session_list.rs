@@ -28,6 +28,43 @@ pub fn list_sessions(home: &Path, cwd: &Path) -> Vec<SessionSummary> {
     sessions
 }
 
+/// Every session under `home`, grouped by the folder it was recorded in (the folders by their
+/// newest session, each folder's sessions newest first); subagents' sessions left out. For a
+/// front end that shows them all (the web app's sidebar).
+pub fn all_sessions(home: &Path) -> Vec<(String, Vec<SessionSummary>)> {
+    let Ok(folders) = std::fs::read_dir(home.join("sessions")) else {
+        return Vec::new();
+    };
+    let mut groups: Vec<(String, Vec<SessionSummary>)> = Vec::new();
+    for folder in folders.filter_map(Result::ok) {
+        let Ok(entries) = std::fs::read_dir(folder.path()) else {
+            continue;
+        };
+        for path in entries
+            .filter_map(Result::ok)
+            .filter_map(|entry| log_file_in(&entry.path()))
+        {
+            let Ok(log) = read_log(&path) else { continue };
+            if log.header.parent_session.is_some() {
+                continue;
+            }
+            let cwd = log.header.cwd.clone();
+            let summary = summarise(&log.header, &log.records, &path);
+            match groups.iter_mut().find(|(folder, _)| *folder == cwd) {
+                Some((_, sessions)) => sessions.push(summary),
+                None => groups.push((cwd, vec![summary])),
+            }
+        }
+    }
+    for (_, sessions) in &mut groups {
+        sessions.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
+    }
+    groups.sort_by_key(|(_, sessions)| {
+        std::cmp::Reverse(sessions.first().map_or(0, |s| s.created_at))
+    });
+    groups
+}
+
 /// The id of the session a run with `settings` continues or forks: the one `--session-id`
 /// names, or for `--continue` the latest of the working directory ([`latest_session`]).
 pub(crate) fn chosen_session(settings: &Settings) -> Result<Option<String>, SetupError> {

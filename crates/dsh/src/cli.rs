@@ -40,6 +40,9 @@ pub enum Command {
     WorkflowList,
     /// `dsh rewind ID [...]`: a session's turns, or going back to the start of one.
     Rewind(crate::rewind_cmd::RewindArgs),
+    /// `dsh web [--host H] [--port N] [--open]`: the browser app; the flags are every
+    /// session's defaults.
+    Web(WebArgs),
     /// `dsh mcp login|logout|list`: the MCP servers and their OAuth sign-ins.
     Mcp(crate::mcp_cmd::McpCommand),
     /// The terminal UI: `dsh` on a terminal with no headless option, and `dsh resume`.
@@ -59,6 +62,8 @@ pub enum Protocol {
     Mcp,
     /// `dsh acp`: the Agent Client Protocol, as an editor's agent.
     Acp,
+    /// `dsh web`: the browser app, on loopback.
+    Web,
 }
 
 impl Protocol {
@@ -66,8 +71,18 @@ impl Protocol {
         match self {
             Protocol::Mcp => "dsh mcp-server",
             Protocol::Acp => "dsh acp",
+            Protocol::Web => "dsh web",
         }
     }
+}
+
+/// Where `dsh web` serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebArgs {
+    pub flags: Flags,
+    pub host: String,
+    pub port: u16,
+    pub open: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -216,11 +231,46 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
     let serve = match args.first().map(String::as_str) {
         Some("mcp-server") if !headless => Some(Protocol::Mcp),
         Some("acp") if !headless => Some(Protocol::Acp),
+        Some("web") if !headless => Some(Protocol::Web),
         _ => None,
     };
     if serve.is_some() {
         args.remove(0);
         pick_session = false;
+    }
+    // `dsh web`'s own options, taken out before the run's flags are read.
+    let mut web = WebArgs {
+        flags: Flags::default(),
+        host: "127.0.0.1".into(),
+        port: 8976,
+        open: false,
+    };
+    if serve == Some(Protocol::Web) {
+        let mut kept = Vec::new();
+        let mut words = std::mem::take(&mut args).into_iter();
+        while let Some(word) = words.next() {
+            match word.as_str() {
+                "--open" => web.open = true,
+                "--host" => {
+                    web.host = words.next().filter(|h| !h.is_empty()).ok_or_else(|| {
+                        fail("--host needs an address, such as 127.0.0.1".into(), true)
+                    })?;
+                }
+                "--port" => {
+                    let value = words.next().unwrap_or_default();
+                    web.port = value.parse().map_err(|_| {
+                        fail(
+                            format!(
+                                "--port takes a port number (0 for any free one), got \"{value}\""
+                            ),
+                            true,
+                        )
+                    })?;
+                }
+                _ => kept.push(word),
+            }
+        }
+        args = kept;
     }
 
     let mut run = RunArgs {
@@ -429,7 +479,14 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
     }
 
     if let Some(protocol) = serve {
-        return serving(protocol, run, &words, dump_config).map_err(|m| fail(m, false));
+        let command = serving(protocol, run, &words, dump_config).map_err(|m| fail(m, false))?;
+        return Ok(match command {
+            Command::Serve {
+                protocol: Protocol::Web,
+                flags,
+            } => Command::Web(WebArgs { flags, ..web }),
+            other => other,
+        });
     }
     if let Some((name, args)) = workflow {
         if !words.is_empty() || run.stream_input {
@@ -719,6 +776,9 @@ Usage:
   dsh workflow list                           (the saved workflows)
   dsh mcp-server [OPTIONS]                    (an MCP server on stdio: tools dsh, dsh-reply)
   dsh acp [OPTIONS]                           (an Agent Client Protocol agent on stdio, for editors)
+  dsh web [--port <n>] [--host <addr>] [--open] [OPTIONS] (the browser app, on 127.0.0.1:8976)
+  dsh mcp login|logout <server>, dsh mcp list (MCP servers' sign-ins)
+  dsh rewind <session> [...]                  (a session's turns; going back to one)
   dsh --profile headless [OPTIONS] [TASK...]   (always headless; as DeepSeek Harness takes it)
   dsh headless [OPTIONS] [TASK...]             (the same)
 

@@ -45,6 +45,21 @@ fn main() -> ExitCode {
         Ok(Command::WorkflowList) => ExitCode::from(workflow_list()),
         Ok(Command::Rewind(args)) => ExitCode::from(rewind_cmd::run(&args)),
         Ok(Command::Mcp(command)) => ExitCode::from(mcp_cmd::run(&command)),
+        Ok(Command::Web(args)) => {
+            let options = dsh_web_ui::WebOptions {
+                host: args.host,
+                port: args.port,
+                open: args.open,
+                flags: args.flags,
+            };
+            match dsh_web_ui::run(options) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(message) => {
+                    surface::Surface::new(false).fail(&message, &message, None);
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Ok(Command::Tui(args)) => {
             let options = dsh_tui::Options {
                 flags: args.flags,
@@ -78,6 +93,7 @@ fn serve(protocol: cli::Protocol, flags: dsh_core::Flags) -> ExitCode {
     let outcome = match protocol {
         cli::Protocol::Mcp => dsh_mcp_server::serve_stdio(flags).map_err(|e| e.0),
         cli::Protocol::Acp => dsh_acp::serve_stdio(flags).map_err(|e| e.0),
+        cli::Protocol::Web => Err("dsh web is served by its own command".into()),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

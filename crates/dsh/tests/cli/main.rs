@@ -31,6 +31,7 @@ mod subagents;
 mod tools;
 mod tui;
 mod web;
+mod web_app;
 
 use std::path::Path;
 

@@ -1,0 +1,270 @@
+// dsh web: the page. It lists the sessions on disk, opens one, shows what the session
+// reports (the same records as its log, and the answer as it streams) and sends prompts,
+// stops and answers. Text from the session is always inserted as text, never as HTML.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const state = { id: null, cwd: null, source: null, busy: false, calls: new Map(), live: null };
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "class") node.className = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) {
+    if (child !== null && child !== undefined) node.append(child);
+  }
+  return node;
+}
+
+async function api(method, path, body) {
+  const response = await fetch(path, {
+    method,
+    headers: body ? { "Content-Type": "application/json" } : {},
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const answer = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(answer.error || `HTTP ${response.status}`);
+  return answer;
+}
+
+// The sidebar: every session on disk, by workspace; the search filters by task and folder.
+async function loadSessions() {
+  const listing = await api("GET", "/api/sessions");
+  state.defaultCwd = listing.cwd;
+  const query = $("search").value.trim().toLowerCase();
+  const nav = $("sessions");
+  nav.replaceChildren();
+  for (const workspace of listing.workspaces) {
+    const sessions = workspace.sessions.filter((s) =>
+      !query || s.firstTask.toLowerCase().includes(query) || workspace.cwd.toLowerCase().includes(query));
+    if (!sessions.length) continue;
+    nav.append(el("h3", {}, workspace.cwd));
+    for (const session of sessions) {
+      const link = el("a", {
+        href: `#${session.id}`,
+        class: session.id === state.id ? "open" : "",
+        "data-session": session.id,
+        onclick: (event) => { event.preventDefault(); openSession(workspace.cwd, session.id); },
+      }, session.firstTask || "(no task yet)",
+        el("small", {}, `${new Date(session.createdAt).toLocaleString()} · ${session.turns} turns`));
+      nav.append(link);
+    }
+  }
+}
+
+async function openSession(cwd, resume) {
+  const opened = await api("POST", "/api/sessions", { cwd, resume });
+  follow(opened.id, cwd);
+}
+
+// Reads the session's reports: everything so far, then each as it comes.
+function follow(id, cwd) {
+  if (state.source) state.source.close();
+  Object.assign(state, { id, cwd, calls: new Map(), live: null, busy: false });
+  sessionStorage.setItem("dsh-session", JSON.stringify({ id, cwd }));
+  history.replaceState(null, "", `#${id}`);
+  $("transcript").replaceChildren();
+  $("session-title").textContent = `${id} · ${cwd}`;
+  setBusy(false);
+  $("send").disabled = false;
+  const source = new EventSource(`/api/sessions/${encodeURIComponent(id)}/events`);
+  source.onmessage = (message) => show(JSON.parse(message.data));
+  source.onerror = () => { $("session-state").textContent = "reconnecting…"; };
+  source.onopen = () => { $("session-state").textContent = state.busy ? "working…" : ""; };
+  state.source = source;
+  loadSessions().catch(() => {});
+}
+
+function setBusy(busy) {
+  state.busy = busy;
+  $("stop").disabled = !busy;
+  $("session-state").textContent = busy ? "working…" : "";
+}
+
+function say(kind, text) {
+  const node = el("div", { class: `message ${kind}` }, text);
+  $("transcript").append(node);
+  node.scrollIntoView({ block: "end" });
+  return node;
+}
+
+function show(event) {
+  switch (event.kind) {
+    case "record": return showRecord(event.record);
+    case "delta":
+      if (!state.live) state.live = say(event.reasoning ? "reasoning" : "assistant", "");
+      state.live.textContent += event.text || event.reasoning || "";
+      return;
+    case "notice": return say("notice", event.text);
+    case "output": {
+      const call = state.calls.get(event.callId);
+      if (call) call.output.textContent += event.text;
+      return;
+    }
+    case "busy": return setBusy(event.busy);
+    case "turn_end": return;
+    case "error": return say("error", event.message);
+    case "ask": return ask(event);
+    case "answered": {
+      const dialog = $("ask");
+      if (dialog.dataset.ask === String(event.id) && dialog.open) dialog.close();
+      return;
+    }
+    case "reload": location.reload(); return;
+    default: return;
+  }
+}
+
+function showRecord(record) {
+  const data = record.data || {};
+  if (record.type === "user/message") {
+    const text = blocksText(data.message, "text");
+    if (text) say("user", text);
+  } else if (record.type === "assistant/message") {
+    if (state.live) { state.live.remove(); state.live = null; }
+    const reasoning = blocksText(data.message, "reasoning");
+    if (reasoning) say("reasoning", reasoning);
+    const text = blocksText(data.message, "text");
+    if (text) say("assistant", text);
+  } else if (record.type === "tool/call") {
+    const id = data.callId || data.call_id;
+    const output = el("pre", { class: "output" });
+    const result = el("pre", { class: "result" });
+    const node = el("details", { class: "call", "data-call": id },
+      el("summary", {}, `${data.name} ${shortArgs(data.arguments)}`),
+      el("pre", { class: "arguments" }, prettyArgs(data.arguments)), output, result);
+    state.calls.set(id, { node, output, result });
+    $("transcript").append(node);
+  } else if (record.type === "tool/result") {
+    const block = (data.message?.content || []).find((b) => b.type === "tool-result");
+    if (!block) return;
+    const call = state.calls.get(block.toolCallId);
+    const text = (block.content || []).map((part) => part.text || `[${part.type}]`).join("\n");
+    if (call) {
+      call.output.textContent = "";
+      call.result.textContent = text;
+      if (block.isError) call.node.classList.add("failed");
+    } else {
+      say(block.isError ? "error" : "notice", text);
+    }
+  } else if (record.type === "turn/end") {
+    if (state.live) { state.live = null; }
+  }
+}
+
+function blocksText(message, type) {
+  return (message?.content || []).filter((b) => b.type === type).map((b) => b.text).join("\n");
+}
+
+function prettyArgs(text) {
+  try { return JSON.stringify(JSON.parse(text), null, 2); } catch { return text; }
+}
+
+function shortArgs(text) {
+  const flat = String(text || "").replace(/\s+/g, " ");
+  return flat.length > 80 ? `${flat.slice(0, 80)}…` : flat;
+}
+
+// A question from the session: an approval, the model's questions, or a server's form.
+function ask(event) {
+  const dialog = $("ask");
+  dialog.dataset.ask = String(event.id);
+  const answer = (value) => {
+    api("POST", `/api/sessions/${encodeURIComponent(state.id)}/answer`, { id: event.id, answer: value })
+      .catch((error) => say("error", error.message));
+    dialog.close();
+  };
+  const content = [];
+  if (event.ask === "approval") {
+    const reason = el("input", { type: "text", placeholder: "Why not (the model reads it)", "aria-label": "Reason" });
+    content.push(el("h2", {}, `${event.tool} asks for permission`), el("pre", {}, event.reason),
+      el("div", { class: "choices" },
+        el("button", { type: "button", onclick: () => answer({ outcome: "once" }) }, "Allow once"),
+        event.grant ? el("button", { type: "button", onclick: () => answer({ outcome: "session" }) },
+          `Allow for this session (${event.grant})`) : null,
+        reason,
+        el("button", { type: "button", onclick: () => answer({ outcome: "deny", reason: reason.value }) }, "Deny")));
+  } else if (event.ask === "questions") {
+    const fields = event.questions.map((question) => {
+      const inputs = question.options.map((option) =>
+        el("label", {}, el("input", { type: question.multiSelect ? "checkbox" : "radio", name: question.id, value: option.label }),
+          ` ${option.label}`, option.description ? el("small", {}, ` — ${option.description}`) : null));
+      const custom = el("input", { type: "text", placeholder: "Or your own answer", "aria-label": "Your own answer" });
+      return { question, custom, node: el("fieldset", {}, el("legend", {}, question.question), ...inputs.map((i) => el("div", {}, i)), custom) };
+    });
+    content.push(el("h2", {}, "The model asks"), ...fields.map((f) => f.node),
+      el("div", { class: "choices" },
+        el("button", { type: "button", onclick: () => answer({ answers: fields.map(({ question, custom, node }) => ({
+          id: question.id,
+          selected: [...node.querySelectorAll("input:checked")].map((i) => i.value),
+          custom: custom.value,
+        })) }) }, "Answer"),
+        el("button", { type: "button", onclick: () => answer({}) }, "Cancel")));
+  } else if (event.ask === "form") {
+    const properties = event.schema?.properties || {};
+    const inputs = Object.entries(properties).map(([name, property]) => {
+      let input;
+      const options = property.enum || (property.oneOf || []).map((o) => o.const);
+      if (options.length) {
+        input = el("select", { name }, ...options.map((o) => el("option", { value: o }, o)));
+        if (property.default !== undefined) input.value = property.default;
+      } else if (property.type === "boolean") {
+        input = el("input", { type: "checkbox", name });
+        input.checked = property.default === true;
+      } else {
+        input = el("input", { type: property.type === "string" ? "text" : "number", name });
+        if (property.default !== undefined) input.value = property.default;
+      }
+      return { name, property, input, node: el("label", {}, `${property.title || name} `, input) };
+    });
+    const read = () => Object.fromEntries(inputs.map(({ name, property, input }) => {
+      if (property.type === "boolean") return [name, input.checked];
+      if (property.type === "integer") return [name, parseInt(input.value, 10)];
+      if (property.type === "number") return [name, Number(input.value)];
+      return [name, input.value];
+    }));
+    content.push(el("h2", {}, `MCP server "${event.server}" asks`), el("p", {}, event.message),
+      ...inputs.map((i) => el("div", {}, i.node)),
+      el("div", { class: "choices" },
+        el("button", { type: "button", onclick: () => answer({ action: "accept", content: read() }) }, "Submit"),
+        el("button", { type: "button", onclick: () => answer({ action: "decline" }) }, "Decline")));
+  }
+  dialog.replaceChildren(...content);
+  dialog.showModal();
+}
+
+$("composer").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const text = $("prompt").value;
+  if (!state.id || !text.trim()) return;
+  try {
+    await api("POST", `/api/sessions/${encodeURIComponent(state.id)}/prompt`, { text });
+    $("prompt").value = "";
+  } catch (error) {
+    say("error", error.message);
+  }
+});
+$("prompt").addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); $("composer").requestSubmit(); }
+});
+$("stop").addEventListener("click", () =>
+  api("POST", `/api/sessions/${encodeURIComponent(state.id)}/stop`, {}).catch((error) => say("error", error.message)));
+$("new-session").addEventListener("click", async () => {
+  const cwd = window.prompt("Workspace folder", state.cwd || state.defaultCwd || "");
+  if (cwd) openSession(cwd).catch((error) => say("error", error.message));
+});
+$("search").addEventListener("input", () => loadSessions().catch(() => {}));
+
+// A reload (or a second tab) comes back to the session it showed, running turn and all.
+loadSessions().then(() => {
+  const kept = JSON.parse(sessionStorage.getItem("dsh-session") || "null");
+  const wanted = location.hash.slice(1);
+  if (kept && (!wanted || kept.id === wanted)) openSession(kept.cwd, kept.id).catch((error) => say("error", error.message));
+  else if (wanted) {
+    const link = document.querySelector(`[data-session="${CSS.escape(wanted)}"]`);
+    if (link) link.click();
+  }
+}).catch((error) => say("error", error.message));

@@ -1,0 +1,411 @@
+//! The sessions the server has open, each a run built by `AgentBuilder` as every front end
+//! builds one, driven by a task of its own. What a session reports (its log's records, the
+//! answer as it streams, notices, questions for the user) is kept in order as JSON lines: a
+//! page that connects (a reload, a second tab) is sent them all, then what follows.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use dsh_core::ask::{
+    ApprovalOutcome, ApprovalRequest, Approver, AskOutcome, Elicitation, ElicitationAnswer,
+    Question, SessionGrants, UserQuestions,
+};
+use dsh_core::{AgentBuilder, AgentEvent, Environment, Flags, Settings, Stop, StreamDelta, User};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Every session the server has open, by id.
+pub(crate) struct Hub {
+    flags: Flags,
+    sessions: Mutex<HashMap<String, Arc<Live>>>,
+}
+
+/// One open session.
+pub(crate) struct Live {
+    /// Known once the run is open (the asker is made before it).
+    id: std::sync::OnceLock<String>,
+    pub cwd: PathBuf,
+    commands: mpsc::UnboundedSender<Command>,
+    stream: Mutex<Stream>,
+    busy: AtomicBool,
+    stop: Mutex<Option<Stop>>,
+    asks: Mutex<HashMap<u64, oneshot::Sender<Value>>>,
+    next_ask: AtomicU64,
+}
+
+/// What the session has reported, and where new reports go.
+struct Stream {
+    backlog: Vec<Arc<str>>,
+    live: broadcast::Sender<Arc<str>>,
+}
+
+enum Command {
+    Prompt(String),
+    /// Close the run (its log whole, its processes stopped), then say so.
+    Close(oneshot::Sender<()>),
+}
+
+/// Why a request about a session could not be done.
+pub(crate) enum HubError {
+    NotFound(String),
+    Busy(String),
+    Failed(String),
+}
+
+impl Hub {
+    pub(crate) fn new(flags: Flags) -> Hub {
+        Hub {
+            flags,
+            sessions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Stops every session's turn and closes its run, waiting for each.
+    pub(crate) async fn close_all(&self) {
+        let open: Vec<Arc<Live>> = lock(&self.sessions).drain().map(|(_, live)| live).collect();
+        let mut closing = Vec::new();
+        for live in open {
+            live.stop();
+            let (done, closed) = oneshot::channel();
+            if live.commands.send(Command::Close(done)).is_ok() {
+                closing.push(closed);
+            }
+        }
+        for closed in closing {
+            let _ = closed.await;
+        }
+    }
+
+    pub(crate) fn get(&self, id: &str) -> Result<Arc<Live>, HubError> {
+        lock(&self.sessions)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| HubError::NotFound(format!("session {id} is not open here")))
+    }
+
+    /// Opens a session in `cwd`: a new one, or `resume` (already open: that one). Its task
+    /// runs on the current `LocalSet`.
+    pub(crate) async fn open(
+        self: &Arc<Self>,
+        cwd: PathBuf,
+        resume: Option<String>,
+    ) -> Result<Arc<Live>, HubError> {
+        if let Some(id) = &resume
+            && let Ok(live) = self.get(id)
+        {
+            return Ok(live);
+        }
+        let mut flags = self.flags.clone();
+        flags.interactive = true;
+        flags.session_id = resume;
+        let settings = Settings::load(cwd.clone(), &Environment::from_process(), &flags)
+            .map_err(|e| HubError::Failed(e.message))?;
+        let (commands, received) = mpsc::unbounded_channel();
+        let live = Arc::new(Live {
+            id: std::sync::OnceLock::new(),
+            cwd,
+            commands,
+            stream: Mutex::new(Stream {
+                backlog: Vec::new(),
+                live: broadcast::channel(1024).0,
+            }),
+            busy: AtomicBool::new(false),
+            stop: Mutex::new(None),
+            asks: Mutex::new(HashMap::new()),
+            next_ask: AtomicU64::new(1),
+        });
+        let asker = Asker(Arc::downgrade(&live));
+        let user = User {
+            approver: Some(Arc::new(SessionGrants::new(asker.clone()))),
+            questions: Some(Arc::new(asker)),
+            watches_output: true,
+            editor: None,
+        };
+        let mcp = dsh_mcp::McpServers::default();
+        let (notices, mut noticed) = mpsc::unbounded_channel();
+        let run = AgentBuilder::new(settings)
+            .with_user(user)
+            .open(&mcp, notices)
+            .await
+            .map_err(|e| HubError::Failed(e.message))?;
+        let id = run.agent.session().id().to_owned();
+        let _ = live.id.set(id.clone());
+        for record in run.agent.session().logged_records() {
+            live.push(json!({"kind": "record", "record": record}));
+        }
+        live.push(json!({"kind": "ready", "id": id, "cwd": live.cwd}));
+        lock(&self.sessions).insert(id, live.clone());
+        let driven = live.clone();
+        tokio::task::spawn_local(async move { driven.drive(run, received, mcp).await });
+        let told = Arc::downgrade(&live);
+        tokio::task::spawn_local(async move {
+            while let Some(line) = noticed.recv().await {
+                let Some(live) = told.upgrade() else { break };
+                live.push(json!({"kind": "notice", "text": line}));
+            }
+        });
+        Ok(live)
+    }
+}
+
+impl Live {
+    pub(crate) fn id(&self) -> &str {
+        self.id.get().map_or("", String::as_str)
+    }
+
+    /// Adds a report: kept for pages that connect later, sent to those connected.
+    fn push(&self, event: Value) {
+        let line: Arc<str> = Arc::from(event.to_string());
+        let mut stream = lock(&self.stream);
+        stream.backlog.push(line.clone());
+        let _ = stream.live.send(line);
+    }
+
+    /// Everything reported so far, and the reports to come, with nothing lost between them.
+    pub(crate) fn follow(&self) -> (Vec<Arc<str>>, broadcast::Receiver<Arc<str>>) {
+        let stream = lock(&self.stream);
+        (stream.backlog.clone(), stream.live.subscribe())
+    }
+
+    pub(crate) fn prompt(&self, text: String) -> Result<(), HubError> {
+        if self.busy.swap(true, Ordering::SeqCst) {
+            return Err(HubError::Busy(
+                "a turn is running; stop it or wait for it to end".into(),
+            ));
+        }
+        self.commands
+            .send(Command::Prompt(text))
+            .map_err(|_| HubError::Failed("the session has closed".into()))
+    }
+
+    pub(crate) fn stop(&self) {
+        if let Some(stop) = lock(&self.stop).as_ref() {
+            stop.request(dsh_protocol::AbortReason::User);
+        }
+    }
+
+    /// Answers question `id`; whether one was waiting.
+    pub(crate) fn answer(&self, id: u64, answer: Value) -> bool {
+        let Some(waiting) = lock(&self.asks).remove(&id) else {
+            return false;
+        };
+        self.push(json!({"kind": "answered", "id": id}));
+        waiting.send(answer).is_ok()
+    }
+
+    async fn drive(
+        self: Arc<Self>,
+        mut run: dsh_core::Run,
+        mut commands: mpsc::UnboundedReceiver<Command>,
+        _mcp: dsh_mcp::McpServers,
+    ) {
+        let mut closed = None;
+        while let Some(command) = commands.recv().await {
+            let text = match command {
+                Command::Prompt(text) => text,
+                Command::Close(done) => {
+                    closed = Some(done);
+                    break;
+                }
+            };
+            let stop = Stop::new();
+            *lock(&self.stop) = Some(stop.clone());
+            self.push(json!({"kind": "busy", "busy": true}));
+            let mut running = run.start_task(text, &stop);
+            while let Some(event) = running.next_event().await {
+                if let Some(line) = event_json(&event) {
+                    self.push(line);
+                }
+            }
+            let outcome = running.outcome().await;
+            *lock(&self.stop) = None;
+            self.push(match outcome {
+                Ok(summary) => json!({
+                    "kind": "turn_end",
+                    "reason": summary.reason,
+                    "usage": summary.usage,
+                }),
+                Err(error) => json!({"kind": "error", "message": error.to_string()}),
+            });
+            self.busy.store(false, Ordering::SeqCst);
+            self.push(json!({"kind": "busy", "busy": false}));
+        }
+        run.close().await;
+        if let Some(done) = closed {
+            let _ = done.send(());
+        }
+    }
+
+    /// Puts a question to the pages and waits for one of them to answer it.
+    async fn ask(&self, mut question: Value) -> Option<Value> {
+        let id = self.next_ask.fetch_add(1, Ordering::SeqCst);
+        let (tx, rx) = oneshot::channel();
+        lock(&self.asks).insert(id, tx);
+        question["kind"] = json!("ask");
+        question["id"] = json!(id);
+        self.push(question);
+        rx.await.ok()
+    }
+}
+
+/// An agent event as the page reads it; `None` for what it does not show.
+fn event_json(event: &AgentEvent) -> Option<Value> {
+    Some(match event {
+        AgentEvent::Record(record) => json!({"kind": "record", "record": record}),
+        AgentEvent::Delta(StreamDelta::Text(text)) => json!({"kind": "delta", "text": text}),
+        AgentEvent::Delta(StreamDelta::Reasoning(text)) => {
+            json!({"kind": "delta", "reasoning": text})
+        }
+        AgentEvent::Delta(_) => return None,
+        AgentEvent::Notice(text) => json!({"kind": "notice", "text": text}),
+        AgentEvent::ToolOutput { call_id, text } => {
+            json!({"kind": "output", "callId": call_id, "text": text})
+        }
+        AgentEvent::Child { agent_id, event } => {
+            let mut inner = event_json(event)?;
+            inner["agent"] = json!(agent_id);
+            inner
+        }
+    })
+}
+
+/// The session's side of [`dsh_core::ask`]: each request is a question for the pages.
+#[derive(Clone)]
+struct Asker(std::sync::Weak<Live>);
+
+impl Asker {
+    fn live(&self) -> Option<Arc<Live>> {
+        self.0.upgrade()
+    }
+}
+
+impl Approver for Asker {
+    fn request(
+        &self,
+        request: ApprovalRequest,
+    ) -> Pin<Box<dyn Future<Output = ApprovalOutcome> + Send + '_>> {
+        Box::pin(async move {
+            let Some(live) = self.live() else {
+                return ApprovalOutcome::Unavailable;
+            };
+            let question = json!({
+                "ask": "approval",
+                "tool": request.tool,
+                "callId": request.call_id,
+                "reason": request.reason,
+                "grant": request.grant,
+            });
+            let Some(answer) = live.ask(question).await else {
+                return ApprovalOutcome::Cancelled;
+            };
+            match answer["outcome"].as_str() {
+                Some("once") => ApprovalOutcome::AllowedOnce,
+                Some("session") if request.grant.is_some() => ApprovalOutcome::AllowedForSession,
+                Some("deny") => ApprovalOutcome::Rejected {
+                    reason: answer["reason"].as_str().map(str::to_owned),
+                },
+                _ => ApprovalOutcome::Cancelled,
+            }
+        })
+    }
+}
+
+impl UserQuestions for Asker {
+    fn ask(
+        &self,
+        _call_id: &str,
+        questions: Vec<Question>,
+    ) -> Pin<Box<dyn Future<Output = AskOutcome> + Send + '_>> {
+        Box::pin(async move {
+            let Some(live) = self.live() else {
+                return AskOutcome::Cancelled;
+            };
+            let shown: Vec<Value> = questions
+                .iter()
+                .map(|q| {
+                    json!({
+                        "id": q.id,
+                        "question": q.question,
+                        "header": q.header,
+                        "multiSelect": q.multi_select,
+                        "options": q.options.iter().map(|o| json!({
+                            "label": o.label, "description": o.description
+                        })).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            let Some(answer) = live
+                .ask(json!({"ask": "questions", "questions": shown}))
+                .await
+            else {
+                return AskOutcome::Cancelled;
+            };
+            let Some(answers) = answer["answers"].as_array() else {
+                return AskOutcome::Cancelled;
+            };
+            AskOutcome::Answered(
+                questions
+                    .iter()
+                    .map(|q| {
+                        let given = answers.iter().find(|a| a["id"] == q.id.as_str());
+                        dsh_core::ask::Answer {
+                            id: q.id.clone(),
+                            selected: given
+                                .and_then(|a| a["selected"].as_array())
+                                .map(|s| {
+                                    s.iter()
+                                        .filter_map(|v| v.as_str().map(str::to_owned))
+                                        .filter(|label| q.options.iter().any(|o| o.label == *label))
+                                        .collect()
+                                })
+                                .unwrap_or_default(),
+                            custom: given
+                                .and_then(|a| a["custom"].as_str())
+                                .filter(|c| !c.trim().is_empty())
+                                .map(str::to_owned),
+                        }
+                    })
+                    .collect(),
+            )
+        })
+    }
+
+    fn can_elicit(&self) -> bool {
+        true
+    }
+
+    fn elicit(
+        &self,
+        request: Elicitation,
+    ) -> Pin<Box<dyn Future<Output = ElicitationAnswer> + Send + '_>> {
+        Box::pin(async move {
+            let Some(live) = self.live() else {
+                return ElicitationAnswer::Cancel;
+            };
+            let question = json!({
+                "ask": "form",
+                "server": request.server,
+                "message": request.message,
+                "schema": request.schema,
+            });
+            let Some(answer) = live.ask(question).await else {
+                return ElicitationAnswer::Cancel;
+            };
+            match answer["action"].as_str() {
+                Some("accept") => ElicitationAnswer::Accept(
+                    answer["content"].as_object().cloned().unwrap_or_default(),
+                ),
+                Some("decline") => ElicitationAnswer::Decline,
+                _ => ElicitationAnswer::Cancel,
+            }
+        })
+    }
+}

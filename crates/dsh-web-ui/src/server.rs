@@ -1,0 +1,364 @@
+//! The HTTP side: one listener, every request through the guard, then a route.
+//!
+//! | route | what |
+//! |---|---|
+//! | `GET /?token=T` | sets the token's cookie and sends the browser on to `/` |
+//! | `GET /`, `/app.js`, `/app.css` | the page |
+//! | `GET /manifest.webmanifest`, `/icon.svg` | what installs it as an app (no token needed) |
+//! | `GET /api/sessions` | every session on disk, grouped by workspace |
+//! | `POST /api/sessions` | `{cwd, resume?}`: opens a new session there, or resumes one |
+//! | `GET /api/sessions/ID/events` | the session's reports so far, then as they come (SSE) |
+//! | `POST /api/sessions/ID/prompt` | `{text}`: starts a turn |
+//! | `POST /api/sessions/ID/stop` | stops the running turn |
+//! | `POST /api/sessions/ID/answer` | `{id, answer}`: answers a question the session asked |
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
+use hyper::body::{Frame, Incoming};
+use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, SET_COOKIE};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{Value, json};
+
+use crate::guard::{Guard, Refused};
+use crate::hub::{Hub, HubError};
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// The largest request body read.
+const BODY_LIMIT: usize = 1024 * 1024;
+
+/// How `dsh web` was asked to serve.
+#[derive(Debug, Clone)]
+pub struct WebOptions {
+    /// The address to listen on: loopback unless the user asked otherwise.
+    pub host: String,
+    /// 0: any free port.
+    pub port: u16,
+    /// Open the page in the user's browser.
+    pub open: bool,
+    /// The flags every session starts from.
+    pub flags: dsh_core::Flags,
+}
+
+struct App {
+    guard: Guard,
+    hub: Arc<Hub>,
+    home: PathBuf,
+    /// Where a new session opens unless the page says otherwise.
+    cwd: PathBuf,
+}
+
+/// Serves until the process is stopped (Ctrl-C closes the sessions' logs first).
+pub fn run(options: WebOptions) -> Result<(), String> {
+    let runtime = dsh_core::runtime()?;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime, serve(options))
+}
+
+async fn serve(options: WebOptions) -> Result<(), String> {
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    let env = dsh_core::Environment::from_process();
+    let home = dsh_core::config::home(&env).map_err(|e| e.message)?.value;
+    let listener = tokio::net::TcpListener::bind((options.host.as_str(), options.port))
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot listen on {}:{}: {e}; pick another port with --port",
+                options.host, options.port
+            )
+        })?;
+    let address: SocketAddr = listener
+        .local_addr()
+        .map_err(|e| format!("cannot read the address listened on: {e}"))?;
+    let shown_host = match address.ip() {
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        std::net::IpAddr::V4(ip) => ip.to_string(),
+    };
+    let guard = Guard::new(&shown_host, address.port());
+    let url = format!(
+        "http://{shown_host}:{}/?token={}",
+        address.port(),
+        guard.token()
+    );
+    let mut out = std::io::stdout();
+    use std::io::Write as _;
+    if !crate::guard::is_loopback(&shown_host) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "dsh: warning: serving on {shown_host}, not loopback: anyone who can reach this \
+             address and learns the token can run commands as you"
+        );
+    }
+    let _ = writeln!(out, "dsh web: open {url}");
+    let _ = out.flush();
+    if options.open {
+        let _ = std::process::Command::new("xdg-open")
+            .arg(&url)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+    }
+    let app = Arc::new(App {
+        guard,
+        hub: Arc::new(Hub::new(options.flags)),
+        home,
+        cwd,
+    });
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(_) => continue,
+            },
+            _ = tokio::signal::ctrl_c() => break,
+        };
+        let app = app.clone();
+        tokio::task::spawn_local(async move {
+            let service = hyper::service::service_fn(move |request| {
+                let app = app.clone();
+                async move { Ok::<_, Infallible>(app.handle(request).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+        });
+    }
+    app.hub.close_all().await;
+    Ok(())
+}
+
+impl App {
+    async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
+        let method = request.method().clone();
+        let path = request.uri().path().to_owned();
+        if let Err(refused) = self.guard.check_origin(&method, request.headers()) {
+            return refusal(refused);
+        }
+        // What installs the page as an app is fetched without the cookie.
+        match (&method, path.as_str()) {
+            (&Method::GET, "/manifest.webmanifest") => {
+                return asset("application/manifest+json", MANIFEST);
+            }
+            (&Method::GET, "/icon.svg") => return asset("image/svg+xml", ICON),
+            (&Method::GET, "/") => {
+                if let Some(token) = query_value(request.uri().query(), "token") {
+                    if !self.guard.is_token(&token) {
+                        return refusal(Refused {
+                            status: 401,
+                            message: "that token is not this server's; open the address dsh web printed",
+                        });
+                    }
+                    return Response::builder()
+                        .status(StatusCode::SEE_OTHER)
+                        .header(LOCATION, "/")
+                        .header(SET_COOKIE, self.guard.cookie())
+                        .body(empty())
+                        .unwrap_or_else(|_| plain(500, "cannot answer"));
+                }
+            }
+            _ => {}
+        }
+        if let Err(refused) = self.guard.check_token(request.headers()) {
+            return refusal(refused);
+        }
+        let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+        match (&method, parts.as_slice()) {
+            (&Method::GET, [""]) => asset("text/html; charset=utf-8", INDEX),
+            (&Method::GET, ["app.js"]) => asset("text/javascript; charset=utf-8", SCRIPT),
+            (&Method::GET, ["app.css"]) => asset("text/css; charset=utf-8", STYLE),
+            (&Method::GET, ["api", "sessions"]) => {
+                json_response(200, &sessions_on_disk(&self.home, &self.cwd))
+            }
+            (&Method::POST, ["api", "sessions"]) => {
+                let body = match read_json(request).await {
+                    Ok(body) => body,
+                    Err(response) => return response,
+                };
+                let cwd = match body["cwd"].as_str().filter(|c| !c.is_empty()) {
+                    Some(cwd) => PathBuf::from(cwd),
+                    None => self.cwd.clone(),
+                };
+                if !cwd.is_absolute() || !cwd.is_dir() {
+                    return json_error(
+                        400,
+                        "cwd must be an existing folder, given as an absolute path",
+                    );
+                }
+                let resume = body["resume"].as_str().map(str::to_owned);
+                match self.hub.open(cwd, resume).await {
+                    Ok(live) => json_response(200, &json!({"id": live.id()})),
+                    Err(error) => hub_error(error),
+                }
+            }
+            (&Method::GET, ["api", "sessions", id, "events"]) => match self.hub.get(id) {
+                Ok(live) => events(&live),
+                Err(error) => hub_error(error),
+            },
+            (&Method::POST, ["api", "sessions", id, action]) => {
+                let live = match self.hub.get(id) {
+                    Ok(live) => live,
+                    Err(error) => return hub_error(error),
+                };
+                let body = match read_json(request).await {
+                    Ok(body) => body,
+                    Err(response) => return response,
+                };
+                match *action {
+                    "prompt" => {
+                        let Some(text) = body["text"].as_str().filter(|t| !t.trim().is_empty())
+                        else {
+                            return json_error(400, "the prompt needs a non-empty \"text\"");
+                        };
+                        match live.prompt(text.to_owned()) {
+                            Ok(()) => json_response(202, &json!({"started": true})),
+                            Err(error) => hub_error(error),
+                        }
+                    }
+                    "stop" => {
+                        live.stop();
+                        json_response(202, &json!({"stopping": true}))
+                    }
+                    "answer" => {
+                        let Some(ask) = body["id"].as_u64() else {
+                            return json_error(400, "the answer needs the question's \"id\"");
+                        };
+                        if live.answer(ask, body["answer"].clone()) {
+                            json_response(200, &json!({"answered": true}))
+                        } else {
+                            json_error(404, "no question with that id is waiting")
+                        }
+                    }
+                    _ => json_error(404, "no such action"),
+                }
+            }
+            _ => json_error(404, "no such page"),
+        }
+    }
+}
+
+/// The session's reports as server-sent events: all so far, then each as it comes.
+fn events(live: &crate::hub::Live) -> Response<Body> {
+    let (backlog, receiver) = live.follow();
+    let earlier = futures_util::stream::iter(backlog);
+    let later = tokio_stream_of(receiver);
+    let frames = earlier
+        .chain(later)
+        .map(|line| Ok::<_, Infallible>(Frame::data(Bytes::from(format!("data: {line}\n\n")))));
+    Response::builder()
+        .status(200)
+        .header(CONTENT_TYPE, "text/event-stream")
+        .header(CACHE_CONTROL, "no-store")
+        .body(BodyExt::boxed(StreamBody::new(frames)))
+        .unwrap_or_else(|_| plain(500, "cannot answer"))
+}
+
+/// A broadcast receiver as a stream; a page too slow to keep up is told to reload.
+fn tokio_stream_of(
+    receiver: tokio::sync::broadcast::Receiver<Arc<str>>,
+) -> impl futures_util::Stream<Item = Arc<str>> {
+    futures_util::stream::unfold(receiver, |mut receiver| async move {
+        match receiver.recv().await {
+            Ok(line) => Some((line, receiver)),
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                Some((Arc::from(r#"{"kind":"reload"}"#), receiver))
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => None,
+        }
+    })
+}
+
+/// Every session on disk, grouped by workspace (newest first), and the workspace a new
+/// session opens in.
+fn sessions_on_disk(home: &std::path::Path, cwd: &std::path::Path) -> Value {
+    let groups: Vec<Value> = dsh_core::all_sessions(home)
+        .into_iter()
+        .map(|(workspace, sessions)| json!({"cwd": workspace, "sessions": sessions}))
+        .collect();
+    json!({"cwd": cwd, "workspaces": groups})
+}
+
+async fn read_json(request: Request<Incoming>) -> Result<Value, Response<Body>> {
+    let limited = http_body_util::Limited::new(request.into_body(), BODY_LIMIT);
+    let bytes = limited
+        .collect()
+        .await
+        .map_err(|_| json_error(413, "the request body is too large or was cut"))?
+        .to_bytes();
+    if bytes.is_empty() {
+        return Ok(json!({}));
+    }
+    serde_json::from_slice(&bytes)
+        .map_err(|e| json_error(400, &format!("the body is not JSON: {e}")))
+}
+
+fn query_value(query: Option<&str>, key: &str) -> Option<String> {
+    query?.split('&').find_map(|pair| {
+        let (name, value) = pair.split_once('=')?;
+        (name == key).then(|| value.to_owned())
+    })
+}
+
+fn hub_error(error: HubError) -> Response<Body> {
+    match error {
+        HubError::NotFound(message) => json_error(404, &message),
+        HubError::Busy(message) => json_error(409, &message),
+        HubError::Failed(message) => json_error(422, &message),
+    }
+}
+
+fn refusal(refused: Refused) -> Response<Body> {
+    json_error(refused.status, refused.message)
+}
+
+fn json_error(status: u16, message: &str) -> Response<Body> {
+    json_response(status, &json!({"error": message}))
+}
+
+fn json_response(status: u16, value: &Value) -> Response<Body> {
+    respond(status, "application/json", Bytes::from(value.to_string()))
+}
+
+fn plain(status: u16, text: &str) -> Response<Body> {
+    respond(
+        status,
+        "text/plain; charset=utf-8",
+        Bytes::from(text.to_owned()),
+    )
+}
+
+fn asset(kind: &str, text: &'static str) -> Response<Body> {
+    respond(200, kind, Bytes::from_static(text.as_bytes()))
+}
+
+fn empty() -> Body {
+    BodyExt::boxed(Full::new(Bytes::new()))
+}
+
+fn respond(status: u16, kind: &str, body: Bytes) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header(CONTENT_TYPE, kind)
+        .header(CACHE_CONTROL, "no-store")
+        .header("X-Content-Type-Options", "nosniff")
+        .header("Referrer-Policy", "no-referrer")
+        .header(
+            "Content-Security-Policy",
+            "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'",
+        )
+        .body(BodyExt::boxed(Full::new(body)))
+        .unwrap_or_else(|_| Response::new(empty()))
+}
+
+const INDEX: &str = include_str!("../assets/index.html");
+const SCRIPT: &str = include_str!("../assets/app.js");
+const STYLE: &str = include_str!("../assets/app.css");
+const MANIFEST: &str = include_str!("../assets/manifest.webmanifest");
+const ICON: &str = include_str!("../assets/icon.svg");

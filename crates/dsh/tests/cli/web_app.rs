@@ -1,0 +1,376 @@
+//! `dsh web`'s server, driven over HTTP as its page drives it, against the scripted model
+//! server: who may talk to it (token, Host, Origin), a conversation streamed as server-sent
+//! events, an escalation allowed and one denied, a stop mid-turn, and a page that connects
+//! late getting everything.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use dsh_testkit::{TestEnv, Turn};
+use serde_json::{Value, json};
+
+use crate::dsh;
+
+/// How long a test waits for one event before it fails (a limit, never a delay).
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// `dsh web --port 0` in the workspace of a test environment, killed when dropped.
+struct Web {
+    child: Child,
+    port: u16,
+    token: String,
+}
+
+impl Web {
+    fn start(env: &TestEnv) -> Web {
+        let mut child = env
+            .command(dsh())
+            .args(["web", "--port", "0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("dsh web: open ")
+            .unwrap_or_else(|| panic!("no address printed: {line}"));
+        let (base, token) = url.split_once("/?token=").unwrap();
+        let port = base.rsplit(':').next().unwrap().parse().unwrap();
+        Web {
+            child,
+            port,
+            token: token.to_owned(),
+        }
+    }
+
+    fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// One request; the status and the body. `headers` replace the defaults (the host, the
+    /// token's cookie and, for a POST, the page's origin) of the same name.
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        headers: &[(&str, &str)],
+    ) -> (u16, String) {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        let body = body.map(Value::to_string).unwrap_or_default();
+        let mut sent = vec![
+            ("Host".to_owned(), format!("127.0.0.1:{}", self.port)),
+            ("Cookie".to_owned(), format!("dsh_token={}", self.token)),
+        ];
+        if method == "POST" {
+            sent.push(("Origin".to_owned(), self.origin()));
+            sent.push(("Content-Type".to_owned(), "application/json".into()));
+        }
+        for (name, value) in headers {
+            sent.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+            if !value.is_empty() {
+                sent.push(((*name).to_owned(), (*value).to_owned()));
+            }
+        }
+        let mut text = format!(
+            "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        for (name, value) in &sent {
+            text.push_str(&format!("{name}: {value}\r\n"));
+        }
+        text.push_str("\r\n");
+        text.push_str(&body);
+        stream.write_all(text.as_bytes()).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let status = answer[9..12].parse().unwrap();
+        let body = answer
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_owned())
+            .unwrap_or_default();
+        (status, body)
+    }
+
+    fn post(&self, path: &str, body: Value) -> Value {
+        let (status, text) = self.request("POST", path, Some(&body), &[]);
+        assert!(status < 300, "{path}: {status} {text}");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// A new session in the test's workspace.
+    fn open(&self, env: &TestEnv) -> String {
+        let opened = self.post("/api/sessions", json!({"cwd": env.ws_path()}));
+        opened["id"].as_str().unwrap().to_owned()
+    }
+
+    /// The session's events, as a page reads them: each `data:` line's JSON, as it comes.
+    fn events(&self, id: &str) -> mpsc::Receiver<Value> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        let request = format!(
+            "GET /api/sessions/{id}/events HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nCookie: dsh_token={}\r\n\r\n",
+            self.port, self.token
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines() {
+                let Ok(line) = line else { break };
+                // The body is chunked: only the `data:` lines matter.
+                if let Some(data) = line.strip_prefix("data: ")
+                    && tx.send(serde_json::from_str(data).unwrap()).is_err()
+                {
+                    break;
+                }
+            }
+        });
+        rx
+    }
+}
+
+impl Drop for Web {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Reads events until one of `kind` for which `also` holds; every event read, in order.
+fn until(events: &mpsc::Receiver<Value>, kind: &str, also: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let mut seen = Vec::new();
+    loop {
+        let event = events
+            .recv_timeout(LIMIT)
+            .unwrap_or_else(|_| panic!("no {kind} event; saw {seen:#?}"));
+        let done = event["kind"] == kind && also(&event);
+        seen.push(event);
+        if done {
+            return seen;
+        }
+    }
+}
+
+fn texts(seen: &[Value]) -> Vec<String> {
+    seen.iter()
+        .filter(|e| e["kind"] == "record" && e["record"]["type"] == "assistant/message")
+        .flat_map(|e| {
+            e["record"]["data"]["message"]["content"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|b| b["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn only_the_printed_address_with_its_token_gets_in() {
+    let env = TestEnv::new(vec![]);
+    let web = Web::start(&env);
+    // No token: refused, and so is a wrong one in the address.
+    assert_eq!(
+        web.request("GET", "/api/sessions", None, &[("Cookie", "")])
+            .0,
+        401
+    );
+    assert_eq!(
+        web.request("GET", "/?token=nope", None, &[("Cookie", "")])
+            .0,
+        401
+    );
+    // The printed address sets the cookie and sends the browser on.
+    let (status, _) = web.request(
+        "GET",
+        &format!("/?token={}", web.token),
+        None,
+        &[("Cookie", "")],
+    );
+    assert_eq!(status, 303);
+    assert_eq!(web.request("GET", "/", None, &[]).0, 200);
+    // A page elsewhere whose name points here (DNS rebinding), or another site's request.
+    assert_eq!(
+        web.request("GET", "/api/sessions", None, &[("Host", "evil.example")])
+            .0,
+        421
+    );
+    let foreign = [("Origin", "https://evil.example")];
+    assert_eq!(
+        web.request("POST", "/api/sessions", Some(&json!({})), &foreign)
+            .0,
+        403
+    );
+    assert_eq!(web.request("GET", "/api/sessions", None, &foreign).0, 403);
+    // A change without an Origin is refused too (no form post from elsewhere gets in).
+    assert_eq!(
+        web.request("POST", "/api/sessions", Some(&json!({})), &[("Origin", "")])
+            .0,
+        403
+    );
+    // What installs the app needs no token.
+    assert_eq!(
+        web.request("GET", "/manifest.webmanifest", None, &[("Cookie", "")])
+            .0,
+        200
+    );
+    // A bad request is an error that says so, and the server goes on.
+    let (status, body) = web.request(
+        "POST",
+        "/api/sessions",
+        Some(&json!({"cwd": "relative"})),
+        &[],
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("absolute path"), "{body}");
+    assert_eq!(
+        web.request("GET", "/api/sessions/nope/events", None, &[]).0,
+        404
+    );
+    assert_eq!(web.request("GET", "/api/sessions", None, &[]).0, 200);
+}
+
+#[test]
+fn a_two_turn_conversation_streams_and_a_late_page_gets_all_of_it() {
+    let env = TestEnv::new(vec![
+        Turn::text("first answer"),
+        Turn::text("second answer"),
+    ]);
+    let web = Web::start(&env);
+    let id = web.open(&env);
+    let events = web.events(&id);
+    web.post(
+        &format!("/api/sessions/{id}/prompt"),
+        json!({"text": "one"}),
+    );
+    let first = until(&events, "busy", |e| e["busy"] == false);
+    assert_eq!(texts(&first), ["first answer"]);
+    assert!(
+        first.iter().any(|e| e["kind"] == "delta"),
+        "the answer streams"
+    );
+    web.post(
+        &format!("/api/sessions/{id}/prompt"),
+        json!({"text": "two"}),
+    );
+    let second = until(&events, "busy", |e| e["busy"] == false);
+    assert_eq!(texts(&second), ["second answer"]);
+    // The model saw the first turn in the second request.
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(requests[1].body.to_string().contains("first answer"));
+    // A reload: a new page gets the whole session, then what comes next.
+    let late = web.events(&id);
+    let replayed = until(&late, "busy", |e| e["busy"] == false);
+    assert_eq!(texts(&replayed), ["first answer"]);
+    // The sidebar lists it under its workspace.
+    let (_, listing) = web.request("GET", "/api/sessions", None, &[]);
+    let listing: Value = serde_json::from_str(&listing).unwrap();
+    assert_eq!(listing["workspaces"][0]["sessions"][0]["id"], id.as_str());
+    assert_eq!(listing["workspaces"][0]["sessions"][0]["turns"], 2);
+}
+
+#[test]
+fn an_escalation_is_allowed_once_and_one_denied_with_a_reason() {
+    let escalate = |command: &str| {
+        Turn::tool_call(
+            "bash",
+            json!({
+                "command": command,
+                "description": "print a word",
+                "sandbox_permissions": "danger-full-access",
+                "justification": "needs the whole machine",
+            }),
+        )
+    };
+    let env = TestEnv::new(vec![
+        escalate("echo allowed-run"),
+        Turn::text("ran it"),
+        escalate("echo denied-run"),
+        Turn::text("understood"),
+    ]);
+    let web = Web::start(&env);
+    let id = web.open(&env);
+    let events = web.events(&id);
+    web.post(
+        &format!("/api/sessions/{id}/prompt"),
+        json!({"text": "do it"}),
+    );
+    let asked = until(&events, "ask", |_| true);
+    let ask = asked.last().unwrap();
+    assert_eq!(ask["ask"], "approval");
+    assert_eq!(
+        ask["reason"],
+        "escalate sandbox to danger-full-access: needs the whole machine"
+    );
+    web.post(
+        &format!("/api/sessions/{id}/answer"),
+        json!({"id": ask["id"], "answer": {"outcome": "once"}}),
+    );
+    until(&events, "busy", |e| e["busy"] == false);
+    web.post(
+        &format!("/api/sessions/{id}/prompt"),
+        json!({"text": "again"}),
+    );
+    let ask = until(&events, "ask", |_| true).pop().unwrap();
+    web.post(
+        &format!("/api/sessions/{id}/answer"),
+        json!({"id": ask["id"], "answer": {"outcome": "deny", "reason": "not on this machine"}}),
+    );
+    until(&events, "busy", |e| e["busy"] == false);
+    // Answering twice is an error the page reads, not a crash.
+    let (status, _) = web.request(
+        "POST",
+        &format!("/api/sessions/{id}/answer"),
+        Some(&json!({"id": ask["id"], "answer": {}})),
+        &[],
+    );
+    assert_eq!(status, 404);
+    let requests = env.server.requests();
+    assert!(requests[1].tool_results()[0].contains("allowed-run"));
+    assert!(
+        requests[3]
+            .tool_results()
+            .last()
+            .unwrap()
+            .contains("the user said: not on this machine"),
+        "{:?}",
+        requests[3].tool_results()
+    );
+}
+
+#[test]
+fn stop_ends_the_running_turn_and_the_session_goes_on() {
+    let env = TestEnv::new(vec![Turn::hang(), Turn::text("still here")]);
+    let web = Web::start(&env);
+    let id = web.open(&env);
+    let events = web.events(&id);
+    web.post(
+        &format!("/api/sessions/{id}/prompt"),
+        json!({"text": "wait"}),
+    );
+    until(&events, "record", |e| e["record"]["type"] == "step/start");
+    // A second prompt while the turn runs is refused, saying why.
+    let (status, body) = web.request(
+        "POST",
+        &format!("/api/sessions/{id}/prompt"),
+        Some(&json!({"text": "more"})),
+        &[],
+    );
+    assert_eq!(status, 409, "{body}");
+    web.post(&format!("/api/sessions/{id}/stop"), json!({}));
+    let stopped = until(&events, "turn_end", |_| true);
+    assert_eq!(stopped.last().unwrap()["reason"]["kind"], "aborted");
+    until(&events, "busy", |e| e["busy"] == false);
+    web.post(
+        &format!("/api/sessions/{id}/prompt"),
+        json!({"text": "and now"}),
+    );
+    let next = until(&events, "busy", |e| e["busy"] == false);
+    assert_eq!(texts(&next), ["still here"]);
+}
