@@ -50,6 +50,45 @@ pub struct Answer {
 const DEFAULT_USAGE: Option<(u64, u64, u64)> = Some((100, 10, 0));
 
 impl Turn {
+    /// A script written as JSON, for a process that drives another program (a browser test):
+    /// a list of turns, each `{"text": T}`, `{"reasoning": R, "text": T}`, `{"calls": [[NAME,
+    /// ARGUMENTS], ...]}` (with `"text"` too if wanted), `{"hang": true}` or `{"stall": T}`
+    /// (start answering T, then never finish). What is wrong with a turn is named.
+    pub fn script_from_json(script: &Value) -> Result<Vec<Turn>, String> {
+        let turns = script
+            .as_array()
+            .ok_or("a script is a JSON list of turns")?;
+        turns
+            .iter()
+            .enumerate()
+            .map(|(i, turn)| {
+                if turn["hang"] == true {
+                    return Ok(Turn::hang());
+                }
+                if let Some(text) = turn["stall"].as_str() {
+                    return Ok(Turn::hang_mid_stream(text));
+                }
+                let text = turn["text"].as_str().unwrap_or_default();
+                let mut scripted = match turn["calls"].as_array() {
+                    Some(calls) => {
+                        let calls: Vec<(&str, Value)> = calls
+                            .iter()
+                            .map(|call| Some((call.get(0)?.as_str()?, call.get(1)?.clone())))
+                            .collect::<Option<_>>()
+                            .ok_or_else(|| format!("turn {i}: each call is [NAME, ARGUMENTS]"))?;
+                        Turn::tool_calls(&calls).with_text(text)
+                    }
+                    None if turn.get("text").is_some() => Turn::text(text),
+                    None => return Err(format!("turn {i} has no text, calls, hang or stall")),
+                };
+                if let Some(reasoning) = turn["reasoning"].as_str() {
+                    scripted = scripted.reasoning(reasoning);
+                }
+                Ok(scripted)
+            })
+            .collect()
+    }
+
     /// A final answer.
     pub fn text(text: &str) -> Turn {
         Turn::Answer(Answer {

@@ -113,6 +113,11 @@ impl ScriptedServer {
         Self::launch(turns, Script::Turns, 0)
     }
 
+    /// As [`ScriptedServer::start`], on `port` (0: a free one).
+    pub fn start_on(turns: Vec<Turn>, port: u16) -> ScriptedServer {
+        Self::launch(turns, Script::Turns, port)
+    }
+
     /// Starts a server that plays a session of `steps` steps with any coding agent, for
     /// benchmarks against other agents: while a request carries fewer than `steps - 1` tool
     /// results, it asks for the command `true` with whichever shell tool the agent offers

@@ -93,7 +93,7 @@ function say(kind, text) {
 
 function show(event) {
   switch (event.kind) {
-    case "record": return showRecord(event.record);
+    case "record": return showRecord(event.record, event);
     case "delta":
       if (!state.live) state.live = say(event.reasoning ? "reasoning" : "assistant", "");
       state.live.textContent += event.text || event.reasoning || "";
@@ -118,7 +118,7 @@ function show(event) {
   }
 }
 
-function showRecord(record) {
+function showRecord(record, event) {
   const data = record.data || {};
   if (record.type === "user/message") {
     const text = blocksText(data.message, "text");
@@ -128,7 +128,13 @@ function showRecord(record) {
     const reasoning = blocksText(data.message, "reasoning");
     if (reasoning) say("reasoning", reasoning);
     const text = blocksText(data.message, "text");
-    if (text) say("assistant", text);
+    if (event.html) {
+      // Rendered on the server, which lets no raw HTML or script link through.
+      const node = el("div", { class: "message assistant markdown" });
+      node.innerHTML = event.html;
+      $("transcript").append(node);
+      node.scrollIntoView({ block: "end" });
+    } else if (text) say("assistant", text);
   } else if (record.type === "tool/call") {
     const id = data.callId || data.call_id;
     const output = el("pre", { class: "output" });

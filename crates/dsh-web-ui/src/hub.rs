@@ -139,7 +139,7 @@ impl Hub {
         let id = run.agent.session().id().to_owned();
         let _ = live.id.set(id.clone());
         for record in run.agent.session().logged_records() {
-            live.push(json!({"kind": "record", "record": record}));
+            live.push(record_json(&record));
         }
         live.push(json!({"kind": "ready", "id": id, "cwd": live.cwd}));
         lock(&self.sessions).insert(id, live.clone());
@@ -259,7 +259,7 @@ impl Live {
 /// An agent event as the page reads it; `None` for what it does not show.
 fn event_json(event: &AgentEvent) -> Option<Value> {
     Some(match event {
-        AgentEvent::Record(record) => json!({"kind": "record", "record": record}),
+        AgentEvent::Record(record) => record_json(record),
         AgentEvent::Delta(StreamDelta::Text(text)) => json!({"kind": "delta", "text": text}),
         AgentEvent::Delta(StreamDelta::Reasoning(text)) => {
             json!({"kind": "delta", "reasoning": text})
@@ -275,6 +275,24 @@ fn event_json(event: &AgentEvent) -> Option<Value> {
             inner
         }
     })
+}
+
+/// A record as the page reads it: the record, and for an answer its text as HTML too.
+fn record_json(record: &dsh_protocol::Record) -> Value {
+    let mut line = json!({"kind": "record", "record": record});
+    if let dsh_protocol::Record::AssistantMessage(answer) = record {
+        let text: String = (answer.message.content.iter())
+            .filter_map(|block| match block {
+                dsh_protocol::Block::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        if !text.is_empty() {
+            line["html"] = json!(crate::markdown::to_html(&text));
+        }
+    }
+    line
 }
 
 /// The session's side of [`dsh_core::ask`]: each request is a question for the pages.

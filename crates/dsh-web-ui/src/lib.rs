@@ -11,6 +11,7 @@
 
 mod guard;
 mod hub;
+mod markdown;
 mod server;
 
 pub use server::{WebOptions, run};

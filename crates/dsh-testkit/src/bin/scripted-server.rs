@@ -2,13 +2,34 @@
 //! suites that drive dsh from outside: `scripted-server <steps> [port]` serves a shell session
 //! of `steps` steps ([`dsh_testkit::ScriptedServer::shell_session`]); `scripted-server --tools
 //! <prefix> [port]` calls each offered tool named `<prefix>*` once
-//! ([`dsh_testkit::ScriptedServer::tool_session`]). Either serves on loopback, prints its base
+//! ([`dsh_testkit::ScriptedServer::tool_session`]); `scripted-server --turns <file.json>
+//! [port]` answers with the turns the file lists ([`dsh_testkit::Turn::script_from_json`]). Either serves on loopback, prints its base
 //! URL on a line of its own, and serves until it is killed or its stdin closes.
 
 use std::io::{Read, Write};
 
 fn main() -> std::process::ExitCode {
     let mut args = std::env::args().skip(1).peekable();
+    if args.peek().is_some_and(|a| a == "--turns") {
+        args.next();
+        let turns = args
+            .next()
+            .ok_or_else(|| "--turns needs a file".to_owned())
+            .and_then(|path| {
+                std::fs::read_to_string(&path).map_err(|e| format!("cannot read {path}: {e}"))
+            })
+            .and_then(|text| serde_json::from_str(&text).map_err(|e| format!("not JSON: {e}")))
+            .and_then(|script| dsh_testkit::Turn::script_from_json(&script));
+        let port = args.next().map_or(Some(0), |p| p.parse::<u16>().ok());
+        let (Ok(turns), Some(port)) = (turns, port) else {
+            let _ = writeln!(
+                std::io::stderr(),
+                "usage: scripted-server --turns <file.json> [port]"
+            );
+            return std::process::ExitCode::from(2);
+        };
+        return serve(dsh_testkit::ScriptedServer::start_on(turns, port));
+    }
     let prefix = if args.peek().is_some_and(|a| a == "--tools") {
         args.next();
         args.next()
@@ -31,10 +52,14 @@ fn main() -> std::process::ExitCode {
         );
         return std::process::ExitCode::from(2);
     };
-    let server = match prefix {
+    serve(match prefix {
         Some(prefix) => dsh_testkit::ScriptedServer::tool_session(&prefix, port),
         None => dsh_testkit::ScriptedServer::shell_session(steps.max(1), port),
-    };
+    })
+}
+
+/// Prints the base URL, serves until stdin closes, then writes the log if asked.
+fn serve(server: dsh_testkit::ScriptedServer) -> std::process::ExitCode {
     let mut out = std::io::stdout();
     let _ = writeln!(out, "{}", server.base_url());
     let _ = out.flush();

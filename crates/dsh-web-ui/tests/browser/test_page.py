@@ -1,0 +1,258 @@
+"""dsh web in a real browser: Debian's Chromium driven by Playwright (launched from its
+executable, so nothing is downloaded), against `dsh web` and the scripted model server.
+
+Needs DSH_BIN and SCRIPTED_SERVER_BIN (scripts/web-browser-tests sets them), Playwright for
+Python and /usr/bin/chromium. Without them the tests are skipped, unless
+DSH_TEST_REQUIRE_BROWSER=1 (CI), which makes that a failure. The first test's screen is saved
+as $DSH_WEB_SCREENSHOT when set (docs/web.png is one).
+"""
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import unittest
+import urllib.request
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# As root (CI) Chromium needs --no-sandbox; the rest keep it off a network it cannot reach.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+WAIT = 30_000  # ms: a limit, never a delay
+
+try:
+    from playwright.sync_api import expect, sync_playwright
+except ImportError:  # pragma: no cover - reported below
+    sync_playwright = None
+
+
+def missing():
+    if sync_playwright is None:
+        return "Playwright for Python is not installed (pip install playwright)"
+    if not os.path.exists(CHROMIUM):
+        return "Chromium is not installed (apt-get install chromium)"
+    if not (os.environ.get("DSH_BIN") and os.environ.get("SCRIPTED_SERVER_BIN")):
+        return "DSH_BIN and SCRIPTED_SERVER_BIN are not set (run scripts/web-browser-tests)"
+    return None
+
+
+REASON = missing()
+if REASON and os.environ.get("DSH_TEST_REQUIRE_BROWSER") == "1":
+    raise RuntimeError(f"the browser tests must run here: {REASON}")
+
+
+def escalate(command):
+    return {"calls": [["bash", {
+        "command": command, "description": "print a word",
+        "sandbox_permissions": "danger-full-access", "justification": "needs the whole machine"}]]}
+
+
+class Served:
+    """A scripted model server playing `turns`, and `dsh web` in a fresh home and workspace."""
+
+    def __init__(self, turns):
+        self.dir = tempfile.TemporaryDirectory(prefix="dsh-web-test-")
+        self.home = os.path.join(self.dir.name, "home")
+        self.ws = os.path.join(self.dir.name, "ws")
+        os.makedirs(self.home)
+        os.makedirs(self.ws)
+        script = os.path.join(self.dir.name, "turns.json")
+        with open(script, "w", encoding="utf-8") as f:
+            json.dump(turns, f)
+        self.model = subprocess.Popen([os.environ["SCRIPTED_SERVER_BIN"], "--turns", script],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        base = self.model.stdout.readline().strip()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("DSH_", "DEEPSEEK_"))}
+        env.update({"DSH_HOME": self.home, "DEEPSEEK_BASE_URL": base,
+                    "DEEPSEEK_API_KEY": "test-key"})
+        self.web = subprocess.Popen([os.environ["DSH_BIN"], "web", "--port", "0"], env=env,
+                                    cwd=self.ws, stdout=subprocess.PIPE, text=True)
+        line = self.web.stdout.readline().strip()
+        self.url = line.removeprefix("dsh web: open ")
+        self.base, self.token = self.url.split("/?token=")
+
+    def sessions(self):
+        request = urllib.request.Request(f"{self.base}/api/sessions",
+                                         headers={"Authorization": f"Bearer {self.token}"})
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            listing = json.load(answer)
+        return [s for w in listing["workspaces"] for s in w["sessions"]]
+
+    def close(self):
+        self.web.terminate()
+        self.web.wait(timeout=20)
+        self.web.stdout.close()
+        self.model.stdin.close()
+        self.model.wait(timeout=10)
+        self.model.stdout.close()
+        self.dir.cleanup()
+
+
+@unittest.skipIf(REASON, REASON or "")
+class BrowserTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.playwright = sync_playwright().start()
+        cls.browser = cls.playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.browser.close()
+        cls.playwright.stop()
+
+    def serve(self, turns):
+        served = Served(turns)
+        self.addCleanup(served.close)
+        context = self.browser.new_context()
+        self.addCleanup(context.close)
+        return served, context
+
+    def new_session(self, page, served):
+        page.goto(served.url)
+        page.once("dialog", lambda dialog: dialog.accept(served.ws))
+        page.click("#new-session")
+        expect(page.locator("#session-title")).to_contain_text("session-", timeout=WAIT)
+
+    def send(self, page, text):
+        page.fill("#prompt", text)
+        page.press("#prompt", "Enter")
+
+    def test_a_two_turn_conversation(self):
+        served, context = self.serve([
+            {"reasoning": "thinking it over", "text": "first **answer**\n\n```rust\nfn main() {}\n```"},
+            {"text": "second answer"},
+        ])
+        page = context.new_page()
+        self.new_session(page, served)
+        self.send(page, "hello there")
+        transcript = page.locator("#transcript")
+        # Markdown is rendered (on the server).
+        expect(transcript.locator("strong")).to_have_text("answer", timeout=WAIT)
+        expect(transcript).to_contain_text("hello there")
+        self.send(page, "and again")
+        expect(transcript).to_contain_text("second answer", timeout=WAIT)
+        expect(page.locator("#send")).to_be_enabled()
+        shot = os.environ.get("DSH_WEB_SCREENSHOT")
+        if shot:
+            page.reload()
+            expect(page.locator("#transcript")).to_contain_text("second answer", timeout=WAIT)
+            page.screenshot(path=shot)
+
+    def test_an_escalation_approved_and_one_denied(self):
+        served, context = self.serve([
+            escalate("echo allowed-run"), {"text": "ran it"},
+            escalate("echo denied-run"), {"text": "understood"},
+        ])
+        page = context.new_page()
+        self.new_session(page, served)
+        self.send(page, "do it")
+        dialog = page.locator("dialog#ask")
+        expect(dialog).to_contain_text("needs the whole machine", timeout=WAIT)
+        dialog.get_by_role("button", name="Allow once").click()
+        expect(page.locator("#transcript")).to_contain_text("ran it", timeout=WAIT)
+        self.send(page, "again")
+        expect(dialog).to_be_visible(timeout=WAIT)
+        dialog.get_by_label("Reason").fill("not on this machine")
+        dialog.get_by_role("button", name="Deny").click()
+        expect(page.locator("#transcript")).to_contain_text("understood", timeout=WAIT)
+        calls = page.locator("details.call")
+        expect(calls.nth(0)).to_contain_text("allowed-run")
+        expect(calls.nth(1)).to_contain_text("the user said: not on this machine")
+
+    def test_a_question_answered(self):
+        served, context = self.serve([
+            {"calls": [["ask_user_question", {"questions": [{
+                "id": "db", "question": "Which database?",
+                "options": [{"label": "Postgres"}, {"label": "SQLite", "description": "one file"}]}]}]]},
+            {"text": "SQLite it is"},
+        ])
+        page = context.new_page()
+        self.new_session(page, served)
+        self.send(page, "set up storage")
+        dialog = page.locator("dialog#ask")
+        expect(dialog).to_contain_text("Which database?", timeout=WAIT)
+        dialog.get_by_label("SQLite").check()
+        dialog.get_by_role("button", name="Answer").click()
+        expect(page.locator("#transcript")).to_contain_text("SQLite it is", timeout=WAIT)
+        expect(page.locator("details.call").first).to_contain_text('"selected":["SQLite"]')
+
+    def test_stop_and_reload_mid_turn(self):
+        served, context = self.serve([{"hang": True}, {"text": "still here"}])
+        page = context.new_page()
+        self.new_session(page, served)
+        self.send(page, "take your time")
+        expect(page.locator("#stop")).to_be_enabled(timeout=WAIT)
+        # A reload while the turn runs finds the session and the running turn.
+        page.reload()
+        expect(page.locator("#transcript")).to_contain_text("take your time", timeout=WAIT)
+        expect(page.locator("#stop")).to_be_enabled(timeout=WAIT)
+        page.click("#stop")
+        expect(page.locator("#stop")).to_be_disabled(timeout=WAIT)
+        self.send(page, "and now")
+        expect(page.locator("#transcript")).to_contain_text("still here", timeout=WAIT)
+
+    def test_two_sessions_at_once(self):
+        served, context = self.serve([{"hang": True}, {"text": "answer for B"}])
+        first = context.new_page()
+        self.new_session(first, served)
+        self.send(first, "long job in A")
+        expect(first.locator("#stop")).to_be_enabled(timeout=WAIT)
+        second = context.new_page()
+        # The second tab would reopen the first session; it starts its own.
+        second.goto(served.url)
+        second.once("dialog", lambda dialog: dialog.accept(served.ws))
+        second.click("#new-session")
+        expect(second.locator("#session-title")).to_contain_text("session-", timeout=WAIT)
+        self.assertNotEqual(second.locator("#session-title").inner_text(),
+                            first.locator("#session-title").inner_text())
+        self.send(second, "quick one in B")
+        expect(second.locator("#transcript")).to_contain_text("answer for B", timeout=WAIT)
+        expect(first.locator("#stop")).to_be_enabled()
+        expect(first.locator("#transcript")).not_to_contain_text("answer for B")
+        first.click("#stop")
+        expect(first.locator("#stop")).to_be_disabled(timeout=WAIT)
+        self.assertEqual(len(served.sessions()), 2)
+
+    def test_a_foreign_page_is_refused(self):
+        served, context = self.serve([{"text": "never"}])
+        page = context.new_page()
+        page.goto(served.url)  # the browser now holds the token's cookie
+        expect(page.locator("#new-session")).to_be_visible(timeout=WAIT)
+        before = len(served.sessions())
+        attack = f"""<!doctype html><title>attack</title><script>
+          fetch({json.dumps(served.base + "/api/sessions")}, {{method: "POST", mode: "no-cors",
+            credentials: "include", headers: {{"Content-Type": "text/plain"}},
+            body: JSON.stringify({{cwd: {json.dumps(served.ws)}}})}})
+            .finally(() => {{ document.title = "sent"; }});
+        </script>"""
+
+        class Page(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = attack.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+        threading.Thread(target=site.serve_forever, daemon=True).start()
+        self.addCleanup(site.shutdown)
+        page.goto(f"http://127.0.0.1:{site.server_address[1]}/")
+        expect(page).to_have_title("sent", timeout=WAIT)
+        self.assertEqual(len(served.sessions()), before, "the foreign page opened a session")
+        # Without the token, the page itself is refused too.
+        other = self.browser.new_context()
+        self.addCleanup(other.close)
+        refused = other.new_page().goto(served.base + "/")
+        self.assertEqual(refused.status, 401)
+
+
+if __name__ == "__main__":
+    unittest.main()
