@@ -4,7 +4,8 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { id: null, cwd: null, source: null, busy: false, calls: new Map(), live: null };
+const state = { id: null, cwd: null, source: null, busy: false, calls: new Map(), live: null,
+  usage: { tokens: 0, cost: 0, priced: false } };
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -63,7 +64,10 @@ async function openSession(cwd, resume) {
 // Reads the session's reports: everything so far, then each as it comes.
 function follow(id, cwd) {
   if (state.source) state.source.close();
-  Object.assign(state, { id, cwd, calls: new Map(), live: null, busy: false });
+  Object.assign(state, { id, cwd, calls: new Map(), live: null, busy: false,
+    usage: { tokens: 0, cost: 0, priced: false } });
+  $("todos").replaceChildren();
+  $("usage").textContent = "";
   sessionStorage.setItem("dsh-session", JSON.stringify({ id, cwd }));
   history.replaceState(null, "", `#${id}`);
   $("transcript").replaceChildren();
@@ -139,9 +143,11 @@ function showRecord(record, event) {
     const id = data.callId || data.call_id;
     const output = el("pre", { class: "output" });
     const result = el("pre", { class: "result" });
-    const node = el("details", { class: "call", "data-call": id },
-      el("summary", {}, `${data.name} ${shortArgs(data.arguments)}`),
-      el("pre", { class: "arguments" }, prettyArgs(data.arguments)), output, result);
+    const view = event.view || {};
+    const diff = view.diff ? diffView(view.path, view.diff) : null;
+    const node = el("details", { class: "call", "data-call": id, ...(diff ? { open: "" } : {}) },
+      el("summary", {}, view.title || `${data.name} ${shortArgs(data.arguments)}`),
+      diff || el("pre", { class: "arguments" }, prettyArgs(data.arguments)), output, result);
     state.calls.set(id, { node, output, result });
     $("transcript").append(node);
   } else if (record.type === "tool/result") {
@@ -158,7 +164,24 @@ function showRecord(record, event) {
     }
   } else if (record.type === "turn/end") {
     if (state.live) { state.live = null; }
+  } else if (record.type === "step/end") {
+    const usage = data.usage || {};
+    state.usage.tokens += usage.totalTokens || 0;
+    if (typeof usage.costUsd === "number") { state.usage.cost += usage.costUsd; state.usage.priced = true; }
+    $("usage").textContent = `${state.usage.tokens.toLocaleString()} tokens` +
+      (state.usage.priced ? ` · $${state.usage.cost.toFixed(4)}` : "");
+  } else if (record.type === "todo/write") {
+    $("todos").replaceChildren(...(data.todos || []).map((todo) =>
+      el("li", { class: `todo ${todo.status}` }, todo.content || todo.text || "")));
   }
+}
+
+// An edit's or a write's change: its file, then each line with its sign.
+function diffView(path, diff) {
+  const lines = diff.lines.map(([sign, text]) =>
+    el("span", { class: sign === "+" ? "add" : sign === "-" ? "del" : "ctx" }, `${sign} ${text}\n`));
+  if (diff.more) lines.push(el("span", { class: "ctx" }, `… ${diff.more} more lines\n`));
+  return el("div", { class: "diff" }, el("div", { class: "path" }, path), el("pre", {}, ...lines));
 }
 
 function blocksText(message, type) {

@@ -39,6 +39,8 @@ pub(crate) struct Live {
     stop: Mutex<Option<Stop>>,
     asks: Mutex<HashMap<u64, oneshot::Sender<Value>>>,
     next_ask: AtomicU64,
+    /// The run's tools, for how their calls are shown (titles, diffs).
+    catalog: std::sync::OnceLock<dsh_core::ToolCatalog>,
 }
 
 /// What the session has reported, and where new reports go.
@@ -121,6 +123,7 @@ impl Hub {
             stop: Mutex::new(None),
             asks: Mutex::new(HashMap::new()),
             next_ask: AtomicU64::new(1),
+            catalog: std::sync::OnceLock::new(),
         });
         let asker = Asker(Arc::downgrade(&live));
         let user = User {
@@ -138,8 +141,9 @@ impl Hub {
             .map_err(|e| HubError::Failed(e.message))?;
         let id = run.agent.session().id().to_owned();
         let _ = live.id.set(id.clone());
+        let _ = live.catalog.set(run.catalog.clone());
         for record in run.agent.session().logged_records() {
-            live.push(record_json(&record));
+            live.push(live.record_json(&record));
         }
         live.push(json!({"kind": "ready", "id": id, "cwd": live.cwd}));
         lock(&self.sessions).insert(id, live.clone());
@@ -221,7 +225,7 @@ impl Live {
             self.push(json!({"kind": "busy", "busy": true}));
             let mut running = run.start_task(text, &stop);
             while let Some(event) = running.next_event().await {
-                if let Some(line) = event_json(&event) {
+                if let Some(line) = self.event_json(&event) {
                     self.push(line);
                 }
             }
@@ -256,43 +260,61 @@ impl Live {
     }
 }
 
-/// An agent event as the page reads it; `None` for what it does not show.
-fn event_json(event: &AgentEvent) -> Option<Value> {
-    Some(match event {
-        AgentEvent::Record(record) => record_json(record),
-        AgentEvent::Delta(StreamDelta::Text(text)) => json!({"kind": "delta", "text": text}),
-        AgentEvent::Delta(StreamDelta::Reasoning(text)) => {
-            json!({"kind": "delta", "reasoning": text})
-        }
-        AgentEvent::Delta(_) => return None,
-        AgentEvent::Notice(text) => json!({"kind": "notice", "text": text}),
-        AgentEvent::ToolOutput { call_id, text } => {
-            json!({"kind": "output", "callId": call_id, "text": text})
-        }
-        AgentEvent::Child { agent_id, event } => {
-            let mut inner = event_json(event)?;
-            inner["agent"] = json!(agent_id);
-            inner
-        }
-    })
-}
-
-/// A record as the page reads it: the record, and for an answer its text as HTML too.
-fn record_json(record: &dsh_protocol::Record) -> Value {
-    let mut line = json!({"kind": "record", "record": record});
-    if let dsh_protocol::Record::AssistantMessage(answer) = record {
-        let text: String = (answer.message.content.iter())
-            .filter_map(|block| match block {
-                dsh_protocol::Block::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-        if !text.is_empty() {
-            line["html"] = json!(crate::markdown::to_html(&text));
-        }
+impl Live {
+    /// An agent event as the page reads it; `None` for what it does not show.
+    fn event_json(&self, event: &AgentEvent) -> Option<Value> {
+        Some(match event {
+            AgentEvent::Record(record) => self.record_json(record),
+            AgentEvent::Delta(StreamDelta::Text(text)) => json!({"kind": "delta", "text": text}),
+            AgentEvent::Delta(StreamDelta::Reasoning(text)) => {
+                json!({"kind": "delta", "reasoning": text})
+            }
+            AgentEvent::Delta(_) => return None,
+            AgentEvent::Notice(text) => json!({"kind": "notice", "text": text}),
+            AgentEvent::ToolOutput { call_id, text } => {
+                json!({"kind": "output", "callId": call_id, "text": text})
+            }
+            AgentEvent::Child { agent_id, event } => {
+                let mut inner = self.event_json(event)?;
+                inner["agent"] = json!(agent_id);
+                inner
+            }
+        })
     }
-    line
+
+    /// A record as the page reads it: the record, an answer's text as HTML beside it, and a
+    /// call's title and diff as every front end shows them ([`dsh_core::ToolCatalog`]).
+    fn record_json(&self, record: &dsh_protocol::Record) -> Value {
+        let mut line = json!({"kind": "record", "record": record});
+        match record {
+            dsh_protocol::Record::AssistantMessage(answer) => {
+                let text: Vec<&str> = (answer.message.content.iter())
+                    .filter_map(|block| match block {
+                        dsh_protocol::Block::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                if !text.is_empty() {
+                    line["html"] = json!(crate::markdown::to_html(&text.join("\n")));
+                }
+            }
+            dsh_protocol::Record::ToolCall(call) => {
+                if let Some(catalog) = self.catalog.get() {
+                    let arguments: Value =
+                        serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+                    let view = catalog.describe(&call.name, &arguments);
+                    let mut shown = json!({"title": view.title});
+                    if let Some(change) = &view.change {
+                        shown["path"] = json!(change.path);
+                        shown["diff"] = crate::diff::lines(change.old, change.new);
+                    }
+                    line["view"] = shown;
+                }
+            }
+            _ => {}
+        }
+        line
+    }
 }
 
 /// The session's side of [`dsh_core::ask`]: each request is a question for the pages.

@@ -450,6 +450,16 @@ mod tests {
         assert_eq!(&buf[..n], b"hello");
         assert_eq!(fds.len(), 2);
         drop(a);
+        // Another test's child, between its fork and its exec, may still hold `a` for a
+        // moment (close-on-exec closes it only at the exec): wait for the hang-up itself.
+        let mut watched = libc::pollfd {
+            fd: std::os::fd::AsRawFd::as_raw_fd(&b),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let ready = unsafe { libc::poll(&mut watched, 1, 30_000) };
+        assert_eq!(ready, 1, "the peer's close was never seen");
         assert!(
             recv(std::os::fd::AsFd::as_fd(&b), &mut buf)
                 .unwrap()

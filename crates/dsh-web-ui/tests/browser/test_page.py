@@ -179,6 +179,26 @@ class BrowserTests(unittest.TestCase):
         expect(page.locator("#transcript")).to_contain_text("SQLite it is", timeout=WAIT)
         expect(page.locator("details.call").first).to_contain_text('"selected":["SQLite"]')
 
+    def test_a_diff_the_todo_list_and_token_use(self):
+        served, context = self.serve([
+            {"calls": [["todo_write", {"todos": [
+                {"content": "write the notes", "status": "in_progress"},
+                {"content": "check them", "status": "pending"}]}]]},
+            {"calls": [["write", {"file_path": "notes.txt", "content": "first line\nsecond line\n"}]]},
+            {"text": "written"},
+        ])
+        page = context.new_page()
+        self.new_session(page, served)
+        self.send(page, "write notes")
+        expect(page.locator("#transcript")).to_contain_text("written", timeout=WAIT)
+        diff = page.locator("details.call .diff")
+        expect(diff).to_contain_text("notes.txt")
+        expect(diff.locator(".add")).to_have_count(2)
+        expect(diff.locator(".add").first).to_have_text("+ first line\n")
+        expect(page.locator("#todos li")).to_have_count(2)
+        expect(page.locator("#todos li.in_progress")).to_have_text("write the notes")
+        expect(page.locator("#usage")).to_contain_text("330 tokens")
+
     def test_stop_and_reload_mid_turn(self):
         served, context = self.serve([{"hang": True}, {"text": "still here"}])
         page = context.new_page()
