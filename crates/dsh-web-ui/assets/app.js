@@ -82,8 +82,27 @@ function follow(id, cwd) {
   loadSessions().catch(() => {});
 }
 
+// The session's permission mode and model; changing either reopens it between turns.
+function showSettings(event) {
+  const modes = event.modes || [];
+  const select = $("mode");
+  select.replaceChildren(...modes.map((mode) => el("option", { value: mode }, mode)));
+  select.value = event.mode;
+  $("model").value = event.model;
+}
+
+async function changeSettings(change) {
+  try {
+    await api("POST", `/api/sessions/${encodeURIComponent(state.id)}/settings`, change);
+  } catch (error) {
+    say("error", error.message);
+  }
+}
+
 function setBusy(busy) {
   state.busy = busy;
+  $("mode").disabled = busy;
+  $("model").disabled = busy;
   $("stop").disabled = !busy;
   $("session-state").textContent = busy ? "working…" : "";
 }
@@ -109,6 +128,7 @@ function show(event) {
       return;
     }
     case "busy": return setBusy(event.busy);
+    case "settings": return showSettings(event);
     case "turn_end": return;
     case "error": return say("error", event.message);
     case "ask": return ask(event);
@@ -145,9 +165,15 @@ function showRecord(record, event) {
     const result = el("pre", { class: "result" });
     const view = event.view || {};
     const diff = view.diff ? diffView(view.path, view.diff) : null;
-    const node = el("details", { class: "call", "data-call": id, ...(diff ? { open: "" } : {}) },
+    let shown = diff;
+    if (view.html) {
+      // A plan (or another document the call carries), rendered on the server.
+      shown = el("div", { class: "message markdown document" });
+      shown.innerHTML = view.html;
+    }
+    const node = el("details", { class: "call", "data-call": id, ...(shown ? { open: "" } : {}) },
       el("summary", {}, view.title || `${data.name} ${shortArgs(data.arguments)}`),
-      diff || el("pre", { class: "arguments" }, prettyArgs(data.arguments)), output, result);
+      shown || el("pre", { class: "arguments" }, prettyArgs(data.arguments)), output, result);
     state.calls.set(id, { node, output, result });
     $("transcript").append(node);
   } else if (record.type === "tool/result") {
@@ -170,6 +196,9 @@ function showRecord(record, event) {
     if (typeof usage.costUsd === "number") { state.usage.cost += usage.costUsd; state.usage.priced = true; }
     $("usage").textContent = `${state.usage.tokens.toLocaleString()} tokens` +
       (state.usage.priced ? ` · $${state.usage.cost.toFixed(4)}` : "");
+  } else if (record.type === "permission/mode") {
+    // The mode changed within the session (a plan approved, a switch): the picker follows.
+    if ([...$("mode").options].some((o) => o.value === data.mode)) $("mode").value = data.mode;
   } else if (record.type === "todo/write") {
     $("todos").replaceChildren(...(data.todos || []).map((todo) =>
       el("li", { class: `todo ${todo.status}` }, todo.content || todo.text || "")));
@@ -286,6 +315,8 @@ $("new-session").addEventListener("click", async () => {
   if (cwd) openSession(cwd).catch((error) => say("error", error.message));
 });
 $("search").addEventListener("input", () => loadSessions().catch(() => {}));
+$("mode").addEventListener("change", () => changeSettings({ permissionMode: $("mode").value }));
+$("model").addEventListener("change", () => changeSettings({ model: $("model").value }));
 
 // A reload (or a second tab) comes back to the session it showed, running turn and all.
 loadSessions().then(() => {

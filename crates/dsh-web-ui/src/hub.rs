@@ -14,6 +14,7 @@ use dsh_core::ask::{
     ApprovalOutcome, ApprovalRequest, Approver, AskOutcome, Elicitation, ElicitationAnswer,
     Question, SessionGrants, UserQuestions,
 };
+use dsh_core::config::PermissionMode;
 use dsh_core::{AgentBuilder, AgentEvent, Environment, Flags, Settings, Stop, StreamDelta, User};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -40,7 +41,7 @@ pub(crate) struct Live {
     asks: Mutex<HashMap<u64, oneshot::Sender<Value>>>,
     next_ask: AtomicU64,
     /// The run's tools, for how their calls are shown (titles, diffs).
-    catalog: std::sync::OnceLock<dsh_core::ToolCatalog>,
+    catalog: Mutex<Option<dsh_core::ToolCatalog>>,
 }
 
 /// What the session has reported, and where new reports go.
@@ -51,6 +52,12 @@ struct Stream {
 
 enum Command {
     Prompt(String),
+    /// Reopen the session with another permission mode or model (between turns).
+    Reconfigure {
+        mode: Option<PermissionMode>,
+        model: Option<String>,
+        done: oneshot::Sender<Result<(), String>>,
+    },
     /// Close the run (its log whole, its processes stopped), then say so.
     Close(oneshot::Sender<()>),
 }
@@ -108,8 +115,6 @@ impl Hub {
         let mut flags = self.flags.clone();
         flags.interactive = true;
         flags.session_id = resume;
-        let settings = Settings::load(cwd.clone(), &Environment::from_process(), &flags)
-            .map_err(|e| HubError::Failed(e.message))?;
         let (commands, received) = mpsc::unbounded_channel();
         let live = Arc::new(Live {
             id: std::sync::OnceLock::new(),
@@ -123,7 +128,7 @@ impl Hub {
             stop: Mutex::new(None),
             asks: Mutex::new(HashMap::new()),
             next_ask: AtomicU64::new(1),
-            catalog: std::sync::OnceLock::new(),
+            catalog: Mutex::new(None),
         });
         let asker = Asker(Arc::downgrade(&live));
         let user = User {
@@ -132,23 +137,29 @@ impl Hub {
             watches_output: true,
             editor: None,
         };
-        let mcp = dsh_mcp::McpServers::default();
         let (notices, mut noticed) = mpsc::unbounded_channel();
-        let run = AgentBuilder::new(settings)
-            .with_user(user)
-            .open(&mcp, notices)
+        let (run, settings) = open_run(&live.cwd, &flags, &user, notices.clone())
             .await
-            .map_err(|e| HubError::Failed(e.message))?;
+            .map_err(HubError::Failed)?;
         let id = run.agent.session().id().to_owned();
         let _ = live.id.set(id.clone());
-        let _ = live.catalog.set(run.catalog.clone());
+        *lock(&live.catalog) = Some(run.catalog.clone());
         for record in run.agent.session().logged_records() {
             live.push(live.record_json(&record));
         }
         live.push(json!({"kind": "ready", "id": id, "cwd": live.cwd}));
-        lock(&self.sessions).insert(id, live.clone());
+        live.push(settings);
+        lock(&self.sessions).insert(id.clone(), live.clone());
+        flags.session_id = Some(id);
+        flags.continue_latest = false;
+        flags.fork = false;
         let driven = live.clone();
-        tokio::task::spawn_local(async move { driven.drive(run, received, mcp).await });
+        let opening = Opening {
+            flags,
+            user,
+            notices,
+        };
+        tokio::task::spawn_local(async move { driven.drive(run, received, opening).await });
         let told = Arc::downgrade(&live);
         tokio::task::spawn_local(async move {
             while let Some(line) = noticed.recv().await {
@@ -190,6 +201,31 @@ impl Live {
             .map_err(|_| HubError::Failed("the session has closed".into()))
     }
 
+    /// Reopens the session with `mode` and `model` (each kept when `None`), between turns.
+    pub(crate) async fn reconfigure(
+        &self,
+        mode: Option<PermissionMode>,
+        model: Option<String>,
+    ) -> Result<(), HubError> {
+        if self.busy.swap(true, Ordering::SeqCst) {
+            return Err(HubError::Busy(
+                "a turn is running; change the settings once it has ended".into(),
+            ));
+        }
+        let (done, answered) = oneshot::channel();
+        let sent = self
+            .commands
+            .send(Command::Reconfigure { mode, model, done });
+        let outcome = match sent {
+            Ok(()) => answered
+                .await
+                .unwrap_or_else(|_| Err("the session has closed".into())),
+            Err(_) => Err("the session has closed".into()),
+        };
+        self.busy.store(false, Ordering::SeqCst);
+        outcome.map_err(HubError::Failed)
+    }
+
     pub(crate) fn stop(&self) {
         if let Some(stop) = lock(&self.stop).as_ref() {
             stop.request(dsh_protocol::AbortReason::User);
@@ -209,7 +245,7 @@ impl Live {
         self: Arc<Self>,
         mut run: dsh_core::Run,
         mut commands: mpsc::UnboundedReceiver<Command>,
-        _mcp: dsh_mcp::McpServers,
+        mut opening: Opening,
     ) {
         let mut closed = None;
         while let Some(command) = commands.recv().await {
@@ -218,6 +254,50 @@ impl Live {
                 Command::Close(done) => {
                     closed = Some(done);
                     break;
+                }
+                Command::Reconfigure { mode, model, done } => {
+                    let mut flags = opening.flags.clone();
+                    if mode.is_some() {
+                        flags.permission_mode = mode;
+                    }
+                    if model.is_some() {
+                        flags.model = model;
+                    }
+                    // The session's log takes one run at a time: the old one goes first, and
+                    // comes back if the new settings cannot open it.
+                    run.close().await;
+                    let reopened =
+                        open_run(&self.cwd, &flags, &opening.user, opening.notices.clone()).await;
+                    let outcome = match reopened {
+                        Ok((fresh, settings)) => {
+                            run = fresh;
+                            *lock(&self.catalog) = Some(run.catalog.clone());
+                            opening.flags = flags;
+                            self.push(settings);
+                            Ok(())
+                        }
+                        Err(message) => {
+                            match open_run(
+                                &self.cwd,
+                                &opening.flags,
+                                &opening.user,
+                                opening.notices.clone(),
+                            )
+                            .await
+                            {
+                                Ok((old, _)) => run = old,
+                                Err(again) => {
+                                    let _ = done.send(Err(format!(
+                                        "{message}; and reopening it as it was failed: {again}"
+                                    )));
+                                    return;
+                                }
+                            }
+                            Err(message)
+                        }
+                    };
+                    let _ = done.send(outcome);
+                    continue;
                 }
             };
             let stop = Stop::new();
@@ -299,7 +379,7 @@ impl Live {
                 }
             }
             dsh_protocol::Record::ToolCall(call) => {
-                if let Some(catalog) = self.catalog.get() {
+                if let Some(catalog) = lock(&self.catalog).as_ref() {
                     let arguments: Value =
                         serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
                     let view = catalog.describe(&call.name, &arguments);
@@ -308,6 +388,10 @@ impl Live {
                         shown["path"] = json!(change.path);
                         shown["diff"] = crate::diff::lines(change.old, change.new);
                     }
+                    // A document the call carries (a plan) is shown whole.
+                    if let Some(document) = view.document {
+                        shown["html"] = json!(crate::markdown::to_html(document));
+                    }
                     line["view"] = shown;
                 }
             }
@@ -315,6 +399,41 @@ impl Live {
         }
         line
     }
+}
+
+/// What a session was opened with, to open it again (other settings).
+struct Opening {
+    flags: Flags,
+    user: User,
+    notices: mpsc::UnboundedSender<String>,
+}
+
+/// A run for `flags` in `cwd`, asked through `user`; and the settings it runs with, as the
+/// page shows them (`{"kind": "settings", ...}`).
+async fn open_run(
+    cwd: &std::path::Path,
+    flags: &Flags,
+    user: &User,
+    notices: mpsc::UnboundedSender<String>,
+) -> Result<(dsh_core::Run, Value), String> {
+    let settings = Settings::load(cwd.to_path_buf(), &Environment::from_process(), flags)
+        .map_err(|e| e.message)?;
+    let shown = json!({
+        "kind": "settings",
+        "mode": settings.permission_mode().value.to_string(),
+        "model": settings.model().value,
+        "modes": PermissionMode::CHOICES
+            .split([',', ' '])
+            .filter(|word| !word.is_empty() && *word != "or")
+            .collect::<Vec<_>>(),
+    });
+    let mcp = dsh_mcp::McpServers::default();
+    let run = AgentBuilder::new(settings)
+        .with_user(user.clone())
+        .open(&mcp, notices)
+        .await
+        .map_err(|e| e.message)?;
+    Ok((run, shown))
 }
 
 /// The session's side of [`dsh_core::ask`]: each request is a question for the pages.

@@ -10,6 +10,7 @@
 //! | `GET /api/sessions/ID/events` | the session's reports so far, then as they come (SSE) |
 //! | `POST /api/sessions/ID/prompt` | `{text}`: starts a turn |
 //! | `POST /api/sessions/ID/stop` | stops the running turn |
+//! | `POST /api/sessions/ID/settings` | `{permissionMode?, model?}`: reopens it so, between turns |
 //! | `POST /api/sessions/ID/answer` | `{id, answer}`: answers a question the session asked |
 
 use std::convert::Infallible;
@@ -24,6 +25,8 @@ use hyper::body::{Frame, Incoming};
 use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, SET_COOKIE};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
+
+use dsh_core::config::PermissionMode;
 
 use crate::guard::{Guard, Refused};
 use crate::hub::{Hub, HubError};
@@ -225,6 +228,32 @@ impl App {
                     "stop" => {
                         live.stop();
                         json_response(202, &json!({"stopping": true}))
+                    }
+                    "settings" => {
+                        let mode = match body["permissionMode"].as_str() {
+                            None => None,
+                            Some(mode) => match mode.parse::<PermissionMode>() {
+                                Ok(mode) => Some(mode),
+                                Err(_) => {
+                                    return json_error(
+                                        400,
+                                        &format!(
+                                            "permissionMode must be {}, got \"{mode}\"",
+                                            PermissionMode::CHOICES
+                                        ),
+                                    );
+                                }
+                            },
+                        };
+                        let model = body["model"]
+                            .as_str()
+                            .map(str::trim)
+                            .filter(|m| !m.is_empty())
+                            .map(str::to_owned);
+                        match live.reconfigure(mode, model).await {
+                            Ok(()) => json_response(200, &json!({"changed": true})),
+                            Err(error) => hub_error(error),
+                        }
                     }
                     "answer" => {
                         let Some(ask) = body["id"].as_u64() else {

@@ -53,7 +53,7 @@ def escalate(command):
 class Served:
     """A scripted model server playing `turns`, and `dsh web` in a fresh home and workspace."""
 
-    def __init__(self, turns):
+    def __init__(self, turns, args=()):
         self.dir = tempfile.TemporaryDirectory(prefix="dsh-web-test-")
         self.home = os.path.join(self.dir.name, "home")
         self.ws = os.path.join(self.dir.name, "ws")
@@ -68,7 +68,7 @@ class Served:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DSH_", "DEEPSEEK_"))}
         env.update({"DSH_HOME": self.home, "DEEPSEEK_BASE_URL": base,
                     "DEEPSEEK_API_KEY": "test-key"})
-        self.web = subprocess.Popen([os.environ["DSH_BIN"], "web", "--port", "0"], env=env,
+        self.web = subprocess.Popen([os.environ["DSH_BIN"], "web", "--port", "0", *args], env=env,
                                     cwd=self.ws, stdout=subprocess.PIPE, text=True)
         line = self.web.stdout.readline().strip()
         self.url = line.removeprefix("dsh web: open ")
@@ -103,8 +103,8 @@ class BrowserTests(unittest.TestCase):
         cls.browser.close()
         cls.playwright.stop()
 
-    def serve(self, turns):
-        served = Served(turns)
+    def serve(self, turns, args=()):
+        served = Served(turns, args)
         self.addCleanup(served.close)
         context = self.browser.new_context()
         self.addCleanup(context.close)
@@ -199,12 +199,47 @@ class BrowserTests(unittest.TestCase):
         expect(page.locator("#todos li.in_progress")).to_have_text("write the notes")
         expect(page.locator("#usage")).to_contain_text("330 tokens")
 
+    def test_a_plan_reviewed_and_carried_out(self):
+        served, context = self.serve([
+            {"calls": [["exit_plan_mode", {"plan": "# The plan\n\n1. Edit **main.rs**"}]]},
+            {"text": "carrying it out"},
+        ], args=["--permission-mode", "plan"])
+        page = context.new_page()
+        self.new_session(page, served)
+        expect(page.locator("#mode")).to_have_value("plan", timeout=WAIT)
+        self.send(page, "plan the change")
+        dialog = page.locator("dialog#ask")
+        expect(dialog).to_contain_text("Carry out this plan?", timeout=WAIT)
+        # The plan is shown whole, rendered.
+        plan = page.locator("details.call .document")
+        expect(plan.locator("h1")).to_have_text("The plan")
+        expect(plan.locator("strong")).to_have_text("main.rs")
+        dialog.get_by_label("Carry it out (workspace-write)").check()
+        dialog.get_by_role("button", name="Answer").click()
+        expect(page.locator("#transcript")).to_contain_text("carrying it out", timeout=WAIT)
+        expect(page.locator("#mode")).to_have_value("workspace-write")
+
+    def test_the_mode_is_switched_between_turns(self):
+        served, context = self.serve([{"text": "read only now"}])
+        page = context.new_page()
+        self.new_session(page, served)
+        expect(page.locator("#mode")).to_have_value("workspace-write", timeout=WAIT)
+        page.select_option("#mode", "read-only")
+        expect(page.locator("#mode")).to_be_enabled(timeout=WAIT)
+        # The session reopened so: its log says so, and the page shows it after a reload.
+        page.reload()
+        expect(page.locator("#mode")).to_have_value("read-only", timeout=WAIT)
+        self.send(page, "look around")
+        expect(page.locator("#transcript")).to_contain_text("read only now", timeout=WAIT)
+
     def test_stop_and_reload_mid_turn(self):
-        served, context = self.serve([{"hang": True}, {"text": "still here"}])
+        # The answer starts, then stalls: seeing its start proves the model has the request.
+        served, context = self.serve([{"stall": "thinking about"}, {"text": "still here"}])
         page = context.new_page()
         self.new_session(page, served)
         self.send(page, "take your time")
-        expect(page.locator("#stop")).to_be_enabled(timeout=WAIT)
+        expect(page.locator("#transcript")).to_contain_text("thinking about", timeout=WAIT)
+        expect(page.locator("#stop")).to_be_enabled()
         # A reload while the turn runs finds the session and the running turn.
         page.reload()
         expect(page.locator("#transcript")).to_contain_text("take your time", timeout=WAIT)
@@ -215,11 +250,11 @@ class BrowserTests(unittest.TestCase):
         expect(page.locator("#transcript")).to_contain_text("still here", timeout=WAIT)
 
     def test_two_sessions_at_once(self):
-        served, context = self.serve([{"hang": True}, {"text": "answer for B"}])
+        served, context = self.serve([{"stall": "A is busy"}, {"text": "answer for B"}])
         first = context.new_page()
         self.new_session(first, served)
         self.send(first, "long job in A")
-        expect(first.locator("#stop")).to_be_enabled(timeout=WAIT)
+        expect(first.locator("#transcript")).to_contain_text("A is busy", timeout=WAIT)
         second = context.new_page()
         # The second tab would reopen the first session; it starts its own.
         second.goto(served.url)

@@ -355,6 +355,8 @@ fn stop_ends_the_running_turn_and_the_session_goes_on() {
         json!({"text": "wait"}),
     );
     until(&events, "record", |e| e["record"]["type"] == "step/start");
+    // The hanging answer is the model's only once the request has reached it.
+    assert!(env.server.wait_for_requests(1, LIMIT));
     // A second prompt while the turn runs is refused, saying why.
     let (status, body) = web.request(
         "POST",
@@ -373,4 +375,46 @@ fn stop_ends_the_running_turn_and_the_session_goes_on() {
     );
     let next = until(&events, "busy", |e| e["busy"] == false);
     assert_eq!(texts(&next), ["still here"]);
+}
+
+#[test]
+fn the_mode_is_switched_between_turns_and_a_bad_one_named() {
+    let env = TestEnv::new(vec![Turn::text("looked")]);
+    let web = Web::start(&env);
+    let id = web.open(&env);
+    let events = web.events(&id);
+    let opened = until(&events, "settings", |_| true);
+    assert_eq!(opened.last().unwrap()["mode"], "workspace-write");
+    let (status, body) = web.request(
+        "POST",
+        &format!("/api/sessions/{id}/settings"),
+        Some(&json!({"permissionMode": "everything"})),
+        &[],
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("read-only"), "{body}");
+    web.post(
+        &format!("/api/sessions/{id}/settings"),
+        json!({"permissionMode": "read-only"}),
+    );
+    let switched = until(&events, "settings", |_| true);
+    assert_eq!(switched.last().unwrap()["mode"], "read-only");
+    web.post(
+        &format!("/api/sessions/{id}/prompt"),
+        json!({"text": "look"}),
+    );
+    let turn = until(&events, "busy", |e| e["busy"] == false);
+    assert!(texts(&turn).contains(&"looked".to_owned()));
+    // The session keeps the mode: its log says so, for a resume too.
+    let modes: Vec<Value> = env
+        .session_log()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|r| r["type"] == "permission/mode")
+        .collect();
+    assert_eq!(
+        modes.last().unwrap()["data"]["mode"],
+        "read-only",
+        "{modes:?}"
+    );
 }
