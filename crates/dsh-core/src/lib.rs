@@ -46,7 +46,9 @@ pub use log::{LoadedLog, LogOptions, SessionLog, logged_records, read_log};
 pub use output_schema::{OUTPUT_RETRIES, OutputSchema};
 pub use saved_workflow::{SavedWorkflow, load_workflow, saved_workflows};
 pub use session::Session;
-pub use session_list::{all_sessions, list_sessions, session_log_path, utc_date_time};
+pub use session_list::{
+    all_sessions, delete_session, list_sessions, session_log_path, utc_date_time,
+};
 
 /// What `dsh sandbox check` prints for the sandbox settings of a run in `cwd` (only the config
 /// files' `[sandbox]` is read), and whether any backend can confine commands here.

@@ -144,6 +144,15 @@ pub fn session_log_path(home: &Path, cwd: &Path, id: &str) -> Result<PathBuf, Co
     })
 }
 
+/// Deletes session `id` recorded in `cwd`: its folder (log, spilled results) goes. Refused
+/// while a run holds it (its lock is taken first, so no run opens it meanwhile).
+pub fn delete_session(home: &Path, cwd: &Path, id: &str) -> Result<(), CoreError> {
+    let log = session_log_path(home, cwd, id)?;
+    let dir = log.parent().map(Path::to_path_buf).unwrap_or_default();
+    let _lock = crate::lock::SessionLock::acquire(&dir, id)?;
+    std::fs::remove_dir_all(&dir).map_err(|source| CoreError::Log { path: dir, source })
+}
+
 /// `YYYY-MM-DD HH:MM:SS` for milliseconds since the epoch, in UTC: how sessions are dated
 /// for people (`dsh sessions list`) and, with a `T` and a `Z`, for programs (ACP).
 pub fn utc_date_time(ms: u64) -> String {

@@ -51,7 +51,12 @@ async function loadSessions() {
         onclick: (event) => { event.preventDefault(); openSession(workspace.cwd, session.id); },
       }, session.firstTask || "(no task yet)",
         el("small", {}, `${new Date(session.createdAt).toLocaleString()} · ${session.turns} turns`));
-      nav.append(link);
+      const tools = el("span", { class: "session-tools" },
+        el("button", { type: "button", title: "Fork: a new session from a copy of this one",
+          onclick: () => forkSession(workspace.cwd, session.id) }, "Fork"),
+        el("button", { type: "button", title: "Delete this session",
+          onclick: () => deleteSession(workspace.cwd, session) }, "Delete"));
+      nav.append(el("div", { class: "session" }, link, tools));
     }
   }
 }
@@ -59,6 +64,21 @@ async function loadSessions() {
 async function openSession(cwd, resume) {
   const opened = await api("POST", "/api/sessions", { cwd, resume });
   follow(opened.id, cwd);
+}
+
+async function forkSession(cwd, id) {
+  try {
+    const opened = await api("POST", "/api/sessions", { cwd, resume: id, fork: true });
+    follow(opened.id, cwd);
+  } catch (error) { say("error", error.message); }
+}
+
+async function deleteSession(cwd, session) {
+  if (!window.confirm(`Delete the session "${session.firstTask || session.id}"? Its log is removed for good.`)) return;
+  try {
+    await api("POST", `/api/sessions/${encodeURIComponent(session.id)}/delete`, { cwd });
+    await loadSessions();
+  } catch (error) { say("error", error.message); }
 }
 
 // Reads the session's reports: everything so far, then each as it comes.
@@ -196,6 +216,12 @@ function showRecord(record, event) {
     if (typeof usage.costUsd === "number") { state.usage.cost += usage.costUsd; state.usage.priced = true; }
     $("usage").textContent = `${state.usage.tokens.toLocaleString()} tokens` +
       (state.usage.priced ? ` · $${state.usage.cost.toFixed(4)}` : "");
+  } else if (record.type === "session/seed") {
+    // A fork's copied history.
+    for (const message of data.messages || []) {
+      const text = blocksText(message, "text");
+      if (text) say(message.role === "user" ? "user" : "assistant", text);
+    }
   } else if (record.type === "permission/mode") {
     // The mode changed within the session (a plan approved, a switch): the picker follows.
     if ([...$("mode").options].some((o) => o.value === data.mode)) $("mode").value = data.mode;

@@ -26,6 +26,8 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Every session the server has open, by id.
 pub(crate) struct Hub {
     flags: Flags,
+    /// dsh's home, where the sessions are.
+    home: PathBuf,
     sessions: Mutex<HashMap<String, Arc<Live>>>,
 }
 
@@ -70,9 +72,10 @@ pub(crate) enum HubError {
 }
 
 impl Hub {
-    pub(crate) fn new(flags: Flags) -> Hub {
+    pub(crate) fn new(flags: Flags, home: PathBuf) -> Hub {
         Hub {
             flags,
+            home,
             sessions: Mutex::new(HashMap::new()),
         }
     }
@@ -93,6 +96,16 @@ impl Hub {
         }
     }
 
+    /// Deletes a session on disk; refused while it is open here or anywhere else.
+    pub(crate) fn delete(&self, cwd: &std::path::Path, id: &str) -> Result<(), HubError> {
+        if lock(&self.sessions).contains_key(id) {
+            return Err(HubError::Busy(format!(
+                "session {id} is open here; close the server's run of it first (reload without it)"
+            )));
+        }
+        dsh_core::delete_session(&self.home, cwd, id).map_err(|e| HubError::Failed(e.to_string()))
+    }
+
     pub(crate) fn get(&self, id: &str) -> Result<Arc<Live>, HubError> {
         lock(&self.sessions)
             .get(id)
@@ -106,14 +119,16 @@ impl Hub {
         self: &Arc<Self>,
         cwd: PathBuf,
         resume: Option<String>,
+        fork: bool,
     ) -> Result<Arc<Live>, HubError> {
-        if let Some(id) = &resume
+        if let Some(id) = resume.as_ref().filter(|_| !fork)
             && let Ok(live) = self.get(id)
         {
             return Ok(live);
         }
         let mut flags = self.flags.clone();
         flags.interactive = true;
+        flags.fork = fork && resume.is_some();
         flags.session_id = resume;
         let (commands, received) = mpsc::unbounded_channel();
         let live = Arc::new(Live {

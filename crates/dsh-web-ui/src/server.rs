@@ -6,7 +6,8 @@
 //! | `GET /`, `/app.js`, `/app.css` | the page |
 //! | `GET /manifest.webmanifest`, `/icon.svg` | what installs it as an app (no token needed) |
 //! | `GET /api/sessions` | every session on disk, grouped by workspace |
-//! | `POST /api/sessions` | `{cwd, resume?}`: opens a new session there, or resumes one |
+//! | `POST /api/sessions` | `{cwd, resume?, fork?}`: opens a new session there, resumes one, or forks it |
+//! | `POST /api/sessions/ID/delete` | `{cwd}`: deletes a session that is not open |
 //! | `GET /api/sessions/ID/events` | the session's reports so far, then as they come (SSE) |
 //! | `POST /api/sessions/ID/prompt` | `{text}`: starts a turn |
 //! | `POST /api/sessions/ID/stop` | stops the running turn |
@@ -111,7 +112,7 @@ async fn serve(options: WebOptions) -> Result<(), String> {
     }
     let app = Arc::new(App {
         guard,
-        hub: Arc::new(Hub::new(options.flags)),
+        hub: Arc::new(Hub::new(options.flags, home.clone())),
         home,
         cwd,
     });
@@ -196,8 +197,25 @@ impl App {
                     );
                 }
                 let resume = body["resume"].as_str().map(str::to_owned);
-                match self.hub.open(cwd, resume).await {
+                let fork = body["fork"] == true;
+                if fork && resume.is_none() {
+                    return json_error(400, "a fork needs the session to fork (\"resume\")");
+                }
+                match self.hub.open(cwd, resume, fork).await {
                     Ok(live) => json_response(200, &json!({"id": live.id()})),
+                    Err(error) => hub_error(error),
+                }
+            }
+            (&Method::POST, ["api", "sessions", id, "delete"]) => {
+                let body = match read_json(request).await {
+                    Ok(body) => body,
+                    Err(response) => return response,
+                };
+                let Some(cwd) = body["cwd"].as_str().map(PathBuf::from) else {
+                    return json_error(400, "delete needs the session's workspace (\"cwd\")");
+                };
+                match self.hub.delete(&cwd, id) {
+                    Ok(()) => json_response(200, &json!({"deleted": true})),
                     Err(error) => hub_error(error),
                 }
             }

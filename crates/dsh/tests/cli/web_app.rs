@@ -418,3 +418,55 @@ fn the_mode_is_switched_between_turns_and_a_bad_one_named() {
         "{modes:?}"
     );
 }
+
+#[test]
+fn a_session_is_forked_and_one_not_open_deleted() {
+    let env = TestEnv::new(vec![Turn::text("headless answer")]);
+    let out = env.run(dsh(), &["first task"]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let web = Web::start(&env);
+    let listing = |web: &Web| -> Vec<String> {
+        let (_, body) = web.request("GET", "/api/sessions", None, &[]);
+        let listing: Value = serde_json::from_str(&body).unwrap();
+        listing["workspaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|w| w["sessions"].as_array().unwrap().clone())
+            .map(|s| s["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let original = listing(&web).pop().unwrap();
+    let forked = web.post(
+        "/api/sessions",
+        json!({"cwd": env.ws_path(), "resume": original, "fork": true}),
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(forked, original);
+    // The fork starts from a copy of the history.
+    let copied = until(&web.events(&forked), "ready", |_| true);
+    let seed = copied
+        .iter()
+        .find(|e| e["record"]["type"] == "session/seed")
+        .unwrap_or_else(|| panic!("no seed: {copied:#?}"));
+    assert!(seed.to_string().contains("headless answer"), "{seed}");
+    assert_eq!(listing(&web).len(), 2);
+    let cwd = env.ws_path();
+    let delete = |id: &str| {
+        web.request(
+            "POST",
+            &format!("/api/sessions/{id}/delete"),
+            Some(&json!({"cwd": cwd})),
+            &[],
+        )
+    };
+    // The fork is open here: it stays.
+    assert_eq!(delete(&forked).0, 409);
+    assert_eq!(delete(&original).0, 200);
+    assert_eq!(listing(&web), [forked]);
+    // A session that is not there is named.
+    let (status, body) = delete(&original);
+    assert_eq!(status, 422, "{body}");
+}
