@@ -10,6 +10,7 @@ const state = { id: null, cwd: null, source: null, busy: false, calls: new Map()
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
     if (key === "class") node.className = value;
     else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
     else node.setAttribute(key, value);
@@ -94,6 +95,7 @@ function follow(id, cwd) {
   $("session-title").textContent = `${id} · ${cwd}`;
   setBusy(false);
   $("send").disabled = false;
+  $("rewind").disabled = false;
   const source = new EventSource(`/api/sessions/${encodeURIComponent(id)}/events`);
   source.onmessage = (message) => show(JSON.parse(message.data));
   source.onerror = () => { $("session-state").textContent = "reconnecting…"; };
@@ -122,6 +124,7 @@ async function changeSettings(change) {
 function setBusy(busy) {
   state.busy = busy;
   $("mode").disabled = busy;
+  $("rewind").disabled = busy || !state.id;
   $("model").disabled = busy;
   $("stop").disabled = !busy;
   $("session-state").textContent = busy ? "working…" : "";
@@ -149,6 +152,15 @@ function show(event) {
     }
     case "busy": return setBusy(event.busy);
     case "settings": return showSettings(event);
+    case "rewound": {
+      const applied = event.report.applied || {};
+      const plan = event.report.plan || { restore: [], remove: [] };
+      const what = [applied.files ? `files (${plan.restore.length} put back, ${plan.remove.length} removed)` : null,
+        applied.conversation ? "the conversation" : null].filter(Boolean).join(" and ");
+      say("notice", applied.undo ? `The last rewind was undone: ${what}.`
+        : `Rewound ${what} to the start of turn ${applied.toTurn}. What follows starts from there.`);
+      return;
+    }
     case "turn_end": return;
     case "error": return say("error", event.message);
     case "ask": return ask(event);
@@ -334,6 +346,48 @@ $("composer").addEventListener("submit", async (event) => {
 $("prompt").addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); $("composer").requestSubmit(); }
 });
+// Rewind: the turns with what each changed, then the plan, then doing it.
+async function rewindDialog() {
+  const dialog = $("ask");
+  dialog.dataset.ask = "rewind";
+  let turns;
+  try { turns = await api("GET", `/api/sessions/${encodeURIComponent(state.id)}/turns`); }
+  catch (error) { say("error", error.message); return; }
+  const pick = (turn, files, conversation) => rewindPlan({ toTurn: turn, files, conversation });
+  const rows = turns.map((turn) => el("li", {},
+    `Turn ${turn.turn}: ${turn.task || "(no task)"} — ${turn.changes.length} files changed `,
+    el("button", { type: "button", disabled: turn.restorable ? null : "", onclick: () => pick(turn.turn, true, true) }, "Files and conversation"),
+    el("button", { type: "button", disabled: turn.restorable ? null : "", onclick: () => pick(turn.turn, true, false) }, "Files"),
+    el("button", { type: "button", onclick: () => pick(turn.turn, false, true) }, "Conversation")));
+  dialog.replaceChildren(el("h2", {}, "Rewind to the start of a turn"), el("ul", { class: "turns" }, ...rows),
+    el("div", { class: "choices" },
+      el("button", { type: "button", onclick: () => rewindPlan({ undo: true, files: true, conversation: true }) }, "Undo the last rewind"),
+      el("button", { type: "button", onclick: () => dialog.close() }, "Cancel")));
+  if (!dialog.open) dialog.showModal();
+}
+
+async function rewindPlan(request) {
+  const dialog = $("ask");
+  let report;
+  try { report = await api("POST", `/api/sessions/${encodeURIComponent(state.id)}/rewind`, { ...request, apply: false }); }
+  catch (error) { dialog.close(); say("error", error.message); return; }
+  const list = (title, items) => items.length ? [el("h3", {}, title), el("pre", {}, items.join("\n"))] : [];
+  const outside = (report.changedOutside || []).map((c) => c.path);
+  dialog.replaceChildren(el("h2", {}, request.undo ? "Undo the last rewind" : `Rewind to the start of turn ${request.toTurn}`),
+    ...list("Put back", report.plan.restore), ...list("Removed", report.plan.remove),
+    ...list("Changed outside dsh since (kept in the snapshot taken first, so an undo brings them back)", outside),
+    ...(report.plan.restore.length + report.plan.remove.length === 0 && request.files ? [el("p", {}, "No file changes.")] : []),
+    el("div", { class: "choices" },
+      el("button", { type: "button", onclick: async () => {
+        try {
+          await api("POST", `/api/sessions/${encodeURIComponent(state.id)}/rewind`, { ...request, apply: true, acceptedOutside: outside });
+          dialog.close();
+        } catch (error) { dialog.close(); say("error", error.message); }
+      } }, "Rewind"),
+      el("button", { type: "button", onclick: () => dialog.close() }, "Cancel")));
+}
+
+$("rewind").addEventListener("click", () => rewindDialog());
 $("stop").addEventListener("click", () =>
   api("POST", `/api/sessions/${encodeURIComponent(state.id)}/stop`, {}).catch((error) => say("error", error.message)));
 $("new-session").addEventListener("click", async () => {

@@ -14,6 +14,7 @@ use dsh_core::ask::{
     ApprovalOutcome, ApprovalRequest, Approver, AskOutcome, Elicitation, ElicitationAnswer,
     Question, SessionGrants, UserQuestions,
 };
+use dsh_core::checkpoints::RewindRequest;
 use dsh_core::config::PermissionMode;
 use dsh_core::{AgentBuilder, AgentEvent, Environment, Flags, Settings, Stop, StreamDelta, User};
 use serde_json::{Value, json};
@@ -60,6 +61,10 @@ enum Command {
         model: Option<String>,
         done: oneshot::Sender<Result<(), String>>,
     },
+    /// The session's turns with what each changed in the files.
+    Turns(oneshot::Sender<Value>),
+    /// Show or do a rewind.
+    Rewind(RewindRequest, oneshot::Sender<Result<Value, String>>),
     /// Close the run (its log whole, its processes stopped), then say so.
     Close(oneshot::Sender<()>),
 }
@@ -241,6 +246,39 @@ impl Live {
         outcome.map_err(HubError::Failed)
     }
 
+    /// The session's turns, with what each changed ([`dsh_core::Run::turns`]).
+    pub(crate) async fn turns(&self) -> Result<Value, HubError> {
+        let (done, answered) = oneshot::channel();
+        self.between_turns(Command::Turns(done))?;
+        let turns = answered.await;
+        self.busy.store(false, Ordering::SeqCst);
+        turns.map_err(|_| HubError::Failed("the session has closed".into()))
+    }
+
+    /// Shows what a rewind would do, or does it (`request.apply`).
+    pub(crate) async fn rewind(&self, request: RewindRequest) -> Result<Value, HubError> {
+        let (done, answered) = oneshot::channel();
+        self.between_turns(Command::Rewind(request, done))?;
+        let report = answered.await;
+        self.busy.store(false, Ordering::SeqCst);
+        report
+            .unwrap_or_else(|_| Err("the session has closed".into()))
+            .map_err(HubError::Failed)
+    }
+
+    /// Sends `command` unless a turn is running; the caller clears `busy` when answered.
+    fn between_turns(&self, command: Command) -> Result<(), HubError> {
+        if self.busy.swap(true, Ordering::SeqCst) {
+            return Err(HubError::Busy(
+                "a turn is running; wait for it to end or stop it".into(),
+            ));
+        }
+        self.commands.send(command).map_err(|_| {
+            self.busy.store(false, Ordering::SeqCst);
+            HubError::Failed("the session has closed".into())
+        })
+    }
+
     pub(crate) fn stop(&self) {
         if let Some(stop) = lock(&self.stop).as_ref() {
             stop.request(dsh_protocol::AbortReason::User);
@@ -269,6 +307,24 @@ impl Live {
                 Command::Close(done) => {
                     closed = Some(done);
                     break;
+                }
+                Command::Turns(done) => {
+                    let _ = done.send(serde_json::to_value(run.turns()).unwrap_or_default());
+                    continue;
+                }
+                Command::Rewind(request, done) => {
+                    let outcome = run
+                        .rewind(&request)
+                        .map(|report| {
+                            let report = serde_json::to_value(&report).unwrap_or_default();
+                            if !report["applied"].is_null() {
+                                self.push(json!({"kind": "rewound", "report": report}));
+                            }
+                            report
+                        })
+                        .map_err(|e| e.to_string());
+                    let _ = done.send(outcome);
+                    continue;
                 }
                 Command::Reconfigure { mode, model, done } => {
                     let mut flags = opening.flags.clone();

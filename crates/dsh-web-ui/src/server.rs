@@ -8,6 +8,8 @@
 //! | `GET /api/sessions` | every session on disk, grouped by workspace |
 //! | `POST /api/sessions` | `{cwd, resume?, fork?}`: opens a new session there, resumes one, or forks it |
 //! | `POST /api/sessions/ID/delete` | `{cwd}`: deletes a session that is not open |
+//! | `GET /api/sessions/ID/turns` | its turns, with what each changed in the files |
+//! | `POST /api/sessions/ID/rewind` | `{toTurn | undo, files?, conversation?, apply?, acceptedOutside?}` |
 //! | `GET /api/sessions/ID/events` | the session's reports so far, then as they come (SSE) |
 //! | `POST /api/sessions/ID/prompt` | `{text}`: starts a turn |
 //! | `POST /api/sessions/ID/stop` | stops the running turn |
@@ -27,6 +29,7 @@ use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, SET_COOKIE};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
 
+use dsh_core::checkpoints::RewindRequest;
 use dsh_core::config::PermissionMode;
 
 use crate::guard::{Guard, Refused};
@@ -219,6 +222,13 @@ impl App {
                     Err(error) => hub_error(error),
                 }
             }
+            (&Method::GET, ["api", "sessions", id, "turns"]) => match self.hub.get(id) {
+                Ok(live) => match live.turns().await {
+                    Ok(turns) => json_response(200, &turns),
+                    Err(error) => hub_error(error),
+                },
+                Err(error) => hub_error(error),
+            },
             (&Method::GET, ["api", "sessions", id, "events"]) => match self.hub.get(id) {
                 Ok(live) => events(&live),
                 Err(error) => hub_error(error),
@@ -246,6 +256,37 @@ impl App {
                     "stop" => {
                         live.stop();
                         json_response(202, &json!({"stopping": true}))
+                    }
+                    "rewind" => {
+                        let to_turn = body["toTurn"].as_u64().and_then(|t| u32::try_from(t).ok());
+                        if to_turn.is_none() && body["undo"] != true {
+                            return json_error(
+                                400,
+                                "a rewind needs \"toTurn\" (a turn number) or \"undo\": true",
+                            );
+                        }
+                        let files = body["files"].as_bool().unwrap_or(true);
+                        let conversation = body["conversation"].as_bool().unwrap_or(true);
+                        if !files && !conversation {
+                            return json_error(400, "rewind the files, the conversation, or both");
+                        }
+                        let request = RewindRequest {
+                            to_turn,
+                            before_call: None,
+                            files,
+                            conversation,
+                            force: false,
+                            accepted_outside: (body["acceptedOutside"].as_array())
+                                .into_iter()
+                                .flatten()
+                                .filter_map(|p| p.as_str().map(str::to_owned))
+                                .collect(),
+                            apply: body["apply"] == true,
+                        };
+                        match live.rewind(request).await {
+                            Ok(report) => json_response(200, &report),
+                            Err(error) => hub_error(error),
+                        }
                     }
                     "settings" => {
                         let mode = match body["permissionMode"].as_str() {

@@ -232,6 +232,28 @@ class BrowserTests(unittest.TestCase):
         self.send(page, "look around")
         expect(page.locator("#transcript")).to_contain_text("read only now", timeout=WAIT)
 
+    def test_a_rewind_from_the_page(self):
+        served, context = self.serve([
+            {"calls": [["write", {"file_path": "a.txt", "content": "one\n"}]]}, {"text": "wrote a"},
+            {"calls": [["write", {"file_path": "b.txt", "content": "two\n"}]]}, {"text": "wrote b"},
+        ])
+        page = context.new_page()
+        self.new_session(page, served)
+        for task, answer in [("make a", "wrote a"), ("make b", "wrote b")]:
+            self.send(page, task)
+            expect(page.locator("#transcript")).to_contain_text(answer, timeout=WAIT)
+            expect(page.locator("#rewind")).to_be_enabled(timeout=WAIT)
+        page.click("#rewind")
+        dialog = page.locator("dialog#ask")
+        turn = dialog.locator("li", has_text="Turn 2: make b")
+        turn.get_by_role("button", name="Files and conversation").click()
+        expect(dialog).to_contain_text("Removed", timeout=WAIT)
+        expect(dialog.locator("pre")).to_contain_text("b.txt")
+        dialog.get_by_role("button", name="Rewind").click()
+        expect(page.locator("#transcript")).to_contain_text("to the start of turn 2", timeout=WAIT)
+        self.assertFalse(os.path.exists(os.path.join(served.ws, "b.txt")))
+        self.assertTrue(os.path.exists(os.path.join(served.ws, "a.txt")))
+
     def test_stop_and_reload_mid_turn(self):
         # The answer starts, then stalls: seeing its start proves the model has the request.
         served, context = self.serve([{"stall": "thinking about"}, {"text": "still here"}])

@@ -470,3 +470,54 @@ fn a_session_is_forked_and_one_not_open_deleted() {
     let (status, body) = delete(&original);
     assert_eq!(status, 422, "{body}");
 }
+
+#[test]
+fn a_rewind_is_shown_then_done_and_the_conversation_goes_back() {
+    let write = |path: &str, text: &str| {
+        Turn::tool_call("write", json!({"file_path": path, "content": text}))
+    };
+    let env = TestEnv::new(vec![
+        write("a.txt", "one\n"),
+        Turn::text("wrote a"),
+        write("b.txt", "two\n"),
+        Turn::text("wrote b"),
+        Turn::text("after the rewind"),
+    ]);
+    let web = Web::start(&env);
+    let id = web.open(&env);
+    let events = web.events(&id);
+    for task in ["make a", "make b"] {
+        web.post(&format!("/api/sessions/{id}/prompt"), json!({"text": task}));
+        until(&events, "busy", |e| e["busy"] == false);
+    }
+    let (status, turns) = web.request("GET", &format!("/api/sessions/{id}/turns"), None, &[]);
+    assert_eq!(status, 200, "{turns}");
+    let turns: Value = serde_json::from_str(&turns).unwrap();
+    assert_eq!(turns[1]["task"], "make b");
+    assert_eq!(turns[1]["changes"][0]["path"], "b.txt");
+    let rewind = format!("/api/sessions/{id}/rewind");
+    // Shown first: nothing changes.
+    let plan = web.post(&rewind, json!({"toTurn": 2}));
+    assert_eq!(plan["plan"]["remove"], json!(["b.txt"]));
+    assert!(env.ws_path().join("b.txt").exists());
+    let done = web.post(&rewind, json!({"toTurn": 2, "apply": true}));
+    assert!(!done["applied"].is_null(), "{done}");
+    assert!(!env.ws_path().join("b.txt").exists());
+    assert!(env.ws_path().join("a.txt").exists());
+    until(&events, "rewound", |_| true);
+    // The conversation went back too: the next request no longer holds turn 2.
+    web.post(
+        &format!("/api/sessions/{id}/prompt"),
+        json!({"text": "and now"}),
+    );
+    until(&events, "busy", |e| e["busy"] == false);
+    let last = env.server.requests().pop().unwrap();
+    let sent = last.body.to_string();
+    assert!(
+        sent.contains("make a") && !sent.contains("make b"),
+        "{sent}"
+    );
+    // A rewind without a target is named.
+    let (status, body) = web.request("POST", &rewind, Some(&json!({})), &[]);
+    assert_eq!(status, 400, "{body}");
+}
