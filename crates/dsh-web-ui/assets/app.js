@@ -332,10 +332,40 @@ function ask(event) {
   dialog.showModal();
 }
 
+// The composer's history: what you sent, newest last, kept in this browser.
+const sent = JSON.parse(localStorage.getItem("dsh-sent") || "[]");
+let recalled = sent.length;
+
+// The terminal UI's commands, where they mean something here.
+const SLASH = {
+  "/help": ["the commands", () => say("notice", Object.entries(SLASH).map(([c, [what]]) => `${c}  ${what}`).join("\n"))],
+  "/new": ["start a new session", () => $("new-session").click()],
+  "/model": ["switch the model: /model NAME", (arg) => arg ? changeSettings({ model: arg }) : say("notice", `The model is ${$("model").value}.`)],
+  "/permissions": ["switch the permission mode: /permissions MODE", (arg) => arg ? changeSettings({ permissionMode: arg }) : say("notice", `The permission mode is ${$("mode").value}.`)],
+  "/plan": ["plan mode", () => changeSettings({ permissionMode: "plan" })],
+  "/compact": ["summarise the older part of the conversation now", () =>
+    api("POST", `/api/sessions/${encodeURIComponent(state.id)}/compact`, {}).catch((error) => say("error", error.message))],
+  "/rewind": ["take the files or the conversation back to a turn", () => rewindDialog()],
+  "/status": ["session, model, mode, tokens", () => say("notice",
+    `${state.id} in ${state.cwd}\nmodel ${$("model").value} · ${$("mode").value} · ${$("usage").textContent || "no tokens yet"}`)],
+};
+
 $("composer").addEventListener("submit", async (event) => {
   event.preventDefault();
   const text = $("prompt").value;
   if (!state.id || !text.trim()) return;
+  sent.push(text);
+  if (sent.length > 200) sent.shift();
+  localStorage.setItem("dsh-sent", JSON.stringify(sent));
+  recalled = sent.length;
+  const [command, ...rest] = text.trim().split(/\s+/);
+  if (command.startsWith("/") && !command.includes("/", 1)) {
+    $("prompt").value = "";
+    const known = SLASH[command];
+    if (known) known[1](rest.join(" "));
+    else say("error", `${command} is not a command here; /help lists them`);
+    return;
+  }
   try {
     await api("POST", `/api/sessions/${encodeURIComponent(state.id)}/prompt`, { text });
     $("prompt").value = "";
@@ -344,7 +374,19 @@ $("composer").addEventListener("submit", async (event) => {
   }
 });
 $("prompt").addEventListener("keydown", (event) => {
-  if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); $("composer").requestSubmit(); }
+  const prompt = $("prompt");
+  if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); $("composer").requestSubmit(); return; }
+  // ↑ on the first line recalls what was sent before; ↓ on the last goes forward again.
+  const before = prompt.value.slice(0, prompt.selectionStart);
+  const after = prompt.value.slice(prompt.selectionEnd);
+  if (event.key === "ArrowUp" && !before.includes("\n") && recalled > 0) {
+    event.preventDefault();
+    prompt.value = sent[--recalled];
+  } else if (event.key === "ArrowDown" && !after.includes("\n") && recalled < sent.length) {
+    event.preventDefault();
+    recalled += 1;
+    prompt.value = recalled < sent.length ? sent[recalled] : "";
+  }
 });
 // Rewind: the turns with what each changed, then the plan, then doing it.
 async function rewindDialog() {

@@ -63,6 +63,8 @@ enum Command {
     },
     /// The session's turns with what each changed in the files.
     Turns(oneshot::Sender<Value>),
+    /// Summarise the older part of the conversation now.
+    Compact,
     /// Show or do a rewind.
     Rewind(RewindRequest, oneshot::Sender<Result<Value, String>>),
     /// Close the run (its log whole, its processes stopped), then say so.
@@ -266,6 +268,12 @@ impl Live {
             .map_err(HubError::Failed)
     }
 
+    /// Compacts the conversation now, as a turn of its own: stopped by *Stop*, reported as
+    /// events (`busy`, a notice).
+    pub(crate) fn compact(&self) -> Result<(), HubError> {
+        self.between_turns(Command::Compact)
+    }
+
     /// Sends `command` unless a turn is running; the caller clears `busy` when answered.
     fn between_turns(&self, command: Command) -> Result<(), HubError> {
         if self.busy.swap(true, Ordering::SeqCst) {
@@ -310,6 +318,29 @@ impl Live {
                 }
                 Command::Turns(done) => {
                     let _ = done.send(serde_json::to_value(run.turns()).unwrap_or_default());
+                    continue;
+                }
+                Command::Compact => {
+                    let stop = Stop::new();
+                    *lock(&self.stop) = Some(stop.clone());
+                    self.push(json!({"kind": "busy", "busy": true}));
+                    let said = match run.agent.compact(&stop).await {
+                        Ok((dsh_core::ManualCompaction::Summarised, _)) => {
+                            "The older part of the conversation is now a summary.".to_owned()
+                        }
+                        Ok((dsh_core::ManualCompaction::TooShort { tokens, .. }, _)) => format!(
+                            "The conversation is too short to compact (about {tokens} tokens)."
+                        ),
+                        Ok((dsh_core::ManualCompaction::NotSummarised { .. }, _)) => {
+                            "The summary could not be made; the conversation is as it was."
+                                .to_owned()
+                        }
+                        Err(error) => format!("Compacting failed: {error}"),
+                    };
+                    *lock(&self.stop) = None;
+                    self.push(json!({"kind": "notice", "text": said}));
+                    self.busy.store(false, Ordering::SeqCst);
+                    self.push(json!({"kind": "busy", "busy": false}));
                     continue;
                 }
                 Command::Rewind(request, done) => {

@@ -13,6 +13,7 @@
 //! | `GET /api/sessions/ID/events` | the session's reports so far, then as they come (SSE) |
 //! | `POST /api/sessions/ID/prompt` | `{text}`: starts a turn |
 //! | `POST /api/sessions/ID/stop` | stops the running turn |
+//! | `POST /api/sessions/ID/compact` | summarises the older part of the conversation now |
 //! | `POST /api/sessions/ID/settings` | `{permissionMode?, model?}`: reopens it so, between turns |
 //! | `POST /api/sessions/ID/answer` | `{id, answer}`: answers a question the session asked |
 
@@ -257,6 +258,10 @@ impl App {
                         live.stop();
                         json_response(202, &json!({"stopping": true}))
                     }
+                    "compact" => match live.compact() {
+                        Ok(()) => json_response(202, &json!({"compacting": true})),
+                        Err(error) => hub_error(error),
+                    },
                     "rewind" => {
                         let to_turn = body["toTurn"].as_u64().and_then(|t| u32::try_from(t).ok());
                         if to_turn.is_none() && body["undo"] != true {

@@ -254,6 +254,23 @@ class BrowserTests(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(served.ws, "b.txt")))
         self.assertTrue(os.path.exists(os.path.join(served.ws, "a.txt")))
 
+    def test_the_composer_recalls_and_takes_commands(self):
+        served, context = self.serve([{"text": "hi back"}])
+        page = context.new_page()
+        self.new_session(page, served)
+        self.send(page, "hello")
+        expect(page.locator("#transcript")).to_contain_text("hi back", timeout=WAIT)
+        page.press("#prompt", "ArrowUp")
+        expect(page.locator("#prompt")).to_have_value("hello")
+        page.press("#prompt", "ArrowDown")
+        expect(page.locator("#prompt")).to_have_value("")
+        self.send(page, "/permissions read-only")
+        expect(page.locator("#mode")).to_have_value("read-only", timeout=WAIT)
+        self.send(page, "/nope")
+        expect(page.locator("#transcript")).to_contain_text("/nope is not a command here")
+        self.send(page, "/compact")
+        expect(page.locator("#transcript")).to_contain_text("too short to compact", timeout=WAIT)
+
     def test_stop_and_reload_mid_turn(self):
         # The answer starts, then stalls: seeing its start proves the model has the request.
         served, context = self.serve([{"stall": "thinking about"}, {"text": "still here"}])
