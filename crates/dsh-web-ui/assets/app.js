@@ -4,6 +4,15 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
+
+// The token comes in the printed address's fragment (never sent to the server) and is kept
+// in this origin's storage; every request sends it as a bearer token. No cookie is used.
+const fragment = new URLSearchParams(location.hash.slice(1));
+if (fragment.get("token")) {
+  localStorage.setItem("dsh-token", fragment.get("token"));
+  history.replaceState(null, "", location.pathname);
+}
+const TOKEN = localStorage.getItem("dsh-token") || "";
 const state = { id: null, cwd: null, source: null, busy: false, calls: new Map(), live: null,
   usage: { tokens: 0, cost: 0, priced: false } };
 
@@ -22,11 +31,12 @@ function el(tag, attrs = {}, ...children) {
 }
 
 async function api(method, path, body) {
-  const response = await fetch(path, {
-    method,
-    headers: body ? { "Content-Type": "application/json" } : {},
-    body: body ? JSON.stringify(body) : undefined,
-  });
+  const headers = { Authorization: `Bearer ${TOKEN}` };
+  if (body) headers["Content-Type"] = "application/json";
+  const response = await fetch(path, { method, headers, body: body ? JSON.stringify(body) : undefined });
+  if (response.status === 401) {
+    throw new Error("Not signed in: open the address `dsh web` printed (this server's token changes each time it starts).");
+  }
   const answer = await response.json().catch(() => ({}));
   if (!response.ok) throw new Error(answer.error || `HTTP ${response.status}`);
   return answer;
@@ -46,7 +56,7 @@ async function loadSessions() {
     nav.append(el("h3", {}, workspace.cwd));
     for (const session of sessions) {
       const link = el("a", {
-        href: `#${session.id}`,
+        href: `#session=${encodeURIComponent(session.id)}`,
         class: session.id === state.id ? "open" : "",
         "data-session": session.id,
         onclick: (event) => { event.preventDefault(); openSession(workspace.cwd, session.id); },
@@ -90,13 +100,13 @@ function follow(id, cwd) {
   $("todos").replaceChildren();
   $("usage").textContent = "";
   sessionStorage.setItem("dsh-session", JSON.stringify({ id, cwd }));
-  history.replaceState(null, "", `#${id}`);
+  history.replaceState(null, "", `#session=${encodeURIComponent(id)}`);
   $("transcript").replaceChildren();
   $("session-title").textContent = `${id} · ${cwd}`;
   setBusy(false);
   $("send").disabled = false;
   $("rewind").disabled = false;
-  const source = new EventSource(`/api/sessions/${encodeURIComponent(id)}/events`);
+  const source = new EventSource(`/api/sessions/${encodeURIComponent(id)}/events?token=${encodeURIComponent(TOKEN)}`);
   source.onmessage = (message) => show(JSON.parse(message.data));
   source.onerror = () => { $("session-state").textContent = "reconnecting…"; };
   source.onopen = () => { $("session-state").textContent = state.busy ? "working…" : ""; };
@@ -443,7 +453,7 @@ $("model").addEventListener("change", () => changeSettings({ model: $("model").v
 // A reload (or a second tab) comes back to the session it showed, running turn and all.
 loadSessions().then(() => {
   const kept = JSON.parse(sessionStorage.getItem("dsh-session") || "null");
-  const wanted = location.hash.slice(1);
+  const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
   if (kept && (!wanted || kept.id === wanted)) openSession(kept.cwd, kept.id).catch((error) => say("error", error.message));
   else if (wanted) {
     const link = document.querySelector(`[data-session="${CSS.escape(wanted)}"]`);

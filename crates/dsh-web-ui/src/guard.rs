@@ -3,17 +3,18 @@
 //!
 //! - a `Host` this server answers to (the address it printed), so a page on another site whose
 //!   name was re-pointed at 127.0.0.1 (DNS rebinding) is refused;
-//! - for anything but a plain `GET`, an `Origin` that is this server's own, so another site
-//!   cannot send requests with the user's cookie (there is no CORS: no other origin is ever
-//!   allowed);
-//! - the secret token made at start: in the printed URL once, then in a cookie the server sets
-//!   (HttpOnly, SameSite=Strict), or as a bearer token for scripts.
+//! - for anything but a plain `GET`, an `Origin` that is this server's own (there is no CORS:
+//!   no other origin is ever allowed);
+//! - the secret token made at start, as a bearer token (`Authorization: Bearer`), or for the
+//!   event stream, which a browser cannot give a header, as `?token=`. There is no cookie: the
+//!   browser holds nothing it would send on its own, so no other page can borrow it (another
+//!   site, or another server on another port of this machine, which would be sent every
+//!   cookie of this host). The printed address carries the token in its fragment (`#token=`),
+//!   which never leaves the browser; the page keeps it in its storage, which is this origin's
+//!   alone.
 
-use hyper::header::{AUTHORIZATION, COOKIE, HOST, ORIGIN};
+use hyper::header::{AUTHORIZATION, HOST, ORIGIN};
 use hyper::{HeaderMap, Method};
-
-/// The cookie that carries the token.
-pub(crate) const COOKIE_NAME: &str = "dsh_token";
 
 /// Why a request was refused: the status and what to tell its sender.
 #[derive(Debug, PartialEq, Eq)]
@@ -28,6 +29,10 @@ pub(crate) struct Guard {
     hosts: Vec<String>,
     /// `http://host:port` spellings of its own origin.
     origins: Vec<String>,
+    /// Served on every address of the machine: any Host that is an IP address at its port is
+    /// taken (a rebinding attack needs a name).
+    any_ip: bool,
+    port: u16,
 }
 
 impl Guard {
@@ -51,10 +56,24 @@ impl Guard {
                 }
             }
         }
+        // A browser leaves the default port out of Host and Origin.
+        let spellings = |name: &String| {
+            if port == 80 {
+                vec![name.clone(), format!("{name}:80")]
+            } else {
+                vec![format!("{name}:{port}")]
+            }
+        };
+        let hosts: Vec<String> = names.iter().flat_map(spellings).collect();
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
         Guard {
             token,
-            hosts: names.iter().map(|n| format!("{n}:{port}")).collect(),
-            origins: names.iter().map(|n| format!("http://{n}:{port}")).collect(),
+            origins: hosts.iter().map(|h| format!("http://{h}")).collect(),
+            hosts,
+            any_ip: bare
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_unspecified()),
+            port,
         }
     }
 
@@ -75,7 +94,7 @@ impl Guard {
             .get(HOST)
             .and_then(|h| h.to_str().ok())
             .map(str::to_ascii_lowercase);
-        if !host.is_some_and(|h| self.hosts.contains(&h)) {
+        if !host.is_some_and(|h| self.is_own_host(&h)) {
             return Err(Refused {
                 status: 421,
                 message: "this server answers only to the address dsh printed",
@@ -85,8 +104,14 @@ impl Guard {
             .get(ORIGIN)
             .and_then(|o| o.to_str().ok())
             .map(str::to_ascii_lowercase);
+        let own_origin = |origin: &String| {
+            self.origins.contains(origin)
+                || origin
+                    .strip_prefix("http://")
+                    .is_some_and(|h| self.any_ip && self.is_ip_host(h))
+        };
         match origin {
-            Some(origin) if !self.origins.contains(&origin) => Err(Refused {
+            Some(origin) if !own_origin(&origin) => Err(Refused {
                 status: 403,
                 message: "requests from other sites are refused",
             }),
@@ -98,21 +123,32 @@ impl Guard {
         }
     }
 
-    /// Whether the request carries the token, in the cookie or as a bearer token.
-    pub(crate) fn check_token(&self, headers: &HeaderMap) -> Result<(), Refused> {
+    fn is_own_host(&self, host: &str) -> bool {
+        self.hosts.iter().any(|h| h == host) || (self.any_ip && self.is_ip_host(host))
+    }
+
+    /// Whether `host` (`ip:port`, `[ip6]:port`) is an IP address at this server's port.
+    fn is_ip_host(&self, host: &str) -> bool {
+        host.rsplit_once(':')
+            .filter(|(_, port)| port.parse::<u16>() == Ok(self.port))
+            .map(|(ip, _)| ip.trim_start_matches('[').trim_end_matches(']'))
+            .is_some_and(|ip| ip.parse::<std::net::IpAddr>().is_ok())
+    }
+
+    /// Whether the request carries the token: as a bearer token, or (the event stream) as
+    /// `?token=` in `query`.
+    pub(crate) fn check_token(
+        &self,
+        headers: &HeaderMap,
+        query: Option<&str>,
+    ) -> Result<(), Refused> {
         let bearer = headers
             .get(AUTHORIZATION)
             .and_then(|h| h.to_str().ok())
-            .and_then(|h| h.strip_prefix("Bearer "));
-        let cookie = headers
-            .get_all(COOKIE)
-            .iter()
-            .filter_map(|h| h.to_str().ok())
-            .flat_map(|h| h.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .find(|(name, _)| *name == COOKIE_NAME)
-            .map(|(_, value)| value);
-        if bearer.or(cookie).is_some_and(|t| self.is_token(t)) {
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .map(str::to_owned);
+        let given = bearer.or_else(|| crate::server::query_value(query, "token"));
+        if given.is_some_and(|t| self.is_token(&t)) {
             Ok(())
         } else {
             Err(Refused {
@@ -120,14 +156,6 @@ impl Guard {
                 message: "open the address dsh web printed (it carries the token) to sign in",
             })
         }
-    }
-
-    /// The cookie that keeps the token after the first load.
-    pub(crate) fn cookie(&self) -> String {
-        format!(
-            "{COOKIE_NAME}={}; HttpOnly; SameSite=Strict; Path=/",
-            self.token
-        )
     }
 }
 
@@ -153,6 +181,10 @@ mod tests {
         map
     }
 
+    fn status(outcome: Result<(), Refused>) -> u16 {
+        outcome.err().map_or(200, |refused| refused.status)
+    }
+
     #[test]
     fn a_rebound_host_or_a_foreign_origin_is_refused() {
         let guard = Guard::with_token("127.0.0.1", 8080, "t0ken".into());
@@ -160,50 +192,47 @@ mod tests {
             ("host", "localhost:8080"),
             ("origin", "http://127.0.0.1:8080"),
         ]);
-        assert_eq!(guard.check_origin(&Method::POST, &ok), Ok(()));
+        assert_eq!(status(guard.check_origin(&Method::POST, &ok)), 200);
         let rebound = headers(&[("host", "evil.example:8080")]);
-        assert_eq!(
-            guard
-                .check_origin(&Method::GET, &rebound)
-                .unwrap_err()
-                .status,
-            421
-        );
+        assert_eq!(status(guard.check_origin(&Method::GET, &rebound)), 421);
         let foreign = headers(&[
             ("host", "127.0.0.1:8080"),
             ("origin", "https://evil.example"),
         ]);
-        assert_eq!(
-            guard
-                .check_origin(&Method::GET, &foreign)
-                .unwrap_err()
-                .status,
-            403
-        );
+        assert_eq!(status(guard.check_origin(&Method::GET, &foreign)), 403);
         let no_origin = headers(&[("host", "127.0.0.1:8080")]);
-        assert_eq!(
-            guard
-                .check_origin(&Method::POST, &no_origin)
-                .unwrap_err()
-                .status,
-            403
-        );
-        assert_eq!(guard.check_origin(&Method::GET, &no_origin), Ok(()));
+        assert_eq!(status(guard.check_origin(&Method::POST, &no_origin)), 403);
+        assert_eq!(status(guard.check_origin(&Method::GET, &no_origin)), 200);
     }
 
     #[test]
-    fn the_token_comes_in_the_cookie_or_as_a_bearer() {
+    fn the_token_comes_as_a_bearer_or_in_the_stream_s_query_never_in_a_cookie() {
         let guard = Guard::with_token("127.0.0.1", 1, "t0ken".into());
-        let cookie = headers(&[("cookie", "a=b; dsh_token=t0ken")]);
-        assert_eq!(guard.check_token(&cookie), Ok(()));
         let bearer = headers(&[("authorization", "Bearer t0ken")]);
-        assert_eq!(guard.check_token(&bearer), Ok(()));
-        let wrong = headers(&[("cookie", "dsh_token=t0keN")]);
-        assert_eq!(guard.check_token(&wrong).unwrap_err().status, 401);
+        assert_eq!(status(guard.check_token(&bearer, None)), 200);
         assert_eq!(
-            guard.check_token(&HeaderMap::new()).unwrap_err().status,
-            401
+            status(guard.check_token(&HeaderMap::new(), Some("a=1&token=t0ken"))),
+            200
         );
+        let cookie = headers(&[("cookie", "dsh_token=t0ken")]);
+        assert_eq!(status(guard.check_token(&cookie, None)), 401);
+        let wrong = headers(&[("authorization", "Bearer t0keN")]);
+        assert_eq!(status(guard.check_token(&wrong, None)), 401);
         assert!(Guard::new("127.0.0.1", 1).token().len() >= 64);
+    }
+
+    #[test]
+    fn every_address_takes_ip_hosts_only_and_port_80_goes_without_its_number() {
+        let guard = Guard::with_token("0.0.0.0", 8976, "t".into());
+        let lan = headers(&[
+            ("host", "192.168.1.20:8976"),
+            ("origin", "http://192.168.1.20:8976"),
+        ]);
+        assert_eq!(status(guard.check_origin(&Method::POST, &lan)), 200);
+        let named = headers(&[("host", "evil.example:8976")]);
+        assert_eq!(status(guard.check_origin(&Method::GET, &named)), 421);
+        let eighty = Guard::with_token("127.0.0.1", 80, "t".into());
+        let bare = headers(&[("host", "localhost"), ("origin", "http://127.0.0.1")]);
+        assert_eq!(status(eighty.check_origin(&Method::POST, &bare)), 200);
     }
 }

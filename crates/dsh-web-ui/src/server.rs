@@ -2,9 +2,8 @@
 //!
 //! | route | what |
 //! |---|---|
-//! | `GET /?token=T` | sets the token's cookie and sends the browser on to `/` |
-//! | `GET /`, `/app.js`, `/app.css` | the page |
-//! | `GET /manifest.webmanifest`, `/icon.svg` | what installs it as an app (no token needed) |
+//! | `GET /`, `/app.js`, `/app.css` | the page (it holds no data: no token needed) |
+//! | `GET /manifest.webmanifest`, `/icon.svg` | what installs it as an app |
 //! | `GET /api/sessions` | every session on disk, grouped by workspace |
 //! | `POST /api/sessions` | `{cwd, resume?, fork?}`: opens a new session there, resumes one, or forks it |
 //! | `POST /api/sessions/ID/delete` | `{cwd}`: deletes a session that is not open |
@@ -26,8 +25,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
 use hyper::body::{Frame, Incoming};
-use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, SET_COOKIE};
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::header::{CACHE_CONTROL, CONTENT_TYPE};
+use hyper::{Method, Request, Response};
 use serde_json::{Value, json};
 
 use dsh_core::checkpoints::RewindRequest;
@@ -90,8 +89,9 @@ async fn serve(options: WebOptions) -> Result<(), String> {
         std::net::IpAddr::V4(ip) => ip.to_string(),
     };
     let guard = Guard::new(&shown_host, address.port());
+    // The token in the fragment: the browser never sends it, the page reads it.
     let url = format!(
-        "http://{shown_host}:{}/?token={}",
+        "http://{shown_host}:{}/#token={}",
         address.port(),
         guard.token()
     );
@@ -100,19 +100,15 @@ async fn serve(options: WebOptions) -> Result<(), String> {
     if !crate::guard::is_loopback(&shown_host) {
         let _ = writeln!(
             std::io::stderr(),
-            "dsh: warning: serving on {shown_host}, not loopback: anyone who can reach this \
-             address and learns the token can run commands as you"
+            "dsh: warning: serving on {shown_host}, not loopback, over plain HTTP: anyone who \
+             can reach this address and learns the token (which travels unencrypted) can run \
+             commands as you"
         );
     }
     let _ = writeln!(out, "dsh web: open {url}");
     let _ = out.flush();
     if options.open {
-        let _ = std::process::Command::new("xdg-open")
-            .arg(&url)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn();
+        open_browser(&home, address.port(), &url);
     }
     let app = Arc::new(App {
         guard,
@@ -120,13 +116,20 @@ async fn serve(options: WebOptions) -> Result<(), String> {
         home,
         cwd,
     });
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| format!("cannot watch for SIGTERM: {e}"))?;
     loop {
         let (stream, _) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
-                Err(_) => continue,
+                // Out of descriptors, say: give the connections a moment to close.
+                Err(_) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
             },
             _ = tokio::signal::ctrl_c() => break,
+            _ = terminate.recv() => break,
         };
         let app = app.clone();
         tokio::task::spawn_local(async move {
@@ -135,10 +138,18 @@ async fn serve(options: WebOptions) -> Result<(), String> {
                 async move { Ok::<_, Infallible>(app.handle(request).await) }
             });
             let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(std::time::Duration::from_secs(30))
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
                 .await;
         });
     }
+    // A second Ctrl-C does not wait for the sessions to close.
+    tokio::task::spawn_local(async {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            std::process::exit(130);
+        }
+    });
     app.hub.close_all().await;
     Ok(())
 }
@@ -150,38 +161,25 @@ impl App {
         if let Err(refused) = self.guard.check_origin(&method, request.headers()) {
             return refusal(refused);
         }
-        // What installs the page as an app is fetched without the cookie.
+        // The page itself holds no data: it is served to anyone who reached the right Host.
         match (&method, path.as_str()) {
+            (&Method::GET, "/") => return asset("text/html; charset=utf-8", INDEX),
+            (&Method::GET, "/app.js") => return asset("text/javascript; charset=utf-8", SCRIPT),
+            (&Method::GET, "/app.css") => return asset("text/css; charset=utf-8", STYLE),
             (&Method::GET, "/manifest.webmanifest") => {
                 return asset("application/manifest+json", MANIFEST);
             }
             (&Method::GET, "/icon.svg") => return asset("image/svg+xml", ICON),
-            (&Method::GET, "/") => {
-                if let Some(token) = query_value(request.uri().query(), "token") {
-                    if !self.guard.is_token(&token) {
-                        return refusal(Refused {
-                            status: 401,
-                            message: "that token is not this server's; open the address dsh web printed",
-                        });
-                    }
-                    return Response::builder()
-                        .status(StatusCode::SEE_OTHER)
-                        .header(LOCATION, "/")
-                        .header(SET_COOKIE, self.guard.cookie())
-                        .body(empty())
-                        .unwrap_or_else(|_| plain(500, "cannot answer"));
-                }
-            }
             _ => {}
         }
-        if let Err(refused) = self.guard.check_token(request.headers()) {
+        if let Err(refused) = self
+            .guard
+            .check_token(request.headers(), request.uri().query())
+        {
             return refusal(refused);
         }
         let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
         match (&method, parts.as_slice()) {
-            (&Method::GET, [""]) => asset("text/html; charset=utf-8", INDEX),
-            (&Method::GET, ["app.js"]) => asset("text/javascript; charset=utf-8", SCRIPT),
-            (&Method::GET, ["app.css"]) => asset("text/css; charset=utf-8", STYLE),
             (&Method::GET, ["api", "sessions"]) => {
                 json_response(200, &sessions_on_disk(&self.home, &self.cwd))
             }
@@ -392,11 +390,49 @@ async fn read_json(request: Request<Incoming>) -> Result<Value, Response<Body>> 
         .map_err(|e| json_error(400, &format!("the body is not JSON: {e}")))
 }
 
-fn query_value(query: Option<&str>, key: &str) -> Option<String> {
+pub(crate) fn query_value(query: Option<&str>, key: &str) -> Option<String> {
     query?.split('&').find_map(|pair| {
         let (name, value) = pair.split_once('=')?;
         (name == key).then(|| value.to_owned())
     })
+}
+
+/// Sends the user's browser to `url` without putting the token on a command line (where
+/// every user of the machine could read it in `ps`): `xdg-open` gets a file, readable by the
+/// user alone, that sends the browser on.
+fn open_browser(home: &std::path::Path, port: u16, url: &str) {
+    use std::io::Write as _;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let dir = home.join("web");
+    let file = dir.join(format!("open-{port}.html"));
+    let written = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .and_then(|()| {
+            let _ = std::fs::remove_file(&file);
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&file)
+        })
+        .and_then(|mut f| {
+            let shown = url.replace('&', "&amp;").replace('"', "&quot;");
+            write!(
+                f,
+                "<!doctype html><meta charset=utf-8><meta http-equiv=refresh content=\"0;url={shown}\">\
+                 <title>dsh web</title><a href=\"{shown}\">Open dsh web</a>"
+            )
+        });
+    if written.is_ok() {
+        let _ = std::process::Command::new("xdg-open")
+            .arg(&file)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+    }
 }
 
 fn hub_error(error: HubError) -> Response<Body> {
