@@ -13,8 +13,11 @@ if (fragment.get("token")) {
   history.replaceState(null, "", location.pathname);
 }
 const TOKEN = localStorage.getItem("dsh-token") || "";
-const state = { id: null, cwd: null, source: null, busy: false, calls: new Map(), live: null,
+const state = { id: null, cwd: null, source: null, busy: false, calls: new Map(),
+  live: { text: null, reasoning: null }, asks: new Map(), listing: null,
   usage: { tokens: 0, cost: 0, priced: false } };
+// The most of a command's live output kept on screen; its result has it all.
+const OUTPUT_CHARS = 64 * 1024;
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -44,8 +47,15 @@ async function api(method, path, body) {
 
 // The sidebar: every session on disk, by workspace; the search filters by task and folder.
 async function loadSessions() {
-  const listing = await api("GET", "/api/sessions");
-  state.defaultCwd = listing.cwd;
+  state.listing = await api("GET", "/api/sessions");
+  state.defaultCwd = state.listing.cwd;
+  renderSessions();
+}
+
+// The sidebar from the listing fetched last; the search filters it here, without asking the
+// server on every key.
+function renderSessions() {
+  const listing = state.listing || { workspaces: [] };
   const query = $("search").value.trim().toLowerCase();
   const nav = $("sessions");
   nav.replaceChildren();
@@ -95,8 +105,9 @@ async function deleteSession(cwd, session) {
 // Reads the session's reports: everything so far, then each as it comes.
 function follow(id, cwd) {
   if (state.source) state.source.close();
-  Object.assign(state, { id, cwd, calls: new Map(), live: null, busy: false,
-    usage: { tokens: 0, cost: 0, priced: false } });
+  Object.assign(state, { id, cwd, calls: new Map(), live: { text: null, reasoning: null },
+    busy: false, asks: new Map(), usage: { tokens: 0, cost: 0, priced: false } });
+  $("ask").close();
   $("todos").replaceChildren();
   $("usage").textContent = "";
   sessionStorage.setItem("dsh-session", JSON.stringify({ id, cwd }));
@@ -108,7 +119,13 @@ function follow(id, cwd) {
   $("rewind").disabled = false;
   const source = new EventSource(`/api/sessions/${encodeURIComponent(id)}/events?token=${encodeURIComponent(TOKEN)}`);
   source.onmessage = (message) => show(JSON.parse(message.data));
-  source.onerror = () => { $("session-state").textContent = "reconnecting…"; };
+  source.onerror = () => {
+    // The browser reconnects by itself and is sent only what it missed; a server that
+    // restarted does not know the session, and the stream stays closed.
+    $("session-state").textContent = source.readyState === EventSource.CLOSED
+      ? "disconnected: the server stopped; open the address it prints when it starts again"
+      : "reconnecting…";
+  };
   source.onopen = () => { $("session-state").textContent = state.busy ? "working…" : ""; };
   state.source = source;
   loadSessions().catch(() => {});
@@ -120,7 +137,7 @@ function showSettings(event) {
   const select = $("mode");
   select.replaceChildren(...modes.map((mode) => el("option", { value: mode }, mode)));
   select.value = event.mode;
-  $("model").value = event.model;
+  if (document.activeElement !== $("model")) $("model").value = event.model;
 }
 
 async function changeSettings(change) {
@@ -150,14 +167,17 @@ function say(kind, text) {
 function show(event) {
   switch (event.kind) {
     case "record": return showRecord(event.record, event);
-    case "delta":
-      if (!state.live) state.live = say(event.reasoning ? "reasoning" : "assistant", "");
-      state.live.textContent += event.text || event.reasoning || "";
+    case "delta": {
+      if (event.agent) return;
+      const kind = event.reasoning ? "reasoning" : "text";
+      if (!state.live[kind]) state.live[kind] = say(kind === "reasoning" ? "reasoning" : "assistant", "");
+      state.live[kind].textContent += event.text || event.reasoning || "";
       return;
+    }
     case "notice": return say("notice", event.text);
     case "output": {
       const call = state.calls.get(event.callId);
-      if (call) call.output.textContent += event.text;
+      if (call) call.output.textContent = (call.output.textContent + event.text).slice(-OUTPUT_CHARS);
       return;
     }
     case "busy": return setBusy(event.busy);
@@ -173,24 +193,37 @@ function show(event) {
     }
     case "turn_end": return;
     case "error": return say("error", event.message);
-    case "ask": return ask(event);
+    case "ask":
+      state.asks.set(event.id, event);
+      if (!$("ask").open) ask(event);
+      return;
     case "answered": {
+      state.asks.delete(event.id);
       const dialog = $("ask");
       if (dialog.dataset.ask === String(event.id) && dialog.open) dialog.close();
+      nextQuestion();
       return;
     }
-    case "reload": location.reload(); return;
+    case "closed":
+      say("notice", "This session's run has ended here; open it again from the sidebar.");
+      $("send").disabled = true;
+      return;
+    // Too far behind: start again from the backlog.
+    case "reload": follow(state.id, state.cwd); return;
     default: return;
   }
 }
 
 function showRecord(record, event) {
   const data = record.data || {};
+  if (event.agent) return showChild(event.agent, record);
   if (record.type === "user/message") {
     const text = blocksText(data.message, "text");
     if (text) say("user", text);
   } else if (record.type === "assistant/message") {
-    if (state.live) { state.live.remove(); state.live = null; }
+    for (const kind of ["text", "reasoning"]) {
+      if (state.live[kind]) { state.live[kind].remove(); state.live[kind] = null; }
+    }
     const reasoning = blocksText(data.message, "reasoning");
     if (reasoning) say("reasoning", reasoning);
     const text = blocksText(data.message, "text");
@@ -231,7 +264,7 @@ function showRecord(record, event) {
       say(block.isError ? "error" : "notice", text);
     }
   } else if (record.type === "turn/end") {
-    if (state.live) { state.live = null; }
+    state.live = { text: null, reasoning: null };
   } else if (record.type === "step/end") {
     const usage = data.usage || {};
     state.usage.tokens += usage.totalTokens || 0;
@@ -251,6 +284,23 @@ function showRecord(record, event) {
     $("todos").replaceChildren(...(data.todos || []).map((todo) =>
       el("li", { class: `todo ${todo.status}` }, todo.content || todo.text || "")));
   }
+}
+
+// A subagent's run, in a line per answer or call: its own log has the rest.
+function showChild(agent, record) {
+  const data = record.data || {};
+  if (record.type === "assistant/message") {
+    const text = blocksText(data.message, "text");
+    if (text) say("notice", `subagent ${agent}: ${text}`);
+  } else if (record.type === "tool/call") {
+    say("notice", `subagent ${agent}: ${data.name} ${shortArgs(data.arguments)}`);
+  }
+}
+
+// The next question waiting, once the dialog is free.
+function nextQuestion() {
+  const [first] = state.asks.values();
+  if (first && !$("ask").open) ask(first);
 }
 
 // An edit's or a write's change: its file, then each line with its sign.
@@ -286,7 +336,13 @@ function ask(event) {
   const content = [];
   if (event.ask === "approval") {
     const reason = el("input", { type: "text", placeholder: "Why not (the model reads it)", "aria-label": "Reason" });
-    content.push(el("h2", {}, `${event.tool} asks for permission`), el("pre", {}, event.reason),
+    // What runs if allowed: the call itself, not only what the model says of it.
+    const call = event.call || {};
+    const shown = call.diff ? diffView(call.path, call.diff)
+      : el("pre", { class: "arguments" }, prettyArgs(call.arguments || ""));
+    content.push(el("h2", {}, `${event.tool} asks for permission`),
+      el("p", { class: "call-title" }, call.title || event.tool), shown,
+      el("p", {}, "The model says: "), el("pre", {}, event.reason),
       el("div", { class: "choices" },
         el("button", { type: "button", onclick: () => answer({ outcome: "once" }) }, "Allow once"),
         event.grant ? el("button", { type: "button", onclick: () => answer({ outcome: "session" }) },
@@ -339,8 +395,10 @@ function ask(event) {
         el("button", { type: "button", onclick: () => answer({ action: "decline" }) }, "Decline")));
   }
   dialog.replaceChildren(...content);
-  dialog.showModal();
+  if (!dialog.open) dialog.showModal();
 }
+// Esc does not throw a question away: it is answered, or withdrawn by the session.
+$("ask").addEventListener("cancel", (event) => event.preventDefault());
 
 // The composer's history: what you sent, newest last, kept in this browser.
 const sent = JSON.parse(localStorage.getItem("dsh-sent") || "[]");
@@ -385,6 +443,7 @@ $("composer").addEventListener("submit", async (event) => {
 });
 $("prompt").addEventListener("keydown", (event) => {
   const prompt = $("prompt");
+  if (event.isComposing) return;
   if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); $("composer").requestSubmit(); return; }
   // ↑ on the first line recalls what was sent before; ↓ on the last goes forward again.
   const before = prompt.value.slice(0, prompt.selectionStart);
@@ -400,8 +459,7 @@ $("prompt").addEventListener("keydown", (event) => {
 });
 // Rewind: the turns with what each changed, then the plan, then doing it.
 async function rewindDialog() {
-  const dialog = $("ask");
-  dialog.dataset.ask = "rewind";
+  const dialog = $("rewind-dialog");
   let turns;
   try { turns = await api("GET", `/api/sessions/${encodeURIComponent(state.id)}/turns`); }
   catch (error) { say("error", error.message); return; }
@@ -419,7 +477,7 @@ async function rewindDialog() {
 }
 
 async function rewindPlan(request) {
-  const dialog = $("ask");
+  const dialog = $("rewind-dialog");
   let report;
   try { report = await api("POST", `/api/sessions/${encodeURIComponent(state.id)}/rewind`, { ...request, apply: false }); }
   catch (error) { dialog.close(); say("error", error.message); return; }
@@ -446,7 +504,7 @@ $("new-session").addEventListener("click", async () => {
   const cwd = window.prompt("Workspace folder", state.cwd || state.defaultCwd || "");
   if (cwd) openSession(cwd).catch((error) => say("error", error.message));
 });
-$("search").addEventListener("input", () => loadSessions().catch(() => {}));
+$("search").addEventListener("input", () => renderSessions());
 $("mode").addEventListener("change", () => changeSettings({ permissionMode: $("mode").value }));
 $("model").addEventListener("change", () => changeSettings({ model: $("model").value }));
 

@@ -30,6 +30,8 @@ pub(crate) struct Hub {
     /// dsh's home, where the sessions are.
     home: PathBuf,
     sessions: Mutex<HashMap<String, Arc<Live>>>,
+    /// One opening at a time: two tabs resuming one session get the same run.
+    opening: tokio::sync::Mutex<()>,
 }
 
 /// One open session.
@@ -45,13 +47,22 @@ pub(crate) struct Live {
     next_ask: AtomicU64,
     /// The run's tools, for how their calls are shown (titles, diffs).
     catalog: Mutex<Option<dsh_core::ToolCatalog>>,
+    /// Each call as shown, by id: an approval shows the call it is about.
+    calls: Mutex<HashMap<String, Value>>,
 }
 
-/// What the session has reported, and where new reports go.
+/// What the session has reported, and where new reports go. Each report is numbered, so a
+/// page that reconnects (`Last-Event-ID`) is sent only what it missed. The backlog keeps what
+/// a page needs to draw the session: a streamed answer's pieces only until the answer's
+/// record comes, and a command's live output not at all (its result has it).
 struct Stream {
-    backlog: Vec<Arc<str>>,
-    live: broadcast::Sender<Arc<str>>,
+    backlog: Vec<Report>,
+    next: u64,
+    live: broadcast::Sender<Report>,
 }
+
+/// One numbered report, as JSON.
+pub(crate) type Report = (u64, Arc<str>);
 
 enum Command {
     Prompt(String),
@@ -84,6 +95,7 @@ impl Hub {
             flags,
             home,
             sessions: Mutex::new(HashMap::new()),
+            opening: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -107,7 +119,8 @@ impl Hub {
     pub(crate) fn delete(&self, cwd: &std::path::Path, id: &str) -> Result<(), HubError> {
         if lock(&self.sessions).contains_key(id) {
             return Err(HubError::Busy(format!(
-                "session {id} is open here; close the server's run of it first (reload without it)"
+                "session {id} is open in this dsh web, which keeps it open until it stops; stop \
+                 dsh web to delete it"
             )));
         }
         dsh_core::delete_session(&self.home, cwd, id).map_err(|e| HubError::Failed(e.to_string()))
@@ -128,6 +141,7 @@ impl Hub {
         resume: Option<String>,
         fork: bool,
     ) -> Result<Arc<Live>, HubError> {
+        let _one_at_a_time = self.opening.lock().await;
         if let Some(id) = resume.as_ref().filter(|_| !fork)
             && let Ok(live) = self.get(id)
         {
@@ -144,8 +158,10 @@ impl Hub {
             commands,
             stream: Mutex::new(Stream {
                 backlog: Vec::new(),
-                live: broadcast::channel(1024).0,
+                next: 1,
+                live: broadcast::channel(4096).0,
             }),
+            calls: Mutex::new(HashMap::new()),
             busy: AtomicBool::new(false),
             stop: Mutex::new(None),
             asks: Mutex::new(HashMap::new()),
@@ -180,6 +196,7 @@ impl Hub {
             flags,
             user,
             notices,
+            hub: Arc::downgrade(self),
         };
         tokio::task::spawn_local(async move { driven.drive(run, received, opening).await });
         let told = Arc::downgrade(&live);
@@ -200,16 +217,37 @@ impl Live {
 
     /// Adds a report: kept for pages that connect later, sent to those connected.
     fn push(&self, event: Value) {
+        let kind = event["kind"].as_str().unwrap_or_default().to_owned();
+        let answer = event["record"]["type"] == "assistant/message";
         let line: Arc<str> = Arc::from(event.to_string());
         let mut stream = lock(&self.stream);
-        stream.backlog.push(line.clone());
-        let _ = stream.live.send(line);
+        let number = stream.next;
+        stream.next += 1;
+        if answer {
+            // The answer is whole now: its streamed pieces are no longer needed to draw it.
+            while stream
+                .backlog
+                .last()
+                .is_some_and(|(_, l)| l.starts_with(r#"{"kind":"delta""#))
+            {
+                stream.backlog.pop();
+            }
+        }
+        if kind != "output" {
+            stream.backlog.push((number, line.clone()));
+        }
+        let _ = stream.live.send((number, line));
     }
 
-    /// Everything reported so far, and the reports to come, with nothing lost between them.
-    pub(crate) fn follow(&self) -> (Vec<Arc<str>>, broadcast::Receiver<Arc<str>>) {
+    /// What was reported after report `after` (0: everything), and the reports to come, with
+    /// nothing lost between them.
+    pub(crate) fn follow(&self, after: u64) -> (Vec<Report>, broadcast::Receiver<Report>) {
         let stream = lock(&self.stream);
-        (stream.backlog.clone(), stream.live.subscribe())
+        let missed = (stream.backlog.iter())
+            .filter(|(number, _)| *number > after)
+            .cloned()
+            .collect();
+        (missed, stream.live.subscribe())
     }
 
     pub(crate) fn prompt(&self, text: String) -> Result<(), HubError> {
@@ -218,9 +256,10 @@ impl Live {
                 "a turn is running; stop it or wait for it to end".into(),
             ));
         }
-        self.commands
-            .send(Command::Prompt(text))
-            .map_err(|_| HubError::Failed("the session has closed".into()))
+        self.commands.send(Command::Prompt(text)).map_err(|_| {
+            self.busy.store(false, Ordering::SeqCst);
+            HubError::Failed("the session has closed".into())
+        })
     }
 
     /// Reopens the session with `mode` and `model` (each kept when `None`), between turns.
@@ -392,6 +431,7 @@ impl Live {
                                     let _ = done.send(Err(format!(
                                         "{message}; and reopening it as it was failed: {again}"
                                     )));
+                                    self.forget(&opening.hub);
                                     return;
                                 }
                             }
@@ -425,20 +465,50 @@ impl Live {
             self.push(json!({"kind": "busy", "busy": false}));
         }
         run.close().await;
+        self.forget(&opening.hub);
         if let Some(done) = closed {
             let _ = done.send(());
         }
     }
 
+    /// Takes the session out of the server's list: its run is gone, and a resume opens it
+    /// afresh.
+    fn forget(&self, hub: &std::sync::Weak<Hub>) {
+        if let Some(hub) = hub.upgrade() {
+            lock(&hub.sessions).remove(self.id());
+        }
+        self.push(json!({"kind": "closed"}));
+    }
+
     /// Puts a question to the pages and waits for one of them to answer it.
     async fn ask(&self, mut question: Value) -> Option<Value> {
+        /// Withdraws the question when the one who asked stops waiting (a stopped turn, a
+        /// cancelled call): the pages close it instead of showing it forever.
+        struct Withdraw<'a>(&'a Live, u64);
+        impl Drop for Withdraw<'_> {
+            fn drop(&mut self) {
+                if lock(&self.0.asks).remove(&self.1).is_some() {
+                    self.0
+                        .push(json!({"kind": "answered", "id": self.1, "withdrawn": true}));
+                }
+            }
+        }
         let id = self.next_ask.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = oneshot::channel();
         lock(&self.asks).insert(id, tx);
+        let _withdraw = Withdraw(self, id);
         question["kind"] = json!("ask");
         question["id"] = json!(id);
         self.push(question);
         rx.await.ok()
+    }
+
+    /// The call `call_id` as shown, for a question about it.
+    fn call(&self, call_id: &str) -> Value {
+        lock(&self.calls)
+            .get(call_id)
+            .cloned()
+            .unwrap_or(Value::Null)
     }
 }
 
@@ -494,6 +564,9 @@ impl Live {
                     if let Some(document) = view.document {
                         shown["html"] = json!(crate::markdown::to_html(document));
                     }
+                    let mut remembered = shown.clone();
+                    remembered["arguments"] = json!(call.arguments);
+                    lock(&self.calls).insert(call.call_id.clone(), remembered);
                     line["view"] = shown;
                 }
             }
@@ -508,6 +581,8 @@ struct Opening {
     flags: Flags,
     user: User,
     notices: mpsc::UnboundedSender<String>,
+    /// Where the session is listed, to take it out when its run ends for good.
+    hub: std::sync::Weak<Hub>,
 }
 
 /// A run for `flags` in `cwd`, asked through `user`; and the settings it runs with, as the
@@ -557,12 +632,17 @@ impl Approver for Asker {
             let Some(live) = self.live() else {
                 return ApprovalOutcome::Unavailable;
             };
+            // The call itself beside the reason: what is approved is what runs, not what the
+            // model says of it. Giving way once lets the session's loop take in the call's
+            // record first (it reads the agent's reports before it polls the turn again).
+            tokio::task::yield_now().await;
             let question = json!({
                 "ask": "approval",
                 "tool": request.tool,
                 "callId": request.call_id,
                 "reason": request.reason,
                 "grant": request.grant,
+                "call": live.call(&request.call_id),
             });
             let Some(answer) = live.ask(question).await else {
                 return ApprovalOutcome::Cancelled;

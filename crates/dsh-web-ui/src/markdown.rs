@@ -19,18 +19,19 @@ pub(crate) fn to_html(markdown: &str) -> String {
             id,
         }) => Event::Start(Tag::Link {
             link_type,
-            dest_url: safe_target(dest_url),
+            dest_url: safe_target(link_type, dest_url),
             title,
             id,
         }),
+        // Images of every kind of link (inline, reference, shortcut).
         Event::Start(Tag::Image {
-            link_type: LinkType::Inline,
+            link_type,
             dest_url,
             title,
             id,
         }) => Event::Start(Tag::Image {
-            link_type: LinkType::Inline,
-            dest_url: safe_target(dest_url),
+            link_type,
+            dest_url: safe_target(link_type, dest_url),
             title,
             id,
         }),
@@ -42,12 +43,16 @@ pub(crate) fn to_html(markdown: &str) -> String {
 }
 
 /// A link's target when it is http(s), mailto or a fragment; else nothing (`javascript:` and
-/// the like go nowhere).
-fn safe_target(target: CowStr<'_>) -> CowStr<'_> {
+/// the like go nowhere). An e-mail autolink's target is the bare address (the renderer adds
+/// `mailto:`), so it is kept when it is one.
+fn safe_target(kind: LinkType, target: CowStr<'_>) -> CowStr<'_> {
     let lower = target.trim_start().to_ascii_lowercase();
-    let safe = ["http://", "https://", "mailto:", "#"]
-        .iter()
-        .any(|prefix| lower.starts_with(prefix));
+    let safe = match kind {
+        LinkType::Email => !lower.contains(':'),
+        _ => ["http://", "https://", "mailto:", "#"]
+            .iter()
+            .any(|prefix| lower.starts_with(prefix)),
+    };
     if safe { target } else { CowStr::Borrowed("") }
 }
 
@@ -63,11 +68,14 @@ mod tests {
             "<pre><code class=\"language-rust\">fn x() {}\n</code></pre>\n"
         );
         let hostile = to_html(
-            "<script>alert(1)</script>\n\n<img src=x onerror=alert(1)> [x](javascript:alert(1))",
+            "<script>alert(1)</script>\n\n<img src=x onerror=alert(1)> [x](javascript:alert(1)) \
+             ![i][r]\n\n[r]: javascript:alert(2)",
         );
         assert!(!hostile.contains("<script"), "{hostile}");
-        assert!(!hostile.contains("<img"), "{hostile}");
+        assert!(!hostile.contains("<img src=x"), "{hostile}");
         assert!(!hostile.contains("javascript:"), "{hostile}");
         assert!(hostile.contains("&lt;script&gt;"), "{hostile}");
+        let mail = to_html("<dsh@example.com>");
+        assert!(mail.contains("href=\"mailto:dsh@example.com\""), "{mail}");
     }
 }

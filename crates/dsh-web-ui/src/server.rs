@@ -181,7 +181,12 @@ impl App {
         let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
         match (&method, parts.as_slice()) {
             (&Method::GET, ["api", "sessions"]) => {
-                json_response(200, &sessions_on_disk(&self.home, &self.cwd))
+                // Reading every log is disk work: off the thread the sessions run on.
+                let (home, cwd) = (self.home.clone(), self.cwd.clone());
+                match tokio::task::spawn_blocking(move || sessions_on_disk(&home, &cwd)).await {
+                    Ok(listing) => json_response(200, &listing),
+                    Err(_) => json_error(500, "listing the sessions failed"),
+                }
             }
             (&Method::POST, ["api", "sessions"]) => {
                 let body = match read_json(request).await {
@@ -198,6 +203,8 @@ impl App {
                         "cwd must be an existing folder, given as an absolute path",
                     );
                 }
+                // One spelling per folder (`/a/b/`, a link to it): sessions are filed by it.
+                let cwd = std::fs::canonicalize(&cwd).unwrap_or(cwd);
                 let resume = body["resume"].as_str().map(str::to_owned);
                 let fork = body["fork"] == true;
                 if fork && resume.is_none() {
@@ -229,7 +236,14 @@ impl App {
                 Err(error) => hub_error(error),
             },
             (&Method::GET, ["api", "sessions", id, "events"]) => match self.hub.get(id) {
-                Ok(live) => events(&live),
+                Ok(live) => {
+                    // A page that reconnects says what it saw last.
+                    let after = (request.headers().get("last-event-id"))
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0);
+                    events(&live, after)
+                }
                 Err(error) => hub_error(error),
             },
             (&Method::POST, ["api", "sessions", id, action]) => {
@@ -335,14 +349,17 @@ impl App {
     }
 }
 
-/// The session's reports as server-sent events: all so far, then each as it comes.
-fn events(live: &crate::hub::Live) -> Response<Body> {
-    let (backlog, receiver) = live.follow();
-    let earlier = futures_util::stream::iter(backlog);
-    let later = tokio_stream_of(receiver);
-    let frames = earlier
-        .chain(later)
-        .map(|line| Ok::<_, Infallible>(Frame::data(Bytes::from(format!("data: {line}\n\n")))));
+/// The session's reports as server-sent events, each with its number: those after `after`,
+/// then each as it comes.
+fn events(live: &crate::hub::Live, after: u64) -> Response<Body> {
+    let (missed, receiver) = live.follow(after);
+    let frames = futures_util::stream::iter(missed)
+        .chain(reports_of(receiver))
+        .map(|(number, line)| {
+            Ok::<_, Infallible>(Frame::data(Bytes::from(format!(
+                "id: {number}\ndata: {line}\n\n"
+            ))))
+        });
     Response::builder()
         .status(200)
         .header(CONTENT_TYPE, "text/event-stream")
@@ -351,15 +368,16 @@ fn events(live: &crate::hub::Live) -> Response<Body> {
         .unwrap_or_else(|_| plain(500, "cannot answer"))
 }
 
-/// A broadcast receiver as a stream; a page too slow to keep up is told to reload.
-fn tokio_stream_of(
-    receiver: tokio::sync::broadcast::Receiver<Arc<str>>,
-) -> impl futures_util::Stream<Item = Arc<str>> {
+/// The reports as they come; a page too slow to keep up is told to start again (it then
+/// gets the backlog, which holds no streamed pieces of finished answers).
+fn reports_of(
+    receiver: tokio::sync::broadcast::Receiver<crate::hub::Report>,
+) -> impl futures_util::Stream<Item = crate::hub::Report> {
     futures_util::stream::unfold(receiver, |mut receiver| async move {
         match receiver.recv().await {
-            Ok(line) => Some((line, receiver)),
+            Ok(report) => Some((report, receiver)),
             Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                Some((Arc::from(r#"{"kind":"reload"}"#), receiver))
+                Some(((0, Arc::from(r#"{"kind":"reload"}"#)), receiver))
             }
             Err(tokio::sync::broadcast::error::RecvError::Closed) => None,
         }

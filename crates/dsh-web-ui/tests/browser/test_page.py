@@ -151,6 +151,8 @@ class BrowserTests(unittest.TestCase):
         self.send(page, "do it")
         dialog = page.locator("dialog#ask")
         expect(dialog).to_contain_text("needs the whole machine", timeout=WAIT)
+        # What is approved is the call itself, shown beside what the model says of it.
+        expect(dialog.locator("pre.arguments")).to_contain_text("echo allowed-run")
         dialog.get_by_role("button", name="Allow once").click()
         expect(page.locator("#transcript")).to_contain_text("ran it", timeout=WAIT)
         self.send(page, "again")
@@ -244,7 +246,7 @@ class BrowserTests(unittest.TestCase):
             expect(page.locator("#transcript")).to_contain_text(answer, timeout=WAIT)
             expect(page.locator("#rewind")).to_be_enabled(timeout=WAIT)
         page.click("#rewind")
-        dialog = page.locator("dialog#ask")
+        dialog = page.locator("dialog#rewind-dialog")
         turn = dialog.locator("li", has_text="Turn 2: make b")
         turn.get_by_role("button", name="Files and conversation").click()
         expect(dialog).to_contain_text("Removed", timeout=WAIT)

@@ -113,21 +113,34 @@ impl Web {
 
     /// The session's events, as a page reads them: each `data:` line's JSON, as it comes.
     fn events(&self, id: &str) -> mpsc::Receiver<Value> {
+        self.events_after(id, 0)
+    }
+
+    /// As [`Web::events`], for a page that reconnects having seen up to report `last`; each
+    /// event gets its number as `_id`.
+    fn events_after(&self, id: &str, last: u64) -> mpsc::Receiver<Value> {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         let request = format!(
-            "GET /api/sessions/{id}/events?token={} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n",
+            "GET /api/sessions/{id}/events?token={} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\
+             Last-Event-ID: {last}\r\n\r\n",
             self.token, self.port
         );
         stream.write_all(request.as_bytes()).unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
+            let mut number = 0u64;
             for line in BufReader::new(stream).lines() {
                 let Ok(line) = line else { break };
-                // The body is chunked: only the `data:` lines matter.
-                if let Some(data) = line.strip_prefix("data: ")
-                    && tx.send(serde_json::from_str(data).unwrap()).is_err()
-                {
-                    break;
+                // The body is chunked: only the `id:` and `data:` lines matter.
+                if let Some(id) = line.strip_prefix("id: ") {
+                    number = id.parse().unwrap_or(0);
+                }
+                if let Some(data) = line.strip_prefix("data: ") {
+                    let mut event: Value = serde_json::from_str(data).unwrap();
+                    event["_id"] = json!(number);
+                    if tx.send(event).is_err() {
+                        break;
+                    }
                 }
             }
         });
@@ -515,4 +528,67 @@ fn a_rewind_is_shown_then_done_and_the_conversation_goes_back() {
     // A rewind without a target is named.
     let (status, body) = web.request("POST", &rewind, Some(&json!({})), &[]);
     assert_eq!(status, 400, "{body}");
+}
+
+#[test]
+fn a_page_that_reconnects_gets_only_what_it_missed() {
+    let env = TestEnv::new(vec![Turn::text("one"), Turn::text("two")]);
+    let web = Web::start(&env);
+    let id = web.open(&env);
+    let events = web.events(&id);
+    web.post(
+        &format!("/api/sessions/{id}/prompt"),
+        json!({"text": "first"}),
+    );
+    let first = until(&events, "busy", |e| e["busy"] == false);
+    let last = first.last().unwrap()["_id"].as_u64().unwrap();
+    web.post(
+        &format!("/api/sessions/{id}/prompt"),
+        json!({"text": "second"}),
+    );
+    until(&events, "busy", |e| e["busy"] == false);
+    let again = web.events_after(&id, last);
+    let missed = until(&again, "busy", |e| e["busy"] == false);
+    assert!(
+        missed.iter().all(|e| e["_id"].as_u64() > Some(last)),
+        "{missed:#?}"
+    );
+    assert_eq!(texts(&missed), ["two"]);
+    // The finished answer's streamed pieces are not kept: its record draws it.
+    let all = until(&web.events(&id), "busy", |e| {
+        e["busy"] == false && e["_id"].as_u64() > Some(last)
+    });
+    assert!(!all.iter().any(|e| e["kind"] == "delta"), "{all:#?}");
+}
+
+#[test]
+fn a_question_shows_its_call_and_is_withdrawn_when_the_turn_stops() {
+    let env = TestEnv::new(vec![Turn::tool_call(
+        "bash",
+        json!({
+            "command": "echo escalated",
+            "description": "print a word",
+            "sandbox_permissions": "danger-full-access",
+            "justification": "trust me",
+        }),
+    )]);
+    let web = Web::start(&env);
+    let id = web.open(&env);
+    let events = web.events(&id);
+    web.post(&format!("/api/sessions/{id}/prompt"), json!({"text": "go"}));
+    let ask = until(&events, "ask", |_| true).pop().unwrap();
+    assert_eq!(ask["call"]["title"], "Run echo escalated");
+    assert!(
+        ask["call"]["arguments"]
+            .as_str()
+            .unwrap()
+            .contains("echo escalated")
+    );
+    web.post(&format!("/api/sessions/{id}/stop"), json!({}));
+    let withdrawn = until(&events, "answered", |e| e["id"] == ask["id"]);
+    assert_eq!(withdrawn.last().unwrap()["withdrawn"], true);
+    until(&events, "busy", |e| e["busy"] == false);
+    // A late page does not get a question that no longer waits: it gets its withdrawal.
+    let late = until(&web.events(&id), "busy", |e| e["busy"] == false);
+    assert!(late.iter().any(|e| e["kind"] == "answered"));
 }
