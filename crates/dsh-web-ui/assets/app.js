@@ -152,6 +152,7 @@ function setBusy(busy) {
   state.busy = busy;
   $("mode").disabled = busy;
   $("rewind").disabled = busy || !state.id;
+  $("close").disabled = !state.id;
   $("model").disabled = busy;
   $("stop").disabled = !busy;
   $("session-state").textContent = busy ? "working…" : "";
@@ -207,6 +208,9 @@ function show(event) {
     case "closed":
       say("notice", "This session's run has ended here; open it again from the sidebar.");
       $("send").disabled = true;
+      $("rewind").disabled = true;
+      $("close").disabled = true;
+      if (state.source) state.source.close();
       return;
     // Too far behind: start again from the backlog.
     case "reload": follow(state.id, state.cwd); return;
@@ -498,6 +502,8 @@ async function rewindPlan(request) {
 }
 
 $("rewind").addEventListener("click", () => rewindDialog());
+$("close").addEventListener("click", () =>
+  api("POST", `/api/sessions/${encodeURIComponent(state.id)}/close`, {}).catch((error) => say("error", error.message)));
 $("stop").addEventListener("click", () =>
   api("POST", `/api/sessions/${encodeURIComponent(state.id)}/stop`, {}).catch((error) => say("error", error.message)));
 $("new-session").addEventListener("click", async () => {

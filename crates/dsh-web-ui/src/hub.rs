@@ -307,6 +307,16 @@ impl Live {
             .map_err(HubError::Failed)
     }
 
+    /// Closes the session's run here (its log whole, its lock let go, its processes stopped),
+    /// waiting for it; a turn running is stopped first.
+    pub(crate) async fn close(&self) {
+        self.stop();
+        let (done, closed) = oneshot::channel();
+        if self.commands.send(Command::Close(done)).is_ok() {
+            let _ = closed.await;
+        }
+    }
+
     /// Compacts the conversation now, as a turn of its own: stopped by *Stop*, reported as
     /// events (`busy`, a notice).
     pub(crate) fn compact(&self) -> Result<(), HubError> {

@@ -13,6 +13,7 @@
 //! | `POST /api/sessions/ID/prompt` | `{text}`: starts a turn |
 //! | `POST /api/sessions/ID/stop` | stops the running turn |
 //! | `POST /api/sessions/ID/compact` | summarises the older part of the conversation now |
+//! | `POST /api/sessions/ID/close` | closes its run here (its lock let go) |
 //! | `POST /api/sessions/ID/settings` | `{permissionMode?, model?}`: reopens it so, between turns |
 //! | `POST /api/sessions/ID/answer` | `{id, answer}`: answers a question the session asked |
 
@@ -269,6 +270,10 @@ impl App {
                     "stop" => {
                         live.stop();
                         json_response(202, &json!({"stopping": true}))
+                    }
+                    "close" => {
+                        live.close().await;
+                        json_response(200, &json!({"closed": true}))
                     }
                     "compact" => match live.compact() {
                         Ok(()) => json_response(202, &json!({"compacting": true})),

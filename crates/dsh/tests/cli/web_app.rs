@@ -470,10 +470,19 @@ fn a_session_is_forked_and_one_not_open_deleted() {
             &[],
         )
     };
-    // The fork is open here: it stays.
+    // The fork is open here: it stays, until its run is closed here.
     assert_eq!(delete(&forked).0, 409);
+    let closing = web.events(&forked);
+    web.post(&format!("/api/sessions/{forked}/close"), json!({}));
+    until(&closing, "closed", |_| true);
+    assert_eq!(delete(&forked).0, 200);
+    assert_eq!(
+        web.request("GET", &format!("/api/sessions/{forked}/events"), None, &[])
+            .0,
+        404
+    );
     assert_eq!(delete(&original).0, 200);
-    assert_eq!(listing(&web), [forked]);
+    assert!(listing(&web).is_empty());
     // A session that is not there is named.
     let (status, body) = delete(&original);
     assert_eq!(status, 422, "{body}");
