@@ -4,17 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dsh_mcp::{McpServer, McpServers, McpStartup, Transport};
-use dsh_sandbox::{SandboxMode, SandboxPolicy};
-use dsh_tools::{
-    AskOutcome, Elicitation, ElicitationAnswer, ModelCaps, Question, SpillStore, ToolContext,
-    ToolRegistry, ToolSession, UserQuestions,
-};
+use dsh_mcp::{McpServer, McpServers, Transport};
+use dsh_tools::{AskOutcome, Elicitation, ElicitationAnswer, Question, UserQuestions};
 use serde_json::{Map, Value, json};
 
 /// Answers every form with what `reply` says, and keeps the forms it was shown.
@@ -63,28 +61,8 @@ async fn call_sign_up(questions: Option<Arc<dyn UserQuestions>>) -> (String, Val
     let (notices, mut lines) = tokio::sync::mpsc::unbounded_channel();
     let servers = McpServers::default();
     servers.answer_with(questions);
-    let (startup, joined) = McpStartup::begin(&servers, vec![server], notices);
-    let ready = startup
-        .ready(Duration::from_secs(30), joined)
-        .await
-        .unwrap();
-    let mut registry = ToolRegistry::new();
-    for group in ready.groups {
-        registry.set_group(group);
-    }
-    let context = ToolContext {
-        call_id: "c1".into(),
-        cwd: dir.path().to_path_buf(),
-        cancel: tokio_util::sync::CancellationToken::new(),
-        session: Arc::new(ToolSession::new(
-            SandboxPolicy::new(SandboxMode::WorkspaceWrite, dir.path(), Vec::new()),
-            SpillStore::new(dir.path().join(".spill")),
-            ModelCaps {
-                name: "m".into(),
-                image_input: false,
-            },
-        )),
-    };
+    let registry = common::started(&servers, server, notices).await;
+    let context = common::context(dir.path());
     let result = registry
         .execute("mcp__asking__sign_up", "{}", &context)
         .await;

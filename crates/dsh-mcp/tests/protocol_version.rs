@@ -3,12 +3,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
 use dsh_mcp::{McpServer, McpServers, McpStartup, Transport};
-use dsh_sandbox::{SandboxMode, SandboxPolicy};
-use dsh_tools::{ModelCaps, SpillStore, ToolContext, ToolRegistry, ToolSession};
 
 /// A stdio MCP server that answers every `initialize` with the version in `$ANSWER`, writes
 /// the version the client offered to `offered.txt`, and serves one tool, `ping`.
@@ -55,29 +54,9 @@ async fn an_older_protocol_version_the_server_answers_with_is_accepted() {
     let dir = tempfile::tempdir().unwrap();
     let (notices, _lines) = tokio::sync::mpsc::unbounded_channel();
     let servers = McpServers::default();
-    let (startup, joined) =
-        McpStartup::begin(&servers, vec![answering("2025-06-18", dir.path())], notices);
-    let ready = startup
-        .ready(Duration::from_secs(30), joined)
-        .await
-        .expect("a server on an older protocol version starts");
-    let mut registry = ToolRegistry::new();
-    for group in ready.groups {
-        registry.set_group(group);
-    }
-    let context = ToolContext {
-        call_id: "c1".into(),
-        cwd: dir.path().to_path_buf(),
-        cancel: tokio_util::sync::CancellationToken::new(),
-        session: Arc::new(ToolSession::new(
-            SandboxPolicy::new(SandboxMode::WorkspaceWrite, dir.path(), Vec::new()),
-            SpillStore::new(dir.path().join(".spill")),
-            ModelCaps {
-                name: "m".into(),
-                image_input: false,
-            },
-        )),
-    };
+    // It must start: `started` fails the test otherwise.
+    let registry = common::started(&servers, answering("2025-06-18", dir.path()), notices).await;
+    let context = common::context(dir.path());
     let result = registry.execute("mcp__old__ping", "{}", &context).await;
     assert_eq!(result.text(), "pong");
     let offered = std::fs::read_to_string(dir.path().join("offered.txt")).unwrap();

@@ -5,15 +5,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_mcp::{McpServer, McpServers, McpStartup, Transport};
-use dsh_sandbox::{SandboxMode, SandboxPolicy};
 use dsh_testkit::mcp::{HttpServer, everything};
 use dsh_testkit::process_alive as alive;
-use dsh_tools::{ModelCaps, SpillStore, ToolContext, ToolRegistry, ToolSession};
+use dsh_tools::ToolRegistry;
 
 /// A server started by `sh -c script`; `$SERVER` is the reference server.
 fn wrapped(name: &str, script: &str, server: &Path, dir: &Path) -> McpServer {
@@ -37,33 +37,11 @@ fn wrapped(name: &str, script: &str, server: &Path, dir: &Path) -> McpServer {
 async fn ready(server: McpServer) -> (McpServers, ToolRegistry) {
     let (notices, _lines) = tokio::sync::mpsc::unbounded_channel();
     let servers = McpServers::default();
-    let (startup, joined) = McpStartup::begin(&servers, vec![server], notices);
-    let ready = startup
-        .ready(Duration::from_secs(30), joined)
-        .await
-        .unwrap();
-    let mut registry = ToolRegistry::new();
-    for group in ready.groups {
-        registry.set_group(group);
-    }
+    let registry = common::started(&servers, server, notices).await;
     (servers, registry)
 }
 
-fn context(dir: &Path) -> ToolContext {
-    ToolContext {
-        call_id: "c1".into(),
-        cwd: dir.to_path_buf(),
-        cancel: tokio_util::sync::CancellationToken::new(),
-        session: Arc::new(ToolSession::new(
-            SandboxPolicy::new(SandboxMode::WorkspaceWrite, dir, Vec::new()),
-            SpillStore::new(dir.join(".spill")),
-            ModelCaps {
-                name: "m".into(),
-                image_input: false,
-            },
-        )),
-    }
-}
+use common::context;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_slower_than_the_grace_period_joins_later() {

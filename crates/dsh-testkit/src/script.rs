@@ -89,6 +89,20 @@ impl Turn {
             .collect()
     }
 
+    /// A `bash` call of `command` that asks to leave the sandbox (danger-full-access),
+    /// justified as needing the whole machine: what the approval tests put to the user.
+    pub fn escalated(command: &str) -> Turn {
+        Turn::tool_call(
+            "bash",
+            serde_json::json!({
+                "command": command,
+                "description": "print a word",
+                "sandbox_permissions": "danger-full-access",
+                "justification": "needs the whole machine",
+            }),
+        )
+    }
+
     /// A final answer.
     pub fn text(text: &str) -> Turn {
         Turn::Answer(Answer {

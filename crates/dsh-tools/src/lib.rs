@@ -101,6 +101,31 @@ pub struct ToolContext {
     pub session: Arc<ToolSession>,
 }
 
+impl ToolContext {
+    /// A call's context in a workspace at `dir` under `workspace-write`, with a model that
+    /// takes no images and results spilling into `dir/.spill`: for tests of the tools and of
+    /// what offers them.
+    pub fn in_workspace(dir: &std::path::Path) -> ToolContext {
+        ToolContext {
+            call_id: "call-1".into(),
+            cwd: dir.to_path_buf(),
+            cancel: CancellationToken::new(),
+            session: Arc::new(ToolSession::new(
+                dsh_sandbox::SandboxPolicy::new(
+                    dsh_sandbox::SandboxMode::WorkspaceWrite,
+                    dir,
+                    Vec::new(),
+                ),
+                SpillStore::new(dir.join(".spill")),
+                ModelCaps {
+                    name: "m".into(),
+                    image_input: false,
+                },
+            )),
+        }
+    }
+}
+
 /// The tools' side of a session: what they remember and what bounds them.
 pub struct ToolSession {
     /// Which file versions the session has seen (read-before-mutate); shared with the
@@ -419,26 +444,11 @@ pub trait Tool: Send + Sync {
 #[cfg(test)]
 pub(crate) mod testing {
     use std::path::Path;
-    use std::sync::Arc;
 
-    use dsh_sandbox::{SandboxMode, SandboxPolicy};
-
-    use crate::{ModelCaps, SpillStore, ToolContext, ToolSession};
+    use crate::ToolContext;
 
     /// A context for a workspace at `dir` under `workspace-write`, spilling into `dir/.spill`.
     pub fn context(dir: &Path) -> ToolContext {
-        ToolContext {
-            call_id: "call-1".into(),
-            cwd: dir.to_path_buf(),
-            cancel: tokio_util::sync::CancellationToken::new(),
-            session: Arc::new(ToolSession::new(
-                SandboxPolicy::new(SandboxMode::WorkspaceWrite, dir, Vec::new()),
-                SpillStore::new(dir.join(".spill")),
-                ModelCaps {
-                    name: "m".into(),
-                    image_input: false,
-                },
-            )),
-        }
+        ToolContext::in_workspace(dir)
     }
 }

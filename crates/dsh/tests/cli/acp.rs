@@ -319,21 +319,10 @@ fn a_prompt_streams_reasoning_tool_calls_with_diffs_the_plan_and_the_answer() {
 
 #[test]
 fn an_escalation_is_a_permission_request_the_client_answers() {
-    let escalate = |word: &str| {
-        Turn::tool_call(
-            "bash",
-            json!({
-                "command": format!("echo {word}"),
-                "description": "print a word",
-                "sandbox_permissions": "danger-full-access",
-                "justification": "needs the whole machine",
-            }),
-        )
-    };
     let env = TestEnv::new(vec![
-        escalate("allowed-run"),
+        Turn::escalated("echo allowed-run"),
         Turn::text("ran it"),
-        escalate("denied-run"),
+        Turn::escalated("echo denied-run"),
         Turn::text("understood"),
     ]);
     let mut editor = Editor::start(&env, &[]);

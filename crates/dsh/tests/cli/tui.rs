@@ -130,21 +130,10 @@ fn an_escalation_allowed_once_and_one_denied_with_a_reason() {
     if !Tmux::available() {
         return;
     }
-    let escalate = |command: &str| {
-        Turn::tool_call(
-            "bash",
-            json!({
-                "command": command,
-                "description": "print a word",
-                "sandbox_permissions": "danger-full-access",
-                "justification": "needs the whole machine",
-            }),
-        )
-    };
     let env = TestEnv::new(vec![
-        escalate("echo allowed-run"),
+        Turn::escalated("echo allowed-run"),
         Turn::text("ran it"),
-        escalate("echo denied-run"),
+        Turn::escalated("echo denied-run"),
         Turn::text("understood"),
     ]);
     let ui = open(&env, &[]);

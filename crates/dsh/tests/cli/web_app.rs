@@ -285,21 +285,10 @@ fn a_two_turn_conversation_streams_and_a_late_page_gets_all_of_it() {
 
 #[test]
 fn an_escalation_is_allowed_once_and_one_denied_with_a_reason() {
-    let escalate = |command: &str| {
-        Turn::tool_call(
-            "bash",
-            json!({
-                "command": command,
-                "description": "print a word",
-                "sandbox_permissions": "danger-full-access",
-                "justification": "needs the whole machine",
-            }),
-        )
-    };
     let env = TestEnv::new(vec![
-        escalate("echo allowed-run"),
+        Turn::escalated("echo allowed-run"),
         Turn::text("ran it"),
-        escalate("echo denied-run"),
+        Turn::escalated("echo denied-run"),
         Turn::text("understood"),
     ]);
     let web = Web::start(&env);
