@@ -22,6 +22,7 @@ mod lock;
 mod log;
 #[cfg(test)]
 mod log_props;
+pub mod mentions;
 mod output_schema;
 mod plan_approval;
 mod prompt;

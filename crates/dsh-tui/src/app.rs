@@ -18,10 +18,10 @@ use ratatui::widgets::Paragraph;
 use crate::composer::Composer;
 use crate::dialog::{Dialog, Handled};
 use crate::host::{Opened, SessionInfo};
-use crate::mentions::FileIndex;
 use crate::slash::{self, PromptDirs, Slash, UserPrompt};
 use crate::transcript::{Transcript, tokens};
 use crate::wrap::wrap_lines;
+use dsh_core::mentions::FileIndex;
 
 /// What the loop must do after a key.
 #[derive(Debug, PartialEq, Eq)]
@@ -466,7 +466,7 @@ impl App {
         if index.truncated {
             self.note(format!(
                 "@ mentions: the workspace has more than {} files; only the first are offered",
-                crate::mentions::MAX_FILES
+                dsh_core::mentions::MAX_FILES
             ));
         }
         self.files = Some(Arc::new(index));

@@ -17,7 +17,6 @@ mod form;
 mod highlight;
 mod host;
 mod markdown;
-mod mentions;
 mod rewind;
 mod slash;
 mod terminal;
@@ -371,7 +370,7 @@ impl Ui {
                     let tx = index_tx.clone();
                     let root = self.cwd.clone();
                     tokio::task::spawn_blocking(move || {
-                        let _ = tx.send(mentions::FileIndex::build(&root));
+                        let _ = tx.send(dsh_core::mentions::FileIndex::build(&root));
                     });
                 }
                 Action::Slash(command) => {

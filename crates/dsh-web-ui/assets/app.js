@@ -445,9 +445,50 @@ $("composer").addEventListener("submit", async (event) => {
     say("error", error.message);
   }
 });
+// `@` mentions: the word being typed after an `@`, completed from the workspace's files (the
+// index the terminal UI uses); Tab takes the first, a click any.
+function mentionAtCaret() {
+  const prompt = $("prompt");
+  const before = prompt.value.slice(0, prompt.selectionStart);
+  const found = before.match(/(^|\s)@([^\s@]*)$/);
+  return found ? { start: before.length - found[2].length - 1, word: found[2] } : null;
+}
+
+function completeMention(path) {
+  const prompt = $("prompt");
+  const mention = mentionAtCaret();
+  if (!mention) return;
+  const after = prompt.value.slice(prompt.selectionStart);
+  prompt.value = `${prompt.value.slice(0, mention.start)}@${path} ${after}`;
+  const caret = mention.start + path.length + 2;
+  prompt.setSelectionRange(caret, caret);
+  $("mentions").replaceChildren();
+  prompt.focus();
+}
+
+let mentionAsked = 0;
+$("prompt").addEventListener("input", async () => {
+  const mention = mentionAtCaret();
+  if (!mention || !state.id) { $("mentions").replaceChildren(); return; }
+  const asked = ++mentionAsked;
+  try {
+    const found = await api("GET", `/api/sessions/${encodeURIComponent(state.id)}/files?q=${encodeURIComponent(mention.word)}`);
+    if (asked !== mentionAsked) return;
+    $("mentions").replaceChildren(...found.matches.map((path) =>
+      el("button", { type: "button", role: "option", onclick: () => completeMention(path) }, path)));
+  } catch (error) { $("mentions").replaceChildren(); }
+});
+
 $("prompt").addEventListener("keydown", (event) => {
   const prompt = $("prompt");
   if (event.isComposing) return;
+  const first = $("mentions").querySelector("button");
+  if (event.key === "Tab" && first && mentionAtCaret()) {
+    event.preventDefault();
+    completeMention(first.textContent);
+    return;
+  }
+  if (event.key === "Escape") $("mentions").replaceChildren();
   if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); $("composer").requestSubmit(); return; }
   // ↑ on the first line recalls what was sent before; ↓ on the last goes forward again.
   const before = prompt.value.slice(0, prompt.selectionStart);

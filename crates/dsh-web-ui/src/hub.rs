@@ -16,9 +16,13 @@ use dsh_core::ask::{
 };
 use dsh_core::checkpoints::RewindRequest;
 use dsh_core::config::PermissionMode;
+use dsh_core::mentions::FileIndex;
 use dsh_core::{AgentBuilder, AgentEvent, Environment, Flags, Settings, Stop, StreamDelta, User};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, oneshot};
+
+/// How long a listing of the workspace's files serves mentions before it is made again.
+const FILES_FRESH: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -49,6 +53,8 @@ pub(crate) struct Live {
     catalog: Mutex<Option<dsh_core::ToolCatalog>>,
     /// Each call as shown, by id: an approval shows the call it is about.
     calls: Mutex<HashMap<String, Value>>,
+    /// The workspace's files for `@` mentions, and when they were listed.
+    files: Mutex<Option<(std::time::Instant, Arc<FileIndex>)>>,
 }
 
 /// What the session has reported, and where new reports go. Each report is numbered, so a
@@ -162,6 +168,7 @@ impl Hub {
                 live: broadcast::channel(4096).0,
             }),
             calls: Mutex::new(HashMap::new()),
+            files: Mutex::new(None),
             busy: AtomicBool::new(false),
             stop: Mutex::new(None),
             asks: Mutex::new(HashMap::new()),
@@ -321,6 +328,30 @@ impl Live {
     /// events (`busy`, a notice).
     pub(crate) fn compact(&self) -> Result<(), HubError> {
         self.between_turns(Command::Compact)
+    }
+
+    /// The workspace's files that best match `query`, for an `@` mention: the index the
+    /// terminal UI uses, listed off the sessions' thread and again when older than
+    /// [`FILES_FRESH`].
+    pub(crate) async fn mentions(&self, query: &str) -> Value {
+        let cached = lock(&self.files)
+            .as_ref()
+            .filter(|(listed, _)| listed.elapsed() < FILES_FRESH)
+            .map(|(_, index)| index.clone());
+        let index = match cached {
+            Some(index) => index,
+            None => {
+                let root = self.cwd.clone();
+                let Ok(built) = tokio::task::spawn_blocking(move || FileIndex::build(&root)).await
+                else {
+                    return json!({"matches": [], "truncated": false});
+                };
+                let built = Arc::new(built);
+                *lock(&self.files) = Some((std::time::Instant::now(), built.clone()));
+                built
+            }
+        };
+        json!({"matches": index.matches(query), "truncated": index.truncated})
     }
 
     /// Sends `command` unless a turn is running; the caller clears `busy` when answered.

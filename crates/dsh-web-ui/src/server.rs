@@ -8,6 +8,7 @@
 //! | `POST /api/sessions` | `{cwd, resume?, fork?}`: opens a new session there, resumes one, or forks it |
 //! | `POST /api/sessions/ID/delete` | `{cwd}`: deletes a session that is not open |
 //! | `GET /api/sessions/ID/turns` | its turns, with what each changed in the files |
+//! | `GET /api/sessions/ID/files?q=Q` | the workspace's files best matching Q, for `@` mentions |
 //! | `POST /api/sessions/ID/rewind` | `{toTurn | undo, files?, conversation?, apply?, acceptedOutside?}` |
 //! | `GET /api/sessions/ID/events` | the session's reports so far, then as they come (SSE) |
 //! | `POST /api/sessions/ID/prompt` | `{text}`: starts a turn |
@@ -229,6 +230,15 @@ impl App {
                     Err(error) => hub_error(error),
                 }
             }
+            (&Method::GET, ["api", "sessions", id, "files"]) => match self.hub.get(id) {
+                Ok(live) => {
+                    let query = query_value(request.uri().query(), "q")
+                        .map(|q| percent_decoded(&q))
+                        .unwrap_or_default();
+                    json_response(200, &live.mentions(&query).await)
+                }
+                Err(error) => hub_error(error),
+            },
             (&Method::GET, ["api", "sessions", id, "turns"]) => match self.hub.get(id) {
                 Ok(live) => match live.turns().await {
                     Ok(turns) => json_response(200, &turns),
@@ -456,6 +466,33 @@ fn open_browser(home: &std::path::Path, port: u16, url: &str) {
             .stderr(std::process::Stdio::null())
             .spawn();
     }
+}
+
+/// A query value with its `%XX` escapes (and `+` for a space) decoded.
+fn percent_decoded(value: &str) -> String {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = (bytes.get(i + 1..i + 3))
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (b'+', _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (other, _) => {
+                out.push(other);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn hub_error(error: HubError) -> Response<Body> {

@@ -272,6 +272,15 @@ class BrowserTests(unittest.TestCase):
         expect(page.locator("#transcript")).to_contain_text("/nope is not a command here")
         self.send(page, "/compact")
         expect(page.locator("#transcript")).to_contain_text("too short to compact", timeout=WAIT)
+        # An @ mention completes from the workspace's files.
+        os.makedirs(os.path.join(served.ws, "src"))
+        with open(os.path.join(served.ws, "src", "main.rs"), "w") as f:
+            f.write("fn main() {}\n")
+        page.fill("#prompt", "")
+        page.type("#prompt", "look at @src/ma")
+        expect(page.locator("#mentions button").first).to_have_text("src/main.rs", timeout=WAIT)
+        page.press("#prompt", "Tab")
+        expect(page.locator("#prompt")).to_have_value("look at @src/main.rs ")
 
     def test_stop_and_reload_mid_turn(self):
         # The answer starts, then stalls: seeing its start proves the model has the request.

@@ -590,3 +590,32 @@ fn a_question_shows_its_call_and_is_withdrawn_when_the_turn_stops() {
     let late = until(&web.events(&id), "busy", |e| e["busy"] == false);
     assert!(late.iter().any(|e| e["kind"] == "answered"));
 }
+
+#[test]
+fn mentions_complete_from_the_workspace_s_files() {
+    let env = TestEnv::new(vec![]);
+    env.write("src/main.rs", "fn main() {}\n");
+    env.write("src/lib.rs", "\n");
+    env.write(".hidden/secret.rs", "\n");
+    let web = Web::start(&env);
+    let id = web.open(&env);
+    let (status, body) = web.request(
+        "GET",
+        &format!("/api/sessions/{id}/files?q=src%2Fma"),
+        None,
+        &[],
+    );
+    assert_eq!(status, 200, "{body}");
+    let found: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(found["matches"][0], "src/main.rs");
+    let (_, body) = web.request(
+        "GET",
+        &format!("/api/sessions/{id}/files?q=secret"),
+        None,
+        &[],
+    );
+    assert!(
+        !body.contains("secret.rs"),
+        "hidden files are left out: {body}"
+    );
+}

@@ -1,5 +1,6 @@
 //! `@` mentions: the workspace's files (as ripgrep would list them: ignore files respected,
-//! hidden files skipped), matched fuzzily against what follows the `@`.
+//! hidden files skipped), matched fuzzily against what follows the `@`. The terminal UI and
+//! the web app complete mentions from the same index.
 
 use std::path::Path;
 
@@ -68,7 +69,12 @@ impl FileIndex {
             .collect()
     }
 
-    #[cfg(test)]
+    /// Whether the index holds no file.
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+
+    /// How many files the index holds.
     pub fn len(&self) -> usize {
         self.paths.len()
     }
