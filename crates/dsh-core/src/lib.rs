@@ -31,6 +31,7 @@ mod saved_workflow;
 mod session;
 mod session_list;
 mod subagents;
+mod workspace_diff;
 
 pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
 pub use builder::{AgentBuilder, Processes, Run, RunningTask, StartedRun, User, setting_rows};
@@ -50,6 +51,7 @@ pub use session::Session;
 pub use session_list::{
     all_sessions, delete_session, list_sessions, session_log_path, utc_date_time,
 };
+pub use workspace_diff::workspace_diff;
 
 /// What `dsh sandbox check` prints for the sandbox settings of a run in `cwd` (only the config
 /// files' `[sandbox]` is read), and whether any backend can confine commands here.

@@ -599,28 +599,15 @@ async fn next_event(
 /// `/diff`: the workspace's uncommitted changes, coloured.
 async fn git_diff(cwd: &std::path::Path) -> Vec<Line<'static>> {
     use ratatui::style::{Color, Style};
-    let output = tokio::process::Command::new("git")
-        .args(["--no-pager", "diff", "--no-color", "HEAD"])
-        .current_dir(cwd)
-        .output()
-        .await;
-    let output = match output {
-        Ok(output) if output.status.success() => output,
-        Ok(output) => {
-            let message = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+    let text = match dsh_core::workspace_diff(cwd).await {
+        Ok(text) => text,
+        Err(message) => {
             return vec![Line::styled(
-                format!("✗ git diff failed: {message}"),
-                Style::new().fg(Color::Red),
-            )];
-        }
-        Err(e) => {
-            return vec![Line::styled(
-                format!("✗ cannot run git: {e}"),
+                format!("✗ {message}"),
                 Style::new().fg(Color::Red),
             )];
         }
     };
-    let text = String::from_utf8_lossy(&output.stdout);
     if text.trim().is_empty() {
         return vec![Line::styled(
             "· no uncommitted changes",

@@ -418,9 +418,26 @@ const SLASH = {
   "/compact": ["summarise the older part of the conversation now", () =>
     api("POST", `/api/sessions/${encodeURIComponent(state.id)}/compact`, {}).catch((error) => say("error", error.message))],
   "/rewind": ["take the files or the conversation back to a turn", () => rewindDialog()],
+  "/diff": ["the workspace's uncommitted changes (git diff)", () => showDiff()],
   "/status": ["session, model, mode, tokens", () => say("notice",
     `${state.id} in ${state.cwd}\nmodel ${$("model").value} · ${$("mode").value} · ${$("usage").textContent || "no tokens yet"}`)],
 };
+
+// `/diff`: git's view of the uncommitted changes, each line coloured by its sign.
+async function showDiff() {
+  let found;
+  try { found = await api("GET", `/api/sessions/${encodeURIComponent(state.id)}/diff`); }
+  catch (error) { say("error", error.message); return; }
+  if (!found.diff.trim()) { say("notice", "No uncommitted changes."); return; }
+  const lines = found.diff.split("\n").slice(0, 2000).map((line) => {
+    const kind = /^(\+\+\+|---|diff )/.test(line) ? "ctx" : line.startsWith("+") ? "add"
+      : line.startsWith("-") ? "del" : "ctx";
+    return el("span", { class: kind }, `${line}\n`);
+  });
+  const node = el("div", { class: "diff message" }, el("pre", {}, ...lines));
+  $("transcript").append(node);
+  node.scrollIntoView({ block: "end" });
+}
 
 $("composer").addEventListener("submit", async (event) => {
   event.preventDefault();

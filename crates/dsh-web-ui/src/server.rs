@@ -9,6 +9,7 @@
 //! | `POST /api/sessions/ID/delete` | `{cwd}`: deletes a session that is not open |
 //! | `GET /api/sessions/ID/turns` | its turns, with what each changed in the files |
 //! | `GET /api/sessions/ID/files?q=Q` | the workspace's files best matching Q, for `@` mentions |
+//! | `GET /api/sessions/ID/diff` | the workspace's uncommitted changes (`/diff`) |
 //! | `POST /api/sessions/ID/rewind` | `{toTurn | undo, files?, conversation?, apply?, acceptedOutside?}` |
 //! | `GET /api/sessions/ID/events` | the session's reports so far, then as they come (SSE) |
 //! | `POST /api/sessions/ID/prompt` | `{text}`: starts a turn |
@@ -237,6 +238,13 @@ impl App {
                         .unwrap_or_default();
                     json_response(200, &live.mentions(&query).await)
                 }
+                Err(error) => hub_error(error),
+            },
+            (&Method::GET, ["api", "sessions", id, "diff"]) => match self.hub.get(id) {
+                Ok(live) => match dsh_core::workspace_diff(&live.cwd).await {
+                    Ok(text) => json_response(200, &json!({"diff": text})),
+                    Err(message) => json_error(422, &message),
+                },
                 Err(error) => hub_error(error),
             },
             (&Method::GET, ["api", "sessions", id, "turns"]) => match self.hub.get(id) {

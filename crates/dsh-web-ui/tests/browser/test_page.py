@@ -268,6 +268,8 @@ class BrowserTests(unittest.TestCase):
         expect(page.locator("#prompt")).to_have_value("")
         self.send(page, "/permissions read-only")
         expect(page.locator("#mode")).to_have_value("read-only", timeout=WAIT)
+        self.send(page, "/diff")
+        expect(page.locator("#transcript")).to_contain_text("git diff failed", timeout=WAIT)
         self.send(page, "/nope")
         expect(page.locator("#transcript")).to_contain_text("/nope is not a command here")
         self.send(page, "/compact")

@@ -619,3 +619,41 @@ fn mentions_complete_from_the_workspace_s_files() {
         "hidden files are left out: {body}"
     );
 }
+
+/// `/diff` shows git's view of the uncommitted changes, and runs none of the programs a
+/// repository can name to show a diff (an external diff, a text conversion filter).
+#[test]
+fn the_workspace_diff_is_shown_and_runs_no_program_of_the_repository() {
+    let env = TestEnv::new(vec![]);
+    let ws = env.ws_path();
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(&ws)
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "{status:?}");
+    };
+    env.write("notes.txt", "one\n");
+    git(&["init", "-q"]);
+    git(&["add", "notes.txt"]);
+    git(&["commit", "-q", "-m", "first"]);
+    env.write("notes.txt", "one\nchanged\n");
+    // What a hostile repository could set up to run on a diff.
+    let ran = ws.join("ran");
+    let run = format!("touch {}", ran.display());
+    git(&["config", "diff.external", &run]);
+    git(&["config", "diff.x.textconv", &run]);
+    env.write(".gitattributes", "*.txt diff=x\n");
+    let web = Web::start(&env);
+    let id = web.open(&env);
+    let (status, body) = web.request("GET", &format!("/api/sessions/{id}/diff"), None, &[]);
+    assert_eq!(status, 200, "{body}");
+    let diff: Value = serde_json::from_str(&body).unwrap();
+    assert!(
+        diff["diff"].as_str().unwrap().contains("+changed"),
+        "{diff}"
+    );
+    assert!(!ran.exists(), "git ran a program the repository named");
+}
