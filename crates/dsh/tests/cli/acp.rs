@@ -776,6 +776,12 @@ fn closing_a_session_stops_its_turn_its_commands_and_its_jobs() {
     assert_eq!(stopped["result"]["stopReason"], "cancelled", "{stopped}");
     let closed = editor.response(close, &mut |_| None);
     assert!(closed.get("result").is_some(), "{closed}");
+    // Sandboxed commands die with their sandbox's PID namespace: the kernel kills them as it
+    // tears the namespace down, a moment after the stop returns. Wait for that, within LIMIT.
+    let deadline = std::time::Instant::now() + LIMIT;
+    while (running(&job) || running(&command)) && std::time::Instant::now() < deadline {
+        std::thread::yield_now();
+    }
     assert!(!running(&job), "the job outlived its session");
     assert!(!running(&command), "the command outlived its session");
     let again = editor.call(
