@@ -21,6 +21,9 @@ use dsh_core::{AgentBuilder, AgentEvent, Environment, Flags, Settings, Stop, Str
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
+/// Why a request that waits for the end of a turn was refused.
+const WAIT_FOR_THE_TURN: &str = "a turn is running; wait for it to end or stop it";
+
 /// How long a listing of the workspace's files serves mentions before it is made again.
 const FILES_FRESH: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -275,42 +278,22 @@ impl Live {
         mode: Option<PermissionMode>,
         model: Option<String>,
     ) -> Result<(), HubError> {
-        if self.busy.swap(true, Ordering::SeqCst) {
-            return Err(HubError::Busy(
-                "a turn is running; change the settings once it has ended".into(),
-            ));
-        }
-        let (done, answered) = oneshot::channel();
-        let sent = self
-            .commands
-            .send(Command::Reconfigure { mode, model, done });
-        let outcome = match sent {
-            Ok(()) => answered
-                .await
-                .unwrap_or_else(|_| Err("the session has closed".into())),
-            Err(_) => Err("the session has closed".into()),
-        };
-        self.busy.store(false, Ordering::SeqCst);
-        outcome.map_err(HubError::Failed)
+        let busy = "a turn is running; change the settings once it has ended";
+        self.answered_between_turns(busy, |done| Command::Reconfigure { mode, model, done })
+            .await?
+            .map_err(HubError::Failed)
     }
 
     /// The session's turns, with what each changed ([`dsh_core::Run::turns`]).
     pub(crate) async fn turns(&self) -> Result<Value, HubError> {
-        let (done, answered) = oneshot::channel();
-        self.between_turns(Command::Turns(done))?;
-        let turns = answered.await;
-        self.busy.store(false, Ordering::SeqCst);
-        turns.map_err(|_| HubError::Failed("the session has closed".into()))
+        self.answered_between_turns(WAIT_FOR_THE_TURN, Command::Turns)
+            .await
     }
 
     /// Shows what a rewind would do, or does it (`request.apply`).
     pub(crate) async fn rewind(&self, request: RewindRequest) -> Result<Value, HubError> {
-        let (done, answered) = oneshot::channel();
-        self.between_turns(Command::Rewind(request, done))?;
-        let report = answered.await;
-        self.busy.store(false, Ordering::SeqCst);
-        report
-            .unwrap_or_else(|_| Err("the session has closed".into()))
+        self.answered_between_turns(WAIT_FOR_THE_TURN, |done| Command::Rewind(request, done))
+            .await?
             .map_err(HubError::Failed)
     }
 
@@ -327,7 +310,7 @@ impl Live {
     /// Compacts the conversation now, as a turn of its own: stopped by *Stop*, reported as
     /// events (`busy`, a notice).
     pub(crate) fn compact(&self) -> Result<(), HubError> {
-        self.between_turns(Command::Compact)
+        self.between_turns(Command::Compact, WAIT_FOR_THE_TURN)
     }
 
     /// The workspace's files that best match `query`, for an `@` mention: the index the
@@ -354,17 +337,30 @@ impl Live {
         json!({"matches": index.matches(query), "truncated": index.truncated})
     }
 
-    /// Sends `command` unless a turn is running; the caller clears `busy` when answered.
-    fn between_turns(&self, command: Command) -> Result<(), HubError> {
+    /// Sends `command` unless a turn is running (then `busy` is the error's words); the
+    /// session stays busy until whoever waits for the answer, or the command itself, is done.
+    fn between_turns(&self, command: Command, busy: &str) -> Result<(), HubError> {
         if self.busy.swap(true, Ordering::SeqCst) {
-            return Err(HubError::Busy(
-                "a turn is running; wait for it to end or stop it".into(),
-            ));
+            return Err(HubError::Busy(busy.to_owned()));
         }
         self.commands.send(command).map_err(|_| {
             self.busy.store(false, Ordering::SeqCst);
             HubError::Failed("the session has closed".into())
         })
+    }
+
+    /// Sends the command `command` makes of an answer channel, between turns, and waits for
+    /// its answer; the session is not busy any more once it has come.
+    async fn answered_between_turns<T>(
+        &self,
+        busy: &str,
+        command: impl FnOnce(oneshot::Sender<T>) -> Command,
+    ) -> Result<T, HubError> {
+        let (done, answered) = oneshot::channel();
+        self.between_turns(command(done), busy)?;
+        let answer = answered.await;
+        self.busy.store(false, Ordering::SeqCst);
+        answer.map_err(|_| HubError::Failed("the session has closed".into()))
     }
 
     pub(crate) fn stop(&self) {
