@@ -5,8 +5,6 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-use dsh_core::{Environment, Settings};
-
 use crate::cli::RunArgs;
 use crate::surface::Surface;
 
@@ -24,12 +22,7 @@ pub fn run(args: &RunArgs) -> u8 {
 }
 
 fn render(args: &RunArgs) -> Result<String, String> {
-    let settings = Settings::load(
-        crate::place::cwd().map_err(|e| e.message)?,
-        &Environment::from_process(),
-        &args.flags,
-    )
-    .map_err(|e| e.message)?;
+    let settings = crate::place::settings(&args.flags)?;
     let mut out = String::from(
         "# dsh settings: each value with its source: default, a file (lowest first), the \
          environment, or a flag\n",

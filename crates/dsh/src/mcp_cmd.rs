@@ -6,7 +6,7 @@ use std::io::Write as _;
 use std::time::{Duration, SystemTime};
 
 use dsh_core::config::{McpServerSettings, McpTransport};
-use dsh_core::{Environment, Flags, Settings};
+use dsh_core::{Flags, Settings};
 use dsh_mcp::oauth::{LoginOutcome, LoginUi, SignIn};
 use dsh_mcp::{McpServer, Transport};
 
@@ -92,7 +92,7 @@ pub fn parse(args: &[String]) -> Result<McpCommand, String> {
 
 pub fn run(command: &McpCommand) -> u8 {
     let json = matches!(command, McpCommand::List { json: true });
-    let outcome = settings().and_then(|settings| match command {
+    let outcome = crate::place::settings(&Flags::default()).and_then(|settings| match command {
         McpCommand::Login {
             server,
             wait,
@@ -111,11 +111,6 @@ pub fn run(command: &McpCommand) -> u8 {
             1
         }
     }
-}
-
-fn settings() -> Result<Settings, String> {
-    let cwd = crate::place::cwd().map_err(|e| e.message)?;
-    Settings::load(cwd, &Environment::from_process(), &Flags::default()).map_err(|e| e.message)
 }
 
 fn configured<'a>(settings: &'a Settings, name: &str) -> Result<&'a McpServerSettings, String> {

@@ -5,10 +5,10 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
+use dsh_core::Flags;
 use dsh_core::checkpoints::{
     RewindError, RewindReport, RewindRequest, TurnFiles, list_turns, rewind_session,
 };
-use dsh_core::{Environment, Flags, Settings};
 
 use crate::surface::Surface;
 
@@ -124,9 +124,7 @@ pub fn run(args: &RewindArgs) -> u8 {
 }
 
 fn render(args: &RewindArgs) -> Result<String, String> {
-    let cwd = crate::place::cwd().map_err(|e| e.message)?;
-    let settings = Settings::load(cwd, &Environment::from_process(), &Flags::default())
-        .map_err(|e| e.message)?;
+    let settings = crate::place::settings(&Flags::default())?;
     let Some(request) = &args.action else {
         let turns = list_turns(&settings, &args.id).map_err(|e| e.to_string())?;
         return Ok(if args.json {
