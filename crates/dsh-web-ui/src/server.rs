@@ -233,9 +233,7 @@ impl App {
             }
             (&Method::GET, ["api", "sessions", id, "files"]) => match self.hub.get(id) {
                 Ok(live) => {
-                    let query = query_value(request.uri().query(), "q")
-                        .map(|q| percent_decoded(&q))
-                        .unwrap_or_default();
+                    let query = query_value(request.uri().query(), "q").unwrap_or_default();
                     json_response(200, &live.mentions(&query).await)
                 }
                 Err(error) => hub_error(error),
@@ -431,11 +429,11 @@ async fn read_json(request: Request<Incoming>) -> Result<Value, Response<Body>> 
         .map_err(|e| json_error(400, &format!("the body is not JSON: {e}")))
 }
 
+/// The value of `key` in a request's query, decoded as a form value.
 pub(crate) fn query_value(query: Option<&str>, key: &str) -> Option<String> {
-    query?.split('&').find_map(|pair| {
-        let (name, value) = pair.split_once('=')?;
-        (name == key).then(|| value.to_owned())
-    })
+    url::form_urlencoded::parse(query?.as_bytes())
+        .find(|(name, _)| name == key)
+        .map(|(_, value)| value.into_owned())
 }
 
 /// Sends the user's browser to `url` without putting the token on a command line (where
@@ -474,33 +472,6 @@ fn open_browser(home: &std::path::Path, port: u16, url: &str) {
             .stderr(std::process::Stdio::null())
             .spawn();
     }
-}
-
-/// A query value with its `%XX` escapes (and `+` for a space) decoded.
-fn percent_decoded(value: &str) -> String {
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = (bytes.get(i + 1..i + 3))
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (b'+', _) => {
-                out.push(b' ');
-                i += 1;
-            }
-            (other, _) => {
-                out.push(other);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn hub_error(error: HubError) -> Response<Body> {
