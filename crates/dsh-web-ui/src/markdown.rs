@@ -94,7 +94,8 @@ fn code_html(info: &str, code: &str) -> String {
     html
 }
 
-fn escape(text: &str) -> String {
+/// `text` made safe to stand in HTML, as text or as a quoted attribute's value.
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

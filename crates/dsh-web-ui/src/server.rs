@@ -457,7 +457,7 @@ fn open_browser(home: &std::path::Path, port: u16, url: &str) {
                 .open(&file)
         })
         .and_then(|mut f| {
-            let shown = url.replace('&', "&amp;").replace('"', "&quot;");
+            let shown = crate::markdown::escape(url);
             write!(
                 f,
                 "<!doctype html><meta charset=utf-8><meta http-equiv=refresh content=\"0;url={shown}\">\
