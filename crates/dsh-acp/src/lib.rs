@@ -188,7 +188,7 @@ impl Server {
                     .map_or(s.created_at, |d| {
                         u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
                     });
-                let title = Some(s.first_task).filter(|t| !t.is_empty());
+                let title = Some(s.name().to_owned()).filter(|t| !t.is_empty());
                 SessionInfo::new(s.id, cwd.clone())
                     .title(title)
                     .updated_at(rfc3339(updated))

@@ -41,6 +41,9 @@ pub enum CoreError {
         "\"{0}\" is not a session id: ids look like session-<uuid>, as the --json `session` event gives them"
     )]
     BadSessionId(String),
+    /// A title a session cannot be given: what is wrong with it.
+    #[error("{0}")]
+    BadTitle(String),
 }
 
 impl CoreError {
@@ -52,6 +55,7 @@ impl CoreError {
             CoreError::Locked { .. } => "SESSION_LOCKED",
             CoreError::UnknownSession { .. } | CoreError::BadSessionId(_) => "SESSION_NOT_FOUND",
             CoreError::OtherDirectory { .. } => "SESSION_ELSEWHERE",
+            CoreError::BadTitle(_) => "SESSION_TITLE",
         }
     }
 }

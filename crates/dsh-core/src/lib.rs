@@ -27,6 +27,7 @@ mod output_schema;
 mod plan_approval;
 mod prompt;
 mod repair;
+mod saved_prompt;
 mod saved_workflow;
 mod session;
 mod session_list;
@@ -46,10 +47,12 @@ pub use error::CoreError;
 pub use hooks::{HookEvent, HookRunner, HookSet, HookVerdict};
 pub use log::{LoadedLog, LogOptions, SessionLog, logged_records, read_log};
 pub use output_schema::{OUTPUT_RETRIES, OutputSchema};
+pub use saved_prompt::{BUILT_IN_COMMANDS, SavedPrompt, SavedPromptError, saved_prompts};
 pub use saved_workflow::{SavedWorkflow, load_workflow, saved_workflows};
 pub use session::Session;
 pub use session_list::{
-    all_sessions, delete_session, list_sessions, session_log_path, utc_date_time,
+    MAX_TITLE_CHARS, all_sessions, delete_session, list_sessions, rename_session, session_log_path,
+    utc_date_time,
 };
 pub use workspace_diff::workspace_diff;
 

@@ -123,6 +123,7 @@ fn summarise(header: &SessionHeader, records: &[RecordEnvelope], path: &Path) ->
     }
     SessionSummary {
         id: header.id.clone(),
+        title: path.parent().and_then(read_title),
         created_at: header.created_at,
         first_task: first_task.unwrap_or_default(),
         turns,
@@ -151,6 +152,57 @@ pub fn delete_session(home: &Path, cwd: &Path, id: &str) -> Result<(), CoreError
     let dir = log.parent().map(Path::to_path_buf).unwrap_or_default();
     let _lock = crate::lock::SessionLock::acquire(&dir, id)?;
     std::fs::remove_dir_all(&dir).map_err(|source| CoreError::Log { path: dir, source })
+}
+
+/// The longest title a session may be given, in characters.
+pub const MAX_TITLE_CHARS: usize = 120;
+/// The file beside a session's log that holds the title the user gave it.
+const TITLE_FILE: &str = "title";
+
+/// Gives session `id` recorded in `cwd` the title `title`, which lists show in place of its
+/// first task; an empty title takes it away again. The title is a file of its own beside the
+/// log, replaced whole by a rename, so a session can be renamed while a run holds it: its log
+/// stays written by that run alone.
+pub fn rename_session(home: &Path, cwd: &Path, id: &str, title: &str) -> Result<(), CoreError> {
+    let title = title.trim();
+    if title.chars().any(char::is_control) {
+        return Err(CoreError::BadTitle(
+            "a session title is one line of text, without control characters".into(),
+        ));
+    }
+    let count = title.chars().count();
+    if count > MAX_TITLE_CHARS {
+        return Err(CoreError::BadTitle(format!(
+            "a session title has at most {MAX_TITLE_CHARS} characters; this one has {count}"
+        )));
+    }
+    let log = session_log_path(home, cwd, id)?;
+    let dir = log.parent().map(Path::to_path_buf).unwrap_or_default();
+    let file = dir.join(TITLE_FILE);
+    let failed = |source| CoreError::Log {
+        path: file.clone(),
+        source,
+    };
+    if title.is_empty() {
+        return match std::fs::remove_file(&file) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(failed(e)),
+            _ => Ok(()),
+        };
+    }
+    let staged = dir.join(format!(".{TITLE_FILE}.{}", std::process::id()));
+    std::fs::write(&staged, title)
+        .and_then(|()| std::fs::rename(&staged, &file))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&staged);
+            failed(e)
+        })
+}
+
+/// The title kept in a session's folder, if it was given one (and it reads as one).
+fn read_title(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join(TITLE_FILE)).ok()?;
+    let title: String = text.trim().chars().take(MAX_TITLE_CHARS).collect();
+    (!title.is_empty() && !title.chars().any(char::is_control)).then_some(title)
 }
 
 /// `YYYY-MM-DD HH:MM:SS` for milliseconds since the epoch, in UTC: how sessions are dated

@@ -654,6 +654,10 @@ pub enum AbortReason {
 #[serde(rename_all = "camelCase")]
 pub struct SessionSummary {
     pub id: String,
+    /// The title the user gave the session (`dsh sessions rename`, the web app), if any;
+    /// lists show it in place of the first task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     /// Milliseconds since the Unix epoch.
     pub created_at: u64,
     /// The first line of the first task.
@@ -666,6 +670,13 @@ pub struct SessionSummary {
     pub parent_session: Option<String>,
     /// Its log file.
     pub path: String,
+}
+
+impl SessionSummary {
+    /// What lists call the session: its title, else the first line of its first task.
+    pub fn name(&self) -> &str {
+        self.title.as_deref().unwrap_or(&self.first_task)
+    }
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -18,9 +18,10 @@ use ratatui::widgets::Paragraph;
 use crate::composer::Composer;
 use crate::dialog::{Dialog, Handled};
 use crate::host::{Opened, SessionInfo};
-use crate::slash::{self, PromptDirs, Slash, UserPrompt};
+use crate::slash::{self, PromptDirs, Slash};
 use crate::transcript::{Transcript, tokens};
 use crate::wrap::wrap_lines;
+use dsh_core::SavedPrompt;
 use dsh_core::mentions::FileIndex;
 
 /// What the loop must do after a key.
@@ -110,7 +111,7 @@ pub struct App {
     /// Where the saved prompts are kept (none in tests that need none).
     prompt_dirs: Option<PromptDirs>,
     /// The saved prompts as last read: when a command line was started or entered.
-    prompts: Vec<UserPrompt>,
+    prompts: Vec<SavedPrompt>,
     /// A line for the footer ("interrupting…", "Ctrl-C again to quit"), and until when it
     /// holds.
     notice: Option<(String, Lasts)>,
@@ -172,7 +173,7 @@ impl App {
     }
 
     /// The saved prompts, read again: one saved since is a command at once.
-    pub fn reload_prompts(&mut self) -> &[UserPrompt] {
+    pub fn reload_prompts(&mut self) -> &[SavedPrompt] {
         if let Some(dirs) = &self.prompt_dirs {
             self.prompts = dirs.load();
         }
@@ -1042,7 +1043,7 @@ impl SessionPicker {
                 "{marker}{short}  {} turns · {} tokens · {}",
                 s.turns,
                 tokens(s.total_tokens),
-                s.first_task
+                s.name()
             );
             lines.push(Line::styled(
                 text.chars().take(usize::from(width)).collect::<String>(),
@@ -1123,7 +1124,7 @@ pub fn status_cell(app: &App, grants: &[String]) -> Vec<Line<'static>> {
 }
 
 /// A cell for `/help`.
-pub fn help_cell(prompts: &[UserPrompt]) -> Vec<Line<'static>> {
+pub fn help_cell(prompts: &[SavedPrompt]) -> Vec<Line<'static>> {
     let mut lines = vec![
         Line::default(),
         Line::styled("  Commands", Style::new().add_modifier(Modifier::BOLD)),
@@ -1135,7 +1136,7 @@ pub fn help_cell(prompts: &[UserPrompt]) -> Vec<Line<'static>> {
         lines.push(Line::from(format!(
             "  /{:<9} saved prompt ({})",
             prompt.name,
-            prompt.file.display()
+            prompt.path.display()
         )));
     }
     lines.push(Line::styled(

@@ -446,6 +446,14 @@ impl Ui {
                 let cell = app::status_cell(app, &self.grants.granted());
                 app.push_cell(cell);
             }
+            Slash::Rename(title) => match app.info.as_ref().map(|i| i.id.clone()) {
+                None => app.error("no session is open yet"),
+                Some(id) => match dsh_core::rename_session(&self.home, &self.cwd, &id, &title) {
+                    Ok(()) if title.is_empty() => app.note("the session's title is taken away"),
+                    Ok(()) => app.note(format!("the session is titled \"{}\"", title.trim())),
+                    Err(e) => app.error(e.to_string()),
+                },
+            },
             Slash::Model(None) => {
                 let model = app
                     .info
@@ -547,7 +555,7 @@ impl Ui {
                 } else {
                     prompts
                         .iter()
-                        .map(|p| Line::from(format!("  /{}  {}", p.name, p.file.display())))
+                        .map(|p| Line::from(format!("  /{}  {}", p.name, p.path.display())))
                         .collect()
                 };
                 app.push_cell(app::list_cell("Saved prompts", items));

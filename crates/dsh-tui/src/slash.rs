@@ -1,8 +1,9 @@
-//! Slash commands, and the user's own prompts: a `NAME.md` file in `$DSH_HOME/prompts/` or
-//! the project's `.dsh/prompts/` is `/NAME`, its text sent with `$ARGUMENTS` replaced by what
-//! follows the command (or the arguments appended when the file does not say where).
+//! Slash commands, and the user's saved prompts ([`dsh_core::saved_prompts`]): `NAME.md` in
+//! `$DSH_HOME/prompts/` or the project's `.dsh/prompts/` is `/NAME`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use dsh_core::SavedPrompt;
 
 /// The built-in commands, with what `/help` says of each.
 pub const COMMANDS: &[(&str, &str)] = &[
@@ -35,6 +36,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     ("/diff", "the workspace's uncommitted changes (git diff)"),
     ("/status", "session, model, sandbox, tokens and cost"),
+    (
+        "/rename",
+        "give this session a title, which lists show (/rename alone takes it away)",
+    ),
     ("/skills", "the skills the model can load"),
     ("/prompts", "your saved prompts"),
     ("/help", "keys and commands"),
@@ -53,6 +58,8 @@ pub enum Slash {
     Rewind(Option<String>),
     Diff,
     Status,
+    /// `/rename [TITLE]`: the session's title (none takes it away).
+    Rename(String),
     Skills,
     Prompts,
     Help,
@@ -60,13 +67,6 @@ pub enum Slash {
     /// A saved prompt, expanded: the text to send.
     Prompt(String),
     Unknown(String),
-}
-
-/// A saved prompt.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UserPrompt {
-    pub name: String,
-    pub file: PathBuf,
 }
 
 /// Where saved prompts are kept: the user's home for dsh and the project. The UI reads them
@@ -79,46 +79,14 @@ pub struct PromptDirs {
 }
 
 impl PromptDirs {
-    pub fn load(&self) -> Vec<UserPrompt> {
-        user_prompts(&self.home, &self.cwd)
+    pub fn load(&self) -> Vec<SavedPrompt> {
+        dsh_core::saved_prompts(&self.home, &self.cwd)
     }
-}
-
-/// The saved prompts: the project's first, then the user's; a name is taken once.
-pub fn user_prompts(home: &Path, cwd: &Path) -> Vec<UserPrompt> {
-    let mut prompts: Vec<UserPrompt> = Vec::new();
-    for dir in [cwd.join(".dsh").join("prompts"), home.join("prompts")] {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut found: Vec<UserPrompt> = entries
-            .flatten()
-            .filter_map(|entry| {
-                let file = entry.path();
-                let name = file.file_stem()?.to_str()?.to_owned();
-                let valid = file.extension().is_some_and(|e| e == "md")
-                    && !name.is_empty()
-                    && name
-                        .chars()
-                        .all(|c| c.is_alphanumeric() || c == '-' || c == '_');
-                valid.then_some(UserPrompt { name, file })
-            })
-            .collect();
-        found.sort_by(|a, b| a.name.cmp(&b.name));
-        for prompt in found {
-            if !prompts.iter().any(|p| p.name == prompt.name)
-                && !COMMANDS.iter().any(|(c, _)| c[1..] == prompt.name)
-            {
-                prompts.push(prompt);
-            }
-        }
-    }
-    prompts
 }
 
 /// What `line` (starting with `/`) asks for. A saved prompt that cannot be read is
 /// `Unknown` with the reason.
-pub fn parse(line: &str, prompts: &[UserPrompt]) -> Slash {
+pub fn parse(line: &str, prompts: &[SavedPrompt]) -> Slash {
     let line = line.trim();
     let (name, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     let rest = rest.trim();
@@ -133,17 +101,15 @@ pub fn parse(line: &str, prompts: &[UserPrompt]) -> Slash {
         "/rewind" => Slash::Rewind(arg),
         "/diff" => Slash::Diff,
         "/status" => Slash::Status,
+        "/rename" => Slash::Rename(rest.to_owned()),
         "/skills" => Slash::Skills,
         "/prompts" => Slash::Prompts,
         "/help" | "/?" => Slash::Help,
         "/quit" | "/exit" => Slash::Quit,
         _ => match prompts.iter().find(|p| name[1..] == p.name) {
-            Some(prompt) => match std::fs::read_to_string(&prompt.file) {
-                Ok(text) => Slash::Prompt(expand(&text, rest)),
-                Err(e) => Slash::Unknown(format!(
-                    "cannot read the prompt {}: {e}",
-                    prompt.file.display()
-                )),
+            Some(prompt) => match prompt.expand(rest) {
+                Ok(text) => Slash::Prompt(text),
+                Err(e) => Slash::Unknown(e.to_string()),
             },
             None => Slash::Unknown(format!(
                 "unknown command {name}: /help lists the commands and your saved prompts"
@@ -152,19 +118,8 @@ pub fn parse(line: &str, prompts: &[UserPrompt]) -> Slash {
     }
 }
 
-fn expand(text: &str, args: &str) -> String {
-    let text = text.trim_end();
-    if text.contains("$ARGUMENTS") {
-        text.replace("$ARGUMENTS", args)
-    } else if args.is_empty() {
-        text.to_owned()
-    } else {
-        format!("{text}\n\n{args}")
-    }
-}
-
 /// The commands and prompts starting with what is typed, for the hint under the composer.
-pub fn completions(typed: &str, prompts: &[UserPrompt]) -> Vec<String> {
+pub fn completions(typed: &str, prompts: &[SavedPrompt]) -> Vec<String> {
     COMMANDS
         .iter()
         .map(|(c, _)| (*c).to_owned())
@@ -175,7 +130,7 @@ pub fn completions(typed: &str, prompts: &[UserPrompt]) -> Vec<String> {
 
 /// What Tab makes of a command being typed: the one command or prompt it starts, with a space
 /// after it, or the longest start all the matches share; `None` when that adds nothing.
-pub fn complete(typed: &str, prompts: &[UserPrompt]) -> Option<String> {
+pub fn complete(typed: &str, prompts: &[SavedPrompt]) -> Option<String> {
     let found = completions(typed, prompts);
     match found.as_slice() {
         [] => None,
@@ -201,6 +156,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn no_saved_prompt_can_take_a_commands_name() {
+        for (command, _) in COMMANDS {
+            assert!(
+                dsh_core::BUILT_IN_COMMANDS.contains(&&command[1..]),
+                "{command}"
+            );
+        }
+    }
+
+    #[test]
     fn commands_and_saved_prompts() {
         let home = tempfile::tempdir().unwrap();
         let cwd = tempfile::tempdir().unwrap();
@@ -214,7 +179,7 @@ mod tests {
         std::fs::write(home.path().join("prompts/tests.md"), "user's tests").unwrap();
         std::fs::write(cwd.path().join(".dsh/prompts/tests.md"), "Run the tests.").unwrap();
         std::fs::write(home.path().join("prompts/quit.md"), "shadowed").unwrap();
-        let prompts = user_prompts(home.path(), cwd.path());
+        let prompts = dsh_core::saved_prompts(home.path(), cwd.path());
         let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(
             names,
@@ -238,7 +203,7 @@ mod tests {
         assert!(matches!(parse("/nope", &prompts), Slash::Unknown(m) if m.contains("/help")));
         assert_eq!(
             completions("/re", &prompts),
-            ["/resume", "/rewind", "/review"]
+            ["/resume", "/rewind", "/rename", "/review"]
         );
         assert_eq!(complete("/st", &prompts).as_deref(), Some("/status "));
         assert_eq!(complete("/r", &prompts).as_deref(), Some("/re"));

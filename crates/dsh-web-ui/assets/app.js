@@ -15,7 +15,7 @@ if (fragment.get("token")) {
 const TOKEN = localStorage.getItem("dsh-token") || "";
 const state = { id: null, cwd: null, source: null, busy: false, calls: new Map(),
   live: { text: null, reasoning: null }, asks: new Map(), listing: null,
-  usage: { tokens: 0, cost: 0, priced: false } };
+  usage: { tokens: 0, cost: 0, priced: false }, skills: [] };
 // The most of a command's live output kept on screen; its result has it all.
 const OUTPUT_CHARS = 64 * 1024;
 
@@ -45,7 +45,8 @@ async function api(method, path, body) {
   return answer;
 }
 
-// The sidebar: every session on disk, by workspace; the search filters by task and folder.
+// The sidebar: every session on disk, by workspace; the search filters by title, task and
+// folder.
 async function loadSessions() {
   state.listing = await api("GET", "/api/sessions");
   state.defaultCwd = state.listing.cwd;
@@ -61,7 +62,7 @@ function renderSessions() {
   nav.replaceChildren();
   for (const workspace of listing.workspaces) {
     const sessions = workspace.sessions.filter((s) =>
-      !query || s.firstTask.toLowerCase().includes(query) || workspace.cwd.toLowerCase().includes(query));
+      !query || sessionName(s).toLowerCase().includes(query) || workspace.cwd.toLowerCase().includes(query));
     if (!sessions.length) continue;
     nav.append(el("h3", {}, workspace.cwd));
     for (const session of sessions) {
@@ -70,11 +71,13 @@ function renderSessions() {
         class: session.id === state.id ? "open" : "",
         "data-session": session.id,
         onclick: (event) => { event.preventDefault(); openSession(workspace.cwd, session.id); },
-      }, session.firstTask || "(no task yet)",
+      }, sessionName(session) || "(no task yet)",
         el("small", {}, `${new Date(session.createdAt).toLocaleString()} · ${session.turns} turns`));
       const tools = el("span", { class: "session-tools" },
         el("button", { type: "button", title: "Fork: a new session from a copy of this one",
           onclick: () => forkSession(workspace.cwd, session.id) }, "Fork"),
+        el("button", { type: "button", title: "Rename: the title this list shows",
+          onclick: () => renameSession(workspace.cwd, session) }, "Rename"),
         el("button", { type: "button", title: "Delete this session",
           onclick: () => deleteSession(workspace.cwd, session) }, "Delete"));
       nav.append(el("div", { class: "session" }, link, tools));
@@ -94,8 +97,24 @@ async function forkSession(cwd, id) {
   } catch (error) { say("error", error.message); }
 }
 
+// What the list calls a session: the title it was given, else its first task.
+const sessionName = (session) => session.title || session.firstTask;
+
+async function renameSession(cwd, session, given) {
+  const title = given ?? window.prompt("The session's title (empty: none, the first task is shown)",
+    session.title || session.firstTask);
+  if (title === null) return;
+  try {
+    await api("POST", `/api/sessions/${encodeURIComponent(session.id)}/rename`, { cwd, title });
+    if (session.id === state.id) {
+      say("notice", title.trim() ? `The session is titled "${title.trim()}".` : "The session's title is taken away.");
+    }
+    await loadSessions();
+  } catch (error) { say("error", error.message); }
+}
+
 async function deleteSession(cwd, session) {
-  if (!window.confirm(`Delete the session "${session.firstTask || session.id}"? Its log is removed for good.`)) return;
+  if (!window.confirm(`Delete the session "${sessionName(session) || session.id}"? Its log is removed for good.`)) return;
   try {
     await api("POST", `/api/sessions/${encodeURIComponent(session.id)}/delete`, { cwd });
     await loadSessions();
@@ -133,6 +152,7 @@ function follow(id, cwd) {
 
 // The session's permission mode and model; changing either reopens it between turns.
 function showSettings(event) {
+  state.skills = event.skills || [];
   const modes = event.modes || [];
   const select = $("mode");
   select.replaceChildren(...modes.map((mode) => el("option", { value: mode }, mode)));
@@ -410,7 +430,7 @@ let recalled = sent.length;
 
 // The terminal UI's commands, where they mean something here.
 const SLASH = {
-  "/help": ["the commands", () => say("notice", Object.entries(SLASH).map(([c, [what]]) => `${c}  ${what}`).join("\n"))],
+  "/help": ["the commands and your saved prompts", () => listPrompts(true)],
   "/new": ["start a new session", () => $("new-session").click()],
   "/model": ["switch the model: /model NAME", (arg) => arg ? changeSettings({ model: arg }) : say("notice", `The model is ${$("model").value}.`)],
   "/permissions": ["switch the permission mode: /permissions MODE", (arg) => arg ? changeSettings({ permissionMode: arg }) : say("notice", `The permission mode is ${$("mode").value}.`)],
@@ -419,9 +439,30 @@ const SLASH = {
     api("POST", `/api/sessions/${encodeURIComponent(state.id)}/compact`, {}).catch((error) => say("error", error.message))],
   "/rewind": ["take the files or the conversation back to a turn", () => rewindDialog()],
   "/diff": ["the workspace's uncommitted changes (git diff)", () => showDiff()],
+  "/rename": ["give this session a title, which the list shows: /rename TITLE (alone: none)",
+    (arg) => renameSession(state.cwd, { id: state.id }, arg)],
+  "/skills": ["the skills the model can load", () => say("notice", state.skills.length
+    ? `Skills:\n${state.skills.map((s) => `  ${s.name}  ${s.description}`).join("\n")}`
+    : "No skills found (see docs/config.md, skills).")],
+  "/prompts": ["your saved prompts: /NAME sends one", () => listPrompts(false)],
   "/status": ["session, model, mode, tokens", () => say("notice",
     `${state.id} in ${state.cwd}\nmodel ${$("model").value} · ${$("mode").value} · ${$("usage").textContent || "no tokens yet"}`)],
 };
+
+// The saved prompts (`NAME.md` in the workspace's .dsh/prompts/ or dsh's home's prompts/),
+// read again each time, so one saved meanwhile is listed; with the commands for `/help`.
+async function listPrompts(withCommands) {
+  let found;
+  try { found = await api("GET", `/api/sessions/${encodeURIComponent(state.id)}/prompts`); }
+  catch (error) { say("error", error.message); return; }
+  const prompts = found.prompts.map((p) => `  /${p.name}  ${p.path}`);
+  const commands = Object.entries(SLASH).map(([c, [what]]) => `  ${c}  ${what}`);
+  say("notice", [
+    ...(withCommands ? ["Commands:", ...commands] : []),
+    prompts.length ? "Saved prompts:" : "No saved prompts: put NAME.md in .dsh/prompts/ or in prompts/ of dsh's home.",
+    ...prompts,
+  ].join("\n"));
+}
 
 // `/diff`: git's view of the uncommitted changes, each line coloured by its sign.
 async function showDiff() {
@@ -451,8 +492,13 @@ $("composer").addEventListener("submit", async (event) => {
   if (command.startsWith("/") && !command.includes("/", 1)) {
     $("prompt").value = "";
     const known = SLASH[command];
-    if (known) known[1](rest.join(" "));
-    else say("error", `${command} is not a command here; /help lists them`);
+    if (known) { known[1](rest.join(" ")); return; }
+    // Any other name is a saved prompt's, if the workspace or dsh's home has one.
+    const args = text.trim().slice(command.length).trim();
+    try {
+      await api("POST", `/api/sessions/${encodeURIComponent(state.id)}/prompt`,
+        { saved: command.slice(1), arguments: args });
+    } catch (error) { $("prompt").value = text; say("error", error.message); }
     return;
   }
   try {

@@ -623,7 +623,7 @@ struct Opening {
 }
 
 /// A run for `flags` in `cwd`, asked through `user`; and the settings it runs with, as the
-/// page shows them (`{"kind": "settings", ...}`).
+/// page shows them (`{"kind": "settings", ...}`, with the skills `/skills` lists).
 async fn open_run(
     cwd: &std::path::Path,
     flags: &Flags,
@@ -632,7 +632,7 @@ async fn open_run(
 ) -> Result<(dsh_core::Run, Value), String> {
     let settings = Settings::load(cwd.to_path_buf(), &Environment::from_process(), flags)
         .map_err(|e| e.message)?;
-    let shown = json!({
+    let mut shown = json!({
         "kind": "settings",
         "mode": settings.permission_mode().value.to_string(),
         "model": settings.model().value,
@@ -647,6 +647,9 @@ async fn open_run(
         .open(&mcp, notices)
         .await
         .map_err(|e| e.message)?;
+    shown["skills"] = (run.skills.iter())
+        .map(|(name, description)| json!({"name": name, "description": description}))
+        .collect();
     Ok((run, shown))
 }
 

@@ -21,7 +21,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -231,6 +231,34 @@ impl App {
                     Err(error) => hub_error(error),
                 }
             }
+            (&Method::POST, ["api", "sessions", id, "rename"]) => {
+                let body = match read_json(request).await {
+                    Ok(body) => body,
+                    Err(response) => return response,
+                };
+                let (Some(cwd), Some(title)) = (body["cwd"].as_str(), body["title"].as_str())
+                else {
+                    return json_error(
+                        400,
+                        "rename needs the session's workspace (\"cwd\") and a \"title\" (\"\" \
+                         takes it away)",
+                    );
+                };
+                match dsh_core::rename_session(&self.home, Path::new(cwd), id, title) {
+                    Ok(()) => json_response(200, &json!({"renamed": true})),
+                    Err(error) => core_error(error),
+                }
+            }
+            (&Method::GET, ["api", "sessions", id, "prompts"]) => match self.hub.get(id) {
+                Ok(live) => {
+                    let prompts: Vec<Value> = dsh_core::saved_prompts(&self.home, &live.cwd)
+                        .into_iter()
+                        .map(|p| json!({"name": p.name, "path": p.path, "inProject": p.in_project}))
+                        .collect();
+                    json_response(200, &json!({"prompts": prompts}))
+                }
+                Err(error) => hub_error(error),
+            },
             (&Method::GET, ["api", "sessions", id, "files"]) => match self.hub.get(id) {
                 Ok(live) => {
                     let query = query_value(request.uri().query(), "q").unwrap_or_default();
@@ -274,11 +302,21 @@ impl App {
                 };
                 match *action {
                     "prompt" => {
-                        let Some(text) = body["text"].as_str().filter(|t| !t.trim().is_empty())
-                        else {
-                            return json_error(400, "the prompt needs a non-empty \"text\"");
+                        let text = match saved_prompt(&self.home, &live.cwd, &body) {
+                            Some(Ok(text)) => text,
+                            Some(Err(response)) => return response,
+                            None => match body["text"].as_str().filter(|t| !t.trim().is_empty()) {
+                                Some(text) => text.to_owned(),
+                                None => {
+                                    return json_error(
+                                        400,
+                                        "the prompt needs a non-empty \"text\", or a saved \
+                                         prompt's name (\"saved\")",
+                                    );
+                                }
+                            },
                         };
-                        match live.prompt(text.to_owned()) {
+                        match live.prompt(text) {
                             Ok(()) => json_response(202, &json!({"started": true})),
                             Err(error) => hub_error(error),
                         }
@@ -472,6 +510,39 @@ fn open_browser(home: &std::path::Path, port: u16, url: &str) {
             .stderr(std::process::Stdio::null())
             .spawn();
     }
+}
+
+/// For a prompt that names a saved prompt (`{"saved": NAME, "arguments": ...}`): its text, or
+/// the error to answer with; `None` when the prompt is plain text.
+fn saved_prompt(home: &Path, cwd: &Path, body: &Value) -> Option<Result<String, Response<Body>>> {
+    let name = body["saved"].as_str()?;
+    let arguments = body["arguments"].as_str().unwrap_or_default();
+    let Some(prompt) = dsh_core::saved_prompts(home, cwd)
+        .into_iter()
+        .find(|p| p.name == name)
+    else {
+        return Some(Err(json_error(
+            404,
+            &format!(
+                "/{name} is not a command here nor a saved prompt of this workspace; /help lists \
+                 the commands, /prompts the saved prompts"
+            ),
+        )));
+    };
+    Some(
+        prompt
+            .expand(arguments)
+            .map_err(|e| json_error(422, &e.to_string())),
+    )
+}
+
+fn core_error(error: dsh_core::CoreError) -> Response<Body> {
+    let status = match error {
+        dsh_core::CoreError::UnknownSession { .. } | dsh_core::CoreError::BadSessionId(_) => 404,
+        dsh_core::CoreError::BadTitle(_) => 400,
+        _ => 422,
+    };
+    json_error(status, &error.to_string())
 }
 
 fn hub_error(error: HubError) -> Response<Body> {

@@ -36,6 +36,11 @@ pub enum Command {
         id: String,
         json: bool,
     },
+    /// `dsh sessions rename ID TITLE`: the name lists show for a session ("" takes it away).
+    SessionsRename {
+        id: String,
+        title: String,
+    },
     /// `dsh workflow list`: the saved workflows this directory can run.
     WorkflowList,
     /// `dsh rewind ID [...]`: a session's turns, or going back to the start of one.
@@ -701,7 +706,7 @@ fn parse_workflow(
     Ok(Some((name.clone(), workflow_args, options)))
 }
 
-/// `sessions list` or `sessions show ID [--json]`.
+/// `sessions list`, `sessions show ID [--json]` or `sessions rename ID TITLE`.
 fn parse_sessions(args: &[String]) -> Result<Command, String> {
     match args {
         [verb] if verb == "list" => Ok(Command::SessionsList { json: false }),
@@ -719,8 +724,25 @@ fn parse_sessions(args: &[String]) -> Result<Command, String> {
                 _ => Err("`dsh sessions show` needs one session id, and takes --json".into()),
             }
         }
+        [verb, id, title @ ..]
+            if verb == "rename" && !id.starts_with("--") && !title.is_empty() =>
+        {
+            // The title's words may come quoted or not: `rename ID fix the parser`.
+            Ok(Command::SessionsRename {
+                id: id.clone(),
+                title: title.join(" "),
+            })
+        }
+        [verb, ..] if verb == "rename" => Err(
+            "`dsh sessions rename` needs a session id and a title (\"\" takes the title away)"
+                .into(),
+        ),
         [verb, ..] if verb == "list" => Err("`dsh sessions list` takes only --json".into()),
-        _ => Err("`dsh sessions` needs a subcommand: list [--json], or show <id> [--json]".into()),
+        _ => Err(
+            "`dsh sessions` needs a subcommand: list [--json], show <id> [--json], or rename \
+             <id> <title>"
+                .into(),
+        ),
     }
 }
 
@@ -772,6 +794,7 @@ Usage:
   dsh sandbox check [--patch <file>]...       (which sandbox would confine commands)
   dsh sessions list [--json]                  (this directory's sessions, newest first)
   dsh sessions show <id> [--json]             (one session's transcript)
+  dsh sessions rename <id> <title>            (the name lists show for it; empty: none)
   dsh workflow <name> [--args <json>] [OPTIONS] (run a saved workflow, .dsh/workflows/<name>.js)
   dsh workflow list                           (the saved workflows)
   dsh mcp-server [OPTIONS]                    (an MCP server on stdio: tools dsh, dsh-reply)

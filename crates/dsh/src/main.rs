@@ -42,6 +42,9 @@ fn main() -> ExitCode {
         Ok(Command::DumpConfig(args)) => ExitCode::from(dump_config::run(&args)),
         Ok(Command::SessionsList { json }) => ExitCode::from(sessions_cmd::list(json)),
         Ok(Command::SessionsShow { id, json }) => ExitCode::from(sessions_cmd::show(&id, json)),
+        Ok(Command::SessionsRename { id, title }) => {
+            ExitCode::from(sessions_cmd::rename(&id, &title))
+        }
         Ok(Command::WorkflowList) => ExitCode::from(workflow_list()),
         Ok(Command::Rewind(args)) => ExitCode::from(rewind_cmd::run(&args)),
         Ok(Command::Mcp(command)) => ExitCode::from(mcp_cmd::run(&command)),

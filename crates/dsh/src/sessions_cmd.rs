@@ -35,7 +35,7 @@ pub fn list(json: bool) -> u8 {
     } else {
         let _ = writeln!(
             out,
-            "{:<44}  {:<20}  {:>5}  {:>9}  first task",
+            "{:<44}  {:<20}  {:>5}  {:>9}  title or first task",
             "id", "created (UTC)", "turns", "tokens"
         );
         for s in &sessions {
@@ -46,12 +46,34 @@ pub fn list(json: bool) -> u8 {
                 dsh_core::utc_date_time(s.created_at),
                 s.turns,
                 s.total_tokens,
-                clip(&s.first_task, 60)
+                clip(s.name(), 60)
             );
         }
     }
     let _ = std::io::stdout().write_all(out.as_bytes());
     0
+}
+
+/// Gives a session of this directory a title (or takes it away, for an empty one).
+pub fn rename(id: &str, title: &str) -> u8 {
+    let (home, cwd) = match crate::place::home_and_cwd() {
+        Ok(found) => found,
+        Err(message) => return fail(&message),
+    };
+    match dsh_core::rename_session(&home, &cwd, id, title) {
+        Ok(()) => 0,
+        Err(CoreError::UnknownSession { id, .. }) => fail(&not_here(&id, &cwd, "renamed")),
+        Err(error) => fail(&error.to_string()),
+    }
+}
+
+/// The way on from an id this directory has no session of.
+fn not_here(id: &str, cwd: &std::path::Path, done: &str) -> String {
+    format!(
+        "no session \"{id}\" was recorded in {}: `dsh sessions list` shows this directory's \
+         sessions; a session is {done} from the directory it ran in",
+        cwd.display()
+    )
 }
 
 pub fn show(id: &str, json: bool) -> u8 {
@@ -63,13 +85,7 @@ pub fn show(id: &str, json: bool) -> u8 {
         Ok(log) => log,
         // The core's text is for a resume (it says to leave --session-id out); here the way
         // on is the list of this directory's sessions.
-        Err(CoreError::UnknownSession { id, .. }) => {
-            return fail(&format!(
-                "no session \"{id}\" was recorded in {}: `dsh sessions list` shows this \
-                 directory's sessions; a session is shown from the directory it ran in",
-                cwd.display()
-            ));
-        }
+        Err(CoreError::UnknownSession { id, .. }) => return fail(&not_here(&id, &cwd, "shown")),
         Err(error) => return fail(&error.to_string()),
     };
     let mut out = String::new();

@@ -1,10 +1,11 @@
-"""dsh web in a real browser: Debian's Chromium driven by Playwright (launched from its
-executable, so nothing is downloaded), against `dsh web` and the scripted model server.
+"""dsh web in real browsers: Debian's Chromium and Firefox ESR, driven by Playwright (each
+launched from its own executable, so nothing is downloaded; Firefox over WebDriver BiDi),
+against `dsh web` and the scripted model server. Every test runs in both.
 
 Needs DSH_BIN and SCRIPTED_SERVER_BIN (scripts/web-browser-tests sets them), Playwright for
-Python and /usr/bin/chromium. Without them the tests are skipped, unless
-DSH_TEST_REQUIRE_BROWSER=1 (CI), which makes that a failure. The first test's screen is saved
-as $DSH_WEB_SCREENSHOT when set (docs/web.png is one).
+Python, /usr/bin/chromium and /usr/bin/firefox-esr. Without them the tests are skipped, unless
+DSH_TEST_REQUIRE_BROWSER=1 (CI), which makes that a failure. Chromium's first test's screen is
+saved as $DSH_WEB_SCREENSHOT when set (docs/web.png is one).
 """
 import http.server
 import json
@@ -17,6 +18,7 @@ import unittest
 import urllib.request
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FIREFOX = shutil.which("firefox-esr") or "/usr/bin/firefox-esr"
 # As root (CI) Chromium needs --no-sandbox; the rest keep it off a network it cannot reach.
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update",
@@ -34,6 +36,8 @@ def missing():
         return "Playwright for Python is not installed (pip install playwright)"
     if not os.path.exists(CHROMIUM):
         return "Chromium is not installed (apt-get install chromium)"
+    if not os.path.exists(FIREFOX):
+        return "Firefox is not installed (apt-get install firefox-esr)"
     if not (os.environ.get("DSH_BIN") and os.environ.get("SCRIPTED_SERVER_BIN")):
         return "DSH_BIN and SCRIPTED_SERVER_BIN are not set (run scripts/web-browser-tests)"
     return None
@@ -91,12 +95,17 @@ class Served:
         self.dir.cleanup()
 
 
-@unittest.skipIf(REASON, REASON or "")
-class BrowserTests(unittest.TestCase):
+class PageTests:
+    """The tests, for a browser a subclass launches."""
+
+    @classmethod
+    def launch(cls, playwright):
+        raise NotImplementedError
+
     @classmethod
     def setUpClass(cls):
         cls.playwright = sync_playwright().start()
-        cls.browser = cls.playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        cls.browser = cls.launch(cls.playwright)
 
     @classmethod
     def tearDownClass(cls):
@@ -136,7 +145,7 @@ class BrowserTests(unittest.TestCase):
         expect(transcript).to_contain_text("second answer", timeout=WAIT)
         expect(page.locator("#send")).to_be_enabled()
         shot = os.environ.get("DSH_WEB_SCREENSHOT")
-        if shot:
+        if shot and isinstance(self, InChromium):
             page.reload()
             expect(page.locator("#transcript")).to_contain_text("second answer", timeout=WAIT)
             page.screenshot(path=shot)
@@ -257,7 +266,10 @@ class BrowserTests(unittest.TestCase):
         self.assertTrue(os.path.exists(os.path.join(served.ws, "a.txt")))
 
     def test_the_composer_recalls_and_takes_commands(self):
-        served, context = self.serve([{"text": "hi back"}])
+        served, context = self.serve([{"text": "hi back"}, {"text": "reviewed it"}])
+        os.makedirs(os.path.join(served.ws, ".dsh", "prompts"))
+        with open(os.path.join(served.ws, ".dsh", "prompts", "review.md"), "w") as f:
+            f.write("Review $ARGUMENTS closely.\n")
         page = context.new_page()
         self.new_session(page, served)
         self.send(page, "hello")
@@ -274,6 +286,21 @@ class BrowserTests(unittest.TestCase):
         expect(page.locator("#transcript")).to_contain_text("/nope is not a command here")
         self.send(page, "/compact")
         expect(page.locator("#transcript")).to_contain_text("too short to compact", timeout=WAIT)
+        # Saved prompts are listed, and one is sent expanded; skills are listed.
+        self.send(page, "/prompts")
+        expect(page.locator("#transcript")).to_contain_text("/review", timeout=WAIT)
+        self.send(page, "/skills")
+        expect(page.locator("#transcript")).to_contain_text("No skills found")
+        self.send(page, "/review src/main.rs")
+        expect(page.locator("#transcript")).to_contain_text("Review src/main.rs closely.", timeout=WAIT)
+        expect(page.locator("#transcript")).to_contain_text("reviewed it", timeout=WAIT)
+        # The session is renamed, by command and from the sidebar.
+        self.send(page, "/rename the review")
+        expect(page.locator("#sessions a.open")).to_contain_text("the review", timeout=WAIT)
+        page.once("dialog", lambda dialog: dialog.accept("renamed again"))
+        page.locator("#sessions .session").first.hover()
+        page.locator("#sessions .session").first.get_by_role("button", name="Rename").click()
+        expect(page.locator("#sessions a.open")).to_contain_text("renamed again", timeout=WAIT)
         # An @ mention completes from the workspace's files.
         os.makedirs(os.path.join(served.ws, "src"))
         with open(os.path.join(served.ws, "src", "main.rs"), "w") as f:
@@ -350,6 +377,7 @@ class BrowserTests(unittest.TestCase):
 
         site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
         threading.Thread(target=site.serve_forever, daemon=True).start()
+        self.addCleanup(site.server_close)
         self.addCleanup(site.shutdown)
         page.goto(f"http://127.0.0.1:{site.server_address[1]}/")
         expect(page).to_have_title("sent", timeout=WAIT)
@@ -361,6 +389,22 @@ class BrowserTests(unittest.TestCase):
         stranger = other.new_page()
         stranger.goto(served.base + "/")
         expect(stranger.locator("#transcript")).to_contain_text("Not signed in", timeout=WAIT)
+
+
+@unittest.skipIf(REASON, REASON or "")
+class InChromium(PageTests, unittest.TestCase):
+    @classmethod
+    def launch(cls, playwright):
+        return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+@unittest.skipIf(REASON, REASON or "")
+class InFirefox(PageTests, unittest.TestCase):
+    # The "moz-firefox" channel drives a stock Firefox over WebDriver BiDi, where Playwright's
+    # own Firefox build would have to be downloaded.
+    @classmethod
+    def launch(cls, playwright):
+        return playwright.firefox.launch(channel="moz-firefox", executable_path=FIREFOX)
 
 
 if __name__ == "__main__":

@@ -454,6 +454,47 @@ fn sessions_are_listed_newest_first_and_shown_as_a_transcript() {
             .ends_with("session.jsonl.zst")
     );
 
+    // A title the user gives is listed in place of the first task; "" takes it away.
+    let renamed = env.run(
+        dsh(),
+        &["sessions", "rename", first_id, "the", "a.txt", "question"],
+    );
+    assert_eq!(renamed.code(), Some(0), "stderr: {}", renamed.stderr);
+    let list = env.run(dsh(), &["sessions", "list"]);
+    assert!(
+        list.stdout
+            .lines()
+            .nth(2)
+            .unwrap()
+            .ends_with("  the a.txt question"),
+        "{}",
+        list.stdout
+    );
+    let listed = env.run(dsh(), &["sessions", "list", "--json"]);
+    let renamed_line: serde_json::Value =
+        serde_json::from_str(listed.stdout.lines().nth(1).unwrap()).unwrap();
+    assert_eq!(renamed_line["title"], "the a.txt question");
+    assert_eq!(renamed_line["firstTask"], "what does a.txt say");
+    let bad = env.run(dsh(), &["sessions", "rename", first_id, "two\nlines"]);
+    assert_eq!(bad.code(), Some(1));
+    assert!(bad.stderr.contains("one line of text"), "{}", bad.stderr);
+    let unknown = env.run(dsh(), &["sessions", "rename", "session-nope", "x"]);
+    assert!(
+        unknown
+            .stderr
+            .contains("a session is renamed from the directory it ran in")
+    );
+    let cleared = env.run(dsh(), &["sessions", "rename", first_id, ""]);
+    assert_eq!(cleared.code(), Some(0), "stderr: {}", cleared.stderr);
+    let list = env.run(dsh(), &["sessions", "list"]);
+    assert!(
+        list.stdout
+            .lines()
+            .nth(2)
+            .unwrap()
+            .ends_with("what does a.txt say")
+    );
+
     let show = env.run(dsh(), &["sessions", "show", first_id]);
     assert_eq!(show.code(), Some(0), "stderr: {}", show.stderr);
     for expected in [

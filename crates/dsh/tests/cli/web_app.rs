@@ -657,3 +657,67 @@ fn the_workspace_diff_is_shown_and_runs_no_program_of_the_repository() {
     );
     assert!(!ran.exists(), "git ran a program the repository named");
 }
+
+/// `/NAME` sends a saved prompt, expanded on the server from the workspace's or dsh's home's
+/// `prompts/`; a repository's prompt that links to a file elsewhere is never read (the attack:
+/// typing its name would send that file to the model). Sessions are renamed from the page,
+/// and the skills `/skills` lists come with the settings.
+#[test]
+fn saved_prompts_are_sent_and_a_session_renamed() {
+    let env = TestEnv::new(vec![Turn::text("reviewed")]);
+    env.write(".dsh/prompts/review.md", "Review $ARGUMENTS closely.\n");
+    let secret = env.home.path().join("secret.txt");
+    std::fs::write(&secret, "hunter2-secret").unwrap();
+    std::os::unix::fs::symlink(&secret, env.ws_path().join(".dsh/prompts/leak.md")).unwrap();
+    let web = Web::start(&env);
+    let id = web.open(&env);
+    let events = web.events(&id);
+    let settings = until(&events, "settings", |_| true);
+    assert!(settings.last().unwrap()["skills"].is_array());
+
+    let (status, body) = web.request("GET", &format!("/api/sessions/{id}/prompts"), None, &[]);
+    assert_eq!(status, 200, "{body}");
+    let listed: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(listed["prompts"].as_array().unwrap().len(), 1, "{body}");
+    assert_eq!(listed["prompts"][0]["name"], "review");
+
+    let path = format!("/api/sessions/{id}/prompt");
+    for (saved, status, says) in [
+        ("leak", 404, "nor a saved prompt"),
+        ("nope", 404, "/prompts the saved prompts"),
+    ] {
+        let (got, body) = web.request("POST", &path, Some(&json!({"saved": saved})), &[]);
+        assert_eq!(got, status, "{body}");
+        assert!(body.contains(says), "{body}");
+        assert!(!body.contains("hunter2"), "{body}");
+    }
+    web.post(&path, json!({"saved": "review", "arguments": "src/lib.rs"}));
+    until(&events, "busy", |e| e["busy"] == false);
+    let sent = env.server.requests()[0].body.to_string();
+    assert!(sent.contains("Review src/lib.rs closely."), "{sent}");
+    assert!(!sent.contains("hunter2"));
+
+    let rename = format!("/api/sessions/{id}/rename");
+    let cwd = env.ws_path().to_string_lossy().into_owned();
+    web.post(&rename, json!({"cwd": cwd, "title": "the review"}));
+    let (_, listing) = web.request("GET", "/api/sessions", None, &[]);
+    let listing: Value = serde_json::from_str(&listing).unwrap();
+    assert_eq!(
+        listing["workspaces"][0]["sessions"][0]["title"],
+        "the review"
+    );
+    let (status, body) = web.request(
+        "POST",
+        &rename,
+        Some(&json!({"cwd": cwd, "title": "a\u{7}bell"})),
+        &[],
+    );
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = web.request(
+        "POST",
+        "/api/sessions/session-nope/rename",
+        Some(&json!({"cwd": cwd, "title": "x"})),
+        &[],
+    );
+    assert_eq!(status, 404, "{body}");
+}
