@@ -15,7 +15,7 @@ if (fragment.get("token")) {
 const TOKEN = localStorage.getItem("dsh-token") || "";
 const state = { id: null, cwd: null, source: null, busy: false, calls: new Map(),
   live: { text: null, reasoning: null }, asks: new Map(), listing: null,
-  usage: { tokens: 0, cost: 0, priced: false }, skills: [] };
+  usage: { tokens: 0, cost: 0, priced: false }, skills: [], agents: new Map() };
 // The most of a command's live output kept on screen; its result has it all.
 const OUTPUT_CHARS = 64 * 1024;
 
@@ -125,9 +125,10 @@ async function deleteSession(cwd, session) {
 function follow(id, cwd) {
   if (state.source) state.source.close();
   Object.assign(state, { id, cwd, calls: new Map(), live: { text: null, reasoning: null },
-    busy: false, asks: new Map(), usage: { tokens: 0, cost: 0, priced: false } });
+    busy: false, asks: new Map(), usage: { tokens: 0, cost: 0, priced: false }, agents: new Map() });
   $("ask").close();
   $("todos").replaceChildren();
+  $("agents").replaceChildren();
   $("usage").textContent = "";
   sessionStorage.setItem("dsh-session", JSON.stringify({ id, cwd }));
   history.replaceState(null, "", `#session=${encodeURIComponent(id)}`);
@@ -197,7 +198,7 @@ function show(event) {
     }
     case "notice": return say("notice", event.text);
     case "output": {
-      const call = state.calls.get(event.callId);
+      const call = state.calls.get(callKey(event.agent, event.callId));
       if (call) call.output.textContent = (call.output.textContent + event.text).slice(-OUTPUT_CHARS);
       return;
     }
@@ -240,7 +241,7 @@ function show(event) {
 
 function showRecord(record, event) {
   const data = record.data || {};
-  if (event.agent) return showChild(event.agent, record);
+  if (event.agent) return showChild(event.agent, record, event);
   if (record.type === "user/message") {
     const text = blocksText(data.message, "text");
     if (text) say("user", text);
@@ -259,34 +260,10 @@ function showRecord(record, event) {
       node.scrollIntoView({ block: "end" });
     } else if (text) say("assistant", text);
   } else if (record.type === "tool/call") {
-    const id = data.callId || data.call_id;
-    const output = el("pre", { class: "output" });
-    const result = el("pre", { class: "result" });
-    const view = event.view || {};
-    const diff = view.diff ? diffView(view.path, view.diff) : null;
-    let shown = diff;
-    if (view.html) {
-      // A plan (or another document the call carries), rendered on the server.
-      shown = el("div", { class: "message markdown document" });
-      shown.innerHTML = view.html;
-    }
-    const node = el("details", { class: "call", "data-call": id, ...(shown ? { open: "" } : {}) },
-      el("summary", {}, view.title || `${data.name} ${shortArgs(data.arguments)}`),
-      shown || el("pre", { class: "arguments" }, prettyArgs(data.arguments)), output, result);
-    state.calls.set(id, { node, output, result });
-    $("transcript").append(node);
+    $("transcript").append(callNode(null, data, event.view));
   } else if (record.type === "tool/result") {
     const block = (data.message?.content || []).find((b) => b.type === "tool-result");
-    if (!block) return;
-    const call = state.calls.get(block.toolCallId);
-    const text = (block.content || []).map((part) => part.text || `[${part.type}]`).join("\n");
-    if (call) {
-      call.output.textContent = "";
-      call.result.textContent = text;
-      if (block.isError) call.node.classList.add("failed");
-    } else {
-      say(block.isError ? "error" : "notice", text);
-    }
+    if (block && !showResult(null, block)) say(block.isError ? "error" : "notice", resultText(block));
   } else if (record.type === "turn/end") {
     state.live = { text: null, reasoning: null };
   } else if (record.type === "step/end") {
@@ -304,21 +281,118 @@ function showRecord(record, event) {
   } else if (record.type === "permission/mode") {
     // The mode changed within the session (a plan approved, a switch): the picker follows.
     if ([...$("mode").options].some((o) => o.value === data.mode)) $("mode").value = data.mode;
+  } else if (record.type === "subagent/run") {
+    // How a subagent ended, as the session records it (also for one run before a reload).
+    const agent = agentPanel(data.agentId);
+    agent.label = data.label || agent.label;
+    agent.session = data.sessionId;
+    agent.tokens = data.usage?.totalTokens || agent.tokens;
+    agent.status = endedAs(data.reason);
+    agent.background = data.background;
+    drawAgent(agent);
   } else if (record.type === "todo/write") {
     $("todos").replaceChildren(...(data.todos || []).map((todo) =>
       el("li", { class: `todo ${todo.status}` }, todo.content || todo.text || "")));
   }
 }
 
-// A subagent's run, in a line per answer or call: its own log has the rest.
-function showChild(agent, record) {
-  const data = record.data || {};
-  if (record.type === "assistant/message") {
-    const text = blocksText(data.message, "text");
-    if (text) say("notice", `subagent ${agent}: ${text}`);
-  } else if (record.type === "tool/call") {
-    say("notice", `subagent ${agent}: ${data.name} ${shortArgs(data.arguments)}`);
+// A call as the transcript shows it: its title, its diff, plan or arguments, its live output
+// and its result. A subagent's calls are kept apart by its id (ids are only unique per agent).
+const callKey = (agent, id) => (agent ? `${agent}\u0000${id}` : id);
+
+function callNode(agent, data, view = {}) {
+  const id = data.callId || data.call_id;
+  const output = el("pre", { class: "output" });
+  const result = el("pre", { class: "result" });
+  let shown = view.diff ? diffView(view.path, view.diff) : null;
+  if (view.html) {
+    // A plan (or another document the call carries), rendered on the server.
+    shown = el("div", { class: "message markdown document" });
+    shown.innerHTML = view.html;
   }
+  const node = el("details", { class: "call", "data-call": id, ...(shown ? { open: "" } : {}) },
+    el("summary", {}, view.title || `${data.name} ${shortArgs(data.arguments)}`),
+    shown || el("pre", { class: "arguments" }, prettyArgs(data.arguments)), output, result);
+  state.calls.set(callKey(agent, id), { node, output, result });
+  return node;
+}
+
+const resultText = (block) => (block.content || []).map((part) => part.text || `[${part.type}]`).join("\n");
+
+// A result into its call; false when the call is not shown.
+function showResult(agent, block) {
+  const call = state.calls.get(callKey(agent, block.toolCallId));
+  if (!call) return false;
+  call.output.textContent = "";
+  call.result.textContent = resultText(block);
+  if (block.isError) call.node.classList.add("failed");
+  return true;
+}
+
+// How a turn ended, in a word or two.
+function endedAs(reason) {
+  const kind = reason?.kind || "ended";
+  if (kind === "aborted") return "stopped";
+  if (kind === "error") return `failed: ${reason.error?.message || reason.error?.code || "error"}`;
+  return kind.replace(/-/g, " ");
+}
+
+// Subagents: a panel each, under the todo list, with its status, what it billed and, folded,
+// its own transcript (its task, answers and calls) as it works.
+function agentPanel(id) {
+  let agent = state.agents.get(id);
+  if (agent) return agent;
+  const summary = el("summary", {});
+  const body = el("div", { class: "agent-body" });
+  const node = el("details", { class: "agent", "data-agent": id }, summary, body);
+  agent = { id, node, summary, body, label: "", task: "", status: "starting", tokens: 0, calls: 0 };
+  state.agents.set(id, agent);
+  $("agents").append(node);
+  drawAgent(agent);
+  return agent;
+}
+
+function drawAgent(agent) {
+  const what = agent.label || agent.task || "";
+  const parts = [agent.id, what, agent.status, `${agent.calls} call${agent.calls === 1 ? "" : "s"}`,
+    agent.tokens ? `${agent.tokens.toLocaleString()} tokens` : null,
+    agent.background ? "background" : null].filter(Boolean);
+  agent.summary.textContent = parts.join(" · ");
+  agent.node.dataset.status = agent.status;
+  agent.node.title = agent.session ? `its session: dsh sessions show ${agent.session}` : "";
+}
+
+function showChild(id, record, event) {
+  const data = record.data || {};
+  const agent = agentPanel(id);
+  const add = (node) => agent.body.append(node);
+  if (record.type === "turn/start") {
+    agent.status = "working";
+  } else if (record.type === "user/message") {
+    const text = blocksText(data.message, "text");
+    if (!agent.task) agent.task = text.split("\n")[0].slice(0, 80);
+    if (text) add(el("div", { class: "message user" }, text));
+  } else if (record.type === "assistant/message") {
+    if (event.html) {
+      const node = el("div", { class: "message assistant markdown" });
+      node.innerHTML = event.html;
+      add(node);
+    } else {
+      const text = blocksText(data.message, "text");
+      if (text) add(el("div", { class: "message assistant" }, text));
+    }
+  } else if (record.type === "tool/call") {
+    agent.calls += 1;
+    add(callNode(id, data, event.view));
+  } else if (record.type === "tool/result") {
+    const block = (data.message?.content || []).find((b) => b.type === "tool-result");
+    if (block) showResult(id, block);
+  } else if (record.type === "step/end") {
+    agent.tokens += data.usage?.totalTokens || 0;
+  } else if (record.type === "turn/end") {
+    agent.status = endedAs(data.reason);
+  }
+  drawAgent(agent);
 }
 
 // The next question waiting, once the dialog is free.

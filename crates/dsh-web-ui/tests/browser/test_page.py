@@ -311,6 +311,30 @@ class PageTests:
         page.press("#prompt", "Tab")
         expect(page.locator("#prompt")).to_have_value("look at @src/main.rs ")
 
+    def test_a_subagent_is_followed_in_its_panel(self):
+        served, context = self.serve([
+            {"calls": [["subagent", {"description": "count files", "prompt": "Count the files."}]]},
+            {"calls": [["bash", {"command": "echo child-ran", "description": "count"}]]},
+            {"text": "there are **three**"},
+            {"text": "the subagent counted three"},
+        ])
+        page = context.new_page()
+        self.new_session(page, served)
+        self.send(page, "delegate the count")
+        expect(page.locator("#transcript")).to_contain_text("the subagent counted three", timeout=WAIT)
+        agent = page.locator("details.agent")
+        expect(agent).to_have_count(1)
+        expect(agent.locator("> summary")).to_contain_text("subagent-1 · count files · completed · 1 call")
+        # Its work is its own, folded under it, never in the main transcript.
+        expect(page.locator("#transcript")).not_to_contain_text("child-ran")
+        agent.locator("> summary").click()
+        expect(agent.locator(".agent-body")).to_contain_text("Count the files.")
+        expect(agent.locator(".agent-body details.call .result")).to_contain_text("child-ran")
+        expect(agent.locator(".agent-body strong")).to_have_text("three")
+        # A reload draws it again from what the session reported.
+        page.reload()
+        expect(page.locator("details.agent > summary")).to_contain_text("completed", timeout=WAIT)
+
     def test_stop_and_reload_mid_turn(self):
         # The answer starts, then stalls: seeing its start proves the model has the request.
         served, context = self.serve([{"stall": "thinking about"}, {"text": "still here"}])
