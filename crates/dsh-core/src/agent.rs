@@ -283,6 +283,9 @@ pub struct Agent {
     session_context: Vec<String>,
     /// The task of the turn under way, and who wrote it, for Auto review.
     turn_task: String,
+    /// Images the user attached to the task [`Agent::run_with_images`] runs: its message
+    /// carries them; no later message does.
+    attached: Vec<dsh_protocol::ImageRef>,
     turn_origin: TaskOrigin,
     /// Checkpoints the workspace at each turn's start and end (the top agent's).
     checkpointer: Option<crate::checkpoints::Checkpointer>,
@@ -368,6 +371,7 @@ impl Agent {
             hooks_started: false,
             session_context: Vec::new(),
             turn_task: String::new(),
+            attached: Vec::new(),
             turn_origin: TaskOrigin::User,
             checkpointer: None,
             pending_checkpoint: None,
@@ -508,6 +512,21 @@ impl Agent {
         let (_, usage) = self.take_notices(summary.turn)?;
         summary.usage.add(&usage);
         Ok(summary)
+    }
+
+    /// [`Agent::run`] for a task with images attached (already in the attachment store), for a
+    /// model that takes images: the front end checks that it does, and says so when not.
+    pub async fn run_with_images(
+        &mut self,
+        task: String,
+        images: Vec<dsh_protocol::ImageRef>,
+        stop: &Stop,
+    ) -> Result<TurnSummary, CoreError> {
+        self.attached = images;
+        let summary = self.run(task, stop).await;
+        // A hook may have withheld the message: its images go with it.
+        self.attached.clear();
+        summary
     }
 
     /// The turns of [`Agent::run`] and of each goal round: the task's (made with `authority`
@@ -963,9 +982,10 @@ impl Agent {
         if self.config.reviewer.is_some() || self.config.standby_reviewer.is_some() {
             self.turn_task.clone_from(&task);
         }
+        let images = std::mem::take(&mut self.attached);
         self.commit(Record::UserMessage {
             turn,
-            message: Message::user_text(task),
+            message: Message::user_with_images(task, images),
             instructions: None,
         })?;
         if let Some(delivery) = self.config.instructions.take() {

@@ -293,6 +293,10 @@ fn shown_message(out: &mut String, message: &Message) {
                 let mark = if *is_error { "error" } else { "result" };
                 format!("{mark}: {}", quoted(&clip(&text, MESSAGE_BYTES)))
             }
+            Block::Image { image } => format!(
+                "{role}: [an attached image, {}x{} {}]",
+                image.width, image.height, image.media_type
+            ),
             // The model's reasoning is not evidence of what a call does.
             Block::Reasoning { .. } => continue,
         };

@@ -187,8 +187,18 @@ impl Run {
         task: String,
         stop: &'a Stop,
     ) -> RunningTask<'a, impl Future<Output = Result<TurnSummary, CoreError>> + 'a> {
+        self.start_task_with_images(task, Vec::new(), stop)
+    }
+
+    /// [`Run::start_task`] for a task with images attached ([`Agent::run_with_images`]).
+    pub fn start_task_with_images<'a>(
+        &'a mut self,
+        task: String,
+        images: Vec<dsh_protocol::ImageRef>,
+        stop: &'a Stop,
+    ) -> RunningTask<'a, impl Future<Output = Result<TurnSummary, CoreError>> + 'a> {
         RunningTask {
-            running: Some(Box::pin(self.agent.run(task, stop))),
+            running: Some(Box::pin(self.agent.run_with_images(task, images, stop))),
             outcome: None,
             events: &mut self.events,
         }

@@ -145,6 +145,9 @@ fn wire_message(message: &Message) -> (&'static str, Vec<Value>) {
                     Block::Text { text } if !text.is_empty() => {
                         blocks.push(json!({"type": "text", "text": text}));
                     }
+                    Block::Image { image } => blocks.push(result_part(&ToolOutputPart::Image {
+                        image: image.clone(),
+                    })),
                     Block::ToolResult {
                         tool_call_id,
                         content,
@@ -209,6 +212,7 @@ fn wire_message(message: &Message) -> (&'static str, Vec<Value>) {
     }
 }
 
+/// A part of a tool result, or an image the user attached: the same content block either way.
 fn result_part(part: &ToolOutputPart) -> Value {
     match part {
         ToolOutputPart::Text { text } => json!({"type": "text", "text": text}),
@@ -426,6 +430,30 @@ impl Assembler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_attached_image_is_an_image_block_after_the_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = crate::stored_image(dir.path());
+        let messages = vec![Message::user_with_images("what is this?", vec![image])];
+        let request = ModelRequest {
+            model: "m",
+            system: "",
+            messages: &messages,
+            tools: &[],
+            effort: crate::Effort::Off,
+            max_output_tokens: None,
+        };
+        let body: Value = serde_json::from_slice(&request_body(&request, false)).unwrap();
+        assert_eq!(
+            body["messages"][0]["content"],
+            json!([
+                {"type": "text", "text": "what is this?"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                    "data": "cG5nLWJ5dGVz"}},
+            ])
+        );
+    }
 
     #[test]
     fn results_join_one_user_message_and_thinking_keeps_its_signature() {

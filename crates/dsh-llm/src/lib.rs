@@ -243,3 +243,19 @@ pub trait Provider: Send + Sync {
         on_delta: DeltaSink<'a>,
     ) -> BoxFuture<'a, Result<Completion, LlmError>>;
 }
+
+/// An image as the attachment store keeps it, for the dialects' tests: its bytes are
+/// `png-bytes` (`cG5nLWJ5dGVz` in base64).
+#[cfg(test)]
+pub(crate) fn stored_image(dir: &std::path::Path) -> dsh_protocol::ImageRef {
+    let path = dir.join("a.png");
+    std::fs::write(&path, b"png-bytes").unwrap();
+    dsh_protocol::ImageRef {
+        attachment_id: "sha256:ab".into(),
+        path,
+        media_type: "image/png".into(),
+        bytes: 9,
+        width: 1,
+        height: 1,
+    }
+}

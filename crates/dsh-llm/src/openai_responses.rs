@@ -114,6 +114,15 @@ fn push_items(out: &mut Vec<Value>, message: &Message) {
                     Block::Text { text } if !text.is_empty() => out.push(
                         json!({"role": "user", "content": [{"type": "input_text", "text": text}]}),
                     ),
+                    Block::Image { image } => out.push(json!({"role": "user", "content": [
+                        match crate::chat_completions::image_base64(image) {
+                            Ok(data) => json!({
+                                "type": "input_image",
+                                "image_url": format!("data:{};base64,{data}", image.media_type),
+                            }),
+                            Err(line) => json!({"type": "input_text", "text": line}),
+                        }
+                    ]})),
                     Block::ToolResult {
                         tool_call_id,
                         content,
@@ -340,6 +349,32 @@ fn usage(wire: &Value) -> Usage {
 mod tests {
     use super::*;
     use crate::Effort;
+
+    #[test]
+    fn an_attached_image_is_an_input_image_after_the_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let messages = vec![Message::user_with_images(
+            "what is this?",
+            vec![crate::stored_image(dir.path())],
+        )];
+        let request = ModelRequest {
+            model: "m",
+            system: "",
+            messages: &messages,
+            tools: &[],
+            effort: Effort::Off,
+            max_output_tokens: None,
+        };
+        let body: Value = serde_json::from_slice(&request_body(&request, false)).unwrap();
+        assert_eq!(
+            body["input"],
+            json!([
+                {"role": "user", "content": [{"type": "input_text", "text": "what is this?"}]},
+                {"role": "user", "content": [{"type": "input_image",
+                    "image_url": "data:image/png;base64,cG5nLWJ5dGVz"}]},
+            ])
+        );
+    }
 
     #[test]
     fn the_history_becomes_items_and_usage_splits_the_cache() {

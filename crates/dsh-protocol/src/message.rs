@@ -26,6 +26,13 @@ impl Message {
         }
     }
 
+    /// A user message: its text, then the images attached to it.
+    pub fn user_with_images(text: impl Into<String>, images: Vec<ImageRef>) -> Self {
+        let mut message = Message::user_text(text);
+        (message.content).extend(images.into_iter().map(|image| Block::Image { image }));
+        message
+    }
+
     /// The concatenated text blocks (no separator), as the final answer is read.
     pub fn text(&self) -> String {
         self.content
@@ -81,6 +88,12 @@ pub enum Block {
         content: Vec<ToolOutputPart>,
         #[serde(rename = "isError")]
         is_error: bool,
+    },
+    /// An image the user attached to their message (the web app's composer), for a model that
+    /// takes images; the bytes stay in the attachment store, the log keeps the reference.
+    Image {
+        #[serde(flatten)]
+        image: ImageRef,
     },
 }
 

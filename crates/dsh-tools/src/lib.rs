@@ -50,8 +50,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use ask_user::{Answer, AskOutcome, AskUserQuestion, Question, QuestionOption, UserQuestions};
 pub use attachments::{
-    AttachmentStore, ImageError, MAX_SOURCE_BYTES as MAX_IMAGE_SOURCE_BYTES, StoredImage,
-    sha256_hex,
+    AttachmentStore, ImageError, MAX_SIDE as MAX_IMAGE_SIDE,
+    MAX_SOURCE_BYTES as MAX_IMAGE_SOURCE_BYTES, StoredImage, sha256_hex,
 };
 pub use describe::{
     CallChange, CallView, ToolCatalog, ToolFacts, ToolKind, description_problems, text_arg,

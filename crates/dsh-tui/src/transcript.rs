@@ -76,7 +76,19 @@ impl Transcript {
                     ),
                     DIM,
                 )],
-                None => user_cell(&message.text()),
+                None => {
+                    // Images attached in the web app, named where the terminal cannot show them.
+                    let mut text = message.text();
+                    for block in &message.content {
+                        if let dsh_protocol::Block::Image { image } = block {
+                            text.push_str(&format!(
+                                "\n[image {} {}x{}]",
+                                image.media_type, image.width, image.height
+                            ));
+                        }
+                    }
+                    user_cell(&text)
+                }
             }),
             Record::AssistantMessage(record) => {
                 let cell = self.assistant_cell(&record.message);

@@ -15,7 +15,8 @@ if (fragment.get("token")) {
 const TOKEN = localStorage.getItem("dsh-token") || "";
 const state = { id: null, cwd: null, source: null, busy: false, calls: new Map(),
   live: { text: null, reasoning: null }, asks: new Map(), listing: null,
-  usage: { tokens: 0, cost: 0, priced: false }, skills: [], agents: new Map() };
+  usage: { tokens: 0, cost: 0, priced: false }, skills: [], agents: new Map(), imageInput: false,
+  attached: [] };
 // The most of a command's live output kept on screen; its result has it all.
 const OUTPUT_CHARS = 64 * 1024;
 
@@ -33,10 +34,12 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+// A request with a JSON body (or, for a Blob, its bytes as they are).
 async function api(method, path, body) {
   const headers = { Authorization: `Bearer ${TOKEN}` };
-  if (body) headers["Content-Type"] = "application/json";
-  const response = await fetch(path, { method, headers, body: body ? JSON.stringify(body) : undefined });
+  const raw = body instanceof Blob;
+  if (body) headers["Content-Type"] = raw ? (body.type || "application/octet-stream") : "application/json";
+  const response = await fetch(path, { method, headers, body: body ? (raw ? body : JSON.stringify(body)) : undefined });
   if (response.status === 401) {
     throw new Error("Not signed in: open the address `dsh web` printed (this server's token changes each time it starts).");
   }
@@ -125,7 +128,9 @@ async function deleteSession(cwd, session) {
 function follow(id, cwd) {
   if (state.source) state.source.close();
   Object.assign(state, { id, cwd, calls: new Map(), live: { text: null, reasoning: null },
-    busy: false, asks: new Map(), usage: { tokens: 0, cost: 0, priced: false }, agents: new Map() });
+    busy: false, asks: new Map(), usage: { tokens: 0, cost: 0, priced: false }, agents: new Map(),
+    attached: [] });
+  drawAttached();
   $("ask").close();
   $("todos").replaceChildren();
   $("agents").replaceChildren();
@@ -154,6 +159,10 @@ function follow(id, cwd) {
 // The session's permission mode and model; changing either reopens it between turns.
 function showSettings(event) {
   state.skills = event.skills || [];
+  state.imageInput = !!event.imageInput;
+  $("attach").disabled = !state.imageInput;
+  $("attach").title = state.imageInput ? "Attach images (or paste or drop them here)"
+    : "This session's model does not take images";
   const modes = event.modes || [];
   const select = $("mode");
   select.replaceChildren(...modes.map((mode) => el("option", { value: mode }, mode)));
@@ -244,7 +253,11 @@ function showRecord(record, event) {
   if (event.agent) return showChild(event.agent, record, event);
   if (record.type === "user/message") {
     const text = blocksText(data.message, "text");
-    if (text) say("user", text);
+    const images = event.images || [];
+    if (text || images.length) {
+      const node = say("user", text);
+      if (images.length) node.append(el("div", { class: "images" }, ...images.map(thumbnail)));
+    }
   } else if (record.type === "assistant/message") {
     for (const kind of ["text", "reasoning"]) {
       if (state.live[kind]) { state.live[kind].remove(); state.live[kind] = null; }
@@ -498,6 +511,54 @@ function ask(event) {
 // Esc does not throw a question away: it is answered, or withdrawn by the session.
 $("ask").addEventListener("cancel", (event) => event.preventDefault());
 
+// Images: attached in the composer (the button, a paste or a drop), stored by the server at
+// once (normalised as every image a model sees), sent with the next message, and shown from
+// the session's own copies.
+function imageUrl(image) {
+  return `/api/sessions/${encodeURIComponent(state.id)}/images/${image.attachmentId}?token=${encodeURIComponent(TOKEN)}`;
+}
+
+function thumbnail(image) {
+  return el("img", { class: "thumbnail", src: imageUrl(image), alt: `image ${image.width}×${image.height}`,
+    title: `${image.mediaType}, ${image.width}×${image.height}` });
+}
+
+async function attachImages(files) {
+  for (const file of files) {
+    if (!file.type.startsWith("image/")) { say("error", `${file.name} is not an image`); continue; }
+    try {
+      const image = await api("POST", `/api/sessions/${encodeURIComponent(state.id)}/images`, file);
+      state.attached.push(image);
+    } catch (error) { say("error", `${file.name || "the image"}: ${error.message}`); }
+  }
+  drawAttached();
+}
+
+function drawAttached() {
+  $("attached").replaceChildren(...state.attached.map((image, i) => el("span", { class: "attached" },
+    thumbnail(image),
+    el("button", { type: "button", title: "Remove", "aria-label": "Remove the image",
+      onclick: () => { state.attached.splice(i, 1); drawAttached(); } }, "×"))));
+}
+
+$("attach").addEventListener("click", () => $("image-file").click());
+$("image-file").addEventListener("change", async (event) => {
+  await attachImages([...event.target.files]);
+  event.target.value = "";
+});
+$("prompt").addEventListener("paste", (event) => {
+  const files = [...(event.clipboardData?.files || [])].filter((f) => f.type.startsWith("image/"));
+  if (!files.length || !state.imageInput) return;
+  event.preventDefault();
+  attachImages(files);
+});
+$("composer").addEventListener("dragover", (event) => { if (state.imageInput) event.preventDefault(); });
+$("composer").addEventListener("drop", (event) => {
+  if (!state.imageInput || !event.dataTransfer?.files?.length) return;
+  event.preventDefault();
+  attachImages([...event.dataTransfer.files]);
+});
+
 // The composer's history: what you sent, newest last, kept in this browser.
 const sent = JSON.parse(localStorage.getItem("dsh-sent") || "[]");
 let recalled = sent.length;
@@ -557,7 +618,7 @@ async function showDiff() {
 $("composer").addEventListener("submit", async (event) => {
   event.preventDefault();
   const text = $("prompt").value;
-  if (!state.id || !text.trim()) return;
+  if (!state.id || (!text.trim() && !state.attached.length)) return;
   sent.push(text);
   if (sent.length > 200) sent.shift();
   localStorage.setItem("dsh-sent", JSON.stringify(sent));
@@ -576,8 +637,11 @@ $("composer").addEventListener("submit", async (event) => {
     return;
   }
   try {
-    await api("POST", `/api/sessions/${encodeURIComponent(state.id)}/prompt`, { text });
+    const images = state.attached.map((image) => image.attachmentId);
+    await api("POST", `/api/sessions/${encodeURIComponent(state.id)}/prompt`, { text, images });
     $("prompt").value = "";
+    state.attached = [];
+    drawAttached();
   } catch (error) {
     say("error", error.message);
   }

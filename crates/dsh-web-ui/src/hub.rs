@@ -18,6 +18,8 @@ use dsh_core::checkpoints::RewindRequest;
 use dsh_core::config::PermissionMode;
 use dsh_core::mentions::FileIndex;
 use dsh_core::{AgentBuilder, AgentEvent, Environment, Flags, Settings, Stop, StreamDelta, User};
+use dsh_protocol::ImageRef;
+use dsh_tools::{AttachmentStore, ImageError};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
@@ -58,6 +60,11 @@ pub(crate) struct Live {
     calls: Mutex<HashMap<String, Value>>,
     /// The workspace's files for `@` mentions, and when they were listed.
     files: Mutex<Option<(std::time::Instant, Arc<FileIndex>)>>,
+    /// Whether the session's model takes images (its route's `image_input`).
+    image_input: AtomicBool,
+    /// The images this session may show and send, by attachment id: attached in this page,
+    /// or in its messages. Only these are served, so the page reads nothing else of the store.
+    images: Mutex<HashMap<String, ImageRef>>,
 }
 
 /// What the session has reported, and where new reports go. Each report is numbered, so a
@@ -74,7 +81,8 @@ struct Stream {
 pub(crate) type Report = (u64, Arc<str>);
 
 enum Command {
-    Prompt(String),
+    /// A task, with the images attached to it.
+    Prompt(String, Vec<ImageRef>),
     /// Reopen the session with another permission mode or model (between turns).
     Reconfigure {
         mode: Option<PermissionMode>,
@@ -172,6 +180,8 @@ impl Hub {
             }),
             calls: Mutex::new(HashMap::new()),
             files: Mutex::new(None),
+            image_input: AtomicBool::new(false),
+            images: Mutex::new(HashMap::new()),
             busy: AtomicBool::new(false),
             stop: Mutex::new(None),
             asks: Mutex::new(HashMap::new()),
@@ -191,7 +201,7 @@ impl Hub {
             .map_err(HubError::Failed)?;
         let id = run.agent.session().id().to_owned();
         let _ = live.id.set(id.clone());
-        *lock(&live.catalog) = Some(run.catalog.clone());
+        live.adopt(&run, &settings);
         for record in run.agent.session().logged_records() {
             live.push(live.record_json(&record));
         }
@@ -260,16 +270,77 @@ impl Live {
         (missed, stream.live.subscribe())
     }
 
-    pub(crate) fn prompt(&self, text: String) -> Result<(), HubError> {
+    pub(crate) fn prompt(&self, text: String, images: &[String]) -> Result<(), HubError> {
+        let images = self.attached(images)?;
         if self.busy.swap(true, Ordering::SeqCst) {
             return Err(HubError::Busy(
                 "a turn is running; stop it or wait for it to end".into(),
             ));
         }
-        self.commands.send(Command::Prompt(text)).map_err(|_| {
-            self.busy.store(false, Ordering::SeqCst);
-            HubError::Failed("the session has closed".into())
-        })
+        self.commands
+            .send(Command::Prompt(text, images))
+            .map_err(|_| {
+                self.busy.store(false, Ordering::SeqCst);
+                HubError::Failed("the session has closed".into())
+            })
+    }
+
+    /// Takes what pages are shown of a run just opened: its tools (for titles and diffs), and
+    /// whether its model takes images.
+    fn adopt(&self, run: &dsh_core::Run, settings: &Value) {
+        *lock(&self.catalog) = Some(run.catalog.clone());
+        (self.image_input).store(settings["imageInput"] == true, Ordering::SeqCst);
+    }
+
+    /// The images `ids` names, each attached here before; refused for a model that takes none.
+    fn attached(&self, ids: &[String]) -> Result<Vec<ImageRef>, HubError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        if !self.image_input.load(Ordering::SeqCst) {
+            return Err(HubError::Failed(
+                "this session's model does not take images: switch to one that does, or set \
+                 image_input = true for it in its [models.NAME] table if it does (docs/config.md)"
+                    .into(),
+            ));
+        }
+        let known = lock(&self.images);
+        ids.iter()
+            .map(|id| {
+                known.get(id).cloned().ok_or_else(|| {
+                    HubError::NotFound(format!(
+                        "no image {id} was attached to this session; attach it again"
+                    ))
+                })
+            })
+            .collect()
+    }
+
+    /// Stores an image the user attached (normalised as every image a model is shown), off
+    /// the sessions' thread; what the page shows of it.
+    pub(crate) async fn attach(
+        &self,
+        store: AttachmentStore,
+        data: Vec<u8>,
+    ) -> Result<Value, HubError> {
+        if !self.image_input.load(Ordering::SeqCst) {
+            return Err(HubError::Failed(
+                "this session's model does not take images: switch to one that does first".into(),
+            ));
+        }
+        let stored = tokio::task::spawn_blocking(move || store.save_image(&data))
+            .await
+            .map_err(|_| HubError::Failed("storing the image failed".into()))?
+            .map_err(|error| HubError::Failed(image_refusal(error)))?;
+        let image = stored.image;
+        let shown = image_json(&image);
+        lock(&self.images).insert(image.attachment_id.clone(), image);
+        Ok(shown)
+    }
+
+    /// The stored copy of an image this session knows, with its media type.
+    pub(crate) fn image(&self, id: &str) -> Option<ImageRef> {
+        lock(&self.images).get(id).cloned()
     }
 
     /// Reopens the session with `mode` and `model` (each kept when `None`), between turns.
@@ -386,8 +457,8 @@ impl Live {
     ) {
         let mut closed = None;
         while let Some(command) = commands.recv().await {
-            let text = match command {
-                Command::Prompt(text) => text,
+            let (text, images) = match command {
+                Command::Prompt(text, images) => (text, images),
                 Command::Close(done) => {
                     closed = Some(done);
                     break;
@@ -449,7 +520,7 @@ impl Live {
                     let outcome = match reopened {
                         Ok((fresh, settings)) => {
                             run = fresh;
-                            *lock(&self.catalog) = Some(run.catalog.clone());
+                            self.adopt(&run, &settings);
                             opening.flags = flags;
                             self.push(settings);
                             Ok(())
@@ -482,7 +553,7 @@ impl Live {
             let stop = Stop::new();
             *lock(&self.stop) = Some(stop.clone());
             self.push(json!({"kind": "busy", "busy": true}));
-            let mut running = run.start_task(text, &stop);
+            let mut running = run.start_task_with_images(text, images, &stop);
             while let Some(event) = running.next_event().await {
                 if let Some(line) = self.event_json(&event) {
                     self.push(line);
@@ -576,6 +647,22 @@ impl Live {
     fn record_json(&self, record: &dsh_protocol::Record) -> Value {
         let mut line = json!({"kind": "record", "record": record});
         match record {
+            dsh_protocol::Record::UserMessage { message, .. } => {
+                let images: Vec<Value> = (message.content.iter())
+                    .filter_map(|block| match block {
+                        dsh_protocol::Block::Image { image } => Some(image),
+                        _ => None,
+                    })
+                    .map(|image| {
+                        let shown = image_json(image);
+                        lock(&self.images).insert(image.attachment_id.clone(), image.clone());
+                        shown
+                    })
+                    .collect();
+                if !images.is_empty() {
+                    line["images"] = json!(images);
+                }
+            }
             dsh_protocol::Record::AssistantMessage(answer) => {
                 let text: Vec<&str> = (answer.message.content.iter())
                     .filter_map(|block| match block {
@@ -622,6 +709,35 @@ struct Opening {
     hub: std::sync::Weak<Hub>,
 }
 
+/// What the page knows of an image: never its path on disk.
+fn image_json(image: &ImageRef) -> Value {
+    json!({
+        "attachmentId": image.attachment_id,
+        "mediaType": image.media_type,
+        "width": image.width,
+        "height": image.height,
+        "bytes": image.bytes,
+    })
+}
+
+/// Why an attached image was refused, for the person who attached it.
+fn image_refusal(error: ImageError) -> String {
+    match error {
+        ImageError::Unreadable(detail) => {
+            format!("the file is not an image dsh takes (PNG, JPEG, WebP or GIF): {detail}")
+        }
+        ImageError::SideTooLong => format!(
+            "a side of the image is longer than {} pixels; attach a smaller copy",
+            dsh_tools::MAX_IMAGE_SIDE
+        ),
+        ImageError::TooManyPixels => "the image has too many pixels; attach a smaller copy".into(),
+        ImageError::TooLarge => "the image cannot be made small enough for a model; attach a \
+                                 smaller copy"
+            .into(),
+        ImageError::Store(detail) => format!("the image could not be stored: {detail}"),
+    }
+}
+
 /// A run for `flags` in `cwd`, asked through `user`; and the settings it runs with, as the
 /// page shows them (`{"kind": "settings", ...}`, with the skills `/skills` lists).
 async fn open_run(
@@ -634,6 +750,7 @@ async fn open_run(
         .map_err(|e| e.message)?;
     let mut shown = json!({
         "kind": "settings",
+        "imageInput": settings.route().image_input.value,
         "mode": settings.permission_mode().value.to_string(),
         "model": settings.model().value,
         "modes": PermissionMode::CHOICES

@@ -249,6 +249,43 @@ impl App {
                     Err(error) => core_error(error),
                 }
             }
+            (&Method::POST, ["api", "sessions", id, "images"]) => {
+                let live = match self.hub.get(id) {
+                    Ok(live) => live,
+                    Err(error) => return hub_error(error),
+                };
+                let limit =
+                    usize::try_from(dsh_tools::MAX_IMAGE_SOURCE_BYTES).unwrap_or(usize::MAX);
+                let data = match (http_body_util::Limited::new(request.into_body(), limit))
+                    .collect()
+                    .await
+                {
+                    Ok(body) => body.to_bytes().to_vec(),
+                    Err(_) => {
+                        return json_error(
+                            413,
+                            &format!(
+                                "an image may have at most {} MiB; attach a smaller copy",
+                                limit / (1024 * 1024)
+                            ),
+                        );
+                    }
+                };
+                let store = dsh_tools::AttachmentStore::new(self.home.join("attachments"));
+                match live.attach(store, data).await {
+                    Ok(shown) => json_response(200, &shown),
+                    Err(error) => hub_error(error),
+                }
+            }
+            (&Method::GET, ["api", "sessions", id, "images", image]) => {
+                let Some(image) = self.hub.get(id).ok().and_then(|live| live.image(image)) else {
+                    return json_error(404, "no such image in this session");
+                };
+                match tokio::task::spawn_blocking(move || std::fs::read(&image.path)).await {
+                    Ok(Ok(data)) => respond(200, &image.media_type, Bytes::from(data)),
+                    _ => json_error(410, "the image's stored copy cannot be read any more"),
+                }
+            }
             (&Method::GET, ["api", "sessions", id, "prompts"]) => match self.hub.get(id) {
                 Ok(live) => {
                     let prompts: Vec<Value> = dsh_core::saved_prompts(&self.home, &live.cwd)
@@ -302,21 +339,36 @@ impl App {
                 };
                 match *action {
                     "prompt" => {
-                        let text = match saved_prompt(&self.home, &live.cwd, &body) {
-                            Some(Ok(text)) => text,
-                            Some(Err(response)) => return response,
-                            None => match body["text"].as_str().filter(|t| !t.trim().is_empty()) {
-                                Some(text) => text.to_owned(),
-                                None => {
+                        let images: Vec<String> = match body.get("images") {
+                            None => Vec::new(),
+                            Some(ids) => match serde_json::from_value(ids.clone()) {
+                                Ok(ids) => ids,
+                                Err(_) => {
                                     return json_error(
                                         400,
-                                        "the prompt needs a non-empty \"text\", or a saved \
-                                         prompt's name (\"saved\")",
+                                        "\"images\" is a list of attachment ids, as attaching \
+                                         each answered",
                                     );
                                 }
                             },
                         };
-                        match live.prompt(text) {
+                        let text = match saved_prompt(&self.home, &live.cwd, &body) {
+                            Some(Ok(text)) => text,
+                            Some(Err(response)) => return response,
+                            None => match body["text"].as_str().unwrap_or_default() {
+                                text if !text.trim().is_empty() || !images.is_empty() => {
+                                    text.to_owned()
+                                }
+                                _ => {
+                                    return json_error(
+                                        400,
+                                        "the prompt needs a non-empty \"text\" (or images), or \
+                                         a saved prompt's name (\"saved\")",
+                                    );
+                                }
+                            },
+                        };
+                        match live.prompt(text, &images) {
                             Ok(()) => json_response(202, &json!({"started": true})),
                             Err(error) => hub_error(error),
                         }

@@ -129,8 +129,18 @@ fn transcript_line(out: &mut String, record: &Record) {
         }
         Record::UserMessage { message, .. } => {
             for block in &message.content {
-                if let Block::Text { text } = block {
-                    let _ = writeln!(out, "user: {}", indent(text));
+                match block {
+                    Block::Text { text } => {
+                        let _ = writeln!(out, "user: {}", indent(text));
+                    }
+                    Block::Image { image } => {
+                        let _ = writeln!(
+                            out,
+                            "user: [image {} {}x{}]",
+                            image.media_type, image.width, image.height
+                        );
+                    }
+                    _ => {}
                 }
             }
         }

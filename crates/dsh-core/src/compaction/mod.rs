@@ -72,6 +72,9 @@ pub fn estimate_tokens(messages: &[Message]) -> u64 {
     messages.iter().map(message_tokens).sum()
 }
 
+/// What an image is counted as, in characters of text: a typical one's tokens.
+const IMAGE_CHARS: usize = 3000;
+
 fn message_tokens(message: &Message) -> u64 {
     let chars: usize = message
         .content
@@ -87,9 +90,10 @@ fn message_tokens(message: &Message) -> u64 {
                 .map(|part| match part {
                     ToolOutputPart::Text { text } => text.len(),
                     // An image costs its own tokens; count a typical one.
-                    ToolOutputPart::Image { .. } => 3000,
+                    ToolOutputPart::Image { .. } => IMAGE_CHARS,
                 })
                 .sum(),
+            Block::Image { .. } => IMAGE_CHARS,
         })
         .sum();
     (chars as u64).div_ceil(4) + 4

@@ -243,6 +243,8 @@ fn push_message<'a>(out: &mut Vec<WireMessage<'a>>, message: &'a Message, option
         Role::User => {
             let mut text = String::new();
             let mut images = Vec::new();
+            // Images the user attached go in their own message, after its text.
+            let mut attached = Vec::new();
             for block in &message.content {
                 match block {
                     Block::ToolResult {
@@ -273,6 +275,17 @@ fn push_message<'a>(out: &mut Vec<WireMessage<'a>>, message: &'a Message, option
                         });
                     }
                     Block::Text { text: t } => text.push_str(t),
+                    Block::Image { image } => match image_base64(image) {
+                        Ok(data) => attached.push(WirePart::ImageUrl {
+                            image_url: WireImageUrl {
+                                url: format!("data:{};base64,{data}", image.media_type),
+                            },
+                        }),
+                        Err(line) => {
+                            text.push('\n');
+                            text.push_str(&line);
+                        }
+                    },
                     Block::Reasoning { .. } | Block::ToolCall { .. } => {}
                 }
             }
@@ -283,7 +296,14 @@ fn push_message<'a>(out: &mut Vec<WireMessage<'a>>, message: &'a Message, option
                 content.extend(images);
                 out.push(WireMessage::UserParts { content });
             }
-            if !text.is_empty() {
+            if !attached.is_empty() {
+                let mut content = Vec::new();
+                if !text.is_empty() {
+                    content.push(WirePart::Text { text });
+                }
+                content.extend(attached);
+                out.push(WireMessage::UserParts { content });
+            } else if !text.is_empty() {
                 out.push(WireMessage::User { content: text });
             }
         }
@@ -304,7 +324,7 @@ fn push_message<'a>(out: &mut Vec<WireMessage<'a>>, message: &'a Message, option
                         kind: "function",
                         function: WireFunctionCall { name, arguments },
                     }),
-                    Block::ToolResult { .. } => {}
+                    Block::ToolResult { .. } | Block::Image { .. } => {}
                 }
             }
             let echo = options.echo_reasoning && !tool_calls.is_empty() && !reasoning.is_empty();
@@ -648,6 +668,37 @@ mod tests {
             .map(|m| m["role"].as_str().unwrap())
             .collect();
         assert_eq!(roles, vec!["user", "assistant", "tool", "tool", "user"]);
+    }
+
+    #[test]
+    fn an_attached_image_goes_with_the_users_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let messages = vec![Message::user_with_images(
+            "what is this?",
+            vec![crate::stored_image(dir.path())],
+        )];
+        let request = ModelRequest {
+            model: "m",
+            system: "",
+            messages: &messages,
+            tools: &[],
+            effort: crate::Effort::Off,
+            max_output_tokens: None,
+        };
+        let options = BodyOptions {
+            thinking: None,
+            reasoning_effort: None,
+            echo_reasoning: false,
+            developer_role: false,
+        };
+        let body: Value = serde_json::from_slice(&request_body(&request, options)).unwrap();
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "user", "content": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,cG5nLWJ5dGVz"}},
+            ]}])
+        );
     }
 
     fn chunk(value: Value) -> ChatChunk {

@@ -24,6 +24,12 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync"]
 WAIT = 30_000  # ms: a limit, never a delay
+# A valid 1x1 PNG, the image the composer attaches.
+DOT_PNG = bytes([
+    137, 80, 78, 71, 13, 10, 26, 10, 0, 0, 0, 13, 73, 72, 68, 82, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0,
+    0, 0, 31, 21, 196, 137, 0, 0, 0, 13, 73, 68, 65, 84, 120, 218, 99, 252, 207, 192, 240, 31, 0,
+    5, 5, 2, 0, 95, 200, 241, 210, 0, 0, 0, 0, 73, 69, 78, 68, 174, 66, 96, 130,
+])
 
 try:
     from playwright.sync_api import expect, sync_playwright
@@ -334,6 +340,26 @@ class PageTests:
         # A reload draws it again from what the session reported.
         page.reload()
         expect(page.locator("details.agent > summary")).to_contain_text("completed", timeout=WAIT)
+
+    def test_an_image_is_attached_and_sent(self):
+        served, context = self.serve([{"text": "a single dot"}],
+                                     args=["--model", "deepseek-v4-flash-vision-exp"])
+        page = context.new_page()
+        self.new_session(page, served)
+        expect(page.locator("#attach")).to_be_enabled(timeout=WAIT)
+        page.set_input_files("#image-file", files=[
+            {"name": "dot.png", "mimeType": "image/png", "buffer": DOT_PNG}])
+        thumbnail = page.locator("#attached img.thumbnail")
+        expect(thumbnail).to_have_count(1, timeout=WAIT)
+        # The picture is drawn from the session's copy (the token goes with it).
+        page.wait_for_function("document.querySelector('#attached img').naturalWidth === 1")
+        self.send(page, "what is in it?")
+        expect(page.locator("#transcript")).to_contain_text("a single dot", timeout=WAIT)
+        expect(page.locator("#attached img")).to_have_count(0)
+        expect(page.locator(".message.user img.thumbnail")).to_have_count(1)
+        # Reloaded, the message still shows its image.
+        page.reload()
+        expect(page.locator(".message.user img.thumbnail")).to_have_count(1, timeout=WAIT)
 
     def test_stop_and_reload_mid_turn(self):
         # The answer starts, then stalls: seeing its start proves the model has the request.

@@ -26,9 +26,15 @@ struct Web {
 
 impl Web {
     fn start(env: &TestEnv) -> Web {
+        Web::start_with(env, &[])
+    }
+
+    /// `dsh web --port 0` with more flags (what new sessions start from).
+    fn start_with(env: &TestEnv, flags: &[&str]) -> Web {
         let mut child = env
             .command(dsh())
             .args(["web", "--port", "0"])
+            .args(flags)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -63,8 +69,20 @@ impl Web {
         body: Option<&Value>,
         headers: &[(&str, &str)],
     ) -> (u16, String) {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         let body = body.map(Value::to_string).unwrap_or_default();
+        let (status, _, body) = self.request_bytes(method, path, body.as_bytes(), headers);
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    /// [`Web::request`] with a body of any bytes; the status, the head and the body's bytes.
+    fn request_bytes(
+        &self,
+        method: &str,
+        path: &str,
+        body: &[u8],
+        headers: &[(&str, &str)],
+    ) -> (u16, String, Vec<u8>) {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         let mut sent = vec![
             ("Host".to_owned(), format!("127.0.0.1:{}", self.port)),
             ("Authorization".to_owned(), format!("Bearer {}", self.token)),
@@ -87,16 +105,17 @@ impl Web {
             text.push_str(&format!("{name}: {value}\r\n"));
         }
         text.push_str("\r\n");
-        text.push_str(&body);
         stream.write_all(text.as_bytes()).unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        let status = answer[9..12].parse().unwrap();
-        let body = answer
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_owned())
-            .unwrap_or_default();
-        (status, body)
+        stream.write_all(body).unwrap();
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).unwrap();
+        let split = (answer.windows(4))
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or(answer.len());
+        let head = String::from_utf8_lossy(&answer[..split]).into_owned();
+        let status = head[9..12].parse().unwrap();
+        let body = answer.get(split + 4..).unwrap_or_default().to_vec();
+        (status, head, body)
     }
 
     fn post(&self, path: &str, body: Value) -> Value {
@@ -720,4 +739,89 @@ fn saved_prompts_are_sent_and_a_session_renamed() {
         &[],
     );
     assert_eq!(status, 404, "{body}");
+}
+
+/// An image attached in the composer is stored, shown from the session's own copy, and sent
+/// with the message to a model that takes images; a model that does not is never sent one.
+#[test]
+fn an_attached_image_goes_to_an_image_model_with_the_message() {
+    let env = TestEnv::new(vec![Turn::text("a dot")]);
+    let web = Web::start_with(&env, &["--model", "deepseek-v4-flash-vision-exp"]);
+    let id = web.open(&env);
+    let events = web.events(&id);
+    let settings = until(&events, "settings", |_| true);
+    assert_eq!(settings.last().unwrap()["imageInput"], true);
+
+    let images = format!("/api/sessions/{id}/images");
+    let (status, _, body) = web.request_bytes("POST", &images, b"not an image", &[]);
+    assert_eq!(status, 422, "{}", String::from_utf8_lossy(&body));
+    assert!(String::from_utf8_lossy(&body).contains("not an image dsh takes"));
+    let (status, _, body) = web.request_bytes("POST", &images, &crate::headless::DOT_PNG, &[]);
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let image: Value = serde_json::from_slice(&body).unwrap();
+    let attachment = image["attachmentId"].as_str().unwrap().to_owned();
+    assert!(attachment.starts_with("sha256:"), "{image}");
+    assert_eq!(
+        (image["width"].clone(), image["height"].clone()),
+        (json!(1), json!(1))
+    );
+    assert!(
+        image.get("path").is_none(),
+        "the page is never told where files are"
+    );
+
+    // Served from the session's copy, to this session's pages only.
+    let (status, head, served) =
+        web.request_bytes("GET", &format!("{images}/{attachment}"), b"", &[]);
+    assert_eq!(status, 200);
+    assert!(
+        head.to_lowercase().contains("content-type: image/png"),
+        "{head}"
+    );
+    assert_eq!(served, crate::headless::DOT_PNG);
+    let (status, _, _) = web.request_bytes("GET", &format!("{images}/sha256:00"), b"", &[]);
+    assert_eq!(status, 404);
+
+    let path = format!("/api/sessions/{id}/prompt");
+    let (status, body) = web.request(
+        "POST",
+        &path,
+        Some(&json!({"text": "what is it?", "images": ["sha256:00"]})),
+        &[],
+    );
+    assert_eq!(status, 404, "an image never attached: {body}");
+    web.post(
+        &path,
+        json!({"text": "what is it?", "images": [attachment]}),
+    );
+    let turn = until(&events, "busy", |e| e["busy"] == false);
+    let shown = turn
+        .iter()
+        .find(|e| e["record"]["type"] == "user/message")
+        .unwrap();
+    assert_eq!(shown["images"][0]["attachmentId"], attachment.as_str());
+    let requests = env.server.requests();
+    let messages = requests[0].messages();
+    let user = messages.last().unwrap();
+    assert_eq!(
+        user["content"][0],
+        json!({"type": "text", "text": "what is it?"})
+    );
+    let url = user["content"][1]["image_url"]["url"].as_str().unwrap();
+    assert!(
+        url.starts_with("data:image/png;base64,iVBORw0KGgo"),
+        "{url}"
+    );
+
+    // A text model's session takes none.
+    let text_only = Web::start(&env);
+    let other = text_only.open(&env);
+    let (status, _, body) = text_only.request_bytes(
+        "POST",
+        &format!("/api/sessions/{other}/images"),
+        &crate::headless::DOT_PNG,
+        &[],
+    );
+    assert_eq!(status, 422);
+    assert!(String::from_utf8_lossy(&body).contains("does not take images"));
 }
