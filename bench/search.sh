@@ -3,8 +3,7 @@
 # 100,000 files (with a .gitignore, ignored build output and hidden folders), and prints a
 # Markdown section. bench/run.sh includes it in docs/performance.md.
 # Usage: bench/search.sh [TREE_DIR]   (default: target/bench-tree, built once and reused)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 
 if ! command -v rg >/dev/null; then
   apt-get install -y ripgrep >/dev/null

@@ -3,11 +3,10 @@
 # session, model-to-browser event latency, memory with 10 sessions open; writes its section of
 # docs/performance.md. Needs Debian's chromium and Playwright for Python. Not part of CI.
 # Usage: bench/web.sh [BINARY] (default: a release build)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 binary="${1:-}"
 if [ -z "$binary" ]; then
     cargo build --release --locked -q -p dsh --bin dsh
     binary=target/release/dsh
 fi
-python3 bench/web.py "$binary" | tee /dev/stderr | python3 bench/section.py web
+section web python3 bench/web.py "$binary"

@@ -42,7 +42,11 @@ pub use dsh_config as config;
 pub use dsh_config::{Config, ConfigError, ConfigFiles, Environment, Flags, Settings, SetupError};
 /// Live pieces of an answer, as [`AgentEvent::Delta`] carries them.
 pub use dsh_llm::StreamDelta;
-pub use dsh_tools::{CallChange, CallView, ToolCatalog, ToolFacts, ToolKind};
+/// The attachment store, for a front end that takes images from the user (the web app).
+pub use dsh_tools::{AttachmentStore, ImageError, MAX_IMAGE_SIDE, MAX_IMAGE_SOURCE_BYTES};
+pub use dsh_tools::{
+    CallChange, CallView, ChangeLines, DiffSign, ToolCatalog, ToolFacts, ToolKind,
+};
 pub use error::CoreError;
 pub use hooks::{HookEvent, HookRunner, HookSet, HookVerdict};
 pub use log::{LoadedLog, LogOptions, SessionLog, logged_records, read_log};

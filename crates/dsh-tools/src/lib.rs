@@ -13,6 +13,7 @@
 mod ask_user;
 mod atomic;
 mod attachments;
+mod change_lines;
 mod describe;
 mod edit;
 mod edit_hint;
@@ -53,6 +54,7 @@ pub use attachments::{
     AttachmentStore, ImageError, MAX_SIDE as MAX_IMAGE_SIDE,
     MAX_SOURCE_BYTES as MAX_IMAGE_SOURCE_BYTES, StoredImage, sha256_hex,
 };
+pub use change_lines::{ChangeLines, DiffSign};
 pub use describe::{
     CallChange, CallView, ToolCatalog, ToolFacts, ToolKind, description_problems, text_arg,
 };

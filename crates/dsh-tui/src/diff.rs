@@ -1,60 +1,32 @@
 //! Edits and writes as coloured diffs, from the call's own arguments: what the model asked
 //! to replace and with what.
 
-use dsh_core::CallChange;
+use dsh_core::{CallChange, DiffSign};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use similar::{ChangeTag, TextDiff};
 
 /// The most diff lines a cell shows; the rest is counted.
 pub const MAX_DIFF_LINES: usize = 40;
 
-/// The diff of the change a call asks for ([`dsh_core::CallView::change`]).
+/// The diff of the change a call asks for ([`dsh_core::CallView::change`]), coloured.
 pub fn change_diff(change: &CallChange<'_>) -> Vec<Line<'static>> {
-    match change.old {
-        Some(old) => diff(old, change.new),
-        None => added(change.new),
-    }
-}
-
-fn styled(tag: ChangeTag, text: &str) -> Line<'static> {
-    let (sign, style) = match tag {
-        ChangeTag::Delete => ("-", Style::new().fg(Color::Red)),
-        ChangeTag::Insert => ("+", Style::new().fg(Color::Green)),
-        ChangeTag::Equal => (" ", Style::new().fg(Color::DarkGray)),
-    };
-    Line::from(vec![
-        Span::styled(format!("    {sign} "), style),
-        Span::styled(text.trim_end_matches(['\n', '\r']).to_owned(), style),
-    ])
-}
-
-/// A line diff of `old` against `new`.
-pub fn diff(old: &str, new: &str) -> Vec<Line<'static>> {
-    let changes = TextDiff::from_lines(old, new);
-    let lines: Vec<Line<'static>> = changes
-        .iter_all_changes()
-        .map(|change| styled(change.tag(), change.value()))
+    let shown = change.lines(MAX_DIFF_LINES);
+    let mut lines: Vec<Line<'static>> = (shown.lines.into_iter())
+        .map(|(sign, text)| {
+            let style = Style::new().fg(match sign {
+                DiffSign::Removed => Color::Red,
+                DiffSign::Added => Color::Green,
+                DiffSign::Kept => Color::DarkGray,
+            });
+            Line::from(vec![
+                Span::styled(format!("    {} ", sign.mark()), style),
+                Span::styled(text, style),
+            ])
+        })
         .collect();
-    bounded(lines)
-}
-
-/// A new file's (or inserted text's) lines, all added.
-fn added(content: &str) -> Vec<Line<'static>> {
-    bounded(
-        content
-            .lines()
-            .map(|line| styled(ChangeTag::Insert, line))
-            .collect(),
-    )
-}
-
-fn bounded(mut lines: Vec<Line<'static>>) -> Vec<Line<'static>> {
-    if lines.len() > MAX_DIFF_LINES {
-        let more = lines.len() - MAX_DIFF_LINES;
-        lines.truncate(MAX_DIFF_LINES);
+    if shown.more > 0 {
         lines.push(Line::styled(
-            format!("    … {more} more lines"),
+            format!("    … {} more lines", shown.more),
             Style::new().fg(Color::DarkGray),
         ));
     }

@@ -18,8 +18,8 @@ use dsh_core::checkpoints::RewindRequest;
 use dsh_core::config::PermissionMode;
 use dsh_core::mentions::FileIndex;
 use dsh_core::{AgentBuilder, AgentEvent, Environment, Flags, Settings, Stop, StreamDelta, User};
+use dsh_core::{AttachmentStore, ImageError};
 use dsh_protocol::ImageRef;
-use dsh_tools::{AttachmentStore, ImageError};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
@@ -682,7 +682,7 @@ impl Live {
                     let mut shown = json!({"title": view.title});
                     if let Some(change) = &view.change {
                         shown["path"] = json!(change.path);
-                        shown["diff"] = crate::diff::lines(change.old, change.new);
+                        shown["diff"] = crate::diff::lines(change);
                     }
                     // A document the call carries (a plan) is shown whole.
                     if let Some(document) = view.document {
@@ -728,7 +728,7 @@ fn image_refusal(error: ImageError) -> String {
         }
         ImageError::SideTooLong => format!(
             "a side of the image is longer than {} pixels; attach a smaller copy",
-            dsh_tools::MAX_IMAGE_SIDE
+            dsh_core::MAX_IMAGE_SIDE
         ),
         ImageError::TooManyPixels => "the image has too many pixels; attach a smaller copy".into(),
         ImageError::TooLarge => "the image cannot be made small enough for a model; attach a \

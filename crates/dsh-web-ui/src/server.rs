@@ -254,8 +254,7 @@ impl App {
                     Ok(live) => live,
                     Err(error) => return hub_error(error),
                 };
-                let limit =
-                    usize::try_from(dsh_tools::MAX_IMAGE_SOURCE_BYTES).unwrap_or(usize::MAX);
+                let limit = usize::try_from(dsh_core::MAX_IMAGE_SOURCE_BYTES).unwrap_or(usize::MAX);
                 let data = match (http_body_util::Limited::new(request.into_body(), limit))
                     .collect()
                     .await
@@ -271,7 +270,7 @@ impl App {
                         );
                     }
                 };
-                let store = dsh_tools::AttachmentStore::new(self.home.join("attachments"));
+                let store = dsh_core::AttachmentStore::new(self.home.join("attachments"));
                 match live.attach(store, data).await {
                     Ok(shown) => json_response(200, &shown),
                     Err(error) => hub_error(error),
