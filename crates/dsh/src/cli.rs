@@ -706,6 +706,16 @@ fn parse_workflow(
     Ok(Some((name.clone(), workflow_args, options)))
 }
 
+/// What `--version` prints: `dsh <version>`, then the commit it was built from and that
+/// commit's date when known (`dsh 0.1.0 (4f2a9c1e07b3 2026-12-06)`).
+pub fn version() -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    match env!("DSH_COMMIT") {
+        "" => format!("dsh {version}"),
+        commit => format!("dsh {version} ({commit})"),
+    }
+}
+
 /// `sessions list`, `sessions show ID [--json]` or `sessions rename ID TITLE`.
 fn parse_sessions(args: &[String]) -> Result<Command, String> {
     match args {

@@ -34,7 +34,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(Command::Version) => {
-            let _ = writeln!(std::io::stdout(), "dsh {}", env!("CARGO_PKG_VERSION"));
+            let _ = writeln!(std::io::stdout(), "{}", cli::version());
             ExitCode::SUCCESS
         }
         Ok(Command::Run(args)) => ExitCode::from(run::run(args)),

@@ -223,9 +223,16 @@ fn help_and_version() {
     let help = env.run(dsh(), &["--profile", "headless", "--help"]);
     assert_eq!(help.code(), Some(0));
     let version = env.run(dsh(), &["--version"]);
-    assert_eq!(
-        version.stdout,
-        format!("dsh {}\n", env!("CARGO_PKG_VERSION"))
+    // The version, then the commit it was built from (a test build is built in a clone).
+    let line = version.stdout.strip_suffix('\n').unwrap();
+    let (name, stamp) = line
+        .split_once(" (")
+        .unwrap_or_else(|| panic!("no commit in {line:?}"));
+    assert_eq!(name, format!("dsh {}", env!("CARGO_PKG_VERSION")));
+    let commit = stamp.split(&[' ', '-']).next().unwrap();
+    assert!(
+        commit.len() == 12 && commit.chars().all(|c| c.is_ascii_hexdigit()),
+        "{line}"
     );
     assert!(env.server.requests().is_empty());
 }
