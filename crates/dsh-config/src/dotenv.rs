@@ -113,8 +113,9 @@ impl std::fmt::Debug for Credentials {
 }
 
 impl Credentials {
-    /// Reads `<cwd>/.env` and `$DSH_HOME/.env` (both checked before either is used), under
-    /// the launch environment `env`.
+    /// Reads `<cwd>/.env`, `$DSH_HOME/.env` and the keys `dsh login` saved
+    /// ([`crate::saved_keys_path`]), all checked before any is used, under the launch
+    /// environment `env`; the earlier a file, the more it counts.
     pub fn load(
         cwd: &Path,
         home: &Path,
@@ -125,6 +126,7 @@ impl Credentials {
         if cwd != home {
             paths.push(home.join(".env"));
         }
+        paths.push(crate::saved_keys::saved_keys_path(home));
         for path in paths {
             for (name, value) in parse_file(&path)? {
                 // The earlier (more specific) file wins.
@@ -155,7 +157,7 @@ impl Credentials {
     }
 }
 
-fn parse_file(path: &Path) -> Result<Vec<(String, String)>, DotenvError> {
+pub(crate) fn parse_file(path: &Path) -> Result<Vec<(String, String)>, DotenvError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

@@ -18,6 +18,7 @@ pub mod project;
 mod resolver;
 mod route;
 mod rows;
+mod saved_keys;
 mod settings;
 mod shown;
 mod sourced;
@@ -35,6 +36,7 @@ pub use home::dsh_home;
 pub use layers::{ConfigError, ConfigFiles, Layer};
 pub use resolver::{Environment, SetupError};
 pub use route::{ApiKey, DEFAULT_CONTEXT_WINDOW, OTHER_WINDOW_DEFAULT, Route};
+pub use saved_keys::{SavedKeyError, forget_key, save_key, saved_keys_path};
 pub use settings::{
     BUILTIN_TOOLS, DEFAULT_JOB_WAIT, DEFAULT_MAX_STEPS, DEFAULT_MODEL, Flags, GoalRules,
     McpServerSettings, McpTransport, SessionChoice, Settings, SubagentLimits, Usd, home,

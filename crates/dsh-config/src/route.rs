@@ -231,6 +231,40 @@ impl Route {
                 return Err(SetupError::new("AUTH", message.clone()));
             }
         };
+        let (endpoint, format) = self.endpoint(api_key, api_key_env, idle_timeout);
+        let provider = dsh_llm::connect(endpoint, format)
+            .map_err(|failure| SetupError::new(failure.code.as_str(), failure.message))?;
+        Ok(match self.prices.value {
+            Some(prices) => Arc::new(dsh_llm::Priced::new(provider, prices)),
+            None => provider,
+        })
+    }
+
+    /// The variable the route reads its key from (`DEEPSEEK_API_KEY`); `None` when its server
+    /// needs no key.
+    pub fn key_variable(&self) -> Option<&str> {
+        match &self.api_key {
+            ApiKey::NotNeeded => None,
+            ApiKey::Found { env, .. } | ApiKey::Missing { env, .. } => Some(env),
+        }
+    }
+
+    /// Whether the route's server takes `key` ([`dsh_llm::check_key`]: nothing is billed).
+    pub async fn check_key(&self, key: &str) -> Result<(), dsh_protocol::Failure> {
+        let (endpoint, format) = self.endpoint(
+            Some(key.to_owned()),
+            "the key given".to_owned(),
+            Duration::from_secs(30),
+        );
+        dsh_llm::check_key(endpoint, format).await
+    }
+
+    fn endpoint(
+        &self,
+        api_key: Option<String>,
+        api_key_env: String,
+        idle_timeout: Duration,
+    ) -> (EndpointConfig, WireFormat) {
         let base_url_source = match self.base_url.source {
             Source::Env(name) => name.to_owned(),
             _ => format!("providers.{}.base_url", self.provider),
@@ -256,12 +290,7 @@ impl Route {
             },
             ProviderKind::AnthropicMessages => WireFormat::AnthropicMessages { thinking: effort },
         };
-        let provider = dsh_llm::connect(endpoint, format)
-            .map_err(|failure| SetupError::new(failure.code.as_str(), failure.message))?;
-        Ok(match self.prices.value {
-            Some(prices) => Arc::new(dsh_llm::Priced::new(provider, prices)),
-            None => provider,
-        })
+        (endpoint, format)
     }
 }
 

@@ -22,6 +22,7 @@ mod lock;
 mod log;
 #[cfg(test)]
 mod log_props;
+mod login;
 pub mod mentions;
 mod output_schema;
 mod plan_approval;
@@ -50,6 +51,7 @@ pub use dsh_tools::{
 pub use error::CoreError;
 pub use hooks::{HookEvent, HookRunner, HookSet, HookVerdict};
 pub use log::{LoadedLog, LogOptions, SessionLog, logged_records, read_log};
+pub use login::{KeyTarget, LoginError, check_and_save_key, forget_saved_key, key_target};
 pub use output_schema::{OUTPUT_RETRIES, OutputSchema};
 pub use saved_prompt::{BUILT_IN_COMMANDS, SavedPrompt, SavedPromptError, saved_prompts};
 pub use saved_workflow::{SavedWorkflow, load_workflow, saved_workflows};

@@ -37,17 +37,21 @@ pub struct AnthropicMessages {
     config: AnthropicConfig,
 }
 
+/// How the API takes a key, and the header every request carries.
+pub(crate) fn key_headers() -> (http::KeyHeader, Vec<(HeaderName, HeaderValue)>) {
+    (
+        http::KeyHeader::Named("x-api-key"),
+        vec![(
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(ANTHROPIC_VERSION),
+        )],
+    )
+}
+
 impl AnthropicMessages {
     pub fn new(config: AnthropicConfig) -> Result<Self, Failure> {
-        let endpoint = http::Endpoint::new(
-            &config.endpoint,
-            "/messages",
-            http::KeyHeader::Named("x-api-key"),
-            vec![(
-                HeaderName::from_static("anthropic-version"),
-                HeaderValue::from_static(ANTHROPIC_VERSION),
-            )],
-        )?;
+        let (key_header, fixed) = key_headers();
+        let endpoint = http::Endpoint::new(&config.endpoint, "/messages", key_header, fixed)?;
         Ok(AnthropicMessages { endpoint, config })
     }
 

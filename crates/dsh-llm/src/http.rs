@@ -144,6 +144,28 @@ impl Endpoint {
         read_answer(response, self.idle, self.url(), &mut A::default(), on_delta).await
     }
 
+    /// Asks for the endpoint (a `GET`, nothing billed) and waits for the status as [`send`]:
+    /// `Ok` when the server takes the route's key.
+    pub(crate) async fn get(&self) -> Result<(), Failure> {
+        let mut request = self
+            .client
+            .get(&self.url)
+            .header(ACCEPT, "application/json");
+        for (name, value) in &self.headers {
+            request = request.header(name.clone(), value.clone());
+        }
+        let ctx = ErrorContext {
+            url: &self.url,
+            model: "",
+            api_key_env: &self.api_key_env,
+            base_url_source: &self.base_url_source,
+        };
+        send(request, self.idle, &ctx)
+            .await
+            .map(drop)
+            .map_err(|error| error.failure)
+    }
+
     /// Posts a JSON body asking for an event stream, and waits for the status as [`send`].
     pub(crate) async fn post(
         &self,

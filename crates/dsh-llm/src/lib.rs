@@ -86,6 +86,20 @@ pub enum WireFormat {
     OpenAiResponses { reasoning_effort: bool },
 }
 
+/// Whether the server of a route takes its key, asked the cheapest way there is: the list of
+/// its models (`GET <base>/models`), which bills nothing. What `dsh login` checks a key with.
+pub async fn check_key(endpoint: EndpointConfig, format: WireFormat) -> Result<(), Failure> {
+    let (key_header, fixed) = match format {
+        WireFormat::AnthropicMessages { .. } => anthropic_messages::key_headers(),
+        WireFormat::ChatCompletions(_) | WireFormat::OpenAiResponses { .. } => {
+            (http::KeyHeader::Bearer, Vec::new())
+        }
+    };
+    http::Endpoint::new(&endpoint, "/models", key_header, fixed)?
+        .get()
+        .await
+}
+
 /// The client for a route.
 pub fn connect(
     endpoint: EndpointConfig,

@@ -226,6 +226,9 @@ fn serve(stream: TcpStream, shared: &Shared) {
     } else {
         Dialect::Chat
     };
+    if request.method == "GET" && request.path.ends_with("/models") {
+        return list_models(stream, request, shared);
+    }
     if request.method != "POST" {
         let mut stream = stream;
         let _ = stream
@@ -270,6 +273,36 @@ fn serve(stream: TcpStream, shared: &Shared) {
     };
     let mut stream = stream;
     respond(&mut stream, turn, dialect);
+}
+
+/// The model list, as a key check asks for it: a key that starts with `refused` is refused
+/// (401), any other is taken; no key at all is refused too. The request is recorded.
+fn list_models(mut stream: TcpStream, request: Request, shared: &Shared) {
+    let key = (request.headers.get("authorization"))
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .or(request.headers.get("x-api-key").map(String::as_str))
+        .unwrap_or_default()
+        .to_owned();
+    shared.requests.lock().unwrap().push(request);
+    shared.arrived.notify_all();
+    let (status, body) = if key.is_empty() || key.starts_with("refused") {
+        (
+            "401 Unauthorized",
+            json!({"error": {"message": "Authentication Fails, Your api key is invalid",
+                "type": "authentication_error"}}),
+        )
+    } else {
+        (
+            "200 OK",
+            json!({"object": "list", "data": [{"id": "deepseek-v4-flash", "object": "model"}]}),
+        )
+    };
+    let body = body.to_string();
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
 }
 
 /// The turn with each `{{result:<JSON pointer>}}` in its calls' argument text replaced by the

@@ -36,6 +36,8 @@ pub enum Command {
         id: String,
         json: bool,
     },
+    /// `dsh login [--model NAME]` / `dsh logout [--model NAME]`: the provider's API key.
+    Key(crate::login_cmd::KeyCommand),
     /// `dsh sessions rename ID TITLE`: the name lists show for a session ("" takes it away).
     SessionsRename {
         id: String,
@@ -207,6 +209,13 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
     }
     if args.first().is_some_and(|a| a == "sandbox") {
         return parse_sandbox(&args[1..]).map_err(|m| fail(m, true));
+    }
+    if let Some(verb @ ("login" | "logout")) = args.first().map(String::as_str)
+        && !headless
+    {
+        return crate::login_cmd::parse(verb == "logout", &args[1..])
+            .map(Command::Key)
+            .map_err(|m| fail(m, true));
     }
     if args.first().is_some_and(|a| a == "sessions") {
         return parse_sessions(&args[1..]).map_err(|m| fail(m, true));
@@ -804,6 +813,8 @@ Usage:
   dsh sandbox check [--patch <file>]...       (which sandbox would confine commands)
   dsh sessions list [--json]                  (this directory's sessions, newest first)
   dsh sessions show <id> [--json]             (one session's transcript)
+  dsh login [--model <name>]                  (save the provider's API key, checked; asked without echo)
+  dsh logout [--model <name>]                 (remove the saved key)
   dsh sessions rename <id> <title>            (the name lists show for it; empty: none)
   dsh workflow <name> [--args <json>] [OPTIONS] (run a saved workflow, .dsh/workflows/<name>.js)
   dsh workflow list                           (the saved workflows)

@@ -5,6 +5,7 @@
 
 mod cli;
 mod dump_config;
+mod login_cmd;
 mod mcp_cmd;
 mod place;
 mod rewind_cmd;
@@ -42,6 +43,7 @@ fn main() -> ExitCode {
         Ok(Command::DumpConfig(args)) => ExitCode::from(dump_config::run(&args)),
         Ok(Command::SessionsList { json }) => ExitCode::from(sessions_cmd::list(json)),
         Ok(Command::SessionsShow { id, json }) => ExitCode::from(sessions_cmd::show(&id, json)),
+        Ok(Command::Key(command)) => ExitCode::from(login_cmd::run(&command)),
         Ok(Command::SessionsRename { id, title }) => {
             ExitCode::from(sessions_cmd::rename(&id, &title))
         }
@@ -64,6 +66,10 @@ fn main() -> ExitCode {
             }
         }
         Ok(Command::Tui(args)) => {
+            if let Err(message) = login_cmd::ensure_key(&args.flags) {
+                surface::Surface::new(false).fail(&message, &message, None);
+                return ExitCode::FAILURE;
+            }
             let options = dsh_tui::Options {
                 flags: args.flags,
                 task: args.task,

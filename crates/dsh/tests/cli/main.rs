@@ -14,6 +14,7 @@ mod headless;
 mod hooks;
 mod json;
 mod kill_matrix;
+mod login;
 mod mcp;
 mod mcp_oauth;
 mod mcp_server;

@@ -1,0 +1,138 @@
+//! Keys saved by `dsh login`: `$DSH_HOME/credentials`, `NAME=value` lines as a `.env` file has
+//! them, readable by the user alone. It is the last place [`Credentials`](crate::Credentials)
+//! looks, after the launch environment and the `.env` files: a key exported or written in a
+//! project's `.env` is a choice made for that run or that project, and wins over the one saved
+//! for every run (as `gh`, `aws` and `codex` treat their stored credentials).
+
+use std::io::Write as _;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// The file of saved keys under dsh's home.
+pub fn saved_keys_path(home: &Path) -> PathBuf {
+    home.join("credentials")
+}
+
+/// Why a key could not be saved or forgotten.
+#[derive(Debug, thiserror::Error)]
+pub enum SavedKeyError {
+    #[error(
+        "the key cannot be saved as it is: a key is one line of printable characters without \
+         spaces or quotes (check what was pasted)"
+    )]
+    NotAKey,
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Unreadable(#[from] crate::DotenvError),
+}
+
+/// Saves `value` as the key `name` (replacing one saved before), in a file only the user can
+/// read, written whole by a rename so no reader sees half of it.
+pub fn save_key(home: &Path, name: &str, value: &str) -> Result<(), SavedKeyError> {
+    let odd = |c: char| c.is_whitespace() || c.is_control() || c == '\'' || c == '"';
+    if value.is_empty() || value.chars().any(odd) {
+        return Err(SavedKeyError::NotAKey);
+    }
+    let mut keys = saved(home)?;
+    keys.retain(|(saved, _)| saved != name);
+    keys.push((name.to_owned(), value.to_owned()));
+    write(home, &keys)
+}
+
+/// Forgets the key `name`; whether one was saved.
+pub fn forget_key(home: &Path, name: &str) -> Result<bool, SavedKeyError> {
+    let mut keys = saved(home)?;
+    let before = keys.len();
+    keys.retain(|(saved, _)| saved != name);
+    if keys.len() == before {
+        return Ok(false);
+    }
+    write(home, &keys)?;
+    Ok(true)
+}
+
+/// The saved keys, in file order.
+pub(crate) fn saved(home: &Path) -> Result<Vec<(String, String)>, crate::DotenvError> {
+    crate::dotenv::parse_file(&saved_keys_path(home))
+}
+
+fn write(home: &Path, keys: &[(String, String)]) -> Result<(), SavedKeyError> {
+    let path = saved_keys_path(home);
+    let failed = |source| SavedKeyError::Write {
+        path: path.clone(),
+        source,
+    };
+    if keys.is_empty() {
+        return match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(failed(e)),
+            _ => Ok(()),
+        };
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(home)
+        .map_err(failed)?;
+    let mut text = String::from("# API keys saved by `dsh login` (`dsh logout` removes one).\n");
+    for (name, value) in keys {
+        // Single quotes keep the value as it is.
+        text.push_str(&format!("{name}='{value}'\n"));
+    }
+    let staged = home.join(format!(".credentials.{}", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&staged)
+        .and_then(|mut file| {
+            // A file left by an older version may be wider: the mode given applies only to a
+            // new file.
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            file.write_all(text.as_bytes())?;
+            file.sync_all()
+        })
+        .and_then(|()| std::fs::rename(&staged, &path));
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&staged);
+        failed(e)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_is_saved_private_replaced_and_forgotten() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().join("dsh");
+        save_key(&home, "DEEPSEEK_API_KEY", "sk-one").unwrap();
+        save_key(&home, "OTHER_KEY", "o'ne\"").unwrap_err();
+        save_key(&home, "OTHER_KEY", "other").unwrap();
+        save_key(&home, "DEEPSEEK_API_KEY", "sk-two").unwrap();
+        let path = saved_keys_path(&home);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(
+            saved(&home).unwrap(),
+            [
+                ("OTHER_KEY".to_owned(), "other".to_owned()),
+                ("DEEPSEEK_API_KEY".to_owned(), "sk-two".to_owned())
+            ]
+        );
+        assert!(forget_key(&home, "DEEPSEEK_API_KEY").unwrap());
+        assert!(!forget_key(&home, "DEEPSEEK_API_KEY").unwrap());
+        assert!(forget_key(&home, "OTHER_KEY").unwrap());
+        assert!(!path.exists(), "no keys, no file");
+        assert!(matches!(
+            save_key(&home, "K", "two words"),
+            Err(SavedKeyError::NotAKey)
+        ));
+    }
+}

@@ -1,0 +1,95 @@
+//! Signing in to a model provider with an API key: what `dsh login`, the terminal UI and the
+//! web app do when no key is found. The key is checked against the provider with one request
+//! that bills nothing (its model list), and only a key it takes is saved, readable by the user
+//! alone, where every later run's credential chain finds it ([`crate::config::save_key`]).
+//! The key is never printed, logged or put in an error.
+
+use std::path::{Path, PathBuf};
+
+use dsh_config::{Route, Settings};
+use dsh_protocol::FailureCode;
+
+/// Why a key was not saved.
+#[derive(Debug, thiserror::Error)]
+pub enum LoginError {
+    #[error(
+        "provider \"{provider}\" needs no key: its route declares no api_key_env \
+         (docs/config.md#providers)"
+    )]
+    NoKeyNeeded { provider: String },
+    /// The provider refused the key: ask for another.
+    #[error("{0}")]
+    Refused(String),
+    /// The key could not be checked (the provider unreachable, an error of its own).
+    #[error("the key could not be checked, so it was not saved: {0}")]
+    Unchecked(String),
+    #[error("{0}")]
+    Save(#[from] dsh_config::SavedKeyError),
+}
+
+/// The provider and key variable a sign-in is for: the route of the settings' model.
+#[derive(Debug, Clone)]
+pub struct KeyTarget {
+    pub provider: String,
+    /// The variable the route reads its key from (`DEEPSEEK_API_KEY`).
+    pub variable: String,
+    /// Where a key is found now, if one is (`environment`, a `.env` file, the saved keys).
+    pub found_in: Option<String>,
+}
+
+/// What `settings` sign in to; an error when its route needs no key.
+pub fn key_target(settings: &Settings) -> Result<KeyTarget, LoginError> {
+    let route = settings.route();
+    let Some(variable) = route.key_variable() else {
+        return Err(LoginError::NoKeyNeeded {
+            provider: route.provider.clone(),
+        });
+    };
+    let found_in = match &route.api_key {
+        dsh_config::ApiKey::Found { from, .. } => Some(match from {
+            dsh_config::EnvSource::Launch => "the environment".to_owned(),
+            dsh_config::EnvSource::File(path) => path.display().to_string(),
+        }),
+        _ => None,
+    };
+    Ok(KeyTarget {
+        provider: route.provider.clone(),
+        variable: variable.to_owned(),
+        found_in,
+    })
+}
+
+/// Checks `key` with the route's provider and saves it under `home`; where it was saved.
+pub async fn check_and_save_key(
+    home: &Path,
+    route: &Route,
+    key: &str,
+) -> Result<PathBuf, LoginError> {
+    let key = key.trim();
+    let Some(variable) = route.key_variable() else {
+        return Err(LoginError::NoKeyNeeded {
+            provider: route.provider.clone(),
+        });
+    };
+    if key.is_empty() {
+        return Err(LoginError::Refused(
+            "no key was given: paste the key the provider's console shows".into(),
+        ));
+    }
+    match route.check_key(key).await {
+        Ok(()) => {}
+        Err(failure) if failure.code == FailureCode::Auth => {
+            return Err(LoginError::Refused(failure.message));
+        }
+        Err(failure) => return Err(LoginError::Unchecked(failure.message)),
+    }
+    dsh_config::save_key(home, variable, key)?;
+    Ok(dsh_config::saved_keys_path(home))
+}
+
+/// Forgets the key saved for the settings' route; whether one was saved, and the file.
+pub fn forget_saved_key(home: &Path, settings: &Settings) -> Result<(bool, PathBuf), LoginError> {
+    let target = key_target(settings)?;
+    let forgotten = dsh_config::forget_key(home, &target.variable)?;
+    Ok((forgotten, dsh_config::saved_keys_path(home)))
+}

@@ -1,0 +1,227 @@
+//! `dsh login [--model NAME]` and `dsh logout [--model NAME]`: the API key of the provider the
+//! model is routed to, asked for without echo on a terminal (or read as one line from standard
+//! input otherwise), checked with the provider, and saved for every later run
+//! ([`dsh_core::check_and_save_key`]); or forgotten.
+
+use std::io::{BufRead as _, Write as _};
+
+use dsh_core::{Flags, LoginError};
+
+/// How many keys a person is asked for before `dsh login` gives up.
+const TRIES: usize = 3;
+
+/// `login` or `logout`, with the model whose provider it is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyCommand {
+    pub logout: bool,
+    pub model: Option<String>,
+}
+
+pub fn parse(logout: bool, args: &[String]) -> Result<KeyCommand, String> {
+    let verb = if logout { "logout" } else { "login" };
+    match args {
+        [] => Ok(KeyCommand {
+            logout,
+            model: None,
+        }),
+        [flag, model] if flag == "--model" && !model.starts_with('-') => Ok(KeyCommand {
+            logout,
+            model: Some(model.clone()),
+        }),
+        _ => Err(format!(
+            "`dsh {verb}` takes only --model NAME (the provider is the one NAME is routed to; \
+             without it, the configured model's)"
+        )),
+    }
+}
+
+pub fn run(command: &KeyCommand) -> u8 {
+    match sign(command) {
+        Ok(line) => {
+            let _ = std::io::stdout().write_all(line.as_bytes());
+            0
+        }
+        Err(message) => {
+            crate::surface::notice(&message);
+            1
+        }
+    }
+}
+
+fn sign(command: &KeyCommand) -> Result<String, String> {
+    let flags = Flags {
+        model: command.model.clone(),
+        ..Flags::default()
+    };
+    let settings = crate::place::settings(&flags)?;
+    let home = settings.home().value.clone();
+    if command.logout {
+        let (forgotten, file) =
+            dsh_core::forget_saved_key(&home, &settings).map_err(|e| e.to_string())?;
+        let target = dsh_core::key_target(&settings).map_err(|e| e.to_string())?;
+        return Ok(if forgotten {
+            format!(
+                "The key saved for {} ({}) was removed from {}.\n",
+                target.provider,
+                target.variable,
+                file.display()
+            )
+        } else {
+            format!(
+                "No key was saved for {} ({}); nothing changed.\n",
+                target.provider, target.variable
+            )
+        });
+    }
+    let target = dsh_core::key_target(&settings).map_err(|e| e.to_string())?;
+    if let Some(found) = target
+        .found_in
+        .as_ref()
+        .filter(|f| !f.ends_with("credentials"))
+    {
+        crate::surface::notice(&format!(
+            "{} is already set in {found}, which runs read ahead of a saved key",
+            target.variable
+        ));
+    }
+    ask_and_save(&settings, &target)
+}
+
+/// Before the terminal UI opens: when no key is found anywhere for the model's provider, asks
+/// for one on the terminal as `dsh login` does, so a first run starts signed in instead of
+/// failing to open its session. Nothing is asked when a key is found, when the provider needs
+/// none, or when the variable is exported empty (a saved key would be hidden by it; the UI
+/// then says so).
+pub fn ensure_key(flags: &Flags) -> Result<(), String> {
+    let Ok(settings) = crate::place::settings(flags) else {
+        // The UI reports what is wrong with the settings.
+        return Ok(());
+    };
+    let Ok(target) = dsh_core::key_target(&settings) else {
+        return Ok(());
+    };
+    let exported = std::env::var_os(&target.variable).is_some();
+    if target.found_in.is_some() || exported {
+        return Ok(());
+    }
+    let _ = writeln!(
+        std::io::stdout(),
+        "dsh has no API key for {} yet ({} is not set). Paste one to save it for every run: it \
+         is checked with {} first, kept readable by you alone, and `dsh logout` removes it. \
+         Ctrl-C quits.",
+        target.provider,
+        target.variable,
+        target.provider
+    );
+    let saved = ask_and_save(&settings, &target)?;
+    let _ = std::io::stdout().write_all(saved.as_bytes());
+    Ok(())
+}
+
+/// Asks for keys until the provider takes one (on a terminal, a few tries), and saves it.
+fn ask_and_save(
+    settings: &dsh_core::Settings,
+    target: &dsh_core::KeyTarget,
+) -> Result<String, String> {
+    let home = settings.home().value.clone();
+    let runtime = dsh_core::runtime()?;
+    let mut asker = KeyAsker::open();
+    for attempt in 1..=TRIES {
+        let key = asker
+            .ask(&format!("API key for {} (input hidden): ", target.provider))
+            .map_err(|e| format!("cannot read the key: {e}"))?;
+        match runtime.block_on(dsh_core::check_and_save_key(&home, settings.route(), &key)) {
+            Ok(file) => {
+                return Ok(format!(
+                    "The key was accepted by {} and saved in {} (readable by you alone) as \
+                     {}. `dsh logout` removes it.\n",
+                    target.provider,
+                    file.display(),
+                    target.variable
+                ));
+            }
+            Err(LoginError::Refused(why)) if asker.interactive && attempt < TRIES => {
+                crate::surface::notice(&format!("{why}; try again (Ctrl-C gives up)"));
+            }
+            Err(error) => return Err(error.to_string()),
+        }
+    }
+    Err(format!("no key was accepted after {TRIES} tries"))
+}
+
+/// Where the key is read from: the terminal, without echo, when there is one; else a line of
+/// standard input (a key piped in by a script).
+struct KeyAsker {
+    tty: Option<std::fs::File>,
+    interactive: bool,
+}
+
+impl KeyAsker {
+    fn open() -> KeyAsker {
+        // SAFETY: isatty only reads the descriptor's state.
+        let stdin_is_tty = unsafe { libc::isatty(libc::STDIN_FILENO) } == 1;
+        let tty = stdin_is_tty
+            .then(|| {
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open("/dev/tty")
+                    .ok()
+            })
+            .flatten();
+        KeyAsker {
+            interactive: tty.is_some(),
+            tty,
+        }
+    }
+
+    fn ask(&mut self, prompt: &str) -> std::io::Result<String> {
+        let Some(tty) = &mut self.tty else {
+            let mut line = String::new();
+            std::io::stdin().lock().read_line(&mut line)?;
+            return Ok(line.trim().to_owned());
+        };
+        tty.write_all(prompt.as_bytes())?;
+        let echo = EchoOff::on(tty)?;
+        let mut line = String::new();
+        let read = std::io::BufReader::new(&*tty).read_line(&mut line);
+        drop(echo);
+        tty.write_all(b"\n")?;
+        read?;
+        Ok(line.trim().to_owned())
+    }
+}
+
+/// The terminal's echo turned off until dropped (also when the read fails).
+struct EchoOff {
+    fd: i32,
+    saved: libc::termios,
+}
+
+impl EchoOff {
+    fn on(tty: &std::fs::File) -> std::io::Result<EchoOff> {
+        use std::os::fd::AsRawFd as _;
+        let fd = tty.as_raw_fd();
+        // SAFETY: a zeroed termios is a valid value for tcgetattr to fill in.
+        let mut saved: libc::termios = unsafe { std::mem::zeroed() };
+        // SAFETY: `fd` is an open terminal and `saved` a valid termios.
+        if unsafe { libc::tcgetattr(fd, &mut saved) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut quiet = saved;
+        quiet.c_lflag &= !(libc::ECHO | libc::ECHONL);
+        quiet.c_lflag |= libc::ICANON;
+        // SAFETY: as above.
+        if unsafe { libc::tcsetattr(fd, libc::TCSANOW, &quiet) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(EchoOff { fd, saved })
+    }
+}
+
+impl Drop for EchoOff {
+    fn drop(&mut self) {
+        // SAFETY: restores the settings read from the same open terminal.
+        unsafe { libc::tcsetattr(self.fd, libc::TCSANOW, &self.saved) };
+    }
+}

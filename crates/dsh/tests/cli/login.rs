@@ -1,0 +1,208 @@
+//! `dsh login` and `dsh logout`: a key checked with the provider (its model list, nothing
+//! billed), saved readable by the user alone where runs find it, never printed; refused keys
+//! are not saved; the environment still wins over a saved key.
+
+use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
+use std::process::{Command, Stdio};
+
+use dsh_testkit::tmux::Tmux;
+use dsh_testkit::{RunOutput, TestEnv, Turn};
+
+use crate::dsh;
+
+/// `dsh args...` with no key in the environment and `input` piped in.
+fn keyless(env: &TestEnv, args: &[&str], input: &str) -> RunOutput {
+    keyless_with(
+        env.command(dsh()).env_remove("DEEPSEEK_API_KEY").args(args),
+        input,
+    )
+}
+
+fn authorization(env: &TestEnv, request: usize) -> String {
+    env.server.requests()[request].headers["authorization"].clone()
+}
+
+#[test]
+fn a_checked_key_is_saved_used_and_removed() {
+    let env = TestEnv::new(vec![Turn::text("one"), Turn::text("two")]);
+    let saved = env.home.path().join("credentials");
+
+    // A refused key is said so and not saved.
+    let out = keyless(&env, &["login"], "refused-key\n");
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.contains("the provider refused the API key"),
+        "{}",
+        out.stderr
+    );
+    assert!(!saved.exists());
+
+    let out = keyless(&env, &["login"], "sk-good-key\n");
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(out.stdout.contains("saved in"), "{}", out.stdout);
+    for text in [&out.stdout, &out.stderr] {
+        assert!(
+            !text.contains("sk-good-key"),
+            "the key is never printed: {text}"
+        );
+    }
+    let checks = env.server.requests();
+    assert_eq!(checks[1].method, "GET");
+    assert!(checks[1].path.ends_with("/models"), "{}", checks[1].path);
+    assert_eq!(authorization(&env, 1), "Bearer sk-good-key");
+    let mode = std::fs::metadata(&saved).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "readable by the user alone");
+
+    // A run without a key in its environment uses the saved one...
+    let out = keyless(&env, &["say one"], "");
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(authorization(&env, 2), "Bearer sk-good-key");
+    // ...and --dump-config says where it came from, never what it is.
+    let dump = keyless(&env, &["--dump-config"], "");
+    let row = (dump.stdout.lines())
+        .find(|line| line.contains("route.api_key"))
+        .unwrap_or_else(|| panic!("no key row in {}", dump.stdout));
+    assert!(row.contains(&saved.display().to_string()), "{row}");
+    assert!(!dump.stdout.contains("sk-good-key"));
+    // A key in the environment is a choice for this run: it wins.
+    let out = env.run(dsh(), &["say two"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(authorization(&env, 3), "Bearer test-key");
+
+    let out = keyless(&env, &["logout"], "");
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(out.stdout.contains("was removed"), "{}", out.stdout);
+    assert!(!saved.exists());
+    let out = keyless(&env, &["logout"], "");
+    assert!(out.stdout.contains("No key was saved"), "{}", out.stdout);
+    let out = keyless(&env, &["say three"], "");
+    assert_eq!(out.code(), Some(1));
+}
+
+#[test]
+fn a_key_that_cannot_be_checked_is_not_saved() {
+    let env = TestEnv::new(vec![]);
+    let out = RunOutput::of(
+        env.command(dsh())
+            .env_remove("DEEPSEEK_API_KEY")
+            .env("DEEPSEEK_BASE_URL", "http://127.0.0.1:9/")
+            .arg("login")
+            .stdin(Stdio::null()),
+    );
+    assert_eq!(out.code(), Some(1));
+    assert!(out.stderr.contains("no key was given"), "{}", out.stderr);
+    let out = keyless(&env, &["login", "--model"], "");
+    assert!(
+        out.stderr.contains("takes only --model NAME"),
+        "{}",
+        out.stderr
+    );
+    let out = keyless_with(
+        env.command(dsh())
+            .env_remove("DEEPSEEK_API_KEY")
+            .env("DEEPSEEK_BASE_URL", "http://127.0.0.1:9/")
+            .arg("login"),
+        "sk-any\n",
+    );
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.contains("could not be checked"),
+        "{}",
+        out.stderr
+    );
+    assert!(!env.home.path().join("credentials").exists());
+}
+
+fn keyless_with(command: &mut Command, input: &str) -> RunOutput {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    RunOutput::from(child.wait_with_output().unwrap())
+}
+
+/// On a terminal the key is asked for without echo, and a refused one is asked for again.
+#[test]
+fn on_a_terminal_the_key_is_not_echoed_and_a_refused_one_asked_again() {
+    if !Tmux::available() {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    let env = TestEnv::new(vec![]);
+    let bin = dsh().to_str().unwrap();
+    let ui = Tmux::start(
+        &[bin, "login"],
+        env.ws.path(),
+        &[
+            ("DEEPSEEK_BASE_URL", env.server.base_url()),
+            ("DSH_HOME", env.home.path().display().to_string()),
+        ],
+        100,
+        12,
+    );
+    ui.wait_for("API key for deepseek (input hidden):");
+    ui.type_text("refused-by-the-server");
+    ui.press(&["Enter"]);
+    ui.wait_for("try again");
+    ui.type_text("sk-typed-key");
+    ui.press(&["Enter"]);
+    assert_eq!(ui.wait_exit(), 0);
+    let screen = ui.everything();
+    assert!(screen.contains("saved in"), "{screen}");
+    assert!(!screen.contains("sk-typed-key"), "echoed: {screen}");
+    assert!(
+        !screen.contains("refused-by-the-server"),
+        "echoed: {screen}"
+    );
+    let saved = std::fs::read_to_string(env.home.path().join("credentials")).unwrap();
+    assert!(saved.contains("DEEPSEEK_API_KEY='sk-typed-key'"), "{saved}");
+}
+
+/// A first run of the terminal UI with no key anywhere: it asks for one (without echo), a
+/// refused key is asked for again, and the accepted one is saved and used by the session.
+#[test]
+fn the_terminal_ui_asks_for_a_key_on_a_first_run() {
+    if !Tmux::available() {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    let env = TestEnv::new(vec![Turn::text("Signed in and answering.")]);
+    let bin = dsh().to_str().unwrap();
+    let ui = Tmux::start(
+        &[bin],
+        env.ws.path(),
+        &[
+            ("DEEPSEEK_BASE_URL", env.server.base_url()),
+            ("DSH_HOME", env.home.path().display().to_string()),
+        ],
+        100,
+        24,
+    );
+    ui.wait_for("dsh has no API key for deepseek yet");
+    ui.wait_for("API key for deepseek (input hidden):");
+    ui.type_text("refused-first");
+    ui.press(&["Enter"]);
+    ui.wait_for("try again");
+    ui.type_text("sk-first-run");
+    ui.press(&["Enter"]);
+    ui.wait_for("Type a message");
+    ui.type_text("hello");
+    ui.press(&["Enter"]);
+    ui.wait_for("Signed in and answering.");
+    let requests = env.server.requests();
+    let chat = requests.iter().find(|r| r.method == "POST").unwrap();
+    assert_eq!(chat.headers["authorization"], "Bearer sk-first-run");
+    assert!(
+        !ui.everything().contains("sk-first-run"),
+        "the key was shown"
+    );
+}
