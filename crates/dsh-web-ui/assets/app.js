@@ -89,7 +89,13 @@ function renderSessions() {
 }
 
 async function openSession(cwd, resume) {
-  const opened = await api("POST", "/api/sessions", { cwd, resume });
+  let opened;
+  try { opened = await api("POST", "/api/sessions", { cwd, resume }); }
+  catch (error) {
+    // No key yet: ask for one, then the session can be opened again.
+    if (/no API key/.test(error.message)) askForKey();
+    throw error;
+  }
   follow(opened.id, cwd);
 }
 
@@ -756,7 +762,44 @@ $("search").addEventListener("input", () => renderSessions());
 $("mode").addEventListener("change", () => changeSettings({ permissionMode: $("mode").value }));
 $("model").addEventListener("change", () => changeSettings({ model: $("model").value }));
 
+// A first run with no API key anywhere: the page asks for one, as `dsh login` does. The key is
+// checked with the provider before it is saved; a refused key is said so in the dialog.
+async function askForKey() {
+  let wanted;
+  try { wanted = await api("GET", "/api/key"); } catch { return; }
+  if (!wanted.needed || wanted.found) return;
+  const dialog = $("key-dialog");
+  const input = el("input", { type: "password", id: "api-key", autocomplete: "off",
+    "aria-label": `API key for ${wanted.provider}` });
+  const problem = el("p", { class: "problem", role: "alert" });
+  const save = el("button", { type: "submit" }, "Check and save");
+  const form = el("form", { method: "dialog" },
+    el("h2", {}, `An API key for ${wanted.provider}`),
+    el("p", {}, `dsh has no key for ${wanted.provider} yet (${wanted.variable} is not set). ` +
+      "Paste one: it is checked with the provider first (nothing is billed), then saved on this " +
+      "machine readable by you alone, for every run. `dsh logout` removes it."),
+    el("label", {}, "API key ", input), problem, el("div", { class: "buttons" }, save));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    save.disabled = true;
+    problem.textContent = "Checking…";
+    try {
+      await api("POST", "/api/key", { key: input.value });
+      input.value = "";
+      dialog.close();
+      say("notice", `The key was accepted by ${wanted.provider} and saved.`);
+    } catch (error) {
+      problem.textContent = error.message;
+      input.select();
+    } finally { save.disabled = false; }
+  });
+  dialog.replaceChildren(form);
+  dialog.showModal();
+  input.focus();
+}
+
 // A reload (or a second tab) comes back to the session it showed, running turn and all.
+askForKey();
 loadSessions().then(() => {
   const kept = JSON.parse(sessionStorage.getItem("dsh-session") || "null");
   const wanted = new URLSearchParams(location.hash.slice(1)).get("session");

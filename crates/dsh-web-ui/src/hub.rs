@@ -143,6 +143,12 @@ impl Hub {
         dsh_core::delete_session(&self.home, cwd, id).map_err(|e| HubError::Failed(e.to_string()))
     }
 
+    /// The settings a new session in `cwd` would start from.
+    pub(crate) fn settings(&self, cwd: &std::path::Path) -> Result<Settings, String> {
+        Settings::load(cwd.to_path_buf(), &Environment::from_process(), &self.flags)
+            .map_err(|e| e.message)
+    }
+
     pub(crate) fn get(&self, id: &str) -> Result<Arc<Live>, HubError> {
         lock(&self.sessions)
             .get(id)

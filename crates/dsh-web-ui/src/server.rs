@@ -231,6 +231,36 @@ impl App {
                     Err(error) => hub_error(error),
                 }
             }
+            // A first run without an API key: the page asks for one, as `dsh login` does.
+            (&Method::GET, ["api", "key"]) => match self.hub.settings(&self.cwd) {
+                Ok(settings) => match dsh_core::key_target(&settings) {
+                    Ok(target) => json_response(
+                        200,
+                        &json!({"needed": true, "provider": target.provider,
+                            "variable": target.variable, "found": target.found_in.is_some()}),
+                    ),
+                    Err(_) => json_response(200, &json!({"needed": false})),
+                },
+                Err(message) => json_error(422, &message),
+            },
+            (&Method::POST, ["api", "key"]) => {
+                let body = match read_json(request).await {
+                    Ok(body) => body,
+                    Err(response) => return response,
+                };
+                let Some(key) = body["key"].as_str() else {
+                    return json_error(400, "the request needs the \"key\"");
+                };
+                let settings = match self.hub.settings(&self.cwd) {
+                    Ok(settings) => settings,
+                    Err(message) => return json_error(422, &message),
+                };
+                match dsh_core::check_and_save_key(&self.home, settings.route(), key).await {
+                    Ok(file) => json_response(200, &json!({"saved": file})),
+                    Err(dsh_core::LoginError::Refused(why)) => json_error(422, &why),
+                    Err(error) => json_error(502, &error.to_string()),
+                }
+            }
             (&Method::POST, ["api", "sessions", id, "rename"]) => {
                 let body = match read_json(request).await {
                     Ok(body) => body,

@@ -63,7 +63,7 @@ def escalate(command):
 class Served:
     """A scripted model server playing `turns`, and `dsh web` in a fresh home and workspace."""
 
-    def __init__(self, turns, args=()):
+    def __init__(self, turns, args=(), key="test-key"):
         self.dir = tempfile.TemporaryDirectory(prefix="dsh-web-test-")
         self.home = os.path.join(self.dir.name, "home")
         self.ws = os.path.join(self.dir.name, "ws")
@@ -76,8 +76,9 @@ class Served:
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         base = self.model.stdout.readline().strip()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DSH_", "DEEPSEEK_"))}
-        env.update({"DSH_HOME": self.home, "DEEPSEEK_BASE_URL": base,
-                    "DEEPSEEK_API_KEY": "test-key"})
+        env.update({"DSH_HOME": self.home, "DEEPSEEK_BASE_URL": base})
+        if key:
+            env["DEEPSEEK_API_KEY"] = key
         self.web = subprocess.Popen([os.environ["DSH_BIN"], "web", "--port", "0", *args], env=env,
                                     cwd=self.ws, stdout=subprocess.PIPE, text=True)
         line = self.web.stdout.readline().strip()
@@ -118,8 +119,8 @@ class PageTests:
         cls.browser.close()
         cls.playwright.stop()
 
-    def serve(self, turns, args=()):
-        served = Served(turns, args)
+    def serve(self, turns, args=(), key="test-key"):
+        served = Served(turns, args, key)
         self.addCleanup(served.close)
         context = self.browser.new_context()
         self.addCleanup(context.close)
@@ -360,6 +361,24 @@ class PageTests:
         # Reloaded, the message still shows its image.
         page.reload()
         expect(page.locator(".message.user img.thumbnail")).to_have_count(1, timeout=WAIT)
+
+    def test_a_first_run_asks_for_the_key(self):
+        served, context = self.serve([{"text": "signed in"}], key=None)
+        page = context.new_page()
+        page.goto(served.url)
+        dialog = page.locator("dialog#key-dialog")
+        expect(dialog).to_contain_text("dsh has no key for deepseek yet", timeout=WAIT)
+        dialog.get_by_label("API key for deepseek").fill("refused-by-the-provider")
+        dialog.get_by_role("button", name="Check and save").click()
+        expect(dialog.locator(".problem")).to_contain_text("refused the API key", timeout=WAIT)
+        dialog.get_by_label("API key for deepseek").fill("sk-from-the-page")
+        dialog.get_by_role("button", name="Check and save").click()
+        expect(dialog).to_be_hidden(timeout=WAIT)
+        with open(os.path.join(served.home, "credentials"), encoding="utf-8") as f:
+            self.assertIn("DEEPSEEK_API_KEY='sk-from-the-page'", f.read())
+        self.new_session(page, served)
+        self.send(page, "hello")
+        expect(page.locator("#transcript")).to_contain_text("signed in", timeout=WAIT)
 
     def test_stop_and_reload_mid_turn(self):
         # The answer starts, then stalls: seeing its start proves the model has the request.

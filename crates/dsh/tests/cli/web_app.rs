@@ -825,3 +825,36 @@ fn an_attached_image_goes_to_an_image_model_with_the_message() {
     assert_eq!(status, 422);
     assert!(String::from_utf8_lossy(&body).contains("does not take images"));
 }
+
+/// The page asks for a key only when none is found; one it sends is checked before it is
+/// saved, and a refused one is said so.
+#[test]
+fn a_key_is_asked_for_only_when_none_is_found_and_checked_before_it_is_saved() {
+    let env = TestEnv::new(vec![]);
+    let web = Web::start(&env);
+    let (status, body) = web.request("GET", "/api/key", None, &[]);
+    assert_eq!(status, 200, "{body}");
+    let wanted: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(wanted["found"], true, "the environment has one: {body}");
+    assert_eq!(wanted["variable"], "DEEPSEEK_API_KEY");
+    let (status, body) = web.request(
+        "POST",
+        "/api/key",
+        Some(&json!({"key": "refused-key"})),
+        &[],
+    );
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("refused the API key"), "{body}");
+    assert!(!env.home.path().join("credentials").exists());
+    // Another site's page cannot set one.
+    let (status, _) = web.request(
+        "POST",
+        "/api/key",
+        Some(&json!({"key": "sk-attacker"})),
+        &[("Origin", "http://evil.example")],
+    );
+    assert_eq!(status, 403);
+    web.post("/api/key", json!({"key": "sk-good"}));
+    let saved = std::fs::read_to_string(env.home.path().join("credentials")).unwrap();
+    assert!(saved.contains("DEEPSEEK_API_KEY='sk-good'"), "{saved}");
+}
