@@ -36,6 +36,10 @@ pub enum Command {
         id: String,
         json: bool,
     },
+    /// `dsh completions bash|zsh|fish`: a completion script for the shell.
+    Completions(crate::usage::Shell),
+    /// `dsh man`: the man page, in roff.
+    Man,
     /// `dsh login [--model NAME]` / `dsh logout [--model NAME]`: the provider's API key.
     Key(crate::login_cmd::KeyCommand),
     /// `dsh sessions rename ID TITLE`: the name lists show for a session ("" takes it away).
@@ -145,30 +149,6 @@ pub struct UsageError {
     pub hint: bool,
 }
 
-/// Options that take a value (the next argument, unless given as `--name=value`).
-const VALUED: &[&str] = &[
-    "--profile",
-    "--model",
-    "--effort",
-    "--preset",
-    "--max-steps",
-    "--patch",
-    "--permission-mode",
-    "--approval-policy",
-    "--add-dir",
-    "--session-id",
-    "--tools",
-    "--disallowed-tools",
-    "-o",
-    "--output-last-message",
-    "--max-turns",
-    "--max-budget-usd",
-    "--timeout",
-    "--system-prompt-append",
-    "--output-schema",
-    "--input-format",
-];
-
 /// Parses the arguments after the program name. `terminals` decides between the terminal UI
 /// and a headless run, and whether a missing task is an error or a task to read from stdin.
 ///
@@ -209,6 +189,25 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
     }
     if args.first().is_some_and(|a| a == "sandbox") {
         return parse_sandbox(&args[1..]).map_err(|m| fail(m, true));
+    }
+    if args.first().is_some_and(|a| a == "completions") && !headless {
+        return match &args[1..] {
+            [shell] => crate::usage::Shell::parse(shell)
+                .map(Command::Completions)
+                .ok_or_else(|| {
+                    fail(
+                        format!("dsh completions takes bash, zsh or fish, not \"{shell}\""),
+                        true,
+                    )
+                }),
+            _ => Err(fail(
+                "dsh completions takes one shell: bash, zsh or fish".into(),
+                true,
+            )),
+        };
+    }
+    if args.first().is_some_and(|a| a == "man") && args.len() == 1 && !headless {
+        return Ok(Command::Man);
     }
     if let Some(verb @ ("login" | "logout")) = args.first().map(String::as_str)
         && !headless
@@ -640,7 +639,7 @@ fn wants_json(args: &[OsString]) -> bool {
         if arg == "--json" {
             return true;
         }
-        if VALUED.contains(&arg) {
+        if crate::usage::takes_value(arg) {
             iter.next();
         }
     }
@@ -798,96 +797,6 @@ pub fn parse_duration(text: &str) -> Option<std::time::Duration> {
 fn parse_positive(text: &str) -> Option<u32> {
     text.parse::<u32>().ok().filter(|n| *n > 0)
 }
-
-pub const HELP: &str = "\
-dsh: a coding agent for the command line.
-
-On a terminal, opens a conversation (the terminal UI; the task words, if any, are the
-first message). Otherwise (stdin or stdout not a terminal, or --json, -o, `-`, headless)
-it answers one task and exits: the answer goes to stdout, the model's reasoning and
-diagnostics to stderr; the exit status is 0 only when the task completed.
-
-Usage:
-  dsh [OPTIONS] [TASK...]
-  dsh resume [OPTIONS]                        (the terminal UI, from a session picked in a list)
-  dsh sandbox check [--patch <file>]...       (which sandbox would confine commands)
-  dsh sessions list [--json]                  (this directory's sessions, newest first)
-  dsh sessions show <id> [--json]             (one session's transcript)
-  dsh login [--model <name>]                  (save the provider's API key, checked; asked without echo)
-  dsh logout [--model <name>]                 (remove the saved key)
-  dsh sessions rename <id> <title>            (the name lists show for it; empty: none)
-  dsh workflow <name> [--args <json>] [OPTIONS] (run a saved workflow, .dsh/workflows/<name>.js)
-  dsh workflow list                           (the saved workflows)
-  dsh mcp-server [OPTIONS]                    (an MCP server on stdio: tools dsh, dsh-reply)
-  dsh acp [OPTIONS]                           (an Agent Client Protocol agent on stdio, for editors)
-  dsh web [--port <n>] [--host <addr>] [--open] [OPTIONS] (the browser app, on 127.0.0.1:8976)
-  dsh mcp login|logout <server>, dsh mcp list (MCP servers' sign-ins)
-  dsh rewind <session> [...]                  (a session's turns; going back to one)
-  dsh --profile headless [OPTIONS] [TASK...]   (always headless; as DeepSeek Harness takes it)
-  dsh headless [OPTIONS] [TASK...]             (the same)
-
-The task is the words given, or stdin when there are none or a lone `-`.
-
-Options:
-      --json              Write a JSON event stream to stdout, one object per line
-      --model <name>      Model to use (default: deepseek-v4-flash)
-      --effort <level>    Reasoning effort: off, low, high or max (default: high)
-      --preset <name>     The tool set: standard (default), or minimal (bash and
-                          str_replace_editor only, the smallest prompt)
-      --max-steps <n>     Stop a turn after this many model requests (default: 500)
-      --input-format <format>
-                          text (default), or stream-json: with --json, user messages are
-                          read from stdin as JSON lines, a turn each, until EOF
-      --output-schema <file>
-                          The final answer must be JSON valid against this JSON Schema; an
-                          invalid one is sent back twice, then the run fails (exit status 6)
-      --system-prompt-append <text>
-                          Add this text at the end of the system prompt
-      --continue          Continue the latest session of this directory
-      --fork              With --session-id or --continue: a new session that starts from a
-                          copy of that one's history (the old one is left as it was)
-      --max-turns <n>     Stop the run after this many model requests in all (exit status 3)
-      --max-budget-usd <usd>
-                          Stop the run once it has cost this much at the model's prices
-                          (exit status 4; refused for a model without prices)
-      --timeout <duration>
-                          Stop the run after this long: 90s, 500ms, 10m, 1h (exit status 5)
-      --patch <file>      Apply a config file (TOML or YAML rows) over the others (repeatable)
-      --permission-mode <mode>
-                          read-only, workspace-write (default), danger-full-access, or
-                          plan (explore and submit a plan; nothing is changed)
-      --approval-policy <policy>
-                          ask or never: whether a call may ask for a wider sandbox
-                          (default: never under danger-full-access, else ask; headless
-                          has no one to ask either way)
-      --add-dir <dir>     Another writable directory: absolute, existing, its real
-                          path (repeatable)
-      --session-id <id>   Continue that session (from the directory it ran in)
-      --tools <names>     Offer only these tools (comma-separated; mcp__<server>__* for a
-                          server's; repeatable; \"\" for none)
-      --disallowed-tools <names>
-                          Never offer these tools (comma-separated; repeatable)
-  -o, --output-last-message <file>
-                          Also write the final answer to this file
-      --dump-config       Print every setting in effect (defaults included, secrets hidden)
-                          and where each came from, and exit
-  -h, --help              Print this help
-  -V, --version           Print the version
-
-Environment:
-  DEEPSEEK_API_KEY        The API key (required)
-  DEEPSEEK_BASE_URL       The API root (default: https://api.deepseek.com)
-  DSH_HOME                Where sessions are kept (default: ~/.dsh)
-  DSH_PERMISSION_MODE     The permission mode when --permission-mode is not given
-
-Examples:
-  dsh \"run the tests and fix what fails\"
-  git diff --stat | dsh --json - > run.jsonl
-
-Exit status: 0 completed; 1 failed or incomplete; 3 --max-turns, 4 --max-budget-usd and
-5 --timeout reached; 6 no answer matched --output-schema; 130 stopped by SIGINT; 143 by
-SIGTERM.
-";
 
 #[cfg(test)]
 mod doc_examples;
@@ -1157,7 +1066,8 @@ mod tests {
     #[test]
     fn the_help_gives_the_approval_default_settings_use() {
         use dsh_core::config::SandboxMode;
-        let help: String = HELP.split_whitespace().collect::<Vec<_>>().join(" ");
+        let help = crate::usage::help();
+        let help: String = help.split_whitespace().collect::<Vec<_>>().join(" ");
         let (_, approval) = help.split_once("--approval-policy <policy>").unwrap();
         let (approval, _) = approval.split_once(" --add-dir").unwrap();
         for (mode, default) in [

@@ -14,6 +14,7 @@ mod sandbox_check;
 mod sessions_cmd;
 mod stream_input;
 mod surface;
+mod usage;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -31,7 +32,7 @@ fn main() -> ExitCode {
     };
     match cli::parse(args, terminals) {
         Ok(Command::Help) => {
-            let _ = std::io::stdout().write_all(cli::HELP.as_bytes());
+            let _ = std::io::stdout().write_all(usage::help().as_bytes());
             ExitCode::SUCCESS
         }
         Ok(Command::Version) => {
@@ -44,6 +45,14 @@ fn main() -> ExitCode {
         Ok(Command::SessionsList { json }) => ExitCode::from(sessions_cmd::list(json)),
         Ok(Command::SessionsShow { id, json }) => ExitCode::from(sessions_cmd::show(&id, json)),
         Ok(Command::Key(command)) => ExitCode::from(login_cmd::run(&command)),
+        Ok(Command::Completions(shell)) => {
+            let _ = std::io::stdout().write_all(usage::completions(shell).as_bytes());
+            ExitCode::SUCCESS
+        }
+        Ok(Command::Man) => {
+            let _ = std::io::stdout().write_all(usage::man_page().as_bytes());
+            ExitCode::SUCCESS
+        }
         Ok(Command::SessionsRename { id, title }) => {
             ExitCode::from(sessions_cmd::rename(&id, &title))
         }

@@ -12,7 +12,8 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::{Terminals, VALUED, parse};
+use super::{Terminals, parse};
+use crate::usage::takes_value;
 
 /// One command line a document shows.
 #[derive(Debug)]
@@ -21,18 +22,6 @@ struct Example {
     line: usize,
     args: Vec<String>,
 }
-
-/// Options that take no value.
-const FLAGS: &[&str] = &[
-    "--json",
-    "--continue",
-    "--fork",
-    "--dump-config",
-    "-h",
-    "--help",
-    "-V",
-    "--version",
-];
 
 /// What a reader puts for `<placeholder>` after these options (the others take any text).
 const SAMPLES: &[(&str, &str)] = &[
@@ -281,7 +270,7 @@ fn examples_in(file: &str, text: &str) -> Vec<Example> {
         if span.starts_with("dsh ") {
             // `dsh --session-id` in prose names the option, not a command line.
             for args in dsh_commands(&span) {
-                if !args.last().is_some_and(|a| VALUED.contains(&a.as_str())) {
+                if !args.last().is_some_and(|a| takes_value(a)) {
                     push(line, args);
                 }
             }
@@ -297,8 +286,8 @@ fn examples_in(file: &str, text: &str) -> Vec<Example> {
             let words = shell_words(&span);
             let option = words.first().map(String::as_str).unwrap_or_default();
             let name = option.split_once('=').map_or(option, |(name, _)| name);
-            let known = FLAGS.contains(&name) || VALUED.contains(&name);
-            let lacks_value = VALUED.contains(&option) && words.len() < 2;
+            let known = crate::usage::option(name).is_some();
+            let lacks_value = takes_value(option) && words.len() < 2;
             // The option alone, in a run that reads its task from stdin, so that what it
             // asks of other options (stream-json of --json) is met.
             if known

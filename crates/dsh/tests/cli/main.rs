@@ -6,6 +6,7 @@ mod acp;
 mod auto_review;
 mod caps;
 mod compaction;
+mod completions;
 mod errors;
 mod escape;
 mod faults;
