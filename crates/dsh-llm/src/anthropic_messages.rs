@@ -440,14 +440,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let image = crate::stored_image(dir.path());
         let messages = vec![Message::user_with_images("what is this?", vec![image])];
-        let request = ModelRequest {
-            model: "m",
-            system: "",
-            messages: &messages,
-            tools: &[],
-            effort: crate::Effort::Off,
-            max_output_tokens: None,
-        };
+        let request = crate::bare_request(&messages);
         let body: Value = serde_json::from_slice(&request_body(&request, false)).unwrap();
         assert_eq!(
             body["messages"][0]["content"],

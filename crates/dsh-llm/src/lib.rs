@@ -258,6 +258,20 @@ pub trait Provider: Send + Sync {
     ) -> BoxFuture<'a, Result<Completion, LlmError>>;
 }
 
+/// A request of `messages` alone (no system prompt, no tools, effort off), for the dialects'
+/// tests of how messages go on the wire.
+#[cfg(test)]
+pub(crate) fn bare_request(messages: &[Message]) -> ModelRequest<'_> {
+    ModelRequest {
+        model: "m",
+        system: "",
+        messages,
+        tools: &[],
+        effort: Effort::Off,
+        max_output_tokens: None,
+    }
+}
+
 /// An image as the attachment store keeps it, for the dialects' tests: its bytes are
 /// `png-bytes` (`cG5nLWJ5dGVz` in base64).
 #[cfg(test)]

@@ -357,14 +357,7 @@ mod tests {
             "what is this?",
             vec![crate::stored_image(dir.path())],
         )];
-        let request = ModelRequest {
-            model: "m",
-            system: "",
-            messages: &messages,
-            tools: &[],
-            effort: Effort::Off,
-            max_output_tokens: None,
-        };
+        let request = crate::bare_request(&messages);
         let body: Value = serde_json::from_slice(&request_body(&request, false)).unwrap();
         assert_eq!(
             body["input"],

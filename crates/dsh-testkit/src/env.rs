@@ -129,6 +129,20 @@ impl RunOutput {
         RunOutput::from(command.output().unwrap())
     }
 
+    /// Runs a prepared command to completion with `input` on its stdin.
+    pub fn fed(command: &mut Command, input: &[u8]) -> RunOutput {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        std::io::Write::write_all(&mut stdin, input).unwrap();
+        drop(stdin);
+        RunOutput::from(child.wait_with_output().unwrap())
+    }
+
     pub fn code(&self) -> Option<i32> {
         self.status.code()
     }

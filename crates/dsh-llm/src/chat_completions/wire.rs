@@ -646,14 +646,7 @@ mod tests {
             result("a", true),
             result("b", false),
         ];
-        let request = ModelRequest {
-            model: "m",
-            system: "",
-            messages: &messages,
-            tools: &[],
-            effort: crate::Effort::Off,
-            max_output_tokens: None,
-        };
+        let request = crate::bare_request(&messages);
         let options = BodyOptions {
             thinking: None,
             reasoning_effort: None,
@@ -677,14 +670,7 @@ mod tests {
             "what is this?",
             vec![crate::stored_image(dir.path())],
         )];
-        let request = ModelRequest {
-            model: "m",
-            system: "",
-            messages: &messages,
-            tools: &[],
-            effort: crate::Effort::Off,
-            max_output_tokens: None,
-        };
+        let request = crate::bare_request(&messages);
         let options = BodyOptions {
             thinking: None,
             reasoning_effort: None,

@@ -109,8 +109,6 @@ fn requests_carry_the_model_effort_and_key() {
 
 #[test]
 fn the_task_can_come_from_stdin() {
-    use std::io::Write;
-    use std::process::Stdio;
     for args in [
         &[][..],
         &["-"][..],
@@ -118,21 +116,7 @@ fn the_task_can_come_from_stdin() {
         &["headless", "-"][..],
     ] {
         let env = TestEnv::new(vec![Turn::text("ok")]);
-        let mut child = env
-            .command(dsh())
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(b"piped task\n")
-            .unwrap();
-        let out = dsh_testkit::RunOutput::from(child.wait_with_output().unwrap());
+        let out = dsh_testkit::RunOutput::fed(env.command(dsh()).args(args), b"piped task\n");
         assert_eq!(out.code(), Some(0), "{args:?}: {}", out.stderr);
         // A piped task is sent verbatim, its newline included.
         assert_eq!(

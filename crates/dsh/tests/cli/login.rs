@@ -2,9 +2,8 @@
 //! billed), saved readable by the user alone where runs find it, never printed; refused keys
 //! are not saved; the environment still wins over a saved key.
 
-use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt as _;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use dsh_testkit::tmux::Tmux;
 use dsh_testkit::{RunOutput, TestEnv, Turn};
@@ -13,9 +12,25 @@ use crate::dsh;
 
 /// `dsh args...` with no key in the environment and `input` piped in.
 fn keyless(env: &TestEnv, args: &[&str], input: &str) -> RunOutput {
-    keyless_with(
+    RunOutput::fed(
         env.command(dsh()).env_remove("DEEPSEEK_API_KEY").args(args),
-        input,
+        input.as_bytes(),
+    )
+}
+
+/// `dsh args...` on a 100x24 terminal, with no key in its environment.
+fn keyless_terminal(env: &TestEnv, args: &[&str]) -> Tmux {
+    let mut argv = vec![dsh().to_str().unwrap()];
+    argv.extend_from_slice(args);
+    Tmux::start(
+        &argv,
+        env.ws.path(),
+        &[
+            ("DEEPSEEK_BASE_URL", env.server.base_url()),
+            ("DSH_HOME", env.home.path().display().to_string()),
+        ],
+        100,
+        24,
     )
 }
 
@@ -98,12 +113,12 @@ fn a_key_that_cannot_be_checked_is_not_saved() {
         "{}",
         out.stderr
     );
-    let out = keyless_with(
+    let out = RunOutput::fed(
         env.command(dsh())
             .env_remove("DEEPSEEK_API_KEY")
             .env("DEEPSEEK_BASE_URL", "http://127.0.0.1:9/")
             .arg("login"),
-        "sk-any\n",
+        b"sk-any\n",
     );
     assert_eq!(out.code(), Some(1));
     assert!(
@@ -114,22 +129,6 @@ fn a_key_that_cannot_be_checked_is_not_saved() {
     assert!(!env.home.path().join("credentials").exists());
 }
 
-fn keyless_with(command: &mut Command, input: &str) -> RunOutput {
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    RunOutput::from(child.wait_with_output().unwrap())
-}
-
 /// On a terminal the key is asked for without echo, and a refused one is asked for again.
 #[test]
 fn on_a_terminal_the_key_is_not_echoed_and_a_refused_one_asked_again() {
@@ -137,17 +136,7 @@ fn on_a_terminal_the_key_is_not_echoed_and_a_refused_one_asked_again() {
         return;
     }
     let env = TestEnv::new(vec![]);
-    let bin = dsh().to_str().unwrap();
-    let ui = Tmux::start(
-        &[bin, "login"],
-        env.ws.path(),
-        &[
-            ("DEEPSEEK_BASE_URL", env.server.base_url()),
-            ("DSH_HOME", env.home.path().display().to_string()),
-        ],
-        100,
-        12,
-    );
+    let ui = keyless_terminal(&env, &["login"]);
     ui.wait_for("API key for deepseek (input hidden):");
     ui.type_text("refused-by-the-server");
     ui.press(&["Enter"]);
@@ -174,17 +163,7 @@ fn the_terminal_ui_asks_for_a_key_on_a_first_run() {
         return;
     }
     let env = TestEnv::new(vec![Turn::text("Signed in and answering.")]);
-    let bin = dsh().to_str().unwrap();
-    let ui = Tmux::start(
-        &[bin],
-        env.ws.path(),
-        &[
-            ("DEEPSEEK_BASE_URL", env.server.base_url()),
-            ("DSH_HOME", env.home.path().display().to_string()),
-        ],
-        100,
-        24,
-    );
+    let ui = keyless_terminal(&env, &[]);
     ui.wait_for("dsh has no API key for deepseek yet");
     ui.wait_for("API key for deepseek (input hidden):");
     ui.type_text("refused-first");
