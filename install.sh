@@ -17,6 +17,12 @@ fail() { say "$*"; exit 1; }
 base=${DSH_INSTALL_BASE_URL:-}
 [ -n "$base" ] || fail "set DSH_INSTALL_BASE_URL to the release's address (where SHA256SUMS is)"
 base=${base%/}
+# Plain HTTP only to this machine (a local mirror, the tests); anywhere else, HTTPS all the way.
+case "$base" in
+  https://*) secure=yes ;;
+  http://127.0.0.1[:/]* | http://localhost[:/]* | http://\[::1\][:/]*) secure=no ;;
+  *) fail "DSH_INSTALL_BASE_URL must be an https:// address (plain http only on 127.0.0.1)" ;;
+esac
 bin_dir=${DSH_INSTALL_DIR:-"$HOME/.local/bin"}
 target=${DSH_INSTALL_TARGET:-}
 if [ -z "$target" ]; then
@@ -29,9 +35,17 @@ if [ -z "$target" ]; then
 fi
 
 if command -v curl >/dev/null 2>&1; then
-  fetch() { curl -fsSL --proto '=https,http' -o "$2" "$1"; }
+  if [ "$secure" = yes ]; then
+    fetch() { curl -fsSL --proto '=https' --proto-redir '=https' -o "$2" "$1"; }
+  else
+    fetch() { curl -fsSL -o "$2" "$1"; }
+  fi
 elif command -v wget >/dev/null 2>&1; then
-  fetch() { wget -q -O "$2" "$1"; }
+  if [ "$secure" = yes ]; then
+    fetch() { wget -q --https-only -O "$2" "$1"; }
+  else
+    fetch() { wget -q -O "$2" "$1"; }
+  fi
 else
   fail "curl or wget is needed to download dsh"
 fi
@@ -44,7 +58,8 @@ else
 fi
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT INT TERM
+trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
 tarball="dsh-$target.tar.gz"
 say "downloading $base/$tarball"
 fetch "$base/$tarball" "$work/$tarball" || fail "could not download $base/$tarball"
@@ -58,11 +73,6 @@ actual=$(digest "$work/$tarball")
 tar -xzf "$work/$tarball" -C "$work"
 folder=$(find "$work" -mindepth 1 -maxdepth 1 -type d -name 'dsh-*' | head -n 1)
 [ -n "$folder" ] && [ -f "$folder/dsh" ] || fail "$tarball holds no dsh binary"
-mkdir -p "$bin_dir"
-# Replaced by a rename: a dsh running now keeps its own file.
-cp "$folder/dsh" "$bin_dir/.dsh.new"
-chmod 755 "$bin_dir/.dsh.new"
-mv -f "$bin_dir/.dsh.new" "$bin_dir/dsh"
 share=${XDG_DATA_HOME:-"$HOME/.local/share"}
 mkdir -p "$share/bash-completion/completions" "$share/man/man1" "$share/zsh/site-functions" \
   "$share/fish/vendor_completions.d"
@@ -70,6 +80,11 @@ cp "$folder/completions/dsh.bash" "$share/bash-completion/completions/dsh"
 cp "$folder/completions/_dsh" "$share/zsh/site-functions/_dsh"
 cp "$folder/completions/dsh.fish" "$share/fish/vendor_completions.d/dsh.fish"
 cp "$folder/man/dsh.1" "$share/man/man1/dsh.1"
+# The binary last, replaced by a rename: a dsh running now keeps its own file.
+mkdir -p "$bin_dir"
+cp "$folder/dsh" "$bin_dir/.dsh.new"
+chmod 755 "$bin_dir/.dsh.new"
+mv -f "$bin_dir/.dsh.new" "$bin_dir/dsh"
 
 say "installed $("$bin_dir/dsh" --version) in $bin_dir/dsh"
 case ":$PATH:" in

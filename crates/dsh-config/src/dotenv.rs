@@ -157,6 +157,12 @@ impl Credentials {
     }
 }
 
+/// Whether only the launching environment may set `name` (compared without case).
+pub(crate) fn is_reserved(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    RESERVED.contains(&upper.as_str()) || RESERVED_PREFIXES.iter().any(|p| upper.starts_with(p))
+}
+
 pub(crate) fn parse_file(path: &Path) -> Result<Vec<(String, String)>, DotenvError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
@@ -178,10 +184,7 @@ pub(crate) fn parse_file(path: &Path) -> Result<Vec<(String, String)>, DotenvErr
 pub(crate) fn parse(text: &str, path: &Path) -> Result<Vec<(String, String)>, DotenvError> {
     let mut out = Vec::new();
     for (line, name, value) in assignments(text) {
-        let upper = name.to_ascii_uppercase();
-        if RESERVED.contains(&upper.as_str())
-            || RESERVED_PREFIXES.iter().any(|p| upper.starts_with(p))
-        {
+        if is_reserved(name) {
             return Err(DotenvError::Reserved {
                 path: path.to_path_buf(),
                 line,

@@ -21,6 +21,11 @@ pub enum SavedKeyError {
          spaces or quotes (check what was pasted)"
     )]
     NotAKey,
+    #[error(
+        "\"{0}\" cannot name a saved key: a name is letters, digits and _, and not one that \
+         only the launching environment may set (check the provider's api_key_env)"
+    )]
+    BadName(String),
     #[error("cannot write {}: {source}", path.display())]
     Write {
         path: PathBuf,
@@ -34,10 +39,17 @@ pub enum SavedKeyError {
 /// Saves `value` as the key `name` (replacing one saved before), in a file only the user can
 /// read, written whole by a rename so no reader sees half of it.
 pub fn save_key(home: &Path, name: &str, value: &str) -> Result<(), SavedKeyError> {
+    let valid_name = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !crate::dotenv::is_reserved(name);
+    if !valid_name {
+        return Err(SavedKeyError::BadName(name.to_owned()));
+    }
     let odd = |c: char| c.is_whitespace() || c.is_control() || c == '\'' || c == '"';
     if value.is_empty() || value.chars().any(odd) {
         return Err(SavedKeyError::NotAKey);
     }
+    let _lock = lock(home)?;
     let mut keys = saved(home)?;
     keys.retain(|(saved, _)| saved != name);
     keys.push((name.to_owned(), value.to_owned()));
@@ -46,6 +58,7 @@ pub fn save_key(home: &Path, name: &str, value: &str) -> Result<(), SavedKeyErro
 
 /// Forgets the key `name`; whether one was saved.
 pub fn forget_key(home: &Path, name: &str) -> Result<bool, SavedKeyError> {
+    let _lock = lock(home)?;
     let mut keys = saved(home)?;
     let before = keys.len();
     keys.retain(|(saved, _)| saved != name);
@@ -59,6 +72,36 @@ pub fn forget_key(home: &Path, name: &str) -> Result<bool, SavedKeyError> {
 /// The saved keys, in file order.
 pub(crate) fn saved(home: &Path) -> Result<Vec<(String, String)>, crate::DotenvError> {
     crate::dotenv::parse_file(&saved_keys_path(home))
+}
+
+/// Holds `$DSH_HOME/.credentials.lock` (an advisory lock) while the file is read and written
+/// again, so two sign-ins at once cannot lose one of the keys. `None` when there is no home yet
+/// (nothing to race with until it is made).
+fn lock(home: &Path) -> Result<Option<std::fs::File>, SavedKeyError> {
+    use std::os::fd::AsRawFd as _;
+    if !home.is_dir() {
+        return Ok(None);
+    }
+    let path = home.join(".credentials.lock");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(|source| SavedKeyError::Write {
+            path: path.clone(),
+            source,
+        })?;
+    // SAFETY: flock on a descriptor this function owns; it is let go when the file closes.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(SavedKeyError::Write {
+            path,
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    Ok(Some(file))
 }
 
 fn write(home: &Path, keys: &[(String, String)]) -> Result<(), SavedKeyError> {
@@ -83,21 +126,25 @@ fn write(home: &Path, keys: &[(String, String)]) -> Result<(), SavedKeyError> {
         // Single quotes keep the value as it is.
         text.push_str(&format!("{name}='{value}'\n"));
     }
-    let staged = home.join(format!(".credentials.{}", std::process::id()));
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let staged = home.join(format!(".credentials.{}.{nanos}", std::process::id()));
+    // A new file, never one planted at the name (and never through a link), private from its
+    // first byte.
     let written = std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(&staged)
         .and_then(|mut file| {
-            // A file left by an older version may be wider: the mode given applies only to a
-            // new file.
             file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
             file.write_all(text.as_bytes())?;
             file.sync_all()
         })
-        .and_then(|()| std::fs::rename(&staged, &path));
+        .and_then(|()| std::fs::rename(&staged, &path))
+        .and_then(|()| std::fs::File::open(home)?.sync_all());
     written.map_err(|e| {
         let _ = std::fs::remove_file(&staged);
         failed(e)
@@ -134,5 +181,13 @@ mod tests {
             save_key(&home, "K", "two words"),
             Err(SavedKeyError::NotAKey)
         ));
+        // A name from a provider's config is checked too: no line of its own, no name only
+        // the launching environment may set.
+        for name in ["A\nLD_PRELOAD", "LD_PRELOAD", "DSH_KEY", "1KEY", ""] {
+            assert!(matches!(
+                save_key(&home, name, "v"),
+                Err(SavedKeyError::BadName(_))
+            ));
+        }
     }
 }

@@ -25,19 +25,35 @@ pub enum LoginError {
     Unchecked(String),
     #[error("{0}")]
     Save(#[from] dsh_config::SavedKeyError),
+    /// The provider's address comes from a config file that is not the user's own (a
+    /// project's): a key typed in would be sent where that file says.
+    #[error(
+        "the address of provider \"{provider}\" ({base_url}) is set by {file}, which is not \
+         your own config: a key given here would be sent there. Sign in from a folder without \
+         that config, or set the provider in your own config ($DSH_HOME/config.toml)"
+    )]
+    ForeignEndpoint {
+        provider: String,
+        base_url: String,
+        file: String,
+    },
 }
 
 /// The provider and key variable a sign-in is for: the route of the settings' model.
 #[derive(Debug, Clone)]
 pub struct KeyTarget {
     pub provider: String,
+    /// Where the key is checked (the provider's API root), to show the person giving it.
+    pub base_url: String,
     /// The variable the route reads its key from (`DEEPSEEK_API_KEY`).
     pub variable: String,
     /// Where a key is found now, if one is (`environment`, a `.env` file, the saved keys).
     pub found_in: Option<String>,
 }
 
-/// What `settings` sign in to; an error when its route needs no key.
+/// What `settings` sign in to; an error when its route needs no key, or when its address is
+/// set by a config file that is not the user's (a repository's `.dsh/config.toml` must not get
+/// to choose where a key typed in is sent).
 pub fn key_target(settings: &Settings) -> Result<KeyTarget, LoginError> {
     let route = settings.route();
     let Some(variable) = route.key_variable() else {
@@ -45,6 +61,15 @@ pub fn key_target(settings: &Settings) -> Result<KeyTarget, LoginError> {
             provider: route.provider.clone(),
         });
     };
+    if let dsh_config::Source::File(file) = &route.base_url.source
+        && !file.starts_with(&settings.home().value)
+    {
+        return Err(LoginError::ForeignEndpoint {
+            provider: route.provider.clone(),
+            base_url: route.base_url.value.clone(),
+            file: file.display().to_string(),
+        });
+    }
     let found_in = match &route.api_key {
         dsh_config::ApiKey::Found { from, .. } => Some(match from {
             dsh_config::EnvSource::Launch => "the environment".to_owned(),
@@ -54,23 +79,20 @@ pub fn key_target(settings: &Settings) -> Result<KeyTarget, LoginError> {
     };
     Ok(KeyTarget {
         provider: route.provider.clone(),
+        base_url: route.base_url.value.clone(),
         variable: variable.to_owned(),
         found_in,
     })
 }
 
-/// Checks `key` with the route's provider and saves it under `home`; where it was saved.
-pub async fn check_and_save_key(
-    home: &Path,
-    route: &Route,
-    key: &str,
-) -> Result<PathBuf, LoginError> {
+/// Checks `key` with the provider of the settings' route ([`key_target`]) and saves it in dsh's
+/// home; where it was saved.
+pub async fn check_and_save_key(settings: &Settings, key: &str) -> Result<PathBuf, LoginError> {
     let key = key.trim();
-    let Some(variable) = route.key_variable() else {
-        return Err(LoginError::NoKeyNeeded {
-            provider: route.provider.clone(),
-        });
-    };
+    let target = key_target(settings)?;
+    let route: &Route = settings.route();
+    let home = &settings.home().value;
+    let variable = target.variable.as_str();
     if key.is_empty() {
         return Err(LoginError::Refused(
             "no key was given: paste the key the provider's console shows".into(),

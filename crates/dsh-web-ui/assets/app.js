@@ -520,13 +520,17 @@ $("ask").addEventListener("cancel", (event) => event.preventDefault());
 // Images: attached in the composer (the button, a paste or a drop), stored by the server at
 // once (normalised as every image a model sees), sent with the next message, and shown from
 // the session's own copies.
-function imageUrl(image) {
-  return `/api/sessions/${encodeURIComponent(state.id)}/images/${image.attachmentId}?token=${encodeURIComponent(TOKEN)}`;
-}
-
+// Read with the token in a header and shown from a blob: the token is never in an image's
+// address, where history and "open image in new tab" would keep it.
 function thumbnail(image) {
-  return el("img", { class: "thumbnail", src: imageUrl(image), alt: `image ${image.width}×${image.height}`,
+  const node = el("img", { class: "thumbnail", alt: `image ${image.width}×${image.height}`,
     title: `${image.mediaType}, ${image.width}×${image.height}` });
+  fetch(`/api/sessions/${encodeURIComponent(state.id)}/images/${image.attachmentId}`,
+    { headers: { Authorization: `Bearer ${TOKEN}` } })
+    .then((response) => (response.ok ? response.blob() : Promise.reject(new Error(`HTTP ${response.status}`))))
+    .then((blob) => { node.src = URL.createObjectURL(blob); })
+    .catch((error) => { node.alt = `image ${image.width}×${image.height} (cannot be shown: ${error.message})`; });
+  return node;
 }
 
 async function attachImages(files) {
@@ -776,8 +780,9 @@ async function askForKey() {
   const form = el("form", { method: "dialog" },
     el("h2", {}, `An API key for ${wanted.provider}`),
     el("p", {}, `dsh has no key for ${wanted.provider} yet (${wanted.variable} is not set). ` +
-      "Paste one: it is checked with the provider first (nothing is billed), then saved on this " +
-      "machine readable by you alone, for every run. `dsh logout` removes it."),
+      `Paste one: it is checked with the provider at ${wanted.baseUrl} first (nothing is ` +
+      "billed), then saved on this machine readable by you alone, for every run. `dsh logout` " +
+      "removes it."),
     el("label", {}, "API key ", input), problem, el("div", { class: "buttons" }, save));
   form.addEventListener("submit", async (event) => {
     event.preventDefault();

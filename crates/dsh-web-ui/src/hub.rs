@@ -327,13 +327,16 @@ impl Live {
     pub(crate) async fn attach(
         &self,
         store: AttachmentStore,
-        data: Vec<u8>,
+        data: bytes::Bytes,
     ) -> Result<Value, HubError> {
         if !self.image_input.load(Ordering::SeqCst) {
             return Err(HubError::Failed(
                 "this session's model does not take images: switch to one that does first".into(),
             ));
         }
+        // One decode at a time, whatever the number of uploads: each may take a few hundred
+        // megabytes while it is decoded.
+        let _one_at_a_time = DECODING.acquire().await;
         let stored = tokio::task::spawn_blocking(move || store.save_image(&data))
             .await
             .map_err(|_| HubError::Failed("storing the image failed".into()))?
@@ -714,6 +717,9 @@ struct Opening {
     /// Where the session is listed, to take it out when its run ends for good.
     hub: std::sync::Weak<Hub>,
 }
+
+/// Uploaded images being decoded: one at a time across the server.
+static DECODING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 
 /// What the page knows of an image: never its path on disk.
 fn image_json(image: &ImageRef) -> Value {

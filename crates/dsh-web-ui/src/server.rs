@@ -237,7 +237,8 @@ impl App {
                     Ok(target) => json_response(
                         200,
                         &json!({"needed": true, "provider": target.provider,
-                            "variable": target.variable, "found": target.found_in.is_some()}),
+                            "baseUrl": target.base_url, "variable": target.variable,
+                            "found": target.found_in.is_some()}),
                     ),
                     Err(_) => json_response(200, &json!({"needed": false})),
                 },
@@ -255,7 +256,7 @@ impl App {
                     Ok(settings) => settings,
                     Err(message) => return json_error(422, &message),
                 };
-                match dsh_core::check_and_save_key(&self.home, settings.route(), key).await {
+                match dsh_core::check_and_save_key(&settings, key).await {
                     Ok(file) => json_response(200, &json!({"saved": file})),
                     Err(dsh_core::LoginError::Refused(why)) => json_error(422, &why),
                     Err(error) => json_error(502, &error.to_string()),
@@ -285,20 +286,26 @@ impl App {
                     Err(error) => return hub_error(error),
                 };
                 let limit = usize::try_from(dsh_core::MAX_IMAGE_SOURCE_BYTES).unwrap_or(usize::MAX);
+                let too_large = || {
+                    json_error(
+                        413,
+                        &format!(
+                            "an image may have at most {} MiB; attach a smaller copy",
+                            limit / (1024 * 1024)
+                        ),
+                    )
+                };
+                let announced = (request.headers().get(hyper::header::CONTENT_LENGTH))
+                    .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+                if announced.is_some_and(|n| n > limit) {
+                    return too_large();
+                }
                 let data = match (http_body_util::Limited::new(request.into_body(), limit))
                     .collect()
                     .await
                 {
-                    Ok(body) => body.to_bytes().to_vec(),
-                    Err(_) => {
-                        return json_error(
-                            413,
-                            &format!(
-                                "an image may have at most {} MiB; attach a smaller copy",
-                                limit / (1024 * 1024)
-                            ),
-                        );
-                    }
+                    Ok(body) => body.to_bytes(),
+                    Err(_) => return too_large(),
                 };
                 let store = dsh_core::AttachmentStore::new(self.home.join("attachments"));
                 match live.attach(store, data).await {
@@ -671,7 +678,8 @@ fn respond(status: u16, kind: &str, body: Bytes) -> Response<Body> {
         .header("Referrer-Policy", "no-referrer")
         .header(
             "Content-Security-Policy",
-            "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'",
+            "default-src 'self'; img-src 'self' data: blob:; frame-ancestors 'none'; \
+             base-uri 'none'",
         )
         .body(BodyExt::boxed(Full::new(body)))
         .unwrap_or_else(|_| Response::new(empty()))

@@ -123,14 +123,16 @@ fn ask_and_save(
     settings: &dsh_core::Settings,
     target: &dsh_core::KeyTarget,
 ) -> Result<String, String> {
-    let home = settings.home().value.clone();
     let runtime = dsh_core::runtime()?;
     let mut asker = KeyAsker::open();
     for attempt in 1..=TRIES {
         let key = asker
-            .ask(&format!("API key for {} (input hidden): ", target.provider))
+            .ask(&format!(
+                "API key for {} at {} (input hidden): ",
+                target.provider, target.base_url
+            ))
             .map_err(|e| format!("cannot read the key: {e}"))?;
-        match runtime.block_on(dsh_core::check_and_save_key(&home, settings.route(), &key)) {
+        match runtime.block_on(dsh_core::check_and_save_key(settings, &key)) {
             Ok(file) => {
                 return Ok(format!(
                     "The key was accepted by {} and saved in {} (readable by you alone) as \
@@ -181,8 +183,10 @@ impl KeyAsker {
             std::io::stdin().lock().read_line(&mut line)?;
             return Ok(line.trim().to_owned());
         };
-        tty.write_all(prompt.as_bytes())?;
+        // Echo off (and the signal handlers in) before the prompt shows: a key typed or a
+        // Ctrl-C pressed as soon as it appears is handled as meant.
         let echo = EchoOff::on(tty)?;
+        tty.write_all(prompt.as_bytes())?;
         let mut line = String::new();
         let read = std::io::BufReader::new(&*tty).read_line(&mut line);
         drop(echo);
@@ -192,10 +196,33 @@ impl KeyAsker {
     }
 }
 
-/// The terminal's echo turned off until dropped (also when the read fails).
+/// The terminal's echo turned off until dropped (also when the read fails), and given back by
+/// a signal that ends the process meanwhile (Ctrl-C at the prompt must not leave the shell
+/// without echo). Ctrl-Z is ignored while the key is typed: stopped there, the terminal would
+/// have to keep echo off for the shell, or echo the rest of the key when resumed.
 struct EchoOff {
     fd: i32,
     saved: libc::termios,
+    handlers: Vec<(libc::c_int, libc::sighandler_t)>,
+}
+
+/// What the signal handler gives back: the terminal and its settings before the prompt.
+static RESTORE_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+static RESTORE_TERMIOS: std::sync::OnceLock<libc::termios> = std::sync::OnceLock::new();
+
+/// Async-signal-safe: `tcsetattr`, `signal` and `raise` only.
+extern "C" fn restore_then_die(signal: libc::c_int) {
+    let fd = RESTORE_FD.load(std::sync::atomic::Ordering::SeqCst);
+    if let (true, Some(saved)) = (fd >= 0, RESTORE_TERMIOS.get()) {
+        // SAFETY: restores settings read from the same terminal; all three calls are
+        // async-signal-safe.
+        unsafe { libc::tcsetattr(fd, libc::TCSANOW, saved) };
+    }
+    // SAFETY: as above; the default action then ends the process as the signal meant.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
 }
 
 impl EchoOff {
@@ -208,20 +235,56 @@ impl EchoOff {
         if unsafe { libc::tcgetattr(fd, &mut saved) } != 0 {
             return Err(std::io::Error::last_os_error());
         }
+        let _ = RESTORE_TERMIOS.set(saved);
+        RESTORE_FD.store(fd, std::sync::atomic::Ordering::SeqCst);
+        let mut handlers = Vec::new();
+        for (signal, action) in [
+            (
+                libc::SIGINT,
+                restore_then_die as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            ),
+            (
+                libc::SIGTERM,
+                restore_then_die as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            ),
+            (
+                libc::SIGHUP,
+                restore_then_die as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            ),
+            (
+                libc::SIGQUIT,
+                restore_then_die as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            ),
+            (libc::SIGTSTP, libc::SIG_IGN),
+        ] {
+            // SAFETY: installs a handler that only makes async-signal-safe calls, or SIG_IGN.
+            handlers.push((signal, unsafe { libc::signal(signal, action) }));
+        }
         let mut quiet = saved;
         quiet.c_lflag &= !(libc::ECHO | libc::ECHONL);
         quiet.c_lflag |= libc::ICANON;
+        let echo_off = EchoOff {
+            fd,
+            saved,
+            handlers,
+        };
         // SAFETY: as above.
         if unsafe { libc::tcsetattr(fd, libc::TCSANOW, &quiet) } != 0 {
             return Err(std::io::Error::last_os_error());
         }
-        Ok(EchoOff { fd, saved })
+        Ok(echo_off)
     }
 }
 
 impl Drop for EchoOff {
     fn drop(&mut self) {
-        // SAFETY: restores the settings read from the same open terminal.
+        // SAFETY: restores the settings read from the same open terminal, then the handlers
+        // that were there before.
         unsafe { libc::tcsetattr(self.fd, libc::TCSANOW, &self.saved) };
+        RESTORE_FD.store(-1, std::sync::atomic::Ordering::SeqCst);
+        for (signal, handler) in self.handlers.drain(..) {
+            // SAFETY: puts back what `signal` returned when the prompt began.
+            unsafe { libc::signal(signal, handler) };
+        }
     }
 }

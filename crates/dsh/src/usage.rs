@@ -476,8 +476,13 @@ fn bash() -> String {
         let action = match opt.complete {
             Complete::Nothing if opt.value.is_some() => "return 0".to_owned(),
             Complete::Nothing => continue,
-            Complete::File => "COMPREPLY=($(compgen -f -- \"$cur\")); return 0".to_owned(),
-            Complete::Dir => "COMPREPLY=($(compgen -d -- \"$cur\")); return 0".to_owned(),
+            // One name a line, kept whole (spaces and all), and marked as file names.
+            Complete::File => "compopt -o filenames 2>/dev/null; \
+                mapfile -t COMPREPLY < <(compgen -f -- \"$cur\"); return 0"
+                .to_owned(),
+            Complete::Dir => "compopt -o filenames 2>/dev/null; \
+                mapfile -t COMPREPLY < <(compgen -d -- \"$cur\"); return 0"
+                .to_owned(),
             Complete::Words(words) => format!(
                 "COMPREPLY=($(compgen -W '{}' -- \"$cur\")); return 0",
                 words.join(" ")
@@ -504,6 +509,20 @@ fn bash() -> String {
     )
 }
 
+/// An option's description as a completion menu shows it: up to its first clause, with any
+/// parenthesis it opened closed.
+fn short_about(about: &str) -> String {
+    let cut = about
+        .find("; ")
+        .or_else(|| about.find(": "))
+        .unwrap_or(about.len());
+    let mut short = about[..cut].to_owned();
+    if short.matches('(').count() > short.matches(')').count() {
+        short.push(')');
+    }
+    short
+}
+
 fn zsh() -> String {
     let quote = |text: &str| {
         text.replace('\'', "'\\''")
@@ -512,7 +531,7 @@ fn zsh() -> String {
     };
     let mut specs = String::new();
     for opt in OPTIONS {
-        let about = quote(opt.about.split(['.', ';', ':']).next().unwrap_or(opt.about));
+        let about = quote(&short_about(opt.about));
         let value = match (opt.value, opt.complete) {
             (None, _) => String::new(),
             (Some(v), Complete::File) => format!(":{}:_files", quote(v)),
@@ -561,8 +580,7 @@ fn fish() -> String {
             (Some(_), Complete::File) => line.push_str(" -r -F"),
             (Some(_), Complete::Nothing) => line.push_str(" -x"),
         }
-        let about = opt.about.split(['.', ';', ':']).next().unwrap_or(opt.about);
-        let _ = writeln!(out, "{line} -d '{}'", quote(about));
+        let _ = writeln!(out, "{line} -d '{}'", quote(&short_about(opt.about)));
     }
     out
 }

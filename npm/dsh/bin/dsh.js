@@ -32,9 +32,14 @@ try {
 }
 
 const child = spawn(file, process.argv.slice(2), { stdio: "inherit" });
-// The child gets the terminal's signals itself; one sent to this process only is passed on.
+// On a terminal, Ctrl-C and a hang-up reach the child directly (it is in the terminal's process
+// group): passing them on too would be a second Ctrl-C, which dsh takes as "quit at once".
+// Otherwise, and for SIGTERM always, this process is the one a supervisor signals.
+const fromTerminal = Boolean(process.stdin.isTTY);
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
-  process.on(signal, () => child.kill(signal));
+  process.on(signal, () => {
+    if (signal === "SIGTERM" || !fromTerminal) child.kill(signal);
+  });
 }
 child.on("error", (error) => {
   process.stderr.write(`dsh: cannot start ${file}: ${error.message}\n`);

@@ -137,7 +137,7 @@ fn on_a_terminal_the_key_is_not_echoed_and_a_refused_one_asked_again() {
     }
     let env = TestEnv::new(vec![]);
     let ui = keyless_terminal(&env, &["login"]);
-    ui.wait_for("API key for deepseek (input hidden):");
+    ui.wait_for("(input hidden):");
     ui.type_text("refused-by-the-server");
     ui.press(&["Enter"]);
     ui.wait_for("try again");
@@ -165,7 +165,7 @@ fn the_terminal_ui_asks_for_a_key_on_a_first_run() {
     let env = TestEnv::new(vec![Turn::text("Signed in and answering.")]);
     let ui = keyless_terminal(&env, &[]);
     ui.wait_for("dsh has no API key for deepseek yet");
-    ui.wait_for("API key for deepseek (input hidden):");
+    ui.wait_for("(input hidden):");
     ui.type_text("refused-first");
     ui.press(&["Enter"]);
     ui.wait_for("try again");
@@ -182,4 +182,32 @@ fn the_terminal_ui_asks_for_a_key_on_a_first_run() {
         !ui.everything().contains("sk-first-run"),
         "the key was shown"
     );
+}
+
+/// The attack: a repository's config points the provider elsewhere, so that a key typed in
+/// would be "checked" by its server. The sign-in is refused before any key is asked for, and
+/// the address is shown whenever one is.
+#[test]
+fn a_projects_config_cannot_choose_where_a_key_is_sent() {
+    let env = TestEnv::new(vec![]);
+    let elsewhere = env.server.base_url();
+    env.write(
+        ".dsh/config.toml",
+        &format!("[providers.deepseek]\nbase_url = \"{elsewhere}\"\n"),
+    );
+    let out = RunOutput::fed(
+        env.command(dsh())
+            .env_remove("DEEPSEEK_API_KEY")
+            .env_remove("DEEPSEEK_BASE_URL")
+            .arg("login"),
+        b"sk-would-leak\n",
+    );
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.contains("is not your own config"),
+        "{}",
+        out.stderr
+    );
+    assert!(env.server.requests().is_empty(), "the key was sent");
+    assert!(!env.home.path().join("credentials").exists());
 }
