@@ -62,6 +62,9 @@ struct App {
     home: PathBuf,
     /// Where a new session opens unless the page says otherwise.
     cwd: PathBuf,
+    /// Served on loopback only: an API key may then come from the page (elsewhere it would
+    /// travel in plain HTTP).
+    loopback: bool,
 }
 
 /// Serves until the process is stopped (Ctrl-C closes the sessions' logs first).
@@ -118,6 +121,7 @@ async fn serve(options: WebOptions) -> Result<(), String> {
         hub: Arc::new(Hub::new(options.flags, home.clone())),
         home,
         cwd,
+        loopback: address.ip().is_loopback(),
     });
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| format!("cannot watch for SIGTERM: {e}"))?;
@@ -252,6 +256,13 @@ impl App {
                 let Some(key) = body["key"].as_str() else {
                     return json_error(400, "the request needs the \"key\"");
                 };
+                if !self.loopback {
+                    return json_error(
+                        403,
+                        "this server is not on loopback, so a key sent from the page would \
+                         travel in plain HTTP: run `dsh login` on the machine instead",
+                    );
+                }
                 let settings = match self.hub.settings(&self.cwd) {
                     Ok(settings) => settings,
                     Err(message) => return json_error(422, &message),

@@ -857,4 +857,14 @@ fn a_key_is_asked_for_only_when_none_is_found_and_checked_before_it_is_saved() {
     web.post("/api/key", json!({"key": "sk-good"}));
     let saved = std::fs::read_to_string(env.home.path().join("credentials")).unwrap();
     assert!(saved.contains("DEEPSEEK_API_KEY='sk-good'"), "{saved}");
+    // Off loopback the key would travel in plain HTTP: the page may not send one.
+    let open = Web::start_with(&env, &["--host", "0.0.0.0"]);
+    let (status, body) = open.request(
+        "POST",
+        "/api/key",
+        Some(&json!({"key": "sk-over-the-network"})),
+        &[],
+    );
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("dsh login"), "{body}");
 }
