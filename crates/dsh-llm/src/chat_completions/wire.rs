@@ -600,6 +600,14 @@ mod tests {
     use pretty_assertions::assert_eq;
     use serde_json::{Value, json};
 
+    /// A body with no dialect switch on.
+    const PLAIN: BodyOptions = BodyOptions {
+        thinking: None,
+        reasoning_effort: None,
+        echo_reasoning: false,
+        developer_role: false,
+    };
+
     #[test]
     fn images_wait_until_the_run_of_tool_messages_ends() {
         let dir = tempfile::tempdir().unwrap();
@@ -647,13 +655,7 @@ mod tests {
             result("b", false),
         ];
         let request = crate::bare_request(&messages);
-        let options = BodyOptions {
-            thinking: None,
-            reasoning_effort: None,
-            echo_reasoning: false,
-            developer_role: false,
-        };
-        let body: Value = serde_json::from_slice(&request_body(&request, options)).unwrap();
+        let body: Value = serde_json::from_slice(&request_body(&request, PLAIN)).unwrap();
         let roles: Vec<&str> = body["messages"]
             .as_array()
             .unwrap()
@@ -671,13 +673,7 @@ mod tests {
             vec![crate::stored_image(dir.path())],
         )];
         let request = crate::bare_request(&messages);
-        let options = BodyOptions {
-            thinking: None,
-            reasoning_effort: None,
-            echo_reasoning: false,
-            developer_role: false,
-        };
-        let body: Value = serde_json::from_slice(&request_body(&request, options)).unwrap();
+        let body: Value = serde_json::from_slice(&request_body(&request, PLAIN)).unwrap();
         assert_eq!(
             body["messages"],
             json!([{"role": "user", "content": [
