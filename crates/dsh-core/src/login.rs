@@ -109,9 +109,9 @@ pub async fn check_and_save_key(settings: &Settings, key: &str) -> Result<PathBu
     Ok(dsh_config::saved_keys_path(home))
 }
 
-/// Forgets the key saved for the settings' route; whether one was saved, and the file.
-pub fn forget_saved_key(home: &Path, settings: &Settings) -> Result<(bool, PathBuf), LoginError> {
-    let target = key_target(settings)?;
+/// Forgets the key saved under dsh's `home` for `target` ([`key_target`]); whether one was
+/// saved, and the file.
+pub fn forget_saved_key(home: &Path, target: &KeyTarget) -> Result<(bool, PathBuf), LoginError> {
     let forgotten = dsh_config::forget_key(home, &target.variable)?;
     Ok((forgotten, dsh_config::saved_keys_path(home)))
 }

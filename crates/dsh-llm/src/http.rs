@@ -147,20 +147,12 @@ impl Endpoint {
     /// Asks for the endpoint (a `GET`, nothing billed) and waits for the status as [`send`]:
     /// `Ok` when the server takes the route's key.
     pub(crate) async fn get(&self) -> Result<(), Failure> {
-        let mut request = self
-            .client
-            .get(&self.url)
-            .header(ACCEPT, "application/json");
-        for (name, value) in &self.headers {
-            request = request.header(name.clone(), value.clone());
-        }
-        let ctx = ErrorContext {
-            url: &self.url,
-            model: "",
-            api_key_env: &self.api_key_env,
-            base_url_source: &self.base_url_source,
-        };
-        send(request, self.idle, &ctx)
+        let request = self.with_headers(
+            self.client
+                .get(&self.url)
+                .header(ACCEPT, "application/json"),
+        );
+        send(request, self.idle, &self.context(""))
             .await
             .map(drop)
             .map_err(|error| error.failure)
@@ -172,21 +164,30 @@ impl Endpoint {
         body: Vec<u8>,
         model: &str,
     ) -> Result<reqwest::Response, crate::LlmError> {
-        let mut request = self
-            .client
-            .post(&self.url)
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream");
+        let request = self.with_headers(
+            (self.client.post(&self.url))
+                .header(CONTENT_TYPE, "application/json")
+                .header(ACCEPT, "text/event-stream"),
+        );
+        send(request.body(body), self.idle, &self.context(model)).await
+    }
+
+    /// `request` with the route's headers: its key, the wire format's and the configured ones.
+    fn with_headers(&self, mut request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         for (name, value) in &self.headers {
             request = request.header(name.clone(), value.clone());
         }
-        let ctx = ErrorContext {
+        request
+    }
+
+    /// What an error about a request for `model` names.
+    fn context<'a>(&'a self, model: &'a str) -> ErrorContext<'a> {
+        ErrorContext {
             url: &self.url,
             model,
             api_key_env: &self.api_key_env,
             base_url_source: &self.base_url_source,
-        };
-        send(request.body(body), self.idle, &ctx).await
+        }
     }
 }
 

@@ -137,6 +137,13 @@ pub struct ImageRef {
     pub height: u32,
 }
 
+impl ImageRef {
+    /// The image in a transcript that shows text only: `[image image/png 640x480]`.
+    pub fn summary(&self) -> String {
+        format!("[image {} {}x{}]", self.media_type, self.width, self.height)
+    }
+}
+
 /// A tool as offered to the model: its name, description and JSON Schema of its arguments.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {

@@ -56,6 +56,9 @@ pub struct Options {
     pub task: Option<String>,
     /// Start with the list of this folder's sessions (`dsh resume`).
     pub pick_session: bool,
+    /// The settings already loaded for `flags` as the UI loads them (`interactive`), so they
+    /// are not read twice; `None`: loaded here.
+    pub settings: Option<Box<Settings>>,
 }
 
 /// Why the UI could not start; the terminal is left as it was.
@@ -69,8 +72,11 @@ pub fn run(options: Options) -> Result<(), StartError> {
         .map_err(|e| StartError(format!("cannot read the current directory: {e}")))?;
     let mut options = options;
     options.flags.interactive = true;
-    let settings = Settings::load(cwd.clone(), &Environment::from_process(), &options.flags)
-        .map_err(|e| StartError(e.message))?;
+    let settings = match options.settings.take() {
+        Some(settings) => *settings,
+        None => Settings::load(cwd.clone(), &Environment::from_process(), &options.flags)
+            .map_err(|e| StartError(e.message))?,
+    };
     let home = settings.home().value.clone();
     let runtime = dsh_core::runtime().map_err(StartError)?;
     let outcome = runtime.block_on(main_loop(options, settings, home, cwd));

@@ -81,10 +81,8 @@ impl Transcript {
                     let mut text = message.text();
                     for block in &message.content {
                         if let dsh_protocol::Block::Image { image } = block {
-                            text.push_str(&format!(
-                                "\n[image {} {}x{}]",
-                                image.media_type, image.width, image.height
-                            ));
+                            text.push('\n');
+                            text.push_str(&image.summary());
                         }
                     }
                     user_cell(&text)

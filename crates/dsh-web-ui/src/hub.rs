@@ -298,18 +298,24 @@ impl Live {
         (self.image_input).store(settings["imageInput"] == true, Ordering::SeqCst);
     }
 
+    /// Whether the session's model takes images; what to do when not.
+    fn takes_images(&self) -> Result<(), HubError> {
+        if self.image_input.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        Err(HubError::Failed(
+            "this session's model does not take images: switch to one that does, or set \
+             image_input = true for it in its [models.NAME] table if it does (docs/config.md)"
+                .into(),
+        ))
+    }
+
     /// The images `ids` names, each attached here before; refused for a model that takes none.
     fn attached(&self, ids: &[String]) -> Result<Vec<ImageRef>, HubError> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        if !self.image_input.load(Ordering::SeqCst) {
-            return Err(HubError::Failed(
-                "this session's model does not take images: switch to one that does, or set \
-                 image_input = true for it in its [models.NAME] table if it does (docs/config.md)"
-                    .into(),
-            ));
-        }
+        self.takes_images()?;
         let known = lock(&self.images);
         ids.iter()
             .map(|id| {
@@ -329,11 +335,7 @@ impl Live {
         store: AttachmentStore,
         data: bytes::Bytes,
     ) -> Result<Value, HubError> {
-        if !self.image_input.load(Ordering::SeqCst) {
-            return Err(HubError::Failed(
-                "this session's model does not take images: switch to one that does first".into(),
-            ));
-        }
+        self.takes_images()?;
         // One decode at a time, whatever the number of uploads: each may take a few hundred
         // megabytes while it is decoded.
         let _one_at_a_time = DECODING.acquire().await;

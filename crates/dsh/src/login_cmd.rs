@@ -54,11 +54,10 @@ fn sign(command: &KeyCommand) -> Result<String, String> {
         ..Flags::default()
     };
     let settings = crate::place::settings(&flags)?;
-    let home = settings.home().value.clone();
+    let target = dsh_core::key_target(&settings).map_err(|e| e.to_string())?;
     if command.logout {
-        let (forgotten, file) =
-            dsh_core::forget_saved_key(&home, &settings).map_err(|e| e.to_string())?;
-        let target = dsh_core::key_target(&settings).map_err(|e| e.to_string())?;
+        let (forgotten, file) = dsh_core::forget_saved_key(&settings.home().value, &target)
+            .map_err(|e| e.to_string())?;
         return Ok(if forgotten {
             format!(
                 "The key saved for {} ({}) was removed from {}.\n",
@@ -73,7 +72,6 @@ fn sign(command: &KeyCommand) -> Result<String, String> {
             )
         });
     }
-    let target = dsh_core::key_target(&settings).map_err(|e| e.to_string())?;
     if let Some(found) = target
         .found_in
         .as_ref()
@@ -91,18 +89,24 @@ fn sign(command: &KeyCommand) -> Result<String, String> {
 /// for one on the terminal as `dsh login` does, so a first run starts signed in instead of
 /// failing to open its session. Nothing is asked when a key is found, when the provider needs
 /// none, or when the variable is exported empty (a saved key would be hidden by it; the UI
-/// then says so).
-pub fn ensure_key(flags: &Flags) -> Result<(), String> {
-    let Ok(settings) = crate::place::settings(flags) else {
+/// then says so). The settings are loaded as the UI loads them (`interactive`: no headless
+/// profile), and handed on when nothing was saved; after a key is saved, the UI reads them
+/// again, the new key with them.
+pub fn ensure_key(flags: &Flags) -> Result<Option<dsh_core::Settings>, String> {
+    let flags = Flags {
+        interactive: true,
+        ..flags.clone()
+    };
+    let Ok(settings) = crate::place::settings(&flags) else {
         // The UI reports what is wrong with the settings.
-        return Ok(());
+        return Ok(None);
     };
     let Ok(target) = dsh_core::key_target(&settings) else {
-        return Ok(());
+        return Ok(Some(settings));
     };
     let exported = std::env::var_os(&target.variable).is_some();
     if target.found_in.is_some() || exported {
-        return Ok(());
+        return Ok(Some(settings));
     }
     let _ = writeln!(
         std::io::stdout(),
@@ -115,7 +119,7 @@ pub fn ensure_key(flags: &Flags) -> Result<(), String> {
     );
     let saved = ask_and_save(&settings, &target)?;
     let _ = std::io::stdout().write_all(saved.as_bytes());
-    Ok(())
+    Ok(None)
 }
 
 /// Asks for keys until the provider takes one (on a terminal, a few tries), and saves it.

@@ -75,14 +75,18 @@ fn main() -> ExitCode {
             }
         }
         Ok(Command::Tui(args)) => {
-            if let Err(message) = login_cmd::ensure_key(&args.flags) {
-                surface::Surface::new(false).fail(&message, &message, None);
-                return ExitCode::FAILURE;
-            }
+            let settings = match login_cmd::ensure_key(&args.flags) {
+                Ok(settings) => settings,
+                Err(message) => {
+                    surface::Surface::new(false).fail(&message, &message, None);
+                    return ExitCode::FAILURE;
+                }
+            };
             let options = dsh_tui::Options {
                 flags: args.flags,
                 task: args.task,
                 pick_session: args.pick_session,
+                settings: settings.map(Box::new),
             };
             match dsh_tui::run(options) {
                 Ok(()) => ExitCode::SUCCESS,

@@ -134,11 +134,7 @@ fn transcript_line(out: &mut String, record: &Record) {
                         let _ = writeln!(out, "user: {}", indent(text));
                     }
                     Block::Image { image } => {
-                        let _ = writeln!(
-                            out,
-                            "user: [image {} {}x{}]",
-                            image.media_type, image.width, image.height
-                        );
+                        let _ = writeln!(out, "user: {}", image.summary());
                     }
                     _ => {}
                 }
@@ -169,12 +165,7 @@ fn transcript_line(out: &mut String, record: &Record) {
                         .iter()
                         .map(|part| match part {
                             ToolOutputPart::Text { text } => text.clone(),
-                            ToolOutputPart::Image { image } => {
-                                format!(
-                                    "[image {} {}x{}]",
-                                    image.media_type, image.width, image.height
-                                )
-                            }
+                            ToolOutputPart::Image { image } => image.summary(),
                         })
                         .collect();
                     let mark = if *is_error { "← (error) " } else { "← " };

@@ -455,21 +455,17 @@ fn sessions_are_listed_newest_first_and_shown_as_a_transcript() {
     );
 
     // A title the user gives is listed in place of the first task; "" takes it away.
+    let first_row = || {
+        let list = env.run(dsh(), &["sessions", "list"]).stdout;
+        list.lines().nth(2).unwrap().to_owned()
+    };
     let renamed = env.run(
         dsh(),
         &["sessions", "rename", first_id, "the", "a.txt", "question"],
     );
     assert_eq!(renamed.code(), Some(0), "stderr: {}", renamed.stderr);
-    let list = env.run(dsh(), &["sessions", "list"]);
-    assert!(
-        list.stdout
-            .lines()
-            .nth(2)
-            .unwrap()
-            .ends_with("  the a.txt question"),
-        "{}",
-        list.stdout
-    );
+    let row = first_row();
+    assert!(row.ends_with("  the a.txt question"), "{row}");
     let listed = env.run(dsh(), &["sessions", "list", "--json"]);
     let renamed_line: serde_json::Value =
         serde_json::from_str(listed.stdout.lines().nth(1).unwrap()).unwrap();
@@ -486,14 +482,8 @@ fn sessions_are_listed_newest_first_and_shown_as_a_transcript() {
     );
     let cleared = env.run(dsh(), &["sessions", "rename", first_id, ""]);
     assert_eq!(cleared.code(), Some(0), "stderr: {}", cleared.stderr);
-    let list = env.run(dsh(), &["sessions", "list"]);
-    assert!(
-        list.stdout
-            .lines()
-            .nth(2)
-            .unwrap()
-            .ends_with("what does a.txt say")
-    );
+    let row = first_row();
+    assert!(row.ends_with("what does a.txt say"), "{row}");
 
     let show = env.run(dsh(), &["sessions", "show", first_id]);
     assert_eq!(show.code(), Some(0), "stderr: {}", show.stderr);
