@@ -13,6 +13,7 @@ use dsh_tools::{
     ErrorInfo, PreparedCall, ToolContext, ToolEffect, ToolOutcome, ToolRegistry, ToolSession,
 };
 use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
@@ -487,7 +488,17 @@ impl Agent {
     /// `job_wait` in all) for them to finish and gives the model their notices in a new turn,
     /// at most [`AgentConfig::MAX_WAKES`] times. The summary covers every turn: the last
     /// reason, the last text, all usage.
-    pub async fn run(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
+    ///
+    /// Boxed so that it is compiled once, here, and not in every front end that awaits it.
+    pub fn run<'a>(
+        &'a mut self,
+        task: String,
+        stop: &'a Stop,
+    ) -> BoxFuture<'a, Result<TurnSummary, CoreError>> {
+        Box::pin(self.run_task(task, stop))
+    }
+
+    async fn run_task(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
         self.run_requests = 0;
         self.run_usage = Usage::default();
         self.structured = None;
@@ -637,7 +648,18 @@ impl Agent {
     /// script as one step (what its agents billed is the step's), and its result, or why it
     /// failed, as the turn's answer. The result also goes into the history as a message, so a
     /// later turn of the session knows what the workflow found.
-    pub async fn run_workflow(
+    ///
+    /// Boxed so that it is compiled once, here, and not in every front end that awaits it.
+    pub fn run_workflow<'a>(
+        &'a mut self,
+        saved: &'a crate::SavedWorkflow,
+        args: Option<serde_json::Value>,
+        stop: &'a Stop,
+    ) -> BoxFuture<'a, Result<TurnSummary, CoreError>> {
+        Box::pin(self.workflow_turn(saved, args, stop))
+    }
+
+    async fn workflow_turn(
         &mut self,
         saved: &crate::SavedWorkflow,
         args: Option<serde_json::Value>,
@@ -886,7 +908,19 @@ impl Agent {
     /// results are cut, and all but the last exchange is summarised in one request, when it
     /// is long enough to be worth one (a short history sends nothing). Returns what was done
     /// and what the summary request billed (also in the log's `compaction/summary` record).
-    pub async fn compact(&mut self, stop: &Stop) -> Result<(ManualCompaction, Usage), CoreError> {
+    ///
+    /// Boxed so that it is compiled once, here, and not in every front end that awaits it.
+    pub fn compact<'a>(
+        &'a mut self,
+        stop: &'a Stop,
+    ) -> BoxFuture<'a, Result<(ManualCompaction, Usage), CoreError>> {
+        Box::pin(self.compact_between_turns(stop))
+    }
+
+    async fn compact_between_turns(
+        &mut self,
+        stop: &Stop,
+    ) -> Result<(ManualCompaction, Usage), CoreError> {
         let turn = self.session.last_turn();
         let (compactor, history) = self.compaction();
         compactor.compact_now(history, turn, stop).await
@@ -968,7 +1002,19 @@ impl Agent {
 
     /// Runs one turn for `task` until the model answers without calling a tool, the step cap
     /// is reached, a request fails for good, or `stop` is requested.
-    async fn run_turn(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
+    ///
+    /// Boxed here so the turn's machinery is compiled once, in this crate: the body of an
+    /// `async fn` is compiled again in every crate that awaits it, and each front end does
+    /// (docs/install.md#binary-size).
+    fn run_turn<'a>(
+        &'a mut self,
+        task: String,
+        stop: &'a Stop,
+    ) -> BoxFuture<'a, Result<TurnSummary, CoreError>> {
+        Box::pin(self.turn(task, stop))
+    }
+
+    async fn turn(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
         if let Some(shared) = &self.config.completed_history {
             *shared
                 .lock()

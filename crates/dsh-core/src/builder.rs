@@ -22,6 +22,7 @@ use dsh_tools::{
     AskUserQuestion, AttachmentStore, ExitPlanMode, ModelCaps, Shell, ShellEnv, SpillStore,
     StrReplaceEditor, TodoWrite, ToolFilter, ToolRegistry, ToolSession, UserQuestions,
 };
+use futures_util::future::BoxFuture;
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 
 use crate::auto_review::AutoReviewer;
@@ -385,7 +386,13 @@ impl StartedRun {
     /// Waits for the MCP servers that must start (and up to `mcp.startup_grace_ms` for the
     /// others), then assembles the agent: its tools, system prompt context, instructions and
     /// skills.
-    pub async fn finish(self) -> Result<Run, SetupError> {
+    ///
+    /// Boxed so that it is compiled once, here, and not in every front end that awaits it.
+    pub fn finish(self) -> BoxFuture<'static, Result<Run, SetupError>> {
+        Box::pin(self.assemble())
+    }
+
+    async fn assemble(self) -> Result<Run, SetupError> {
         let StartedRun {
             settings,
             user,

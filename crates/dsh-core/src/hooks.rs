@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -274,7 +275,19 @@ impl HookRunner {
     /// Runs the hooks of `event` whose matcher takes one of `names` (see `for_event`) one after
     /// the other, with `fields` added to the common payload; the first that blocks stops the rest.
     /// A stopped run (`cancel`) stops the hook running and the ones after it.
-    pub async fn fire(
+    ///
+    /// Boxed so that it is compiled once, here, and not in every crate that awaits it.
+    pub fn fire<'a>(
+        &'a self,
+        event: HookEvent,
+        names: Option<&'a [&'a str]>,
+        fields: Value,
+        cancel: &'a tokio_util::sync::CancellationToken,
+    ) -> BoxFuture<'a, HookVerdict> {
+        Box::pin(self.fire_hooks(event, names, fields, cancel))
+    }
+
+    async fn fire_hooks(
         &self,
         event: HookEvent,
         names: Option<&[&str]>,

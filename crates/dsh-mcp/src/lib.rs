@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dsh_tools::ToolGroup;
+use futures_util::future::BoxFuture;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::task::{AbortHandle, JoinHandle};
 
@@ -243,7 +244,13 @@ impl McpServers {
     /// then SIGTERM to its process group, then SIGKILL: about 2 s for a server that ignores
     /// both, 4.3 s at most however the servers behave. No server starts after this is called;
     /// [`McpServers::kill_now`] still reaches every group while this runs.
-    pub async fn shutdown(&self) {
+    ///
+    /// Boxed so that it is compiled once, here, and not in every front end that awaits it.
+    pub fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.shut_down_all())
+    }
+
+    async fn shut_down_all(&self) {
         let links = {
             let mut started = self.lock();
             for start in started.starts.drain(..) {

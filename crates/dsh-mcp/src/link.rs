@@ -23,6 +23,7 @@ use tokio::task::JoinHandle;
 
 use crate::{McpServer, Transport, oauth};
 use dsh_tools::ToolGroup;
+use futures_util::future::BoxFuture;
 
 /// How many of a server's last stderr lines an error quotes.
 const STDERR_TAIL: usize = 8;
@@ -288,7 +289,13 @@ impl Link {
 
     /// Stops the server for good: the client closed (for stdio, the server's input), then the
     /// process group's stop sequence, then the last stderr lines passed on.
-    pub(crate) async fn shutdown(&self) {
+    ///
+    /// Boxed so that it is compiled once, here, and not in every crate that awaits it.
+    pub(crate) fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.stop_for_good())
+    }
+
+    async fn stop_for_good(&self) {
         let process = self.take_process(true);
         let connection = self.running.lock().await.take();
         if let Some(connection) = connection {
@@ -802,6 +809,15 @@ fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
 #[derive(Clone)]
 pub(crate) struct Handler {
     link: Weak<Link>,
+}
+
+impl Handler {
+    /// The handler of a connection that is no link's (a login's own requests): it asks for no
+    /// elicitation and lets notifications go. One handler type for every connection means
+    /// rmcp's client is compiled once per transport, not once per handler as well.
+    pub(crate) fn detached() -> Handler {
+        Handler { link: Weak::new() }
+    }
 }
 
 impl ClientHandler for Handler {

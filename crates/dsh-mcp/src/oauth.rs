@@ -22,6 +22,7 @@ mod record;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use rmcp::ServiceExt;
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession, OAuthClientConfig,
     WWWAuthenticateParams,
@@ -30,7 +31,6 @@ use rmcp::transport::streamable_http_client::{
     AuthRequiredError, InsufficientScopeError, StreamableHttpClient,
 };
 use rmcp::transport::{AuthClient, StreamableHttpClientTransport};
-use rmcp::{ClientHandler, ServiceExt};
 
 use record::{ClientRecord, ClientSource, RecordStore, SignedInWith};
 
@@ -603,7 +603,7 @@ where
 {
     let config = crate::link::transport_config(url, headers).map_err(Listing::Failed)?;
     let transport = StreamableHttpClientTransport::with_client(client, config);
-    let running = Probe
+    let running = crate::link::Handler::detached()
         .serve(transport)
         .await
         .map_err(|e| match Refusal::find(&e) {
@@ -618,16 +618,6 @@ where
             Some(refusal) => Listing::Refused(refusal),
             None => Listing::Failed(crate::link::hide_url_secrets(&e.to_string(), url)),
         }),
-    }
-}
-
-/// The client of a login's own requests.
-#[derive(Clone)]
-struct Probe;
-
-impl ClientHandler for Probe {
-    fn get_info(&self) -> rmcp::model::ClientConfig {
-        crate::link::client_config()
     }
 }
 

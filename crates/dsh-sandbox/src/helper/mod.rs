@@ -273,7 +273,18 @@ impl HelperLaunch {
         let _ = self.helper().await;
     }
 
-    async fn helper(&self) -> Result<Arc<client::Helper>, HelperRefusal> {
+    /// Boxed so that it is compiled once, here, and not in every crate whose `async` code
+    /// reaches it (this crate has no `futures` to name the type more briefly).
+    #[allow(clippy::type_complexity)]
+    fn helper(
+        &self,
+    ) -> std::pin::Pin<
+        Box<dyn Future<Output = Result<Arc<client::Helper>, HelperRefusal>> + Send + '_>,
+    > {
+        Box::pin(self.start_or_reuse())
+    }
+
+    async fn start_or_reuse(&self) -> Result<Arc<client::Helper>, HelperRefusal> {
         let mut slot = self.pool.slot.lock().await;
         if let Some(why) = &slot.broken {
             return Err(HelperRefusal::FallBack(why.clone()));

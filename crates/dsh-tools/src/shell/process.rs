@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use tokio::io::AsyncReadExt as _;
 use tokio::sync::watch;
 
@@ -252,8 +253,16 @@ fn pump(
 }
 
 /// Starts the command through the run's sandbox helper, with pipes of dsh's making as its
-/// stdio.
-async fn spawn_by_helper(
+/// stdio. Boxed so that it is compiled once, here, and not in every crate whose `async` code
+/// reaches it.
+fn spawn_by_helper<'a>(
+    spec: &'a Spec,
+    launch: &'a dsh_sandbox::HelperLaunch,
+) -> BoxFuture<'a, Result<Arc<ShellProcess>, dsh_sandbox::HelperRefusal>> {
+    Box::pin(spawn_through(spec, launch))
+}
+
+async fn spawn_through(
     spec: &Spec,
     launch: &dsh_sandbox::HelperLaunch,
 ) -> Result<Arc<ShellProcess>, dsh_sandbox::HelperRefusal> {
