@@ -12,11 +12,12 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
 
 use dsh_protocol::ImageRef;
+use image::buffer::ConvertBuffer as _;
 use image::codecs::jpeg::JpegEncoder;
 use image::codecs::png::PngEncoder;
 use image::imageops::FilterType;
 use image::metadata::Orientation;
-use image::{DynamicImage, ImageDecoder, ImageFormat, ImageReader};
+use image::{DynamicImage, ImageDecoder, ImageFormat, ImageReader, RgbImage, RgbaImage};
 use sha2::{Digest, Sha256};
 
 /// The largest image file accepted.
@@ -174,12 +175,15 @@ fn normalise(data: &[u8]) -> Result<Normalised, ImageError> {
     }
     img.apply_orientation(orientation);
     let alpha = img.color().has_alpha();
+    // One pixel type from here on, so that resizing is compiled for it alone and not for each
+    // of the ten a `DynamicImage` can hold (it is the largest part of the image code).
+    let img = img.into_rgba8();
     let (mut tw, mut th) = fit(w, h, STORED_LONG_EDGE);
     loop {
         let sized = if (tw, th) == (w, h) {
             img.clone()
         } else {
-            img.resize_exact(tw, th, FilterType::Triangle)
+            image::imageops::resize(&img, tw, th, FilterType::Triangle)
         };
         let (data, format) = encode(&sized, alpha).map_err(unreadable)?;
         if data.len() <= STORED_MAX_BYTES {
@@ -210,15 +214,15 @@ fn fit(w: u32, h: u32, edge: u32) -> (u32, u32) {
     (side(w), side(h))
 }
 
-fn encode(img: &DynamicImage, alpha: bool) -> Result<(Vec<u8>, ImageFormat), image::ImageError> {
+/// PNG when the image has transparency, else JPEG (which has none to keep).
+fn encode(img: &RgbaImage, alpha: bool) -> Result<(Vec<u8>, ImageFormat), image::ImageError> {
     let mut out = Vec::new();
     if alpha {
-        img.to_rgba8()
-            .write_with_encoder(PngEncoder::new(&mut out))?;
+        img.write_with_encoder(PngEncoder::new(&mut out))?;
         Ok((out, ImageFormat::Png))
     } else {
-        img.to_rgb8()
-            .write_with_encoder(JpegEncoder::new_with_quality(&mut out, JPEG_QUALITY))?;
+        let rgb: RgbImage = img.convert();
+        rgb.write_with_encoder(JpegEncoder::new_with_quality(&mut out, JPEG_QUALITY))?;
         Ok((out, ImageFormat::Jpeg))
     }
 }

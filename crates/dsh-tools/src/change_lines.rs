@@ -1,9 +1,10 @@
 //! The lines of the change a call asks for ([`CallChange`]), signed, as every front end draws
 //! a diff: the terminal UI colours them, the web app sends them to its page.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use similar::{ChangeTag, TextDiff};
+use similar::DiffTag;
+use similar::algorithms::{Capture, Compact, Replace, myers};
 
 use crate::CallChange;
 
@@ -45,22 +46,7 @@ impl CallChange<'_> {
     pub fn lines(&self, max: usize) -> ChangeLines {
         let old = (self.old).filter(|old| old.len() + self.new.len() <= MAX_DIFFED_BYTES);
         let mut lines: Vec<(DiffSign, String)> = match old {
-            Some(old) => TextDiff::configure()
-                .timeout(DIFF_TIME)
-                .diff_lines(old, self.new)
-                .iter_all_changes()
-                .map(|change| {
-                    let sign = match change.tag() {
-                        ChangeTag::Delete => DiffSign::Removed,
-                        ChangeTag::Insert => DiffSign::Added,
-                        ChangeTag::Equal => DiffSign::Kept,
-                    };
-                    (
-                        sign,
-                        change.value().trim_end_matches(['\n', '\r']).to_owned(),
-                    )
-                })
-                .collect(),
+            Some(old) => line_diff(old, self.new),
             None => (self.new.lines())
                 .map(|line| (DiffSign::Added, line.to_owned()))
                 .collect(),
@@ -69,6 +55,61 @@ impl CallChange<'_> {
         lines.truncate(max);
         ChangeLines { lines, more }
     }
+}
+
+/// `old` against `new` line by line, each line without its line end. Myers' algorithm is
+/// called directly, not through `similar::TextDiff`, which compiles six algorithms for each
+/// kind of text it could be given: this is the only diff dsh draws.
+fn line_diff(old: &str, new: &str) -> Vec<(DiffSign, String)> {
+    let (old, new) = (with_line_ends(old), with_line_ends(new));
+    let mut ops = Compact::new(Replace::new(Capture::new()), &old, &new);
+    let Ok(()) = myers::diff_deadline(
+        &mut ops,
+        &old,
+        0..old.len(),
+        &new,
+        0..new.len(),
+        Some(Instant::now() + DIFF_TIME),
+    );
+    let line = |sign, text: &str| (sign, text.trim_end_matches(['\n', '\r']).to_owned());
+    let mut lines = Vec::new();
+    for op in ops.into_inner().into_inner().into_ops() {
+        let (tag, old_range, new_range) = op.as_tag_tuple();
+        if tag == DiffTag::Equal {
+            lines.extend(old[old_range].iter().map(|text| line(DiffSign::Kept, text)));
+            continue;
+        }
+        lines.extend(
+            old[old_range]
+                .iter()
+                .map(|text| line(DiffSign::Removed, text)),
+        );
+        lines.extend(
+            new[new_range]
+                .iter()
+                .map(|text| line(DiffSign::Added, text)),
+        );
+    }
+    lines
+}
+
+/// `text`'s lines, each with its line end: `\n`, `\r\n`, or a lone `\r` (old Mac files),
+/// so that no line drawn holds a carriage return.
+fn with_line_ends(text: &str) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let mut lines = Vec::new();
+    let mut start = 0;
+    for (i, &byte) in bytes.iter().enumerate() {
+        let lone_cr = byte == b'\r' && bytes.get(i + 1) != Some(&b'\n');
+        if byte == b'\n' || lone_cr {
+            lines.push(&text[start..=i]);
+            start = i + 1;
+        }
+    }
+    if start < text.len() {
+        lines.push(&text[start..]);
+    }
+    lines
 }
 
 #[cfg(test)]
@@ -94,6 +135,26 @@ mod tests {
         assert_eq!(edit.more, 0);
         let write = change(None, "x\ny").lines(10);
         assert!(write.lines.iter().all(|(sign, _)| *sign == DiffSign::Added));
+    }
+
+    #[test]
+    fn every_line_end_splits_lines_and_none_is_drawn() {
+        let edit = change(Some("a\r\nb\rc\nd"), "a\r\nB\rc\nd\n").lines(10);
+        let marks: Vec<(char, &str)> = (edit.lines.iter())
+            .map(|(sign, text)| (sign.mark(), text.as_str()))
+            .collect();
+        // The last line gained its line end: that is a change too.
+        assert_eq!(
+            marks,
+            [
+                (' ', "a"),
+                ('-', "b"),
+                ('+', "B"),
+                (' ', "c"),
+                ('-', "d"),
+                ('+', "d")
+            ]
+        );
     }
 
     #[test]
