@@ -12,7 +12,8 @@ pub const OUTPUT_RETRIES: u32 = 2;
 
 /// A compiled schema for the final answer.
 pub struct OutputSchema {
-    validator: jsonschema::Validator,
+    schemas: boon::Schemas,
+    root: boon::SchemaIndex,
     /// Where it came from, as the model is told: the file's path, or what asked for it.
     shown: String,
 }
@@ -42,14 +43,15 @@ impl OutputSchema {
                 format!("--output-schema {shown} is not JSON: {e}"),
             )
         })?;
-        let validator = jsonschema::validator_for(&schema).map_err(|e| {
+        let (schemas, root) = compile(schema).map_err(|e| {
             SetupError::new(
                 "OUTPUT_SCHEMA_FILE",
                 format!("--output-schema {shown} is not a valid JSON Schema: {e}"),
             )
         })?;
         Ok(OutputSchema {
-            validator,
+            schemas,
+            root,
             shown: path.display().to_string(),
         })
     }
@@ -57,8 +59,10 @@ impl OutputSchema {
     /// A schema given as a value (a Ralph round's report, a workflow agent's), `shown` as what
     /// asks for it; `None` when it does not compile as a JSON Schema.
     pub(crate) fn of(schema: &Value, shown: &str) -> Option<OutputSchema> {
+        let (schemas, root) = compile(schema.clone()).ok()?;
         Some(OutputSchema {
-            validator: jsonschema::validator_for(schema).ok()?,
+            schemas,
+            root,
             shown: shown.to_owned(),
         })
     }
@@ -69,16 +73,11 @@ impl OutputSchema {
         let text = unfenced(answer.trim());
         let value: Value =
             serde_json::from_str(text).map_err(|e| format!("the answer is not JSON ({e})"))?;
-        let problems: Vec<String> = self
-            .validator
-            .iter_errors(&value)
-            .take(10)
-            .map(|error| {
-                let at = error.instance_path().to_string();
-                let at = if at.is_empty() { "/".to_owned() } else { at };
-                format!("at {at}: {error}")
-            })
-            .collect();
+        let mut problems = Vec::new();
+        if let Err(error) = self.schemas.validate(&value, self.root) {
+            problems_in(&error, &mut problems);
+        }
+        problems.truncate(10);
         if problems.is_empty() {
             Ok(value)
         } else {
@@ -97,6 +96,42 @@ impl OutputSchema {
              alone, no other text.",
             self.shown
         )
+    }
+}
+
+/// Where the schema is kept while it is compiled: a name no `$ref` can reach out of.
+const SCHEMA_URL: &str = "urn:dsh:output-schema";
+
+/// Compiles `schema` as the draft its `$schema` names (2020-12 when none). A `$ref` to another
+/// document is refused, not fetched or read: the schema is the run's, and a workflow's may be
+/// the model's own writing, which must not make dsh open a local file or a URL.
+fn compile(schema: Value) -> Result<(boon::Schemas, boon::SchemaIndex), String> {
+    struct NoDocuments;
+    impl boon::UrlLoader for NoDocuments {
+        fn load(&self, url: &str) -> Result<Value, Box<dyn std::error::Error>> {
+            Err(format!("{url} is another document, and only the schema itself is read").into())
+        }
+    }
+    let mut compiler = boon::Compiler::new();
+    compiler.use_loader(Box::new(NoDocuments));
+    let mut schemas = boon::Schemas::new();
+    compiler
+        .add_resource(SCHEMA_URL, schema)
+        .and_then(|()| compiler.compile(SCHEMA_URL, &mut schemas))
+        .map(|root| (schemas, root))
+        .map_err(|e| format!("{e:#}"))
+}
+
+/// The failures at the leaves of `error`'s tree (what the value must change), each as
+/// `at /pointer: what is wrong`.
+fn problems_in(error: &boon::ValidationError, out: &mut Vec<String>) {
+    if error.causes.is_empty() {
+        let at = error.instance_location.to_string();
+        let at = if at.is_empty() { "/".to_owned() } else { at };
+        out.push(format!("at {at}: {}", error.kind));
+    }
+    for cause in &error.causes {
+        problems_in(cause, out);
     }
 }
 
@@ -152,6 +187,48 @@ mod tests {
                 .unwrap_err()
                 .starts_with("the answer is not JSON")
         );
+    }
+
+    #[test]
+    fn problems_name_where_and_what_in_any_draft() {
+        let schema = serde_json::json!({
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "properties": {
+                "items": {"type": "array", "items": {"$ref": "#/definitions/item"}}
+            },
+            "definitions": {"item": {"type": "string", "pattern": "^\\d+$"}}
+        });
+        let schema = OutputSchema::of(&schema, "test").unwrap();
+        assert!(schema.check(r#"{"items": ["12", "3"]}"#).is_ok());
+        let problem = schema.check(r#"{"items": ["12", "x", 4]}"#).unwrap_err();
+        assert_eq!(
+            problem,
+            "the answer does not match the schema: at /items/1: 'x' does not match pattern \
+             '^[0-9]+$'; at /items/2: want string, but got number"
+        );
+    }
+
+    /// A schema (a workflow's may be the model's own writing) cannot make dsh read a local
+    /// file or fetch a URL through `$ref`: the secret's text never reaches the model.
+    #[test]
+    fn a_ref_to_another_document_is_refused_and_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret.json");
+        std::fs::write(&secret, r#"{"const": "the secret 7f3a"}"#).unwrap();
+        let url = format!("file://{}", secret.display());
+        for reference in [url.as_str(), "secret.json", "http://127.0.0.1:9/s.json"] {
+            let schema = serde_json::json!({"$ref": reference});
+            assert!(OutputSchema::of(&schema, "test").is_none(), "{reference}");
+            let path = dir.path().join("schema.json");
+            std::fs::write(&path, schema.to_string()).unwrap();
+            let error = OutputSchema::load(&path).unwrap_err().message;
+            assert!(error.contains("is not a valid JSON Schema"), "{error}");
+            if reference.contains("://") {
+                assert!(error.contains("only the schema itself is read"), "{error}");
+            }
+            assert!(!error.contains("7f3a"), "{error}");
+        }
     }
 
     #[test]

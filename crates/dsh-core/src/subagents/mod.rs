@@ -162,7 +162,7 @@ pub(crate) fn register(
     // Ralph's workers are the top agent's: a worker is told not to start a loop of its own,
     // and has no tool to.
     if depth == 0 {
-        made.extend(ralph::RalphTool::new(Arc::new(tool(false))).map(|t| Box::new(t) as _));
+        made.push(Box::new(ralph::RalphTool::new(Arc::new(tool(false)))));
         made.push(Box::new(workflow::WorkflowTool::new(Arc::new(tool(false)))));
     }
     let offered = offered(tools.filter());

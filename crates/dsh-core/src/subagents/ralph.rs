@@ -10,7 +10,7 @@
 //! rounds bill is counted in the caller's usage, and each round is a `subagent/run` in the
 //! caller's log.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use dsh_tools::{
     Arguments, Param, ParamType, Parameters, Tool, ToolContext, ToolError, ToolFacts, ToolFuture,
@@ -35,16 +35,13 @@ const TRUNCATED: &str = "\n… [truncated]";
 pub(crate) struct RalphTool {
     /// How the caller's children are made and run.
     children: Arc<SubagentTool>,
-    schema: Arc<OutputSchema>,
     parameters: Parameters,
 }
 
 impl RalphTool {
-    pub(crate) fn new(children: Arc<SubagentTool>) -> Option<RalphTool> {
-        let schema = OutputSchema::of(&report_schema(), "the Ralph round report")?;
-        Some(RalphTool {
+    pub(crate) fn new(children: Arc<SubagentTool>) -> RalphTool {
+        RalphTool {
             children,
-            schema: Arc::new(schema),
             parameters: Parameters::new(vec![
                 Param::required(
                     "objective",
@@ -58,8 +55,18 @@ impl RalphTool {
                     "The most rounds to run (a whole number, at most 64; default 64).",
                 ),
             ]),
-        })
+        }
     }
+}
+
+/// The round report's schema, compiled when a loop first runs: most runs never start one, and
+/// compiling it is a start-up cost every run would otherwise pay.
+/// `None` only if that schema stopped compiling, which a test guards against.
+fn compiled_report_schema() -> Option<Arc<OutputSchema>> {
+    static COMPILED: LazyLock<Option<Arc<OutputSchema>>> = LazyLock::new(|| {
+        OutputSchema::of(&report_schema(), "the Ralph round report").map(Arc::new)
+    });
+    COMPILED.clone()
 }
 
 impl Tool for RalphTool {
@@ -141,6 +148,11 @@ impl RalphTool {
                 }
             },
         };
+        let Some(schema) = compiled_report_schema() else {
+            return Err(ToolError::plain(
+                "Ralph cannot run: its round report schema does not compile",
+            ));
+        };
         let mut spent = ChildrenSpent::default();
         let mut handoff: Option<Map<String, Value>> = None;
         let mut ending = Ending::Exhausted;
@@ -153,7 +165,7 @@ impl RalphTool {
                 .run_fresh_child(
                     format!("Ralph round {round}"),
                     prompt,
-                    Some(self.schema.clone()),
+                    Some(schema.clone()),
                     ctx,
                 )
                 .await;
@@ -364,6 +376,17 @@ mod tests {
         .as_object()
         .cloned()
         .unwrap_or_default()
+    }
+
+    /// The schema is compiled on a loop's first round, where a failure would leave the tool
+    /// unusable.
+    #[test]
+    fn the_report_schema_compiles_and_holds_reports() {
+        let schema = compiled_report_schema().unwrap();
+        let valid = report("complete", &[], "");
+        let valid = Value::Object(valid).to_string();
+        assert!(schema.check(&valid).is_ok(), "{valid}");
+        assert!(schema.check(r#"{"status": "later"}"#).is_err());
     }
 
     #[test]
