@@ -125,12 +125,17 @@ mod tests {
         }
     }
 
+    /// The lines as a unified diff marks them.
+    fn marked(change: &ChangeLines) -> Vec<(char, &str)> {
+        (change.lines.iter())
+            .map(|(sign, text)| (sign.mark(), text.as_str()))
+            .collect()
+    }
+
     #[test]
     fn an_edit_is_a_line_diff_and_a_write_all_added() {
         let edit = change(Some("a\nb\n"), "a\nc\n").lines(10);
-        let marks: Vec<(char, &str)> = (edit.lines.iter())
-            .map(|(sign, text)| (sign.mark(), text.as_str()))
-            .collect();
+        let marks = marked(&edit);
         assert_eq!(marks, [(' ', "a"), ('-', "b"), ('+', "c")]);
         assert_eq!(edit.more, 0);
         let write = change(None, "x\ny").lines(10);
@@ -140,9 +145,7 @@ mod tests {
     #[test]
     fn every_line_end_splits_lines_and_none_is_drawn() {
         let edit = change(Some("a\r\nb\rc\nd"), "a\r\nB\rc\nd\n").lines(10);
-        let marks: Vec<(char, &str)> = (edit.lines.iter())
-            .map(|(sign, text)| (sign.mark(), text.as_str()))
-            .collect();
+        let marks = marked(&edit);
         // The last line gained its line end: that is a change too.
         assert_eq!(
             marks,
