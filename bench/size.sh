@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The size of each release binary against the 15 MB target, from a release's tarballs
 # (scripts/release's folder; built first when absent), with where the bytes go (cargo bloat on
-# an unstripped build without LTO, which names each crate's share); writes its section of
+# the release build, not stripped, which names each crate's share); writes its section of
 # docs/performance.md. Not part of CI. Usage: bench/size.sh [DIST_DIR]
 #   (cargo install cargo-bloat --locked, for the breakdown)
 . "$(dirname "$0")/lib.sh"
@@ -28,12 +28,12 @@ trap 'rm -rf "$work"' EXIT
   done
   if command -v cargo-bloat >/dev/null; then
     echo
-    echo "Where the code goes: the largest crates' share of \`.text\` in an unstripped build"
-    echo "without LTO (\`cargo bloat --crates\`; LTO then shrinks the whole by about a half):"
+    echo "Where the code goes: the largest crates' share of \`.text\` in the release build for"
+    echo "the host, not stripped (\`cargo bloat --crates\`; after LTO a function is put to the"
+    echo "crate its name comes from, so generic code lands in the crate that defines it):"
     echo
     echo '```'
-    CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
-      CARGO_PROFILE_RELEASE_STRIP=none CARGO_TARGET_DIR="${DSH_BLOAT_TARGET:-target/bloat}" \
+    CARGO_PROFILE_RELEASE_STRIP=none CARGO_TARGET_DIR="${DSH_BLOAT_TARGET:-target/bloat}" \
       cargo bloat --release -q -p dsh --bin dsh --crates -n 20 2>/dev/null
     echo '```'
   fi
