@@ -1001,20 +1001,9 @@ impl Agent {
     }
 
     /// Runs one turn for `task` until the model answers without calling a tool, the step cap
-    /// is reached, a request fails for good, or `stop` is requested.
-    ///
-    /// Boxed here so the turn's machinery is compiled once, in this crate: the body of an
-    /// `async fn` is compiled again in every crate that awaits it, and each front end does
-    /// (docs/install.md#binary-size).
-    fn run_turn<'a>(
-        &'a mut self,
-        task: String,
-        stop: &'a Stop,
-    ) -> BoxFuture<'a, Result<TurnSummary, CoreError>> {
-        Box::pin(self.turn(task, stop))
-    }
-
-    async fn turn(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
+    /// is reached, a request fails for good, or `stop` is requested. Reached only through
+    /// [`Agent::run`], whose boxing keeps it compiled once.
+    async fn run_turn(&mut self, task: String, stop: &Stop) -> Result<TurnSummary, CoreError> {
         if let Some(shared) = &self.config.completed_history {
             *shared
                 .lock()

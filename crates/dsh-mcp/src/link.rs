@@ -23,7 +23,6 @@ use tokio::task::JoinHandle;
 
 use crate::{McpServer, Transport, oauth};
 use dsh_tools::ToolGroup;
-use futures_util::future::BoxFuture;
 
 /// How many of a server's last stderr lines an error quotes.
 const STDERR_TAIL: usize = 8;
@@ -288,14 +287,9 @@ impl Link {
     }
 
     /// Stops the server for good: the client closed (for stdio, the server's input), then the
-    /// process group's stop sequence, then the last stderr lines passed on.
-    ///
-    /// Boxed so that it is compiled once, here, and not in every crate that awaits it.
-    pub(crate) fn shutdown(&self) -> BoxFuture<'_, ()> {
-        Box::pin(self.stop_for_good())
-    }
-
-    async fn stop_for_good(&self) {
+    /// process group's stop sequence, then the last stderr lines passed on. Reached only
+    /// through [`crate::McpServers::shutdown`], whose boxing keeps it compiled once.
+    pub(crate) async fn shutdown(&self) {
         let process = self.take_process(true);
         let connection = self.running.lock().await.take();
         if let Some(connection) = connection {

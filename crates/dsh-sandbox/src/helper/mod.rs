@@ -225,6 +225,10 @@ pub enum HelperRefusal {
     Failed(std::io::Error),
 }
 
+/// The running helper, once started or reused ([`HelperLaunch::helper`]).
+type HelperFuture<'a> =
+    std::pin::Pin<Box<dyn Future<Output = Result<Arc<client::Helper>, HelperRefusal>> + Send + 'a>>;
+
 impl HelperLaunch {
     /// Runs the command with exactly `env` in `cwd`, its stdin, stdout and stderr the three
     /// descriptors given, through the run's helper for its profile (started if need be).
@@ -274,13 +278,8 @@ impl HelperLaunch {
     }
 
     /// Boxed so that it is compiled once, here, and not in every crate whose `async` code
-    /// reaches it (this crate has no `futures` to name the type more briefly).
-    #[allow(clippy::type_complexity)]
-    fn helper(
-        &self,
-    ) -> std::pin::Pin<
-        Box<dyn Future<Output = Result<Arc<client::Helper>, HelperRefusal>> + Send + '_>,
-    > {
+    /// reaches it.
+    fn helper(&self) -> HelperFuture<'_> {
         Box::pin(self.start_or_reuse())
     }
 
