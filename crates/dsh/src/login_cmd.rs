@@ -241,24 +241,13 @@ impl EchoOff {
         }
         let _ = RESTORE_TERMIOS.set(saved);
         RESTORE_FD.store(fd, std::sync::atomic::Ordering::SeqCst);
+        let restore = restore_then_die as extern "C" fn(libc::c_int) as libc::sighandler_t;
         let mut handlers = Vec::new();
         for (signal, action) in [
-            (
-                libc::SIGINT,
-                restore_then_die as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            ),
-            (
-                libc::SIGTERM,
-                restore_then_die as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            ),
-            (
-                libc::SIGHUP,
-                restore_then_die as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            ),
-            (
-                libc::SIGQUIT,
-                restore_then_die as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            ),
+            (libc::SIGINT, restore),
+            (libc::SIGTERM, restore),
+            (libc::SIGHUP, restore),
+            (libc::SIGQUIT, restore),
             (libc::SIGTSTP, libc::SIG_IGN),
         ] {
             // SAFETY: installs a handler that only makes async-signal-safe calls, or SIG_IGN.

@@ -477,12 +477,15 @@ fn bash() -> String {
             Complete::Nothing if opt.value.is_some() => "return 0".to_owned(),
             Complete::Nothing => continue,
             // One name a line, kept whole (spaces and all), and marked as file names.
-            Complete::File => "compopt -o filenames 2>/dev/null; \
-                mapfile -t COMPREPLY < <(compgen -f -- \"$cur\"); return 0"
-                .to_owned(),
-            Complete::Dir => "compopt -o filenames 2>/dev/null; \
-                mapfile -t COMPREPLY < <(compgen -d -- \"$cur\"); return 0"
-                .to_owned(),
+            Complete::File | Complete::Dir => format!(
+                "compopt -o filenames 2>/dev/null; \
+                 mapfile -t COMPREPLY < <(compgen {} -- \"$cur\"); return 0",
+                if opt.complete == Complete::Dir {
+                    "-d"
+                } else {
+                    "-f"
+                }
+            ),
             Complete::Words(words) => format!(
                 "COMPREPLY=($(compgen -W '{}' -- \"$cur\")); return 0",
                 words.join(" ")

@@ -12,10 +12,14 @@ use crate::dsh;
 
 /// `dsh args...` with no key in the environment and `input` piped in.
 fn keyless(env: &TestEnv, args: &[&str], input: &str) -> RunOutput {
-    RunOutput::fed(
-        env.command(dsh()).env_remove("DEEPSEEK_API_KEY").args(args),
-        input.as_bytes(),
-    )
+    RunOutput::fed(keyless_command(env).args(args), input.as_bytes())
+}
+
+/// `dsh` with no key in its environment, for a test to set more on.
+fn keyless_command(env: &TestEnv) -> std::process::Command {
+    let mut command = env.command(dsh());
+    command.env_remove("DEEPSEEK_API_KEY");
+    command
 }
 
 /// `dsh args...` on a 100x24 terminal, with no key in its environment.
@@ -114,8 +118,7 @@ fn a_key_that_cannot_be_checked_is_not_saved() {
         out.stderr
     );
     let out = RunOutput::fed(
-        env.command(dsh())
-            .env_remove("DEEPSEEK_API_KEY")
+        keyless_command(&env)
             .env("DEEPSEEK_BASE_URL", "http://127.0.0.1:9/")
             .arg("login"),
         b"sk-any\n",
@@ -196,8 +199,7 @@ fn a_projects_config_cannot_choose_where_a_key_is_sent() {
         &format!("[providers.deepseek]\nbase_url = \"{elsewhere}\"\n"),
     );
     let out = RunOutput::fed(
-        env.command(dsh())
-            .env_remove("DEEPSEEK_API_KEY")
+        keyless_command(&env)
             .env_remove("DEEPSEEK_BASE_URL")
             .arg("login"),
         b"sk-would-leak\n",
