@@ -14,6 +14,10 @@ cargo build --release --locked -q -p dsh-testkit --bin scripted-server
 python3 bench/tui.py | python3 bench/section.py tui
 python3 bench/acp.py | python3 bench/section.py acp
 python3 bench/bwrap.py | python3 bench/section.py bwrap
+# The real-size repository: its own section, kept below like the others.
+bench/bigrepo.sh target/release/dsh
+# What grows with the repository or the history (1,000 sessions, a 100 MB log): its own section.
+bench/growth.sh target/release/dsh
 targets=$(python3 bench/targets.py "$DSH_BENCH_SUMMARY")
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)
 cores=$(nproc)

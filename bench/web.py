@@ -140,9 +140,12 @@ def main():
             page.close()
         page = browser.new_page()
         page.goto(url)
-        page.once("dialog", lambda d: d.accept(ws))
-        page.click("#new-session")
-        page.locator("#session-title").filter(has_text="session-").wait_for()
+        # The first screen's composer starts a session with its first message.
+        page.locator("#welcome").wait_for()
+        page.fill("#prompt", "start")
+        page.press("#prompt", "Enter")
+        page.locator("#transcript .message.assistant").first.wait_for()
+        page.wait_for_function("() => document.getElementById('stop').disabled")
         page.evaluate("""() => {
             window.arrivals = [];
             const id = new URLSearchParams(location.hash.slice(1)).get("session");

@@ -56,7 +56,10 @@ def main() -> None:
         "hostile inputs in `crates/dsh-llm/src/stream_props.rs`, "
         "`crates/dsh-core/src/log_props.rs`, `crates/dsh-config/tests/config_props.rs` and "
         "`crates/dsh-tools/tests/props.rs`, attacks in `crates/dsh/tests/cli/sandbox.rs`, "
-        "`signals.rs` and `providers.rs` there, `crates/dsh-tools/tests/files.rs` and "
+        "`signals.rs`, `providers.rs`, `trust.rs`, `rewind.rs`, `login.rs`, `mcp_oauth.rs`, "
+        "`web.rs`, `web_app.rs`, `tui.rs`, `install_sh.rs` and `errors.rs` there, "
+        "`crates/dsh-checkpoint/tests/restore.rs`, `crates/dsh-mcp/tests/floods.rs` and "
+        "`servers.rs`, `crates/dsh-tools/tests/files.rs` and "
         "`crates/dsh-tools/tests/search.rs` (the sandbox's "
         "escape suite is counted in `docs/sandbox.md`).\n"
     )

@@ -1,13 +1,11 @@
-//! The editor's side of [`dsh_core::ask`]: an escalation and the model's questions become
-//! `session/request_permission` requests the client answers, and when the client offers its
+//! The editor's side of [`dsh_core::ask`]: the run's requests, an escalation and the model's
+//! questions, become `session/request_permission` requests the client answers, and when the client offers its
 //! file system, the file tools read and write through `fs/read_text_file` and
 //! `fs/write_text_file`, so they see unsaved changes and the editor's buffers follow theirs. An
 //! MCP server's question (elicitation) becomes the editor's own form, `elicitation/create`,
 //! where the client said it shows forms.
 
-use std::future::Future;
 use std::path::Path;
-use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 
 use agent_client_protocol::Client;
@@ -21,8 +19,7 @@ use agent_client_protocol::v1::schema::{
 };
 use dsh_core::ToolCatalog;
 use dsh_core::ask::{
-    Answer, ApprovalOutcome, ApprovalRequest, Approver, AskOutcome, EditorFiles, EditorFuture,
-    Elicitation, ElicitationAnswer, Question, UserQuestions,
+    Answer, Approval, Choice, EditorFiles, EditorFuture, FormRequest, Questions, Request, Requests,
 };
 
 const ALLOW_ONCE: &str = "allow-once";
@@ -56,6 +53,11 @@ impl EditorClient {
         }
     }
 
+    /// Whether the client shows forms, so MCP servers' questions can go to it.
+    pub fn forms(&self) -> bool {
+        self.forms
+    }
+
     fn session_id(&self) -> Result<SessionId, String> {
         (self.session.get().cloned()).ok_or_else(|| "the session is not open yet".to_owned())
     }
@@ -82,17 +84,16 @@ impl EditorClient {
     ) -> Option<RequestPermissionOutcome> {
         let session = self.session.get()?.clone();
         let request = RequestPermissionRequest::new(session, call, options);
-        after_pending_updates().await;
         let response = self.connection.send_request(request).block_task().await;
         response.ok().map(|answer| answer.outcome)
     }
 }
 
-/// Lets the turn's loop send the updates the agent has already reported (the `tool_call` a
-/// request is about, above all) before a request goes out: a client shows a permission
-/// request on a call it knows, and one that learns of the call after the request takes it
-/// for a new call and drops the request. The loop reads the agent's events before it polls
-/// the turn again (`session.rs`), so giving way once is enough.
+/// Lets the turn's loop send the updates the agent has already reported before a file is read
+/// or written through the editor, as the run does before it asks anything: a client shows a
+/// permission request on a call it knows, and one that learns of the call after the request
+/// takes it for a new call and drops the request. The loop reads the agent's events before
+/// it polls the turn again (`session.rs`), so giving way once is enough.
 async fn after_pending_updates() {
     tokio::task::yield_now().await;
 }
@@ -108,142 +109,143 @@ fn chosen(outcome: &RequestPermissionOutcome) -> Option<&str> {
     }
 }
 
-impl Approver for EditorClient {
-    fn request(
-        &self,
-        request: ApprovalRequest,
-    ) -> Pin<Box<dyn Future<Output = ApprovalOutcome> + Send + '_>> {
-        Box::pin(async move {
-            // The reason goes in the call's content, which the result replaces; the title
-            // stays the call's own. A file tool's content is its diff, which it keeps.
-            let mut fields = ToolCallUpdateFields::new();
-            if !self.shows_diff(&request.tool) {
-                let reason = ContentBlock::Text(TextContent::new(request.reason.clone()));
-                fields = fields.content(vec![ToolCallContent::Content(Content::new(reason))]);
-            }
-            let call = ToolCallUpdate::new(request.call_id.clone(), fields);
-            let mut options = vec![option(
-                ALLOW_ONCE,
-                "Allow once",
-                PermissionOptionKind::AllowOnce,
-            )];
-            // A request that can only be allowed once (an Auto review override) offers no
-            // "always".
-            if let Some(grant) = &request.grant {
-                options.push(option(
+impl EditorClient {
+    /// Answers the run's requests as they come, each in a task of the connection's (a
+    /// question waits for the person while another is asked), until the session's runs are
+    /// gone.
+    pub async fn answer(self, mut requests: Requests) {
+        while let Some(request) = requests.recv().await {
+            let editor = self.clone();
+            // A connection that has closed asks nobody: the request dropped is cancelled.
+            let _ = self.connection.clone().spawn(async move {
+                match request {
+                    Request::Approval(asked) => editor.approve(asked).await,
+                    Request::Questions(asked) => editor.ask_questions(asked).await,
+                    Request::Form(asked) => editor.fill(asked).await,
+                }
+                Ok(())
+            });
+        }
+    }
+
+    /// An escalation as a permission request on its call.
+    async fn approve(&self, asked: Approval) {
+        let request = &asked.request;
+        // The reason goes in the call's content, which the result replaces; the title
+        // stays the call's own. A file tool's content is its diff, which it keeps.
+        let mut fields = ToolCallUpdateFields::new();
+        if !self.shows_diff(&request.tool) {
+            let reason = ContentBlock::Text(TextContent::new(request.reason.clone()));
+            fields = fields.content(vec![ToolCallContent::Content(Content::new(reason))]);
+        }
+        let call = ToolCallUpdate::new(request.call_id.clone(), fields);
+        // A request that can only be allowed once (an Auto review override) offers no
+        // "always".
+        let options = (asked.choices().iter())
+            .filter_map(|choice| match (choice, &request.grant) {
+                (Choice::Once, _) => Some(option(
+                    ALLOW_ONCE,
+                    "Allow once",
+                    PermissionOptionKind::AllowOnce,
+                )),
+                (Choice::Session, Some(grant)) => Some(option(
                     ALLOW_SESSION,
                     format!("Allow {grant} for this session"),
                     PermissionOptionKind::AllowAlways,
-                ));
-            }
-            options.push(option(REJECT, "Reject", PermissionOptionKind::RejectOnce));
-            match self.ask(call, options).await {
-                None => ApprovalOutcome::Unavailable,
-                Some(outcome) => match chosen(&outcome) {
-                    Some(ALLOW_ONCE) => ApprovalOutcome::AllowedOnce,
-                    Some(ALLOW_SESSION) => ApprovalOutcome::AllowedForSession,
-                    Some(_) => ApprovalOutcome::Rejected { reason: None },
-                    None => ApprovalOutcome::Cancelled,
-                },
-            }
-        })
+                )),
+                (Choice::Session, None) => None,
+                (Choice::Deny, _) => {
+                    Some(option(REJECT, "Reject", PermissionOptionKind::RejectOnce))
+                }
+            })
+            .collect();
+        match self.ask(call, options).await {
+            None => asked.unavailable(),
+            Some(outcome) => match chosen(&outcome) {
+                Some(ALLOW_ONCE) => asked.answer(Choice::Once, None),
+                Some(ALLOW_SESSION) => asked.answer(Choice::Session, None),
+                Some(_) => asked.answer(Choice::Deny, None),
+                None => asked.cancel(),
+            },
+        }
     }
-}
 
-impl UserQuestions for EditorClient {
     /// One permission request per question, its choices as the options and "Skip" beside
     /// them. The protocol picks one option per request, so a multiple-choice question is
     /// answered with one choice.
-    fn ask(
-        &self,
-        call_id: &str,
-        questions: Vec<Question>,
-    ) -> Pin<Box<dyn Future<Output = AskOutcome> + Send + '_>> {
-        let call_id = call_id.to_owned();
-        Box::pin(async move {
-            let mut answers = Vec::new();
-            for question in questions {
-                let title = match &question.header {
-                    Some(header) => format!("{header}: {}", question.question),
-                    None => question.question.clone(),
-                };
-                // The question is asked on the `ask_user_question` call itself, titled with
-                // the question being asked.
-                let call =
-                    ToolCallUpdate::new(call_id.clone(), ToolCallUpdateFields::new().title(title));
-                let mut options: Vec<PermissionOption> = (question.options.iter().enumerate())
-                    .map(|(i, choice)| {
-                        option(
-                            &format!("choice-{i}"),
-                            choice.label.clone(),
-                            PermissionOptionKind::AllowOnce,
-                        )
-                    })
-                    .collect();
-                options.push(option(SKIP, "Skip", PermissionOptionKind::RejectOnce));
-                let Some(outcome) = self.ask(call, options).await else {
-                    return AskOutcome::Cancelled;
-                };
-                let selected = match chosen(&outcome) {
-                    None => return AskOutcome::Cancelled,
-                    Some(id) => (id.strip_prefix("choice-"))
-                        .and_then(|i| i.parse::<usize>().ok())
-                        .and_then(|i| question.options.get(i))
-                        .map(|choice| vec![choice.label.clone()])
-                        .unwrap_or_default(),
-                };
-                answers.push(Answer {
-                    id: question.id,
-                    selected,
-                    custom: None,
-                });
-            }
-            AskOutcome::Answered(answers)
-        })
-    }
-
-    fn can_elicit(&self) -> bool {
-        self.forms
-    }
-
-    /// The server's question as the editor's own form (`elicitation/create`), scoped to the
-    /// session; the form's schema goes as the server sent it.
-    fn elicit(
-        &self,
-        request: Elicitation,
-    ) -> Pin<Box<dyn Future<Output = ElicitationAnswer> + Send + '_>> {
-        Box::pin(async move {
-            let (Ok(session), Ok(schema)) = (
-                self.session_id(),
-                serde_json::from_value::<ElicitationSchema>(request.schema),
-            ) else {
-                return ElicitationAnswer::Decline;
+    async fn ask_questions(&self, asked: Questions) {
+        let mut answers = Vec::new();
+        for question in &asked.questions {
+            let title = match &question.header {
+                Some(header) => format!("{header}: {}", question.question),
+                None => question.question.clone(),
             };
-            let mode = ElicitationMode::Form(ElicitationFormMode::new(
-                ElicitationScope::Session(ElicitationSessionScope::new(session)),
-                schema,
-            ));
-            let message = format!(
-                "MCP server \"{}\" asks: {}",
-                request.server, request.message
+            // The question is asked on the `ask_user_question` call itself, titled with the
+            // question being asked.
+            let call = ToolCallUpdate::new(
+                asked.call_id.clone(),
+                ToolCallUpdateFields::new().title(title),
             );
-            after_pending_updates().await;
-            let sent = CreateElicitationRequest::new(mode, message);
-            let Ok(response) = self.connection.send_request(sent).block_task().await else {
-                return ElicitationAnswer::Cancel;
+            let mut options: Vec<PermissionOption> = (question.options.iter().enumerate())
+                .map(|(i, choice)| {
+                    option(
+                        &format!("choice-{i}"),
+                        choice.label.clone(),
+                        PermissionOptionKind::AllowOnce,
+                    )
+                })
+                .collect();
+            options.push(option(SKIP, "Skip", PermissionOptionKind::RejectOnce));
+            let Some(outcome) = self.ask(call, options).await else {
+                return asked.cancel();
             };
-            match response.action {
-                ElicitationAction::Accept(accepted) => {
-                    let content = serde_json::to_value(accepted.content.unwrap_or_default())
-                        .ok()
-                        .and_then(|v| v.as_object().cloned())
-                        .unwrap_or_default();
-                    ElicitationAnswer::Accept(content)
-                }
-                ElicitationAction::Cancel => ElicitationAnswer::Cancel,
-                _ => ElicitationAnswer::Decline,
+            let Some(id) = chosen(&outcome) else {
+                return asked.cancel();
+            };
+            let selected = (id.strip_prefix("choice-"))
+                .and_then(|i| i.parse::<usize>().ok())
+                .and_then(|i| question.options.get(i))
+                .map(|choice| vec![choice.label.clone()])
+                .unwrap_or_default();
+            answers.push(Answer {
+                id: question.id.clone(),
+                selected,
+                custom: None,
+            });
+        }
+        asked.answer(answers);
+    }
+
+    /// An MCP server's form as the editor's own (`elicitation/create`), scoped to the
+    /// session; the form's schema goes as the server sent it.
+    async fn fill(&self, asked: FormRequest) {
+        let form = &asked.form;
+        let (Ok(session), Ok(schema)) = (
+            self.session_id(),
+            serde_json::from_value::<ElicitationSchema>(form.schema.clone()),
+        ) else {
+            return asked.decline();
+        };
+        let mode = ElicitationMode::Form(ElicitationFormMode::new(
+            ElicitationScope::Session(ElicitationSessionScope::new(session)),
+            schema,
+        ));
+        let message = format!("MCP server \"{}\" asks: {}", form.server, form.message);
+        let sent = CreateElicitationRequest::new(mode, message);
+        let Ok(response) = self.connection.send_request(sent).block_task().await else {
+            return asked.cancel();
+        };
+        match response.action {
+            ElicitationAction::Accept(accepted) => {
+                let content = serde_json::to_value(accepted.content.unwrap_or_default())
+                    .ok()
+                    .and_then(|v| v.as_object().cloned())
+                    .unwrap_or_default();
+                asked.accept(content);
             }
-        })
+            ElicitationAction::Cancel => asked.cancel(),
+            _ => asked.decline(),
+        }
     }
 }
 

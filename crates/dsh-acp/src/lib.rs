@@ -40,7 +40,8 @@ use agent_client_protocol::{Agent, Client, Error, Stdio};
 use dsh_core::{Environment, Flags};
 use serde_json::json;
 
-use crate::session::{Failure, OpenSession, Opening, Queued};
+use crate::session::{Failure, OpenSession, Queued};
+use dsh_core::Opening;
 
 /// Why the server could not run.
 #[derive(Debug)]
@@ -110,7 +111,7 @@ impl Server {
     ) -> Result<Arc<OpenSession>, Error> {
         check_cwd(cwd)?;
         let existing = match &opening {
-            Opening::Existing(id) => Some(SessionId::new(id.as_str())),
+            Opening::Resume(id) | Opening::Fork(id) => Some(SessionId::new(id.as_str())),
             Opening::New => None,
         };
         let client = self.client();
@@ -144,13 +145,8 @@ impl Server {
         if let Ok(open) = self.session(id) {
             return Ok(open);
         }
-        self.open(
-            cwd,
-            Opening::Existing(id.0.to_string()),
-            servers,
-            connection,
-        )
-        .await
+        self.open(cwd, Opening::Resume(id.0.to_string()), servers, connection)
+            .await
     }
 
     /// Stops every session: their turns, commands, jobs and MCP servers.

@@ -75,7 +75,8 @@ fn tool_prefix(name: &str) -> Option<String> {
         tidy = tidy.replace("__", "_");
     }
     let tidy = tidy.trim_end_matches('_').to_owned();
-    dsh_mcp::valid_server_name(&tidy).then_some(tidy)
+    // What is left is a server name unless it is empty (the settings check it again).
+    (!tidy.is_empty()).then_some(tidy)
 }
 
 #[cfg(test)]

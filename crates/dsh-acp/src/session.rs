@@ -11,9 +11,9 @@ use agent_client_protocol::v1::schema::{
     ClientCapabilities, Cost, McpServer, Notice, NoticeSeverity, PromptResponse, SessionId,
     SessionNotification, SessionUpdate, StopReason, Usage as AcpUsage, UsageUpdate,
 };
-use dsh_core::ask::SessionGrants;
+use dsh_core::ask::Asking;
 use dsh_core::{
-    AgentBuilder, AgentEvent, Environment, Flags, Run, Settings, Stop, ToolCatalog, User,
+    AgentBuilder, AgentEvent, Environment, Flags, Opening, Run, Settings, Stop, ToolCatalog, User,
 };
 use dsh_protocol::{AbortReason, Record, TurnEndReason, Usage};
 use tokio::sync::mpsc::{self, UnboundedReceiver};
@@ -67,13 +67,6 @@ struct Opened {
 /// A prompt's place in its session's queue, taken as it arrives ([`OpenSession::queue`]).
 pub struct Queued(u64);
 
-/// How a session is asked for.
-pub enum Opening {
-    New,
-    /// `session/load` and `session/resume`: an existing session of dsh's.
-    Existing(String),
-}
-
 impl OpenSession {
     /// Opens a session in `cwd` with the server's settings; its approvals and questions go to
     /// the client on `connection`.
@@ -86,11 +79,9 @@ impl OpenSession {
         client: &ClientCapabilities,
     ) -> Result<OpenSession, Failure> {
         let notices_supported = (client.session.as_ref()).is_some_and(|s| s.notices.is_some());
-        let mut flags = base.clone();
+        // `session/load` and `session/resume` go on with an existing session of dsh's.
+        let mut flags = opening.flags(base);
         flags.interactive = true;
-        if let Opening::Existing(id) = opening {
-            flags.session_id = Some(id);
-        }
         // The editor's servers join the config's (one of the same name is the editor's) as the
         // settings are resolved, so that their env and header values are redacted like any key.
         let (given, skipped) = crate::mcp::servers(editor_servers, cwd);
@@ -102,17 +93,21 @@ impl OpenSession {
             let _ = notices_tx.send(line);
         }
         let context_window = settings.route().context_window.value;
-        let editor = EditorClient::new(connection, client);
-        let user = User {
-            approver: Some(Arc::new(SessionGrants::new(editor.clone()))),
-            questions: Some(Arc::new(editor.clone())),
+        let editor = EditorClient::new(connection.clone(), client);
+        let (user, requests) = User::asking(Asking {
+            forms: editor.forms(),
             watches_output: false,
             editor: Some(Arc::new(editor.clone())),
-        };
-        let mcp = dsh_mcp::McpServers::default();
+        });
+        let answering = editor.clone();
+        // The connection closed: nobody is left to ask, and the requests are cancelled.
+        let _ = connection.spawn(async move {
+            answering.answer(requests).await;
+            Ok(())
+        });
         let run = AgentBuilder::new(settings)
             .with_user(user)
-            .open(&mcp, notices_tx)
+            .open_run(notices_tx)
             .await
             .map_err(|e| Failure::new(e.code, e.message))?;
         let session = run.agent.session();

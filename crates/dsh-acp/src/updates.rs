@@ -11,7 +11,8 @@ use agent_client_protocol::v1::schema::{
 };
 use dsh_core::{AgentEvent, CallView, StreamDelta, ToolCatalog};
 use dsh_protocol::{
-    Block, Record, TodoItem, TodoStatus, ToolCallRecord, ToolOutputPart, ToolResultRecord,
+    Block, Card, Record, TodoItem, TodoStatus, Tone, ToolCallRecord, ToolOutputPart,
+    ToolResultRecord, View,
 };
 use serde_json::Value;
 
@@ -21,18 +22,16 @@ pub fn live(event: &AgentEvent, cwd: &Path, catalog: &ToolCatalog) -> Vec<Sessio
     match event {
         AgentEvent::Delta(StreamDelta::Text(text)) => vec![agent_text(text)],
         AgentEvent::Delta(StreamDelta::Reasoning(text)) => vec![thought(text)],
-        AgentEvent::Record(record) => match record {
-            Record::ToolCall(call) => {
+        AgentEvent::Record(record) => match record.view() {
+            View::Call(call) => {
                 vec![tool_call(call, cwd, ToolCallStatus::InProgress, catalog)]
             }
-            Record::ToolResult(result) => tool_results(result)
+            View::Result(result) => tool_results(result)
                 .into_iter()
                 .map(|(_, update)| update)
                 .collect(),
-            Record::TodoWrite { todos, .. } => vec![plan(todos)],
-            // ACP has no goal: the change is told as a thought, which editors show aside.
-            Record::GoalChange(change) => vec![thought(&change.headline())],
-            Record::Presentation(shown) => presented(shown),
+            View::Todos { todos } => vec![plan(todos)],
+            View::Card(card) => card_updates(&card),
             _ => Vec::new(),
         },
         _ => Vec::new(),
@@ -48,19 +47,15 @@ pub fn replay(records: &[Record], cwd: &Path, catalog: &ToolCatalog) -> Vec<Sess
     let mut announced = HashSet::new();
     let mut asked: HashMap<&str, ToolCallRecord> = HashMap::new();
     for record in records {
-        match record {
-            Record::UserMessage {
-                message,
-                instructions: None,
-                ..
-            } => {
+        match record.view() {
+            View::User { message } => {
                 for block in &message.content {
                     if let Block::Text { text } = block {
                         updates.push(SessionUpdate::UserMessageChunk(chunk(text)));
                     }
                 }
             }
-            Record::AssistantMessage(assistant) => {
+            View::Answer(assistant) => {
                 for block in &assistant.message.content {
                     match block {
                         Block::ToolCall {
@@ -89,11 +84,11 @@ pub fn replay(records: &[Record], cwd: &Path, catalog: &ToolCatalog) -> Vec<Sess
                     }
                 }
             }
-            Record::ToolCall(call) => {
+            View::Call(call) => {
                 announced.insert(call.call_id.clone());
                 updates.push(tool_call(call, cwd, ToolCallStatus::Pending, catalog));
             }
-            Record::ToolResult(result) => {
+            View::Result(result) => {
                 for (id, update) in tool_results(result) {
                     if announced.insert(id.clone()) {
                         let call = asked.get(id.as_str()).cloned().unwrap_or(ToolCallRecord {
@@ -108,30 +103,36 @@ pub fn replay(records: &[Record], cwd: &Path, catalog: &ToolCatalog) -> Vec<Sess
                     updates.push(update);
                 }
             }
-            Record::TodoWrite { todos, .. } => updates.push(plan(todos)),
-            Record::GoalChange(change) => updates.push(thought(&change.headline())),
-            Record::Presentation(shown) => updates.extend(presented(shown)),
+            View::Todos { todos } => updates.push(plan(todos)),
+            View::Card(card) => updates.extend(card_updates(&card)),
             _ => {}
         }
     }
     updates
 }
 
-/// What the model handed the user, in the answer: the file as a link the editor opens, then
-/// the summary.
-fn presented(shown: &dsh_protocol::Presentation) -> Vec<SessionUpdate> {
-    let mut updates = vec![agent_text(&format!("\n\n**{}**\n", shown.title))];
-    if let Some(path) = &shown.path {
+/// A card as the editor shows it. What the model handed the user is in the answer: its title,
+/// the file as a link the editor opens, then its body. ACP has no other cards, so the rest are
+/// thoughts, which editors show aside; a routine one (a call the review allowed) is left out.
+fn card_updates(card: &Card<'_>) -> Vec<SessionUpdate> {
+    if card.routine {
+        return Vec::new();
+    }
+    if card.tone != Tone::Handed {
+        return vec![thought(&card.line())];
+    }
+    let mut updates = vec![agent_text(&format!("\n\n**{}**\n", card.headline))];
+    if let Some(path) = card.path {
         let uri = url::Url::from_file_path(path)
             .map(String::from)
             .unwrap_or_else(|()| format!("file://{path}"));
-        let link = ResourceLink::new(shown.title.clone(), uri);
+        let link = ResourceLink::new(card.headline.clone(), uri);
         updates.push(SessionUpdate::AgentMessageChunk(ContentChunk::new(
             ContentBlock::ResourceLink(link),
         )));
     }
-    if let Some(summary) = &shown.summary {
-        updates.push(agent_text(&format!("\n{summary}\n")));
+    if let Some(detail) = card.detail {
+        updates.push(agent_text(&format!("\n{detail}\n")));
     }
     updates
 }
@@ -461,5 +462,38 @@ mod replay_tests {
         assert_eq!(shown[0]["title"], "Run make");
         assert_eq!(shown[1]["sessionUpdate"], "tool_call_update");
         assert_eq!(shown[1]["toolCallId"], "call-9");
+    }
+
+    /// A session's history shows every record kind, but the marks and the mode (which ACP
+    /// has no place for) and what is hidden on purpose; every card is a thought but what was
+    /// handed to the user, which is in the answer.
+    #[test]
+    fn every_record_kind_is_replayed() {
+        for record in dsh_protocol::view::samples() {
+            let updates = replay(
+                std::slice::from_ref(&record),
+                Path::new("/w"),
+                &super::tests::catalog(),
+            );
+            let view = record.view();
+            let silent = matches!(
+                view,
+                View::Hidden { .. }
+                    | View::Mode(_)
+                    | View::TurnStart { .. }
+                    | View::StepStart { .. }
+                    | View::StepEnd { .. }
+                    | View::TurnEnd { .. }
+            );
+            assert_eq!(updates.is_empty(), silent, "{record:?}: {updates:?}");
+            if let View::Card(card) = view {
+                let kind = serde_json::to_value(&updates[0]).unwrap()["sessionUpdate"].clone();
+                let expected = match card.tone {
+                    Tone::Handed => "agent_message_chunk",
+                    _ => "agent_thought_chunk",
+                };
+                assert_eq!(kind, expected, "{record:?}");
+            }
+        }
     }
 }

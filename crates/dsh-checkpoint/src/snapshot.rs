@@ -1,7 +1,5 @@
 //! What a snapshot holds, and how two of them differ.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 /// One covered thing of the workspace, by its path relative to the workspace (`/`-separated).
@@ -9,8 +7,8 @@ use serde::{Deserialize, Serialize};
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Entry {
     File {
-        /// SHA-256 of the content, in hex: the content's name in the store.
-        hash: String,
+        /// The content's Git blob id: its name in the store (and in Git's, where Git holds it).
+        hash: crate::BlobId,
         size: u64,
         /// The permission bits (`0o644`, `0o755`).
         mode: u32,
@@ -53,19 +51,40 @@ impl Entry {
     }
 }
 
-/// A file left out of a snapshot because of its size: a restore cannot bring it back.
+/// A file left out of a snapshot (too large, unreadable, holding secrets, or past the
+/// store's budget): a restore cannot bring it back, and leaves it as it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Uncovered {
     pub path: String,
     pub size: u64,
+    /// Left out because its copy would have passed the store's budget.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub over_budget: bool,
+}
+
+impl Uncovered {
+    pub fn new(path: String, size: u64) -> Uncovered {
+        Uncovered {
+            path,
+            size,
+            over_budget: false,
+        }
+    }
+
+    pub fn over_budget(path: String, size: u64) -> Uncovered {
+        Uncovered {
+            path,
+            size,
+            over_budget: true,
+        }
+    }
 }
 
 /// The covered state of a workspace at one moment.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
-    pub entries: BTreeMap<String, Entry>,
+    pub entries: crate::Entries,
     /// Files over the size limit, by path.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub uncovered: Vec<Uncovered>,
 }
 
@@ -143,7 +162,7 @@ mod tests {
 
     fn file(hash: &str, mode: u32) -> Entry {
         Entry::File {
-            hash: hash.into(),
+            hash: crate::BlobId::of(hash.as_bytes()),
             size: 1,
             mode,
             mtime_ns: 0,

@@ -1,16 +1,17 @@
 //! Where snapshots and the contents they name are kept, and how a snapshot is taken.
 
-use std::collections::HashSet;
 use std::io::Write;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
-use crate::snapshot::{Entry, Snapshot, Uncovered};
+use crate::git::BlobReader;
+use crate::id::{BlobId, hex};
 
 /// What a snapshot covers.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Coverage {
     /// Files larger than this are left out and listed as uncovered.
     pub max_file_bytes: u64,
@@ -18,6 +19,14 @@ pub struct Coverage {
     pub include_ignored: bool,
     /// Folders never covered (dsh's home, when it is inside the workspace).
     pub exclude: Vec<PathBuf>,
+    /// Whether a file's name says it holds secrets (`.env`, `.env.local`): such a file is
+    /// never copied into the store (which would keep its keys where the run's redaction
+    /// cannot reach them); it is listed as uncovered, so a rewind leaves it as it is.
+    pub holds_secrets: fn(&std::ffi::OsStr) -> bool,
+    /// The most the store may hold of copies of the workspace's files (what Git holds is not
+    /// copied, so in a repository this is rarely reached): a file whose copy would pass it is
+    /// listed as uncovered, as a file over the size limit is. `None`: no limit.
+    pub budget_bytes: Option<u64>,
 }
 
 impl Default for Coverage {
@@ -26,6 +35,8 @@ impl Default for Coverage {
             max_file_bytes: 16 << 20,
             include_ignored: false,
             exclude: Vec::new(),
+            holds_secrets: |_| false,
+            budget_bytes: None,
         }
     }
 }
@@ -40,6 +51,24 @@ pub enum CheckpointError {
     },
     #[error("{}: {why}", path.display())]
     Corrupt { path: PathBuf, why: String },
+    #[error(
+        "{}: this is no longer the folder the run started in (it was moved, or replaced by \
+         another or by a link to one), so no checkpoint is taken or restored there\nhint: \
+         start dsh again in the workspace",
+        path.display()
+    )]
+    Replaced { path: PathBuf },
+}
+
+/// Refuses a workspace `root` whose path no longer names it: a snapshot taken, or a restore
+/// made, by that path would be of (or into) another folder.
+pub fn still_at_its_path(root: &dsh_fence::Root) -> Result<(), CheckpointError> {
+    match root.is_at_its_path() {
+        Ok(true) => Ok(()),
+        Ok(false) | Err(_) => Err(CheckpointError::Replaced {
+            path: root.path().to_path_buf(),
+        }),
+    }
 }
 
 pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
@@ -49,11 +78,52 @@ pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError 
     }
 }
 
-/// Snapshots (`manifests/<id>.json`) and the contents they name (`objects/<2>/<62>`, by
-/// SHA-256), under one folder.
-#[derive(Debug, Clone)]
+/// Snapshots (`manifests/<id>.json`) and the contents they name (`objects/<2>/<38>`, by Git's
+/// blob id; a store from before keeps its `objects/<2>/<62>` by SHA-256), under one folder;
+/// what the workspace's Git repository holds is read from it (`git/`, a private repository
+/// that borrows its objects).
+#[derive(Clone)]
 pub struct CheckpointStore {
     root: PathBuf,
+    /// Reads borrowed blobs, started at the first one a restore needs.
+    reader: Arc<Mutex<Option<BlobReader>>>,
+    /// The blob ids of contents a store from before named by SHA-256, as worked out so far.
+    renamed: Arc<Mutex<std::collections::HashMap<String, BlobId>>>,
+}
+
+impl std::fmt::Debug for CheckpointStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CheckpointStore")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a snapshot may still add to the store ([`Coverage::budget_bytes`]).
+pub(crate) struct Budget {
+    left: Option<u64>,
+    added: u64,
+}
+
+impl Budget {
+    /// Takes `bytes` from the budget: false (taking nothing) when they do not fit.
+    pub fn take(&mut self, bytes: u64) -> bool {
+        match &mut self.left {
+            Some(left) if *left < bytes => return false,
+            Some(left) => *left -= bytes,
+            None => {}
+        }
+        self.added += bytes;
+        true
+    }
+
+    /// Records what was added in the store's running total.
+    pub fn keep(self, store: &CheckpointStore) {
+        if self.added > 0 {
+            let total = store.size().saturating_add(self.added);
+            let _ = store.write_atomically(&store.root.join("size"), total.to_string().as_bytes());
+        }
+    }
 }
 
 /// What a prune removed.
@@ -66,11 +136,27 @@ pub struct Pruned {
 
 impl CheckpointStore {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        CheckpointStore { root: root.into() }
+        CheckpointStore {
+            root: root.into(),
+            reader: Arc::default(),
+            renamed: Arc::default(),
+        }
     }
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Makes the store's own folder owner-only if it is not: a store made before its files
+    /// were made private, or in a home whose mode lets others in, still holds copies of the
+    /// workspace's files.
+    pub(crate) fn keep_private(&self) {
+        if let Ok(meta) = std::fs::symlink_metadata(&self.root)
+            && meta.is_dir()
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            let _ = std::fs::set_permissions(&self.root, std::fs::Permissions::from_mode(0o700));
+        }
     }
 
     fn object_path(&self, hash: &str) -> PathBuf {
@@ -78,237 +164,97 @@ impl CheckpointStore {
         self.root.join("objects").join(head).join(tail)
     }
 
-    fn manifest_path(&self, id: &str) -> PathBuf {
+    pub(crate) fn manifest_path(&self, id: &str) -> PathBuf {
         self.root.join("manifests").join(format!("{id}.json"))
     }
 
-    /// The covered state of `workspace` now, its new contents stored. `previous` (the last
-    /// snapshot of the same workspace, as this process took it) lets unchanged files go
-    /// unread; without one, the store's record of the files it last read does.
-    pub fn take(
-        &self,
-        workspace: &Path,
-        coverage: &Coverage,
-        previous: Option<&Snapshot>,
-    ) -> Result<Snapshot, CheckpointError> {
-        let cached;
-        let previous = match previous {
-            Some(previous) => Some(previous),
-            None => {
-                cached = self.stat_cache();
-                cached.as_ref()
-            }
-        };
-        let snapshot = self.walk(workspace, coverage, previous)?;
-        // The record on disk is the last snapshot's files: written again only when they
-        // changed (a turn that touched nothing costs no write).
-        if !previous.is_some_and(|previous| same_files(previous, &snapshot)) {
-            self.keep_stat_cache(&snapshot);
-        }
-        Ok(snapshot)
-    }
-
-    fn walk(
-        &self,
-        workspace: &Path,
-        coverage: &Coverage,
-        previous: Option<&Snapshot>,
-    ) -> Result<Snapshot, CheckpointError> {
-        let mut snapshot = Snapshot::default();
-        let excluded: Vec<PathBuf> = (coverage.exclude.iter())
-            .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
-            .chain(std::iter::once(self.root.clone()))
-            .collect();
-        let walk = ignore::WalkBuilder::new(workspace)
-            .hidden(false)
-            .parents(false)
-            .follow_links(false)
-            .require_git(false)
-            .git_ignore(!coverage.include_ignored)
-            .git_global(!coverage.include_ignored)
-            .git_exclude(!coverage.include_ignored)
-            .ignore(!coverage.include_ignored)
-            .filter_entry(move |entry| {
-                entry.file_name() != ".git" && !excluded.iter().any(|x| entry.path() == x)
-            })
-            .build();
-        for item in walk {
-            let item = match item {
-                Ok(item) => item,
-                // A folder that cannot be read (or vanished while walked) is not covered, and
-                // listed so that a restore leaves what is in it; the rest of the tree still
-                // is. Any other failure (out of file handles) fails the snapshot rather than
-                // leave a folder looking empty.
-                Err(error) => match walk_failure(&error, workspace) {
-                    Some(Some(path)) => {
-                        snapshot.uncovered.push(Uncovered { path, size: 0 });
-                        continue;
-                    }
-                    Some(None) => continue,
-                    None => {
-                        return Err(CheckpointError::Corrupt {
-                            path: workspace.to_path_buf(),
-                            why: format!("cannot walk the workspace: {error}"),
-                        });
-                    }
-                },
-            };
-            let path = item.path();
-            let Ok(relative) = path.strip_prefix(workspace) else {
-                continue;
-            };
-            if relative.as_os_str().is_empty() {
-                continue;
-            }
-            let Some(key) = relative.to_str().map(str::to_owned) else {
-                // A name that is not UTF-8 cannot be keyed; such a file is not covered.
-                continue;
-            };
-            // Gone since the walk saw it (a build's temporary file): nothing to keep.
-            let Ok(meta) = std::fs::symlink_metadata(path) else {
-                continue;
-            };
-            let kind = meta.file_type();
-            let entry = if kind.is_symlink() {
-                let Ok(target) = std::fs::read_link(path) else {
-                    continue;
-                };
-                Entry::Symlink {
-                    target: target.to_string_lossy().into_owned(),
-                }
-            } else if kind.is_dir() {
-                Entry::Dir {
-                    mode: meta.permissions().mode() & 0o7777,
-                }
-            } else if kind.is_file() {
-                if meta.len() > coverage.max_file_bytes {
-                    snapshot.uncovered.push(Uncovered {
-                        path: key,
-                        size: meta.len(),
-                    });
-                    continue;
-                }
-                match self.file_entry(path, &meta, previous.and_then(|p| p.entries.get(&key))) {
-                    Ok(entry) => entry,
-                    // Unreadable, or gone: listed as not covered, so a rewind leaves it be.
-                    Err(CheckpointError::Io { source, .. }) if left_out(source.kind()) => {
-                        snapshot.uncovered.push(Uncovered {
-                            path: key,
-                            size: meta.len(),
-                        });
-                        continue;
-                    }
-                    Err(other) => return Err(other),
-                }
-            } else {
-                // Sockets, pipes and devices have no content to keep.
-                continue;
-            };
-            snapshot.entries.insert(key, entry);
-        }
-        Ok(snapshot)
-    }
-
-    fn file_entry(
-        &self,
-        path: &Path,
-        meta: &std::fs::Metadata,
-        before: Option<&Entry>,
-    ) -> Result<Entry, CheckpointError> {
-        let nanos = |secs: i64, nsec: i64| secs.saturating_mul(1_000_000_000).saturating_add(nsec);
-        let mtime_ns = nanos(meta.mtime(), meta.mtime_nsec());
-        let ctime_ns = nanos(meta.ctime(), meta.ctime_nsec());
-        let mode = meta.permissions().mode() & 0o7777;
-        if let Some(Entry::File {
-            hash,
-            size,
-            mtime_ns: was,
-            ctime_ns: changed,
-            ino,
-            ..
-        }) = before
-            && *size == meta.len()
-            && *was == mtime_ns
-            && *changed == ctime_ns
-            && *ino == meta.ino()
-        {
-            return Ok(Entry::File {
-                hash: hash.clone(),
-                size: *size,
-                mode,
-                mtime_ns,
-                ctime_ns,
-                ino: *ino,
-            });
-        }
-        let content = std::fs::read(path).map_err(io(path))?;
-        let hash = self.put(&content)?;
-        Ok(Entry::File {
-            hash,
-            size: content.len() as u64,
-            mode,
-            mtime_ns,
-            ctime_ns,
-            ino: meta.ino(),
-        })
-    }
-
     /// Stores `content` unless it is stored already; returns its name.
-    pub fn put(&self, content: &[u8]) -> Result<String, CheckpointError> {
-        let hash = hex(&Sha256::digest(content));
-        let path = self.object_path(&hash);
+    pub fn put(&self, content: &[u8]) -> Result<BlobId, CheckpointError> {
+        let id = BlobId::of(content);
+        self.put_named(&id.hex(), content)?;
+        Ok(id)
+    }
+
+    /// Stores `content` under `name` (its id, worked out by the caller) unless it is stored.
+    pub(crate) fn put_named(&self, name: &str, content: &[u8]) -> Result<(), CheckpointError> {
+        let path = self.object_path(name);
         // Named again now: a prune running beside this must not take it as old; one that
         // took it already leaves it to be written again.
-        if !touch(&path) {
-            write_atomically(&path, content)?;
+        if !self.touch(&path) {
+            self.write_atomically(&path, content)?;
         }
-        Ok(hash)
+        Ok(())
     }
 
-    /// Adds `path` (relative to `workspace`) to `snapshot` whatever the coverage says (too
-    /// large, ignored), its content stored: what a restore is about to overwrite must be in
-    /// the snapshot that undoes it. Returns whether there was a file or link to add.
-    pub fn cover_path(
-        &self,
-        workspace: &Path,
-        path: &str,
-        snapshot: &mut Snapshot,
-    ) -> Result<bool, CheckpointError> {
-        // Through real folders only, as a restore writes: a link put where a folder was
-        // is not followed.
-        let Ok(full) = crate::restore::inside(workspace, path) else {
-            return Ok(false);
-        };
-        let Ok(meta) = std::fs::symlink_metadata(&full) else {
-            return Ok(false);
-        };
-        let entry = if meta.file_type().is_symlink() {
-            let target = std::fs::read_link(&full).map_err(io(&full))?;
-            Entry::Symlink {
-                target: target.to_string_lossy().into_owned(),
-            }
-        } else if meta.is_file() {
-            match self.file_entry(&full, &meta, None) {
-                Ok(entry) => entry,
-                // It cannot be read: it cannot be kept, and a restore reports it.
-                Err(CheckpointError::Io { source, .. }) if left_out(source.kind()) => {
-                    return Ok(false);
-                }
-                Err(other) => return Err(other),
-            }
-        } else {
-            return Ok(false);
-        };
-        snapshot.uncovered.retain(|u| u.path != path);
-        snapshot.entries.insert(path.to_owned(), entry);
-        Ok(true)
+    /// Marks the store's copy of `id` as named now (so that a prune running beside this keeps
+    /// it); false when it has none.
+    pub(crate) fn touch_content(&self, id: &BlobId) -> bool {
+        self.touch(&self.object_path(&id.hex()))
     }
 
-    /// The stored content named `hash`.
-    pub fn content(&self, hash: &str) -> Result<Vec<u8>, CheckpointError> {
+    /// Whether the store keeps a copy named `name`.
+    pub(crate) fn has(&self, name: &str) -> bool {
+        (self.site_of(&self.object_path(name), false))
+            .and_then(|(folder, name)| folder.entry(&name))
+            .is_ok_and(|meta| meta.is_some_and(|m| m.is_file()))
+    }
+
+    /// Lets the store read what the repository whose objects are at `objects` holds: its
+    /// private repository borrows them (nothing of the user's is written).
+    pub(crate) fn borrow_from(&self, objects: Option<&Path>) -> Result<(), CheckpointError> {
+        let Some(objects) = objects else {
+            return Ok(());
+        };
+        crate::git::private_repository(self, objects)
+            .map(|_| ())
+            .map_err(io(&self.root))
+    }
+
+    /// The bytes of copies the store holds, as it keeps count (made once from the disk).
+    fn size(&self) -> u64 {
+        let path = self.root.join("size");
+        if let Some(size) =
+            (std::fs::read_to_string(&path).ok()).and_then(|t| t.trim().parse().ok())
+        {
+            return size;
+        }
+        let size = self.disk_usage();
+        let _ = self.write_atomically(&path, size.to_string().as_bytes());
+        size
+    }
+
+    /// What a snapshot under `coverage` may add to the store.
+    pub(crate) fn budget(&self, coverage: &Coverage) -> Budget {
+        Budget {
+            left: coverage
+                .budget_bytes
+                .map(|budget| budget.saturating_sub(self.size())),
+            added: 0,
+        }
+    }
+
+    /// The stored content `id`: the store's copy, or what the repository it borrows from
+    /// holds.
+    pub fn content(&self, id: &BlobId) -> Result<Vec<u8>, CheckpointError> {
+        self.content_named(&id.hex())
+    }
+
+    /// The stored content named `hash` (a blob id, or a store from before's SHA-256).
+    pub(crate) fn content_named(&self, hash: &str) -> Result<Vec<u8>, CheckpointError> {
         let path = self.object_path(hash);
-        let content = std::fs::read(&path).map_err(io(&path))?;
-        if hex(&Sha256::digest(&content)) != hash {
+        let content = match self.read(&path) {
+            Ok(content) => content,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && hash.len() == 40 => {
+                return self.borrowed(hash);
+            }
+            Err(e) => return Err(io(&path)(e)),
+        };
+        let named = if hash.len() == 40 {
+            BlobId::of(&content).hex()
+        } else {
+            hex(&Sha256::digest(&content))
+        };
+        if named != hash {
             return Err(CheckpointError::Corrupt {
                 path,
                 why: "the stored content does not match its name".to_owned(),
@@ -317,123 +263,71 @@ impl CheckpointStore {
         Ok(content)
     }
 
-    /// Keeps `snapshot`; returns its id (the SHA-256 of its root record: the same state
-    /// saved twice is kept once).
-    pub fn save(&self, snapshot: &Snapshot) -> Result<String, CheckpointError> {
-        let root = crate::tree::store_trees(self, snapshot)?;
-        let text = serde_json::to_vec(&root).map_err(|e| CheckpointError::Corrupt {
-            path: self.root.clone(),
-            why: e.to_string(),
-        })?;
-        let id = hex(&Sha256::digest(&text));
-        let path = self.manifest_path(&id);
-        if !touch(&path) {
-            write_atomically(&path, &text)?;
+    /// The name `hash` has now: a content a store from before named by its SHA-256 is named by
+    /// its blob id, as every content is now (the copy linked to that name), so that snapshots
+    /// from before compare with new ones by name.
+    pub(crate) fn current_name(&self, hash: String) -> Result<BlobId, CheckpointError> {
+        if hash.len() != 64 {
+            return BlobId::parse(&hash).ok_or_else(|| CheckpointError::Corrupt {
+                path: self.root.clone(),
+                why: format!("\"{hash}\" names no content"),
+            });
         }
+        if let Some(id) = self.lock_renamed().get(&hash) {
+            return Ok(*id);
+        }
+        let content = self.content_named(&hash)?;
+        let id = BlobId::of(&content);
+        let name = id.hex();
+        if !self.has(&name) {
+            let (old, new) = (self.object_path(&hash), self.object_path(&name));
+            if let Some(dir) = new.parent() {
+                std::fs::create_dir_all(dir).map_err(io(dir))?;
+            }
+            if std::fs::hard_link(&old, &new).is_err() {
+                self.put_named(&name, &content)?;
+            }
+        }
+        self.lock_renamed().insert(hash, id);
         Ok(id)
     }
 
-    /// The snapshot saved as `id`.
-    pub fn load(&self, id: &str) -> Result<Snapshot, CheckpointError> {
-        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(CheckpointError::Corrupt {
-                path: self.root.clone(),
-                why: format!("\"{id}\" is not a checkpoint id"),
-            });
-        }
-        let root = self.root_record(id)?;
-        crate::tree::load_trees(self, root)
+    fn lock_renamed(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, BlobId>> {
+        self.renamed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn root_record(&self, id: &str) -> Result<crate::tree::Root, CheckpointError> {
-        let path = self.manifest_path(id);
-        let text = std::fs::read(&path).map_err(io(&path))?;
-        serde_json::from_slice(&text).map_err(|e| CheckpointError::Corrupt {
-            path,
-            why: e.to_string(),
-        })
-    }
-
-    fn stat_cache_path(&self) -> PathBuf {
-        self.root.join("stat-cache.json")
-    }
-
-    /// The files as this store last read them (with their sizes, times and inodes), if it
-    /// kept a record.
-    fn stat_cache(&self) -> Option<Snapshot> {
-        let text = std::fs::read(self.stat_cache_path()).ok()?;
-        serde_json::from_slice(&text).ok()
-    }
-
-    /// Records the files of `snapshot` as read, for the next process's first snapshot. A
-    /// record that cannot be written only costs that snapshot a full read.
-    fn keep_stat_cache(&self, snapshot: &Snapshot) {
-        let files = Snapshot {
-            entries: (snapshot.entries.iter())
-                .filter(|(_, e)| matches!(e, Entry::File { .. }))
-                .map(|(p, e)| (p.clone(), e.clone()))
-                .collect(),
-            uncovered: Vec::new(),
+    /// The blob `hash` from the repository the store borrows from.
+    fn borrowed(&self, hash: &str) -> Result<Vec<u8>, CheckpointError> {
+        let corrupt = |why: String| CheckpointError::Corrupt {
+            path: self.root.join("git"),
+            why,
         };
-        if let Ok(text) = serde_json::to_vec(&files) {
-            let _ = write_atomically(&self.stat_cache_path(), &text);
+        let id = BlobId::parse(hash).ok_or_else(|| corrupt(format!("\"{hash}\" is no blob id")))?;
+        let git = self.root.join("git");
+        let mut reader = self
+            .reader
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if reader.is_none() {
+            *reader = Some(BlobReader::start(&git).map_err(io(&git))?);
         }
-    }
-
-    /// Removes every snapshot but those in `keep`, then every content none of the kept ones
-    /// names; what was written less than `min_age` ago stays whatever names it (a snapshot
-    /// being taken has stored contents its manifest does not name yet).
-    pub fn prune(
-        &self,
-        keep: &HashSet<String>,
-        min_age: std::time::Duration,
-    ) -> Result<Pruned, CheckpointError> {
-        let young = |entry: &std::fs::DirEntry| {
-            entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| t.elapsed().unwrap_or_default() < min_age)
+        let Some(running) = reader.as_mut() else {
+            return Err(corrupt("no reader".to_owned()));
         };
-        let mut pruned = Pruned::default();
-        let mut named = HashSet::new();
-        let manifests = self.root.join("manifests");
-        for entry in read_dir(&manifests)? {
-            let path = entry.path();
-            let Some(id) = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".json"))
-            else {
-                continue;
-            };
-            if keep.contains(id) || young(&entry) {
-                crate::tree::named_objects(self, &self.root_record(id)?, &mut named)?;
-            } else {
-                pruned.bytes += entry.metadata().map_or(0, |m| m.len());
-                std::fs::remove_file(&path).map_err(io(&path))?;
-                pruned.snapshots += 1;
+        match running.read(&id) {
+            Ok(Some(content)) if BlobId::of(&content) == id => Ok(content),
+            Ok(Some(_)) => Err(corrupt(format!("Git's blob {hash} does not match its id"))),
+            Ok(None) => Err(corrupt(format!(
+                "the content {hash} was Git's, and the repository no longer has it (Git \
+                 removed it since, or the repository is gone)"
+            ))),
+            Err(e) => {
+                *reader = None;
+                Err(io(&git)(e))
             }
         }
-        for folder in read_dir(&self.root.join("objects"))? {
-            for entry in read_dir(&folder.path())? {
-                let hash = format!(
-                    "{}{}",
-                    folder.file_name().to_string_lossy(),
-                    entry.file_name().to_string_lossy()
-                );
-                if !named.contains(&hash) && !young(&entry) {
-                    pruned.bytes += entry.metadata().map_or(0, |m| m.len());
-                    std::fs::remove_file(entry.path()).map_err(io(&entry.path()))?;
-                    pruned.contents += 1;
-                }
-            }
-        }
-        // The record of files read may name a content just removed: the next snapshot reads
-        // every file again rather than trust it.
-        if pruned.contents > 0 {
-            let _ = std::fs::remove_file(self.stat_cache_path());
-        }
-        Ok(pruned)
     }
 
     /// The bytes the store takes on disk.
@@ -454,84 +348,136 @@ impl CheckpointStore {
     }
 }
 
-/// Marks `path` as written now; false when it is gone (a prune just took it).
-fn touch(path: &Path) -> bool {
-    std::fs::File::options()
-        .append(true)
-        .open(path)
-        .is_ok_and(|file| file.set_modified(std::time::SystemTime::now()).is_ok())
-}
-
-/// Whether the two snapshots hold the same files, as they were read (times and inodes too).
-fn same_files(a: &Snapshot, b: &Snapshot) -> bool {
-    fn files(s: &Snapshot) -> impl Iterator<Item = (&String, &Entry)> {
-        (s.entries.iter()).filter(|(_, entry)| matches!(entry, Entry::File { .. }))
+/// The store's own files, reached beneath its folder as descriptors and never through a
+/// symlink: a link planted in the store (by anything that can write the home) cannot have a
+/// write, a prune or a touch land elsewhere.
+impl CheckpointStore {
+    /// The store's folder, made owner-only when missing, opened.
+    fn fenced(&self) -> std::io::Result<dsh_fence::Root> {
+        use std::os::unix::fs::DirBuilderExt;
+        if !self.root.is_dir() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&self.root)?;
+        }
+        dsh_fence::Root::open(&self.root)
     }
-    files(a).eq(files(b))
-}
 
-/// Whether a failure to read something only leaves it out of a snapshot (it cannot be
-/// read, or it is gone), rather than failing the snapshot.
-fn left_out(kind: std::io::ErrorKind) -> bool {
-    matches!(
-        kind,
-        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::NotFound
-    )
-}
-
-/// For a walk error that only leaves something out (a folder that cannot be read, or that
-/// vanished): `Some` with the path to list as not covered, if the error names one under the
-/// workspace. `None`: the walk itself failed.
-fn walk_failure(error: &ignore::Error, workspace: &Path) -> Option<Option<String>> {
-    if !left_out(error.io_error().map(std::io::Error::kind)?) {
-        return None;
+    /// `path` (inside the store) as its folder, reached beneath the store (made owner-only
+    /// where missing, when `make`), and its name.
+    fn site_of(
+        &self,
+        path: &Path,
+        make: bool,
+    ) -> std::io::Result<(dsh_fence::Folder, std::ffi::CString)> {
+        let relative = path
+            .strip_prefix(&self.root)
+            .map_err(|_| std::io::Error::from_raw_os_error(libc::EXDEV))?;
+        let (Some(parent), Some(name)) = (relative.parent(), relative.file_name()) else {
+            return Err(std::io::Error::from_raw_os_error(libc::EISDIR));
+        };
+        let root = self.fenced()?;
+        let folder = if make {
+            root.folder_made(parent, 0o700)?
+        } else {
+            root.folder(parent, false)?
+        };
+        Ok((folder, dsh_fence::c_name(name)?))
     }
-    fn path_of(error: &ignore::Error) -> Option<&Path> {
-        match error {
-            ignore::Error::WithPath { path, .. } => Some(path),
-            ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
-                path_of(err)
-            }
-            _ => None,
+
+    /// Marks `path` as written now; false when it is gone (a prune just took it).
+    pub(crate) fn touch(&self, path: &Path) -> bool {
+        self.site_of(path, false)
+            .and_then(|(folder, name)| folder.open_append(&name))
+            .is_ok_and(|file| file.set_modified(std::time::SystemTime::now()).is_ok())
+    }
+
+    /// The entries of the folder `dir` (inside the store), each as its name, its path and
+    /// what it is (a symlink as itself); none when the folder is missing.
+    pub(crate) fn read_dir(
+        &self,
+        dir: &Path,
+    ) -> Result<Vec<(String, PathBuf, std::fs::Metadata)>, CheckpointError> {
+        let listed = (dir.strip_prefix(&self.root))
+            .map_err(|_| std::io::Error::from_raw_os_error(libc::EXDEV))
+            .and_then(|relative| self.fenced()?.folder(relative, false))
+            .and_then(|folder| folder.entries());
+        match listed {
+            Ok(entries) => Ok(entries
+                .into_iter()
+                .map(|(name, meta)| {
+                    let name = name.to_string_lossy().into_owned();
+                    (name.clone(), dir.join(&name), meta)
+                })
+                .collect()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(io(dir)(e)),
         }
     }
-    Some(
-        path_of(error)
-            .and_then(|p| p.strip_prefix(workspace).ok())
-            .and_then(|p| p.to_str())
-            .filter(|p| !p.is_empty())
-            .map(str::to_owned),
-    )
-}
 
-fn read_dir(dir: &Path) -> Result<Vec<std::fs::DirEntry>, CheckpointError> {
-    match std::fs::read_dir(dir) {
-        Ok(entries) => Ok(entries.flatten().collect()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(io(dir)(e)),
+    /// The whole file `path` (inside the store), not read through a link.
+    pub(crate) fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        use std::io::Read;
+        let mut content = Vec::new();
+        self.open(path)?.read_to_end(&mut content)?;
+        Ok(content)
     }
-}
 
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes.iter().fold(String::new(), |mut out, b| {
-        let _ = write!(out, "{b:02x}");
-        out
-    })
-}
+    /// The file `path` (inside the store), opened for reading, not through a link.
+    pub(crate) fn open(&self, path: &Path) -> std::io::Result<std::fs::File> {
+        let (folder, name) = self.site_of(path, false)?;
+        folder.open_read(&name)
+    }
 
-/// Writes `content` to a temporary file beside `path`, then renames it into place: a reader
-/// never sees half of it.
-fn write_atomically(path: &Path, content: &[u8]) -> Result<(), CheckpointError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let temp = dir.join(format!(
-        ".tmp-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let mut file = std::fs::File::create(&temp).map_err(io(&temp))?;
-    file.write_all(content).map_err(io(&temp))?;
-    drop(file);
-    std::fs::rename(&temp, path).map_err(io(path))
+    /// Removes the file `path` (inside the store); one already gone is not an error.
+    pub(crate) fn remove(&self, path: &Path) -> Result<(), CheckpointError> {
+        match self
+            .site_of(path, false)
+            .and_then(|(folder, name)| folder.remove_file(&name))
+        {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(path)(e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes `content` to a temporary file beside `path` (inside the store), then renames it
+    /// into place: a reader never sees half of it. What the store keeps (copies of the
+    /// workspace's files) is private whatever the mode of the home it is in: folders are
+    /// made 0700 and files 0600.
+    pub(crate) fn write_atomically(
+        &self,
+        path: &Path,
+        content: &[u8],
+    ) -> Result<(), CheckpointError> {
+        self.write_atomically_by(path, |file| file.write_all(content))
+    }
+
+    /// Writes a file of the store whole or not at all, its content written by `write` (a
+    /// large one a window at a time, never held whole).
+    pub(crate) fn write_atomically_by(
+        &self,
+        path: &Path,
+        write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<(), CheckpointError> {
+        let (folder, name) = self.site_of(path, true).map_err(io(path))?;
+        let temp = dsh_fence::c_name(std::ffi::OsStr::new(&format!(
+            ".tmp-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        )))
+        .map_err(io(path))?;
+        let _ = folder.remove_file(&temp);
+        let file = folder.create_new(&temp, 0o600).map_err(io(path))?;
+        let mut file = std::io::BufWriter::with_capacity(64 * 1024, file);
+        let written = write(&mut file).and_then(|()| file.flush());
+        drop(file);
+        if let Err(e) = written {
+            let _ = folder.remove_file(&temp);
+            return Err(io(path)(e));
+        }
+        folder
+            .rename(&temp, std::os::fd::AsFd::as_fd(&folder), &name, 0)
+            .map_err(io(path))
+    }
 }

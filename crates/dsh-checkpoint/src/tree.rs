@@ -1,7 +1,7 @@
-//! How a snapshot is kept: one object per folder (its entries, each subfolder by its own
-//! object's name), as Git keeps trees, so that a checkpoint of a tree where ten files changed
-//! stores the changed files and their folders' objects, not a list of every file again. The
-//! snapshot's id names a small root record (the top folder's object and what was uncovered).
+//! How a store from before kept a snapshot, read back: one object per folder (its entries, each
+//! subfolder by its own object's name), as Git keeps trees, and a small root record
+//! (`manifests/<id>.json`: the top folder's object and what was uncovered). New snapshots are
+//! kept as [`crate::format`] says.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -37,80 +37,14 @@ fn corrupt(store: &CheckpointStore, why: impl ToString) -> CheckpointError {
     }
 }
 
-/// Stores `snapshot`'s folder objects (those not stored yet); returns its root record.
-pub(crate) fn store_trees(
-    store: &CheckpointStore,
-    snapshot: &Snapshot,
-) -> Result<Root, CheckpointError> {
-    // Each folder's entries, the top folder as "".
-    let mut folders: BTreeMap<&str, Tree> = BTreeMap::new();
-    folders.insert("", Tree::new());
-    for (path, entry) in &snapshot.entries {
-        if let Entry::Dir { .. } = entry {
-            folders.entry(path.as_str()).or_default();
-        }
-    }
-    // Deepest folders first, so that a folder's object is named before its parent's is made.
-    let mut order: Vec<&str> = folders.keys().copied().collect();
-    order.sort_by_key(|p| {
-        std::cmp::Reverse(if p.is_empty() {
-            0
-        } else {
-            p.matches('/').count() + 1
-        })
-    });
-    let mut named: BTreeMap<&str, String> = BTreeMap::new();
-    for folder in order {
-        let mut tree = Tree::new();
-        let prefix = if folder.is_empty() {
-            String::new()
-        } else {
-            format!("{folder}/")
-        };
-        for (path, entry) in snapshot.entries.range(prefix.clone()..) {
-            let Some(name) = path.strip_prefix(&prefix) else {
-                break;
-            };
-            if name.contains('/') {
-                continue;
-            }
-            let kept = match entry {
-                Entry::File {
-                    hash, size, mode, ..
-                } => Kept::File {
-                    hash: hash.clone(),
-                    size: *size,
-                    mode: *mode,
-                },
-                Entry::Symlink { target } => Kept::Symlink {
-                    target: target.clone(),
-                },
-                Entry::Dir { mode } => Kept::Dir {
-                    mode: *mode,
-                    tree: named.get(path.as_str()).cloned().unwrap_or_default(),
-                },
-            };
-            tree.insert(name.to_owned(), kept);
-        }
-        let text = serde_json::to_vec(&tree).map_err(|e| corrupt(store, e))?;
-        named.insert(folder, store.put(&text)?);
-    }
-    Ok(Root {
-        tree: named.remove("").unwrap_or_default(),
-        uncovered: snapshot.uncovered.clone(),
-    })
-}
-
 /// The snapshot whose root record is `root`, its folder objects read back.
 pub(crate) fn load_trees(store: &CheckpointStore, root: Root) -> Result<Snapshot, CheckpointError> {
-    let mut snapshot = Snapshot {
-        entries: BTreeMap::new(),
-        uncovered: root.uncovered,
-    };
+    // Folder by folder, which is not path order (`a/b` comes before `a.txt`): sorted once.
+    let mut entries = Vec::new();
     let mut pending = vec![(String::new(), root.tree)];
     while let Some((folder, name)) = pending.pop() {
         let tree: Tree =
-            serde_json::from_slice(&store.content(&name)?).map_err(|e| corrupt(store, e))?;
+            serde_json::from_slice(&store.content_named(&name)?).map_err(|e| corrupt(store, e))?;
         for (entry_name, kept) in tree {
             if entry_name.is_empty() || entry_name.contains('/') || entry_name == ".." {
                 return Err(corrupt(
@@ -125,7 +59,7 @@ pub(crate) fn load_trees(store: &CheckpointStore, root: Root) -> Result<Snapshot
             };
             let entry = match kept {
                 Kept::File { hash, size, mode } => Entry::File {
-                    hash,
+                    hash: store.current_name(hash)?,
                     size,
                     mode,
                     mtime_ns: 0,
@@ -138,10 +72,13 @@ pub(crate) fn load_trees(store: &CheckpointStore, root: Root) -> Result<Snapshot
                     Entry::Dir { mode }
                 }
             };
-            snapshot.entries.insert(path, entry);
+            entries.push((path, entry));
         }
     }
-    Ok(snapshot)
+    Ok(Snapshot {
+        entries: entries.into_iter().collect(),
+        uncovered: root.uncovered,
+    })
 }
 
 /// Every object the root record names: its folders' objects and its files' contents.
@@ -156,7 +93,7 @@ pub(crate) fn named_objects(
             continue;
         }
         let tree: Tree =
-            serde_json::from_slice(&store.content(&name)?).map_err(|e| corrupt(store, e))?;
+            serde_json::from_slice(&store.content_named(&name)?).map_err(|e| corrupt(store, e))?;
         for kept in tree.into_values() {
             match kept {
                 Kept::File { hash, .. } => {

@@ -154,10 +154,13 @@ fn unchanged_files_are_not_read_again_and_pruning_keeps_what_is_named() {
     let root = ws.path();
     write(root, "a.txt", "one");
     let coverage = Coverage::default();
-    let first = store.take(root, &coverage, None).unwrap();
-    let first_id = store.save(&first).unwrap();
-    let hash = match &first.entries["a.txt"] {
-        dsh_checkpoint::Entry::File { hash, .. } => hash.clone(),
+    // Taken and kept as a run does: the store's record then lists it.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut taken = store.take_watched(root, &coverage, None, &stop).unwrap();
+    let first_id = store.save_taken(&mut taken, None).unwrap();
+    let first = (*taken.snapshot).clone();
+    let hash = match first.entries.get("a.txt").unwrap() {
+        dsh_checkpoint::Entry::File { hash, .. } => hash.hex(),
         other => panic!("{other:?}"),
     };
     let object = store_dir
@@ -200,16 +203,17 @@ fn unchanged_files_are_not_read_again_and_pruning_keeps_what_is_named() {
             std::time::Duration::ZERO,
         )
         .unwrap();
-    // The first snapshot, its content and its folder object, and the rewrite's content.
-    assert_eq!((pruned.snapshots, pruned.contents), (1, 3));
-    assert!(store.load(&first_id).is_err());
+    // The rewrite's content goes; the first snapshot is what the store's record lists (the
+    // next process's first snapshot is kept as the changes from it), so it stays, and its
+    // content with it.
+    assert_eq!((pruned.snapshots, pruned.contents), (0, 1));
+    assert!(store.load(&first_id).unwrap().changes(&first).is_empty());
     let kept = store.load(&second_id).unwrap();
     store.restore(root, &kept, &second).unwrap();
     assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "two");
-    // A prune that removed contents drops the record of what was read: the next snapshot
-    // reads every file again.
-    let two = match &second.entries["a.txt"] {
-        dsh_checkpoint::Entry::File { hash, .. } => hash.clone(),
+    // Nothing else kept: what the record does not name goes, and is read again.
+    let two = match second.entries.get("a.txt").unwrap() {
+        dsh_checkpoint::Entry::File { hash, .. } => *hash,
         other => panic!("{other:?}"),
     };
     store
@@ -301,4 +305,206 @@ fn a_folder_made_read_only_does_not_keep_its_files_from_coming_back() {
     for dir in ["locked", "src.bak"] {
         std::fs::set_permissions(root.join(dir), PermissionsExt::from_mode(0o755)).unwrap();
     }
+}
+
+/// Exchanges `a` and `b` (a folder and a symlink) until `stop`, as another process in the
+/// workspace could while a rewind runs.
+fn swapper(
+    a: &Path,
+    b: &Path,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let a = std::ffi::CString::new(a.as_os_str().as_bytes()).unwrap();
+    let b = std::ffi::CString::new(b.as_os_str().as_bytes()).unwrap();
+    std::thread::spawn(move || {
+        let mut swaps = 0u64;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            // SAFETY: two NUL-terminated paths that outlive the call.
+            let rc = unsafe {
+                libc::syscall(
+                    libc::SYS_renameat2,
+                    libc::AT_FDCWD,
+                    a.as_ptr(),
+                    libc::AT_FDCWD,
+                    b.as_ptr(),
+                    libc::RENAME_EXCHANGE,
+                )
+            };
+            if rc == 0 {
+                swaps += 1;
+            }
+        }
+        // An even number of exchanges leaves the folder where it was.
+        if swaps % 2 == 1 {
+            // SAFETY: as above.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_renameat2,
+                    libc::AT_FDCWD,
+                    a.as_ptr(),
+                    libc::AT_FDCWD,
+                    b.as_ptr(),
+                    libc::RENAME_EXCHANGE,
+                )
+            };
+        }
+        swaps
+    })
+}
+
+/// Everything under `dir`, as paths relative to it.
+fn listing(dir: &Path) -> Vec<String> {
+    dsh_testkit::tree(dir, &[]).into_keys().collect()
+}
+
+#[test]
+fn a_folder_swapped_for_a_link_while_restores_run_never_carries_a_write_outside() {
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = CheckpointStore::new(store_dir.path());
+    let root = ws.path();
+    let files: Vec<String> = (0..12)
+        .flat_map(|i| [format!("sub/f{i}.txt"), format!("sub/deep/g{i}.txt")])
+        .collect();
+    for file in &files {
+        write(root, file, &format!("the model chose this for {file}\n"));
+    }
+    std::fs::set_permissions(root.join("sub/deep"), PermissionsExt::from_mode(0o700)).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("sub-link")).unwrap();
+    let coverage = Coverage::default();
+    let checkpoint = store.take(root, &coverage, None).unwrap();
+    let mut swaps = 0;
+    for _ in 0..50 {
+        for file in &files {
+            let _ = std::fs::remove_file(root.join(file));
+        }
+        write(root, "sub/made-later.txt", "x");
+        let now = store.take(root, &coverage, Some(&checkpoint)).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let swapping = swapper(&root.join("sub"), &root.join("sub-link"), stop.clone());
+        let done = store.restore(root, &checkpoint, &now);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        swaps += swapping.join().unwrap();
+        done.unwrap();
+        assert_eq!(listing(outside.path()), Vec::<String>::new());
+    }
+    assert!(swaps > 0, "the swapper never swapped");
+    // With nothing racing it, the same restore puts everything back.
+    let now = store.take(root, &coverage, None).unwrap();
+    let done = store.restore(root, &checkpoint, &now).unwrap();
+    assert_eq!(done.failed, Vec::<(String, String)>::new());
+    for file in &files {
+        assert!(root.join(file).is_file(), "{file}");
+    }
+    dsh_testkit::fault_matrix(
+        "attack",
+        "a folder exchanged with a symlink out of the workspace while 50 rewinds run",
+        "nothing lands outside; each path is restored inside or reported",
+    );
+}
+
+/// A store written before contents were named by their Git blob ids names them by SHA-256:
+/// its snapshots still load, restore, and compare with new ones by content.
+#[test]
+fn a_store_from_before_blob_ids_still_loads_and_compares_by_content() {
+    use sha2::Digest;
+    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let ws = tempfile::tempdir().unwrap();
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = CheckpointStore::new(store_dir.path());
+    write(ws.path(), "a.txt", "kept since before\n");
+    // What such a store holds: the content under its SHA-256, a folder object naming it so,
+    // and the root record.
+    let put = |name: &str, content: &[u8]| {
+        let path = store_dir
+            .path()
+            .join("objects")
+            .join(&name[..2])
+            .join(&name[2..]);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    };
+    let content = b"kept since before\n";
+    let sha = hex(&sha2::Sha256::digest(content));
+    put(&sha, content);
+    let tree = format!(r#"{{"a.txt":{{"kind":"file","hash":"{sha}","size":18,"mode":420}}}}"#);
+    let tree_name = hex(&sha2::Sha256::digest(tree.as_bytes()));
+    put(&tree_name, tree.as_bytes());
+    let root = format!(r#"{{"tree":"{tree_name}"}}"#);
+    let id = hex(&sha2::Sha256::digest(root.as_bytes()));
+    std::fs::create_dir_all(store_dir.path().join("manifests")).unwrap();
+    std::fs::write(store_dir.path().join(format!("manifests/{id}.json")), root).unwrap();
+
+    let old = store.load(&id).unwrap();
+    let now = store.take(ws.path(), &Coverage::default(), None).unwrap();
+    assert_eq!(now.changes(&old), Vec::new());
+    std::fs::write(ws.path().join("a.txt"), "changed\n").unwrap();
+    std::fs::set_permissions(ws.path().join("a.txt"), PermissionsExt::from_mode(0o644)).unwrap();
+    let changed = store
+        .take(ws.path(), &Coverage::default(), Some(&now))
+        .unwrap();
+    store.restore(ws.path(), &old, &changed).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("a.txt")).unwrap(),
+        "kept since before\n"
+    );
+}
+
+/// The red team's finding: links planted in the store (by anything that can write dsh's home)
+/// must not carry a prune's removals or a write elsewhere.
+#[test]
+fn links_planted_in_the_store_carry_no_removal_or_write_outside_it() {
+    let ws = tempfile::tempdir().unwrap();
+    let store_dir = tempfile::tempdir().unwrap();
+    let victim = tempfile::tempdir().unwrap();
+    let store = CheckpointStore::new(store_dir.path());
+    write(ws.path(), "a.txt", "one");
+    let snapshot = store.take(ws.path(), &Coverage::default(), None).unwrap();
+    let id = store.save(&snapshot).unwrap();
+    // Old files in a folder outside, and links to it where the store keeps its files.
+    for name in ["kept.txt", "also.txt"] {
+        let path = victim.path().join(name);
+        std::fs::write(&path, "mine").unwrap();
+        let past = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(past).unwrap();
+    }
+    std::os::unix::fs::symlink(victim.path(), store_dir.path().join("objects/zz")).unwrap();
+    std::os::unix::fs::symlink(
+        victim.path().join("kept.txt"),
+        store_dir.path().join("snapshots/0123abcd"),
+    )
+    .unwrap();
+    // A content the next checkpoint stores, planted in advance as a link to outside.
+    let next = dsh_checkpoint::BlobId::of(b"two").hex();
+    let planted = store_dir.path().join("objects").join(&next[..2]);
+    std::fs::create_dir_all(&planted).unwrap();
+    std::os::unix::fs::symlink(victim.path().join("also.txt"), planted.join(&next[2..])).unwrap();
+    store
+        .prune(&HashSet::from([id]), std::time::Duration::ZERO)
+        .unwrap();
+    write(ws.path(), "a.txt", "two");
+    let taken = store
+        .take(ws.path(), &Coverage::default(), Some(&snapshot))
+        .unwrap();
+    store.save(&taken).unwrap();
+    for name in ["kept.txt", "also.txt"] {
+        assert_eq!(
+            std::fs::read_to_string(victim.path().join(name)).unwrap(),
+            "mine",
+            "{name}"
+        );
+    }
+    // The content was written into the store itself, in the link's place.
+    assert_eq!(
+        store.content(&dsh_checkpoint::BlobId::of(b"two")).unwrap(),
+        b"two"
+    );
+    dsh_testkit::fault_matrix(
+        "attack",
+        "links planted in the checkpoint store to a folder and files outside it, then a prune and a checkpoint",
+        "nothing outside is removed or written; the content is kept in the store in the link's place",
+    );
 }

@@ -1,6 +1,6 @@
 //! Credentials from `.env` files: a key is read from the launch environment, then
-//! `<cwd>/.env`, then `$DSH_HOME/.env` (skipped when the working directory is the home). A
-//! variable exported in the environment, even empty, shadows the files.
+//! `<cwd>/.env` (in a trusted folder only), then `$DSH_HOME/.env`, then the keys `dsh login`
+//! saved. A variable exported in the environment, even empty, shadows the files.
 //!
 //! The files are read for credentials only: nothing in them is copied into dsh's own
 //! environment, so commands never inherit them, and a file may not set a name that decides how
@@ -76,6 +76,16 @@ pub struct Credentials {
     /// The launch environment's values, which win over the files.
     launch: BTreeMap<String, String>,
     files: BTreeMap<String, (String, PathBuf)>,
+    /// The names of the keys `dsh login` saved when the run does not read them (the redactor
+    /// hides their values all the same): named when a route's key is missing.
+    unread: std::collections::BTreeSet<String>,
+    /// Why they are not read.
+    unread_because: Option<String>,
+    /// The keys of the workspace's own `.env` in a folder not trusted: never used, only hidden
+    /// from what tools return ([`crate::trust_rules::workspace_files`] says why).
+    held: BTreeMap<String, (String, PathBuf)>,
+    /// How to trust the folder, for the error about a key it holds.
+    held_because: Option<String>,
 }
 
 /// A `.env` file that cannot be used.
@@ -115,35 +125,90 @@ impl std::fmt::Debug for Credentials {
 impl Credentials {
     /// Reads `<cwd>/.env`, `$DSH_HOME/.env` and the keys `dsh login` saved
     /// ([`crate::saved_keys_path`]), all checked before any is used, under the launch
-    /// environment `env`; the earlier a file, the more it counts.
+    /// environment `env`; the earlier a file, the more it counts. With `saved_keys_unused`
+    /// (why), the saved keys are read only to be hidden, never used; with `workspace_untrusted`
+    /// (how to trust the folder), so are the keys of `<cwd>/.env`, unless it is
+    /// `$DSH_HOME/.env` itself.
     pub fn load(
         cwd: &Path,
         home: &Path,
         env: &crate::Environment,
+        saved_keys_unused: Option<String>,
+        workspace_untrusted: Option<String>,
     ) -> Result<Credentials, DotenvError> {
         let mut files = BTreeMap::new();
-        let mut paths = vec![cwd.join(".env")];
-        if cwd != home {
-            paths.push(home.join(".env"));
+        let mut held = BTreeMap::new();
+        let home_env = home.join(".env");
+        let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        // A link is read as the file it leads to, and named so.
+        let here = real(&cwd.join(".env"));
+        let mut paths = Vec::new();
+        if here != real(&home_env) {
+            if workspace_untrusted.is_none() {
+                paths.push(here);
+            } else {
+                for (name, value) in parse_file(&here)? {
+                    held.entry(name).or_insert((value, here.clone()));
+                }
+            }
         }
-        paths.push(crate::saved_keys::saved_keys_path(home));
+        paths.push(home_env);
+        let saved = crate::home::saved_keys_path(home);
+        if saved_keys_unused.is_none() {
+            paths.push(saved.clone());
+        }
         for path in paths {
             for (name, value) in parse_file(&path)? {
                 // The earlier (more specific) file wins.
                 files.entry(name).or_insert((value, path.clone()));
             }
         }
+        let unread = match saved_keys_unused {
+            Some(_) => (parse_file(&saved)?.into_iter())
+                .map(|(name, _)| name)
+                .collect(),
+            None => std::collections::BTreeSet::new(),
+        };
         Ok(Credentials {
             launch: env.snapshot(),
             files,
+            unread,
+            unread_because: saved_keys_unused,
+            held,
+            held_because: workspace_untrusted,
         })
     }
 
-    /// Every variable of the launch environment and the files, by name (a name set in both
-    /// comes twice: both values may be printed).
+    /// Why the workspace's `.env` value of `name` is not used, when it has one and is not
+    /// trusted: the file, and how to trust the folder.
+    pub fn held_key(&self, name: &str) -> Option<String> {
+        let (_, file) = self.held.get(name)?;
+        Some(format!(
+            "{} sets {name}, but this folder is not trusted, so its keys are not used (your \
+             requests would be made under whoever's key it is); to use it, {}",
+            file.display(),
+            self.held_because.as_deref().unwrap_or("trust the folder")
+        ))
+    }
+
+    /// Why the key `dsh login` saved under `name` is not used, when there is one and it is not.
+    pub fn unread_saved_key(&self, name: &str) -> Option<&str> {
+        self.unread
+            .contains(name)
+            .then_some(self.unread_because.as_deref())
+            .flatten()
+    }
+
+    /// Every variable of the launch environment and the files, by name, the workspace's held
+    /// keys included (a name set in several comes as often: each value may be printed).
     pub fn all(&self) -> impl Iterator<Item = (&str, &str)> {
-        let files = self.files.iter().map(|(name, (value, _))| (name, value));
+        let files = (self.files.iter().chain(&self.held)).map(|(name, (value, _))| (name, value));
         (self.launch.iter().chain(files)).map(|(name, value)| (name.as_str(), value.as_str()))
+    }
+
+    /// The value of `name` as the workspace's held `.env` has it, to hide it.
+    pub(crate) fn held_value(&self, name: &str) -> Option<&str> {
+        self.held.get(name).map(|(value, _)| value.as_str())
     }
 
     /// The value of `name` and where it came from: the launch environment, else the files.
@@ -164,16 +229,24 @@ pub(crate) fn is_reserved(name: &str) -> bool {
 }
 
 pub(crate) fn parse_file(path: &Path) -> Result<Vec<(String, String)>, DotenvError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => {
-            return Err(DotenvError::Unreadable {
-                path: path.to_path_buf(),
-                reason: e.to_string(),
-            });
-        }
+    let unreadable = |reason: String| DotenvError::Unreadable {
+        path: path.to_path_buf(),
+        reason,
     };
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(unreadable(e.to_string())),
+        // A link to /dev/zero or a FIFO would never end: only a file is read.
+        Ok(meta) if !meta.is_file() => {
+            return Err(unreadable(
+                "it is not a regular file (a device, a FIFO or a folder, maybe through a \
+                 link); remove it or make it a file of NAME=value lines"
+                    .into(),
+            ));
+        }
+        Ok(_) => {}
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| unreadable(e.to_string()))?;
     parse(&text, path)
 }
 
@@ -281,6 +354,12 @@ fn unquote(value: &str) -> Option<String> {
     })
 }
 
+impl From<DotenvError> for crate::SetupError {
+    fn from(e: DotenvError) -> Self {
+        crate::SetupError::config(e.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,7 +415,7 @@ mod tests {
         .unwrap();
         let launch =
             crate::Environment::from_pairs([("DOTENV_TEST_OTHER".to_owned(), String::new())]);
-        let creds = Credentials::load(&cwd, &home, &launch).unwrap();
+        let creds = Credentials::load(&cwd, &home, &launch, None, None).unwrap();
         assert_eq!(
             creds.get("DOTENV_TEST_KEY"),
             Some(("project".into(), EnvSource::File(cwd.join(".env"))))
@@ -347,5 +426,46 @@ mod tests {
             Some((String::new(), EnvSource::Launch))
         );
         assert_eq!(creds.get("DOTENV_TEST_ABSENT"), None);
+    }
+
+    /// The attack: a cloned repository commits `.env` with its author's key, which won over the
+    /// key the user saved, so the user's requests were billed to and logged in the author's
+    /// account. Untrusted, the workspace's keys are never used (only hidden); the user's win.
+    #[test]
+    fn an_untrusted_workspaces_keys_are_held_and_yours_apply() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cwd, home) = (dir.path().join("ws"), dir.path().join("home"));
+        std::fs::create_dir_all(&cwd).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(
+            cwd.join(".env"),
+            "DOTENV_TEST_KEY=attackers-key-0123\nDOTENV_TEST_ONLY=projects-only-0123\n",
+        )
+        .unwrap();
+        std::fs::write(home.join("credentials"), "DOTENV_TEST_KEY=saved-key-0123\n").unwrap();
+        let none = crate::Environment::default();
+        let how = Some("run `dsh trust`".to_owned());
+        let creds = Credentials::load(&cwd, &home, &none, None, how.clone()).unwrap();
+        let saved = home.join("credentials");
+        assert_eq!(
+            creds.get("DOTENV_TEST_KEY"),
+            Some(("saved-key-0123".into(), EnvSource::File(saved)))
+        );
+        // Even a key nothing of yours has is not taken: it is whose account the run uses.
+        assert_eq!(creds.get("DOTENV_TEST_ONLY"), None);
+        let why = creds.held_key("DOTENV_TEST_ONLY").unwrap();
+        assert!(
+            why.contains("not trusted") && why.contains("dsh trust"),
+            "{why}"
+        );
+        // Still hidden from what tools return.
+        assert!(creds.all().any(|(_, v)| v == "attackers-key-0123"));
+        // The run's folder is the home: its .env is yours.
+        std::fs::write(home.join(".env"), "DOTENV_TEST_HOME=home-key-0123\n").unwrap();
+        let creds = Credentials::load(&home, &home, &none, None, how).unwrap();
+        assert_eq!(
+            creds.get("DOTENV_TEST_HOME").map(|(v, _)| v),
+            Some("home-key-0123".to_owned())
+        );
     }
 }

@@ -4,6 +4,11 @@ use std::path::{Path, PathBuf};
 
 use crate::SetupError;
 
+/// The file of saved keys under dsh's home.
+pub fn saved_keys_path(home: &Path) -> PathBuf {
+    home.join("credentials")
+}
+
 /// Where dsh keeps its sessions and settings: `$DSH_HOME`, else `~/.dsh`. A blank `DSH_HOME`
 /// counts as unset, and a leading `~` is expanded (a quoted `"~/x"` in a shell script arrives
 /// unexpanded).
@@ -26,6 +31,30 @@ pub fn dsh_home(dsh_home: Option<&str>, user_home: Option<&Path>) -> Result<Path
         }
         None => Ok(user_home.ok_or_else(no_home)?.join(".dsh")),
     }
+}
+
+/// Holds `$DSH_HOME/<name>` as an advisory lock (`flock`) until the file returned is dropped,
+/// so two processes rewriting one of the home's files cannot lose each other's change. `None`
+/// when there is no home yet (nothing to race with until it is made). The lock file is opened
+/// without following a link.
+pub(crate) fn hold_lock(home: &Path, name: &str) -> std::io::Result<Option<std::fs::File>> {
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    if !home.is_dir() {
+        return Ok(None);
+    }
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(home.join(name))?;
+    // SAFETY: flock on a descriptor this function owns; it is let go when the file closes.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(Some(file))
 }
 
 #[cfg(test)]

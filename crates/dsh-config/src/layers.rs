@@ -3,57 +3,42 @@
 //! The layers, lowest first: `$DSH_HOME/config.toml`, `.dsh/config.toml` in the workspace, then
 //! each `--patch FILE` in the order given. A missing home or workspace file is simply absent; a
 //! missing patch file, a syntax error or an unknown key is an error naming the file, so a typo
-//! never silently does nothing. The environment and flags go over them in
+//! never silently does nothing. Before they merge, the workspace's layer loses what only a
+//! trusted project may set ([`super::trust`]). The environment and flags go over them in
 //! [`Settings`](super::Settings).
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::files::Config;
-
-/// A configuration file that cannot be used.
-#[derive(Debug, thiserror::Error)]
-#[error("config file {}: {message}", path.display())]
-pub struct ConfigError {
-    pub path: PathBuf,
-    pub message: String,
-}
-
-/// One configuration layer: a file, what it sets (`None` when an optional file is absent),
-/// and notes on what it asked for that dsh has no part for (reference row lists only).
-#[derive(Debug, Clone)]
-pub struct Layer {
-    pub path: PathBuf,
-    pub table: Option<toml::Table>,
-    /// Whether it was a reference row list (else TOML).
-    pub rows: bool,
-    pub notes: Vec<String>,
-    /// Keys whose values from earlier layers it discards before its own apply (a reference
-    /// row's `config` replaces the row's whole configuration).
-    pub replaces: Vec<Vec<String>>,
-}
+use super::layer::{ConfigError, Layer, Layers};
+use super::sections::Config;
+use super::trust::{ProjectTrust, SetAside};
+use crate::Environment;
 
 /// The config files of a run, read and merged.
 #[derive(Debug, Clone)]
 pub struct ConfigFiles {
     cwd: PathBuf,
-    layers: Vec<Layer>,
+    layers: Layers,
     merged: Config,
-    /// `(dotted key, value as TOML, file)` of every value set, from the last layer that set it.
-    provenance: Vec<(String, String, PathBuf)>,
+    /// Whether the workspace's own config is trusted.
+    trust: ProjectTrust,
+    /// What the workspace's config set that was not applied, for want of that trust.
+    set_aside: Vec<SetAside>,
 }
 
 impl ConfigFiles {
-    /// Reads and merges the layers for a run in `cwd`; `headless` adds the headless profile's
-    /// patch file.
+    /// Reads and merges the layers for a run in `cwd` launched with `env`; `headless` adds
+    /// the headless profile's patch file.
     pub fn load(
         home: &Path,
         cwd: &Path,
+        env: &Environment,
         patches: &[PathBuf],
         headless: bool,
     ) -> Result<ConfigFiles, ConfigError> {
-        Self::load_keys(home, cwd, patches, headless, None)
+        Self::load_keys(home, cwd, env, patches, headless, None)
     }
 
     /// As [`ConfigFiles::load`], reading only the top-level table `only` of each file
@@ -62,29 +47,67 @@ impl ConfigFiles {
     pub fn load_only(
         home: &Path,
         cwd: &Path,
+        env: &Environment,
         patches: &[PathBuf],
         headless: bool,
         only: &str,
     ) -> Result<ConfigFiles, ConfigError> {
-        Self::load_keys(home, cwd, patches, headless, Some(only))
+        Self::load_keys(home, cwd, env, patches, headless, Some(only))
     }
 
     fn load_keys(
         home: &Path,
         cwd: &Path,
+        env: &Environment,
         patches: &[PathBuf],
         headless: bool,
         only: Option<&str>,
     ) -> Result<ConfigFiles, ConfigError> {
-        let layers = layers(home, cwd, patches, headless, only)?;
+        let mut layers = layers(home, cwd, patches, headless, only)?;
+        let (trust, set_aside) = super::trust::gate(&mut layers, cwd, env)?;
         let merged = merged(&layers, home, patches)?;
-        let provenance = provenance(&layers);
         Ok(ConfigFiles {
             cwd: cwd.to_path_buf(),
-            layers,
+            layers: Layers::new(layers),
             merged,
-            provenance,
+            trust,
+            set_aside,
         })
+    }
+
+    /// Whether the workspace's own config is trusted, and what decided it.
+    pub fn trust(&self) -> &ProjectTrust {
+        &self.trust
+    }
+
+    /// What the workspace's config set that was not applied because the folder is not
+    /// trusted.
+    pub fn set_aside(&self) -> &[SetAside] {
+        &self.set_aside
+    }
+
+    /// The workspace's config file (`.dsh/config.toml`).
+    pub fn project_file(&self) -> PathBuf {
+        self.cwd.join(".dsh").join("config.toml")
+    }
+
+    /// The notice a run gives when the workspace had values set aside.
+    pub fn trust_notice(&self) -> Option<String> {
+        self.trust.notice(&self.set_aside)
+    }
+
+    /// The workspace's own hooks file (`.dsh/hooks.json`), when its hooks may run: only in a
+    /// trusted folder ([`super::trust_rules::workspace_files`]), and never when it is
+    /// `$DSH_HOME/hooks.json` itself (read as yours already).
+    pub fn project_hooks(&self) -> Option<PathBuf> {
+        matches!(self.trust.trust, super::trust::Trust::Trusted { .. })
+            .then(|| self.cwd.join(super::trust_rules::HOOKS_FILE))
+    }
+
+    /// Whether the keys of the workspace's own `.env` may be used (a trusted folder, or
+    /// yours); else they are only hidden from what tools return.
+    pub fn workspace_env_trusted(&self) -> bool {
+        self.trust.is_trusted()
     }
 
     /// What the files say, merged.
@@ -94,6 +117,11 @@ impl ConfigFiles {
 
     /// The files read (or looked for), lowest first.
     pub fn layers(&self) -> &[Layer] {
+        self.layers.read()
+    }
+
+    /// The layers with what each set, for the resolver to name a value's file.
+    pub(crate) fn layered(&self) -> &Layers {
         &self.layers
     }
 
@@ -103,43 +131,41 @@ impl ConfigFiles {
 
     /// Every value the files set, as `(dotted key, value as TOML, file)`.
     pub fn provenance(&self) -> Vec<(String, String, PathBuf)> {
-        self.provenance.clone()
+        self.layers.set().to_vec()
     }
 
-    /// The strings of the list at `path` in each layer that has one, with its file: for lists
-    /// that add up across layers rather than replace.
-    pub(super) fn every_layer_list(&self, path: &[&str]) -> Vec<(String, PathBuf)> {
-        let mut found = Vec::new();
-        for layer in &self.layers {
-            let mut value = layer.table.as_ref().map(|t| t as &toml::Table);
-            let Some((last, parents)) = path.split_last() else {
-                return found;
-            };
-            for key in parents {
-                value = value
-                    .and_then(|t| t.get(*key))
-                    .and_then(toml::Value::as_table);
-            }
-            let items = value
-                .and_then(|t| t.get(*last))
-                .and_then(toml::Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(toml::Value::as_str);
-            found.extend(items.map(|item| (item.to_owned(), layer.path.clone())));
+    /// `--dump-config`'s rows of the workspace's trust: the decision (when the workspace has a
+    /// config, or anything was set aside), and each value set aside under `set_aside.<key>`,
+    /// with its file and why.
+    pub(crate) fn trust_rows(&self) -> Vec<crate::SettingRow> {
+        let project = self.project_file();
+        let has_config = (self.layers().iter()).any(|l| l.path == project && l.table.is_some());
+        let mut rows = Vec::new();
+        if has_config || !self.set_aside.is_empty() {
+            rows.push(crate::SettingRow::described(
+                "project.trust".to_owned(),
+                format!("{:?}", self.trust.shown()),
+                self.trust.home_config.display().to_string(),
+            ));
         }
-        found
+        for set_aside in &self.set_aside {
+            rows.push(crate::SettingRow::described(
+                format!("set_aside.{}", set_aside.key),
+                set_aside.value.clone(),
+                format!(
+                    "{}, not applied: {}; dsh trust applies it",
+                    super::trust::shown_path(&set_aside.file),
+                    set_aside.reason.says()
+                ),
+            ));
+        }
+        rows
     }
+}
 
-    /// The file that set `key` (or, for a table, a key under it) last.
-    pub(super) fn source_of(&self, key: &str) -> PathBuf {
-        let below = format!("{key}.");
-        self.provenance
-            .iter()
-            .find(|(k, _, _)| k == key || k.starts_with(&below))
-            .map(|(_, _, path)| path.clone())
-            .or_else(|| self.layers.last().map(|l| l.path.clone()))
-            .unwrap_or_default()
+impl From<ConfigError> for crate::SetupError {
+    fn from(e: ConfigError) -> Self {
+        crate::SetupError::config(e.to_string())
     }
 }
 
@@ -237,51 +263,6 @@ fn patch_layer(
     }
 }
 
-/// Every value the layers set, as `(dotted key, TOML value, file)`, each from the last layer
-/// that set it.
-fn provenance(layers: &[Layer]) -> Vec<(String, String, PathBuf)> {
-    fn leaves(prefix: &str, table: &toml::Table, out: &mut Vec<(String, toml::Value)>) {
-        for (key, value) in table {
-            let path = if prefix.is_empty() {
-                quote_key(key)
-            } else {
-                format!("{prefix}.{}", quote_key(key))
-            };
-            match value {
-                toml::Value::Table(inner) => leaves(&path, inner, out),
-                other => out.push((path, other.clone())),
-            }
-        }
-    }
-    let mut set: Vec<(String, String, PathBuf)> = Vec::new();
-    for Layer {
-        path,
-        table,
-        replaces,
-        ..
-    } in layers
-    {
-        for replaced in replaces {
-            let key = replaced
-                .iter()
-                .map(|k| quote_key(k))
-                .collect::<Vec<_>>()
-                .join(".");
-            let below = format!("{key}.");
-            set.retain(|(k, _, _)| *k != key && !k.starts_with(&below));
-        }
-        let Some(table) = table else { continue };
-        let mut found = Vec::new();
-        leaves("", table, &mut found);
-        for (key, value) in found {
-            set.retain(|(k, _, _)| *k != key);
-            set.push((key, render_value(&value), path.clone()));
-        }
-    }
-    set.sort_by(|a, b| a.0.cmp(&b.0));
-    set
-}
-
 /// The layers merged, and checked as a whole.
 fn merged(layers: &[Layer], home: &Path, patches: &[PathBuf]) -> Result<Config, ConfigError> {
     let mut merged = toml::Table::new();
@@ -309,46 +290,6 @@ fn merged(layers: &[Layer], home: &Path, patches: &[PathBuf]) -> Result<Config, 
     })
 }
 
-/// A value as TOML writes it (strings quoted, arrays and tables inline).
-fn render_value(value: &toml::Value) -> String {
-    match value {
-        toml::Value::String(text) => format!("{text:?}"),
-        toml::Value::Integer(n) => n.to_string(),
-        toml::Value::Float(f) => f.to_string(),
-        toml::Value::Boolean(b) => b.to_string(),
-        toml::Value::Datetime(d) => d.to_string(),
-        toml::Value::Array(items) => format!(
-            "[{}]",
-            items
-                .iter()
-                .map(render_value)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        toml::Value::Table(table) => format!(
-            "{{ {} }}",
-            table
-                .iter()
-                .map(|(k, v)| format!("{} = {}", quote_key(k), render_value(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
-/// A key as TOML writes it in a dotted path: bare when it can be.
-pub(super) fn quote_key(key: &str) -> String {
-    if !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
-        key.to_owned()
-    } else {
-        format!("{key:?}")
-    }
-}
-
 fn read_layer(
     path: &Path,
     required: bool,
@@ -358,6 +299,18 @@ fn read_layer(
         path: path.to_path_buf(),
         message,
     };
+    // The home's and the workspace's files are found, not named: a workspace's link to
+    // /dev/zero or a FIFO would never end, so only a file is read. A --patch may be a pipe.
+    if !required
+        && let Ok(meta) = std::fs::metadata(path)
+        && !meta.is_file()
+    {
+        return Err(fail(
+            "is not a regular file (a device, a FIFO or a folder, maybe through a link); \
+             remove it or make it a TOML file"
+                .into(),
+        ));
+    }
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => return Ok(None),
@@ -365,7 +318,8 @@ fn read_layer(
     };
     let mut table: toml::Table = toml::from_str(&text).map_err(|e| fail(e.to_string()))?;
     if let Some(only) = only {
-        table.retain(|key, _| key == only);
+        // Which folders are trusted decides what the workspace's layer may say of `only` too.
+        table.retain(|key, _| key == only || key == "projects");
         Config::deserialize(table.clone())
             .map_err(|e| fail(format!("[{only}]: {}", e.message())))?;
         return Ok(Some(table));
@@ -415,7 +369,7 @@ mod tests {
         std::fs::write(ws.join(".dsh/config.toml"), "model = \"b\"\n").unwrap();
         let patch = dir.path().join("p.toml");
         std::fs::write(&patch, "[tools]\nstr_replace_editor = true\n").unwrap();
-        let files = ConfigFiles::load(&home, &ws, &[patch], true).unwrap();
+        let files = ConfigFiles::load(&home, &ws, &Environment::default(), &[patch], true).unwrap();
         let config = files.config();
         assert_eq!(config.model.as_deref(), Some("b"));
         assert_eq!(config.tools.str_replace_editor, Some(true));
@@ -423,10 +377,23 @@ mod tests {
     }
 
     #[test]
+    fn a_workspace_config_that_is_no_file_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".dsh")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join(".dsh/config.toml")).unwrap();
+        let env = Environment::default();
+        let error = ConfigFiles::load(dir.path(), dir.path(), &env, &[], true).unwrap_err();
+        assert!(
+            error.to_string().contains("is not a regular file"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn no_files_is_the_default() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(
-            *ConfigFiles::load(dir.path(), dir.path(), &[], true)
+            *ConfigFiles::load(dir.path(), dir.path(), &Environment::default(), &[], true)
                 .unwrap()
                 .config(),
             Config::default()
@@ -438,8 +405,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let patch = dir.path().join("p.toml");
         std::fs::write(&patch, "[tools]\nstr_replace_edtor = true\n").unwrap();
-        let error = ConfigFiles::load(dir.path(), dir.path(), std::slice::from_ref(&patch), true)
-            .unwrap_err();
+        let env = Environment::default();
+        let error = ConfigFiles::load(
+            dir.path(),
+            dir.path(),
+            &env,
+            std::slice::from_ref(&patch),
+            true,
+        )
+        .unwrap_err();
         assert_eq!(error.path, patch);
         assert!(
             error
@@ -448,7 +422,7 @@ mod tests {
             "{error}"
         );
         let missing = dir.path().join("missing.toml");
-        let error = ConfigFiles::load(dir.path(), dir.path(), &[missing], true).unwrap_err();
+        let error = ConfigFiles::load(dir.path(), dir.path(), &env, &[missing], true).unwrap_err();
         assert!(error.to_string().contains("cannot be read"), "{error}");
     }
 }

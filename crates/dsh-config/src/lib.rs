@@ -8,42 +8,64 @@
 //! to `--dump-config`'s rows the two facts only it knows (the tools offered, the session that
 //! `--continue` finds).
 
-mod auto_review;
-mod checkpoints;
 mod dotenv;
+mod environment;
 mod files;
+mod flags;
 mod home;
+mod layer;
 mod layers;
 pub mod project;
 mod resolver;
 mod route;
 mod rows;
 mod saved_keys;
+mod secrets;
+mod sections;
 mod settings;
 mod shown;
 mod sourced;
+pub mod trust;
+mod trust_file;
+mod trust_limits;
+mod trust_look;
+mod trust_rules;
 
-pub use auto_review::{AutoReviewSettings, DEFAULT_REVIEW_MESSAGES, DEFAULT_REVIEW_TIMEOUT};
-pub use checkpoints::CheckpointRules;
 pub use dotenv::{Credentials, DotenvError, EnvSource};
-pub use files::{
-    AgentPreset, ApprovalConfig, AutoReviewConfig, Compression, Config, GoalsConfig,
-    InstructionsConfig, JobsConfig, McpConfig, McpServerConfig, ModelConfig, PermissionMode,
-    ProviderConfig, ProviderKind, RequestsConfig, SandboxConfig, SessionsConfig, ShellConfig,
-    SkillsConfig, SystemRole, ToolsConfig,
+pub use environment::{Environment, SetupError};
+pub use files::{AgentPreset, Compression, PermissionMode, ProviderKind, SystemRole};
+pub use flags::{Flags, SessionChoice, Usd};
+pub use home::{dsh_home, saved_keys_path};
+pub use layer::{ConfigError, Layer};
+pub use layers::ConfigFiles;
+pub use route::{
+    ApiKey, DEFAULT_CONTEXT_WINDOW, DEFAULT_MODEL, ModelConfig, OTHER_WINDOW_DEFAULT,
+    ProviderConfig, Route,
 };
-pub use home::dsh_home;
-pub use layers::{ConfigError, ConfigFiles, Layer};
-pub use resolver::{Environment, SetupError};
-pub use route::{ApiKey, DEFAULT_CONTEXT_WINDOW, OTHER_WINDOW_DEFAULT, Route};
-pub use saved_keys::{SavedKeyError, forget_key, save_key, saved_keys_path};
-pub use settings::{
-    BUILTIN_TOOLS, DEFAULT_JOB_WAIT, DEFAULT_MAX_STEPS, DEFAULT_MODEL, Flags, GoalRules,
-    McpServerSettings, McpTransport, SessionChoice, Settings, SubagentLimits, Usd, home,
-    sandbox_only,
+pub use saved_keys::{SavedKeyError, forget_key, save_key};
+pub use sections::Config;
+pub use sections::approval::ApprovalConfig;
+pub use sections::auto_review::{
+    AutoReviewConfig, AutoReviewSettings, DEFAULT_REVIEW_MESSAGES, DEFAULT_REVIEW_TIMEOUT,
 };
+pub use sections::checkpoints::CheckpointRules;
+pub use sections::goals::{GoalRules, GoalsConfig};
+pub use sections::instructions::InstructionsConfig;
+pub use sections::jobs::{DEFAULT_JOB_WAIT, JobsConfig};
+pub use sections::mcp::{McpConfig, McpServerConfig, McpServerSettings, McpTransport};
+pub use sections::requests::RequestsConfig;
+pub use sections::sandbox::SandboxConfig;
+pub use sections::sessions::SessionsConfig;
+pub use sections::shell::ShellConfig;
+pub use sections::skills::SkillsConfig;
+pub use sections::stored_auth::{StoredAuth, StoredAuthConfig};
+pub use sections::subagents::SubagentLimits;
+pub use sections::tools::{BUILTIN_TOOLS, ToolsConfig};
+pub use settings::{DEFAULT_MAX_STEPS, Settings, home, sandbox_only};
 pub use shown::SettingRow;
 pub use sourced::{Source, Sourced};
+pub use trust::{ProjectConfig, ProjectTrust, Reason, SetAside, Trust};
+pub use trust_file::{TrustError, set_trust};
 
 // The value types of settings that flags also set, so a front end parses them as they are read.
 pub use dsh_llm::Effort;

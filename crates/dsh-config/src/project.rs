@@ -8,32 +8,7 @@ pub const CANDIDATES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
 /// Personal overlays, after the shared files of the same folder.
 pub const LOCAL_CANDIDATES: &[&str] = &["AGENTS.local.md", "CLAUDE.local.md"];
 
-/// Where instructions are looked for, and how much of them may be sent.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InstructionSettings {
-    pub enabled: bool,
-    /// The most bytes the message may take, frame included.
-    pub max_bytes: usize,
-    /// Names whose presence marks the project root (`[]`: the working directory is the root).
-    pub root_markers: Vec<String>,
-}
-
-impl InstructionSettings {
-    /// Whether any instructions are given: switched on, with a budget above nothing.
-    pub fn active(&self) -> bool {
-        self.enabled && self.max_bytes > 0
-    }
-}
-
-impl Default for InstructionSettings {
-    fn default() -> Self {
-        InstructionSettings {
-            enabled: true,
-            max_bytes: 65_536,
-            root_markers: vec![".git".into()],
-        }
-    }
-}
+pub use crate::sections::instructions::InstructionSettings;
 
 /// The nearest folder at or above `cwd` holding one of `markers`; `cwd` itself when none does
 /// (or there are no markers).
@@ -45,4 +20,17 @@ pub fn project_root(cwd: &Path, markers: &[String]) -> PathBuf {
         .find(|dir| markers.iter().any(|m| dir.join(m).exists()))
         .unwrap_or(cwd)
         .to_path_buf()
+}
+
+/// The project's saved workflows: `.dsh/workflows` in its root (the nearest folder with
+/// `.git`, else the working directory). Only a trusted workspace's are used
+/// ([`crate::trust::workspace_trust`]).
+pub fn workflows_folder(cwd: &Path) -> PathBuf {
+    project_root(cwd, &[".git".to_owned()]).join(".dsh/workflows")
+}
+
+/// The workspace's saved prompts: `.dsh/prompts` in the working directory. Only a trusted
+/// workspace's are used ([`crate::trust::workspace_trust`]).
+pub fn prompts_folder(cwd: &Path) -> PathBuf {
+    cwd.join(".dsh").join("prompts")
 }

@@ -1,98 +1,11 @@
-//! What resolving reads (the environment, the files) and writes (the rows), and how it fails:
-//! the machinery `settings` and `route` share, kept apart so that neither reaches into the
-//! other.
+//! How a setting is picked from its layers and recorded as a row: the machinery every section
+//! and the route share, kept apart so that none of them reaches into another.
 
-use std::collections::BTreeMap;
-use std::fmt;
 use std::time::Duration;
 
-use super::layers::ConfigFiles;
+use super::layer::Layers;
 use super::shown::{SettingRow, Shown};
 use super::sourced::{Source, Sourced};
-
-/// The process environment as the settings read it: a snapshot, so a run and `--dump-config`
-/// (and tests) resolve from the same values.
-#[derive(Clone, Default)]
-pub struct Environment {
-    vars: BTreeMap<String, String>,
-}
-
-/// Names only: the values hold secrets.
-impl fmt::Debug for Environment {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_set().entries(self.vars.keys()).finish()
-    }
-}
-
-impl Environment {
-    /// This process's environment; a name or value that is not UTF-8 is read lossily, as dsh
-    /// has always read its variables.
-    pub fn from_process() -> Self {
-        Environment::from_pairs(std::env::vars_os().map(|(name, value)| {
-            (
-                name.to_string_lossy().into_owned(),
-                value.to_string_lossy().into_owned(),
-            )
-        }))
-    }
-
-    pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Self {
-        Environment {
-            vars: pairs.into_iter().collect(),
-        }
-    }
-
-    /// The value of `name` as exported, empty included.
-    pub fn raw(&self, name: &str) -> Option<&str> {
-        self.vars.get(name).map(String::as_str)
-    }
-
-    pub(crate) fn snapshot(&self) -> BTreeMap<String, String> {
-        self.vars.clone()
-    }
-
-    /// The value of `name` when it is set to something other than blanks.
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.raw(name).filter(|v| !v.trim().is_empty())
-    }
-}
-
-/// A setting that cannot be used, or a run that cannot be set up: said as `dsh: <message>`,
-/// and in the `--json` stream as an `error` event with the code.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct SetupError {
-    pub message: String,
-    /// What kind of failure, for supervisors (`CONFIG`, `AUTH`, `SESSION_NOT_FOUND`...;
-    /// `docs/cli.md` lists them).
-    pub code: std::borrow::Cow<'static, str>,
-}
-
-impl SetupError {
-    pub fn new(code: impl Into<std::borrow::Cow<'static, str>>, message: String) -> Self {
-        SetupError {
-            message,
-            code: code.into(),
-        }
-    }
-
-    /// A setting that cannot be used: a config file, a flag's value, the environment.
-    pub fn config(message: String) -> Self {
-        SetupError::new("CONFIG", message)
-    }
-}
-
-impl From<super::layers::ConfigError> for SetupError {
-    fn from(e: super::layers::ConfigError) -> Self {
-        SetupError::config(e.to_string())
-    }
-}
-
-impl From<crate::DotenvError> for SetupError {
-    fn from(e: crate::DotenvError) -> Self {
-        SetupError::config(e.to_string())
-    }
-}
 
 /// A flag's value, sourced to the flag.
 pub(super) fn flag<T>(value: Option<T>, name: &'static str) -> Option<Sourced<T>> {
@@ -101,14 +14,22 @@ pub(super) fn flag<T>(value: Option<T>, name: &'static str) -> Option<Sourced<T>
 
 /// Picks values and records each one as a row.
 pub(super) struct Resolver<'a> {
-    pub(super) files: &'a ConfigFiles,
+    layers: &'a Layers,
     pub(super) rows: Vec<SettingRow>,
 }
 
 impl<'a> Resolver<'a> {
+    /// A resolver naming the files of `layers` as its values' sources, with no rows yet.
+    pub(super) fn new(layers: &'a Layers) -> Self {
+        Resolver {
+            layers,
+            rows: Vec::new(),
+        }
+    }
+
     /// The files' value of `key`, with the file that set it.
     pub(super) fn file<T>(&self, key: &str, value: Option<T>) -> Option<Sourced<T>> {
-        value.map(|v| Sourced::new(v, Source::File(self.files.source_of(key))))
+        value.map(|v| Sourced::new(v, Source::File(self.layers.source_of(key))))
     }
 
     /// The first value given, highest layer first, else the default; recorded under `key`.
@@ -125,6 +46,17 @@ impl<'a> Resolver<'a> {
             .unwrap_or_else(|| Sourced::default(default));
         self.record(key, &value);
         value
+    }
+
+    /// The files' value of `key`, else the default: a key no flag or variable sets.
+    pub(super) fn file_setting<T: Shown>(
+        &mut self,
+        key: &str,
+        value: Option<T>,
+        default: T,
+    ) -> Sourced<T> {
+        let file = self.file(key, value);
+        self.setting(key, [file], default)
     }
 
     /// A file value in milliseconds.
@@ -171,7 +103,7 @@ impl<'a> Resolver<'a> {
             .push(SettingRow::described(key.to_owned(), value, source));
     }
 
-    pub(super) fn files(&self) -> &'a ConfigFiles {
-        self.files
+    pub(super) fn layers(&self) -> &'a Layers {
+        self.layers
     }
 }

@@ -1,18 +1,21 @@
 //! Which server a model reference goes to: `--model <provider>/<model>`, or a bare model name
 //! for the built-in DeepSeek route; and what is known about the model there.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::BTreeMap;
 
-use dsh_llm::{ChatDialect, EndpointConfig, Provider, WireFormat};
 use dsh_protocol::Prices;
+use serde::Deserialize;
 
-use super::files::{ModelConfig, ProviderKind, SystemRole};
-use super::layers::quote_key;
-use super::resolver::{Environment, Resolver, SetupError};
+use super::environment::{Environment, SetupError};
+use super::files::{ProviderKind, SystemRole, parsed};
+use super::layer::quote_key;
+use super::resolver::Resolver;
 use super::sourced::{Source, Sourced};
+use super::trust_look::Guard;
 use crate::{Credentials, EnvSource};
 
+/// The model used when none is named.
+pub const DEFAULT_MODEL: &str = "deepseek-v4-flash";
 /// The context window assumed for a model nobody declared (the reference's DeepSeek default).
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 1_000_000;
 /// The context window assumed for an undeclared model of a route that is not DeepSeek.
@@ -60,127 +63,93 @@ pub enum ApiKey {
     Missing { env: String, message: String },
 }
 
+/// How a model's keys can widen ([`crate::trust_look::Widens`]), in `[models]` and in a
+/// route's `models`: none does, what a run spends is bounded by the prices (whose own rule
+/// sets aside any rate below yours or dsh's table, [`crate::trust_rules`]) and the limits.
+pub(crate) const GUARDS: &[Guard] = &[
+    Guard::neither("models.*.image_input", MODEL_FACT),
+    Guard::neither("models.*.context_window", MODEL_FACT),
+    Guard::neither("models.*.max_output_tokens", MODEL_FACT),
+    Guard::neither("models.*.reasoning_effort", MODEL_FACT),
+    Guard::neither("models.*.prices", PRICES),
+    Guard::neither("providers.*.models.*.image_input", MODEL_FACT),
+    Guard::neither("providers.*.models.*.context_window", MODEL_FACT),
+    Guard::neither("providers.*.models.*.max_output_tokens", MODEL_FACT),
+    Guard::neither("providers.*.models.*.reasoning_effort", MODEL_FACT),
+    Guard::neither("providers.*.models.*.prices", PRICES),
+];
+const MODEL_FACT: &str = "what the model is; what a run spends is bounded by prices and limits";
+const PRICES: &str = "the prices' own rule sets aside any rate below yours or dsh's table";
+
+/// One model route.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// The wire format; `deepseek` when the route is named `deepseek` and gives none.
+    #[serde(deserialize_with = "parsed")]
+    pub kind: Option<ProviderKind>,
+    /// The API root (`/chat/completions` is appended).
+    pub base_url: Option<String>,
+    /// The name of the variable holding the key (never the key); none for a server that
+    /// needs none.
+    pub api_key_env: Option<String>,
+    /// Extra headers sent with every request.
+    pub headers: BTreeMap<String, String>,
+    /// What is known about the route's models.
+    pub models: BTreeMap<String, ModelConfig>,
+}
+
+/// What dsh should assume about one model.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Whether it accepts images (for `read_image`).
+    pub image_input: Option<bool>,
+    /// Its context window in tokens, which compaction keeps the history inside.
+    pub context_window: Option<u64>,
+    /// The most output tokens to ask for in one answer.
+    pub max_output_tokens: Option<u32>,
+    /// Whether `reasoning_effort` is sent (OpenAI-compatible routes; default false).
+    pub reasoning_effort: Option<bool>,
+    /// `system` (default) or `developer`: the role the system prompt is sent with.
+    #[serde(deserialize_with = "parsed")]
+    pub system_role: Option<SystemRole>,
+    /// US dollars per million tokens, for `costUsd` in the stream.
+    pub prices: Option<Prices>,
+}
+
+/// What the files declare of routes and models (`[providers]`, `[models]`): what a model
+/// reference is resolved against.
+#[derive(Clone, Copy)]
+pub(super) struct Declared<'a> {
+    pub(super) providers: &'a BTreeMap<String, ProviderConfig>,
+    pub(super) models: &'a BTreeMap<String, ModelConfig>,
+}
+
 impl Route {
-    /// The route of `model_ref` under the files' `[providers]` and `[models]`.
+    /// The route of `model_ref` under the files' `[providers]` and `[models]`: its provider and
+    /// model, the provider's kind and address, its key, and what is known of the model.
     pub(super) fn resolve(
         r: &mut Resolver<'_>,
+        files: Declared<'_>,
         model_ref: &Sourced<String>,
         env: &Environment,
         credentials: &Credentials,
     ) -> Result<Route, SetupError> {
         let chosen = model_ref.source.clone();
-        let model_ref = model_ref.value.as_str();
-        let files = r.files().config();
-        let fail = |message: String| Err(SetupError::config(message));
-        // Where the model was named, for an error about the name itself.
-        let named_in = match &chosen {
-            Source::Default => String::new(),
-            source => format!(" (set by {source})"),
-        };
-        if model_ref.trim().is_empty() {
-            return fail(format!(
-                "the model is empty{named_in}: give a model, such as {} or <provider>/<model>",
-                super::DEFAULT_MODEL
-            ));
-        }
-        let (provider, model) = match model_ref.split_once('/') {
-            Some((provider, model))
-                if files.providers.contains_key(provider) || provider == "deepseek" =>
-            {
-                (provider, model)
-            }
-            Some((provider, _)) => {
-                let mut known: Vec<&str> = files.providers.keys().map(String::as_str).collect();
-                if !known.contains(&"deepseek") {
-                    known.insert(0, "deepseek");
-                }
-                return fail(format!(
-                    "unknown provider \"{provider}\" in model \"{model_ref}\"{named_in}: \
-                     declare [providers.{provider}] in a config file (see docs/providers.md), or \
-                     use one of: {}",
-                    known.join(", ")
-                ));
-            }
-            None => ("deepseek", model_ref),
-        };
-        if model.trim().is_empty() {
-            return fail(format!(
-                "model \"{model_ref}\"{named_in} names no model after the provider"
-            ));
-        }
+        let (provider, model) = split_reference(files, &model_ref.value, &chosen)?;
         let declared = files.providers.get(provider);
         let route_key = format!("providers.{}", quote_key(provider));
-        let kind = match declared.and_then(|p| p.kind) {
-            Some(kind) => Sourced::new(
-                kind,
-                Source::File(r.files().source_of(&format!("{route_key}.kind"))),
-            ),
-            None if provider == "deepseek" => Sourced::new(ProviderKind::DeepSeek, Source::Default),
-            None => {
-                let declared_in = r.files().source_of(&route_key);
-                return fail(format!(
-                    "provider \"{provider}\" (declared in {}) needs a kind: set \
-                     {route_key}.kind to deepseek, openai-completions, openai-responses or \
-                     anthropic-messages",
-                    declared_in.display()
-                ));
-            }
-        };
+        let kind = provider_kind(r, declared, provider, &route_key)?;
         r.record(
             "route.provider",
             &Sourced::new(provider.to_owned(), chosen.clone()),
         );
         r.record("route.kind", &kind);
         r.record("route.model", &Sourced::new(model.to_owned(), chosen));
-
-        let base_url = if provider == "deepseek"
-            && let Some(url) = env.get("DEEPSEEK_BASE_URL")
-        {
-            Sourced::new(url.to_owned(), Source::Env("DEEPSEEK_BASE_URL"))
-        } else {
-            let key = format!("{route_key}.base_url");
-            match r.file(&key, declared.and_then(|p| p.base_url.clone())) {
-                Some(url) => url,
-                None if provider == "deepseek" => Sourced::new(
-                    dsh_llm::deepseek::DEFAULT_BASE_URL.to_owned(),
-                    Source::Default,
-                ),
-                None => {
-                    return fail(format!(
-                        "provider \"{provider}\" needs base_url (the API root, for example \
-                         http://127.0.0.1:8000/v1)"
-                    ));
-                }
-            }
-        };
+        let base_url = base_url(r, env, declared, provider, &route_key)?;
         r.record("route.base_url", &base_url);
-
-        let key_env = declared
-            .and_then(|p| p.api_key_env.clone())
-            .or_else(|| (provider == "deepseek").then(|| "DEEPSEEK_API_KEY".to_owned()));
-        let api_key = match key_env {
-            None => ApiKey::NotNeeded,
-            Some(name) => match credentials.get(&name) {
-                Some((value, from)) if !value.is_empty() => ApiKey::Found {
-                    env: name,
-                    value,
-                    from,
-                },
-                Some((_, EnvSource::Launch)) => ApiKey::Missing {
-                    message: format!(
-                        "no API key for provider \"{provider}\": {name} is exported empty, which \
-                         also hides any .env file; set it, or unset it to use a .env file"
-                    ),
-                    env: name,
-                },
-                _ => ApiKey::Missing {
-                    message: format!(
-                        "no API key for provider \"{provider}\": set {name} in the environment"
-                    ),
-                    env: name,
-                },
-            },
-        };
+        let api_key = ApiKey::resolve(declared, provider, credentials);
         r.record_text("route.api_key", api_key.shown(), api_key.source());
 
         // What is known about the model: the route's table, then the top-level `[models]`.
@@ -221,25 +190,6 @@ impl Route {
         })
     }
 
-    /// The client for this route, pricing each request when the model has prices; fails when
-    /// the route's key is missing.
-    pub fn connect(&self, idle_timeout: Duration) -> Result<Arc<dyn Provider>, SetupError> {
-        let (api_key, api_key_env) = match &self.api_key {
-            ApiKey::NotNeeded => (None, format!("providers.{}.api_key_env", self.provider)),
-            ApiKey::Found { env, value, .. } => (Some(value.clone()), env.clone()),
-            ApiKey::Missing { message, .. } => {
-                return Err(SetupError::new("AUTH", message.clone()));
-            }
-        };
-        let (endpoint, format) = self.endpoint(api_key, api_key_env, idle_timeout);
-        let provider = dsh_llm::connect(endpoint, format)
-            .map_err(|failure| SetupError::new(failure.code.as_str(), failure.message))?;
-        Ok(match self.prices.value {
-            Some(prices) => Arc::new(dsh_llm::Priced::new(provider, prices)),
-            None => provider,
-        })
-    }
-
     /// The variable the route reads its key from (`DEEPSEEK_API_KEY`); `None` when its server
     /// needs no key.
     pub fn key_variable(&self) -> Option<&str> {
@@ -248,49 +198,109 @@ impl Route {
             ApiKey::Found { env, .. } | ApiKey::Missing { env, .. } => Some(env),
         }
     }
+}
 
-    /// Whether the route's server takes `key` ([`dsh_llm::check_key`]: nothing is billed).
-    pub async fn check_key(&self, key: &str) -> Result<(), dsh_protocol::Failure> {
-        let (endpoint, format) = self.endpoint(
-            Some(key.to_owned()),
-            "the key given".to_owned(),
-            Duration::from_secs(30),
-        );
-        dsh_llm::check_key(endpoint, format).await
+/// `model_ref` as a provider and a model: `<provider>/<model>` for a declared provider (or
+/// `deepseek`), else a model of the built-in DeepSeek route. `chosen` is where it was named,
+/// for an error about the name itself.
+fn split_reference<'a>(
+    files: Declared<'_>,
+    model_ref: &'a str,
+    chosen: &Source,
+) -> Result<(&'a str, &'a str), SetupError> {
+    let fail = |message: String| Err(SetupError::config(message));
+    let named_in = match chosen {
+        Source::Default => String::new(),
+        source => format!(" (set by {source})"),
+    };
+    if model_ref.trim().is_empty() {
+        return fail(format!(
+            "the model is empty{named_in}: give a model, such as {DEFAULT_MODEL} or \
+             <provider>/<model>"
+        ));
     }
+    let (provider, model) = match model_ref.split_once('/') {
+        Some((provider, model))
+            if files.providers.contains_key(provider) || provider == "deepseek" =>
+        {
+            (provider, model)
+        }
+        Some((provider, _)) => {
+            let mut known: Vec<&str> = files.providers.keys().map(String::as_str).collect();
+            if !known.contains(&"deepseek") {
+                known.insert(0, "deepseek");
+            }
+            return fail(format!(
+                "unknown provider \"{provider}\" in model \"{model_ref}\"{named_in}: \
+                 declare [providers.{provider}] in a config file (see docs/providers.md), or \
+                 use one of: {}",
+                known.join(", ")
+            ));
+        }
+        None => ("deepseek", model_ref),
+    };
+    if model.trim().is_empty() {
+        return fail(format!(
+            "model \"{model_ref}\"{named_in} names no model after the provider"
+        ));
+    }
+    Ok((provider, model))
+}
 
-    fn endpoint(
-        &self,
-        api_key: Option<String>,
-        api_key_env: String,
-        idle_timeout: Duration,
-    ) -> (EndpointConfig, WireFormat) {
-        let base_url_source = match self.base_url.source {
-            Source::Env(name) => name.to_owned(),
-            _ => format!("providers.{}.base_url", self.provider),
-        };
-        let endpoint = EndpointConfig {
-            name: self.provider.clone(),
-            base_url: self.base_url.value.clone(),
-            api_key,
-            api_key_env,
-            base_url_source,
-            idle_timeout,
-            headers: self.headers.clone(),
-        };
-        let effort = self.reasoning_effort.value;
-        let format = match self.kind.value {
-            ProviderKind::DeepSeek => WireFormat::ChatCompletions(ChatDialect::DeepSeek),
-            ProviderKind::OpenAiCompletions => WireFormat::ChatCompletions(ChatDialect::OpenAi {
-                reasoning_effort: effort,
-                developer_role: self.system_role.value == SystemRole::Developer,
-            }),
-            ProviderKind::OpenAiResponses => WireFormat::OpenAiResponses {
-                reasoning_effort: effort,
-            },
-            ProviderKind::AnthropicMessages => WireFormat::AnthropicMessages { thinking: effort },
-        };
-        (endpoint, format)
+/// The wire format of `provider`: its table's `kind`, which only the built-in `deepseek` may
+/// leave out.
+fn provider_kind(
+    r: &Resolver<'_>,
+    declared: Option<&ProviderConfig>,
+    provider: &str,
+    route_key: &str,
+) -> Result<Sourced<ProviderKind>, SetupError> {
+    match declared.and_then(|p| p.kind) {
+        Some(kind) => Ok(Sourced::new(
+            kind,
+            Source::File(r.layers().source_of(&format!("{route_key}.kind"))),
+        )),
+        None if provider == "deepseek" => Ok(Sourced::new(ProviderKind::DeepSeek, Source::Default)),
+        None => {
+            let declared_in = r.layers().source_of(route_key);
+            Err(SetupError::config(format!(
+                "provider \"{provider}\" (declared in {}) needs a kind: set \
+                 {route_key}.kind to deepseek, openai-completions, openai-responses or \
+                 anthropic-messages",
+                declared_in.display()
+            )))
+        }
+    }
+}
+
+/// Where `provider`'s API is: `DEEPSEEK_BASE_URL` over the files for DeepSeek, its table's
+/// `base_url`, or DeepSeek's own address; every other provider must give one.
+fn base_url(
+    r: &mut Resolver<'_>,
+    env: &Environment,
+    declared: Option<&ProviderConfig>,
+    provider: &str,
+    route_key: &str,
+) -> Result<Sourced<String>, SetupError> {
+    if provider == "deepseek"
+        && let Some(url) = env.get("DEEPSEEK_BASE_URL")
+    {
+        return Ok(Sourced::new(
+            url.to_owned(),
+            Source::Env("DEEPSEEK_BASE_URL"),
+        ));
+    }
+    let key = format!("{route_key}.base_url");
+    match r.file(&key, declared.and_then(|p| p.base_url.clone())) {
+        Some(url) => Ok(url),
+        None if provider == "deepseek" => Ok(Sourced::new(
+            dsh_llm::deepseek::DEFAULT_BASE_URL.to_owned(),
+            Source::Default,
+        )),
+        None => Err(SetupError::config(format!(
+            "provider \"{provider}\" needs base_url (the API root, for example \
+             http://127.0.0.1:8000/v1)"
+        ))),
     }
 }
 
@@ -302,6 +312,53 @@ impl std::fmt::Debug for ApiKey {
 }
 
 impl ApiKey {
+    /// `provider`'s key: from the variable its table names (`DEEPSEEK_API_KEY` for the
+    /// built-in route), looked up in the environment and the `.env` files; when it is not
+    /// there, what to tell the user (an empty export hides the files; a key held elsewhere or a
+    /// saved key not read is named).
+    fn resolve(
+        declared: Option<&ProviderConfig>,
+        provider: &str,
+        credentials: &Credentials,
+    ) -> ApiKey {
+        let key_env = declared
+            .and_then(|p| p.api_key_env.clone())
+            .or_else(|| (provider == "deepseek").then(|| "DEEPSEEK_API_KEY".to_owned()));
+        let Some(name) = key_env else {
+            return ApiKey::NotNeeded;
+        };
+        match credentials.get(&name) {
+            Some((value, from)) if !value.is_empty() => ApiKey::Found {
+                env: name,
+                value,
+                from,
+            },
+            Some((_, EnvSource::Launch)) => ApiKey::Missing {
+                message: format!(
+                    "no API key for provider \"{provider}\": {name} is exported empty, which \
+                     also hides any .env file; set it, or unset it to use a .env file"
+                ),
+                env: name,
+            },
+            _ => ApiKey::Missing {
+                message: match credentials.unread_saved_key(&name) {
+                    _ if let Some(held) = credentials.held_key(&name) => format!(
+                        "no API key for provider \"{provider}\": set {name} in the \
+                         environment, or save your own with `dsh login`; {held}"
+                    ),
+                    Some(why) => format!(
+                        "no API key for provider \"{provider}\": set {name} in the \
+                         environment or a .env file; {why}"
+                    ),
+                    None => format!(
+                        "no API key for provider \"{provider}\": set {name} in the environment"
+                    ),
+                },
+                env: name,
+            },
+        }
+    }
+
     /// The row's value: never the key itself.
     fn shown(&self) -> String {
         match self {

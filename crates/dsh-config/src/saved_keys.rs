@@ -8,10 +8,7 @@ use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// The file of saved keys under dsh's home.
-pub fn saved_keys_path(home: &Path) -> PathBuf {
-    home.join("credentials")
-}
+use crate::home::saved_keys_path;
 
 /// Why a key could not be saved or forgotten.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +31,13 @@ pub enum SavedKeyError {
     },
     #[error("{0}")]
     Unreadable(#[from] crate::DotenvError),
+    #[error(
+        "{} is a symbolic link or not a regular file: dsh keeps the keys it saves in a file of \
+         its own and never reads or writes them through a link (that would copy the other \
+         file's contents here). Remove it and sign in again",
+        path.display()
+    )]
+    NotAFile { path: PathBuf },
 }
 
 /// Saves `value` as the key `name` (replacing one saved before), in a file only the user can
@@ -69,39 +73,44 @@ pub fn forget_key(home: &Path, name: &str) -> Result<bool, SavedKeyError> {
     Ok(true)
 }
 
-/// The saved keys, in file order.
-pub(crate) fn saved(home: &Path) -> Result<Vec<(String, String)>, crate::DotenvError> {
-    crate::dotenv::parse_file(&saved_keys_path(home))
+/// The saved keys, in file order, read to be changed: from the file itself, never through a
+/// link put at its name (whose target's lines would be copied into the file written back),
+/// and never from something other than a file (a FIFO would hang the read).
+pub(crate) fn saved(home: &Path) -> Result<Vec<(String, String)>, SavedKeyError> {
+    use std::io::Read as _;
+    let path = saved_keys_path(home);
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&path);
+    let unreadable = |e: std::io::Error| crate::DotenvError::Unreadable {
+        path: path.clone(),
+        reason: e.to_string(),
+    };
+    let mut file = match opened {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(SavedKeyError::NotAFile { path });
+        }
+        Err(e) => return Err(unreadable(e).into()),
+    };
+    if !file.metadata().map_err(unreadable)?.is_file() {
+        return Err(SavedKeyError::NotAFile { path });
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text).map_err(unreadable)?;
+    Ok(crate::dotenv::parse(&text, &path)?)
 }
 
 /// Holds `$DSH_HOME/.credentials.lock` (an advisory lock) while the file is read and written
 /// again, so two sign-ins at once cannot lose one of the keys. `None` when there is no home yet
 /// (nothing to race with until it is made).
 fn lock(home: &Path) -> Result<Option<std::fs::File>, SavedKeyError> {
-    use std::os::fd::AsRawFd as _;
-    if !home.is_dir() {
-        return Ok(None);
-    }
-    let path = home.join(".credentials.lock");
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&path)
-        .map_err(|source| SavedKeyError::Write {
-            path: path.clone(),
-            source,
-        })?;
-    // SAFETY: flock on a descriptor this function owns; it is let go when the file closes.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-        return Err(SavedKeyError::Write {
-            path,
-            source: std::io::Error::last_os_error(),
-        });
-    }
-    Ok(Some(file))
+    crate::home::hold_lock(home, ".credentials.lock").map_err(|source| SavedKeyError::Write {
+        path: home.join(".credentials.lock"),
+        source,
+    })
 }
 
 fn write(home: &Path, keys: &[(String, String)]) -> Result<(), SavedKeyError> {

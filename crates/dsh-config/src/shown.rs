@@ -29,7 +29,7 @@ impl SettingRow {
         }
     }
 
-    pub(super) fn described(key: String, value: String, source: String) -> Self {
+    pub(crate) fn described(key: String, value: String, source: String) -> Self {
         SettingRow { key, value, source }
     }
 }
@@ -133,23 +133,25 @@ impl Shown for dsh_protocol::Prices {
 }
 
 /// A value as `--dump-config` shows it, secrets taken out.
-fn shown_value(key: &str, value: String) -> String {
+pub(crate) fn shown_value(key: &str, value: String) -> String {
     let parts = key_parts(key);
     let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
     let secret_map = matches!(
         parts.as_slice(),
-        ["mcp", "servers", _, "env" | "headers", _, ..]
+        ["mcp", "servers", _, "env" | "headers", ..]
             | ["mcp", "servers", _, "oauth", "client_secret"]
-            | ["providers", _, "headers", _, ..]
+            | ["providers", _, "headers", ..]
     );
     if secret_map {
         return "\"[hidden]\"".into();
     }
-    if matches!(parts.last(), Some(&("url" | "base_url")))
-        && let Some(url) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"'))
-        && let Some(shown) = url_without_secrets(url)
+    if matches!(
+        parts.last(),
+        Some(&("url" | "base_url" | "client_metadata_url"))
+    ) && let Some(url) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"'))
+        && dsh_protocol::shown_url(url) != url
     {
-        return format!("{shown:?}");
+        return format!("{:?}", dsh_protocol::shown_url(url));
     }
     value
 }
@@ -173,40 +175,11 @@ fn key_parts(key: &str) -> Vec<String> {
     parts
 }
 
-/// `url` with its query and user part replaced by `[hidden]`, when it has either.
-fn url_without_secrets(url: &str) -> Option<String> {
-    let (head, query) = match url.split_once('?') {
-        Some((head, query)) if !query.is_empty() => (head, Some(query)),
-        _ => (url, None),
-    };
-    let (scheme, rest) = head.split_once("://")?;
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    // A user name alone can be the token (`https://TOKEN@host`): the whole user part goes.
-    let authority = authority
-        .rsplit_once('@')
-        .map(|(_, host)| format!("[hidden]@{host}"));
-    if query.is_none() && authority.is_none() {
-        return None;
-    }
-    let authority = authority.unwrap_or_else(|| rest[..rest.len() - path.len()].to_owned());
-    let query = if query.is_some() { "?[hidden]" } else { "" };
-    Some(format!("{scheme}://{authority}{path}{query}"))
-}
-
-/// The credentials a URL carries: its user part and password, and its query's values.
+/// The credentials a URL carries: its user part and password (as the URL parser reads them,
+/// and as written), and its query's values named like credentials.
 pub(crate) fn url_credentials(url: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let (head, query) = url.split_once('?').unwrap_or((url, ""));
-    if let Some((_, rest)) = head.split_once("://") {
-        let authority = rest.split('/').next().unwrap_or_default();
-        if let Some((user, _)) = authority.rsplit_once('@') {
-            // `user:password`: the password; a user part alone is the token itself.
-            found.push(match user.split_once(':') {
-                Some((_, password)) => password.to_owned(),
-                None => user.to_owned(),
-            });
-        }
-    }
+    let mut found = dsh_protocol::address::user_part(url);
+    let query = url.split_once('?').map_or("", |(_, query)| query);
     let query = query.split('#').next().unwrap_or_default();
     // Only parameters named like credentials (`token`, `api_key`, `sig`): a `format=json`
     // is no secret.
@@ -232,7 +205,7 @@ mod tests {
     fn a_urls_credentials_are_its_user_part_and_query_values() {
         assert_eq!(
             url_credentials("https://bot:s3cr3t-pass@mcp.example.com/x?token=abc123456&v=1"),
-            ["s3cr3t-pass", "abc123456"]
+            ["s3cr3t-pass", "bot:s3cr3t-pass", "abc123456"]
         );
         assert_eq!(
             url_credentials("https://ghp_token123@h/x?format=json&sig=zzz"),
@@ -290,6 +263,9 @@ mod tests {
                 "\"http://127.0.0.1:9/mcp\"",
             ),
             ("mcp.servers.gh.command", "\"npx\"", "\"npx\""),
+            // A whole table of them, as a value set aside is shown.
+            ("providers.p.headers", "{ X = \"k\" }", "\"[hidden]\""),
+            ("mcp.servers.gh.env", "{ T = \"s\" }", "\"[hidden]\""),
         ] {
             assert_eq!(shown_value(key, value.into()), shown, "{key}");
         }

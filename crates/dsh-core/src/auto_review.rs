@@ -5,6 +5,8 @@
 //!
 //! What a reviewer can and cannot catch is in `docs/sandbox.md`.
 
+pub(crate) mod install;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -353,6 +355,26 @@ mod tests {
         ] {
             let error = read(garbage).unwrap_err();
             assert!(error.starts_with("the reviewer did not answer with a decision"));
+        }
+    }
+
+    /// docs/sandbox.md shows the answer a reviewer gives, for a prompt of one's own to ask for:
+    /// that example is an answer the reader takes, and the shape the instructions ask for.
+    #[test]
+    fn the_documented_answer_is_the_one_read_and_asked_for() {
+        let docs = include_str!("../../../docs/sandbox.md");
+        let (_, rest) = docs
+            .split_once("- **What it answers**: one JSON object, `")
+            .expect("docs/sandbox.md says what a reviewer answers");
+        let (example, _) = rest.split_once('`').unwrap();
+        let example = example.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(
+            decision(&example).map(|(d, r)| (d.as_str(), r)),
+            Ok(("allowed", "builds the project".to_owned()))
+        );
+        for key in ["\"decision\"", "\"allow\"", "\"deny\"", "\"reason\""] {
+            assert!(REVIEWER_INSTRUCTIONS.contains(key), "{key}");
+            assert!(rest.contains(key.trim_matches('"')), "{key}");
         }
     }
 

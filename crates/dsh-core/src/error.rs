@@ -37,6 +37,14 @@ pub enum CoreError {
         recorded: String,
         here: String,
     },
+    /// A subagent's session (a `subagent` or `subagent_fork` child), which the agent that
+    /// started it owns. The first clause is the reference's text.
+    #[error(
+        "session \"{id}\" is a subagent or forked session and cannot be driven directly: it \
+         belongs to session \"{parent}\", which can be continued, or this one's history can \
+         start a session of your own with --fork (--session-id {id} --fork)"
+    )]
+    Child { id: String, parent: String },
     #[error(
         "\"{0}\" is not a session id: ids look like session-<uuid>, as the --json `session` event gives them"
     )]
@@ -55,6 +63,7 @@ impl CoreError {
             CoreError::Locked { .. } => "SESSION_LOCKED",
             CoreError::UnknownSession { .. } | CoreError::BadSessionId(_) => "SESSION_NOT_FOUND",
             CoreError::OtherDirectory { .. } => "SESSION_ELSEWHERE",
+            CoreError::Child { .. } => "SESSION_SUBAGENT",
             CoreError::BadTitle(_) => "SESSION_TITLE",
         }
     }

@@ -5,11 +5,14 @@
 //! {"hooks": {"PreToolUse": [{"matcher": "Bash|Write", "hooks": [{"type": "command", "command": "./check.sh", "timeout": 30}]}]}}
 //! ```
 //!
-//! read from `$DSH_HOME/hooks.json` and then the project's `.dsh/hooks.json` (both apply). Each
+//! read from `$DSH_HOME/hooks.json` and then the project's `.dsh/hooks.json` (both apply; the
+//! project's only in a folder the user trusts, `ConfigFiles::project_hooks`). Each
 //! hook gets the event as JSON on stdin and runs under the session's sandbox, as `bash` would,
 //! within its time limit. Exit status 2 blocks what the event allows blocking, and the hook's
 //! stderr says why (to the model, or for a prompt to the user); any other failure is reported
 //! to the user and the run goes on.
+
+pub(crate) mod install;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,7 +22,8 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::{AgentEvent, SetupError};
+use crate::SetupError;
+use crate::agent::events::AgentEvent;
 
 /// A hook's time limit when its entry gives none (as Claude Code's).
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
@@ -108,11 +112,22 @@ pub struct HookSet {
 }
 
 impl HookSet {
-    /// Reads `$DSH_HOME/hooks.json` and `.dsh/hooks.json`; a file that is missing is fine, one
-    /// that cannot be used stops the run before anything is sent, naming the file.
-    pub fn load(home: &Path, cwd: &Path) -> Result<HookSet, SetupError> {
+    /// Reads `$DSH_HOME/hooks.json` and the project's hooks file, when the folder is trusted
+    /// (`project`, from `ConfigFiles::project_hooks`: an untrusted repository's hooks are set
+    /// aside there, and said so); a file that is missing is fine, one that cannot be used stops
+    /// the run before anything is sent, naming the file. A project file that is the home's
+    /// (through a link) is read once.
+    pub fn load(home: &Path, project: Option<&Path>) -> Result<HookSet, SetupError> {
         let mut set = HookSet::default();
-        for file in [home.join("hooks.json"), cwd.join(".dsh").join("hooks.json")] {
+        let own = home.join("hooks.json");
+        let same = |p: &Path| {
+            matches!(
+                (std::fs::canonicalize(p), std::fs::canonicalize(&own)),
+                (Ok(a), Ok(b)) if a == b
+            )
+        };
+        let project = project.filter(|p| !same(p)).map(Path::to_path_buf);
+        for file in std::iter::once(own.clone()).chain(project) {
             let text = match std::fs::read_to_string(&file) {
                 Ok(text) => text,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -140,7 +155,7 @@ impl HookSet {
             }
             let Some(event) = HookEvent::ALL.into_iter().find(|e| e.name() == name) else {
                 return Err(fail(format!(
-                    "names the event \"{name}\", which dsh does not have (it has SessionStart, \
+                    "names the event {name:?}, which dsh does not have (it has SessionStart, \
                      UserPromptSubmit, PreToolUse, PostToolUse and Stop)"
                 )));
             };
@@ -150,11 +165,10 @@ impl HookSet {
             for group in groups {
                 let matcher = match group.get("matcher").and_then(Value::as_str) {
                     None | Some("" | "*") => None,
-                    Some(pattern) if event.uses_matcher() => {
-                        Some(regex::Regex::new(&format!("^(?:{pattern})$")).map_err(|e| {
-                            fail(format!("hooks.{name}: matcher \"{pattern}\": {e}"))
-                        })?)
-                    }
+                    Some(pattern) if event.uses_matcher() => Some(
+                        regex::Regex::new(&format!("^(?:{pattern})$"))
+                            .map_err(|e| fail(format!("hooks.{name}: matcher {pattern:?}: {e}")))?,
+                    ),
                     Some(_) => None,
                 };
                 let commands = group
@@ -168,7 +182,7 @@ impl HookSet {
                         Some("command") => {}
                         Some(other) => {
                             self.skipped.push(format!(
-                                "hooks file {}: a {name} hook of type \"{other}\" is not run \
+                                "hooks file {}: a {name} hook of type {other:?} is not run \
                                  (dsh runs \"command\" hooks)",
                                 file.display()
                             ));
@@ -229,6 +243,15 @@ impl HookSet {
 }
 
 fn hooks_error(file: &Path, what: &str) -> SetupError {
+    // What a file says is quoted in the message: no escape sequence of it reaches a terminal.
+    let what: String = what
+        .chars()
+        .flat_map(|c| match c {
+            '\n' => vec![c],
+            c if c.is_control() => c.escape_default().collect(),
+            c => vec![c],
+        })
+        .collect();
     SetupError::config(format!(
         "hooks file {} {what} (see docs/hooks.md)",
         file.display()

@@ -8,6 +8,8 @@
 //! broadest end first, and if the most specific one alone is still too large it is cut on a
 //! character boundary; the message says what was left out.
 
+pub(crate) mod install;
+
 use std::path::{Path, PathBuf};
 
 use dsh_config::project::{CANDIDATES, InstructionSettings, LOCAL_CANDIDATES, project_root};

@@ -11,38 +11,53 @@
 
 mod agent;
 mod auto_review;
+mod blame;
 mod builder;
+mod builtins;
 pub mod checkpoints;
+mod client;
 mod compaction;
 mod error;
 mod goals;
 mod hooks;
+mod install;
 mod instructions;
+mod listing;
 mod lock;
 mod log;
 #[cfg(test)]
 mod log_props;
 mod login;
+mod mcp;
 pub mod mentions;
+mod opening;
 mod output_schema;
 mod plan_approval;
 mod prompt;
 mod repair;
+mod requests;
+mod run;
 mod saved_prompt;
 mod saved_workflow;
+mod search_index;
 mod session;
 mod session_list;
+mod session_search;
 mod subagents;
 mod workspace_diff;
 
-pub use agent::{Agent, AgentConfig, AgentEvent, Stop, TurnSummary};
-pub use builder::{AgentBuilder, Processes, Run, RunningTask, StartedRun, User, setting_rows};
+pub use agent::{Agent, AgentEvent, Stop, TurnSummary};
+pub use blame::{BlameError, BlameLine, Origin, blame_file};
+pub use builder::{AgentBuilder, StartedRun, User, setting_rows};
 pub use compaction::ManualCompaction;
 /// The settings a run is built from (`dsh-config`), for the front ends that load them.
 pub use dsh_config as config;
 pub use dsh_config::{Config, ConfigError, ConfigFiles, Environment, Flags, Settings, SetupError};
 /// Live pieces of an answer, as [`AgentEvent::Delta`] carries them.
 pub use dsh_llm::StreamDelta;
+/// The handle of a run's MCP servers, for a front end that stops them itself
+/// ([`AgentBuilder::open`]; [`AgentBuilder::open_run`] makes one of its own).
+pub use dsh_mcp::McpServers;
 /// The attachment store, for a front end that takes images from the user (the web app).
 pub use dsh_tools::{AttachmentStore, ImageError, MAX_IMAGE_SIDE, MAX_IMAGE_SOURCE_BYTES};
 pub use dsh_tools::{
@@ -51,15 +66,20 @@ pub use dsh_tools::{
 pub use error::CoreError;
 pub use hooks::{HookEvent, HookRunner, HookSet, HookVerdict};
 pub use log::{LoadedLog, LogOptions, SessionLog, logged_records, read_log};
-pub use login::{KeyTarget, LoginError, check_and_save_key, forget_saved_key, key_target};
+pub use login::{
+    KeyTarget, LoginError, check_and_save_key, check_key_destination, forget_saved_key, key_target,
+};
+pub use opening::Opening;
 pub use output_schema::{OUTPUT_RETRIES, OutputSchema};
+pub use run::{Processes, Run, RunningTask};
 pub use saved_prompt::{BUILT_IN_COMMANDS, SavedPrompt, SavedPromptError, saved_prompts};
 pub use saved_workflow::{SavedWorkflow, load_workflow, saved_workflows};
-pub use session::Session;
+pub use session::{SHOWN_TURNS, Session};
 pub use session_list::{
     MAX_TITLE_CHARS, all_sessions, delete_session, list_sessions, rename_session, session_log_path,
     utc_date_time,
 };
+pub use session_search::{SEARCH_LIMIT, SearchHit, search_sessions};
 pub use workspace_diff::workspace_diff;
 
 /// What `dsh sandbox check` prints for the sandbox settings of a run in `cwd` (only the config
@@ -89,13 +109,16 @@ pub mod sandbox_helper {
     pub use dsh_sandbox::helper::serve_if_asked;
 }
 
-/// What a front end implements to put the model's requests to the person using it, and, for
-/// an editor, to hand the file tools the files it holds open.
+/// What a run asks of the person at a front end ([`crate::User::asking`]), and, for an editor,
+/// the files it hands the file tools.
 pub mod ask {
-    pub use dsh_sandbox::escalation::{ApprovalOutcome, ApprovalRequest, Approver, SessionGrants};
+    pub use crate::requests::{
+        Approval, Asking, Choice, FormRequest, Grants, Questions, Reply, Request, Requests,
+    };
+    pub use dsh_sandbox::escalation::{ApprovalOutcome, ApprovalRequest};
     pub use dsh_tools::elicit::{ChoiceOption, FieldKind, shown_value, typed_value};
     pub use dsh_tools::{
         Answer, AskOutcome, EditorFiles, EditorFuture, Elicitation, ElicitationAnswer, Form,
-        FormField, Question, QuestionOption, UserQuestions,
+        FormField, Question, QuestionOption,
     };
 }

@@ -15,6 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use dsh_protocol::{Record, RecordEnvelope, SessionHeader};
 
 use crate::CoreError;
+use crate::listing::Listing;
 use crate::lock::SessionLock;
 
 /// The file a session is written to.
@@ -31,6 +32,16 @@ pub struct LogOptions {
     /// Each line as its own Zstandard frame in `session.jsonl.zst` (`sessions.compression =
     /// "zstd"`), so a torn last frame costs one record, as a torn line does.
     pub zstd: bool,
+}
+
+impl LogOptions {
+    /// How a run with `settings` writes its logs (`[sessions]`).
+    pub(crate) fn of(settings: &dsh_config::Settings) -> Self {
+        LogOptions {
+            fsync: settings.fsync().value,
+            zstd: settings.compression().value == dsh_config::Compression::Zstd,
+        }
+    }
 }
 
 /// Whether the log at `path` is the compressed kind.
@@ -57,6 +68,12 @@ pub struct SessionLog {
     seq: u64,
     options: LogOptions,
     lock: Option<SessionLock>,
+    /// What lists show of the session, as far as it is written; kept beside the log at each
+    /// turn's end ([`crate::listing`]). `None` for a log that is never written.
+    listing: Option<Listing>,
+    /// What else is kept beside the log at each turn's end (the search index), given by the
+    /// session that writes it, so the log's module names none of what is kept from it.
+    turn_ended: Option<fn(&Path)>,
 }
 
 impl SessionLog {
@@ -75,6 +92,8 @@ impl SessionLog {
             seq: 0,
             options,
             lock: None,
+            listing: None,
+            turn_ended: None,
         }
     }
 
@@ -88,31 +107,41 @@ impl SessionLog {
             seq: 0,
             options: LogOptions::default(),
             lock: None,
+            listing: None,
+            turn_ended: None,
         }
     }
 
     /// A log that goes on after `seq` in an existing file, already locked and cut back to its
-    /// last whole record.
+    /// last whole record; `listing` is what lists show of it as read.
     pub(crate) fn resume(
         path: PathBuf,
         header: SessionHeader,
-        seq: u64,
         file: File,
         lock: SessionLock,
         options: LogOptions,
+        listing: Listing,
     ) -> Self {
         SessionLog {
             path,
             header,
             file: Some(file),
-            seq,
+            seq: listing.seq(),
             options,
             lock: Some(lock),
+            listing: Some(listing),
+            turn_ended: None,
         }
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Has `keep` called with the log's path at each turn's end, once the listing is kept.
+    pub(crate) fn at_each_turn_end(mut self, keep: fn(&Path)) -> Self {
+        self.turn_ended = Some(keep);
+        self
     }
 
     pub fn header(&self) -> &SessionHeader {
@@ -130,8 +159,9 @@ impl SessionLog {
         line.push(b'\n');
         let line = encode(&self.path, line);
         if self.file.is_none() {
-            let file = self.open()?;
+            let (file, header_len) = self.open()?;
             self.file = Some(file);
+            self.listing = Some(Listing::new(&self.header, header_len));
         }
         let Some(file) = self.file.as_mut() else {
             return Err(self.error(std::io::Error::other("the log is not open")));
@@ -145,11 +175,24 @@ impl SessionLog {
         });
         written.map_err(|source| self.error(source))?;
         self.seq += 1;
+        if let Some(listing) = self.listing.as_mut() {
+            listing.note(&envelope, listing.read() + line.len() as u64);
+            // A turn's end is when a list would first want to show what the turn did.
+            if matches!(envelope.record, Record::TurnEnd { .. })
+                && let Some(dir) = self.path.parent()
+            {
+                listing.store(dir);
+                if let Some(turn_ended) = self.turn_ended {
+                    turn_ended(&self.path);
+                }
+            }
+        }
         die_after_record(self.seq);
         Ok(envelope)
     }
 
-    fn open(&mut self) -> Result<File, CoreError> {
+    /// Makes the file and writes the header; the file, and the header's length in it.
+    fn open(&mut self) -> Result<(File, u64), CoreError> {
         let dir = self.path.parent().unwrap_or(Path::new(".")).to_path_buf();
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -165,7 +208,8 @@ impl SessionLog {
             .map_err(|source| self.error(source))?;
         let mut header = serde_json::to_vec(&self.header).unwrap_or_default();
         header.push(b'\n');
-        file.write_all(&encode(&self.path, header))
+        let header = encode(&self.path, header);
+        file.write_all(&header)
             .and_then(|()| {
                 if self.options.fsync {
                     file.sync_data()
@@ -174,7 +218,7 @@ impl SessionLog {
                 }
             })
             .map_err(|source| self.error(source))?;
-        Ok(file)
+        Ok((file, header.len() as u64))
     }
 
     fn error(&self, source: std::io::Error) -> CoreError {
@@ -281,6 +325,26 @@ pub fn logged_records(path: &Path) -> Vec<Record> {
 /// died in and is dropped; a damaged line before it is an error, since what follows it cannot
 /// be trusted to continue it.
 pub fn read_log(path: &Path) -> Result<LoadedLog, CoreError> {
+    let mut header = None;
+    let mut records = Vec::new();
+    let end = read_each(path, None, |item, _| match item {
+        Item::Header(read) => header = Some(read),
+        Item::Record(envelope) => records.push(envelope),
+    })?;
+    let header = header.ok_or_else(|| CoreError::Damaged {
+        path: path.to_path_buf(),
+        message: "it has no header line".into(),
+    })?;
+    Ok(LoadedLog {
+        header,
+        records,
+        whole_len: end.whole_len,
+        torn: end.torn,
+    })
+}
+
+/// The header of the log at `path`: its first line (or frame) alone.
+pub(crate) fn read_header(path: &Path) -> Result<SessionHeader, CoreError> {
     let damaged = |message: String| CoreError::Damaged {
         path: path.to_path_buf(),
         message,
@@ -289,102 +353,270 @@ pub fn read_log(path: &Path) -> Result<LoadedLog, CoreError> {
         path: path.to_path_buf(),
         source,
     };
-    let mut parser = Parser::default();
-    let (torn, whole_len) = if is_zstd(path) {
-        let bytes = std::fs::read(path).map_err(io)?;
-        let (lines, torn, whole) = frames(&bytes).map_err(damaged)?;
-        for (offset, line) in lines {
-            parser.line(offset, &line).map_err(damaged)?;
-        }
-        (torn, whole)
+    let file = std::fs::File::open(path).map_err(io)?;
+    if file.metadata().map_err(io)?.len() == 0 {
+        return Err(damaged("it has no header line".into()));
+    }
+    let mut reader = std::io::BufReader::with_capacity(1 << 12, file);
+    let mut line = Vec::new();
+    if is_zstd(path) {
+        use ruzstd::decoding::{BlockDecodingStrategy, FrameDecoder};
+        let mut decoder = FrameDecoder::new();
+        decoder
+            .reset(&mut reader)
+            .and_then(|()| {
+                while !decoder.is_finished() {
+                    decoder.decode_blocks(&mut reader, BlockDecodingStrategy::All)?;
+                }
+                Ok(())
+            })
+            .map_err(|e| damaged(format!("line 1 is not a session header: {e}")))?;
+        line = decoder.collect().unwrap_or_default();
     } else {
-        // Line by line, so that a long log is never held twice (as bytes and as records).
         use std::io::BufRead as _;
-        let file = std::fs::File::open(path).map_err(io)?;
+        reader.read_until(b'\n', &mut line).map_err(io)?;
+    }
+    parse_header(&line).map_err(damaged)
+}
+
+/// Whether the log at `path` may hold a `rewind` record: a plain log whose bytes never name
+/// the record's type holds none (the writer puts every record's type in the same compact
+/// form). A compressed log is not looked into, and may. A rewind this misses (a log written
+/// some other way) is still taken back right: from a replay of the log, only slower.
+pub(crate) fn may_rewind(path: &Path) -> bool {
+    use std::io::Read as _;
+    const NAMED: &str = r#""type":"rewind""#;
+    if is_zstd(path) {
+        return true;
+    }
+    let (Ok(mut file), Ok(named)) = (
+        std::fs::File::open(path),
+        regex::bytes::Regex::new(&regex::escape(NAMED)),
+    ) else {
+        return true;
+    };
+    // A chunk at a time; each keeps the end of the one before, where a name may begin.
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut kept = 0;
+    loop {
+        let n = match file.read(&mut chunk[kept..]) {
+            Ok(0) => return false,
+            Ok(n) => n,
+            Err(_) => return true,
+        };
+        let filled = kept + n;
+        if named.is_match(&chunk[..filled]) {
+            return true;
+        }
+        let from = filled.saturating_sub(NAMED.len() - 1);
+        chunk.copy_within(from..filled, 0);
+        kept = filled - from;
+    }
+}
+
+fn parse_header(line: &[u8]) -> Result<SessionHeader, String> {
+    let header: SessionHeader = serde_json::from_slice(line.trim_ascii_end())
+        .map_err(|e| format!("line 1 is not a session header: {e}"))?;
+    if header.version != dsh_protocol::SESSION_FORMAT_VERSION {
+        return Err(format!(
+            "it is format version {}, which this dsh ({}) does not read",
+            header.version,
+            env!("CARGO_PKG_VERSION")
+        ));
+    }
+    Ok(header)
+}
+
+/// One line of a log, as [`read_each`] hands it over.
+pub(crate) enum Item {
+    Header(SessionHeader),
+    Record(RecordEnvelope),
+}
+
+/// Where [`read_each`] stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LogEnd {
+    /// Bytes of whole lines; anything after is a torn last line.
+    pub whole_len: u64,
+    /// Whether a torn last line was passed over.
+    pub torn: bool,
+}
+
+/// A read that goes on after record `seq`, whose line ends at byte `offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct After {
+    pub offset: u64,
+    pub seq: u64,
+}
+
+/// What a session keeps beside its log, worked out from the log's records (the listing lists
+/// show, the search index): brought up to date from where it stopped ([`brought_up`]), never
+/// read again whole when the log only grew.
+pub(crate) trait FromLog: Sized {
+    /// One that covers the log up to byte `read`, its header alone.
+    fn begin(header: &SessionHeader, read: u64) -> Self;
+    /// Takes in the next record, whose line ends at byte `end`.
+    fn note(&mut self, envelope: &RecordEnvelope, end: u64);
+    /// Where it stopped: the last record it covers and where its line ends.
+    fn covers(&self) -> After;
+}
+
+/// `kept` brought up to the log at `path`, `len` bytes long: the records after what it covers
+/// folded in, or, when there is none or the log does not continue it, the whole log read.
+/// `None` for a log that cannot be read.
+pub(crate) fn brought_up<S: FromLog>(path: &Path, len: u64, kept: Option<S>) -> Option<S> {
+    let continued = (kept.filter(|k| k.covers().offset < len)).and_then(|mut kept| {
+        let after = kept.covers();
+        let read = read_each(path, Some(after), |item, end| {
+            if let Item::Record(envelope) = item {
+                kept.note(&envelope, end);
+            }
+        });
+        read.ok().map(|_| kept)
+    });
+    if continued.is_some() {
+        return continued;
+    }
+    let mut whole: Option<S> = None;
+    read_each(path, None, |item, end| match item {
+        Item::Header(header) => whole = Some(S::begin(&header, end)),
+        Item::Record(envelope) => {
+            if let Some(whole) = whole.as_mut() {
+                whole.note(&envelope, end);
+            }
+        }
+    })
+    .ok()?;
+    whole
+}
+
+/// Reads the log at `path` a line at a time and hands over each line as it is read, with the
+/// byte its line ends at: the header, then every whole record in order (`after`: only the
+/// records after one read before, the header passed over). Nothing is held but the line being
+/// read, so a long log costs the reader's own use of it and no more. The rules of
+/// [`read_log`] hold: a torn last line is passed over, a damaged line before another, a
+/// record out of sequence or a missing header fails the read (after the lines before it were
+/// handed over).
+pub(crate) fn read_each(
+    path: &Path,
+    after: Option<After>,
+    visit: impl FnMut(Item, u64),
+) -> Result<LogEnd, CoreError> {
+    let damaged = |message: String| CoreError::Damaged {
+        path: path.to_path_buf(),
+        message,
+    };
+    let io = |source| CoreError::Log {
+        path: path.to_path_buf(),
+        source,
+    };
+    let start = after.map_or(0, |a| a.offset);
+    let mut parser = Parser {
+        header_read: after.is_some(),
+        next_seq: after.map_or(1, |a| a.seq + 1),
+        lines: 0,
+        failed: None,
+        visit,
+    };
+    let end = if is_zstd(path) {
+        use std::io::{Read as _, Seek as _};
+        let mut file = std::fs::File::open(path).map_err(io)?;
+        file.seek(std::io::SeekFrom::Start(start)).map_err(io)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(io)?;
+        let (lines, torn, whole) = frames(&bytes).map_err(damaged)?;
+        let ends = (lines.iter().skip(1).map(|(offset, _)| *offset)).chain([whole]);
+        for ((_, line), end) in lines.iter().zip(ends) {
+            parser.line(start + end, line).map_err(damaged)?;
+        }
+        LogEnd {
+            whole_len: start + whole,
+            torn,
+        }
+    } else {
+        use std::io::{BufRead as _, Seek as _};
+        let mut file = std::fs::File::open(path).map_err(io)?;
+        file.seek(std::io::SeekFrom::Start(start)).map_err(io)?;
         let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
         let mut line = Vec::new();
-        let mut offset = 0u64;
+        let mut offset = start;
         loop {
             line.clear();
             let n = reader.read_until(b'\n', &mut line).map_err(io)?;
             if n == 0 {
-                break (false, offset);
+                break LogEnd {
+                    whole_len: offset,
+                    torn: false,
+                };
             }
             if line.last() != Some(&b'\n') {
-                break (true, offset);
+                break LogEnd {
+                    whole_len: offset,
+                    torn: true,
+                };
             }
-            parser.line(offset, &line).map_err(damaged)?;
             offset += n as u64;
+            parser.line(offset, &line).map_err(damaged)?;
         }
     };
-    parser.finish(torn, whole_len).map_err(damaged)
+    parser.finish().map_err(damaged)?;
+    Ok(end)
 }
 
-/// Reads lines into a header and records; a line that does not parse is an error only once
-/// another line follows it (the last one may be a torn write).
-#[derive(Default)]
-struct Parser {
-    header: Option<SessionHeader>,
-    records: Vec<RecordEnvelope>,
+/// Reads lines into a header and records, handing each over as it is read; a line that does
+/// not parse is an error only once another line follows it (the last one may be a torn
+/// write).
+struct Parser<F> {
+    header_read: bool,
+    next_seq: u64,
     lines: usize,
-    /// The last line failed to parse: where it started, and why.
-    failed: Option<(u64, String)>,
+    /// The last line failed to parse, and why.
+    failed: Option<String>,
+    visit: F,
 }
 
-impl Parser {
-    fn line(&mut self, offset: u64, line: &[u8]) -> Result<(), String> {
+impl<F: FnMut(Item, u64)> Parser<F> {
+    fn line(&mut self, end: u64, line: &[u8]) -> Result<(), String> {
         self.lines += 1;
-        if let Some((_, e)) = self.failed.take() {
+        if let Some(e) = self.failed.take() {
             return Err(format!(
                 "line {} is not a valid record ({e}), and records follow it",
                 self.lines - 1
             ));
         }
-        let line = line.trim_ascii_end();
-        let Some(_) = &self.header else {
-            let header: SessionHeader = serde_json::from_slice(line)
-                .map_err(|e| format!("line 1 is not a session header: {e}"))?;
-            if header.version != dsh_protocol::SESSION_FORMAT_VERSION {
-                return Err(format!(
-                    "it is format version {}, which this dsh ({}) does not read",
-                    header.version,
-                    env!("CARGO_PKG_VERSION")
-                ));
-            }
-            self.header = Some(header);
+        if !self.header_read {
+            let header = parse_header(line)?;
+            self.header_read = true;
+            (self.visit)(Item::Header(header), end);
             return Ok(());
-        };
-        match serde_json::from_slice::<RecordEnvelope>(line) {
-            Ok(record) if record.seq == self.records.len() as u64 + 1 => {
-                self.records.push(record);
+        }
+        match serde_json::from_slice::<RecordEnvelope>(line.trim_ascii_end()) {
+            Ok(record) if record.seq == self.next_seq => {
+                self.next_seq += 1;
+                (self.visit)(Item::Record(record), end);
                 Ok(())
             }
             Ok(record) => Err(format!(
                 "line {} has seq {}, expected {}",
-                self.lines,
-                record.seq,
-                self.records.len() + 1
+                self.lines, record.seq, self.next_seq
             )),
             Err(e) => {
-                self.failed = Some((offset, e.to_string()));
+                self.failed = Some(e.to_string());
                 Ok(())
             }
         }
     }
 
-    fn finish(self, torn: bool, whole_len: u64) -> Result<LoadedLog, String> {
-        let header = self.header.ok_or("it has no header line")?;
+    fn finish(self) -> Result<(), String> {
+        if !self.header_read {
+            return Err("it has no header line".into());
+        }
         // A line that ends with its newline was written whole: one that does not parse is
         // damage (or a newer dsh's record), not a torn write, and is never cut.
-        if let Some((_, e)) = self.failed {
+        if let Some(e) = self.failed {
             return Err(format!("line {} is not a valid record ({e})", self.lines));
         }
-        Ok(LoadedLog {
-            header,
-            records: self.records,
-            whole_len,
-            torn,
-        })
+        Ok(())
     }
 }
 
@@ -479,6 +711,23 @@ mod tests {
             assert_eq!(log.records.len(), 3);
             assert!(!log.torn);
             assert_eq!(log.whole_len, std::fs::metadata(&path).unwrap().len());
+        }
+    }
+
+    #[test]
+    fn the_header_is_read_alone_in_either_encoding() {
+        for zstd in [false, true] {
+            let (_home, path) = write_three(zstd);
+            assert_eq!(read_header(&path).unwrap().id, "session-z");
+            // Whatever follows the header is not read.
+            let mut bytes = std::fs::read(&path).unwrap();
+            bytes.truncate(bytes.len() - 3);
+            bytes.extend_from_slice(b"\x00garbage");
+            std::fs::write(&path, &bytes).unwrap();
+            assert_eq!(read_header(&path).unwrap().id, "session-z", "zstd: {zstd}");
+            std::fs::write(&path, b"").unwrap();
+            let empty = read_header(&path).unwrap_err().to_string();
+            assert!(empty.contains("it has no header line"), "{empty}");
         }
     }
 

@@ -37,13 +37,23 @@ pub enum LoginError {
         base_url: String,
         file: String,
     },
+    /// The provider's address is plain http to another machine: the key would travel
+    /// unencrypted.
+    #[error(
+        "the address of provider \"{provider}\" ({base_url}) is plain http:// to a host that \
+         is not this machine (only 127.0.0.1, ::1 and localhost are, with no user@ part): a key \
+         given here would travel unencrypted. Give the provider its https:// address, or set \
+         the key in the environment yourself if you mean to use that address"
+    )]
+    PlainHttp { provider: String, base_url: String },
 }
 
 /// The provider and key variable a sign-in is for: the route of the settings' model.
 #[derive(Debug, Clone)]
 pub struct KeyTarget {
     pub provider: String,
-    /// Where the key is checked (the provider's API root), to show the person giving it.
+    /// Where the key is checked (the provider's API root), as it may be shown to the person
+    /// giving it ([`dsh_protocol::shown_url`]: no password, no query).
     pub base_url: String,
     /// The variable the route reads its key from (`DEEPSEEK_API_KEY`).
     pub variable: String,
@@ -66,7 +76,7 @@ pub fn key_target(settings: &Settings) -> Result<KeyTarget, LoginError> {
     {
         return Err(LoginError::ForeignEndpoint {
             provider: route.provider.clone(),
-            base_url: route.base_url.value.clone(),
+            base_url: dsh_protocol::shown_url(&route.base_url.value),
             file: file.display().to_string(),
         });
     }
@@ -79,10 +89,25 @@ pub fn key_target(settings: &Settings) -> Result<KeyTarget, LoginError> {
     };
     Ok(KeyTarget {
         provider: route.provider.clone(),
-        base_url: route.base_url.value.clone(),
+        base_url: dsh_protocol::shown_url(&route.base_url.value),
         variable: variable.to_owned(),
         found_in,
     })
+}
+
+/// Whether a key may be sent to the address of the settings' route to be checked: over https,
+/// or over plain http to this machine only ([`dsh_protocol::address::check_secret_destination`]).
+/// Asked before a key is asked for, and again before one is sent.
+pub fn check_key_destination(settings: &Settings) -> Result<(), LoginError> {
+    let route = settings.route();
+    match dsh_protocol::address::check_secret_destination(&route.base_url.value) {
+        Err(dsh_protocol::address::Insecure::PlainHttp) => Err(LoginError::PlainHttp {
+            provider: route.provider.clone(),
+            base_url: dsh_protocol::shown_url(&route.base_url.value),
+        }),
+        // Any other fault of the address is the provider's to report, when the key is checked.
+        _ => Ok(()),
+    }
 }
 
 /// Checks `key` with the provider of the settings' route ([`key_target`]) and saves it in dsh's
@@ -90,6 +115,7 @@ pub fn key_target(settings: &Settings) -> Result<KeyTarget, LoginError> {
 pub async fn check_and_save_key(settings: &Settings, key: &str) -> Result<PathBuf, LoginError> {
     let key = key.trim();
     let target = key_target(settings)?;
+    check_key_destination(settings)?;
     let route: &Route = settings.route();
     let home = &settings.home().value;
     let variable = target.variable.as_str();
@@ -98,12 +124,22 @@ pub async fn check_and_save_key(settings: &Settings, key: &str) -> Result<PathBu
             "no key was given: paste the key the provider's console shows".into(),
         ));
     }
-    match route.check_key(key).await {
+    // A provider may quote the key it refused (`Incorrect API key provided: sk-...`): what
+    // it says is shown with the key taken out, whole or in part.
+    match crate::client::check_key(route, key).await {
         Ok(()) => {}
         Err(failure) if failure.code == FailureCode::Auth => {
-            return Err(LoginError::Refused(failure.message));
+            return Err(LoginError::Refused(dsh_tools::without_pieces(
+                &failure.message,
+                key,
+            )));
         }
-        Err(failure) => return Err(LoginError::Unchecked(failure.message)),
+        Err(failure) => {
+            return Err(LoginError::Unchecked(dsh_tools::without_pieces(
+                &failure.message,
+                key,
+            )));
+        }
     }
     dsh_config::save_key(home, variable, key)?;
     Ok(dsh_config::saved_keys_path(home))

@@ -1,14 +1,13 @@
 //! Closing what a dead process left open, so the history a resumed session sends is valid.
 //!
 //! A log cut off mid-turn ends inside a turn, maybe inside a step, maybe after an answer whose
-//! tool calls have no results. [`repair`] returns the records that close it, as the reference
+//! tool calls have no results. [`OpenTurn`] gives the records that close it, as the reference
 //! does: a result for each unanswered call (`TOOL_OUTCOME_UNKNOWN` when the call was recorded as
 //! started, so it may have had effects; `TOOL_NOT_STARTED` when it was not), the step's end,
 //! and the turn's end as `interrupted`.
 
 use dsh_protocol::{
-    Block, ErrorInfo, Message, Record, RecordEnvelope, Role, ToolOutputPart, ToolResultRecord,
-    TurnEndReason, Usage,
+    Block, ErrorInfo, Message, Record, Role, ToolOutputPart, ToolResultRecord, TurnEndReason, Usage,
 };
 
 /// The reference's text for a call that was recorded as started but has no result.
@@ -21,41 +20,53 @@ first verify external state or ask the user. Do not retry blindly.";
 pub const NOT_STARTED_TEXT: &str = "The tool call was interrupted before the Harness recorded it \
 as started. Retry it if it is still needed.";
 
-/// The records that close an open turn at the end of `records`; empty when none is open.
-pub fn repair(records: &[RecordEnvelope]) -> Vec<Record> {
-    let mut open_turn = None;
-    let mut open_step = None;
-    // The calls of the open step's answer: (id, recorded as started, answered).
-    let mut calls: Vec<(String, bool, bool)> = Vec::new();
-    // What the open step's answer cost, once it was committed.
-    let mut answered: Option<Usage> = None;
-    // What the open step's reviews and subagents billed: its usage includes them.
-    let mut spent = Usage::default();
-    for envelope in records {
-        match &envelope.record {
+/// What is left open at the end of a log, taken in a record at a time (a resume reads a long
+/// log once and holds none of it): [`OpenTurn::closing`] then gives the records that close it.
+#[derive(Default)]
+pub(crate) struct OpenTurn {
+    open_turn: Option<u32>,
+    open_step: Option<(u32, u32)>,
+    /// The calls of the open step's answer: (id, recorded as started, answered).
+    calls: Vec<(String, bool, bool)>,
+    /// What the open step's answer cost, once it was committed.
+    answered: Option<Usage>,
+    /// What the open step's reviews and subagents billed: its usage includes them.
+    spent: Usage,
+}
+
+impl OpenTurn {
+    pub(crate) fn note(&mut self, record: &Record) {
+        let OpenTurn {
+            open_turn,
+            open_step,
+            calls,
+            answered,
+            spent,
+        } = self;
+        match record {
             Record::TurnStart { turn } => {
-                open_turn = Some(*turn);
-                open_step = None;
+                *open_turn = Some(*turn);
+                *open_step = None;
                 calls.clear();
             }
             Record::TurnEnd { .. } => {
-                open_turn = None;
-                open_step = None;
+                *open_turn = None;
+                *open_step = None;
                 calls.clear();
             }
             Record::StepStart { turn, step } => {
-                open_step = Some((*turn, *step));
+                *open_step = Some((*turn, *step));
                 calls.clear();
-                answered = None;
-                spent = Usage::default();
+                *answered = None;
+                *spent = Usage::default();
             }
             Record::StepEnd { .. } => {
-                open_step = None;
+                *open_step = None;
                 calls.clear();
             }
             Record::AssistantMessage(data) => {
-                answered = Some(data.usage);
-                calls = data
+                *answered = Some(data.usage);
+                *calls = data
                     .message
                     .tool_calls()
                     .map(|(id, _, _)| (id.to_owned(), false, false))
@@ -89,59 +100,79 @@ pub fn repair(records: &[RecordEnvelope]) -> Vec<Record> {
             Record::AutoReview(review) => spent.add(&review.usage),
         }
     }
-    let Some(turn) = open_turn else {
-        return Vec::new();
-    };
-    let mut closing = Vec::new();
-    if let Some((step_turn, step)) = open_step {
-        for (id, started, _) in calls.iter().filter(|c| !c.2) {
-            let (text, name, code) = if *started {
-                (
-                    OUTCOME_UNKNOWN_TEXT,
-                    "ToolOutcomeUnknownError",
-                    "TOOL_OUTCOME_UNKNOWN",
-                )
-            } else {
-                (NOT_STARTED_TEXT, "ToolNotStartedError", "TOOL_NOT_STARTED")
-            };
-            closing.push(Record::ToolResult(ToolResultRecord {
+
+    /// The records that close the turn left open; none when every turn ended.
+    pub(crate) fn closing(self) -> Vec<Record> {
+        let OpenTurn {
+            open_turn,
+            open_step,
+            calls,
+            answered,
+            spent,
+        } = self;
+        let Some(turn) = open_turn else {
+            return Vec::new();
+        };
+        let mut closing = Vec::new();
+        if let Some((step_turn, step)) = open_step {
+            for (id, started, _) in calls.iter().filter(|c| !c.2) {
+                let (text, name, code) = if *started {
+                    (
+                        OUTCOME_UNKNOWN_TEXT,
+                        "ToolOutcomeUnknownError",
+                        "TOOL_OUTCOME_UNKNOWN",
+                    )
+                } else {
+                    (NOT_STARTED_TEXT, "ToolNotStartedError", "TOOL_NOT_STARTED")
+                };
+                closing.push(Record::ToolResult(ToolResultRecord {
+                    turn: step_turn,
+                    step,
+                    message: Message {
+                        role: Role::User,
+                        content: vec![Block::ToolResult {
+                            tool_call_id: id.clone(),
+                            content: vec![ToolOutputPart::Text {
+                                text: text.to_owned(),
+                            }],
+                            is_error: true,
+                        }],
+                    },
+                    error: Some(ErrorInfo::new(name, code)),
+                    command: None,
+                }));
+            }
+            // Without a committed answer the request may still have been billed; nobody said for
+            // how much.
+            let mut usage = answered.unwrap_or_else(Usage::unreported);
+            usage.add(&spent);
+            closing.push(Record::StepEnd {
                 turn: step_turn,
                 step,
-                message: Message {
-                    role: Role::User,
-                    content: vec![Block::ToolResult {
-                        tool_call_id: id.clone(),
-                        content: vec![ToolOutputPart::Text {
-                            text: text.to_owned(),
-                        }],
-                        is_error: true,
-                    }],
-                },
-                error: Some(ErrorInfo::new(name, code)),
-                command: None,
-            }));
+                usage,
+            });
         }
-        // Without a committed answer the request may still have been billed; nobody said for
-        // how much.
-        let mut usage = answered.unwrap_or_else(Usage::unreported);
-        usage.add(&spent);
-        closing.push(Record::StepEnd {
-            turn: step_turn,
-            step,
-            usage,
+        closing.push(Record::TurnEnd {
+            turn,
+            reason: TurnEndReason::Interrupted,
         });
+        closing
     }
-    closing.push(Record::TurnEnd {
-        turn,
-        reason: TurnEndReason::Interrupted,
-    });
-    closing
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dsh_protocol::{AssistantMessageRecord, FinishReason, ToolCallRecord};
+    use dsh_protocol::{AssistantMessageRecord, FinishReason, RecordEnvelope, ToolCallRecord};
+
+    /// The records that close an open turn at the end of `records`.
+    fn repair(records: &[RecordEnvelope]) -> Vec<Record> {
+        let mut open = OpenTurn::default();
+        for envelope in records {
+            open.note(&envelope.record);
+        }
+        open.closing()
+    }
 
     fn envelopes(records: Vec<Record>) -> Vec<RecordEnvelope> {
         records

@@ -8,6 +8,9 @@
 //! the machine the moment the user types its name. So the project's prompts are listed and read
 //! as regular files only, opened one component at a time from the working directory without
 //! following a symlink. The user's own folder is theirs, and may be linked where they like.
+//! And a prompt's text is sent as the user's own message: the project's are used only in a
+//! folder the user trusts, as its hooks are ([`dsh_config::trust::workspace_trust`]); the run's
+//! notice says they were set aside.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -61,11 +64,12 @@ pub struct SavedPromptError {
 /// name within each; a name is taken once, and never one of the [`BUILT_IN_COMMANDS`].
 pub fn saved_prompts(home: &Path, cwd: &Path) -> Vec<SavedPrompt> {
     let mut prompts: Vec<SavedPrompt> = Vec::new();
-    let project = cwd.join(".dsh").join("prompts");
+    let project = dsh_config::project::prompts_folder(cwd);
     // A symlinked `.dsh` or `prompts` folder lists nothing: its files would be refused anyway.
     let project_is_real = [cwd.join(".dsh"), project.clone()]
         .iter()
-        .all(|dir| std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()));
+        .all(|dir| std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()))
+        && dsh_config::trust::workspace_trust(home, cwd).is_trusted();
     for (dir, in_project) in [(project, true), (home.join("prompts"), false)] {
         if in_project && !project_is_real {
             continue;
@@ -174,10 +178,10 @@ fn open_project_prompt(path: &Path) -> io::Result<File> {
     let dir_flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     let mut at = File::open(cwd)?;
     for folder in [".dsh", "prompts"] {
-        at = dsh_sandbox::beneath::open_at(at.as_fd(), &name(folder.as_ref())?, dir_flags, 0)
+        at = dsh_fence::open_at(at.as_fd(), &name(folder.as_ref())?, dir_flags, 0)
             .map_err(refused)?;
     }
-    dsh_sandbox::beneath::open_at(
+    dsh_fence::open_at(
         at.as_fd(),
         &name(file)?,
         libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
@@ -195,6 +199,17 @@ mod tests {
         std::fs::write(path, text).unwrap();
     }
 
+    /// Trusts the folder `cwd` in the home's config.
+    fn trust(home: &Path, cwd: &Path) {
+        let real = std::fs::canonicalize(cwd).unwrap();
+        let entry = dsh_config::trust::quote_path(&real);
+        std::fs::write(
+            home.join("config.toml"),
+            format!("[projects.{entry}]\ntrusted = true\n"),
+        )
+        .unwrap();
+    }
+
     #[test]
     fn the_projects_prompts_come_first_and_reserved_names_are_skipped() {
         let home = tempfile::tempdir().unwrap();
@@ -207,6 +222,7 @@ mod tests {
         write(&cwd.path().join(".dsh/prompts/tests.md"), "Run the tests.");
         write(&home.path().join("prompts/quit.md"), "shadowed");
         write(&home.path().join("prompts/bad name.md"), "not a command");
+        trust(home.path(), cwd.path());
         let prompts = saved_prompts(home.path(), cwd.path());
         let names: Vec<(&str, bool)> = prompts
             .iter()
@@ -233,6 +249,7 @@ mod tests {
         std::fs::create_dir_all(cwd.path().join(".dsh/prompts")).unwrap();
         let link = cwd.path().join(".dsh/prompts/review.md");
         std::os::unix::fs::symlink(&secret, &link).unwrap();
+        trust(home.path(), cwd.path());
         assert!(
             saved_prompts(home.path(), cwd.path()).is_empty(),
             "a link is not listed"
@@ -251,6 +268,7 @@ mod tests {
         let cwd = tempfile::tempdir().unwrap();
         write(&outside.path().join("prompts/review.md"), "hunter2");
         std::os::unix::fs::symlink(outside.path(), cwd.path().join(".dsh")).unwrap();
+        trust(home.path(), cwd.path());
         assert!(saved_prompts(home.path(), cwd.path()).is_empty());
         let through_folder = SavedPrompt {
             name: "review".into(),
@@ -264,6 +282,25 @@ mod tests {
                 .to_string()
                 .contains("symlink")
         );
+    }
+
+    /// The attack (issue 47, second pass, F6's twin): a cloned repository's `.dsh/prompts`
+    /// took the name of the user's own prompt, and typing `/tests` sent the repository's text as
+    /// the user's message. Untrusted, the project's prompts are not offered; the user's are.
+    #[test]
+    fn an_untrusted_projects_prompts_are_not_offered() {
+        let home = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        write(&home.path().join("prompts/tests.md"), "user's tests");
+        write(&cwd.path().join(".dsh/prompts/tests.md"), "PWN-TRIGGER");
+        write(&cwd.path().join(".dsh/prompts/only.md"), "PWN-TRIGGER");
+        let prompts = saved_prompts(home.path(), cwd.path());
+        let names: Vec<(&str, bool)> = prompts
+            .iter()
+            .map(|p| (p.name.as_str(), p.in_project))
+            .collect();
+        assert_eq!(names, [("tests", false)]);
+        assert_eq!(prompts[0].expand("").unwrap(), "user's tests");
     }
 
     #[test]

@@ -9,6 +9,11 @@ use crate::CoreError;
 use crate::lock::SessionLock;
 use crate::log::{LOG_FILE, LOG_FILE_ZSTD, LogOptions, SessionLog, now_ms, read_log, session_dir};
 
+mod reading;
+
+use reading::RecentTurns;
+pub use reading::SHOWN_TURNS;
+
 /// One conversation: its identity, the history the model sees, and the log it is kept in.
 pub struct Session {
     id: String,
@@ -47,6 +52,8 @@ pub struct Session {
     /// The secrets taken out of failure messages before they are logged (a provider's
     /// error can quote the key it was sent); tool results are redacted where they are made.
     redactor: Option<dsh_tools::Redactor>,
+    /// Where its last turns start in the log, as it was resumed: what a front end shows.
+    recent: RecentTurns,
 }
 
 impl Session {
@@ -89,7 +96,9 @@ impl Session {
         id: String,
         header: SessionHeader,
     ) -> Self {
-        Session::empty(id, cwd, SessionLog::create(home, header, options))
+        let log = SessionLog::create(home, header, options)
+            .at_each_turn_end(crate::search_index::keep_up);
+        Session::empty(id, cwd, log)
     }
 
     /// A session with nothing absorbed yet, kept in `log`.
@@ -114,6 +123,7 @@ impl Session {
             rewind_targets: Default::default(),
             saved: Default::default(),
             redactor: None,
+            recent: RecentTurns::default(),
         }
     }
 
@@ -185,17 +195,51 @@ impl Session {
         id: &str,
         options: LogOptions,
     ) -> Result<Session, CoreError> {
+        Session::resume_checked(home, cwd, id, options, false)
+    }
+
+    /// [`Session::resume`] for a front end that drives the session itself (`--session-id`, a
+    /// session picked in a list): a subagent's session is refused before anything is written
+    /// to it, since the agent that started it owns it.
+    pub fn adopt(
+        home: &Path,
+        cwd: PathBuf,
+        id: &str,
+        options: LogOptions,
+    ) -> Result<Session, CoreError> {
+        Session::resume_checked(home, cwd, id, options, true)
+    }
+
+    fn resume_checked(
+        home: &Path,
+        cwd: PathBuf,
+        id: &str,
+        options: LogOptions,
+        refuse_child: bool,
+    ) -> Result<Session, CoreError> {
         let (dir, path) = find_log(home, &cwd, id)?;
         let here = cwd.to_string_lossy().into_owned();
         let lock = SessionLock::acquire(&dir, id)?;
-        let loaded = read_log(&path)?;
-        if loaded.header.id != id || loaded.header.cwd != here {
+        let header = crate::log::read_header(&path)?;
+        if header.id != id || header.cwd != here {
             return Err(CoreError::OtherDirectory {
                 id: id.to_owned(),
-                recorded: loaded.header.cwd,
+                recorded: header.cwd,
                 here,
             });
         }
+        if let Some(parent) = (header.parent_session.clone()).filter(|_| refuse_child) {
+            return Err(CoreError::Child {
+                id: id.to_owned(),
+                parent,
+            });
+        }
+        let mut session = Session::empty(
+            id.to_owned(),
+            cwd,
+            SessionLog::read_only(path.clone(), header.clone()),
+        );
+        let read = session.absorb_log(&path)?;
         let file = std::fs::OpenOptions::new()
             .append(true)
             .open(&path)
@@ -203,26 +247,16 @@ impl Session {
                 path: path.clone(),
                 source,
             })?;
-        if loaded.torn {
-            file.set_len(loaded.whole_len)
+        if read.end.torn {
+            file.set_len(read.end.whole_len)
                 .map_err(|source| CoreError::Log {
                     path: path.clone(),
                     source,
                 })?;
         }
-        let seq = loaded.records.len() as u64;
-        let mut session = Session::empty(
-            id.to_owned(),
-            cwd,
-            SessionLog::resume(path, loaded.header, seq, file, lock, options),
-        );
-        let closing = crate::repair::repair(&loaded.records);
-        session.rewind_targets = rewind_targets_of(&loaded.records);
-        // Moved, not cloned: a long session's history is held once.
-        for envelope in loaded.records {
-            session.absorb(envelope.record);
-        }
-        for record in closing {
+        session.log = SessionLog::resume(path, header, file, lock, options, read.listing)
+            .at_each_turn_end(crate::search_index::keep_up);
+        for record in read.closing {
             session.commit(record)?;
         }
         Ok(session)
@@ -380,10 +414,9 @@ impl Session {
 
     /// Takes the secrets out of a failure's message, as it will be logged.
     pub(crate) fn redact_reason(&self, reason: &mut TurnEndReason) {
-        if let (Some(redactor), TurnEndReason::Error { error }) = (&self.redactor, reason)
-            && let std::borrow::Cow::Owned(redacted) = redactor.redact(&error.message)
-        {
-            error.message = redacted;
+        // A provider's message may quote the key it was sent, whole or in part.
+        if let (Some(redactor), TurnEndReason::Error { error }) = (&self.redactor, reason) {
+            error.message = redactor.redact_pieces(&error.message);
         }
     }
 
@@ -506,12 +539,12 @@ fn recorded_elsewhere(home: &Path, id: &str) -> Option<String> {
     folders
         .filter_map(Result::ok)
         .filter_map(|entry| log_file_in(&entry.path().join(id)))
-        .find_map(|path| read_log(&path).ok().map(|log| log.header.cwd))
+        .find_map(|path| crate::log::read_header(&path).ok().map(|header| header.cwd))
 }
 
 /// The log of the session folder `dir`, plain or compressed.
 /// The folder and log of session `id` recorded in `cwd`, or why there is none.
-fn find_log(home: &Path, cwd: &Path, id: &str) -> Result<(PathBuf, PathBuf), CoreError> {
+pub(crate) fn find_log(home: &Path, cwd: &Path, id: &str) -> Result<(PathBuf, PathBuf), CoreError> {
     check_id(id)?;
     let here = cwd.to_string_lossy().into_owned();
     let dir = session_dir(home, &here, id);
@@ -610,6 +643,108 @@ mod tests {
         drop(resumed);
         let fork = Session::fork(home.path(), cwd, &id, options).unwrap();
         assert_eq!(texts(&fork), odd);
+    }
+
+    /// A resumed session shows its last turns, read from where the first of them starts in
+    /// the log: a line before it, damaged after the resume read it, is not read again.
+    #[test]
+    fn a_resumed_long_session_shows_its_last_turns_read_from_their_start() {
+        let home = tempfile::tempdir().unwrap();
+        let cwd = home.path().to_path_buf();
+        let options = LogOptions::default();
+        let mut session = Session::create(home.path(), cwd.clone(), options);
+        let turns = SHOWN_TURNS as u32 + 10;
+        for turn in 1..=turns {
+            session.commit(Record::TurnStart { turn }).unwrap();
+            (session.commit(Record::UserMessage {
+                turn,
+                message: Message::user_text(format!("task {turn}")),
+                instructions: None,
+            }))
+            .unwrap();
+            let reason = TurnEndReason::Completed;
+            session.commit(Record::TurnEnd { turn, reason }).unwrap();
+        }
+        let id = session.id().to_owned();
+        let path = session.log_path().to_path_buf();
+        drop(session);
+        assert!(!crate::log::may_rewind(&path));
+        let resumed = Session::resume(home.path(), cwd.clone(), &id, options).unwrap();
+        assert_eq!(resumed.history().len(), turns as usize);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let first_record = bytes.iter().position(|b| *b == b'\n').unwrap() + 8;
+        bytes[first_record..first_record + 4].copy_from_slice(b"XXXX");
+        std::fs::write(&path, &bytes).unwrap();
+        let (shown, not_shown) = resumed.shown_records();
+        assert_eq!(not_shown, 10);
+        assert_eq!(shown.first(), Some(&Record::TurnStart { turn: 11 }));
+        let starts = shown
+            .iter()
+            .filter(|r| matches!(r, Record::TurnStart { .. }));
+        assert_eq!(starts.count(), SHOWN_TURNS);
+        drop(resumed);
+        // A short one shows all of it.
+        let mut short = Session::create(home.path(), cwd.clone(), options);
+        short.commit(Record::TurnStart { turn: 1 }).unwrap();
+        let id = short.id().to_owned();
+        drop(short);
+        let resumed = Session::resume(home.path(), cwd, &id, options).unwrap();
+        let (shown, not_shown) = resumed.shown_records();
+        assert_eq!(not_shown, 0);
+        assert_eq!(shown.first(), Some(&Record::TurnStart { turn: 1 }));
+    }
+
+    /// The turns it wrote after a resume are in its listing, which lists read alone.
+    #[test]
+    fn a_resumed_session_keeps_its_listing() {
+        let home = tempfile::tempdir().unwrap();
+        let cwd = home.path().to_path_buf();
+        let options = LogOptions::default();
+        let mut session = Session::create(home.path(), cwd.clone(), options);
+        session.commit(Record::TurnStart { turn: 1 }).unwrap();
+        let id = session.id().to_owned();
+        let dir = session.log_path().parent().unwrap().to_path_buf();
+        drop(session);
+        // Killed in its first turn: no listing yet. The resume closes the turn.
+        assert!(!dir.join(crate::listing::LISTING_FILE).exists());
+        let mut resumed = Session::resume(home.path(), cwd.clone(), &id, options).unwrap();
+        resumed.commit(Record::TurnStart { turn: 2 }).unwrap();
+        let reason = TurnEndReason::Completed;
+        resumed.commit(Record::TurnEnd { turn: 2, reason }).unwrap();
+        let kept = std::fs::read_to_string(dir.join(crate::listing::LISTING_FILE)).unwrap();
+        let len = std::fs::metadata(resumed.log_path()).unwrap().len();
+        assert!(kept.contains(&format!(r#""read":{len},"#)), "{kept}");
+        assert!(kept.contains(r#""turns":2,"#), "{kept}");
+        let listed = crate::list_sessions(home.path(), &cwd);
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].turns, 2);
+    }
+
+    /// Only a log whose bytes name a rewind is read whole before it is absorbed; a compressed
+    /// one is not looked into.
+    #[test]
+    fn only_a_log_that_may_rewind_is_read_whole_first() {
+        let home = tempfile::tempdir().unwrap();
+        let cwd = home.path().to_path_buf();
+        for zstd in [false, true] {
+            let options = LogOptions { fsync: false, zstd };
+            let mut session = Session::create(home.path(), cwd.clone(), options);
+            session.commit(Record::TurnStart { turn: 1 }).unwrap();
+            assert_eq!(crate::log::may_rewind(session.log_path()), zstd);
+            (session.commit(Record::Rewind(dsh_protocol::RewindRecord {
+                to_turn: Some(1),
+                before_call: None,
+                undo: false,
+                files: false,
+                conversation: true,
+                backup: None,
+                restored: None,
+                written: 0,
+                removed: 0,
+            })))
+            .unwrap();
+            assert!(crate::log::may_rewind(session.log_path()));
+        }
     }
 
     #[test]

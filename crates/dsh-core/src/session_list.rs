@@ -3,14 +3,16 @@
 use std::path::{Path, PathBuf};
 
 use dsh_config::{SessionChoice, Settings, SetupError};
-use dsh_protocol::{Block, Record, RecordEnvelope, SessionHeader, SessionSummary};
+use dsh_protocol::SessionSummary;
 
 use crate::CoreError;
-use crate::log::{cwd_slug, read_log, session_dir};
+use crate::listing::Listing;
+use crate::log::{cwd_slug, read_header};
 use crate::session::log_file_in;
 
-/// The sessions recorded in `cwd`, newest first. A log that cannot be read is skipped: one
-/// damaged session must not hide the others.
+/// The sessions recorded in `cwd`, newest first, from the listing kept beside each log
+/// ([`crate::listing`]): a log is read only as far as its listing does not cover it. A log
+/// that cannot be read is skipped: one damaged session must not hide the others.
 pub fn list_sessions(home: &Path, cwd: &Path) -> Vec<SessionSummary> {
     let folder = home.join("sessions").join(cwd_slug(&cwd.to_string_lossy()));
     let Ok(entries) = std::fs::read_dir(folder) else {
@@ -19,10 +21,7 @@ pub fn list_sessions(home: &Path, cwd: &Path) -> Vec<SessionSummary> {
     let mut sessions: Vec<SessionSummary> = entries
         .filter_map(Result::ok)
         .filter_map(|entry| log_file_in(&entry.path()))
-        .filter_map(|path| {
-            let log = read_log(&path).ok()?;
-            Some(summarise(&log.header, &log.records, &path))
-        })
+        .filter_map(|path| Some(summarise(&crate::listing::current(&path)?, &path)))
         .collect();
     sessions.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
     sessions
@@ -44,12 +43,14 @@ pub fn all_sessions(home: &Path) -> Vec<(String, Vec<SessionSummary>)> {
             .filter_map(Result::ok)
             .filter_map(|entry| log_file_in(&entry.path()))
         {
-            let Ok(log) = read_log(&path) else { continue };
-            if log.header.parent_session.is_some() {
+            let Some(listing) = crate::listing::current(&path) else {
+                continue;
+            };
+            if listing.parent_session.is_some() {
                 continue;
             }
-            let cwd = log.header.cwd.clone();
-            let summary = summarise(&log.header, &log.records, &path);
+            let summary = summarise(&listing, &path);
+            let cwd = listing.cwd;
             match groups.iter_mut().find(|(folder, _)| *folder == cwd) {
                 Some((_, sessions)) => sessions.push(summary),
                 None => groups.push((cwd, vec![summary])),
@@ -97,52 +98,21 @@ fn latest_session(home: &Path, cwd: &Path) -> Option<String> {
             let path = log_file_in(&entry.path())?;
             let used = std::fs::metadata(&path).and_then(|m| m.modified()).ok()?;
             let id = entry.file_name().to_string_lossy().into_owned();
-            let is_child = read_log(&path).is_ok_and(|log| log.header.parent_session.is_some());
+            let is_child = read_header(&path).is_ok_and(|h| h.parent_session.is_some());
             (!is_child).then_some((used, id))
         })
         .max()
         .map(|(_, id)| id)
 }
 
-fn summarise(header: &SessionHeader, records: &[RecordEnvelope], path: &Path) -> SessionSummary {
-    let mut first_task = None;
-    let mut turns = 0;
-    let mut total_tokens = 0;
-    for envelope in records {
-        match &envelope.record {
-            Record::TurnStart { .. } => turns += 1,
-            Record::UserMessage { message, .. } if first_task.is_none() => {
-                first_task = message.content.iter().find_map(|block| match block {
-                    Block::Text { text } => Some(text.lines().next().unwrap_or("").to_owned()),
-                    _ => None,
-                });
-            }
-            Record::StepEnd { usage, .. } => total_tokens += usage.total_tokens,
-            _ => {}
-        }
-    }
-    SessionSummary {
-        id: header.id.clone(),
-        title: path.parent().and_then(read_title),
-        created_at: header.created_at,
-        first_task: first_task.unwrap_or_default(),
-        turns,
-        total_tokens,
-        parent_session: header.parent_session.clone(),
-        path: path.to_string_lossy().into_owned(),
-    }
+fn summarise(listing: &Listing, path: &Path) -> SessionSummary {
+    listing.summary(path.parent().and_then(read_title), path)
 }
 
-/// The log of session `id` recorded in `cwd`.
+/// The log of session `id` recorded in `cwd`; an id recorded in another directory is
+/// [`CoreError::OtherDirectory`], naming it.
 pub fn session_log_path(home: &Path, cwd: &Path, id: &str) -> Result<PathBuf, CoreError> {
-    crate::session::check_id(id)?;
-    let dir = session_dir(home, &cwd.to_string_lossy(), id);
-    log_file_in(&dir).ok_or_else(|| CoreError::UnknownSession {
-        id: id.to_owned(),
-        root: dir
-            .parent()
-            .map_or_else(|| home.join("sessions"), Path::to_path_buf),
-    })
+    crate::session::find_log(home, cwd, id).map(|(_, path)| path)
 }
 
 /// Deletes session `id` recorded in `cwd`: its folder (log, spilled results) goes. Refused
@@ -199,7 +169,7 @@ pub fn rename_session(home: &Path, cwd: &Path, id: &str, title: &str) -> Result<
 }
 
 /// The title kept in a session's folder, if it was given one (and it reads as one).
-fn read_title(dir: &Path) -> Option<String> {
+pub(crate) fn read_title(dir: &Path) -> Option<String> {
     let text = std::fs::read_to_string(dir.join(TITLE_FILE)).ok()?;
     let title: String = text.trim().chars().take(MAX_TITLE_CHARS).collect();
     (!title.is_empty() && !title.chars().any(char::is_control)).then_some(title)

@@ -4,6 +4,7 @@
 //! (all results of one answer in one message, since roles alternate); thinking blocks go back
 //! with their signatures unchanged, as the API requires across tool-use turns. Usage comes in
 //! `message_start` (input, cache read, cache creation) and `message_delta` (output, cumulative).
+//! The prefix is marked for Anthropic's cache ([`crate::prompt_cache::mark_breakpoints`]).
 
 use dsh_protocol::{
     Block, Failure, FailureCode, FinishReason, Message, Role, ToolOutputPart, Usage,
@@ -137,6 +138,7 @@ pub(crate) fn request_body(request: &ModelRequest<'_>, thinking: bool) -> Vec<u8
     if let Some(budget) = budget {
         body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
     }
+    crate::prompt_cache::mark_breakpoints(&mut body);
     serde_json::to_vec(&body).unwrap_or_default()
 }
 
@@ -375,7 +377,10 @@ impl Assembler {
                 };
                 return Err(Failure::new(
                     code,
-                    format!("the provider failed while answering: {message}"),
+                    format!(
+                        "the provider failed while answering: {message}; {}",
+                        crate::http::SERVER_FAULT
+                    ),
                 ));
             }
             _ => {}
@@ -447,7 +452,7 @@ mod tests {
             json!([
                 {"type": "text", "text": "what is this?"},
                 {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                    "data": "cG5nLWJ5dGVz"}},
+                    "data": "cG5nLWJ5dGVz"}, "cache_control": {"type": "ephemeral"}},
             ])
         );
     }
@@ -509,7 +514,10 @@ mod tests {
             max_output_tokens: None,
         };
         let body: Value = serde_json::from_slice(&request_body(&request, true)).unwrap();
-        assert_eq!(body["system"], "sys");
+        assert_eq!(
+            body["system"],
+            json!([{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}])
+        );
         assert_eq!(body["thinking"]["budget_tokens"], 8192);
         assert!(body["max_tokens"].as_u64().unwrap() > 8192);
         let wire = body["messages"].as_array().unwrap();

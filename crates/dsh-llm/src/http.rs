@@ -7,7 +7,13 @@ use dsh_protocol::{Failure, FailureCode};
 
 use crate::EndpointConfig;
 use reqwest::StatusCode;
+
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+
+/// What to try after a provider's own failure (`SERVER`): the request was not at fault, and
+/// dsh has already retried it as often as `requests.retries` allows.
+pub(crate) const SERVER_FAULT: &str = "the fault is on its side and the retries did not get past it: \
+    try again in a while, or use another model or provider";
 
 /// How long to wait for a connection before calling the server unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -51,6 +57,9 @@ pub(crate) enum KeyHeader {
 pub(crate) struct Endpoint {
     client: reqwest::Client,
     url: String,
+    /// The URL as messages name it ([`dsh_protocol::shown_url`]): a base URL may carry a
+    /// password or a token.
+    shown: String,
     headers: Vec<(HeaderName, HeaderValue)>,
     api_key_env: String,
     base_url_source: String,
@@ -68,14 +77,20 @@ impl Endpoint {
         fixed_headers: Vec<(HeaderName, HeaderValue)>,
     ) -> Result<Self, Failure> {
         let base = spec.base_url.trim();
-        let usable = reqwest::Url::parse(base)
+        let parsed = reqwest::Url::parse(base);
+        let usable = (parsed.as_ref())
             .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host());
         if !usable {
+            // Text that is not a URL is not shown: where its password ends cannot be told.
+            let shown = match parsed {
+                Ok(_) => format!(": \"{}\"", dsh_protocol::shown_url(&spec.base_url)),
+                Err(_) => " (its text is not shown, as it may hold a password)".to_owned(),
+            };
             return Err(Failure::new(
                 FailureCode::InvalidRequest,
                 format!(
-                    "{} is not an http:// or https:// URL: \"{}\"",
-                    spec.base_url_source, spec.base_url
+                    "{} is not an http:// or https:// URL{shown}",
+                    spec.base_url_source
                 ),
             ));
         }
@@ -114,9 +129,11 @@ impl Endpoint {
                 HeaderValue::from_str(value).map_err(|_| bad())?,
             ));
         }
+        let url = format!("{}{path}", base.trim_end_matches('/'));
         Ok(Endpoint {
             client: client()?,
-            url: format!("{}{path}", base.trim_end_matches('/')),
+            shown: dsh_protocol::shown_url(&url),
+            url,
             headers,
             api_key_env: spec.api_key_env.clone(),
             base_url_source: spec.base_url_source.clone(),
@@ -124,8 +141,9 @@ impl Endpoint {
         })
     }
 
-    pub(crate) fn url(&self) -> &str {
-        &self.url
+    /// The URL as a message may name it.
+    pub(crate) fn shown_url(&self) -> &str {
+        &self.shown
     }
 
     pub(crate) fn idle(&self) -> Duration {
@@ -141,7 +159,14 @@ impl Endpoint {
         on_delta: &mut crate::DeltaSink<'_>,
     ) -> Result<crate::Completion, crate::LlmError> {
         let response = self.post(body, model).await?;
-        read_answer(response, self.idle, self.url(), &mut A::default(), on_delta).await
+        read_answer(
+            response,
+            self.idle,
+            self.shown_url(),
+            &mut A::default(),
+            on_delta,
+        )
+        .await
     }
 
     /// Asks for the endpoint (a `GET`, nothing billed) and waits for the status as [`send`]:
@@ -183,7 +208,7 @@ impl Endpoint {
     /// What an error about a request for `model` names.
     fn context<'a>(&'a self, model: &'a str) -> ErrorContext<'a> {
         ErrorContext {
-            url: &self.url,
+            url: &self.shown,
             model,
             api_key_env: &self.api_key_env,
             base_url_source: &self.base_url_source,
@@ -456,7 +481,10 @@ pub(crate) fn status_failure(
             ),
         )
     } else if status.is_server_error() {
-        (FailureCode::Server, format!("the provider failed ({said})"))
+        (
+            FailureCode::Server,
+            format!("the provider failed ({said}); {SERVER_FAULT}"),
+        )
     } else {
         (
             FailureCode::Http(n),

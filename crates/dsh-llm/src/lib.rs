@@ -14,6 +14,7 @@ pub mod deepseek;
 mod http;
 mod openai_responses;
 mod priced;
+mod prompt_cache;
 mod retry;
 pub mod sse;
 #[cfg(test)]

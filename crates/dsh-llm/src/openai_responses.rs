@@ -4,7 +4,8 @@
 //! messages, `function_call` items for the model's calls and `function_call_output` items for
 //! their results (an image from a result follows as a user message with an `input_image`).
 //! Nothing is stored server-side (`store: false`), so reasoning is not sent back: the API would
-//! need its encrypted form. Usage comes with `response.completed`.
+//! need its encrypted form. Usage comes with `response.completed`. Each request carries the
+//! client's `prompt_cache_key` ([`crate::prompt_cache`]).
 
 use dsh_protocol::{
     Block, Failure, FailureCode, FinishReason, Message, Role, ToolOutputPart, Usage,
@@ -29,6 +30,8 @@ pub struct ResponsesConfig {
 pub struct OpenAiResponses {
     endpoint: http::Endpoint,
     config: ResponsesConfig,
+    /// Sent as `prompt_cache_key` with every request ([`crate::prompt_cache::session_key`]).
+    cache_key: String,
 }
 
 impl OpenAiResponses {
@@ -39,7 +42,11 @@ impl OpenAiResponses {
             http::KeyHeader::Bearer,
             Vec::new(),
         )?;
-        Ok(OpenAiResponses { endpoint, config })
+        Ok(OpenAiResponses {
+            endpoint,
+            config,
+            cache_key: crate::prompt_cache::session_key(),
+        })
     }
 
     async fn run(
@@ -47,7 +54,7 @@ impl OpenAiResponses {
         request: ModelRequest<'_>,
         on_delta: DeltaSink<'_>,
     ) -> Result<Completion, LlmError> {
-        let body = request_body(&request, self.config.reasoning_effort);
+        let body = request_body(&request, self.config.reasoning_effort, &self.cache_key);
         let mut on_delta = on_delta;
         self.endpoint
             .stream::<Assembler>(body, request.model, &mut on_delta)
@@ -69,7 +76,13 @@ impl Provider for OpenAiResponses {
     }
 }
 
-pub(crate) fn request_body(request: &ModelRequest<'_>, reasoning_effort: bool) -> Vec<u8> {
+/// The body of a request. `prompt_cache_key` is part of the Responses API itself (OpenAI's and
+/// Azure's), so every server of this dialect gets it.
+pub(crate) fn request_body(
+    request: &ModelRequest<'_>,
+    reasoning_effort: bool,
+    cache_key: &str,
+) -> Vec<u8> {
     let mut input: Vec<Value> = Vec::new();
     for message in request.messages {
         push_items(&mut input, message);
@@ -87,6 +100,7 @@ pub(crate) fn request_body(request: &ModelRequest<'_>, reasoning_effort: bool) -
         "input": input,
         "stream": true,
         "store": false,
+        "prompt_cache_key": cache_key,
     });
     if !request.system.is_empty() {
         body["instructions"] = json!(request.system);
@@ -262,7 +276,10 @@ impl Assembler {
                 return Err(LlmError::new(
                     Failure::new(
                         code,
-                        format!("the provider failed while answering: {message}"),
+                        format!(
+                            "the provider failed while answering: {message}; {}",
+                            crate::http::SERVER_FAULT
+                        ),
                     ),
                     usage(&event["response"]["usage"]),
                 ));
@@ -328,19 +345,22 @@ impl Assembler {
     }
 }
 
-/// The Responses usage object in our buckets (`input_tokens` includes the cached part).
+/// The Responses usage object in our buckets: `input_tokens` includes the cached part and,
+/// where the model bills cache writes apart (GPT-5.6 and later), the written part.
 fn usage(wire: &Value) -> Usage {
     if !wire.is_object() {
         return Usage::unreported();
     }
     let count = |v: &Value| v.as_u64().unwrap_or(0);
     let input = count(&wire["input_tokens"]);
-    let cached = count(&wire["input_tokens_details"]["cached_tokens"]).min(input);
+    let details = &wire["input_tokens_details"];
+    let cached = count(&details["cached_tokens"]).min(input);
+    let written = count(&details["cache_write_tokens"]).min(input - cached);
     Usage::new(
-        input - cached,
+        input - cached - written,
         count(&wire["output_tokens"]),
         cached,
-        0,
+        written,
         count(&wire["output_tokens_details"]["reasoning_tokens"]),
     )
 }
@@ -358,7 +378,7 @@ mod tests {
             vec![crate::stored_image(dir.path())],
         )];
         let request = crate::bare_request(&messages);
-        let body: Value = serde_json::from_slice(&request_body(&request, false)).unwrap();
+        let body: Value = serde_json::from_slice(&request_body(&request, false, "k")).unwrap();
         assert_eq!(
             body["input"],
             json!([
@@ -398,8 +418,9 @@ mod tests {
             effort: Effort::High,
             max_output_tokens: Some(100),
         };
-        let body: Value = serde_json::from_slice(&request_body(&request, true)).unwrap();
+        let body: Value = serde_json::from_slice(&request_body(&request, true, "k")).unwrap();
         assert_eq!(body["instructions"], "sys");
+        assert_eq!(body["prompt_cache_key"], "k");
         assert_eq!(body["reasoning"]["effort"], "high");
         assert_eq!(body["store"], false);
         assert_eq!(body["input"][1]["type"], "function_call");
@@ -422,5 +443,12 @@ mod tests {
             (400, 600, 50, 20)
         );
         assert_eq!(usage(&Value::Null).unreported_calls, 1);
+        // A model that bills cache writes apart reports them inside `input_tokens` too.
+        let u = usage(&json!({"input_tokens": 1000, "output_tokens": 5,
+            "input_tokens_details": {"cached_tokens": 600, "cache_write_tokens": 300}}));
+        assert_eq!(
+            (u.input_tokens, u.cache_read_tokens, u.cache_write_tokens),
+            (100, 600, 300)
+        );
     }
 }

@@ -97,6 +97,7 @@ fn answer() -> impl Strategy<Value = Answer> {
             tool_calls,
             usage: Some((100, 10, 0)),
             finish: None,
+            wire_usage: None,
         })
         // An answer with nothing in it is a failure of its own (tested elsewhere).
         .prop_filter("the answer says something", |a| {

@@ -9,7 +9,7 @@ use dsh_core::{
     AgentBuilder, AgentEvent, Environment, Flags, Settings, SetupError, Stop, ToolCatalog,
     TurnSummary,
 };
-use dsh_protocol::{AbortReason, Record, StreamEvent};
+use dsh_protocol::{AbortReason, StreamEvent, Tone, View};
 use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
 use tokio::sync::mpsc;
@@ -90,7 +90,7 @@ impl Task {
     ) -> Result<Ran, String> {
         let started = Instant::now();
         let settings = self.settings()?;
-        let mcp = dsh_mcp::McpServers::default();
+        let mcp = dsh_core::McpServers::default();
         let (notices, mut notice_lines) = mpsc::unbounded_channel::<String>();
         let opened = AgentBuilder::new(settings).open(&mcp, notices);
         let mut run = tokio::select! {
@@ -238,14 +238,14 @@ fn said(event: &AgentEvent, catalog: &ToolCatalog) -> Option<String> {
     let AgentEvent::Record(record) = event else {
         return None;
     };
-    match record {
-        Record::StepStart { step, .. } => Some(format!("step {step}")),
-        Record::ToolCall(call) => {
+    match record.view() {
+        View::StepStart { step, .. } => Some(format!("step {step}")),
+        View::Call(call) => {
             let args = serde_json::from_str(&call.arguments).unwrap_or_default();
             let summary = catalog.describe(&call.name, &args).summary;
             Some(format!("{} {summary}", call.name).trim_end().to_owned())
         }
-        Record::ToolResult(result) => {
+        View::Result(result) => {
             let failed = result.error.is_some();
             Some(
                 match (failed, &result.command) {
@@ -258,14 +258,16 @@ fn said(event: &AgentEvent, catalog: &ToolCatalog) -> Option<String> {
                 .to_owned(),
             )
         }
-        Record::TodoWrite { todos, .. } => {
+        View::Todos { todos } => {
             let done = (todos.iter())
                 .filter(|t| t.status == dsh_protocol::TodoStatus::Completed)
                 .count();
             Some(format!("todo list: {done} of {} done", todos.len()))
         }
-        Record::GoalChange(change) => Some(change.headline()),
-        Record::Presentation(shown) => Some(format!("presented {}", shown.headline())),
+        // What was handed to the user says so; a routine card (a call the review allowed)
+        // is not worth telling.
+        View::Card(card) if card.tone == Tone::Handed => Some(format!("presented {}", card.line())),
+        View::Card(card) => (!card.routine).then(|| card.line()),
         _ => None,
     }
 }
@@ -275,6 +277,26 @@ mod tests {
     use dsh_protocol::{Failure, FailureCode, TurnEndReason};
 
     use super::*;
+
+    /// Every card is told while the client waits, as its line: what the model handed the
+    /// user says so.
+    #[test]
+    fn every_card_is_told() {
+        let catalog = ToolCatalog::default();
+        let told: Vec<Option<String>> = (dsh_protocol::view::samples().into_iter())
+            .filter(|r| matches!(r.view(), View::Card(_)))
+            .map(|r| said(&AgentEvent::Record(r), &catalog))
+            .collect();
+        assert!(told.iter().all(Option::is_some), "{told:?}");
+        assert!(
+            told.contains(&Some("presented The report: /work/report.md".into())),
+            "{told:?}"
+        );
+        assert!(
+            told.contains(&Some("goal set: Read every file".into())),
+            "{told:?}"
+        );
+    }
 
     #[test]
     fn a_failed_calls_text_starts_with_its_code() {

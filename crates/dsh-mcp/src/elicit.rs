@@ -1,10 +1,13 @@
 //! A server's question for the user (MCP elicitation): put to whoever answers this run's
 //! questions as a form, the answer checked against the form before it goes back. A run with
 //! no one to ask (headless) never declares the capability; a server that asks anyway is
-//! declined, and the user hears of it in a notice. One question per server at a time: a server
-//! cannot pile forms up in front of the user.
+//! declined, and the user hears of it in a notice (a few a minute, then how many were held
+//! back). One question per server at a time: a server cannot pile forms up in front of the
+//! user.
 
+use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 
@@ -18,11 +21,22 @@ const MESSAGE_CHARS: usize = 4000;
 /// How much of a message a notice quotes.
 const QUOTED_CHARS: usize = 200;
 
+/// How many notices of declined questions are shown in each [`DECLINED_WINDOW`]: a server may
+/// ask without end where no one can answer (headless), or while a question is open.
+pub(crate) const DECLINED_SHOWN: u32 = 5;
+pub(crate) const DECLINED_WINDOW: Duration = Duration::from_secs(60);
+
 /// The answer to `request`, asked by the server of `link`.
 pub(crate) async fn answer(link: &Link, request: ElicitRequestParams) -> ElicitResult {
     let server = &link.server.name;
     let declined = |why: String| {
-        let _ = link.notices.send(format!("mcp {server}: {why}; declined"));
+        let line = format!("mcp {server}: {why}; declined");
+        let shown = (link.declined.lock())
+            .unwrap_or_else(PoisonError::into_inner)
+            .pass(line, Instant::now());
+        for notice in shown {
+            let _ = link.notices.send(notice);
+        }
         ElicitResult::new(ElicitationAction::Decline)
     };
     let (message, schema) = match request {

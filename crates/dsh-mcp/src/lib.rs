@@ -13,8 +13,11 @@
 //! Servers are not confined by dsh's sandbox: like the model's provider, they are part of the
 //! set-up the user chose, not commands the model runs.
 
+mod bounded;
 mod content;
 mod elicit;
+mod failures;
+mod handler;
 mod link;
 mod name;
 pub mod oauth;
@@ -33,8 +36,8 @@ use tokio::task::{AbortHandle, JoinHandle};
 
 pub use name::{public_tool_name, valid_server_name};
 
+pub use dsh_protocol::shown_url;
 use link::Link;
-pub use link::shown_url;
 
 /// One configured server.
 #[derive(Debug, Clone)]

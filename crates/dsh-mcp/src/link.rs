@@ -3,24 +3,27 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
+use dsh_protocol::shown_url;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
-    ElicitResult, ElicitationAction, ElicitationCapability, FormElicitationCapability,
-    Implementation, ProtocolVersion,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+    ProtocolVersion,
 };
-use rmcp::service::{ClientInitializeError, NotificationContext, Peer, RunningService};
-use rmcp::transport::streamable_http_client::{
-    StreamableHttpClientTransportConfig, StreamableHttpError,
-};
-use rmcp::transport::{DynamicTransportError, StreamableHttpClientTransport};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::service::{ClientInitializeError, Peer, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
+use crate::bounded::{BoundedLines, MAX_MESSAGE, Oversized};
+use crate::failures::{call_error, http_start_failure};
+pub(crate) use crate::handler::Handler;
+use crate::handler::{NoticeLimit, Relisting, STDERR_SHOWN, STDERR_WINDOW};
 use crate::{McpServer, Transport, oauth};
 use dsh_tools::ToolGroup;
 
@@ -28,6 +31,7 @@ use dsh_tools::ToolGroup;
 const STDERR_TAIL: usize = 8;
 /// The longest stderr line passed on; a longer one is passed on in pieces.
 const STDERR_LINE: u64 = 8 * 1024;
+
 /// How long a stopping server has to exit once its input is closed, before SIGTERM.
 const EXIT_WAIT: Duration = Duration::from_millis(1000);
 /// How long it has after SIGTERM, before SIGKILL.
@@ -44,6 +48,8 @@ type Running = RunningService<RoleClient, Handler>;
 struct Connection {
     number: u64,
     client: Running,
+    /// Set when its server sent a message too long to read ([`crate::bounded`]).
+    oversized: Oversized,
 }
 
 impl Connection {
@@ -71,6 +77,8 @@ pub(crate) struct Link {
     listings: AtomicU64,
     /// Where a new tool list goes when the server says its list changed.
     joins: UnboundedSender<ToolGroup>,
+    /// The listings of a changed tool list ([`crate::handler`]).
+    pub(crate) relisting: Mutex<Relisting>,
     /// Lines for the user: the server's stderr, re-syncs, failures.
     pub(crate) notices: UnboundedSender<String>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
@@ -81,6 +89,8 @@ pub(crate) struct Link {
     pub(crate) questions_open: std::sync::atomic::AtomicUsize,
     pub(crate) questions_answered: AtomicU64,
     pub(crate) question_done: tokio::sync::Notify,
+    /// What of the notices of declined questions is shown ([`crate::elicit`]).
+    pub(crate) declined: Mutex<NoticeLimit>,
 }
 
 /// What a link gets from the run beyond its server.
@@ -122,6 +132,13 @@ impl Link {
         attached: Attached,
     ) -> Arc<Link> {
         Arc::new(Link {
+            relisting: Relisting::new(&server.name),
+            declined: Mutex::new(NoticeLimit::new(
+                &server.name,
+                "declined questions",
+                crate::elicit::DECLINED_SHOWN,
+                crate::elicit::DECLINED_WINDOW,
+            )),
             server,
             running: tokio::sync::Mutex::new(None),
             connections: AtomicU64::new(0),
@@ -143,7 +160,7 @@ impl Link {
     pub(crate) async fn start(self: &Arc<Self>) -> Result<ToolGroup, String> {
         let limit = self.server.startup_timeout;
         let started = tokio::time::timeout(limit, async {
-            let (_, peer) = self.connect().await?;
+            let (_, peer, _) = self.connect().await?;
             let group = self.list_tools(&peer).await?;
             // Only a server that started is offered for its resources.
             let resources = peer
@@ -213,7 +230,7 @@ impl Link {
     where
         F: std::future::Future<Output = Result<T, rmcp::ServiceError>>,
     {
-        let (connection, peer) = match self.live_peer().await {
+        let (connection, peer, oversized) = match self.live_peer().await {
             Some(live) => live,
             None => tokio::time::timeout(self.server.startup_timeout, self.connect())
                 .await
@@ -240,6 +257,16 @@ impl Link {
                     rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
                 ) {
                     self.drop_connection(connection).await;
+                }
+                if oversized.load(Ordering::SeqCst) {
+                    return Err(format!(
+                        "MCP server \"{}\" sent a message of more than {} MiB, more than dsh \
+                         reads from a server (most likely this call's result), so dsh closed the \
+                         connection; the next call starts it again. Ask the tool for less at a \
+                         time",
+                        self.server.name,
+                        MAX_MESSAGE >> 20
+                    ));
                 }
                 if let Some(message) = self.refusal(&error) {
                     return Err(message);
@@ -383,17 +410,18 @@ impl Link {
     }
 
     /// The current connection's number and peer, while it is alive.
-    async fn live_peer(&self) -> Option<(u64, Peer<RoleClient>)> {
+    async fn live_peer(&self) -> Option<(u64, Peer<RoleClient>, Oversized)> {
         let running = self.running.lock().await;
         running
             .as_ref()
             .filter(|c| !c.client.is_closed() && !c.client.peer().is_transport_closed())
-            .map(|c| (c.number, c.client.peer().clone()))
+            .map(|c| (c.number, c.client.peer().clone(), c.oversized.clone()))
     }
 
     /// Starts the transport and the MCP handshake; the running client replaces any old one,
     /// whose process is stopped first.
-    async fn connect(self: &Arc<Self>) -> Result<(u64, Peer<RoleClient>), String> {
+    async fn connect(self: &Arc<Self>) -> Result<(u64, Peer<RoleClient>, Oversized), String> {
+        let oversized = Oversized::default();
         let handler = Handler {
             link: Arc::downgrade(self),
         };
@@ -467,7 +495,12 @@ impl Link {
                     };
                     (stdout, stdin, self.follow_stderr(stderr))
                 };
-                match handler.serve((stdout, stdin)).await {
+                let transport = AsyncRwTransport::new_client(
+                    BoundedLines::new(stdout, oversized.clone()),
+                    stdin,
+                )
+                .with_max_line_length(MAX_MESSAGE + 1);
+                match handler.serve(transport).await {
                     Ok(running) => running,
                     Err(e) => {
                         // A server that failed at once may not have had its last words read
@@ -532,12 +565,16 @@ impl Link {
         *self.running.lock().await = Some(Connection {
             number,
             client: running,
+            oversized: oversized.clone(),
         });
-        Ok((number, peer))
+        Ok((number, peer, oversized))
     }
 
     /// Lists every page of the server's tools, numbered when the listing starts.
-    async fn list_tools(self: &Arc<Self>, peer: &Peer<RoleClient>) -> Result<ToolGroup, String> {
+    pub(crate) async fn list_tools(
+        self: &Arc<Self>,
+        peer: &Peer<RoleClient>,
+    ) -> Result<ToolGroup, String> {
         let listing = self.listings.fetch_add(1, Ordering::SeqCst) + 1;
         let listed = peer.list_all_tools().await.map_err(|e| {
             // A server that lets anyone connect may still want a sign-in to list its tools.
@@ -569,6 +606,7 @@ impl Link {
         let task = tokio::spawn(async move {
             let mut reader = tokio::io::BufReader::new(stderr);
             let mut bytes = Vec::new();
+            let mut shown = NoticeLimit::new(&name, "stderr lines", STDERR_SHOWN, STDERR_WINDOW);
             loop {
                 bytes.clear();
                 match (&mut reader)
@@ -581,12 +619,17 @@ impl Link {
                 }
                 let line = String::from_utf8_lossy(&bytes);
                 let line = line.trim_end_matches(['\n', '\r']).to_owned();
-                let _ = notices.send(format!("mcp {name}: {line}"));
+                for notice in shown.pass(format!("mcp {name}: {line}"), Instant::now()) {
+                    let _ = notices.send(notice);
+                }
                 let mut tail = lock(&tail);
                 if tail.len() == STDERR_TAIL {
                     tail.pop_front();
                 }
                 tail.push_back(line);
+            }
+            if let Some(notice) = shown.held_back() {
+                let _ = notices.send(notice);
             }
             let _ = closed.send(());
         });
@@ -649,33 +692,23 @@ fn signal_group(group: libc::pid_t, signal: libc::c_int) {
     }
 }
 
-/// A URL as errors show it: without its query or user part, which may carry a token.
-pub fn shown_url(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(mut parsed) => {
-            let hidden = parsed.query().is_some() || !parsed.username().is_empty();
-            parsed.set_query(None);
-            parsed.set_fragment(None);
-            let _ = parsed.set_username("");
-            let _ = parsed.set_password(None);
-            if hidden {
-                format!("{parsed} (query and credentials not shown)")
-            } else {
-                parsed.to_string()
-            }
-        }
-        Err(_) => "the configured url".into(),
-    }
-}
-
-/// `message` with the query and password of `url` taken out wherever it quotes them (an HTTP
-/// library's error names the URL it failed on).
+/// `message` with `url` shown as [`shown_url`] shows it wherever it quotes it (an HTTP
+/// library's error names the URL it failed on, as given or as parsed), and any of its query,
+/// password or long user name left elsewhere taken out.
 pub(crate) fn hide_url_secrets(message: &str, url: &str) -> String {
     let Ok(parsed) = reqwest::Url::parse(url) else {
-        return message.to_owned();
+        return message.replace(url, &shown_url(url));
     };
-    let mut out = message.to_owned();
-    for secret in [parsed.query(), parsed.password()].into_iter().flatten() {
+    let mut out = message
+        .replace(url, &shown_url(url))
+        .replace(parsed.as_str(), &shown_url(parsed.as_str()));
+    // A user name alone can be the token (`https://TOKEN@host`); a short one is a name, and
+    // taking it out of every word would garble the message.
+    let user = Some(parsed.username()).filter(|user| user.len() >= 8);
+    for secret in [parsed.query(), parsed.password(), user, parsed.fragment()]
+        .into_iter()
+        .flatten()
+    {
         if !secret.is_empty() {
             out = out.replace(secret, "[hidden]");
         }
@@ -716,156 +749,6 @@ pub(crate) fn http_client() -> Result<reqwest::Client, String> {
         .map_err(|e| format!("cannot set up HTTP: {e}"))
 }
 
-fn call_error(server: &str, error: &rmcp::ServiceError) -> String {
-    match error {
-        rmcp::ServiceError::McpError(e) => {
-            format!("MCP error {}: {}", e.code.0, e.message)
-        }
-        rmcp::ServiceError::TransportClosed => format!(
-            "MCP server \"{server}\" closed the connection during the call: {error}; the next \
-             call restarts it"
-        ),
-        rmcp::ServiceError::TransportSend(sent) => format!(
-            "MCP server \"{server}\" was lost during the call ({}); the next call connects \
-             again",
-            transport_reason(sent)
-        ),
-        other => format!("MCP server \"{server}\": {other}"),
-    }
-}
-
-/// Why an HTTP server's handshake failed, and what to check: rmcp's own wording names its
-/// Rust types (`Transport [rmcp::transport::worker::WorkerTransport<...>] error`), which
-/// tell a user nothing.
-fn http_start_failure(error: &ClientInitializeError, url: &str, name: &str) -> String {
-    let at = shown_url(url);
-    let check = format!("check that the server is running there, and mcp.servers.{name}.url");
-    let message = match error {
-        ClientInitializeError::TransportError { error, .. } => match reqwest_error(error) {
-            Some(e) if e.is_timeout() => format!("{at} did not answer in time; {check}"),
-            Some(e) if e.is_connect() || e.is_request() => {
-                format!("cannot reach {at}: {}; {check}", root_cause(e))
-            }
-            _ => format!(
-                "the MCP handshake with {at} failed: {}; check mcp.servers.{name} (url, \
-                 headers)",
-                transport_reason(error)
-            ),
-        },
-        other => format!(
-            "the MCP handshake with {at} failed: {other}; check that mcp.servers.{name}.url is \
-             an MCP server's streamable-HTTP endpoint"
-        ),
-    };
-    hide_url_secrets(&message, url)
-}
-
-/// A transport's failure in words: the HTTP client's error (`connection refused`) or the
-/// transport's own, without rmcp's wrapper.
-fn transport_reason(error: &DynamicTransportError) -> String {
-    match reqwest_error(error) {
-        Some(e) if e.is_connect() || e.is_request() => {
-            format!("cannot reach it: {}", root_cause(e))
-        }
-        _ => error.error.to_string(),
-    }
-}
-
-/// The HTTP client's error under a transport failure, when that is what it was.
-fn reqwest_error(error: &DynamicTransportError) -> Option<&reqwest::Error> {
-    let inner: &(dyn std::error::Error + 'static) = error.error.as_ref();
-    match inner.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
-        Some(StreamableHttpError::Client(e)) => Some(e),
-        _ => inner.downcast_ref::<reqwest::Error>(),
-    }
-}
-
-/// The innermost error's words ("connection refused"), without the errno.
-fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut current = error;
-    while let Some(source) = current.source() {
-        current = source;
-    }
-    let text = current.to_string();
-    let text = match text.rfind(" (os error ") {
-        Some(at) if text.ends_with(')') => &text[..at],
-        _ => text.as_str(),
-    };
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_lowercase().chain(chars).collect(),
-        None => error.to_string(),
-    }
-}
-
-/// Answers the server's notifications: a changed tool list is listed again and replaces the
-/// old one from the next request on.
-#[derive(Clone)]
-pub(crate) struct Handler {
-    link: Weak<Link>,
-}
-
-impl Handler {
-    /// The handler of a connection that is no link's (a login's own requests): it asks for no
-    /// elicitation and lets notifications go. One handler type for every connection means
-    /// rmcp's client is compiled once per transport, not once per handler as well.
-    pub(crate) fn detached() -> Handler {
-        Handler { link: Weak::new() }
-    }
-}
-
-impl ClientHandler for Handler {
-    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
-        let Some(link) = self.link.upgrade() else {
-            return;
-        };
-        match link.list_tools(&context.peer).await {
-            Ok(group) => {
-                let line = format!(
-                    "mcp {}: tool list changed, now {} tools",
-                    link.server.name,
-                    group.tools.len()
-                );
-                link.publish(group);
-                let _ = link.notices.send(line);
-            }
-            Err(e) => {
-                let _ = link.notices.send(format!(
-                    "mcp {}: the tool list changed but could not be read again ({e}); keeping \
-                     the old one",
-                    link.server.name
-                ));
-            }
-        }
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        let mut config = client_config();
-        let answers = self
-            .link
-            .upgrade()
-            .and_then(|l| l.attached.questions.clone());
-        if answers.is_some_and(|q| q.can_elicit()) {
-            config.capabilities.elicitation = Some(
-                ElicitationCapability::new()
-                    .with_form(FormElicitationCapability::new().with_schema_validation(true)),
-            );
-        }
-        config
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, rmcp::ErrorData> {
-        let Some(link) = self.link.upgrade() else {
-            return Ok(ElicitResult::new(ElicitationAction::Cancel));
-        };
-        Ok(crate::elicit::answer(&link, request).await)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -874,11 +757,11 @@ mod tests {
     fn urls_in_errors_keep_no_token() {
         assert_eq!(
             shown_url("https://mcp.example.com/v1?token=s3cret"),
-            "https://mcp.example.com/v1 (query and credentials not shown)"
+            "https://mcp.example.com/v1?[hidden]"
         );
         assert_eq!(
             shown_url("https://user:pw@mcp.example.com/"),
-            "https://mcp.example.com/ (query and credentials not shown)"
+            "https://[hidden]@mcp.example.com/"
         );
         assert_eq!(
             hide_url_secrets(

@@ -78,6 +78,9 @@ pub struct OAuthSetup {
     /// The record's file.
     pub record: PathBuf,
     pub client: OAuthClient,
+    /// Why a run must not use the stored sign-in (`--profile headless`), if it must not: the
+    /// record is then neither read nor written, and a refusal says why.
+    pub unused: Option<String>,
 }
 
 impl OAuthSetup {
@@ -86,6 +89,15 @@ impl OAuthSetup {
         OAuthSetup {
             record: record::record_path(&home.join("mcp-auth"), name, url),
             client,
+            unused: None,
+        }
+    }
+
+    /// The same sign-in, which a run does not use, for the reason `why`.
+    pub fn unused_because(self, why: String) -> OAuthSetup {
+        OAuthSetup {
+            unused: Some(why),
+            ..self
         }
     }
 }
@@ -220,7 +232,7 @@ pub async fn login(server: &McpServer, ui: &LoginUi<'_>) -> Result<LoginOutcome,
     }
     (ui.say)(&format!(
         "Asking {} what it needs…",
-        crate::link::shown_url(url)
+        dsh_protocol::shown_url(url)
     ));
     match list_tools(http_client()?, url, headers).await {
         Ok(tools) if challenge.is_none() && wanted.is_empty() => {
@@ -427,25 +439,21 @@ async fn authorize(
     Ok(granted)
 }
 
-/// Whether tokens may go to `address`: https, or plain http to this machine. Else the words
-/// for what it is.
+/// Whether tokens may go to `address`: https, or plain http to this machine
+/// ([`dsh_protocol::address::check_secret_destination`]). Else the words for what it is.
 fn secure(address: &str) -> Result<(), String> {
-    let parsed =
-        url::Url::parse(address).map_err(|_| "an address that does not parse".to_owned())?;
-    let local = match parsed.host() {
-        Some(url::Host::Domain(host)) => host.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    };
-    match parsed.scheme() {
-        "https" => Ok(()),
-        "http" if local => Ok(()),
-        "http" => Err(format!(
-            "a plain http:// address that is not this machine ({})",
-            crate::link::shown_url(address)
+    use dsh_protocol::address::Insecure;
+    match dsh_protocol::address::check_secret_destination(address) {
+        Ok(()) => Ok(()),
+        Err(Insecure::Unparsable) => Err("an address that does not parse".to_owned()),
+        Err(Insecure::PlainHttp) => Err(format!(
+            "a plain http:// address that is not this machine ({}; only 127.0.0.1, ::1 and \
+             localhost are, with no user@ part)",
+            dsh_protocol::shown_url(address)
         )),
-        other => Err(format!("an address of scheme \"{}\"", printable(other))),
+        Err(Insecure::Scheme(other)) => {
+            Err(format!("an address of scheme \"{}\"", printable(&other)))
+        }
     }
 }
 
@@ -457,7 +465,7 @@ pub(crate) async fn authorized_client(
     http: reqwest::Client,
     redactor: Option<dsh_tools::Redactor>,
 ) -> Result<Option<AuthClient<reqwest::Client>>, String> {
-    if secure(url).is_err() {
+    if secure(url).is_err() || setup.unused.is_some() {
         return Ok(None);
     }
     let Some(record) = record::read(&setup.record, url)? else {
@@ -559,6 +567,9 @@ impl Refusal {
                 if self.scope { 403 } else { 401 }
             );
         };
+        if let Some(why) = &setup.unused {
+            return format!("MCP server \"{server}\" needs a sign-in: {why}");
+        }
         let asked = self.scopes().unwrap_or_default();
         let granted = record::update(&setup.record, url, |record| {
             record.challenge = Some(self.challenge.clone());

@@ -121,7 +121,7 @@ async fn gone(pid: i32) -> bool {
         if tokio::time::Instant::now() > deadline {
             return false;
         }
-        tokio::task::yield_now().await;
+        tokio::time::sleep(dsh_testkit::POLL).await;
     }
     true
 }
@@ -303,10 +303,44 @@ async fn an_unreachable_http_server_is_named_with_what_to_check() {
     assert_eq!(
         error.to_string(),
         format!(
-            "MCP server \"remote\" could not start: cannot reach http://127.0.0.1:{port}/mcp \
-             (query and credentials not shown): connection refused; check that the server is \
+            "MCP server \"remote\" could not start: cannot reach \
+             http://127.0.0.1:{port}/mcp?[hidden]: connection refused; check that the server is \
              running there, and mcp.servers.remote.url"
         )
     );
     servers.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_floods_its_stderr_is_shown_in_part_and_told_how_much_was_held() {
+    let dir = tempfile::tempdir().unwrap();
+    // 100,000 lines as fast as the pipe takes them, then its stderr closed.
+    let script = "i=0; while [ $i -lt 100000 ]; do echo \"noise $i\"; i=$((i+1)); done >&2; \
+                  exec 2>&-; exec sleep 600";
+    let (notices, mut lines) = tokio::sync::mpsc::unbounded_channel();
+    let servers = McpServers::default();
+    let (_startup, _joined) =
+        McpStartup::begin(&servers, vec![silent("loud", script, dir.path())], notices);
+    let mut received = Vec::new();
+    let limit = Duration::from_secs(30);
+    while let Ok(Some(line)) = tokio::time::timeout(limit, lines.recv()).await {
+        let told = line.contains("more stderr lines not shown");
+        received.push(line);
+        if told {
+            break;
+        }
+    }
+    servers.shutdown().await;
+    let shown = (received.iter())
+        .filter(|l| l.starts_with("mcp loud: noise"))
+        .count();
+    // 50 a window of 10 s: a slow machine may take a few windows to write them all.
+    assert!((50..100_000 / 10).contains(&shown), "{shown} lines shown");
+    let told = received.last().unwrap();
+    assert!(told.contains("more stderr lines not shown"), "{told}");
+    dsh_testkit::fault_matrix(
+        "attack",
+        "an MCP server writes 100,000 lines to its stderr",
+        "at most 50 lines shown every 10 s, then how many were held back",
+    );
 }

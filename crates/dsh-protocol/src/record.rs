@@ -294,16 +294,6 @@ pub struct Presentation {
     pub summary: Option<String>,
 }
 
-impl Presentation {
-    /// In a line, as front ends without room for more show it: `<title>: <path>`.
-    pub fn headline(&self) -> String {
-        match &self.path {
-            Some(path) => format!("{}: {path}", self.title),
-            None => self.title.clone(),
-        }
-    }
-}
-
 /// One change of the session's goal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::view::{CardKind, View};
 use crate::{Block, ErrorInfo, Record, TurnEndReason, Usage};
 
 /// Longest string or object key kept, in UTF-8 bytes.
@@ -127,60 +128,52 @@ pub enum ToolResultStatus {
     Error,
 }
 
-/// The events a committed record produces, in order.
+/// The events a committed record produces, in order: its [`View`] in the reference's events.
+/// The stream is a format programs parse, so a view the reference has no event for is left
+/// out here (the log and `dsh sessions show` have it), each for the reason beside it.
 pub fn project(record: &Record) -> Vec<StreamEvent> {
-    match record {
-        Record::TurnStart { turn } => vec![StreamEvent::Status(Status::TurnStart { turn: *turn })],
-        Record::StepStart { turn, step } => {
-            vec![StreamEvent::Status(Status::StepStart {
-                turn: *turn,
-                step: *step,
-            })]
+    match record.view() {
+        View::TurnStart { turn } => vec![StreamEvent::Status(Status::TurnStart { turn })],
+        View::StepStart { turn, step } => {
+            vec![StreamEvent::Status(Status::StepStart { turn, step })]
         }
-        Record::StepEnd { turn, step, usage } => {
-            vec![StreamEvent::Status(Status::StepEnd {
-                turn: *turn,
-                step: *step,
-                usage: *usage,
-            })]
-        }
-        Record::TurnEnd { turn, reason } => {
-            vec![StreamEvent::Status(Status::TurnEnd {
-                turn: *turn,
-                reason: reason.clone(),
-            })]
-        }
-        Record::TodoWrite { todos, .. } => vec![StreamEvent::Todo {
-            todos: todos.clone(),
+        View::StepEnd { turn, step, usage } => vec![StreamEvent::Status(Status::StepEnd {
+            turn,
+            step,
+            usage: *usage,
+        })],
+        View::TurnEnd { turn, reason } => vec![StreamEvent::Status(Status::TurnEnd {
+            turn,
+            reason: reason.clone(),
+        })],
+        View::Todos { todos } => vec![StreamEvent::Todo {
+            todos: todos.to_vec(),
         }],
-        Record::Presentation(shown) => vec![StreamEvent::Present {
-            title: shown.title.clone(),
-            path: shown.path.clone(),
-            summary: shown.summary.clone(),
-        }],
-        Record::GoalChange(change) => vec![StreamEvent::Goal {
-            operation: change.operation,
-            goal: change.goal.clone(),
-        }],
-        // A fork's inherited history happened before; how a subagent ended is in its events
-        // and in the result of the call that ran it.
-        Record::SessionSeed { .. } | Record::SubagentRun(_) => Vec::new(),
-        // Settings of the session, as the run's `--dump-config` shows them.
-        Record::PermissionMode(_) => Vec::new(),
-        // A denial or a failed review reaches the stream as its call's `tool_result.error`;
-        // the review's usage is in the step's `step_end`.
-        Record::AutoReview(_) => Vec::new(),
-        // The workspace's bookkeeping, for rewinds; what a turn did is in its calls.
-        Record::Checkpoint(_) | Record::Rewind(_) => Vec::new(),
-        // Compaction changes what the model is sent, not what happened; its request's usage
-        // is in the step's `step_end`.
-        Record::UserMessage { .. } | Record::CompactionPrune(_) | Record::CompactionSummary(_) => {
-            Vec::new()
-        }
-        Record::AssistantMessage(data) => data
-            .message
-            .content
-            .iter()
+        View::Card(card) => match card.kind {
+            CardKind::Present => vec![StreamEvent::Present {
+                title: card.headline,
+                path: card.path.map(str::to_owned),
+                summary: card.detail.map(str::to_owned),
+            }],
+            CardKind::Goal(change) => vec![StreamEvent::Goal {
+                operation: change.operation,
+                goal: change.goal.clone(),
+            }],
+            // A fork's inherited history happened before; how a subagent ended is in its
+            // events and in the result of the call that ran it.
+            CardKind::Fork { .. } | CardKind::Subagent(_) => Vec::new(),
+            // A denial or a failed review reaches the stream as its call's
+            // `tool_result.error`; the review's usage is in the step's `step_end`.
+            CardKind::Review => Vec::new(),
+            // Compaction changes what the model is sent, not what happened; its request's
+            // usage is in the step's `step_end`. A rewind is the workspace's bookkeeping, and
+            // instructions are the model's input, not the run's output.
+            CardKind::Compaction(_) | CardKind::Rewind | CardKind::Instructions => Vec::new(),
+        },
+        // The task is the supervisor's own; the mode is the run's setting, as its
+        // `--dump-config` shows it.
+        View::User { .. } | View::Mode(_) | View::Hidden { .. } => Vec::new(),
+        View::Answer(answer) => (answer.message.content.iter())
             .filter_map(|block| match block {
                 Block::Reasoning { text, .. } if !text.is_empty() => {
                     Some(StreamEvent::Thinking { text: text.clone() })
@@ -191,15 +184,12 @@ pub fn project(record: &Record) -> Vec<StreamEvent> {
                 _ => None,
             })
             .collect(),
-        Record::ToolCall(call) => vec![StreamEvent::ToolCall {
+        View::Call(call) => vec![StreamEvent::ToolCall {
             call_id: call.call_id.clone(),
             tool: call.name.clone(),
             input: tool_input(&call.arguments),
         }],
-        Record::ToolResult(result) => result
-            .message
-            .content
-            .iter()
+        View::Result(result) => (result.message.content.iter())
             .filter_map(|block| match block {
                 Block::ToolResult {
                     tool_call_id,

@@ -235,7 +235,14 @@ impl Sandbox {
             if settings.backend.candidates().first() == Some(&Backend::Bubblewrap)
                 && let Some(bwrap) = settings.bwrap.clone().or_else(crate::bwrap::locate)
             {
-                let protected = policy.protected_paths();
+                // Git's view of the workspace is taken here, running Git: not on the
+                // runtime's own thread either, which goes on reading the model's answer.
+                let asked = policy.clone();
+                let Ok(protected) =
+                    tokio::task::spawn_blocking(move || asked.protected_paths()).await
+                else {
+                    return;
+                };
                 let profile = crate::bwrap::profile(
                     policy.mode(),
                     Some(&policy),

@@ -211,6 +211,9 @@ pub(crate) fn profile(
         }
     }
     let (SandboxMode::WorkspaceWrite, Some(policy)) = (mode, policy) else {
+        if let Some(policy) = policy {
+            hide(&mut args, policy);
+        }
         return args;
     };
     let tmp = Path::new("/tmp");
@@ -267,7 +270,29 @@ pub(crate) fn profile(
             args.extend(["--ro-bind".into(), path.clone(), path]);
         }
     }
+    hide(&mut args, policy);
     args
+}
+
+/// Covers what commands may not read ([`SandboxPolicy::hidden_paths`]), last, so that no
+/// bind of a root above shows it again: a file by `/dev/null`, a folder by an empty tmpfs. A
+/// symlink is left as it is: bwrap cannot mount at a link, and where it leads is listed and
+/// covered itself.
+fn hide(args: &mut Vec<OsString>, policy: &SandboxPolicy) {
+    for path in policy.hidden_paths() {
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.file_type().is_symlink() {
+            continue;
+        }
+        let path = path.into_os_string();
+        if meta.is_dir() {
+            args.extend(["--tmpfs".into(), path.clone(), "--remount-ro".into(), path]);
+        } else {
+            args.extend(["--ro-bind".into(), "/dev/null".into(), path]);
+        }
+    }
 }
 
 /// Whether this process may create entries in `dir`.

@@ -229,6 +229,18 @@ impl Sandbox {
         if mode == SandboxMode::DangerFullAccess {
             return Ok(unconfined(argv));
         }
+        if let Some(moved) = policy.moved_secrets() {
+            return Err(SandboxUnavailable::runner_failed(
+                mode,
+                format!(
+                    "{} holds secrets that commands may not read (it is dsh's home, or where a \
+                     symlinked secret in it leads), and it is no longer the folder dsh found \
+                     there: a command moved or replaced it, so the sandbox would not hide what \
+                     it holds. Put it back where it was to run commands again",
+                    moved.display()
+                ),
+            ));
+        }
         let Some((backend, enforcement)) = self.chosen() else {
             return Err(SandboxUnavailable {
                 mode,

@@ -245,6 +245,24 @@ pub struct Approval<'a> {
     pub approver: Option<&'a dyn Approver>,
 }
 
+/// The noun a denial or hint uses for what was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    /// A shell command (`bash`).
+    Command,
+    /// A file mutation (`write`, `edit`).
+    Operation,
+}
+
+impl Subject {
+    pub(crate) fn noun(self) -> &'static str {
+        match self {
+            Subject::Command => "command",
+            Subject::Operation => "operation",
+        }
+    }
+}
+
 /// Decides a request for a call running under `current`. Returns the mode granted to that one
 /// call. `subject` names the action in a rejection ("command", "operation").
 pub async fn approve(
@@ -253,7 +271,7 @@ pub async fn approve(
     approval: Approval<'_>,
     tool: &str,
     call_id: &str,
-    subject: crate::Subject,
+    subject: Subject,
 ) -> Result<SandboxMode, EscalationError> {
     if !request.mode.is_wider_than(current) {
         return Err(EscalationError::NotWider {
@@ -293,7 +311,6 @@ pub async fn approve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Subject;
 
     struct Always(ApprovalOutcome);
 

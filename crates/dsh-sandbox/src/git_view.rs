@@ -7,9 +7,10 @@
 //! paths by hand misses some (a `core.hooksPath` set in an included file, or with a trailing
 //! comment, or in the global config). So dsh asks Git: `git config --list --show-origin
 //! --includes` for every setting and the file it came from, `git rev-parse --git-path hooks`
-//! for the hooks folder, and `git ls-files --stage` for the repositories embedded as gitlinks
-//! (submodules, and a repository a command made and added), whose own config Git reads when the
-//! user's `git status` looks into them.
+//! for the hooks folder, and the index for the repositories embedded as gitlinks (submodules,
+//! and a repository a command made and added), whose own config Git reads when the user's
+//! `git status` looks into them: read from the index file (`git_view/gitlinks.rs`), or where
+//! that reader does not know it, from `git ls-files --stage`.
 //!
 //! The view taken before a run's first command is the snapshot. Every config file Git named, and
 //! the hooks folder, are protected paths (bound read-only for commands under bubblewrap, refused
@@ -23,6 +24,8 @@ use std::collections::BTreeSet;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+mod gitlinks;
 
 /// One setting: the file it came from (a real path; `None` for the command line and other
 /// sources that are not files), its key (as Git prints it: section and name in lower case) and
@@ -90,11 +93,19 @@ impl GitView {
         }
         let paths = git(
             workspace,
-            &["rev-parse", "--git-dir", "--git-path", "hooks"],
+            &[
+                "rev-parse",
+                "--git-dir",
+                "--git-path",
+                "hooks",
+                "--show-prefix",
+            ],
         )?;
         let mut lines = paths.lines();
         let git_dir = real(workspace, lines.next()?);
         let hooks = lines.next().map(|hooks| real(workspace, hooks));
+        // Where the workspace is below the repository's top (`sub/dir/`, or nothing).
+        let prefix = lines.next().unwrap_or_default();
         let mut view = GitView {
             hooks: hooks.clone(),
             ..GitView::default()
@@ -103,17 +114,13 @@ impl GitView {
         // config only (its `config` and, with `extensions.worktreeConfig`, `config.worktree`),
         // since the global and system files are the same for both.
         let mut repositories = vec![(workspace.to_path_buf(), false)];
-        // Each repository embedded as a gitlink, and each submodule's own Git folder.
-        if let Some(staged) = git(workspace, &["ls-files", "--stage", "-z"]) {
-            for entry in staged.split('\0') {
-                let Some((meta, path)) = entry.split_once('\t') else {
-                    continue;
-                };
-                if meta.starts_with("160000 ") {
-                    let embedded = workspace.join(path);
-                    if embedded.join(".git").exists() {
-                        repositories.push((embedded, true));
-                    }
+        // Each repository embedded as a gitlink below the workspace, and each submodule's own
+        // Git folder.
+        if !workspace.starts_with(&git_dir) {
+            for path in gitlinks(workspace, &git_dir, prefix) {
+                let embedded = workspace.join(path);
+                if embedded.join(".git").exists() {
+                    repositories.push((embedded, true));
                 }
             }
         }
@@ -274,6 +281,25 @@ fn named_program(workspace: &Path, value: &str) -> Option<PathBuf> {
     (path.starts_with(workspace) && path.is_file()).then_some(path)
 }
 
+/// The gitlinks of the workspace's index below the workspace (`prefix` below the top), as
+/// paths relative to it: read from the index file, or where this reader does not know it,
+/// from `git ls-files --stage`.
+fn gitlinks(workspace: &Path, git_dir: &Path, prefix: &str) -> Vec<String> {
+    let index = (std::env::var_os("GIT_INDEX_FILE").is_none()).then(|| git_dir.join("index"));
+    if let Some(found) = index.as_deref().and_then(gitlinks::read) {
+        return (found.iter())
+            .filter_map(|path| path.strip_prefix(prefix))
+            .map(str::to_owned)
+            .collect();
+    }
+    let staged = git(workspace, &["ls-files", "--stage", "-z"]).unwrap_or_default();
+    (staged.split('\0'))
+        .filter_map(|entry| entry.split_once('\t'))
+        .filter(|(meta, _)| meta.starts_with("160000 "))
+        .map(|(_, path)| path.to_owned())
+        .collect()
+}
+
 /// `git config --list --show-scope --show-origin -z` as settings, each with its scope
 /// (`system`, `global`, `local`, `worktree`, `command`): `scope NUL origin NUL key NEWLINE value
 /// NUL`.
@@ -364,9 +390,15 @@ mod tests {
     use super::*;
 
     /// A fresh repository to test in (the folder, and its real path), or `None` where Git is
-    /// not installed.
+    /// not installed, unless `DSH_TEST_REQUIRE_GIT=1` (CI) makes that a failure.
     fn repository() -> Option<(tempfile::TempDir, PathBuf)> {
-        Command::new("git").arg("--version").output().ok()?;
+        if Command::new("git").arg("--version").output().is_err() {
+            assert!(
+                std::env::var("DSH_TEST_REQUIRE_GIT").as_deref() != Ok("1"),
+                "git is required (DSH_TEST_REQUIRE_GIT is set) but cannot be run"
+            );
+            return None;
+        }
         let dir = tempfile::tempdir().unwrap();
         let ws = std::fs::canonicalize(dir.path()).unwrap();
         git_ok(&ws, &["init", "-q"]);
@@ -514,6 +546,79 @@ mod tests {
             [other.join(".git/config.worktree"), sub.join(".git/config")],
             "{settings:?}"
         );
+    }
+
+    /// The gitlinks are read from the index as Git lists them, in each index version (the
+    /// fourth strips each path's start that the one before shares); a split index is left
+    /// to Git; a workspace below the top has its own, relative to it.
+    #[test]
+    fn gitlinks_are_read_from_the_index_as_git_lists_them() {
+        let Some((_dir, ws)) = repository() else {
+            return;
+        };
+        for i in 0..40 {
+            let file = ws.join(format!("dir{}/a-file-with-a-long-name-{i}.txt", i % 3));
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, "x").unwrap();
+        }
+        for sub in ["deep/er/sub", "other"] {
+            std::fs::create_dir_all(ws.join(sub)).unwrap();
+            git_ok(&ws.join(sub), &["init", "-q"]);
+            commit_empty(&ws.join(sub));
+        }
+        git_ok(&ws, &["add", "-A"]);
+        // An entry with extended flags (index version 3 and up).
+        git_ok(
+            &ws,
+            &[
+                "update-index",
+                "--skip-worktree",
+                "dir0/a-file-with-a-long-name-0.txt",
+            ],
+        );
+        let listed = Command::new("git")
+            .args(["-C", ws.to_str().unwrap(), "ls-files", "--stage", "-z"])
+            .output()
+            .unwrap();
+        let listed: Vec<String> = String::from_utf8(listed.stdout)
+            .unwrap()
+            .split('\0')
+            .filter_map(|entry| entry.split_once('\t'))
+            .filter(|(meta, _)| meta.starts_with("160000 "))
+            .map(|(_, path)| path.to_owned())
+            .collect();
+        assert_eq!(listed, ["deep/er/sub", "other"]);
+        let index = ws.join(".git/index");
+        for version in ["3", "4", "2"] {
+            git_ok(&ws, &["update-index", "--index-version", version]);
+            assert_eq!(
+                gitlinks::read(&index).as_ref(),
+                Some(&listed),
+                "version {version}"
+            );
+        }
+        git_ok(
+            &ws,
+            &[
+                "update-index",
+                "--no-skip-worktree",
+                "dir0/a-file-with-a-long-name-0.txt",
+            ],
+        );
+        git_ok(&ws, &["update-index", "--index-version", "2"]);
+        assert_eq!(gitlinks::read(&index).as_ref(), Some(&listed), "version 2");
+        assert_eq!(
+            gitlinks(&ws.join("deep"), &ws.join(".git"), "deep/"),
+            ["er/sub"]
+        );
+        git_ok(&ws, &["update-index", "--split-index"]);
+        assert_eq!(
+            gitlinks::read(&index),
+            None,
+            "a split index is Git's to read"
+        );
+        assert_eq!(gitlinks(&ws, &ws.join(".git"), ""), listed);
+        assert_eq!(gitlinks::read(&ws.join(".git/no-index")), Some(Vec::new()));
     }
 
     /// A command that puts the modification times back after planting (`touch -d`) still

@@ -14,18 +14,103 @@
 //! with no port allowed (ABI 4), and the seccomp filter refuses every socket that is not a Unix
 //! socket, which also covers UDP and raw sockets on any ABI.
 
-use std::os::fd::{AsFd as _, AsRawFd as _, OwnedFd};
+use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::os::unix::fs::MetadataExt as _;
 
 use ::landlock::{
-    ABI, Access as _, AccessFs, AccessNet, CompatLevel, Compatible as _, PathBeneath, PathFd,
+    ABI, Access as _, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible as _, PathBeneath,
     Ruleset, RulesetAttr as _, RulesetCreatedAttr as _, Scope,
 };
 
 use crate::backend::LANDLOCK_TARGET_ABI as TARGET_ABI;
+use crate::secrets::Hidden;
 use crate::{Enforcement, SandboxMode, SandboxPolicy};
 
 /// The file-access rights we handle: everything up to ABI 5 (IOCTL on devices).
 const FS_ABI: ABI = ABI::V5;
+
+/// The rights that show a file's content: what a hidden path is never granted.
+fn content_rights() -> BitFlags<AccessFs> {
+    AccessFs::ReadFile | AccessFs::Execute
+}
+
+/// `access` beneath `top` (opened as `handle`), less reading what is `hidden` beneath it
+/// ([`SandboxPolicy::hidden_paths`]). Landlock only adds access, so nothing can be taken out
+/// of a grant above it: where a hidden path lies beneath `top`, `top` is granted `access`
+/// without [`content_rights`] and without `REFER`, and each entry of each folder on the way
+/// down (but the next folder on the way and the hidden path itself) `access` whole. An entry
+/// is opened without following a symlink (a link grants nothing, whatever it points at), and
+/// one made in those folders after the ruleset was built is not readable. Without `REFER` on
+/// the way, which every folder below inherits, nothing can be linked or moved from one of
+/// those folders into another: a secret renamed stays in its folder, where dsh finds it by
+/// identity ([`crate::secrets`]). An entry that is `skip` (by device and inode) is granted
+/// nothing whatever its name: a secret, or a folder on the way, renamed while this ran.
+fn grants_beneath(
+    top: &std::path::Path,
+    handle: OwnedFd,
+    access: BitFlags<AccessFs>,
+    hidden: &Hidden,
+) -> Vec<(OwnedFd, BitFlags<AccessFs>)> {
+    use std::collections::BTreeSet;
+    use std::path::Path;
+    let inside: Vec<&Path> = (hidden.paths.iter())
+        .map(std::path::PathBuf::as_path)
+        .filter(|h| h.starts_with(top) && *h != top)
+        .collect();
+    if inside.is_empty() {
+        return vec![(handle, access)];
+    }
+    let ways: BTreeSet<&Path> = (inside.iter())
+        .flat_map(|h| h.ancestors().skip(1))
+        .filter(|a| a.starts_with(top))
+        .collect();
+    let mut grants = vec![(handle, access & !(content_rights() | AccessFs::Refer))];
+    for way in &ways {
+        let Ok(entries) = std::fs::read_dir(way) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if ways.contains(path.as_path()) || inside.contains(&path.as_path()) {
+                continue;
+            }
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_symlink() {
+                continue;
+            }
+            let Ok(fd) = open_nofollow(&path) else {
+                continue;
+            };
+            // What was opened, not what the name was when listed.
+            let file = std::fs::File::from(fd);
+            let Ok(meta) = file.metadata() else {
+                continue;
+            };
+            if hidden.identities.contains(&(meta.dev(), meta.ino())) {
+                continue;
+            }
+            let rights = if meta.is_dir() {
+                access
+            } else {
+                access & AccessFs::from_file(FS_ABI)
+            };
+            grants.push((OwnedFd::from(file), rights));
+        }
+    }
+    grants
+}
+
+/// `path` opened `O_PATH`, its last component not followed.
+fn open_nofollow(path: &std::path::Path) -> std::io::Result<OwnedFd> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map(OwnedFd::from)
+}
 
 /// The kernel's Landlock ABI, or why there is none.
 pub(crate) fn kernel_abi() -> Result<i32, String> {
@@ -155,30 +240,33 @@ impl ChildRestrictions {
                 .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
                 .map_err(|e| fail(&e))?;
         }
-        let root = PathFd::new("/").map_err(|e| fail(&e))?;
-        let mut created = ruleset
-            .create()
-            .map_err(|e| fail(&e))?
-            .add_rule(PathBeneath::new(root, AccessFs::from_read(FS_ABI)))
-            .map_err(|e| fail(&e))?;
+        let hidden = policy.hidden();
+        let slash = open_nofollow(std::path::Path::new("/")).map_err(|e| fail(&e))?;
+        let mut grants = grants_beneath(
+            std::path::Path::new("/"),
+            slash,
+            AccessFs::from_read(FS_ABI),
+            &hidden,
+        );
         for device in ["/dev/null", "/dev/zero", "/dev/full"] {
-            if let Ok(fd) = PathFd::new(device) {
-                created = created
-                    .add_rule(PathBeneath::new(fd, AccessFs::from_file(FS_ABI)))
-                    .map_err(|e| fail(&e))?;
+            if let Ok(fd) = open_nofollow(std::path::Path::new(device)) {
+                grants.push((fd, AccessFs::from_file(FS_ABI)));
             }
         }
         if policy.mode() == SandboxMode::WorkspaceWrite {
             // The directories pinned when the policy was made, by handle: a root renamed and
             // replaced by a symlink since then grants nothing new.
             for root in policy.pinned_roots() {
-                created = created
-                    .add_rule(PathBeneath::new(
-                        root.handle.as_fd(),
-                        AccessFs::from_all(FS_ABI),
-                    ))
-                    .map_err(|e| fail(&e))?;
+                let handle = root.handle.try_clone().map_err(|e| fail(&e))?;
+                let all = AccessFs::from_all(FS_ABI);
+                grants.extend(grants_beneath(&root.path, handle, all, &hidden));
             }
+        }
+        let mut created = ruleset.create().map_err(|e| fail(&e))?;
+        for (fd, access) in grants {
+            created = created
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(|e| fail(&e))?;
         }
         let ruleset: Option<OwnedFd> = created.into();
         let ruleset = ruleset.ok_or_else(|| {

@@ -9,7 +9,6 @@
 //! paths just before a write.
 
 mod backend;
-pub mod beneath;
 mod bwrap;
 #[cfg(target_os = "linux")]
 mod caps;
@@ -23,37 +22,20 @@ mod landlock_backend;
 mod mode;
 mod policy;
 mod report;
+mod secrets;
 mod watch;
 
 pub use backend::{
     Backend, BackendChoice, CommandLimits, Enforcement, Probe, Sandbox, SandboxSettings,
     UnknownBackend,
 };
-pub use beneath::WriteSite;
 pub use classify::Verdict;
 pub use confine::{ChildSetup, ConfinedCommand, SandboxUnavailable};
+pub use escalation::Subject;
 pub use helper::{HelperChild, HelperExit, HelperLaunch, HelperRefusal, HelperWaiter};
 pub use mode::{SandboxMode, UnknownMode};
 pub use policy::{SandboxPolicy, is_env_file};
 pub use watch::{CreationWatch, set_aside};
-
-/// The noun a denial or hint uses for what was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Subject {
-    /// A shell command (`bash`).
-    Command,
-    /// A file mutation (`write`, `edit`).
-    Operation,
-}
-
-impl Subject {
-    fn noun(self) -> &'static str {
-        match self {
-            Subject::Command => "command",
-            Subject::Operation => "operation",
-        }
-    }
-}
 
 /// The line the model reads when the sandbox refused a file access; the same for every tool, so
 /// the model learns one vocabulary.

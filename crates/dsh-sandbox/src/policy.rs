@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::SandboxMode;
-use crate::beneath::{self, WriteSite};
 use crate::git_view::GitView;
+use crate::secrets::{Hidden, HomeSecrets};
+use dsh_fence::{WriteSite, write_site};
 
 /// The sandbox policy of one call: its mode and, under `workspace-write`, the directories it
 /// may write below.
@@ -24,6 +25,8 @@ pub struct SandboxPolicy {
     pinned: Arc<Vec<PinnedRoot>>,
     /// dsh's own home (`DSH_HOME`): its config, hooks and sessions, which dsh trusts.
     dsh_home: Option<PathBuf>,
+    /// The secrets in it, as this process has seen them.
+    secrets: Option<HomeSecrets>,
     /// What Git runs for the workspace, as Git reported it before the first command (the
     /// snapshot), and as it was last asked.
     git: Arc<GitWatch>,
@@ -84,16 +87,48 @@ impl SandboxPolicy {
             roots,
             pinned: Arc::new(pinned),
             dsh_home: None,
+            secrets: None,
             git: Arc::default(),
         }
     }
 
     /// The same policy, with dsh's home protected like the workspace's `.dsh/`: its config can
     /// widen the next run's sandbox and its hooks run commands, and it may well lie in a
-    /// writable root (a `DSH_HOME` under `/tmp`, or inside the workspace).
+    /// writable root (a `DSH_HOME` under `/tmp`, or inside the workspace). Its secrets are
+    /// found now, if this process has not found them yet ([`crate::secrets`]).
     pub fn with_dsh_home(mut self, home: &Path) -> Self {
-        self.dsh_home = Some(canonical(home));
+        let home = canonical(home);
+        self.secrets = Some(HomeSecrets::of(&home));
+        self.dsh_home = Some(home);
         self
+    }
+
+    /// What commands may not read at all, in any sandboxed mode: the secrets dsh keeps in
+    /// its home (the keys `dsh login` saved, its `.env`, the MCP servers' sign-ins, its config
+    /// files, the page holding `dsh web`'s token), under the names they have now, and where a
+    /// symlinked one leads. The run's redactor hides their
+    /// values in what comes back, but a command that could read them could also send them
+    /// somewhere before anything comes back. Where a backend cannot hide one, it says so
+    /// ([`crate::Enforcement`]).
+    pub fn hidden_paths(&self) -> Vec<PathBuf> {
+        self.hidden().paths
+    }
+
+    /// The secrets to hide now, by path and by identity.
+    pub(crate) fn hidden(&self) -> Hidden {
+        match &self.secrets {
+            Some(secrets) if self.mode != SandboxMode::DangerFullAccess => secrets.hidden(),
+            _ => Hidden::default(),
+        }
+    }
+
+    /// A folder holding secrets that a command moved or replaced since dsh found it: commands
+    /// are refused then, since what it holds is no longer where the sandbox hides it.
+    pub(crate) fn moved_secrets(&self) -> Option<PathBuf> {
+        match &self.secrets {
+            Some(secrets) if self.mode != SandboxMode::DangerFullAccess => secrets.moved(),
+            _ => None,
+        }
     }
 
     /// The roots as they were pinned (those that existed as directories then).
@@ -331,7 +366,7 @@ impl SandboxPolicy {
     /// The folder of `real_path` (a real path [`SandboxPolicy::allows_write`] allowed), opened
     /// beneath the handle pinned on the root that grants it, following no symlink, with missing
     /// folders made when `make_missing`: the one place every later step of the write is
-    /// relative to ([`crate::beneath`]). Under `danger-full-access` nothing grants anything,
+    /// relative to ([`dsh_fence`]). Under `danger-full-access` nothing grants anything,
     /// and the folder is opened beneath `/` in the same way.
     pub fn write_site(&self, real_path: &Path, make_missing: bool) -> io::Result<WriteSite> {
         if self.mode == SandboxMode::DangerFullAccess {
@@ -339,7 +374,7 @@ impl SandboxPolicy {
                 .read(true)
                 .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
                 .open("/")?;
-            return beneath::write_site(slash.as_fd(), Path::new("/"), real_path, make_missing);
+            return write_site(slash.as_fd(), Path::new("/"), real_path, make_missing);
         }
         // A root itself is a folder, written in no folder of a root.
         if self.pinned.iter().any(|root| root.path == real_path) {
@@ -353,13 +388,13 @@ impl SandboxPolicy {
             .filter(|root| parent.starts_with(&root.path))
             .max_by_key(|root| root.path.components().count());
         if let Some(root) = by_name {
-            return beneath::write_site(root.handle.as_fd(), &root.path, real_path, make_missing);
+            return write_site(root.handle.as_fd(), &root.path, real_path, make_missing);
         }
         let Some((root, ancestor)) = self.aliased_root(parent) else {
             return Err(io::Error::from_raw_os_error(libc::EXDEV));
         };
         let inside = real_path.strip_prefix(ancestor).unwrap_or(real_path);
-        beneath::write_site(
+        write_site(
             root.handle.as_fd(),
             &root.path,
             &root.path.join(inside),
@@ -396,7 +431,6 @@ impl SandboxPolicy {
     }
 }
 
-/// Opens and identifies a root directory, without following a symlink in its place.
 /// The files of a workspace's own Git folder that make Git run something or look elsewhere
 /// for what it runs: the hooks and config, a worktree's config and the common-folder pointer,
 /// the linked worktrees' folders, and each submodule's hooks and config (nested submodules
@@ -537,6 +571,7 @@ pub fn is_env_file(name: &std::ffi::OsStr) -> bool {
     name == ".env" || (name.starts_with(".env.") && !template)
 }
 
+/// Opens and identifies a root directory, without following a symlink in its place.
 fn pin(root: &Path) -> Option<PinnedRoot> {
     let file = std::fs::OpenOptions::new()
         .read(true)

@@ -3,6 +3,8 @@
 //! * [`ScriptedServer`]: a model server on `127.0.0.1` that plays a script of [`Turn`]s (text,
 //!   tool calls, reasoning, usage, an HTTP status, or a request left hanging) in the
 //!   chat-completions dialect, and records every request so tests can check what was sent.
+//!   It can bill as DeepSeek, OpenAI or Anthropic do ([`ScriptedServer::bill_as`]): what their
+//!   prompt caches would serve, reported in their own usage fields.
 //! * [`TestEnv`]: a temporary workspace and home wired to a server, and a way to run the real
 //!   `dsh` binary in them ([`RunOutput`], whose JSON events are checked against the published
 //!   schema, `docs/events.schema.json`).
@@ -14,6 +16,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod billing;
 mod env;
 pub mod mcp;
 mod schema;
@@ -23,8 +26,9 @@ pub mod site;
 pub mod tmux;
 mod tree;
 
+pub use billing::{Bill, CacheRules};
 pub use env::{RunOutput, TestEnv};
-pub use schema::{check_event, events_schema};
+pub use schema::{check_event, check_output, events_schema};
 pub use script::{Answer, Fault, Turn};
 pub use server::{Dialect, Request, ScriptedServer, stream_body};
 pub use tree::tree;
@@ -47,6 +51,41 @@ pub fn fault_matrix(class: &str, case: &str, outcome: &str) {
     if let Ok(mut file) = file {
         let _ = file.write_all(line.as_bytes());
     }
+}
+
+/// How long a test's wait sleeps between two looks at what it waits for: short enough that
+/// the test goes on at once, long enough not to take a core from what it waits on.
+pub const POLL: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// Whether `git` runs here. A test that needs it skips without it, saying so, unless
+/// `DSH_TEST_REQUIRE_GIT=1` (set by `.ci/run`, which installs it) makes that a failure.
+#[allow(clippy::print_stderr)] // a skipped test says so
+pub fn git_available() -> bool {
+    let found = std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var("DSH_TEST_REQUIRE_GIT").as_deref() != Ok("1"),
+            "git is required (DSH_TEST_REQUIRE_GIT is set) but cannot be run"
+        );
+        eprintln!("skipped: git is not installed");
+    }
+    found
+}
+
+/// The most memory process `pid` has held so far, in MiB (its `VmHWM`): what a test that
+/// floods a process with output checks at the end, however briefly the peak lasted.
+pub fn peak_rss_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the process runs");
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .expect("VmHWM in /proc/PID/status");
+    kib / 1024
 }
 
 /// A folder for test files that must lie outside every writable root of the default sandbox

@@ -1,3 +1,4 @@
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use serde_json::Value;
@@ -13,19 +14,49 @@ pub fn events_schema() -> &'static Value {
 
 /// Panics with every violation if `event` does not match the published schema.
 pub fn check_event(event: &Value) {
-    static SCHEMA: OnceLock<(boon::Schemas, boon::SchemaIndex)> = OnceLock::new();
-    let (schemas, root) = SCHEMA.get_or_init(|| {
+    check(event, "");
+}
+
+/// Panics with every violation if `output` does not match the definition `name` of the
+/// published schema: one of the listing commands' `--json` outputs (`sessionSummary`,
+/// `logLine`, `rewindTurns`, `rewindReport`, `mcpServers`), which are not events.
+pub fn check_output(name: &str, output: &Value) {
+    check(output, name);
+}
+
+/// Checks `value` against the schema's root (`""`) or the definition `name`; the root and
+/// every definition are compiled once.
+fn check(value: &Value, name: &str) {
+    type Compiled = (boon::Schemas, HashMap<String, boon::SchemaIndex>);
+    static SCHEMAS: OnceLock<Compiled> = OnceLock::new();
+    let (schemas, indexes) = SCHEMAS.get_or_init(|| {
+        let url = "urn:dsh:events-schema";
         let mut compiler = boon::Compiler::new();
         let mut schemas = boon::Schemas::new();
-        let url = "urn:dsh:events-schema";
         compiler
             .add_resource(url, events_schema().clone())
             .expect("the schema's name is a URL");
-        let root = (compiler.compile(url, &mut schemas))
-            .unwrap_or_else(|e| panic!("docs/events.schema.json is not a schema: {e:#}"));
-        (schemas, root)
+        let defs = (events_schema()["$defs"].as_object())
+            .map(|defs| defs.keys().cloned().collect::<Vec<_>>())
+            .unwrap_or_default();
+        let mut indexes = HashMap::new();
+        for name in std::iter::once(String::new()).chain(defs) {
+            let at = if name.is_empty() {
+                url.to_owned()
+            } else {
+                format!("{url}#/$defs/{name}")
+            };
+            let index = (compiler.compile(&at, &mut schemas)).unwrap_or_else(|e| {
+                panic!("docs/events.schema.json {name} is not a schema: {e:#}")
+            });
+            indexes.insert(name, index);
+        }
+        (schemas, indexes)
     });
-    if let Err(error) = schemas.validate(event, *root) {
-        panic!("event {event} does not match docs/events.schema.json: {error:#}");
+    let index =
+        (indexes.get(name)).unwrap_or_else(|| panic!("docs/events.schema.json defines no {name}"));
+    if let Err(error) = schemas.validate(value, *index) {
+        let what = if name.is_empty() { "an event" } else { name };
+        panic!("{value} does not match docs/events.schema.json ({what}): {error:#}");
     }
 }

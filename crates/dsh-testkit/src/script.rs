@@ -18,6 +18,10 @@ pub enum Turn {
     Fault(Fault),
     /// Wait this long before answering at all (a slow first byte).
     Delayed(std::time::Duration, Box<Turn>),
+    /// Answer only once the server has received this many requests in all: a barrier that
+    /// shows requests were in flight together, whatever the machine's speed. Past a minute
+    /// without them the request is refused (500), naming how many came.
+    AfterRequests(usize, Box<Turn>),
 }
 
 /// A damaged answer.
@@ -45,6 +49,9 @@ pub struct Answer {
     pub usage: Option<(u64, u64, u64)>,
     /// The finish reason; by default `tool_calls` when there are calls, else `stop`.
     pub finish: Option<String>,
+    /// The usage object exactly as sent, in place of the one made from `usage`: how a server
+    /// that bills as a provider ([`crate::ScriptedServer::bill_as`]) reports in its fields.
+    pub wire_usage: Option<Value>,
 }
 
 const DEFAULT_USAGE: Option<(u64, u64, u64)> = Some((100, 10, 0));
@@ -171,6 +178,11 @@ impl Turn {
     /// This turn, sent only after `delay`.
     pub fn delayed(self, delay: std::time::Duration) -> Turn {
         Turn::Delayed(delay, Box::new(self))
+    }
+
+    /// This turn, sent only once `count` requests have arrived in all ([`Turn::AfterRequests`]).
+    pub fn after_requests(self, count: usize) -> Turn {
+        Turn::AfterRequests(count, Box::new(self))
     }
 
     /// An answer that starts streaming `text` and then stalls.

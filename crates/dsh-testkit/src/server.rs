@@ -4,12 +4,13 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::{Answer, Fault, Turn};
+use crate::billing::Billing;
+use crate::{Answer, Bill, CacheRules, Fault, Turn};
 
 /// One request as the server received it.
 #[derive(Debug, Clone)]
@@ -99,6 +100,8 @@ struct Shared {
     tokens: Mutex<Vec<RequestSize>>,
     arrived: Condvar,
     stopping: AtomicBool,
+    /// Whose cache the usage reported follows, when not the script's.
+    billing: OnceLock<Billing>,
 }
 
 /// The server. It stops accepting when dropped.
@@ -156,6 +159,7 @@ impl ScriptedServer {
             tokens: Mutex::new(Vec::new()),
             arrived: Condvar::new(),
             stopping: AtomicBool::new(false),
+            billing: OnceLock::new(),
         });
         let accepting = shared.clone();
         std::thread::spawn(move || {
@@ -169,6 +173,23 @@ impl ScriptedServer {
             }
         });
         ScriptedServer { port, shared }
+    }
+
+    /// This server, billing from now on as `rules` say the provider does: every answer's usage
+    /// is what that provider's prompt cache would have served of the request, in its own
+    /// fields (the rules are in the testkit's `billing.rs`); the script's usage gives only the
+    /// output.
+    pub fn bill_as(self, rules: CacheRules) -> ScriptedServer {
+        let _ = self.shared.billing.set(Billing::new(rules));
+        self
+    }
+
+    /// What each request was billed, in order, on a server that [`ScriptedServer::bill_as`].
+    pub fn bills(&self) -> Vec<Bill> {
+        self.shared
+            .billing
+            .get()
+            .map_or_else(Vec::new, Billing::bills)
     }
 
     /// `http://127.0.0.1:<port>`, what `DEEPSEEK_BASE_URL` is set to.
@@ -264,19 +285,65 @@ fn serve(stream: TcpStream, shared: &Shared) {
                 .pop_front()
                 .unwrap_or_else(|| Turn::text("done")),
         };
-        let turn = filled_in(turn, &request);
+        let turn = billed(filled_in(turn, &request), &request, shared);
         if !matches!(shared.script, Script::Reads(..)) || requests.is_empty() {
             requests.push(request);
         }
         shared.arrived.notify_all();
         turn
     };
+    let turn = after_the_barrier(turn, shared);
     let mut stream = stream;
     respond(&mut stream, turn, dialect);
 }
 
+/// `turn` with the usage the provider the server bills as would report for `request`, or with
+/// the refusal it would answer it with.
+fn billed(turn: Turn, request: &Request, shared: &Shared) -> Turn {
+    let Some(billing) = shared.billing.get() else {
+        return turn;
+    };
+    let Turn::Answer(mut answer) = turn else {
+        return turn;
+    };
+    let output = answer.usage.map_or(10, |(_, completion, _)| completion);
+    match billing.bill(request, output) {
+        Ok(usage) => {
+            answer.wire_usage = Some(usage);
+            Turn::Answer(answer)
+        }
+        Err(refusal) => Turn::status(400, &refusal),
+    }
+}
+
+/// `turn`, once the requests a [`Turn::AfterRequests`] waits for have arrived (or a refusal,
+/// if they do not come within a minute).
+fn after_the_barrier(turn: Turn, shared: &Shared) -> Turn {
+    let Turn::AfterRequests(count, turn) = turn else {
+        return turn;
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut requests = shared.requests.lock().unwrap();
+    while requests.len() < count {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Turn::status(
+                500,
+                &format!(
+                    "the test's barrier was not reached: {} of {count} requests came",
+                    requests.len()
+                ),
+            );
+        }
+        requests = shared.arrived.wait_timeout(requests, left).unwrap().0;
+    }
+    drop(requests);
+    after_the_barrier(*turn, shared)
+}
+
 /// The model list, as a key check asks for it: a key that starts with `refused` is refused
-/// (401), any other is taken; no key at all is refused too. The request is recorded.
+/// (401), quoted in the message as some providers quote it, any other is taken; no key at all
+/// is refused too. The request is recorded.
 fn list_models(mut stream: TcpStream, request: Request, shared: &Shared) {
     let key = (request.headers.get("authorization"))
         .and_then(|v| v.strip_prefix("Bearer "))
@@ -288,7 +355,7 @@ fn list_models(mut stream: TcpStream, request: Request, shared: &Shared) {
     let (status, body) = if key.is_empty() || key.starts_with("refused") {
         (
             "401 Unauthorized",
-            json!({"error": {"message": "Authentication Fails, Your api key is invalid",
+            json!({"error": {"message": format!("Incorrect API key provided: {key}. Authentication Fails, Your api key is invalid"),
                 "type": "authentication_error"}}),
         )
     } else {
@@ -571,6 +638,8 @@ fn respond(stream: &mut TcpStream, turn: Turn, dialect: Dialect) {
             std::thread::sleep(delay);
             respond(stream, *turn, dialect);
         }
+        // Waited for in `serve`, which knows the requests.
+        Turn::AfterRequests(_, turn) => respond(stream, *turn, dialect),
         Turn::Fault(Fault::ResetMidStream(text)) => {
             let _ = stream.write_all(SSE_HEAD);
             let _ = stream.write_all(text_chunk(&text).as_bytes());
@@ -698,10 +767,14 @@ fn write_messages_stream(stream: &mut impl Write, answer: &Answer) -> std::io::R
         stream.write_all(format!("event: {kind}\ndata: {data}\n\n").as_bytes())?;
         stream.flush()
     };
-    let (prompt, completion, cached) = answer.usage.unwrap_or((0, 0, 0));
+    let (prompt, mut completion, cached) = answer.usage.unwrap_or((0, 0, 0));
     let mut start = json!({"type":"message_start","message":{"id":"msg_test","type":"message",
         "role":"assistant","content":[],"model":"m"}});
-    if answer.usage.is_some() {
+    if let Some(wire) = &answer.wire_usage {
+        completion = wire["output_tokens"].as_u64().unwrap_or(0);
+        start["message"]["usage"] = wire.clone();
+        start["message"]["usage"]["output_tokens"] = json!(1);
+    } else if answer.usage.is_some() {
         start["message"]["usage"] = json!({"input_tokens": prompt - cached,
             "cache_read_input_tokens": cached, "cache_creation_input_tokens": 0, "output_tokens": 1});
     }
@@ -772,7 +845,7 @@ fn write_messages_stream(stream: &mut impl Write, answer: &Answer) -> std::io::R
         _ => "end_turn",
     };
     let mut delta = json!({"type":"message_delta","delta":{"stop_reason":stop}});
-    if answer.usage.is_some() {
+    if answer.usage.is_some() || answer.wire_usage.is_some() {
         delta["usage"] = json!({"output_tokens": completion});
     }
     send("message_delta", delta)?;
@@ -829,7 +902,9 @@ fn write_responses_stream(stream: &mut impl Write, answer: &Answer) -> std::io::
         response["status"] = json!("incomplete");
         response["incomplete_details"] = json!({"reason":"max_output_tokens"});
     }
-    if let Some((prompt, completion, cached)) = answer.usage {
+    if let Some(wire) = &answer.wire_usage {
+        response["usage"] = wire.clone();
+    } else if let Some((prompt, completion, cached)) = answer.usage {
         response["usage"] = json!({"input_tokens":prompt,"input_tokens_details":{"cached_tokens":cached},
             "output_tokens":completion,"output_tokens_details":{"reasoning_tokens":0},
             "total_tokens":prompt + completion});
@@ -882,13 +957,18 @@ fn write_stream(stream: &mut impl Write, answer: &Answer, done: bool) -> std::io
         }
     });
     send(delta(json!({}), Value::from(finish)))?;
-    if let Some((prompt, completion, cached)) = answer.usage {
+    let usage = answer.wire_usage.clone().or_else(|| {
+        answer.usage.map(|(prompt, completion, cached)| {
+            json!({"prompt_tokens":prompt,"completion_tokens":completion,
+                   "total_tokens":prompt + completion,
+                   "prompt_cache_hit_tokens":cached,"prompt_cache_miss_tokens":prompt - cached,
+                   "prompt_tokens_details":{"cached_tokens":cached}})
+        })
+    });
+    if let Some(usage) = usage {
         send(
             json!({"id":"chatcmpl-test","object":"chat.completion.chunk","choices":[],
-                    "usage":{"prompt_tokens":prompt,"completion_tokens":completion,
-                             "total_tokens":prompt + completion,
-                             "prompt_cache_hit_tokens":cached,"prompt_cache_miss_tokens":prompt - cached,
-                             "prompt_tokens_details":{"cached_tokens":cached}}}),
+                    "usage":usage}),
         )?;
     }
     if done {

@@ -200,6 +200,20 @@ impl Tmux {
         }
     }
 
+    /// The program's process id: the pane runs a shell that runs it, so it is that shell's
+    /// child.
+    pub fn program_pid(&self) -> u32 {
+        let output = self.tmux(&["display-message", "-p", "#{pane_pid}"]);
+        let shell: u32 = text(&output.stdout).trim().parse().expect("the pane's pid");
+        let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
+            .unwrap_or_default();
+        children
+            .split_whitespace()
+            .next()
+            .and_then(|pid| pid.parse().ok())
+            .expect("the program runs under the pane's shell")
+    }
+
     /// The size of the terminal changes, as when its window is resized.
     pub fn resize(&self, width: u16, height: u16) {
         self.tmux(&[

@@ -8,16 +8,14 @@
 //! after the move so the new name survives a power loss.
 //!
 //! Every step is relative to the destination's folder as the fence opened it
-//! ([`dsh_sandbox::WriteSite`]), never by path: a folder swapped for a symlink meanwhile cannot
+//! ([`dsh_fence::WriteSite`]), never by path: a folder swapped for a symlink meanwhile cannot
 //! move any of them elsewhere.
 
 use std::ffi::{CStr, CString};
 use std::io::{self, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::fs::PermissionsExt;
 
-use dsh_sandbox::WriteSite;
-use dsh_sandbox::beneath::open_at;
+use dsh_fence::{Folder, WriteSite};
 
 use crate::{ToolError, fs_code};
 
@@ -48,46 +46,35 @@ pub(crate) fn publish(
         &token[..12]
     ))
     .map_err(|_| write_error(shown, &io::Error::from_raw_os_error(libc::EINVAL)))?;
-    let dir = site.dir();
-    // SAFETY: `dir` is an open descriptor and `staging` a NUL-terminated name.
-    if unsafe { libc::mkdirat(dir.as_raw_fd(), staging.as_ptr(), 0o700) } != 0 {
-        return Err(write_error(shown, &io::Error::last_os_error()));
-    }
-    let result = open_at(
-        dir,
-        &staging,
-        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        0,
-    )
-    .map_err(|e| write_error(shown, &e))
-    .and_then(|staged| {
-        let result = publish_from(staged.as_fd(), site, content, how, shown);
-        // The staging directory holds at most the temporary file; a failed cleanup leaves an
-        // owner-only directory behind and nothing else.
-        unlink_at(staged.as_fd(), TEMP, 0);
-        result
-    });
-    unlink_at(dir, &staging, libc::AT_REMOVEDIR);
+    let dir = site.folder();
+    dir.make_folder(&staging, 0o700)
+        .map_err(|e| write_error(shown, &e))?;
+    let result = dir
+        .folder(&staging)
+        .map_err(|e| write_error(shown, &e))
+        .and_then(|staged| {
+            let result = publish_from(&staged, site, content, how, shown);
+            // The staging directory holds at most the temporary file; a failed cleanup leaves
+            // an owner-only directory behind and nothing else.
+            let _ = staged.remove_file(TEMP);
+            result
+        });
+    let _ = dir.remove_folder(&staging);
     result?;
-    // SAFETY: a plain fsync of an open descriptor (it fails harmlessly on a bare handle).
-    unsafe { libc::fsync(dir.as_raw_fd()) };
+    dir.sync();
     Ok(())
 }
 
 fn publish_from(
-    staging: BorrowedFd<'_>,
+    staging: &Folder,
     site: &WriteSite,
     content: &[u8],
     how: Publish,
     shown: &str,
 ) -> Result<(), ToolError> {
-    let mut file = open_at(
-        staging,
-        TEMP,
-        libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        0o600,
-    )
-    .map_err(|e| write_error(shown, &e))?;
+    let mut file = staging
+        .create_new(TEMP, 0o600)
+        .map_err(|e| write_error(shown, &e))?;
     file.write_all(content)
         .map_err(|e| write_error(shown, &e))?;
     if let Publish::Replace { mode } = how {
@@ -99,13 +86,13 @@ fn publish_from(
     let (dir, name) = (site.dir(), site.name());
     match how {
         Publish::Replace { .. } => {
-            rename_at(staging, dir, name, 0).map_err(|e| write_error(shown, &e))
+            (staging.rename(TEMP, dir, name, 0)).map_err(|e| write_error(shown, &e))
         }
-        Publish::Create => match link_at(staging, dir, name) {
+        Publish::Create => match staging.link(TEMP, dir, name) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(existing(site, shown)),
             // Some file systems have no hard links; an exclusive rename is just as safe.
-            Err(_) => rename_at(staging, dir, name, libc::RENAME_NOREPLACE).map_err(|e| {
+            Err(_) => (staging.rename(TEMP, dir, name, libc::RENAME_NOREPLACE)).map_err(|e| {
                 if e.kind() == io::ErrorKind::AlreadyExists {
                     existing(site, shown)
                 } else {
@@ -128,56 +115,6 @@ fn existing(site: &WriteSite, shown: &str) -> ToolError {
             format!("cannot overwrite existing \"{shown}\" without reading it first"),
         ),
     }
-}
-
-fn link_at(staging: BorrowedFd<'_>, dir: BorrowedFd<'_>, name: &CStr) -> io::Result<()> {
-    // SAFETY: open descriptors and NUL-terminated names; no flag follows anything.
-    let rc = unsafe {
-        libc::linkat(
-            staging.as_raw_fd(),
-            TEMP.as_ptr(),
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            0,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-fn rename_at(
-    staging: BorrowedFd<'_>,
-    dir: BorrowedFd<'_>,
-    name: &CStr,
-    flags: libc::c_uint,
-) -> io::Result<()> {
-    // The system call itself rather than libc's wrapper, which musl (the static build) does
-    // not have.
-    // SAFETY: open descriptors and NUL-terminated names that outlive the call; the flags are
-    // a plain integer.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_renameat2,
-            staging.as_raw_fd(),
-            TEMP.as_ptr(),
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            flags,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-fn unlink_at(dir: BorrowedFd<'_>, name: &CStr, flags: libc::c_int) {
-    // SAFETY: an open descriptor and a NUL-terminated name; a failure leaves the entry.
-    unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), flags) };
 }
 
 /// An I/O failure while writing, with the path the model gave.

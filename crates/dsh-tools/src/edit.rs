@@ -178,7 +178,7 @@ struct Edited {
 /// The file's content with the change made, checked against the version the session saw.
 /// `buffer` is the editor's text of the file, which is what is changed when there is one.
 fn edited_file(
-    site: &dsh_sandbox::WriteSite,
+    site: &dsh_fence::WriteSite,
     seen: &Version,
     change: Change<'_>,
     shown: &str,

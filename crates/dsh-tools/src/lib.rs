@@ -69,7 +69,7 @@ pub use plan::ExitPlanMode;
 pub use present::Present;
 pub use read::Read;
 pub use read_image::ReadImage;
-pub use redact::{MIN_SECRET_CHARS, REDACTED, Redactor, is_secret_name, redacted};
+pub use redact::{MIN_SECRET_CHARS, REDACTED, Redactor, is_secret_name, redacted, without_pieces};
 pub use registry::{PreparedCall, ToolGroup, ToolOutcome, ToolRegistry};
 pub use schema::{Arguments, Param, ParamType, Parameters, Shape};
 pub use search::glob::Glob;

@@ -3,8 +3,9 @@
 
 use std::path::Path;
 
+use dsh_fence::WriteSite;
 use dsh_sandbox::escalation::{self, EscalationRequest};
-use dsh_sandbox::{SandboxMode, SandboxPolicy, Subject, WriteSite};
+use dsh_sandbox::{SandboxMode, SandboxPolicy, Subject};
 
 use crate::schema::{Param, ParamType};
 use crate::{Arguments, Target, ToolContext, ToolError, fs_code, resolve};

@@ -55,12 +55,47 @@ impl std::fmt::Debug for Redactor {
     }
 }
 
+/// The fewest characters of a secret taken for a piece of it when a text quotes them in a row.
+const SECRET_PIECE: usize = 8;
+
+/// `message` with `secret` taken out: every run of at least eight characters (or the whole
+/// secret, when it is shorter) that is part of it becomes `[REDACTED]`, so a provider quoting
+/// a key whole, cut short or between its own stars shows none of it.
+pub fn without_pieces(message: &str, secret: &str) -> String {
+    let secret: Vec<char> = secret.chars().collect();
+    let least = SECRET_PIECE.min(secret.len()).max(1);
+    let text: Vec<char> = message.chars().collect();
+    let mut out = String::new();
+    let mut at = 0;
+    while at < text.len() {
+        // The longest piece of the secret that starts here.
+        let longest = (0..secret.len())
+            .map(|start| {
+                (text[at..].iter().zip(&secret[start..]))
+                    .take_while(|(a, b)| a == b)
+                    .count()
+            })
+            .max()
+            .unwrap_or(0);
+        if longest >= least {
+            out.push_str("[REDACTED]");
+            at += longest;
+        } else {
+            out.push(text[at]);
+            at += 1;
+        }
+    }
+    out
+}
+
 /// The spellings of `values` worth replacing (trimmed; short ones and words dropped).
 fn secret_spellings(values: impl IntoIterator<Item = String>) -> Vec<String> {
+    let long = |value: &str| value.chars().count() >= MIN_SECRET_CHARS;
     values
         .into_iter()
+        .filter(|value| long(value.trim()) && !is_a_word(value.trim()))
         .flat_map(|value| spellings(value.trim()))
-        .filter(|value| value.chars().count() >= MIN_SECRET_CHARS && !is_a_word(value))
+        .filter(|value| long(value) && !is_a_word(value))
         .collect()
 }
 
@@ -137,6 +172,19 @@ impl Redactor {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
+    }
+
+    /// A provider's message (or another that may quote a secret it was sent, in part) with
+    /// every secret taken out whole, then every run of eight or more characters of one.
+    pub fn redact_pieces(&self, text: &str) -> String {
+        let secrets = self.secrets();
+        let mut out = self.redact(text).into_owned();
+        for value in secrets.values.iter() {
+            if let Ok(value) = std::str::from_utf8(value) {
+                out = without_pieces(&out, value);
+            }
+        }
+        out
     }
 
     /// The text with every secret replaced; borrowed when there was none.
@@ -220,7 +268,34 @@ fn spellings(value: &str) -> Vec<String> {
     if let Some(decoded) = percent_decoded(value) {
         spellings.push(decoded);
     }
+    // Base64, as `| base64` or an HTTP Basic header writes it, wherever the value falls in
+    // what was encoded: at each of the three alignments, the characters that only its own
+    // bytes decide, in both alphabets.
+    for shift in 0..3 {
+        let inner = base64_inner(value.as_bytes(), shift);
+        spellings.push(inner.replace('+', "-").replace('/', "_"));
+        spellings.push(inner);
+    }
     spellings
+}
+
+/// The characters of the base64 of `value` preceded by `shift` other bytes that depend on
+/// `value`'s bits alone (so they appear in any encoding holding `value` at that alignment).
+fn base64_inner(value: &[u8], shift: usize) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let bits: Vec<bool> = std::iter::repeat_n(0u8, shift)
+        .chain(value.iter().copied())
+        .flat_map(|byte| (0..8).rev().map(move |bit| (byte >> bit) & 1 == 1))
+        .collect();
+    let (first, end) = ((8 * shift).div_ceil(6), bits.len() / 6);
+    (first..end)
+        .map(|i| {
+            let sextet = bits[6 * i..6 * i + 6]
+                .iter()
+                .fold(0usize, |n, &bit| (n << 1) | usize::from(bit));
+            char::from(ALPHABET[sextet])
+        })
+        .collect()
 }
 
 /// The value with its `%XX` escapes decoded, when it has any and they make UTF-8.
@@ -296,6 +371,95 @@ pub(crate) fn refuse_placeholder_command(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_message_quoting_the_key_shows_none_of_it() {
+        let key = "sk-proj-4f9Qa7Lm2Xc8Vb1Nz6Ty";
+        for (message, shown) in [
+            (
+                format!("Incorrect API key provided: Bearer {key}."),
+                "Incorrect API key provided: Bearer [REDACTED].",
+            ),
+            (
+                format!("key {}... is invalid", &key[..14]),
+                "key [REDACTED]... is invalid",
+            ),
+            (
+                format!("sk-proj-****{}", &key[key.len() - 10..]),
+                "[REDACTED]****[REDACTED]",
+            ),
+            (
+                "Authentication Fails, Your api key is invalid".to_owned(),
+                "Authentication Fails, Your api key is invalid",
+            ),
+        ] {
+            assert_eq!(without_pieces(&message, key), shown, "{message}");
+        }
+        assert_eq!(without_pieces("bad: abc", "abc"), "bad: [REDACTED]");
+    }
+    /// The red team's finding: a provider's error quoting part of the key it was sent showed
+    /// that part (only `dsh login` took pieces out).
+    #[test]
+    fn a_message_quoting_part_of_a_secret_shows_none_of_it() {
+        let redactor = Redactor::new(["zp-live-4f9Qk2LmX8vR".to_owned()]).unwrap();
+        let said = "Incorrect API key provided: zp-live-4f9Q********X8vR. See your account.";
+        let shown = redactor.redact_pieces(said);
+        assert!(!shown.contains("4f9Q"), "{shown}");
+        assert!(
+            shown.starts_with("Incorrect API key provided: [REDACTED]"),
+            "{shown}"
+        );
+        assert!(shown.ends_with("See your account."), "{shown}");
+        // Text that shares fewer than eight characters in a row with it stays.
+        assert_eq!(
+            redactor.redact_pieces("zp-live is the prefix"),
+            "zp-live is the prefix"
+        );
+    }
+
+    /// The red team's finding: a command that encodes what it read (`| base64`, an HTTP Basic
+    /// header an error echoes) got secrets past the redactor.
+    #[test]
+    fn a_secret_is_redacted_in_base64_wherever_it_falls_in_what_was_encoded() {
+        fn encode(bytes: &[u8]) -> String {
+            const ABC: &[u8; 64] =
+                b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+            let mut out = String::new();
+            for chunk in bytes.chunks(3) {
+                let mut block = [0u8; 3];
+                block[..chunk.len()].copy_from_slice(chunk);
+                let n = u32::from(block[0]) << 16 | u32::from(block[1]) << 8 | u32::from(block[2]);
+                for i in 0..4 {
+                    if i <= chunk.len() {
+                        out.push(char::from(ABC[(n >> (18 - 6 * i) & 63) as usize]));
+                    } else {
+                        out.push('=');
+                    }
+                }
+            }
+            out
+        }
+        assert_eq!(encode(b"any carnal pleas"), "YW55IGNhcm5hbCBwbGVhcw==");
+        let key = "zp-live-4f9Qk2LmX8vR".to_owned();
+        let redactor = Redactor::new([key.clone(), "alice:s3cret-Pa55w0rd".to_owned()]).unwrap();
+        for prefix in ["", "a", "ab", "Authorization: Bearer "] {
+            for text in [format!("{prefix}{key}\n"), format!("{prefix}{key}")] {
+                let encoded = encode(text.as_bytes());
+                let shown = redactor.redact(&encoded);
+                assert!(
+                    shown.contains("[REDACTED]"),
+                    "{prefix:?}: {encoded} -> {shown}"
+                );
+                let url_safe = encoded.replace('+', "-").replace('/', "_");
+                assert!(
+                    redactor.redact(&url_safe).contains("[REDACTED]"),
+                    "{url_safe}"
+                );
+            }
+        }
+        let basic = format!("Basic {}", encode(b"alice:s3cret-Pa55w0rd"));
+        assert!(!redactor.redact(&basic).contains(&basic[6..]), "{basic}");
+    }
     use super::*;
 
     #[test]

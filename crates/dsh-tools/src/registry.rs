@@ -295,6 +295,17 @@ impl PreparedCall {
             .is_ok_and(|(tool, _)| tool.parallel_safe())
     }
 
+    /// Whether running it cannot change a file: its tool only reads ([`ToolFacts::read_only`]),
+    /// or it fails without running (an unknown tool, bad arguments). The agent checkpoints
+    /// the workspace only before a call that can.
+    ///
+    /// [`ToolFacts::read_only`]: crate::ToolFacts::read_only
+    pub fn changes_no_file(&self) -> bool {
+        self.checked
+            .as_ref()
+            .map_or(true, |(tool, _)| tool.facts().read_only)
+    }
+
     /// Whether its argument text is whole JSON: not torn, not empty (running the call still
     /// reads empty text as `{}`).
     pub fn arguments_are_json(&self) -> bool {

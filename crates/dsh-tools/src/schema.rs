@@ -2,7 +2,8 @@
 //! arguments into [`Arguments`] or into the reference's `invalid arguments: ...` error.
 //!
 //! The root object is open, as in the reference: properties a tool does not declare are accepted
-//! and ignored. `null` is a value, not an omission, so `"limit": null` is a type error.
+//! and ignored. `null` is a value, not an omission, so `"limit": null` is a type error, except
+//! where a tool's commands each use some of its parameters ([`Parameters::unused_null_omitted`]).
 
 use serde_json::{Map, Value, json};
 
@@ -153,7 +154,16 @@ impl Param {
 pub struct Parameters {
     params: Vec<Param>,
     schema: Value,
+    /// The parameter that picks a command, and the optional parameters each command uses: a
+    /// `null` given for one the chosen command does not use counts as left out.
+    commands: Option<CommandParams>,
 }
+
+/// The selector parameter's name, and for each of its values the parameters that value uses.
+type CommandParams = (
+    &'static str,
+    &'static [(&'static str, &'static [&'static str])],
+);
 
 impl Parameters {
     pub fn new(params: Vec<Param>) -> Self {
@@ -163,7 +173,39 @@ impl Parameters {
         Parameters {
             params,
             schema: Value::Object(schema),
+            commands: None,
         }
+    }
+
+    /// Declares that `selector` picks a command and which optional parameters each command
+    /// uses: models fill every parameter of such a tool, often with `null` for those the
+    /// command ignores, and that `null` is taken as left out. A `null` for a parameter the
+    /// command uses, or for a required one, is still a type error.
+    pub fn unused_null_omitted(
+        mut self,
+        selector: &'static str,
+        uses: &'static [(&'static str, &'static [&'static str])],
+    ) -> Self {
+        self.commands = Some((selector, uses));
+        self
+    }
+
+    /// Drops the `null` values of parameters the chosen command does not use.
+    fn drop_unused_nulls(&self, map: &mut Map<String, Value>) {
+        let Some((selector, uses)) = self.commands else {
+            return;
+        };
+        let Some(used) = (map.get(selector).and_then(Value::as_str))
+            .and_then(|command| uses.iter().find(|(name, _)| *name == command))
+            .map(|(_, used)| *used)
+        else {
+            return;
+        };
+        map.retain(|key, value| {
+            !value.is_null()
+                || used.contains(&key.as_str())
+                || !(self.params.iter()).any(|p| p.name == key && !p.required)
+        });
     }
 
     /// A schema written by someone else (an MCP server's tool): sent to the model as given,
@@ -172,6 +214,7 @@ impl Parameters {
         Parameters {
             params: Vec::new(),
             schema,
+            commands: None,
         }
     }
 
@@ -183,9 +226,10 @@ impl Parameters {
     /// Validates a model's arguments: missing required properties first, then each declared
     /// property in order, all violations joined as the reference does. The root is open.
     pub fn validate(&self, value: Value) -> Result<Arguments, ToolError> {
-        let Value::Object(map) = value else {
+        let Value::Object(mut map) = value else {
             return Err(invalid(vec!["\"arguments\" must be an object".to_owned()]));
         };
+        self.drop_unused_nulls(&mut map);
         let mut violations = Vec::new();
         check_object(&self.params, false, &map, "", &mut violations);
         if violations.is_empty() {

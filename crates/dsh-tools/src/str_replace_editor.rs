@@ -21,6 +21,13 @@ const CLIPPED: &str = "<response clipped><NOTE>To save on context only part of t
 been shown to you. You should retry this tool after you have searched inside the file with \
 `grep -n` in order to find the line numbers of what you are looking for.</NOTE>";
 const COMMANDS: [&str; 4] = ["view", "create", "str_replace", "insert"];
+/// The optional parameters each command uses; a `null` for any other counts as left out.
+const USES: &[(&str, &[&str])] = &[
+    ("view", &["view_range"]),
+    ("create", &["file_text"]),
+    ("str_replace", &["old_str", "new_str"]),
+    ("insert", &["insert_line", "new_str"]),
+];
 
 /// The `str_replace_editor` tool.
 pub struct StrReplaceEditor {
@@ -68,7 +75,8 @@ impl Default for StrReplaceEditor {
                     ParamType::Array(Box::new(ParamType::Integer)),
                     "For view of a file: [first, last] line, 1-based; last -1 means to the end.",
                 ),
-            ]),
+            ])
+            .unused_null_omitted("command", USES),
         }
     }
 }
@@ -95,6 +103,8 @@ impl Tool for StrReplaceEditor {
          whitespace included, with new_str\n\
          * insert adds new_str after line insert_line\n\
          * long output is cut and marked with `<response clipped>`\n\
+         * a parameter the command does not use may be left out or given as null; one it uses \
+         may not be null (leave new_str out to delete old_str)\n\
          Paths must be absolute. View a file before changing it."
     }
 
@@ -603,6 +613,42 @@ mod tests {
             .call(json!({"command": "str_replace", "path": file, "old_str": "other"}))
             .await;
         assert_eq!(outcome.error.unwrap().code, "FS_STALE_VERSION");
+    }
+
+    /// Models fill every parameter, null where the command has no use for it.
+    #[tokio::test]
+    async fn a_null_for_a_parameter_the_command_does_not_use_is_left_out() {
+        let ed = Editor::new();
+        let file = ed.path("n.txt");
+        let created = ed
+            .call(
+                json!({"command": "create", "path": file, "file_text": "a\nb\n",
+                "old_str": null, "new_str": null, "insert_line": null, "view_range": null}),
+            )
+            .await;
+        assert!(created.error.is_none(), "{}", created.text());
+        let viewed = ed
+            .call(json!({"command": "view", "path": file, "file_text": null, "old_str": null}))
+            .await;
+        assert!(viewed.error.is_none(), "{}", viewed.text());
+        let replaced = ed
+            .call(
+                json!({"command": "str_replace", "path": file, "old_str": "a", "new_str": "A",
+                "file_text": null, "insert_line": null, "view_range": null}),
+            )
+            .await;
+        assert!(replaced.error.is_none(), "{}", replaced.text());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "A\nb\n");
+        // A null the command would use is still refused, and so is a null command or path.
+        for args in [
+            json!({"command": "str_replace", "path": file, "old_str": "b", "new_str": null}),
+            json!({"command": "view", "path": file, "view_range": null}),
+            json!({"command": "view", "path": null}),
+        ] {
+            let outcome = ed.call(args.clone()).await;
+            assert_eq!(outcome.error.unwrap().code, "INVALID_ARGS", "{args}");
+        }
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "A\nb\n");
     }
 
     #[tokio::test]

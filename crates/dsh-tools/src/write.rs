@@ -2,7 +2,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use dsh_sandbox::WriteSite;
+use dsh_fence::WriteSite;
 
 use crate::atomic::{Publish, publish};
 use crate::mutate::{

@@ -317,7 +317,7 @@ async fn a_daemon_that_left_the_process_group_does_not_outlive_the_run() {
     sh.shell.shutdown().await;
     let deadline = Instant::now() + Duration::from_secs(5);
     while alive(pid) && Instant::now() < deadline {
-        tokio::task::yield_now().await;
+        tokio::time::sleep(dsh_testkit::POLL).await;
     }
     assert!(!alive(pid), "the daemon {pid} survived");
 }

@@ -2,10 +2,9 @@
 //! (allow once, allow for the session, deny with a reason) and the model's questions.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use dsh_core::ask::{Answer, ApprovalOutcome, ApprovalRequest, AskOutcome, Question};
+use dsh_core::ask::{Answer, Approval, ApprovalRequest, Choice, Question, Questions};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use tokio::sync::oneshot;
 
 /// What the model is waiting for.
 pub enum Dialog {
@@ -15,12 +14,7 @@ pub enum Dialog {
     Form(crate::form::FormDialog),
 }
 
-/// Whether a key finished the dialog.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Handled {
-    Open,
-    Closed,
-}
+pub use crate::form::Handled;
 
 impl Dialog {
     pub fn key(&mut self, key: KeyEvent) -> Handled {
@@ -45,22 +39,18 @@ impl Dialog {
     /// Whether nobody waits for the answer any more (the call that asked was stopped).
     pub fn is_stale(&self) -> bool {
         match self {
-            Dialog::Approval(d) => d.reply.as_ref().is_none_or(oneshot::Sender::is_closed),
-            Dialog::Questions(d) => d.reply.as_ref().is_none_or(oneshot::Sender::is_closed),
-            Dialog::Form(d) => d.reply.as_ref().is_none_or(oneshot::Sender::is_closed),
+            Dialog::Approval(d) => (d.asked.as_ref()).is_none_or(|a| a.reply.is_withdrawn()),
+            Dialog::Questions(d) => (d.asked.as_ref()).is_none_or(|a| a.reply.is_withdrawn()),
+            Dialog::Form(d) => (d.asked.as_ref()).is_none_or(|a| a.reply.is_withdrawn()),
         }
     }
 
     /// Answers "cancelled": Esc, an interrupted turn, or the UI closing.
     pub fn cancel(self) {
         match self {
-            Dialog::Approval(d) => d.answer(ApprovalOutcome::Cancelled),
-            Dialog::Questions(d) => {
-                if let Some(reply) = d.reply {
-                    let _ = reply.send(AskOutcome::Cancelled);
-                }
-            }
-            Dialog::Form(d) => d.answer(dsh_core::ask::ElicitationAnswer::Cancel),
+            Dialog::Approval(d) => d.asked.map_or((), Approval::cancel),
+            Dialog::Questions(d) => d.asked.map_or((), Questions::cancel),
+            Dialog::Form(d) => d.asked.map_or((), dsh_core::ask::FormRequest::cancel),
         }
     }
 
@@ -73,41 +63,33 @@ impl Dialog {
     }
 }
 
-/// An approval's choices.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Choice {
-    Once,
-    Session,
-    Deny,
-}
-
 pub struct ApprovalDialog {
     request: ApprovalRequest,
+    choices: &'static [Choice],
     selected: usize,
     /// The reason being typed once "deny" is chosen.
     reason: Option<String>,
-    reply: Option<oneshot::Sender<ApprovalOutcome>>,
+    /// The request, until it is answered.
+    asked: Option<Approval>,
 }
 
 impl ApprovalDialog {
-    pub fn new(request: ApprovalRequest, reply: oneshot::Sender<ApprovalOutcome>) -> Self {
+    /// The dialog, on Deny: what it asks for (a wider sandbox, the network, a call the review
+    /// denied) is never what a stray Enter gives.
+    pub fn new(asked: Approval) -> Self {
+        let choices = asked.choices();
         ApprovalDialog {
-            request,
-            selected: 0,
+            request: asked.request.clone(),
+            choices,
+            selected: choices.len() - 1,
             reason: None,
-            reply: Some(reply),
+            asked: Some(asked),
         }
     }
 
-    fn answer(mut self, outcome: ApprovalOutcome) {
-        if let Some(reply) = self.reply.take() {
-            let _ = reply.send(outcome);
-        }
-    }
-
-    fn send(&mut self, outcome: ApprovalOutcome) -> Handled {
-        if let Some(reply) = self.reply.take() {
-            let _ = reply.send(outcome);
+    fn send(&mut self, choice: Choice, reason: Option<&str>) -> Handled {
+        if let Some(asked) = self.asked.take() {
+            asked.answer(choice, reason);
         }
         Handled::Closed
     }
@@ -116,8 +98,8 @@ impl ApprovalDialog {
         if let Some(reason) = &mut self.reason {
             match key.code {
                 KeyCode::Enter => {
-                    let reason = Some(reason.trim().to_owned()).filter(|r| !r.is_empty());
-                    return self.send(ApprovalOutcome::Rejected { reason });
+                    let reason = std::mem::take(reason);
+                    return self.send(Choice::Deny, Some(&reason));
                 }
                 KeyCode::Backspace => {
                     reason.pop();
@@ -129,25 +111,25 @@ impl ApprovalDialog {
             }
             return Handled::Open;
         }
-        let choices = self.choices();
+        let choices = self.choices;
         let choose = |this: &mut Self, choice: usize| match choices.get(choice) {
-            Some(Choice::Once) => this.send(ApprovalOutcome::AllowedOnce),
-            Some(Choice::Session) => this.send(ApprovalOutcome::AllowedForSession),
+            Some(choice @ (Choice::Once | Choice::Session)) => this.send(*choice, None),
             Some(Choice::Deny) => {
                 this.reason = Some(String::new());
                 Handled::Open
             }
             None => Handled::Open,
         };
-        let numbered = |c: char| usize::from(c as u8 - b'1');
         match key.code {
             KeyCode::Up => self.selected = self.selected.saturating_sub(1),
             KeyCode::Down => self.selected = (self.selected + 1).min(choices.len() - 1),
+            // A number chooses, as ↑↓ do; only Enter answers.
+            KeyCode::Char(c) => {
+                if let Some(n) = numbered(c).filter(|n| *n < choices.len()) {
+                    self.selected = n;
+                }
+            }
             KeyCode::Enter => return choose(self, self.selected),
-            KeyCode::Char(c @ '1'..='3') => return choose(self, numbered(c)),
-            KeyCode::Char('y') => return choose(self, 0),
-            KeyCode::Char('a') if choices.contains(&Choice::Session) => return choose(self, 1),
-            KeyCode::Char('n') => return choose(self, choices.len() - 1),
             _ => {}
         }
         Handled::Open
@@ -175,7 +157,7 @@ impl ApprovalDialog {
             ));
             return lines;
         }
-        let choices = self.choices();
+        let choices = self.choices;
         for (i, choice) in choices.iter().enumerate() {
             let label = match (choice, &self.request.grant) {
                 (Choice::Once, _) => "Allow once".to_owned(),
@@ -195,14 +177,6 @@ impl ApprovalDialog {
         )));
         lines
     }
-
-    /// What it offers: "for the session" only for a request that names a grant.
-    fn choices(&self) -> Vec<Choice> {
-        match self.request.grant {
-            Some(_) => vec![Choice::Once, Choice::Session, Choice::Deny],
-            None => vec![Choice::Once, Choice::Deny],
-        }
-    }
 }
 
 pub struct QuestionsDialog {
@@ -217,19 +191,20 @@ pub struct QuestionsDialog {
     /// The user's own words, once "Other" is chosen (or at once for a question with no
     /// options).
     custom: Option<String>,
-    reply: Option<oneshot::Sender<AskOutcome>>,
+    /// The model's request, until it is answered.
+    asked: Option<Questions>,
 }
 
 impl QuestionsDialog {
-    pub fn new(questions: Vec<Question>, reply: oneshot::Sender<AskOutcome>) -> Self {
+    pub fn new(asked: Questions) -> Self {
         let mut dialog = QuestionsDialog {
-            questions,
+            questions: asked.questions.clone(),
             answers: Vec::new(),
             index: 0,
             selected: 0,
             ticked: Vec::new(),
             custom: None,
-            reply: Some(reply),
+            asked: Some(asked),
         };
         dialog.show(0);
         dialog
@@ -258,8 +233,8 @@ impl QuestionsDialog {
             self.show(self.index + 1);
             return Handled::Open;
         }
-        if let Some(reply) = self.reply.take() {
-            let _ = reply.send(AskOutcome::Answered(std::mem::take(&mut self.answers)));
+        if let Some(asked) = self.asked.take() {
+            asked.answer(std::mem::take(&mut self.answers));
         }
         Handled::Closed
     }
@@ -295,16 +270,12 @@ impl QuestionsDialog {
             KeyCode::Char(' ') if self.question().multi_select && self.selected < options => {
                 self.ticked[self.selected] ^= true;
             }
-            KeyCode::Char(c @ '1'..='9') => {
-                let n = usize::from(c as u8 - b'1');
-                if n < options {
-                    self.selected = n;
-                    if self.question().multi_select {
-                        self.ticked[n] ^= true;
-                    } else {
-                        let label = self.question().options[n].label.clone();
-                        return self.answered(vec![label], None);
-                    }
+            // A number chooses (and ticks, for several), as ↑↓ and Space do; only Enter answers.
+            KeyCode::Char(c) if numbered(c).is_some_and(|n| n < options) => {
+                let n = numbered(c).unwrap_or_default();
+                self.selected = n;
+                if self.question().multi_select {
+                    self.ticked[n] ^= true;
                 }
             }
             KeyCode::Enter if self.selected == other => self.custom = Some(String::new()),
@@ -379,12 +350,20 @@ impl QuestionsDialog {
             None,
         ));
         lines.push(hint(if question.multi_select {
-            "↑↓ move · Space ticks · Enter confirms · Esc cancels all questions"
+            "↑↓ move · Space or a number ticks · Enter confirms · Esc cancels all questions"
         } else {
             "↑↓ or a number choose · Enter confirms · Esc cancels all questions"
         }));
         lines
     }
+}
+
+/// The choice a digit names (`1` the first), for the keys every dialog shares: a number
+/// chooses, Enter confirms.
+pub fn numbered(c: char) -> Option<usize> {
+    c.to_digit(10)
+        .filter(|d| *d > 0)
+        .and_then(|d| usize::try_from(d - 1).ok())
 }
 
 fn choice_line(selected: bool, label: &str, description: Option<&str>) -> Line<'static> {
@@ -414,7 +393,7 @@ fn hint(text: &str) -> Line<'static> {
 mod tests {
     use super::*;
     use crate::wrap::plain;
-    use dsh_core::ask::QuestionOption;
+    use dsh_core::ask::{ApprovalOutcome, AskOutcome, QuestionOption};
 
     fn key(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)
@@ -431,17 +410,18 @@ mod tests {
 
     #[test]
     fn approval_choices_and_a_reasoned_denial() {
-        let (tx, mut rx) = oneshot::channel();
-        let mut dialog = ApprovalDialog::new(request(), tx);
+        let (asked, mut rx) = Approval::new(request());
+        let mut dialog = ApprovalDialog::new(asked);
         insta::assert_snapshot!(plain(&dialog.lines()), @r"
         Allow bash?
         bash wants to escalate sandbox to danger-full-access: npm needs the network
-        › 1. Allow once
+          1. Allow once
           2. Allow for this session (sandbox danger-full-access)
-          3. Deny, and say why
+        › 3. Deny, and say why
         ↑↓ or 1-3 choose · Enter confirms · Esc cancels
         ");
-        assert_eq!(dialog.key(key(KeyCode::Char('n'))), Handled::Open);
+        // On Deny from the start: Enter asks why, and allows nothing.
+        assert_eq!(dialog.key(key(KeyCode::Enter)), Handled::Open);
         for c in "not now".chars() {
             dialog.key(key(KeyCode::Char(c)));
         }
@@ -453,15 +433,35 @@ mod tests {
             }
         );
 
-        let (tx, mut rx) = oneshot::channel();
-        let mut dialog = ApprovalDialog::new(request(), tx);
-        dialog.key(key(KeyCode::Down));
+        let (asked, mut rx) = Approval::new(request());
+        let mut dialog = ApprovalDialog::new(asked);
+        dialog.key(key(KeyCode::Up));
         assert_eq!(dialog.key(key(KeyCode::Enter)), Handled::Closed);
         assert_eq!(rx.try_recv().unwrap(), ApprovalOutcome::AllowedForSession);
 
-        let (tx, mut rx) = oneshot::channel();
-        Dialog::Approval(ApprovalDialog::new(request(), tx)).cancel();
+        let (asked, mut rx) = Approval::new(request());
+        Dialog::Approval(ApprovalDialog::new(asked)).cancel();
         assert_eq!(rx.try_recv().unwrap(), ApprovalOutcome::Cancelled);
+    }
+
+    #[test]
+    fn a_number_chooses_and_only_enter_answers() {
+        // An override of the review's denial: two choices, on Deny.
+        let override_ = ApprovalRequest {
+            reason: "run this call, which auto review denied: writes a file".into(),
+            grant: None,
+            ..request()
+        };
+        let (asked, mut rx) = Approval::new(override_);
+        let mut dialog = ApprovalDialog::new(asked);
+        assert!(plain(&dialog.lines()).contains("› 2. Deny, and say why"));
+        for c in ['1', 'y', 'a', '9'] {
+            assert_eq!(dialog.key(key(KeyCode::Char(c))), Handled::Open, "{c}");
+        }
+        assert!(rx.try_recv().is_err(), "nothing answered before Enter");
+        assert!(plain(&dialog.lines()).contains("› 1. Allow once"));
+        assert_eq!(dialog.key(key(KeyCode::Enter)), Handled::Closed);
+        assert_eq!(rx.try_recv().unwrap(), ApprovalOutcome::AllowedOnce);
     }
 
     #[test]
@@ -507,8 +507,8 @@ mod tests {
                 multi_select: false,
             },
         ];
-        let (tx, mut rx) = oneshot::channel();
-        let mut dialog = QuestionsDialog::new(questions, tx);
+        let (asked, mut rx) = Questions::new("c1", questions);
+        let mut dialog = QuestionsDialog::new(asked);
         insta::assert_snapshot!(plain(&dialog.lines()), @r"
         Question 1 of 3 · Storage
         Which database?
@@ -519,6 +519,12 @@ mod tests {
         ↑↓ or a number choose · Enter confirms · Esc cancels all questions
         ");
         assert_eq!(dialog.key(key(KeyCode::Char('2'))), Handled::Open);
+        assert!(plain(&dialog.lines()).contains("› 2. SQLite"), "2 chooses");
+        assert_eq!(
+            dialog.key(key(KeyCode::Enter)),
+            Handled::Open,
+            "Enter answers"
+        );
         dialog.key(key(KeyCode::Char(' ')));
         dialog.key(key(KeyCode::Down));
         dialog.key(key(KeyCode::Char(' ')));

@@ -3,15 +3,17 @@
 //! checked against the form on "Submit"; a field that is wrong is named and selected.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use dsh_core::ask::{
-    Elicitation, ElicitationAnswer, FieldKind, FormField, shown_value, typed_value,
-};
+use dsh_core::ask::{Elicitation, FieldKind, FormField, FormRequest, shown_value, typed_value};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use serde_json::Map;
-use tokio::sync::oneshot;
 
-use crate::dialog::Handled;
+/// Whether a key finished a dialog (a form, or any other [`crate::dialog::Dialog`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Handled {
+    Open,
+    Closed,
+}
 
 pub struct FormDialog {
     request: Elicitation,
@@ -21,11 +23,13 @@ pub struct FormDialog {
     selected: usize,
     /// What was wrong with the last "Submit".
     error: Option<String>,
-    pub(crate) reply: Option<oneshot::Sender<ElicitationAnswer>>,
+    /// The server's request, until it is answered.
+    pub(crate) asked: Option<FormRequest>,
 }
 
 impl FormDialog {
-    pub fn new(request: Elicitation, reply: oneshot::Sender<ElicitationAnswer>) -> Self {
+    pub fn new(asked: FormRequest) -> Self {
+        let request = asked.form.clone();
         let inputs = (request.form.fields.iter())
             .map(|field| field.default.as_ref().map(shown_value).unwrap_or_default())
             .collect();
@@ -34,7 +38,7 @@ impl FormDialog {
             inputs,
             selected: 0,
             error: None,
-            reply: Some(reply),
+            asked: Some(asked),
         }
     }
 
@@ -44,12 +48,6 @@ impl FormDialog {
 
     fn submit_row(&self) -> usize {
         self.fields().len()
-    }
-
-    pub fn answer(mut self, answer: ElicitationAnswer) {
-        if let Some(reply) = self.reply.take() {
-            let _ = reply.send(answer);
-        }
     }
 
     /// The text being typed, for a paste.
@@ -86,8 +84,8 @@ impl FormDialog {
         }
         if self.selected == self.submit_row() + 1 {
             if key.code == KeyCode::Enter {
-                if let Some(reply) = self.reply.take() {
-                    let _ = reply.send(ElicitationAnswer::Decline);
+                if let Some(asked) = self.asked.take() {
+                    asked.decline();
                 }
                 return Handled::Closed;
             }
@@ -158,8 +156,8 @@ impl FormDialog {
             self.error = Some(why);
             return Handled::Open;
         }
-        if let Some(reply) = self.reply.take() {
-            let _ = reply.send(ElicitationAnswer::Accept(given));
+        if let Some(asked) = self.asked.take() {
+            asked.accept(given);
         }
         Handled::Closed
     }
@@ -261,7 +259,7 @@ fn kind_words(kind: &FieldKind) -> String {
 mod tests {
     use super::*;
     use crate::wrap::plain;
-    use dsh_core::ask::Form;
+    use dsh_core::ask::{ElicitationAnswer, Form};
     use serde_json::json;
 
     fn key(code: KeyCode) -> KeyEvent {
@@ -285,8 +283,8 @@ mod tests {
 
     #[test]
     fn the_form_is_prefilled_checked_and_sent() {
-        let (tx, mut rx) = oneshot::channel();
-        let mut dialog = FormDialog::new(sign_up(), tx);
+        let (asked, mut rx) = FormRequest::new(sign_up());
+        let mut dialog = FormDialog::new(asked);
         let text = |d: &FormDialog| plain(&d.lines());
         insta::assert_snapshot!(text(&dialog));
         // Submit with the required age empty: named, and selected.
@@ -320,8 +318,8 @@ mod tests {
 
     #[test]
     fn an_emptied_default_stays_empty() {
-        let (tx, mut rx) = oneshot::channel();
-        let mut dialog = FormDialog::new(sign_up(), tx);
+        let (asked, mut rx) = FormRequest::new(sign_up());
+        let mut dialog = FormDialog::new(asked);
         for _ in 0.."John Doe".len() {
             dialog.key(key(KeyCode::Backspace));
         }
@@ -341,8 +339,8 @@ mod tests {
 
     #[test]
     fn decline_is_a_row_of_its_own() {
-        let (tx, mut rx) = oneshot::channel();
-        let mut dialog = FormDialog::new(sign_up(), tx);
+        let (asked, mut rx) = FormRequest::new(sign_up());
+        let mut dialog = FormDialog::new(asked);
         for _ in 0..5 {
             dialog.key(key(KeyCode::Down));
         }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use dsh_core::checkpoints::{RewindReport, RewindRequest, TurnFiles};
 use dsh_core::{
-    AgentBuilder, AgentEvent, Environment, Flags, ManualCompaction, Run, Settings, Stop,
+    AgentBuilder, AgentEvent, Environment, Flags, ManualCompaction, Opening, Run, Settings, Stop,
     TurnSummary, User,
 };
 use dsh_protocol::{Record, Usage};
@@ -33,19 +33,39 @@ pub enum Work {
 
 /// What the host answers.
 pub enum Done {
-    Opened(Result<Box<Opened>, String>),
+    Opened(Result<Box<Opened>, OpenFailed>),
     Turn(Result<TurnSummary, String>),
     Compacted(Result<(ManualCompaction, Usage), String>),
     Turns(Result<Vec<TurnFiles>, String>),
     Rewound(Box<Result<(RewindRequest, RewindReport), String>>),
 }
 
+/// A session that could not be opened, and what became of the one open before.
+pub struct OpenFailed {
+    pub message: String,
+    pub before: Before,
+}
+
+/// The session open before a failed opening.
+pub enum Before {
+    /// None was open, or it could not be opened again: none is open now.
+    Gone,
+    /// It goes on, untouched.
+    Kept,
+    /// It goes on, opened again as it was (the same session was asked for with other
+    /// settings, and its log takes one run at a time): its events come on a new channel.
+    Reopened(Box<Opened>),
+}
+
 /// A session ready for messages.
 pub struct Opened {
     pub info: SessionInfo,
     pub events: UnboundedReceiver<AgentEvent>,
-    /// A resumed session's records, to show what happened before.
+    /// A resumed session's records, to show what happened before: those of its last turns
+    /// ([`dsh_core::SHOWN_TURNS`]).
     pub earlier: Vec<Record>,
+    /// How many turns came before those, not shown.
+    pub not_shown: u32,
 }
 
 /// What the status line and `/status` show of the session.
@@ -73,39 +93,30 @@ pub async fn serve(
     user: User,
     notices: UnboundedSender<String>,
 ) {
-    let mut open: Option<(Run, dsh_mcp::McpServers)> = None;
+    let mut open: Option<OpenRun> = None;
     while let Some(job) = work.recv().await {
         let answer = match job {
             Work::Open(flags, settings) => {
-                if let Some((run, _)) = open.take() {
-                    run.close().await;
-                }
-                match open_session(*flags, settings, user.clone(), notices.clone()).await {
-                    Ok((run, mcp, opened)) => {
-                        open = Some((run, mcp));
-                        Done::Opened(Ok(opened))
-                    }
-                    Err(message) => Done::Opened(Err(message)),
-                }
+                Done::Opened(switch(&mut open, *flags, settings, &user, &notices).await)
             }
             Work::Turn { task, stop } => match &mut open {
-                Some((run, _)) => {
+                Some(OpenRun { run, .. }) => {
                     Done::Turn(run.agent.run(task, &stop).await.map_err(|e| e.to_string()))
                 }
                 None => Done::Turn(Err("no session is open".into())),
             },
             Work::Compact { stop } => match &mut open {
-                Some((run, _)) => {
+                Some(OpenRun { run, .. }) => {
                     Done::Compacted(run.agent.compact(&stop).await.map_err(|e| e.to_string()))
                 }
                 None => Done::Compacted(Err("no session is open".into())),
             },
             Work::Turns => match &mut open {
-                Some((run, _)) => Done::Turns(Ok(run.turns())),
+                Some(OpenRun { run, .. }) => Done::Turns(Ok(run.turns())),
                 None => Done::Turns(Err("no session is open".into())),
             },
             Work::Rewind(request) => Done::Rewound(Box::new(match &mut open {
-                Some((run, _)) => run
+                Some(OpenRun { run, .. }) => run
                     .rewind(&request)
                     .map(|report| (request, report))
                     .map_err(|e| e.to_string()),
@@ -116,9 +127,84 @@ pub async fn serve(
             break;
         }
     }
-    if let Some((run, _)) = open.take() {
-        run.close().await;
+    if let Some(open) = open.take() {
+        open.run.close().await;
     }
+}
+
+/// The run of the session open, with what it was opened with (to open it again).
+struct OpenRun {
+    run: Run,
+    flags: Flags,
+}
+
+/// Opens the session `flags` name. A mistyped command (a model or session that does not
+/// exist) leaves the session open before as it was: another session is opened before that one
+/// is closed; the same one with other settings (`/model`, `/permissions`) has to be closed
+/// first, and is opened again as it was when the new settings fail.
+async fn switch(
+    open: &mut Option<OpenRun>,
+    flags: Flags,
+    settings: Option<Box<Settings>>,
+    user: &User,
+    notices: &UnboundedSender<String>,
+) -> Result<Box<Opened>, OpenFailed> {
+    let open_here = |flags, settings| open_session(flags, settings, user.clone(), notices.clone());
+    let failed = |message, before| Err(OpenFailed { message, before });
+    let settings = match settings {
+        Some(settings) => *settings,
+        None => match load_settings(&flags) {
+            Ok(settings) => settings,
+            Err(message) if open.is_some() => return failed(message, Before::Kept),
+            Err(message) => return failed(message, Before::Gone),
+        },
+    };
+    let same = open
+        .as_ref()
+        .is_some_and(|o| o.flags.session_id == flags.session_id);
+    if !same {
+        return match open_here(flags, Some(Box::new(settings))).await {
+            Ok((run, opened)) => {
+                let flags = opened.info.flags.clone();
+                if let Some(before) = open.replace(OpenRun { run, flags }) {
+                    before.run.close().await;
+                }
+                Ok(opened)
+            }
+            Err(message) if open.is_some() => failed(message, Before::Kept),
+            Err(message) => failed(message, Before::Gone),
+        };
+    }
+    // The same session: its log takes one run at a time.
+    let Some(before) = open.take() else {
+        return failed("no session is open".into(), Before::Gone);
+    };
+    let old_flags = before.flags.clone();
+    before.run.close().await;
+    match open_here(flags, Some(Box::new(settings))).await {
+        Ok((run, opened)) => {
+            let flags = opened.info.flags.clone();
+            *open = Some(OpenRun { run, flags });
+            Ok(opened)
+        }
+        Err(message) => match open_here(old_flags, None).await {
+            Ok((run, opened)) => {
+                let flags = opened.info.flags.clone();
+                *open = Some(OpenRun { run, flags });
+                failed(message, Before::Reopened(opened))
+            }
+            Err(again) => failed(
+                format!("{message}; and opening the session again as it was failed: {again}"),
+                Before::Gone,
+            ),
+        },
+    }
+}
+
+fn load_settings(flags: &Flags) -> Result<Settings, String> {
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    Settings::load(cwd, &Environment::from_process(), flags).map_err(|e| e.message)
 }
 
 async fn open_session(
@@ -126,43 +212,36 @@ async fn open_session(
     settings: Option<Box<Settings>>,
     user: User,
     notices: UnboundedSender<String>,
-) -> Result<(Run, dsh_mcp::McpServers, Box<Opened>), String> {
+) -> Result<(Run, Box<Opened>), String> {
     let settings = match settings {
         Some(settings) => *settings,
-        None => {
-            let cwd = std::env::current_dir()
-                .map_err(|e| format!("cannot read the current directory: {e}"))?;
-            Settings::load(cwd, &Environment::from_process(), &flags).map_err(|e| e.message)?
-        }
+        None => load_settings(&flags)?,
     };
-    let mcp = dsh_mcp::McpServers::default();
     let model = settings.route().model.clone();
-    let sandbox = settings.permission_mode().value.to_string();
-    let approval = settings.approval().value.to_string();
     let resumed = settings.session().is_some();
     let run = AgentBuilder::new(settings)
         .with_user(user)
-        .open(&mcp, notices)
+        .open_run(notices)
         .await
         .map_err(|e| e.message)?;
+    // What the run works under, from the run: a resumed session keeps its own mode, which
+    // the settings loaded here do not know.
+    let permissions = run.agent.permissions();
     let session = run.agent.session();
-    let earlier = if resumed {
-        session.logged_records()
+    let (earlier, not_shown) = if resumed {
+        session.shown_records()
     } else {
-        Vec::new()
+        (Vec::new(), 0)
     };
     // From now on the flags name this session itself (a `/model` switch reopens it).
-    let mut flags = flags;
-    flags.session_id = Some(session.id().to_owned());
-    flags.continue_latest = false;
-    flags.fork = false;
+    let flags = Opening::Resume(session.id().to_owned()).flags(&flags);
     let info = SessionInfo {
         id: session.id().to_owned(),
         model,
         cwd: session.cwd().to_path_buf(),
         log: session.log_path().to_path_buf(),
-        sandbox,
-        approval,
+        sandbox: permissions.mode,
+        approval: permissions.approval,
         priced: run.priced,
         catalog: run.catalog.clone(),
         skills: run.skills.clone(),
@@ -175,6 +254,7 @@ async fn open_session(
         info,
         events,
         earlier,
+        not_shown,
     });
-    Ok((run, mcp, opened))
+    Ok((run, opened))
 }

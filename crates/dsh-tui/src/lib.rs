@@ -23,27 +23,21 @@ mod terminal;
 mod transcript;
 mod wrap;
 
-use std::future::Future;
 use std::io::Write as _;
-use std::pin::Pin;
-use std::sync::Arc;
 use std::time::Duration;
 
 use crossterm::event::{Event, EventStream};
-use dsh_core::ask::{
-    ApprovalOutcome, ApprovalRequest, Approver, AskOutcome, Elicitation, ElicitationAnswer,
-    Question, SessionGrants, UserQuestions,
-};
-use dsh_core::{AgentEvent, Environment, Flags, ManualCompaction, Settings, Stop, User};
+use dsh_core::ask::{Asking, Grants, Request, Requests};
+use dsh_core::{AgentEvent, Environment, Flags, ManualCompaction, Opening, Settings, Stop, User};
 use futures_util::StreamExt;
 use ratatui::text::Line;
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 use app::{Action, App};
 use dialog::{ApprovalDialog, Dialog, QuestionsDialog};
 use dsh_core::checkpoints::RewindRequest;
-use host::{Done, Work};
+use host::{Before, Done, Work};
 use rewind::RewindView;
 use slash::Slash;
 
@@ -91,68 +85,6 @@ pub fn run(options: Options) -> Result<(), StartError> {
     Ok(())
 }
 
-/// What the agent asks of the person, on its way to the UI.
-enum Ask {
-    Approval(ApprovalRequest, oneshot::Sender<ApprovalOutcome>),
-    Questions(Vec<Question>, oneshot::Sender<AskOutcome>),
-    Form(Elicitation, oneshot::Sender<ElicitationAnswer>),
-}
-
-/// The UI's side of [`dsh_core::ask`]: a request becomes a dialog; a dialog that goes away
-/// unanswered (the UI closed) is a cancellation.
-struct AskTheUi(mpsc::UnboundedSender<Ask>);
-
-impl Approver for AskTheUi {
-    fn request(
-        &self,
-        request: ApprovalRequest,
-    ) -> Pin<Box<dyn Future<Output = ApprovalOutcome> + Send + '_>> {
-        let (tx, rx) = oneshot::channel();
-        let sent = self.0.send(Ask::Approval(request, tx)).is_ok();
-        Box::pin(async move {
-            if !sent {
-                return ApprovalOutcome::Unavailable;
-            }
-            rx.await.unwrap_or(ApprovalOutcome::Cancelled)
-        })
-    }
-}
-
-impl UserQuestions for AskTheUi {
-    fn ask(
-        &self,
-        _call_id: &str,
-        questions: Vec<Question>,
-    ) -> Pin<Box<dyn Future<Output = AskOutcome> + Send + '_>> {
-        let (tx, rx) = oneshot::channel();
-        let sent = self.0.send(Ask::Questions(questions, tx)).is_ok();
-        Box::pin(async move {
-            if !sent {
-                return AskOutcome::Cancelled;
-            }
-            rx.await.unwrap_or(AskOutcome::Cancelled)
-        })
-    }
-
-    fn can_elicit(&self) -> bool {
-        true
-    }
-
-    fn elicit(
-        &self,
-        request: Elicitation,
-    ) -> Pin<Box<dyn Future<Output = ElicitationAnswer> + Send + '_>> {
-        let (tx, rx) = oneshot::channel();
-        let sent = self.0.send(Ask::Form(request, tx)).is_ok();
-        Box::pin(async move {
-            if !sent {
-                return ElicitationAnswer::Cancel;
-            }
-            rx.await.unwrap_or(ElicitationAnswer::Cancel)
-        })
-    }
-}
-
 /// The UI and the host, side by side; returns the id of the session open at the end.
 async fn main_loop(
     options: Options,
@@ -160,14 +92,12 @@ async fn main_loop(
     home: std::path::PathBuf,
     cwd: std::path::PathBuf,
 ) -> Result<Option<String>, StartError> {
-    let (ask_tx, ask_rx) = mpsc::unbounded_channel();
-    let grants = Arc::new(SessionGrants::new(AskTheUi(ask_tx.clone())));
-    let user = User {
-        approver: Some(grants.clone()),
-        questions: Some(Arc::new(AskTheUi(ask_tx))),
+    let (user, requests) = User::asking(Asking {
+        forms: true,
         watches_output: true,
         editor: None,
-    };
+    });
+    let grants = requests.grants();
     let (work_tx, work_rx) = mpsc::unbounded_channel();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
     let (notice_tx, notice_rx) = mpsc::unbounded_channel();
@@ -181,7 +111,8 @@ async fn main_loop(
             base_flags: options.flags.clone(),
         };
         // `work` goes when this returns, and with it the host's open session.
-        ui.run(options, settings, ask_rx, done_rx, notice_rx).await
+        ui.run(options, settings, requests, done_rx, notice_rx)
+            .await
     };
     let (outcome, ()) = tokio::join!(ui, host);
     outcome
@@ -189,7 +120,8 @@ async fn main_loop(
 
 struct Ui {
     work: mpsc::UnboundedSender<Work>,
-    grants: Arc<SessionGrants<AskTheUi>>,
+    /// What was allowed for the session (`/status`), forgotten for another session.
+    grants: Grants,
     home: std::path::PathBuf,
     cwd: std::path::PathBuf,
     /// The command line's flags: `/new` starts from them.
@@ -201,7 +133,7 @@ impl Ui {
         self,
         options: Options,
         settings: Settings,
-        mut asks: mpsc::UnboundedReceiver<Ask>,
+        mut requests: Requests,
         mut done: mpsc::UnboundedReceiver<Done>,
         mut notices: mpsc::UnboundedReceiver<String>,
     ) -> Result<Option<String>, StartError> {
@@ -233,46 +165,43 @@ impl Ui {
             // The settings checked before the terminal was touched serve the first session.
             self.open(&mut app, options.flags.clone(), Some(settings));
         }
+        // What was in front of the composer at the last frame, and the input read as a new
+        // dialog (or list) was about to be drawn: typed before it was on screen, so none of it
+        // answers it.
+        let mut drawn_front = None;
+        let mut typed_before = std::collections::VecDeque::new();
         loop {
+            let front = app.front_view();
+            if front.is_some() && front != drawn_front {
+                // Read before the frame that shows the dialog, never after: a key pressed by
+                // someone who has seen it answers it, however soon it comes.
+                read_ready(&mut input, &mut typed_before).await;
+            }
             if let Err(e) = term.show(&mut app) {
                 app.stop_turn();
                 return Err(StartError(format!("cannot draw on the terminal: {e}")));
             }
+            drawn_front = front;
             if quitting && !app.is_running() && app.busy.is_none() {
                 break;
             }
+            if let Some(event) = typed_before.pop_front() {
+                let action = on_input(&mut app, &mut term, Some(event), true)?;
+                self.act(&mut app, action, &mut quitting, &index_tx).await;
+                continue;
+            }
             let action = tokio::select! {
-                event = input.next() => match event {
-                    Some(Ok(Event::Key(key))) => app.key(key),
-                    Some(Ok(Event::Paste(text))) => {
-                        app.paste(&text);
-                        Action::None
-                    }
-                    Some(Ok(Event::Resize(..))) => {
-                        if let Err(e) = term.resized() {
-                            app.stop_turn();
-                            return Err(StartError(format!("cannot redraw after a resize: {e}")));
-                        }
-                        Action::None
-                    }
-                    Some(Ok(_)) => Action::None,
-                    // The terminal is gone: nobody is left to answer.
-                    None | Some(Err(_)) => Action::Quit,
-                },
+                event = input.next() => on_input(&mut app, &mut term, event, false)?,
                 Some(event) = next_event(&mut agent_events) => {
                     app.event(event);
                     Action::None
                 }
-                Some(ask) = asks.recv() => {
-                    app.open_dialog(match ask {
-                        Ask::Approval(request, reply) => {
-                            Dialog::Approval(ApprovalDialog::new(request, reply))
-                        }
-                        Ask::Form(request, reply) => {
-                            Dialog::Form(form::FormDialog::new(request, reply))
-                        }
-                        Ask::Questions(questions, reply) => {
-                            Dialog::Questions(QuestionsDialog::new(questions, reply))
+                Some(request) = requests.recv() => {
+                    app.open_dialog(match request {
+                        Request::Approval(asked) => Dialog::Approval(ApprovalDialog::new(asked)),
+                        Request::Form(asked) => Dialog::Form(form::FormDialog::new(asked)),
+                        Request::Questions(asked) => {
+                            Dialog::Questions(QuestionsDialog::new(asked))
                         }
                     });
                     Action::None
@@ -284,59 +213,7 @@ impl Ui {
                             app.event(event);
                         }
                     }
-                    match answer {
-                        Done::Opened(Ok(opened)) => {
-                            let opened = *opened;
-                            app.opened(&opened);
-                            agent_events = Some(opened.events);
-                            match first_task.take().or_else(|| app.next_queued()) {
-                                Some(task) if !quitting => Action::Send(task),
-                                _ => Action::None,
-                            }
-                        }
-                        Done::Opened(Err(message)) => {
-                            app.open_failed(&message);
-                            agent_events = None;
-                            Action::None
-                        }
-                        Done::Turn(result) => {
-                            app.turn_ended(result);
-                            match app.next_queued() {
-                                Some(task) if !quitting => Action::Send(task),
-                                _ => Action::None,
-                            }
-                        }
-                        Done::Turns(result) => {
-                            app.end_busy();
-                            match result {
-                                Ok(turns) if turns.is_empty() => {
-                                    app.note("no turn to rewind to yet");
-                                }
-                                Ok(turns) => app.rewind = Some(RewindView::pick(turns)),
-                                Err(message) => app.error(message),
-                            }
-                            Action::None
-                        }
-                        Done::Rewound(result) => {
-                            app.end_busy();
-                            match *result {
-                                Ok((request, report)) => app.rewound(request, report),
-                                Err(message) => app.error(message),
-                            }
-                            Action::None
-                        }
-                        Done::Compacted(result) => {
-                            app.end_busy();
-                            match result {
-                                Ok((outcome, _)) => compacted_note(&mut app, &outcome),
-                                Err(message) => app.error(message),
-                            }
-                            match app.next_queued() {
-                                Some(task) if !quitting => Action::Send(task),
-                                _ => Action::None,
-                            }
-                        }
-                    }
+                    self.done(&mut app, answer, &mut agent_events, &mut first_task, quitting)
                 }
                 Some(line) = notices.recv() => {
                     app.note(line);
@@ -360,32 +237,7 @@ impl Ui {
                     Action::Quit
                 },
             };
-            match action {
-                Action::None | Action::Interrupt => {}
-                Action::Quit => {
-                    quitting = true;
-                    app.queued.clear();
-                    app.stop_turn();
-                }
-                Action::Send(task) => self.send(&mut app, task),
-                Action::Rewind(request) => {
-                    app.begin_busy("rewinding", None);
-                    let _ = self.work.send(Work::Rewind(request));
-                }
-                Action::IndexFiles => {
-                    let tx = index_tx.clone();
-                    let root = self.cwd.clone();
-                    tokio::task::spawn_blocking(move || {
-                        let _ = tx.send(dsh_core::mentions::FileIndex::build(&root));
-                    });
-                }
-                Action::Slash(command) => {
-                    if self.slash(&mut app, command).await {
-                        quitting = true;
-                        app.stop_turn();
-                    }
-                }
-            }
+            self.act(&mut app, action, &mut quitting, &index_tx).await;
         }
         let session = app.info.as_ref().map(|i| i.id.clone());
         term.show(&mut app).map_err(|e| StartError(e.to_string()))?;
@@ -393,25 +245,126 @@ impl Ui {
         Ok(session)
     }
 
-    /// Opens a session: a new or another one forgets what was allowed for the last; the same
-    /// one on another model (`/model`) keeps it.
-    fn open(&self, app: &mut App, flags: Flags, settings: Option<Settings>) {
-        let same = app.info.as_ref().map(|i| &i.id) == flags.session_id.as_ref();
-        if !same {
-            self.grants.clear();
+    /// What the host's answer does: a session opened (or not), a turn, a compaction or a
+    /// rewind step ended; and the message to send next, unless the UI is quitting.
+    fn done(
+        &self,
+        app: &mut App,
+        answer: Done,
+        agent_events: &mut Option<mpsc::UnboundedReceiver<AgentEvent>>,
+        first_task: &mut Option<String>,
+        quitting: bool,
+    ) -> Action {
+        match answer {
+            Done::Opened(Ok(opened)) => {
+                let opened = *opened;
+                // Another session forgets what was allowed for the last; the same
+                // one on another model (`/model`) keeps it.
+                if app.info.as_ref().is_none_or(|i| i.id != opened.info.id) {
+                    self.grants.forget();
+                }
+                app.opened(&opened);
+                *agent_events = Some(opened.events);
+                match first_task.take().or_else(|| app.next_queued()) {
+                    Some(task) if !quitting => Action::Send(task),
+                    _ => Action::None,
+                }
+            }
+            Done::Opened(Err(failed)) => {
+                match failed.before {
+                    Before::Gone => {
+                        app.open_failed(&failed.message);
+                        *agent_events = None;
+                    }
+                    Before::Kept => app.open_refused(&failed.message, None),
+                    Before::Reopened(opened) => {
+                        let opened = *opened;
+                        app.open_refused(&failed.message, Some(opened.info));
+                        *agent_events = Some(opened.events);
+                    }
+                }
+                Action::None
+            }
+            Done::Turn(result) => {
+                app.turn_ended(result);
+                match app.next_queued() {
+                    Some(task) if !quitting => Action::Send(task),
+                    _ => Action::None,
+                }
+            }
+            Done::Turns(result) => {
+                app.end_busy();
+                match result {
+                    Ok(turns) if turns.is_empty() => {
+                        app.note("no turn to rewind to yet");
+                    }
+                    Ok(turns) => app.open_rewind(RewindView::pick(turns)),
+                    Err(message) => app.error(message),
+                }
+                Action::None
+            }
+            Done::Rewound(result) => {
+                app.end_busy();
+                match *result {
+                    Ok((request, report)) => app.rewound(request, report),
+                    Err(message) => app.error(message),
+                }
+                Action::None
+            }
+            Done::Compacted(result) => {
+                app.end_busy();
+                match result {
+                    Ok((outcome, _)) => compacted_note(app, &outcome),
+                    Err(message) => app.error(message),
+                }
+                match app.next_queued() {
+                    Some(task) if !quitting => Action::Send(task),
+                    _ => Action::None,
+                }
+            }
         }
-        app.begin_busy("opening the session", None);
-        let _ = (self.work).send(Work::Open(Box::new(flags), settings.map(Box::new)));
     }
 
-    /// The command line's flags for another session: `id`, or a new one.
-    fn flags_for(&self, id: Option<String>) -> Flags {
-        Flags {
-            session_id: id,
-            continue_latest: false,
-            fork: false,
-            ..self.base_flags.clone()
+    /// Does what a key, an event or an answer asked for.
+    async fn act(
+        &self,
+        app: &mut App,
+        action: Action,
+        quitting: &mut bool,
+        index_tx: &mpsc::UnboundedSender<dsh_core::mentions::FileIndex>,
+    ) {
+        match action {
+            Action::None | Action::Interrupt => {}
+            Action::Quit => {
+                *quitting = true;
+                app.queued.clear();
+                app.stop_turn();
+            }
+            Action::Send(task) => self.send(app, task),
+            Action::Rewind(request) => {
+                app.begin_busy("rewinding", None);
+                let _ = self.work.send(Work::Rewind(request));
+            }
+            Action::IndexFiles => {
+                let tx = index_tx.clone();
+                let root = self.cwd.clone();
+                tokio::task::spawn_blocking(move || {
+                    let _ = tx.send(dsh_core::mentions::FileIndex::build(&root));
+                });
+            }
+            Action::Slash(command) => {
+                if self.slash(app, command).await {
+                    *quitting = true;
+                    app.stop_turn();
+                }
+            }
         }
+    }
+
+    /// Opens a session (the one open goes on until another is open).
+    fn open(&self, app: &mut App, flags: Flags, settings: Option<Settings>) {
+        app.begin_busy("opening the session", None);
+        let _ = (self.work).send(Work::Open(Box::new(flags), settings.map(Box::new)));
     }
 
     fn send(&self, app: &mut App, task: String) {
@@ -445,11 +398,11 @@ impl Ui {
         match command {
             Slash::Quit => return true,
             Slash::Help => {
-                let cell = app::help_cell(app.reload_prompts());
+                let cell = app::cells::help_cell(app.reload_prompts());
                 app.push_cell(cell);
             }
             Slash::Status => {
-                let cell = app::status_cell(app, &self.grants.granted());
+                let cell = app::cells::status_cell(app, &self.grants.granted());
                 app.push_cell(cell);
             }
             Slash::Rename(title) => match app.info.as_ref().map(|i| i.id.clone()) {
@@ -506,9 +459,11 @@ impl Ui {
                     let _ = self.work.send(Work::Compact { stop });
                 }
             }
-            Slash::New => self.open(app, self.flags_for(None), None),
+            Slash::New => self.open(app, Opening::New.flags(&self.base_flags), None),
             Slash::Resume(None) => app.open_picker(dsh_core::list_sessions(&self.home, &self.cwd)),
-            Slash::Resume(Some(id)) => self.open(app, self.flags_for(Some(id)), None),
+            Slash::Resume(Some(id)) => {
+                self.open(app, Opening::Resume(id).flags(&self.base_flags), None);
+            }
             Slash::Rewind(_) if app.is_running() => {
                 app.note("/rewind waits for the turn to end (Esc stops it)");
             }
@@ -549,7 +504,7 @@ impl Ui {
                         .map(|(n, d)| Line::from(format!("  {n}  {d}")))
                         .collect()
                 };
-                app.push_cell(app::list_cell("Skills", items));
+                app.push_cell(app::cells::list_cell("Skills", items));
             }
             Slash::Prompts => {
                 let prompts = app.reload_prompts().to_vec();
@@ -564,13 +519,59 @@ impl Ui {
                         .map(|p| Line::from(format!("  /{}  {}", p.name, p.path.display())))
                         .collect()
                 };
-                app.push_cell(app::list_cell("Saved prompts", items));
+                app.push_cell(app::cells::list_cell("Saved prompts", items));
             }
             Slash::Prompt(text) => self.send(app, text),
             Slash::Unknown(message) => app.error(message),
         }
         false
     }
+}
+
+/// Moves the input that is ready now, and no more, to `into` (polled here, so that the
+/// stream wakes this task when more comes).
+async fn read_ready(
+    input: &mut EventStream,
+    into: &mut std::collections::VecDeque<std::io::Result<Event>>,
+) {
+    loop {
+        tokio::select! {
+            biased;
+            Some(event) = input.next() => into.push_back(event),
+            () = std::future::ready(()) => break,
+        }
+    }
+}
+
+/// What a piece of input does: a key or a paste (`typed_before`: typed before the dialog in
+/// front was drawn, so it goes where it would have gone without it), a resize, or the terminal
+/// gone.
+fn on_input(
+    app: &mut App,
+    term: &mut terminal::Screen,
+    event: Option<std::io::Result<Event>>,
+    typed_before: bool,
+) -> Result<Action, StartError> {
+    Ok(match event {
+        Some(Ok(event @ (Event::Key(_) | Event::Paste(_)))) if typed_before => {
+            app.typed_before(event)
+        }
+        Some(Ok(Event::Key(key))) => app.key(key),
+        Some(Ok(Event::Paste(text))) => {
+            app.paste(&text);
+            Action::None
+        }
+        Some(Ok(Event::Resize(..))) => {
+            if let Err(e) = term.resized() {
+                app.stop_turn();
+                return Err(StartError(format!("cannot redraw after a resize: {e}")));
+            }
+            Action::None
+        }
+        Some(Ok(_)) => Action::None,
+        // The terminal is gone: nobody is left to answer.
+        None | Some(Err(_)) => Action::Quit,
+    })
 }
 
 /// What `/compact` did, when the transcript does not show it (a summary shows as its record).

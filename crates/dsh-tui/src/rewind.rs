@@ -5,6 +5,8 @@ use dsh_core::checkpoints::{RewindReport, RewindRequest, TurnFiles};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 
+use crate::dialog::numbered;
+
 /// Where `/rewind` is.
 pub enum RewindView {
     /// The session's turns, newest last.
@@ -12,9 +14,21 @@ pub enum RewindView {
         turns: Vec<TurnFiles>,
         selected: usize,
     },
-    /// What going back to the start of `turn` would change, to confirm.
-    Confirm { turn: u32, report: RewindReport },
+    /// What going back to the start of `turn` would change, to confirm: which of
+    /// [`TAKEN_BACK`] is chosen.
+    Confirm {
+        turn: u32,
+        report: RewindReport,
+        selected: usize,
+    },
 }
+
+/// What a rewind can take back: the files, the conversation, as `(files, conversation)`.
+const TAKEN_BACK: [(&str, bool, bool); 3] = [
+    ("files and conversation", true, true),
+    ("files only", true, false),
+    ("conversation only", false, true),
+];
 
 /// What a key asks of the UI.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +52,15 @@ impl RewindView {
         RewindView::Pick { turns, selected }
     }
 
+    /// What going back to `turn` would change, on the first choice.
+    pub fn confirm(turn: u32, report: RewindReport) -> Self {
+        RewindView::Confirm {
+            turn,
+            report,
+            selected: 0,
+        }
+    }
+
     pub fn key(&mut self, key: KeyEvent) -> RewindKey {
         match self {
             RewindView::Pick { turns, selected } => match key.code {
@@ -55,14 +78,27 @@ impl RewindView {
                 KeyCode::Esc => RewindKey::Close,
                 _ => RewindKey::None,
             },
-            RewindView::Confirm { turn, report } => {
-                let (files, conversation) = match key.code {
-                    KeyCode::Char('1') => (true, true),
-                    KeyCode::Char('2') => (true, false),
-                    KeyCode::Char('3') => (false, true),
+            RewindView::Confirm {
+                turn,
+                report,
+                selected,
+            } => {
+                // A number chooses, as ↑↓ do; only Enter rewinds.
+                match key.code {
+                    KeyCode::Up => *selected = selected.saturating_sub(1),
+                    KeyCode::Down => *selected = (*selected + 1).min(TAKEN_BACK.len() - 1),
+                    KeyCode::Char(c) => {
+                        if let Some(n) = numbered(c).filter(|n| *n < TAKEN_BACK.len()) {
+                            *selected = n;
+                        }
+                    }
                     KeyCode::Esc => return RewindKey::Close,
-                    _ => return RewindKey::None,
-                };
+                    _ => {}
+                }
+                if key.code != KeyCode::Enter {
+                    return RewindKey::None;
+                }
+                let (_, files, conversation) = TAKEN_BACK[*selected];
                 RewindKey::Apply(RewindRequest {
                     to_turn: Some(*turn),
                     before_call: None,
@@ -115,7 +151,11 @@ impl RewindView {
                 }
                 lines
             }
-            RewindView::Confirm { turn, report } => {
+            RewindView::Confirm {
+                turn,
+                report,
+                selected,
+            } => {
                 let mut lines = vec![Line::styled(
                     format!("Rewind to the start of turn {turn}?"),
                     TITLE,
@@ -143,9 +183,16 @@ impl RewindView {
                         ))));
                     }
                 }
+                for (i, (what, ..)) in TAKEN_BACK.iter().enumerate() {
+                    let (marker, style) = if i == *selected {
+                        ("› ", CHOSEN)
+                    } else {
+                        ("  ", Style::default())
+                    };
+                    lines.push(Line::styled(format!("{marker}{}. {what}", i + 1), style));
+                }
                 lines.push(Line::styled(
-                    "1 files and conversation · 2 files only · 3 conversation only · Esc \
-                     cancels",
+                    "↑↓ or 1-3 choose · Enter rewinds · Esc cancels",
                     DIM,
                 ));
                 lines

@@ -179,6 +179,14 @@ mod tests {
         std::fs::write(home.path().join("prompts/tests.md"), "user's tests").unwrap();
         std::fs::write(cwd.path().join(".dsh/prompts/tests.md"), "Run the tests.").unwrap();
         std::fs::write(home.path().join("prompts/quit.md"), "shadowed").unwrap();
+        // The project's prompts are offered in a folder the user trusts.
+        let real = std::fs::canonicalize(cwd.path()).unwrap();
+        let entry = dsh_core::config::trust::quote_path(&real);
+        std::fs::write(
+            home.path().join("config.toml"),
+            format!("[projects.{entry}]\ntrusted = true\n"),
+        )
+        .unwrap();
         let prompts = dsh_core::saved_prompts(home.path(), cwd.path());
         let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(

@@ -1,12 +1,13 @@
-//! What the session's records look like in the scrollback: each record that a person wants
-//! to read becomes a cell of styled lines (a message, a tool call with its diff, a result with
-//! its exit status, the todo list, a turn's end). Resumed sessions go through the same path.
+//! What the session's records look like in the scrollback: each record's view
+//! ([`Record::view`]) that a person wants to read becomes a cell of styled lines (a message, a
+//! tool call with its diff, a result with its exit status, the todo list, a turn's end, a
+//! card). Resumed sessions go through the same path.
 
 use std::collections::HashMap;
 
 use dsh_protocol::{
-    AbortReason, Block, Goal, GoalOperation, Message, Record, TodoItem, TodoStatus,
-    ToolResultRecord, TurnEndReason, Usage,
+    AbortReason, Block, Card, CardKind, Goal, GoalOperation, Message, Record, TodoItem, TodoStatus,
+    Tone, ToolResultRecord, TurnEndReason, Usage, View,
 };
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -49,84 +50,67 @@ pub struct Transcript {
 }
 
 impl Transcript {
-    /// The cell for `record`, if it shows as one.
+    /// The cell for `record`, if it shows as one: its view, drawn.
     pub fn cell(&mut self, record: &Record) -> Option<Vec<Line<'static>>> {
-        match record {
-            Record::TurnStart { .. } => {
+        match record.view() {
+            View::TurnStart { .. } => {
                 self.steps = 0;
                 self.usage = Usage::default();
                 None
             }
-            Record::UserMessage {
-                instructions: None, ..
-            } if std::mem::take(&mut self.goal_prompt_next) => None,
-            Record::UserMessage {
-                message,
-                instructions,
-                ..
-            } => Some(match instructions {
-                Some(files) => vec![Line::styled(
-                    format!(
-                        "· workspace instructions: {}",
-                        files
-                            .iter()
-                            .map(|f| f.path.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                    DIM,
-                )],
-                None => {
-                    // Images attached in the web app, named where the terminal cannot show them.
-                    let mut text = message.text();
-                    for block in &message.content {
-                        if let dsh_protocol::Block::Image { image } = block {
-                            text.push('\n');
-                            text.push_str(&image.summary());
-                        }
+            View::User { .. } if std::mem::take(&mut self.goal_prompt_next) => None,
+            View::User { message } => {
+                // Images attached in the web app, named where the terminal cannot show them.
+                let mut text = message.text();
+                for block in &message.content {
+                    if let dsh_protocol::Block::Image { image } = block {
+                        text.push('\n');
+                        text.push_str(&image.summary());
                     }
-                    user_cell(&text)
                 }
-            }),
-            Record::AssistantMessage(record) => {
-                let cell = self.assistant_cell(&record.message);
+                Some(user_cell(&text))
+            }
+            View::Answer(answer) => {
+                let cell = self.assistant_cell(&answer.message);
                 (!cell.is_empty()).then_some(cell)
             }
-            Record::ToolCall(call) => {
+            View::Call(call) => {
                 let args = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
                 let cell = call_cell(&call.name, &self.catalog.describe(&call.name, &args));
                 self.calls
                     .insert(call.call_id.clone(), (call.name.clone(), args));
                 Some(cell)
             }
-            Record::ToolResult(result) => Some(self.result_cell(result)),
-            Record::StepEnd { usage, .. } => {
+            View::Result(result) => Some(self.result_cell(result)),
+            View::StepEnd { usage, .. } => {
                 self.steps += 1;
                 self.usage.add(usage);
                 self.session_usage.add(usage);
                 None
             }
-            Record::TurnEnd { reason, .. } => {
+            View::TurnEnd { reason, .. } => {
                 self.in_goal_round = false;
                 Some(self.turn_end_cell(reason))
             }
-            Record::CompactionSummary(summary) => {
-                if summary.reason == "manual" {
-                    self.session_usage.add(&summary.usage);
-                }
-                Some(vec![Line::styled(
-                    format!(
-                        "· history compacted ({}): about {} → {} tokens",
-                        summary.reason, summary.tokens_before, summary.tokens_after
-                    ),
-                    DIM,
-                )])
-            }
-            Record::TodoWrite { todos, .. } => {
-                self.todos.clone_from(todos);
+            View::Todos { todos } => {
+                self.todos = todos.to_vec();
                 Some(todo_cell(todos))
             }
-            Record::GoalChange(change) => {
+            View::Card(card) => {
+                self.keep(&card.kind);
+                // A call the review allowed needs no word.
+                (!card.routine).then(|| card_cell(&card))
+            }
+            // The status line says the mode the session runs under.
+            View::Mode(_) | View::StepStart { .. } | View::Hidden { .. } => None,
+        }
+    }
+
+    /// What the transcript keeps of a card: the goal, and what a compaction the user asked
+    /// for billed outside any step.
+    fn keep(&mut self, kind: &CardKind<'_>) {
+        match kind {
+            CardKind::Goal(change) => {
                 match change.operation {
                     GoalOperation::Round => {
                         self.in_goal_round = true;
@@ -138,41 +122,11 @@ impl Transcript {
                     _ => {}
                 }
                 self.goal = Some(change.goal.clone());
-                Some(vec![Line::styled(
-                    format!("◎ {}", change.headline()),
-                    Style::new().fg(Color::Cyan),
-                )])
             }
-            Record::Presentation(shown) => Some(presentation_cell(shown)),
-            Record::SubagentRun(run) => Some(vec![Line::styled(
-                format!("· {} ({}) ended its turn", run.agent_id, run.label),
-                DIM,
-            )]),
-            // An allowed call needs no word; a denial or a failed review is its own line
-            // before the call's error, and an overridden denial says who let it run.
-            Record::AutoReview(review) => {
-                use dsh_protocol::ReviewDecision;
-                let (what, colour) = match (review.decision, review.overridden) {
-                    (ReviewDecision::Allowed, _) => return None,
-                    (ReviewDecision::Denied, true) => ("denied, run anyway by you", Color::Yellow),
-                    (ReviewDecision::Denied, false) => ("denied", Color::Red),
-                    (ReviewDecision::Failed, _) => ("failed", Color::Red),
-                };
-                Some(vec![Line::styled(
-                    format!("⚖ auto review {what}: {}", review.reason),
-                    Style::new().fg(colour),
-                )])
+            CardKind::Compaction(summary) if summary.reason == "manual" => {
+                self.session_usage.add(&summary.usage);
             }
-            Record::Rewind(rewind) => Some(vec![Line::styled(
-                format!("↶ {}", rewind.headline()),
-                Style::new().fg(Color::Yellow),
-            )]),
-            // The status line says the mode the session runs under.
-            Record::Checkpoint(_)
-            | Record::StepStart { .. }
-            | Record::CompactionPrune(_)
-            | Record::SessionSeed { .. }
-            | Record::PermissionMode(_) => None,
+            _ => {}
         }
     }
 
@@ -361,6 +315,31 @@ fn call_cell(name: &str, view: &dsh_core::CallView<'_>) -> Vec<Line<'static>> {
 /// A bash result: the output's tail, then how it ended in its colour: the reference's markers
 /// (`[timed out after Nms]`, `[killed by signal: X]`, `[exit code: N]`) close the text, and a
 /// clean exit has none. A command moved to a background job has not ended.
+/// A running call's output as the live area shows it: what a progress meter shows last
+/// (after its last `\r`), one row a line, blank lines left out.
+pub fn shown_lines(output: &str) -> Vec<&str> {
+    (output.lines())
+        .map(|l| l.rsplit('\r').next().unwrap_or(l))
+        .filter(|l| !l.trim().is_empty())
+        .collect()
+}
+
+/// What was watched of a call's output (its last lines), for the transcript.
+pub fn watched_output(output: &str) -> Vec<Line<'static>> {
+    let lines = shown_lines(output);
+    let start = lines.len().saturating_sub(BASH_TAIL);
+    let mut cell: Vec<Line<'static>> = Vec::new();
+    if start > 0 {
+        cell.push(Line::styled("  │ …", DIM));
+    }
+    cell.extend(
+        lines[start..]
+            .iter()
+            .map(|l| Line::styled(format!("  │ {l}"), DIM)),
+    );
+    cell
+}
+
 fn bash_result(output: &str) -> Vec<Line<'static>> {
     let mut body: Vec<&str> = output.lines().collect();
     let mut markers = Vec::new();
@@ -425,20 +404,28 @@ pub fn todo_cell(todos: &[TodoItem]) -> Vec<Line<'static>> {
     lines
 }
 
-/// What the model handed the user: its title, the file, and the summary as markdown.
-pub fn presentation_cell(shown: &dsh_protocol::Presentation) -> Vec<Line<'static>> {
+/// A card: its icon and headline in its tone's colour, the file it is about, and its body as
+/// markdown.
+pub fn card_cell(card: &Card<'_>) -> Vec<Line<'static>> {
+    let style = match card.tone {
+        Tone::Quiet => DIM,
+        Tone::Accent => Style::new().fg(Color::Cyan),
+        Tone::Handed => Style::new().fg(Color::Green).add_modifier(Modifier::BOLD),
+        Tone::Warning => Style::new().fg(Color::Yellow),
+        Tone::Failure => Style::new().fg(Color::Red),
+    };
     let mut lines = vec![Line::styled(
-        format!("▣ {}", shown.title),
-        Style::new().fg(Color::Green).add_modifier(Modifier::BOLD),
+        format!("{} {}", card.icon, card.headline),
+        style,
     )];
-    if let Some(path) = &shown.path {
+    if let Some(path) = card.path {
         lines.push(Line::styled(
             format!("  {path}"),
             Style::new().fg(Color::Cyan),
         ));
     }
-    if let Some(summary) = &shown.summary {
-        lines.extend(markdown::render(summary));
+    if let Some(detail) = card.detail {
+        lines.extend(markdown::render(detail));
     }
     lines
 }
@@ -456,6 +443,48 @@ pub fn tokens(n: u64) -> String {
 mod tests {
     use super::*;
     use crate::wrap::plain;
+
+    /// Every record kind shows in the scrollback, but the marks whose counts the turn's end
+    /// shows, the mode the status line shows, and what is hidden on purpose.
+    #[test]
+    fn every_record_kind_shows_as_a_cell() {
+        let mut transcript = Transcript::default();
+        for record in dsh_protocol::view::samples() {
+            let silent = matches!(
+                record.view(),
+                View::Hidden { .. }
+                    | View::Mode(_)
+                    | View::TurnStart { .. }
+                    | View::StepStart { .. }
+                    | View::StepEnd { .. }
+            );
+            let cell = transcript.cell(&record);
+            assert_eq!(cell.is_none(), silent, "{record:?}: {cell:?}");
+        }
+    }
+
+    #[test]
+    fn cards_are_drawn_alike_whatever_they_are_about() {
+        let mut transcript = Transcript::default();
+        let shown: Vec<String> = (dsh_protocol::view::samples().iter())
+            .filter(|r| matches!(r.view(), View::Card(_)))
+            .filter_map(|r| transcript.cell(r))
+            .map(|cell| plain(&cell))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "· forked: begins with 1 messages of its parent's history",
+                "· workspace instructions: /work/AGENTS.md",
+                "⚖ auto review denied: reads a file nobody asked for",
+                "◎ goal set: Read every file",
+                "▣ The report\n  /work/report.md\nWhat a.txt says.",
+                "· subagent-1 (look around) ended its turn",
+                "· history compacted (manual): about 900 → 100 tokens",
+                "↶ rewound files and conversation to before turn 1 (1 written back, 0 removed)",
+            ]
+        );
+    }
 
     #[test]
     fn a_goal_shows_as_its_changes_and_its_rounds_prompts_stay_out() {

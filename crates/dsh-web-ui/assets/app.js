@@ -1,6 +1,6 @@
 // dsh web: the page. It lists the sessions on disk, opens one, shows what the session
-// reports (the same records as its log, and the answer as it streams) and sends prompts,
-// stops and answers. Text from the session is always inserted as text, never as HTML.
+// reports (the view of each record of its log, and the answer as it streams) and sends
+// prompts, stops and answers. Text from the session is always inserted as text, never as HTML.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -13,8 +13,10 @@ if (fragment.get("token")) {
   history.replaceState(null, "", location.pathname);
 }
 const TOKEN = localStorage.getItem("dsh-token") || "";
+// `draft` is the folder of a session not started yet: the first message starts it, so that
+// no click leaves an empty session behind.
 const state = { id: null, cwd: null, source: null, busy: false, calls: new Map(),
-  live: { text: null, reasoning: null }, asks: new Map(), listing: null,
+  live: { text: null, reasoning: null }, asks: new Map(), listing: null, draft: null,
   usage: { tokens: 0, cost: 0, priced: false }, skills: [], agents: new Map(), imageInput: false,
   attached: [] };
 // The most of a command's live output kept on screen; its result has it all.
@@ -54,6 +56,20 @@ async function loadSessions() {
   state.listing = await api("GET", "/api/sessions");
   state.defaultCwd = state.listing.cwd;
   renderSessions();
+  drawHeading();
+  if (state.draft) drawWelcome();
+}
+
+// The session's listing entry, once the list has it.
+const listed = (id) => (state.listing?.workspaces || []).flatMap((w) => w.sessions).find((s) => s.id === id);
+
+// The session bar's heading: the session's title (or first task) and its folder.
+function drawHeading() {
+  const session = state.id && listed(state.id);
+  $("session-title").textContent = (session && sessionName(session)) || "New session";
+  $("session-title").dataset.session = state.id || "";
+  $("session-where").textContent = state.id ? state.cwd : state.draft?.cwd || "";
+  document.title = session && sessionName(session) ? `${sessionName(session)} · dsh` : "dsh";
 }
 
 // The sidebar from the listing fetched last; the search filters it here, without asking the
@@ -67,22 +83,24 @@ function renderSessions() {
     const sessions = workspace.sessions.filter((s) =>
       !query || sessionName(s).toLowerCase().includes(query) || workspace.cwd.toLowerCase().includes(query));
     if (!sessions.length) continue;
-    nav.append(el("h3", {}, workspace.cwd));
+    nav.append(el("h2", { title: workspace.cwd }, folderName(workspace.cwd),
+      el("small", {}, workspace.cwd)));
     for (const session of sessions) {
       const link = el("a", {
         href: `#session=${encodeURIComponent(session.id)}`,
         class: session.id === state.id ? "open" : "",
+        "aria-current": session.id === state.id ? "page" : null,
         "data-session": session.id,
         onclick: (event) => { event.preventDefault(); openSession(workspace.cwd, session.id); },
-      }, sessionName(session) || "(no task yet)",
-        el("small", {}, `${new Date(session.createdAt).toLocaleString()} · ${session.turns} turns`));
+      }, el("span", { class: "name" }, sessionName(session) || "(no task yet)"),
+        el("small", {}, sessionMeta(session)));
+      // Small, at the entry's edge: a click on the entry itself opens it.
+      const tool = (label, glyph, title, act) => el("button", { type: "button", title, "aria-label": label,
+        onclick: act }, el("span", { "aria-hidden": "true" }, glyph), el("span", { class: "label" }, label));
       const tools = el("span", { class: "session-tools" },
-        el("button", { type: "button", title: "Fork: a new session from a copy of this one",
-          onclick: () => forkSession(workspace.cwd, session.id) }, "Fork"),
-        el("button", { type: "button", title: "Rename: the title this list shows",
-          onclick: () => renameSession(workspace.cwd, session) }, "Rename"),
-        el("button", { type: "button", title: "Delete this session",
-          onclick: () => deleteSession(workspace.cwd, session) }, "Delete"));
+        tool("Fork", "⑂", "Fork: a new session from a copy of this one", () => forkSession(workspace.cwd, session.id)),
+        tool("Rename", "✎", "Rename: the title this list shows", () => renameSession(workspace.cwd, session)),
+        tool("Delete", "✕", "Delete this session", () => deleteSession(workspace.cwd, session)));
       nav.append(el("div", { class: "session" }, link, tools));
     }
   }
@@ -108,6 +126,17 @@ async function forkSession(cwd, id) {
 
 // What the list calls a session: the title it was given, else its first task.
 const sessionName = (session) => session.title || session.firstTask;
+const folderName = (path) => path.split("/").filter(Boolean).pop() || path;
+const turns = (n) => `${n} turn${n === 1 ? "" : "s"}`;
+
+// When a session was started, as a person says it, and how long it is.
+function sessionMeta(session) {
+  const when = new Date(session.createdAt);
+  const today = new Date().toDateString() === when.toDateString();
+  const date = today ? when.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
+    : when.toLocaleDateString([], { month: "short", day: "numeric", year: "numeric" });
+  return `${date} · ${turns(session.turns)}`;
+}
 
 async function renameSession(cwd, session, given) {
   const title = given ?? window.prompt("The session's title (empty: none, the first task is shown)",
@@ -141,16 +170,22 @@ function follow(id, cwd) {
   $("todos").replaceChildren();
   $("agents").replaceChildren();
   $("usage").textContent = "";
+  $("goal").textContent = "";
   sessionStorage.setItem("dsh-session", JSON.stringify({ id, cwd }));
   history.replaceState(null, "", `#session=${encodeURIComponent(id)}`);
+  state.draft = null;
   $("transcript").replaceChildren();
-  $("session-title").textContent = `${id} · ${cwd}`;
+  drawHeading();
+  openDrawer(false);
   setBusy(false);
   $("send").disabled = false;
   $("rewind").disabled = false;
+  $("rewind").hidden = $("close").hidden = false;
   const source = new EventSource(`/api/sessions/${encodeURIComponent(id)}/events?token=${encodeURIComponent(TOKEN)}`);
   source.onmessage = (message) => show(JSON.parse(message.data));
+  state.caughtUp = false;
   source.onerror = () => {
+    state.caughtUp = false;
     // The browser reconnects by itself and is sent only what it missed; a server that
     // restarted does not know the session, and the stream stays closed.
     $("session-state").textContent = source.readyState === EventSource.CLOSED
@@ -169,14 +204,29 @@ function showSettings(event) {
   $("attach").disabled = !state.imageInput;
   $("attach").title = state.imageInput ? "Attach images (or paste or drop them here)"
     : "This session's model does not take images";
-  const modes = event.modes || [];
-  const select = $("mode");
-  select.replaceChildren(...modes.map((mode) => el("option", { value: mode }, mode)));
-  select.value = event.mode;
-  if (document.activeElement !== $("model")) $("model").value = event.model;
+  choices($("mode"), event.modes || [], event.mode);
+  choices($("model"), state.listing?.defaults?.models || [], event.model);
 }
 
+// A picker's options, with `value` chosen (and listed, if it is not among them).
+function choices(select, values, value) {
+  const all = values.includes(value) ? values : [...values, value];
+  select.replaceChildren(...all.map((v) => el("option", { value: v }, v)));
+  select.value = value;
+}
+
+// Before the session starts, the choices are kept for it; after, each reopens it so.
 async function changeSettings(change) {
+  if (state.draft) {
+    const mode = change.permissionMode;
+    if (mode && ![...$("mode").options].some((option) => option.value === mode)) {
+      say("error", `permissionMode must be one of ${[...$("mode").options].map((o) => o.value).join(", ")}, got "${mode}"`);
+      return;
+    }
+    if (mode) state.draft.mode = $("mode").value = mode;
+    if (change.model) choices($("model"), state.listing?.defaults?.models || [], state.draft.model = change.model);
+    return;
+  }
   try {
     await api("POST", `/api/sessions/${encodeURIComponent(state.id)}/settings`, change);
   } catch (error) {
@@ -185,6 +235,8 @@ async function changeSettings(change) {
 }
 
 function setBusy(busy) {
+  // A turn has ended: the list's entry for the session has its task and turns now.
+  if (state.busy && !busy) loadSessions().catch(() => {});
   state.busy = busy;
   $("mode").disabled = busy;
   $("rewind").disabled = busy || !state.id;
@@ -194,16 +246,29 @@ function setBusy(busy) {
   $("session-state").textContent = busy ? "working…" : "";
 }
 
+// The conversation follows its end, scrolled once a frame however many reports came in it:
+// a backlog of a thousand records is laid out once, not once a record.
+let scrollWanted = false;
+function scrollToEnd() {
+  if (scrollWanted) return;
+  scrollWanted = true;
+  requestAnimationFrame(() => {
+    scrollWanted = false;
+    const transcript = $("transcript");
+    transcript.scrollTop = transcript.scrollHeight;
+  });
+}
+
 function say(kind, text) {
   const node = el("div", { class: `message ${kind}` }, text);
   $("transcript").append(node);
-  node.scrollIntoView({ block: "end" });
+  scrollToEnd();
   return node;
 }
 
 function show(event) {
   switch (event.kind) {
-    case "record": return showRecord(event.record, event);
+    case "view": return event.agent ? showChild(event.agent, event.view) : showView(event.view);
     case "delta": {
       if (event.agent) return;
       const kind = event.reasoning ? "reasoning" : "text";
@@ -229,6 +294,8 @@ function show(event) {
       return;
     }
     case "turn_end": return;
+    // What comes after this happens now: a call's time is taken from it.
+    case "live": state.caughtUp = true; return;
     case "error": return say("error", event.message);
     case "ask":
       state.asks.set(event.id, event);
@@ -254,65 +321,102 @@ function show(event) {
   }
 }
 
-function showRecord(record, event) {
-  const data = record.data || {};
-  if (event.agent) return showChild(event.agent, record, event);
-  if (record.type === "user/message") {
-    const text = blocksText(data.message, "text");
-    const images = event.images || [];
-    if (text || images.length) {
-      const node = say("user", text);
-      if (images.length) node.append(el("div", { class: "images" }, ...images.map(thumbnail)));
+// A record's view (dsh_protocol::View): a message, an answer, a call, a result, the todo
+// list, the mode, a turn's or a step's mark, or a card.
+function showView(view) {
+  switch (view.view) {
+    case "user": {
+      const text = blocksText(view.message, "text");
+      const images = view.images || [];
+      if (text || images.length) {
+        const node = say("user", text);
+        if (images.length) node.append(el("div", { class: "images" }, ...images.map(thumbnail)));
+      }
+      return;
     }
-  } else if (record.type === "assistant/message") {
-    for (const kind of ["text", "reasoning"]) {
-      if (state.live[kind]) { state.live[kind].remove(); state.live[kind] = null; }
+    case "answer": {
+      for (const kind of ["text", "reasoning"]) {
+        if (state.live[kind]) { state.live[kind].remove(); state.live[kind] = null; }
+      }
+      const reasoning = blocksText(view.message, "reasoning");
+      if (reasoning) say("reasoning", reasoning);
+      const text = blocksText(view.message, "text");
+      if (view.html) $("transcript").append(markdownNode("message assistant markdown", view.html));
+      else if (text) say("assistant", text);
+      scrollToEnd();
+      return;
     }
-    const reasoning = blocksText(data.message, "reasoning");
-    if (reasoning) say("reasoning", reasoning);
-    const text = blocksText(data.message, "text");
-    if (event.html) {
-      // Rendered on the server, which lets no raw HTML or script link through.
-      const node = el("div", { class: "message assistant markdown" });
-      node.innerHTML = event.html;
-      $("transcript").append(node);
-      node.scrollIntoView({ block: "end" });
-    } else if (text) say("assistant", text);
-  } else if (record.type === "tool/call") {
-    $("transcript").append(callNode(null, data, event.view));
-  } else if (record.type === "tool/result") {
-    const block = (data.message?.content || []).find((b) => b.type === "tool-result");
-    if (block && !showResult(null, block)) say(block.isError ? "error" : "notice", resultText(block));
-  } else if (record.type === "turn/end") {
-    state.live = { text: null, reasoning: null };
-  } else if (record.type === "step/end") {
-    const usage = data.usage || {};
-    state.usage.tokens += usage.totalTokens || 0;
-    if (typeof usage.costUsd === "number") { state.usage.cost += usage.costUsd; state.usage.priced = true; }
-    $("usage").textContent = `${state.usage.tokens.toLocaleString()} tokens` +
-      (state.usage.priced ? ` · $${state.usage.cost.toFixed(4)}` : "");
-  } else if (record.type === "session/seed") {
-    // A fork's copied history.
-    for (const message of data.messages || []) {
+    case "call": $("transcript").append(callNode(null, view, view.described)); return;
+    case "result": {
+      const block = (view.message?.content || []).find((b) => b.type === "tool-result");
+      if (block && !showResult(null, block)) say(block.isError ? "error" : "notice", resultText(block));
+      return;
+    }
+    case "turn_end": state.live = { text: null, reasoning: null }; return;
+    case "step_end": {
+      const usage = view.usage || {};
+      state.usage.tokens += usage.totalTokens || 0;
+      if (typeof usage.costUsd === "number") { state.usage.cost += usage.costUsd; state.usage.priced = true; }
+      $("usage").textContent = `${state.usage.tokens.toLocaleString()} tokens` +
+        (state.usage.priced ? ` · $${state.usage.cost.toFixed(4)}` : "");
+      return;
+    }
+    // The mode changed within the session (a plan approved, a switch): the picker follows.
+    case "mode":
+      if ([...$("mode").options].some((o) => o.value === view.mode)) $("mode").value = view.mode;
+      return;
+    case "todos":
+      $("todos").replaceChildren(...(view.todos || []).map((todo) =>
+        el("li", { class: `todo ${todo.status}` }, todo.content || "")));
+      return;
+    case "card": return showCard(view);
+    default: return;
+  }
+}
+
+// Rendered on the server, which lets no raw HTML or script link through.
+function markdownNode(className, html) {
+  const node = el("div", { class: className });
+  node.innerHTML = html;
+  return node;
+}
+
+// A card, drawn alike whatever it is about: its icon and headline in its tone, the file, the
+// body, the details. What the page keeps of it beside: a fork's copied history above it, a
+// subagent's end in its panel.
+function showCard(card) {
+  if (card.kind === "fork") {
+    for (const message of card.state?.messages || []) {
       const text = blocksText(message, "text");
       if (text) say(message.role === "user" ? "user" : "assistant", text);
     }
-  } else if (record.type === "permission/mode") {
-    // The mode changed within the session (a plan approved, a switch): the picker follows.
-    if ([...$("mode").options].some((o) => o.value === data.mode)) $("mode").value = data.mode;
-  } else if (record.type === "subagent/run") {
-    // How a subagent ended, as the session records it (also for one run before a reload).
-    const agent = agentPanel(data.agentId);
-    agent.label = data.label || agent.label;
-    agent.session = data.sessionId;
-    agent.tokens = data.usage?.totalTokens || agent.tokens;
-    agent.status = endedAs(data.reason);
-    agent.background = data.background;
+  } else if (card.kind === "goal" && card.state?.goal) {
+    drawGoal(card.state.goal);
+  } else if (card.kind === "subagent") {
+    const run = card.state || {};
+    const agent = agentPanel(run.agentId);
+    agent.label = run.label || agent.label;
+    agent.session = run.sessionId;
+    agent.tokens = run.usage?.totalTokens || agent.tokens;
+    agent.status = endedAs(run.reason);
+    agent.background = run.background;
     drawAgent(agent);
-  } else if (record.type === "todo/write") {
-    $("todos").replaceChildren(...(data.todos || []).map((todo) =>
-      el("li", { class: `todo ${todo.status}` }, todo.content || todo.text || "")));
   }
+  const node = el("div", { class: `card ${card.tone}${card.routine ? " routine" : ""}`, "data-kind": card.kind },
+    el("div", { class: "headline" }, el("span", { class: "icon", "aria-hidden": "true" }, card.icon), " ", card.headline),
+    card.path ? el("div", { class: "path" }, card.path) : null,
+    card.html ? markdownNode("markdown", card.html) : null,
+    card.note ? el("small", { class: "note" }, card.note) : null);
+  $("transcript").append(node);
+  scrollToEnd();
+}
+
+// The session's goal, in the status line: its objective, where it is, the rounds it took.
+function drawGoal(goal) {
+  const rounds = goal.roundsStarted ? ` · round ${goal.roundsStarted}/${goal.maxGoalRounds}` : "";
+  $("goal").textContent = `${goal.objective} · ${goal.phase}${rounds}`;
+  $("goal").dataset.phase = goal.phase;
+  $("goal").title = `The session's goal (${goal.phase})`;
 }
 
 // A call as the transcript shows it: its title, its diff, plan or arguments, its live output
@@ -329,11 +433,54 @@ function callNode(agent, data, view = {}) {
     shown = el("div", { class: "message markdown document" });
     shown.innerHTML = view.html;
   }
-  const node = el("details", { class: "call", "data-call": id, ...(shown ? { open: "" } : {}) },
-    el("summary", {}, view.title || `${data.name} ${shortArgs(data.arguments)}`),
-    shown || el("pre", { class: "arguments" }, prettyArgs(data.arguments)), output, result);
-  state.calls.set(callKey(agent, id), { node, output, result });
+  const title = view.title || `${data.name} ${shortArgs(data.arguments)}`;
+  const meta = el("span", { class: "meta" });
+  const mark = el("span", { class: "state", role: "img", "aria-label": "running" }, "◌");
+  const node = el("details", { class: "call", "data-call": id, "data-state": "running", ...(shown ? { open: "" } : {}) },
+    el("summary", { title }, mark, el("span", { class: "title" }, title), meta),
+    shown || argumentsView(data.arguments), output, result);
+  state.calls.set(callKey(agent, id), { node, output, result, meta, mark, name: data.name, shown: !!shown,
+    started: state.caughtUp ? performance.now() : null });
   return node;
+}
+
+// A call's arguments: a command as you would type it (and what else it was given), others as
+// indented JSON.
+function argumentsView(text) {
+  let args;
+  try { args = JSON.parse(text); } catch { return el("pre", { class: "arguments" }, text); }
+  if (typeof args?.command !== "string") return el("pre", { class: "arguments" }, JSON.stringify(args, null, 2));
+  const rest = Object.entries(args).filter(([key]) => key !== "command")
+    .map(([key, value]) => `${key}: ${typeof value === "string" ? value : JSON.stringify(value)}`);
+  return el("pre", { class: "arguments command" }, el("span", { class: "sign", "aria-hidden": "true" }, "$ "),
+    args.command, rest.length ? el("span", { class: "rest" }, `\n${rest.join("\n")}`) : null);
+}
+
+// How long something took, as a person reads it.
+function took(ms) {
+  if (ms < 100) return "< 0.1 s";
+  if (ms < 10_000) return `${(ms / 1000).toFixed(1)} s`;
+  if (ms < 60_000) return `${Math.round(ms / 1000)} s`;
+  return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+// How a call ended, at a glance: its mark, and a command's exit status (a failing one ends
+// with `[exit code: N]`; one that ended well says nothing).
+function callEnded(call, block, text) {
+  const stopped = block.isError && /tool call aborted/.test(text);
+  const code = text.match(/\[exit code: (-?\d+)\]/);
+  const ended = stopped ? "stopped" : block.isError || (code && code[1] !== "0") ? "failed" : "done";
+  call.node.dataset.state = ended;
+  call.mark.textContent = { stopped: "■", failed: "✕", done: "✓" }[ended];
+  call.mark.setAttribute("aria-label", ended);
+  const shell = call.name === "bash" || call.name === "shell";
+  const status = stopped ? "stopped" : code ? `exit ${code[1]}`
+    : shell && !block.isError ? "exit 0" : block.isError ? "error" : "";
+  // Timed only when both ends were seen as they happened (not read from the backlog).
+  const time = call.started !== null && state.caughtUp ? took(performance.now() - call.started) : "";
+  call.meta.textContent = [status, time].filter(Boolean).join(" · ");
+  // A change or a plan shown says what the call did; its result only repeats it.
+  call.result.hidden = call.shown && !block.isError;
 }
 
 const resultText = (block) => (block.content || []).map((part) => part.text || `[${part.type}]`).join("\n");
@@ -342,9 +489,12 @@ const resultText = (block) => (block.content || []).map((part) => part.text || `
 function showResult(agent, block) {
   const call = state.calls.get(callKey(agent, block.toolCallId));
   if (!call) return false;
-  call.output.textContent = "";
+  // A result has the output in it; a call stopped or failed has not, and what was watched of
+  // it stays above its error.
+  if (!block.isError) call.output.textContent = "";
   call.result.textContent = resultText(block);
   if (block.isError) call.node.classList.add("failed");
+  callEnded(call, block, call.result.textContent);
   return true;
 }
 
@@ -381,43 +531,34 @@ function drawAgent(agent) {
   agent.node.title = agent.session ? `its session: dsh sessions show ${agent.session}` : "";
 }
 
-function showChild(id, record, event) {
-  const data = record.data || {};
+// A subagent's view, in its panel: its task, answers and calls as it works.
+function showChild(id, view) {
   const agent = agentPanel(id);
   const add = (node) => agent.body.append(node);
-  if (record.type === "turn/start") {
+  if (view.view === "turn_start") {
     agent.status = "working";
-  } else if (record.type === "user/message") {
-    const text = blocksText(data.message, "text");
+  } else if (view.view === "user") {
+    const text = blocksText(view.message, "text");
     if (!agent.task) agent.task = text.split("\n")[0].slice(0, 80);
     if (text) add(el("div", { class: "message user" }, text));
-  } else if (record.type === "assistant/message") {
-    if (event.html) {
-      const node = el("div", { class: "message assistant markdown" });
-      node.innerHTML = event.html;
-      add(node);
-    } else {
-      const text = blocksText(data.message, "text");
-      if (text) add(el("div", { class: "message assistant" }, text));
-    }
-  } else if (record.type === "tool/call") {
+  } else if (view.view === "answer") {
+    const text = blocksText(view.message, "text");
+    if (view.html) add(markdownNode("message assistant markdown", view.html));
+    else if (text) add(el("div", { class: "message assistant" }, text));
+  } else if (view.view === "call") {
     agent.calls += 1;
-    add(callNode(id, data, event.view));
-  } else if (record.type === "tool/result") {
-    const block = (data.message?.content || []).find((b) => b.type === "tool-result");
+    add(callNode(id, view, view.described));
+  } else if (view.view === "result") {
+    const block = (view.message?.content || []).find((b) => b.type === "tool-result");
     if (block) showResult(id, block);
-  } else if (record.type === "step/end") {
-    agent.tokens += data.usage?.totalTokens || 0;
-  } else if (record.type === "turn/end") {
-    agent.status = endedAs(data.reason);
+  } else if (view.view === "step_end") {
+    agent.tokens += view.usage?.totalTokens || 0;
+  } else if (view.view === "turn_end") {
+    agent.status = endedAs(view.reason);
+  } else if (view.view === "card") {
+    add(el("div", { class: `card ${view.tone}` }, `${view.icon} ${view.headline}`));
   }
   drawAgent(agent);
-}
-
-// The next question waiting, once the dialog is free.
-function nextQuestion() {
-  const [first] = state.asks.values();
-  if (first && !$("ask").open) ask(first);
 }
 
 // An edit's or a write's change: its file, then each line with its sign.
@@ -432,325 +573,9 @@ function blocksText(message, type) {
   return (message?.content || []).filter((b) => b.type === type).map((b) => b.text).join("\n");
 }
 
-function prettyArgs(text) {
-  try { return JSON.stringify(JSON.parse(text), null, 2); } catch { return text; }
-}
-
 function shortArgs(text) {
   const flat = String(text || "").replace(/\s+/g, " ");
   return flat.length > 80 ? `${flat.slice(0, 80)}…` : flat;
-}
-
-// A question from the session: an approval, the model's questions, or a server's form.
-function ask(event) {
-  const dialog = $("ask");
-  dialog.dataset.ask = String(event.id);
-  const answer = (value) => {
-    api("POST", `/api/sessions/${encodeURIComponent(state.id)}/answer`, { id: event.id, answer: value })
-      .catch((error) => say("error", error.message));
-    dialog.close();
-  };
-  const content = [];
-  if (event.ask === "approval") {
-    const reason = el("input", { type: "text", placeholder: "Why not (the model reads it)", "aria-label": "Reason" });
-    // What runs if allowed: the call itself, not only what the model says of it.
-    const call = event.call || {};
-    const shown = call.diff ? diffView(call.path, call.diff)
-      : el("pre", { class: "arguments" }, prettyArgs(call.arguments || ""));
-    content.push(el("h2", {}, `${event.tool} asks for permission`),
-      el("p", { class: "call-title" }, call.title || event.tool), shown,
-      el("p", {}, "The model says: "), el("pre", {}, event.reason),
-      el("div", { class: "choices" },
-        el("button", { type: "button", onclick: () => answer({ outcome: "once" }) }, "Allow once"),
-        event.grant ? el("button", { type: "button", onclick: () => answer({ outcome: "session" }) },
-          `Allow for this session (${event.grant})`) : null,
-        reason,
-        el("button", { type: "button", onclick: () => answer({ outcome: "deny", reason: reason.value }) }, "Deny")));
-  } else if (event.ask === "questions") {
-    const fields = event.questions.map((question) => {
-      const inputs = question.options.map((option) =>
-        el("label", {}, el("input", { type: question.multiSelect ? "checkbox" : "radio", name: question.id, value: option.label }),
-          ` ${option.label}`, option.description ? el("small", {}, ` — ${option.description}`) : null));
-      const custom = el("input", { type: "text", placeholder: "Or your own answer", "aria-label": "Your own answer" });
-      return { question, custom, node: el("fieldset", {}, el("legend", {}, question.question), ...inputs.map((i) => el("div", {}, i)), custom) };
-    });
-    content.push(el("h2", {}, "The model asks"), ...fields.map((f) => f.node),
-      el("div", { class: "choices" },
-        el("button", { type: "button", onclick: () => answer({ answers: fields.map(({ question, custom, node }) => ({
-          id: question.id,
-          selected: [...node.querySelectorAll("input:checked")].map((i) => i.value),
-          custom: custom.value,
-        })) }) }, "Answer"),
-        el("button", { type: "button", onclick: () => answer({}) }, "Cancel")));
-  } else if (event.ask === "form") {
-    const properties = event.schema?.properties || {};
-    const inputs = Object.entries(properties).map(([name, property]) => {
-      let input;
-      const options = property.enum || (property.oneOf || []).map((o) => o.const);
-      if (options.length) {
-        input = el("select", { name }, ...options.map((o) => el("option", { value: o }, o)));
-        if (property.default !== undefined) input.value = property.default;
-      } else if (property.type === "boolean") {
-        input = el("input", { type: "checkbox", name });
-        input.checked = property.default === true;
-      } else {
-        input = el("input", { type: property.type === "string" ? "text" : "number", name });
-        if (property.default !== undefined) input.value = property.default;
-      }
-      return { name, property, input, node: el("label", {}, `${property.title || name} `, input) };
-    });
-    const read = () => Object.fromEntries(inputs.map(({ name, property, input }) => {
-      if (property.type === "boolean") return [name, input.checked];
-      if (property.type === "integer") return [name, parseInt(input.value, 10)];
-      if (property.type === "number") return [name, Number(input.value)];
-      return [name, input.value];
-    }));
-    content.push(el("h2", {}, `MCP server "${event.server}" asks`), el("p", {}, event.message),
-      ...inputs.map((i) => el("div", {}, i.node)),
-      el("div", { class: "choices" },
-        el("button", { type: "button", onclick: () => answer({ action: "accept", content: read() }) }, "Submit"),
-        el("button", { type: "button", onclick: () => answer({ action: "decline" }) }, "Decline")));
-  }
-  dialog.replaceChildren(...content);
-  if (!dialog.open) dialog.showModal();
-}
-// Esc does not throw a question away: it is answered, or withdrawn by the session.
-$("ask").addEventListener("cancel", (event) => event.preventDefault());
-
-// Images: attached in the composer (the button, a paste or a drop), stored by the server at
-// once (normalised as every image a model sees), sent with the next message, and shown from
-// the session's own copies.
-// Read with the token in a header and shown from a blob: the token is never in an image's
-// address, where history and "open image in new tab" would keep it.
-function thumbnail(image) {
-  const node = el("img", { class: "thumbnail", alt: `image ${image.width}×${image.height}`,
-    title: `${image.mediaType}, ${image.width}×${image.height}` });
-  fetch(`/api/sessions/${encodeURIComponent(state.id)}/images/${image.attachmentId}`,
-    { headers: { Authorization: `Bearer ${TOKEN}` } })
-    .then((response) => (response.ok ? response.blob() : Promise.reject(new Error(`HTTP ${response.status}`))))
-    .then((blob) => { node.src = URL.createObjectURL(blob); })
-    .catch((error) => { node.alt = `image ${image.width}×${image.height} (cannot be shown: ${error.message})`; });
-  return node;
-}
-
-async function attachImages(files) {
-  for (const file of files) {
-    if (!file.type.startsWith("image/")) { say("error", `${file.name} is not an image`); continue; }
-    try {
-      const image = await api("POST", `/api/sessions/${encodeURIComponent(state.id)}/images`, file);
-      state.attached.push(image);
-    } catch (error) { say("error", `${file.name || "the image"}: ${error.message}`); }
-  }
-  drawAttached();
-}
-
-function drawAttached() {
-  $("attached").replaceChildren(...state.attached.map((image, i) => el("span", { class: "attached" },
-    thumbnail(image),
-    el("button", { type: "button", title: "Remove", "aria-label": "Remove the image",
-      onclick: () => { state.attached.splice(i, 1); drawAttached(); } }, "×"))));
-}
-
-$("attach").addEventListener("click", () => $("image-file").click());
-$("image-file").addEventListener("change", async (event) => {
-  await attachImages([...event.target.files]);
-  event.target.value = "";
-});
-$("prompt").addEventListener("paste", (event) => {
-  const files = [...(event.clipboardData?.files || [])].filter((f) => f.type.startsWith("image/"));
-  if (!files.length || !state.imageInput) return;
-  event.preventDefault();
-  attachImages(files);
-});
-$("composer").addEventListener("dragover", (event) => { if (state.imageInput) event.preventDefault(); });
-$("composer").addEventListener("drop", (event) => {
-  if (!state.imageInput || !event.dataTransfer?.files?.length) return;
-  event.preventDefault();
-  attachImages([...event.dataTransfer.files]);
-});
-
-// The composer's history: what you sent, newest last, kept in this browser.
-const sent = JSON.parse(localStorage.getItem("dsh-sent") || "[]");
-let recalled = sent.length;
-
-// The terminal UI's commands, where they mean something here.
-const SLASH = {
-  "/help": ["the commands and your saved prompts", () => listPrompts(true)],
-  "/new": ["start a new session", () => $("new-session").click()],
-  "/model": ["switch the model: /model NAME", (arg) => arg ? changeSettings({ model: arg }) : say("notice", `The model is ${$("model").value}.`)],
-  "/permissions": ["switch the permission mode: /permissions MODE", (arg) => arg ? changeSettings({ permissionMode: arg }) : say("notice", `The permission mode is ${$("mode").value}.`)],
-  "/plan": ["plan mode", () => changeSettings({ permissionMode: "plan" })],
-  "/compact": ["summarise the older part of the conversation now", () =>
-    api("POST", `/api/sessions/${encodeURIComponent(state.id)}/compact`, {}).catch((error) => say("error", error.message))],
-  "/rewind": ["take the files or the conversation back to a turn", () => rewindDialog()],
-  "/diff": ["the workspace's uncommitted changes (git diff)", () => showDiff()],
-  "/rename": ["give this session a title, which the list shows: /rename TITLE (alone: none)",
-    (arg) => renameSession(state.cwd, { id: state.id }, arg)],
-  "/skills": ["the skills the model can load", () => say("notice", state.skills.length
-    ? `Skills:\n${state.skills.map((s) => `  ${s.name}  ${s.description}`).join("\n")}`
-    : "No skills found (see docs/config.md, skills).")],
-  "/prompts": ["your saved prompts: /NAME sends one", () => listPrompts(false)],
-  "/status": ["session, model, mode, tokens", () => say("notice",
-    `${state.id} in ${state.cwd}\nmodel ${$("model").value} · ${$("mode").value} · ${$("usage").textContent || "no tokens yet"}`)],
-};
-
-// The saved prompts (`NAME.md` in the workspace's .dsh/prompts/ or dsh's home's prompts/),
-// read again each time, so one saved meanwhile is listed; with the commands for `/help`.
-async function listPrompts(withCommands) {
-  let found;
-  try { found = await api("GET", `/api/sessions/${encodeURIComponent(state.id)}/prompts`); }
-  catch (error) { say("error", error.message); return; }
-  const prompts = found.prompts.map((p) => `  /${p.name}  ${p.path}`);
-  const commands = Object.entries(SLASH).map(([c, [what]]) => `  ${c}  ${what}`);
-  say("notice", [
-    ...(withCommands ? ["Commands:", ...commands] : []),
-    prompts.length ? "Saved prompts:" : "No saved prompts: put NAME.md in .dsh/prompts/ or in prompts/ of dsh's home.",
-    ...prompts,
-  ].join("\n"));
-}
-
-// `/diff`: git's view of the uncommitted changes, each line coloured by its sign.
-async function showDiff() {
-  let found;
-  try { found = await api("GET", `/api/sessions/${encodeURIComponent(state.id)}/diff`); }
-  catch (error) { say("error", error.message); return; }
-  if (!found.diff.trim()) { say("notice", "No uncommitted changes."); return; }
-  const lines = found.diff.split("\n").slice(0, 2000).map((line) => {
-    const kind = /^(\+\+\+|---|diff )/.test(line) ? "ctx" : line.startsWith("+") ? "add"
-      : line.startsWith("-") ? "del" : "ctx";
-    return el("span", { class: kind }, `${line}\n`);
-  });
-  const node = el("div", { class: "diff message" }, el("pre", {}, ...lines));
-  $("transcript").append(node);
-  node.scrollIntoView({ block: "end" });
-}
-
-$("composer").addEventListener("submit", async (event) => {
-  event.preventDefault();
-  const text = $("prompt").value;
-  if (!state.id || (!text.trim() && !state.attached.length)) return;
-  sent.push(text);
-  if (sent.length > 200) sent.shift();
-  localStorage.setItem("dsh-sent", JSON.stringify(sent));
-  recalled = sent.length;
-  const [command, ...rest] = text.trim().split(/\s+/);
-  if (command.startsWith("/") && !command.includes("/", 1)) {
-    $("prompt").value = "";
-    const known = SLASH[command];
-    if (known) { known[1](rest.join(" ")); return; }
-    // Any other name is a saved prompt's, if the workspace or dsh's home has one.
-    const args = text.trim().slice(command.length).trim();
-    try {
-      await api("POST", `/api/sessions/${encodeURIComponent(state.id)}/prompt`,
-        { saved: command.slice(1), arguments: args });
-    } catch (error) { $("prompt").value = text; say("error", error.message); }
-    return;
-  }
-  try {
-    const images = state.attached.map((image) => image.attachmentId);
-    await api("POST", `/api/sessions/${encodeURIComponent(state.id)}/prompt`, { text, images });
-    $("prompt").value = "";
-    state.attached = [];
-    drawAttached();
-  } catch (error) {
-    say("error", error.message);
-  }
-});
-// `@` mentions: the word being typed after an `@`, completed from the workspace's files (the
-// index the terminal UI uses); Tab takes the first, a click any.
-function mentionAtCaret() {
-  const prompt = $("prompt");
-  const before = prompt.value.slice(0, prompt.selectionStart);
-  const found = before.match(/(^|\s)@([^\s@]*)$/);
-  return found ? { start: before.length - found[2].length - 1, word: found[2] } : null;
-}
-
-function completeMention(path) {
-  const prompt = $("prompt");
-  const mention = mentionAtCaret();
-  if (!mention) return;
-  const after = prompt.value.slice(prompt.selectionStart);
-  prompt.value = `${prompt.value.slice(0, mention.start)}@${path} ${after}`;
-  const caret = mention.start + path.length + 2;
-  prompt.setSelectionRange(caret, caret);
-  $("mentions").replaceChildren();
-  prompt.focus();
-}
-
-let mentionAsked = 0;
-$("prompt").addEventListener("input", async () => {
-  const mention = mentionAtCaret();
-  if (!mention || !state.id) { $("mentions").replaceChildren(); return; }
-  const asked = ++mentionAsked;
-  try {
-    const found = await api("GET", `/api/sessions/${encodeURIComponent(state.id)}/files?q=${encodeURIComponent(mention.word)}`);
-    if (asked !== mentionAsked) return;
-    $("mentions").replaceChildren(...found.matches.map((path) =>
-      el("button", { type: "button", role: "option", onclick: () => completeMention(path) }, path)));
-  } catch (error) { $("mentions").replaceChildren(); }
-});
-
-$("prompt").addEventListener("keydown", (event) => {
-  const prompt = $("prompt");
-  if (event.isComposing) return;
-  const first = $("mentions").querySelector("button");
-  if (event.key === "Tab" && first && mentionAtCaret()) {
-    event.preventDefault();
-    completeMention(first.textContent);
-    return;
-  }
-  if (event.key === "Escape") $("mentions").replaceChildren();
-  if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); $("composer").requestSubmit(); return; }
-  // ↑ on the first line recalls what was sent before; ↓ on the last goes forward again.
-  const before = prompt.value.slice(0, prompt.selectionStart);
-  const after = prompt.value.slice(prompt.selectionEnd);
-  if (event.key === "ArrowUp" && !before.includes("\n") && recalled > 0) {
-    event.preventDefault();
-    prompt.value = sent[--recalled];
-  } else if (event.key === "ArrowDown" && !after.includes("\n") && recalled < sent.length) {
-    event.preventDefault();
-    recalled += 1;
-    prompt.value = recalled < sent.length ? sent[recalled] : "";
-  }
-});
-// Rewind: the turns with what each changed, then the plan, then doing it.
-async function rewindDialog() {
-  const dialog = $("rewind-dialog");
-  let turns;
-  try { turns = await api("GET", `/api/sessions/${encodeURIComponent(state.id)}/turns`); }
-  catch (error) { say("error", error.message); return; }
-  const pick = (turn, files, conversation) => rewindPlan({ toTurn: turn, files, conversation });
-  const rows = turns.map((turn) => el("li", {},
-    `Turn ${turn.turn}: ${turn.task || "(no task)"} — ${turn.changes.length} files changed `,
-    el("button", { type: "button", disabled: turn.restorable ? null : "", onclick: () => pick(turn.turn, true, true) }, "Files and conversation"),
-    el("button", { type: "button", disabled: turn.restorable ? null : "", onclick: () => pick(turn.turn, true, false) }, "Files"),
-    el("button", { type: "button", onclick: () => pick(turn.turn, false, true) }, "Conversation")));
-  dialog.replaceChildren(el("h2", {}, "Rewind to the start of a turn"), el("ul", { class: "turns" }, ...rows),
-    el("div", { class: "choices" },
-      el("button", { type: "button", onclick: () => rewindPlan({ undo: true, files: true, conversation: true }) }, "Undo the last rewind"),
-      el("button", { type: "button", onclick: () => dialog.close() }, "Cancel")));
-  if (!dialog.open) dialog.showModal();
-}
-
-async function rewindPlan(request) {
-  const dialog = $("rewind-dialog");
-  let report;
-  try { report = await api("POST", `/api/sessions/${encodeURIComponent(state.id)}/rewind`, { ...request, apply: false }); }
-  catch (error) { dialog.close(); say("error", error.message); return; }
-  const list = (title, items) => items.length ? [el("h3", {}, title), el("pre", {}, items.join("\n"))] : [];
-  const outside = (report.changedOutside || []).map((c) => c.path);
-  dialog.replaceChildren(el("h2", {}, request.undo ? "Undo the last rewind" : `Rewind to the start of turn ${request.toTurn}`),
-    ...list("Put back", report.plan.restore), ...list("Removed", report.plan.remove),
-    ...list("Changed outside dsh since (kept in the snapshot taken first, so an undo brings them back)", outside),
-    ...(report.plan.restore.length + report.plan.remove.length === 0 && request.files ? [el("p", {}, "No file changes.")] : []),
-    el("div", { class: "choices" },
-      el("button", { type: "button", onclick: async () => {
-        try {
-          await api("POST", `/api/sessions/${encodeURIComponent(state.id)}/rewind`, { ...request, apply: true, acceptedOutside: outside });
-          dialog.close();
-        } catch (error) { dialog.close(); say("error", error.message); }
-      } }, "Rewind"),
-      el("button", { type: "button", onclick: () => dialog.close() }, "Cancel")));
 }
 
 $("rewind").addEventListener("click", () => rewindDialog());
@@ -758,59 +583,92 @@ $("close").addEventListener("click", () =>
   api("POST", `/api/sessions/${encodeURIComponent(state.id)}/close`, {}).catch((error) => say("error", error.message)));
 $("stop").addEventListener("click", () =>
   api("POST", `/api/sessions/${encodeURIComponent(state.id)}/stop`, {}).catch((error) => say("error", error.message)));
-$("new-session").addEventListener("click", async () => {
-  const cwd = window.prompt("Workspace folder", state.cwd || state.defaultCwd || "");
-  if (cwd) openSession(cwd).catch((error) => say("error", error.message));
-});
 $("search").addEventListener("input", () => renderSessions());
 $("mode").addEventListener("change", () => changeSettings({ permissionMode: $("mode").value }));
 $("model").addEventListener("change", () => changeSettings({ model: $("model").value }));
 
-// A first run with no API key anywhere: the page asks for one, as `dsh login` does. The key is
-// checked with the provider before it is saved; a refused key is said so in the dialog.
-async function askForKey() {
-  let wanted;
-  try { wanted = await api("GET", "/api/key"); } catch { return; }
-  if (!wanted.needed || wanted.found) return;
-  const dialog = $("key-dialog");
-  const input = el("input", { type: "password", id: "api-key", autocomplete: "off",
-    "aria-label": `API key for ${wanted.provider}` });
-  const problem = el("p", { class: "problem", role: "alert" });
-  const save = el("button", { type: "submit" }, "Check and save");
-  const form = el("form", { method: "dialog" },
-    el("h2", {}, `An API key for ${wanted.provider}`),
-    el("p", {}, `dsh has no key for ${wanted.provider} yet (${wanted.variable} is not set). ` +
-      `Paste one: it is checked with the provider at ${wanted.baseUrl} first (nothing is ` +
-      "billed), then saved on this machine readable by you alone, for every run. `dsh logout` " +
-      "removes it."),
-    el("label", {}, "API key ", input), problem, el("div", { class: "buttons" }, save));
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    save.disabled = true;
-    problem.textContent = "Checking…";
-    try {
-      await api("POST", "/api/key", { key: input.value });
-      input.value = "";
-      dialog.close();
-      say("notice", `The key was accepted by ${wanted.provider} and saved.`);
-    } catch (error) {
-      problem.textContent = error.message;
-      input.select();
-    } finally { save.disabled = false; }
-  });
-  dialog.replaceChildren(form);
-  dialog.showModal();
-  input.focus();
+// The first screen, and the one a new session starts from: a folder, what was done there
+// lately, and the composer, whose first message starts the session there.
+function startDraft(cwd) {
+  if (state.source) state.source.close();
+  Object.assign(state, { id: null, cwd: null, source: null, draft: { cwd }, calls: new Map(),
+    live: { text: null, reasoning: null }, asks: new Map(), agents: new Map(), attached: [],
+    usage: { tokens: 0, cost: 0, priced: false } });
+  sessionStorage.removeItem("dsh-session");
+  history.replaceState(null, "", location.pathname);
+  for (const id of ["todos", "agents", "usage", "goal"]) $(id).replaceChildren();
+  drawAttached();
+  setBusy(false);
+  const defaults = state.listing?.defaults || {};
+  choices($("mode"), defaults.modes || [], defaults.mode || "");
+  choices($("model"), defaults.models || [], defaults.model || "");
+  state.imageInput = !!defaults.imageInput;
+  $("attach").disabled = !state.imageInput;
+  $("send").disabled = false;
+  // Nothing to rewind or close before the session starts.
+  $("rewind").hidden = $("close").hidden = true;
+  drawHeading();
+  drawWelcome();
+  renderSessions();
+  openDrawer(false);
 }
 
-// A reload (or a second tab) comes back to the session it showed, running turn and all.
-askForKey();
-loadSessions().then(() => {
-  const kept = JSON.parse(sessionStorage.getItem("dsh-session") || "null");
-  const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
-  if (kept && (!wanted || kept.id === wanted)) openSession(kept.cwd, kept.id).catch((error) => say("error", error.message));
-  else if (wanted) {
-    const link = document.querySelector(`[data-session="${CSS.escape(wanted)}"]`);
-    if (link) link.click();
+function drawWelcome() {
+  const cwd = state.draft.cwd;
+  const here = (state.listing?.workspaces || []).find((w) => w.cwd === cwd)?.sessions || [];
+  const recent = here.slice(0, 5).map((session) => el("li", {}, el("button", {
+    type: "button", class: "recent", onclick: () => openSession(cwd, session.id).catch((error) => say("error", error.message)),
+  }, el("span", { class: "name" }, sessionName(session) || "(no task yet)"), el("small", {}, sessionMeta(session)))));
+  $("transcript").replaceChildren(el("div", { id: "welcome" },
+    el("h2", {}, "What should dsh do?"),
+    el("p", {}, "Your first message starts a session in ", el("code", {}, cwd), ". ",
+      el("button", { type: "button", class: "link", onclick: () => newSessionDialog() }, "Another folder…")),
+    recent.length ? el("h3", {}, `Recent in ${folderName(cwd)}`) : null,
+    recent.length ? el("ul", { class: "recent-list" }, ...recent) : null));
+}
+
+// On a phone the session list is a drawer over the conversation.
+function openDrawer(open) {
+  document.body.classList.toggle("drawer-open", open);
+  $("menu").setAttribute("aria-expanded", String(open));
+  $("scrim").hidden = !open;
+  if (open) $("search").focus();
+}
+$("menu").addEventListener("click", () => openDrawer(true));
+$("drawer-close").addEventListener("click", () => { openDrawer(false); $("menu").focus(); });
+$("scrim").addEventListener("click", () => openDrawer(false));
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape" && document.body.classList.contains("drawer-open")) {
+    openDrawer(false);
+    $("menu").focus();
   }
-}).catch((error) => say("error", error.message));
+});
+
+// The theme: the system's, unless this browser chose light or dark.
+function applyTheme(theme) {
+  if (theme === "light" || theme === "dark") document.documentElement.dataset.theme = theme;
+  else delete document.documentElement.dataset.theme;
+  $("theme").value = theme || "system";
+}
+applyTheme(localStorage.getItem("dsh-theme"));
+$("theme").addEventListener("change", () => {
+  localStorage.setItem("dsh-theme", $("theme").value);
+  applyTheme($("theme").value);
+});
+
+// Once every script is read: a reload (or a second tab) comes back to the session it showed,
+// running turn and all; else the first screen, in the folder `dsh web` was started in.
+document.addEventListener("DOMContentLoaded", () => {
+  askForKey();
+  loadSessions().then(() => {
+    const kept = JSON.parse(sessionStorage.getItem("dsh-session") || "null");
+    const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
+    if (kept && (!wanted || kept.id === wanted)) {
+      openSession(kept.cwd, kept.id).catch((error) => say("error", error.message));
+      return;
+    }
+    const found = wanted && (state.listing.workspaces || []).find((w) => w.sessions.some((s) => s.id === wanted));
+    if (found) openSession(found.cwd, wanted).catch((error) => say("error", error.message));
+    else startDraft(state.defaultCwd);
+  }).catch((error) => say("error", error.message));
+});

@@ -49,7 +49,7 @@ impl Guard {
 
     pub(crate) fn with_token(host: &str, port: u16, token: String) -> Guard {
         let mut names = vec![host.to_ascii_lowercase()];
-        if is_loopback(host) {
+        if dsh_protocol::address::is_loopback_host(host) {
             for name in ["127.0.0.1", "localhost", "[::1]"] {
                 if !names.iter().any(|n| n == name) {
                     names.push(name.to_owned());
@@ -135,8 +135,8 @@ impl Guard {
             .is_some_and(|ip| ip.parse::<std::net::IpAddr>().is_ok())
     }
 
-    /// Whether the request carries the token: as a bearer token, or (the event stream) as
-    /// `?token=` in `query`.
+    /// Whether the request carries the token: as a bearer token, or as `?token=` in `query`,
+    /// which the caller gives for the event stream only.
     pub(crate) fn check_token(
         &self,
         headers: &HeaderMap,
@@ -147,7 +147,7 @@ impl Guard {
             .and_then(|h| h.to_str().ok())
             .and_then(|h| h.strip_prefix("Bearer "))
             .map(str::to_owned);
-        let given = bearer.or_else(|| crate::server::query_value(query, "token"));
+        let given = bearer.or_else(|| crate::http::query_value(query, "token"));
         if given.is_some_and(|t| self.is_token(&t)) {
             Ok(())
         } else {
@@ -157,15 +157,6 @@ impl Guard {
             })
         }
     }
-}
-
-/// Whether `host` names this machine's loopback.
-pub(crate) fn is_loopback(host: &str) -> bool {
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    bare.eq_ignore_ascii_case("localhost")
-        || bare
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 #[cfg(test)]
@@ -203,6 +194,35 @@ mod tests {
         let no_origin = headers(&[("host", "127.0.0.1:8080")]);
         assert_eq!(status(guard.check_origin(&Method::POST, &no_origin)), 403);
         assert_eq!(status(guard.check_origin(&Method::GET, &no_origin)), 200);
+    }
+
+    #[test]
+    fn names_that_only_look_like_loopback_are_other_hosts() {
+        let guard = Guard::with_token("127.0.0.1", 8080, "t".into());
+        for host in [
+            "127.0.0.1.evil.example:8080",
+            "localhost.evil.example:8080",
+            "127.0.0.1:1@evil.example:8080",
+            "[::1]:1@evil.example:8080",
+        ] {
+            let rebound = headers(&[("host", host)]);
+            assert_eq!(
+                status(guard.check_origin(&Method::GET, &rebound)),
+                421,
+                "{host}"
+            );
+            let origin = format!("http://{host}");
+            let foreign = headers(&[("host", "127.0.0.1:8080"), ("origin", &origin)]);
+            assert_eq!(
+                status(guard.check_origin(&Method::GET, &foreign)),
+                403,
+                "{host}"
+            );
+        }
+        // Served on such a name, the guard does not take the loopback spellings for it.
+        let named = Guard::with_token("127.0.0.1.evil.example", 8080, "t".into());
+        let loopback = headers(&[("host", "127.0.0.1:8080")]);
+        assert_eq!(status(named.check_origin(&Method::GET, &loopback)), 421);
     }
 
     #[test]

@@ -4,24 +4,22 @@
 //! page that connects (a reload, a second tab) is sent them all, then what follows.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use dsh_core::ask::{
-    ApprovalOutcome, ApprovalRequest, Approver, AskOutcome, Elicitation, ElicitationAnswer,
-    Question, SessionGrants, UserQuestions,
-};
+use dsh_core::ask::{Asking, Reply};
 use dsh_core::checkpoints::RewindRequest;
 use dsh_core::config::PermissionMode;
 use dsh_core::mentions::FileIndex;
-use dsh_core::{AgentBuilder, AgentEvent, Environment, Flags, Settings, Stop, StreamDelta, User};
+use dsh_core::{AgentBuilder, Environment, Flags, Opening, Settings, Stop, User};
 use dsh_core::{AttachmentStore, ImageError};
 use dsh_protocol::ImageRef;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, oneshot};
+
+mod requests;
+mod view;
 
 /// Why a request that waits for the end of a turn was refused.
 const WAIT_FOR_THE_TURN: &str = "a turn is running; wait for it to end or stop it";
@@ -75,6 +73,51 @@ struct Stream {
     backlog: Vec<Report>,
     next: u64,
     live: broadcast::Sender<Report>,
+    /// The numbers of the notices in the backlog, oldest first: only the last
+    /// [`NOTICES_KEPT`] are kept for pages that connect later (what servers and retries say
+    /// can go on for as long as the session runs).
+    notices: std::collections::VecDeque<u64>,
+}
+
+/// How many notices the backlog keeps.
+const NOTICES_KEPT: usize = 200;
+
+impl Stream {
+    fn new() -> Stream {
+        Stream {
+            backlog: Vec::new(),
+            next: 1,
+            live: broadcast::channel(4096).0,
+            notices: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// Numbers `event` and keeps what a page that connects later needs of it; the report.
+    fn keep(&mut self, event: &Value) -> Report {
+        let kind = event["kind"].as_str().unwrap_or_default();
+        let line: Arc<str> = Arc::from(event.to_string());
+        let number = self.next;
+        self.next += 1;
+        if event["view"]["view"] == "answer" {
+            // The answer is whole now: its streamed pieces are no longer needed to draw it.
+            while (self.backlog.last()).is_some_and(|(_, l)| l.starts_with(r#"{"kind":"delta""#)) {
+                self.backlog.pop();
+            }
+        }
+        if kind != "output" {
+            self.backlog.push((number, line.clone()));
+        }
+        if kind == "notice" {
+            self.notices.push_back(number);
+            if self.notices.len() > NOTICES_KEPT
+                && let Some(oldest) = self.notices.pop_front()
+                && let Ok(at) = self.backlog.binary_search_by_key(&oldest, |(n, _)| *n)
+            {
+                self.backlog.remove(at);
+            }
+        }
+        (number, line)
+    }
 }
 
 /// One numbered report, as JSON.
@@ -170,20 +213,19 @@ impl Hub {
         {
             return Ok(live);
         }
-        let mut flags = self.flags.clone();
+        let opening = match resume {
+            Some(id) if fork => Opening::Fork(id),
+            Some(id) => Opening::Resume(id),
+            None => Opening::New,
+        };
+        let mut flags = opening.flags(&self.flags);
         flags.interactive = true;
-        flags.fork = fork && resume.is_some();
-        flags.session_id = resume;
         let (commands, received) = mpsc::unbounded_channel();
         let live = Arc::new(Live {
             id: std::sync::OnceLock::new(),
             cwd,
             commands,
-            stream: Mutex::new(Stream {
-                backlog: Vec::new(),
-                next: 1,
-                live: broadcast::channel(4096).0,
-            }),
+            stream: Mutex::new(Stream::new()),
             calls: Mutex::new(HashMap::new()),
             files: Mutex::new(None),
             image_input: AtomicBool::new(false),
@@ -194,13 +236,12 @@ impl Hub {
             next_ask: AtomicU64::new(1),
             catalog: Mutex::new(None),
         });
-        let asker = Asker(Arc::downgrade(&live));
-        let user = User {
-            approver: Some(Arc::new(SessionGrants::new(asker.clone()))),
-            questions: Some(Arc::new(asker)),
+        let (user, asked) = User::asking(Asking {
+            forms: true,
             watches_output: true,
             editor: None,
-        };
+        });
+        tokio::task::spawn_local(Live::answer_requests(Arc::downgrade(&live), asked));
         let (notices, mut noticed) = mpsc::unbounded_channel();
         let (run, settings) = open_run(&live.cwd, &flags, &user, notices.clone())
             .await
@@ -208,23 +249,28 @@ impl Hub {
         let id = run.agent.session().id().to_owned();
         let _ = live.id.set(id.clone());
         live.adopt(&run, &settings);
-        for record in run.agent.session().logged_records() {
-            live.push(live.record_json(&record));
+        // A long session shows its last turns: its whole log would be more than a page draws.
+        let (shown, not_shown) = run.agent.session().shown_records();
+        if not_shown > 0 {
+            live.push(json!({"kind": "notice", "text": format!(
+                "{not_shown} earlier turns are not shown here (dsh sessions show {id} prints them all)"
+            )}));
+        }
+        for record in shown {
+            live.push(live.view_json(&record));
         }
         live.push(json!({"kind": "ready", "id": id, "cwd": live.cwd}));
         live.push(settings);
         lock(&self.sessions).insert(id.clone(), live.clone());
-        flags.session_id = Some(id);
-        flags.continue_latest = false;
-        flags.fork = false;
+        let flags = Opening::Resume(id).flags(&flags);
         let driven = live.clone();
-        let opening = Opening {
+        let reopening = Reopening {
             flags,
             user,
             notices,
             hub: Arc::downgrade(self),
         };
-        tokio::task::spawn_local(async move { driven.drive(run, received, opening).await });
+        tokio::task::spawn_local(async move { driven.drive(run, received, reopening).await });
         let told = Arc::downgrade(&live);
         tokio::task::spawn_local(async move {
             while let Some(line) = noticed.recv().await {
@@ -243,26 +289,9 @@ impl Live {
 
     /// Adds a report: kept for pages that connect later, sent to those connected.
     fn push(&self, event: Value) {
-        let kind = event["kind"].as_str().unwrap_or_default().to_owned();
-        let answer = event["record"]["type"] == "assistant/message";
-        let line: Arc<str> = Arc::from(event.to_string());
         let mut stream = lock(&self.stream);
-        let number = stream.next;
-        stream.next += 1;
-        if answer {
-            // The answer is whole now: its streamed pieces are no longer needed to draw it.
-            while stream
-                .backlog
-                .last()
-                .is_some_and(|(_, l)| l.starts_with(r#"{"kind":"delta""#))
-            {
-                stream.backlog.pop();
-            }
-        }
-        if kind != "output" {
-            stream.backlog.push((number, line.clone()));
-        }
-        let _ = stream.live.send((number, line));
+        let report = stream.keep(&event);
+        let _ = stream.live.send(report);
     }
 
     /// What was reported after report `after` (0: everything), and the reports to come, with
@@ -464,7 +493,7 @@ impl Live {
         self: Arc<Self>,
         mut run: dsh_core::Run,
         mut commands: mpsc::UnboundedReceiver<Command>,
-        mut opening: Opening,
+        mut opening: Reopening,
     ) {
         let mut closed = None;
         while let Some(command) = commands.recv().await {
@@ -599,8 +628,9 @@ impl Live {
         self.push(json!({"kind": "closed"}));
     }
 
-    /// Puts a question to the pages and waits for one of them to answer it.
-    async fn ask(&self, mut question: Value) -> Option<Value> {
+    /// Puts a question to the pages and waits for one of them to answer it; `None` when the
+    /// run stops waiting for `reply` first.
+    async fn ask<T>(&self, mut question: Value, reply: &mut Reply<T>) -> Option<Value> {
         /// Withdraws the question when the one who asked stops waiting (a stopped turn, a
         /// cancelled call): the pages close it instead of showing it forever.
         struct Withdraw<'a>(&'a Live, u64);
@@ -619,7 +649,10 @@ impl Live {
         question["kind"] = json!("ask");
         question["id"] = json!(id);
         self.push(question);
-        rx.await.ok()
+        tokio::select! {
+            answer = rx => answer.ok(),
+            () = reply.withdrawn() => None,
+        }
     }
 
     /// The call `call_id` as shown, for a question about it.
@@ -631,88 +664,8 @@ impl Live {
     }
 }
 
-impl Live {
-    /// An agent event as the page reads it; `None` for what it does not show.
-    fn event_json(&self, event: &AgentEvent) -> Option<Value> {
-        Some(match event {
-            AgentEvent::Record(record) => self.record_json(record),
-            AgentEvent::Delta(StreamDelta::Text(text)) => json!({"kind": "delta", "text": text}),
-            AgentEvent::Delta(StreamDelta::Reasoning(text)) => {
-                json!({"kind": "delta", "reasoning": text})
-            }
-            AgentEvent::Delta(_) => return None,
-            AgentEvent::Notice(text) => json!({"kind": "notice", "text": text}),
-            AgentEvent::ToolOutput { call_id, text } => {
-                json!({"kind": "output", "callId": call_id, "text": text})
-            }
-            AgentEvent::Child { agent_id, event } => {
-                let mut inner = self.event_json(event)?;
-                inner["agent"] = json!(agent_id);
-                inner
-            }
-        })
-    }
-
-    /// A record as the page reads it: the record, an answer's text as HTML beside it, and a
-    /// call's title and diff as every front end shows them ([`dsh_core::ToolCatalog`]).
-    fn record_json(&self, record: &dsh_protocol::Record) -> Value {
-        let mut line = json!({"kind": "record", "record": record});
-        match record {
-            dsh_protocol::Record::UserMessage { message, .. } => {
-                let images: Vec<Value> = (message.content.iter())
-                    .filter_map(|block| match block {
-                        dsh_protocol::Block::Image { image } => Some(image),
-                        _ => None,
-                    })
-                    .map(|image| {
-                        let shown = image_json(image);
-                        lock(&self.images).insert(image.attachment_id.clone(), image.clone());
-                        shown
-                    })
-                    .collect();
-                if !images.is_empty() {
-                    line["images"] = json!(images);
-                }
-            }
-            dsh_protocol::Record::AssistantMessage(answer) => {
-                let text: Vec<&str> = (answer.message.content.iter())
-                    .filter_map(|block| match block {
-                        dsh_protocol::Block::Text { text } => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                if !text.is_empty() {
-                    line["html"] = json!(crate::markdown::to_html(&text.join("\n")));
-                }
-            }
-            dsh_protocol::Record::ToolCall(call) => {
-                if let Some(catalog) = lock(&self.catalog).as_ref() {
-                    let arguments: Value =
-                        serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
-                    let view = catalog.describe(&call.name, &arguments);
-                    let mut shown = json!({"title": view.title});
-                    if let Some(change) = &view.change {
-                        shown["path"] = json!(change.path);
-                        shown["diff"] = crate::diff::lines(change);
-                    }
-                    // A document the call carries (a plan) is shown whole.
-                    if let Some(document) = view.document {
-                        shown["html"] = json!(crate::markdown::to_html(document));
-                    }
-                    let mut remembered = shown.clone();
-                    remembered["arguments"] = json!(call.arguments);
-                    lock(&self.calls).insert(call.call_id.clone(), remembered);
-                    line["view"] = shown;
-                }
-            }
-            _ => {}
-        }
-        line
-    }
-}
-
 /// What a session was opened with, to open it again (other settings).
-struct Opening {
+struct Reopening {
     flags: Flags,
     user: User,
     notices: mpsc::UnboundedSender<String>,
@@ -765,159 +718,45 @@ async fn open_run(
     let mut shown = json!({
         "kind": "settings",
         "imageInput": settings.route().image_input.value,
-        "mode": settings.permission_mode().value.to_string(),
         "model": settings.model().value,
         "modes": PermissionMode::CHOICES
             .split([',', ' '])
             .filter(|word| !word.is_empty() && *word != "or")
             .collect::<Vec<_>>(),
     });
-    let mcp = dsh_mcp::McpServers::default();
     let run = AgentBuilder::new(settings)
         .with_user(user.clone())
-        .open(&mcp, notices)
+        .open_run(notices)
         .await
         .map_err(|e| e.message)?;
+    // The mode the run works under, from the run: a resumed session keeps its own.
+    shown["mode"] = json!(run.agent.permissions().mode);
     shown["skills"] = (run.skills.iter())
         .map(|(name, description)| json!({"name": name, "description": description}))
         .collect();
     Ok((run, shown))
 }
 
-/// The session's side of [`dsh_core::ask`]: each request is a question for the pages.
-#[derive(Clone)]
-struct Asker(std::sync::Weak<Live>);
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl Asker {
-    fn live(&self) -> Option<Arc<Live>> {
-        self.0.upgrade()
-    }
-}
-
-impl Approver for Asker {
-    fn request(
-        &self,
-        request: ApprovalRequest,
-    ) -> Pin<Box<dyn Future<Output = ApprovalOutcome> + Send + '_>> {
-        Box::pin(async move {
-            let Some(live) = self.live() else {
-                return ApprovalOutcome::Unavailable;
-            };
-            // The call itself beside the reason: what is approved is what runs, not what the
-            // model says of it. Giving way once lets the session's loop take in the call's
-            // record first (it reads the agent's reports before it polls the turn again).
-            tokio::task::yield_now().await;
-            let question = json!({
-                "ask": "approval",
-                "tool": request.tool,
-                "callId": request.call_id,
-                "reason": request.reason,
-                "grant": request.grant,
-                "call": live.call(&request.call_id),
-            });
-            let Some(answer) = live.ask(question).await else {
-                return ApprovalOutcome::Cancelled;
-            };
-            match answer["outcome"].as_str() {
-                Some("once") => ApprovalOutcome::AllowedOnce,
-                Some("session") if request.grant.is_some() => ApprovalOutcome::AllowedForSession,
-                Some("deny") => ApprovalOutcome::Rejected {
-                    reason: answer["reason"].as_str().map(str::to_owned),
-                },
-                _ => ApprovalOutcome::Cancelled,
-            }
-        })
-    }
-}
-
-impl UserQuestions for Asker {
-    fn ask(
-        &self,
-        _call_id: &str,
-        questions: Vec<Question>,
-    ) -> Pin<Box<dyn Future<Output = AskOutcome> + Send + '_>> {
-        Box::pin(async move {
-            let Some(live) = self.live() else {
-                return AskOutcome::Cancelled;
-            };
-            let shown: Vec<Value> = questions
-                .iter()
-                .map(|q| {
-                    json!({
-                        "id": q.id,
-                        "question": q.question,
-                        "header": q.header,
-                        "multiSelect": q.multi_select,
-                        "options": q.options.iter().map(|o| json!({
-                            "label": o.label, "description": o.description
-                        })).collect::<Vec<_>>(),
-                    })
-                })
-                .collect();
-            let Some(answer) = live
-                .ask(json!({"ask": "questions", "questions": shown}))
-                .await
-            else {
-                return AskOutcome::Cancelled;
-            };
-            let Some(answers) = answer["answers"].as_array() else {
-                return AskOutcome::Cancelled;
-            };
-            AskOutcome::Answered(
-                questions
-                    .iter()
-                    .map(|q| {
-                        let given = answers.iter().find(|a| a["id"] == q.id.as_str());
-                        dsh_core::ask::Answer {
-                            id: q.id.clone(),
-                            selected: given
-                                .and_then(|a| a["selected"].as_array())
-                                .map(|s| {
-                                    s.iter()
-                                        .filter_map(|v| v.as_str().map(str::to_owned))
-                                        .filter(|label| q.options.iter().any(|o| o.label == *label))
-                                        .collect()
-                                })
-                                .unwrap_or_default(),
-                            custom: given
-                                .and_then(|a| a["custom"].as_str())
-                                .filter(|c| !c.trim().is_empty())
-                                .map(str::to_owned),
-                        }
-                    })
-                    .collect(),
-            )
-        })
-    }
-
-    fn can_elicit(&self) -> bool {
-        true
-    }
-
-    fn elicit(
-        &self,
-        request: Elicitation,
-    ) -> Pin<Box<dyn Future<Output = ElicitationAnswer> + Send + '_>> {
-        Box::pin(async move {
-            let Some(live) = self.live() else {
-                return ElicitationAnswer::Cancel;
-            };
-            let question = json!({
-                "ask": "form",
-                "server": request.server,
-                "message": request.message,
-                "schema": request.schema,
-            });
-            let Some(answer) = live.ask(question).await else {
-                return ElicitationAnswer::Cancel;
-            };
-            match answer["action"].as_str() {
-                Some("accept") => ElicitationAnswer::Accept(
-                    answer["content"].as_object().cloned().unwrap_or_default(),
-                ),
-                Some("decline") => ElicitationAnswer::Decline,
-                _ => ElicitationAnswer::Cancel,
-            }
-        })
+    #[test]
+    fn the_backlog_keeps_the_last_notices_and_no_live_output() {
+        let mut stream = Stream::new();
+        stream.keep(&json!({"kind": "view", "view": {"view": "user"}}));
+        for n in 0..1000 {
+            stream.keep(&json!({"kind": "notice", "text": format!("mcp loud: {n}")}));
+            stream.keep(&json!({"kind": "output", "callId": "c", "text": "x".repeat(100)}));
+        }
+        let notices: Vec<&Report> = (stream.backlog.iter())
+            .filter(|(_, l)| l.starts_with(r#"{"kind":"notice""#))
+            .collect();
+        assert_eq!(notices.len(), NOTICES_KEPT);
+        assert!(notices[0].1.contains("mcp loud: 800"), "{}", notices[0].1);
+        // The view stays, first; every report keeps its number.
+        assert_eq!(stream.backlog[0].0, 1);
+        assert_eq!(stream.backlog.len(), NOTICES_KEPT + 1);
+        assert_eq!(stream.next, 2002);
     }
 }

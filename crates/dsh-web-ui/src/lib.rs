@@ -11,8 +11,10 @@
 
 mod diff;
 mod guard;
+mod http;
 mod hub;
 mod markdown;
+mod routes;
 mod server;
 
 pub use server::{WebOptions, run};

@@ -55,14 +55,16 @@ pub struct NativeSearch {
     pub prices: Option<dsh_protocol::Prices>,
 }
 
-/// The key is a secret: only the endpoint is shown.
+/// The key is a secret: only the endpoint is shown, and that without a password or a query.
 impl std::fmt::Debug for SearchBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use dsh_protocol::shown_url;
         match self {
-            SearchBackend::Searxng { base_url } => write!(f, "Searxng({base_url})"),
-            SearchBackend::Brave { base_url, .. } => write!(f, "Brave({base_url})"),
+            SearchBackend::Searxng { base_url } => write!(f, "Searxng({})", shown_url(base_url)),
+            SearchBackend::Brave { base_url, .. } => write!(f, "Brave({})", shown_url(base_url)),
             SearchBackend::Native(native) => {
-                write!(f, "Native({}, {})", native.service, native.base_url)
+                let shown = shown_url(&native.base_url);
+                write!(f, "Native({}, {shown})", native.service)
             }
         }
     }
@@ -264,6 +266,14 @@ async fn search(backend: &SearchBackend, query: &str, limit: Duration) -> Result
                 .header(reqwest::header::ACCEPT, "application/json")
         }
         SearchBackend::Native(native) => {
+            // The settings refuse such an address already; checked again where the key leaves.
+            if dsh_protocol::address::check_secret_destination(&native.base_url).is_err() {
+                return Err(failed(&format!(
+                    "{} is neither https nor on this machine, and the route's key would go with \
+                     the search; give web.search.base_url an https:// address",
+                    dsh_protocol::shown_url(&native.base_url)
+                )));
+            }
             let url = endpoint(&native.base_url, "messages").map_err(|e| failed(&e))?;
             client
                 .post(url)

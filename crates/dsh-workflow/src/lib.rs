@@ -37,7 +37,28 @@ pub struct Limits {
     pub max_agents: u32,
     /// The most items one `parallel()` or `pipeline()` call may take.
     pub max_items: usize,
+    /// What `log()` may say in one run, in lines and in bytes (each line cut at
+    /// [`LOG_LINE_CHARS`]); past either, one [`LOG_CUT`] line and nothing more.
+    pub log_lines: u32,
+    pub log_bytes: usize,
 }
+
+/// The most characters of one `log()` line that are passed on.
+pub const LOG_LINE_CHARS: usize = 4096;
+
+/// The most characters of an agent's label, and of its phase, that are passed on.
+pub const LABEL_CHARS: usize = 200;
+
+/// The most UTF-16 units (what JavaScript's `length` counts) a prompt may have: prompts leave
+/// the engine's bounded heap for the host's.
+pub const MAX_PROMPT_UNITS: usize = 262_144;
+
+/// The line a run's log ends with when it said more than its budget.
+pub const LOG_CUT: &str = "[log output cut: this workflow logged more than its limit; \
+                           later lines are not shown]";
+
+/// How many log lines may wait for the host before more are dropped (and counted).
+pub const LOG_QUEUE: usize = 256;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -46,6 +67,8 @@ impl Default for Limits {
             time: Duration::from_secs(3600),
             max_agents: 1000,
             max_items: 4096,
+            log_lines: 2000,
+            log_bytes: 1 << 20,
         }
     }
 }
@@ -56,9 +79,10 @@ pub struct AgentCall {
     /// Its number in the run, from 1.
     pub seq: u32,
     pub prompt: String,
-    /// What to show it as: the script's label, else the prompt's first line, shortened.
+    /// What to show it as: the script's label, else the prompt's first line, shortened; at
+    /// most [`LABEL_CHARS`] characters.
     pub label: String,
-    /// The phase it belongs to, when the script named one.
+    /// The phase it belongs to, when the script named one; at most [`LABEL_CHARS`].
     pub phase: Option<String>,
     /// The JSON Schema its answer must match, when the script gave one.
     pub schema: Option<serde_json::Value>,
@@ -70,8 +94,10 @@ pub struct AgentCall {
 pub struct Host {
     pub calls: tokio::sync::mpsc::UnboundedSender<AgentCall>,
     pub answers: Receiver<(u32, serde_json::Value)>,
-    /// What the script says with `log(message)`, for whoever watches the run.
-    pub logs: tokio::sync::mpsc::UnboundedSender<String>,
+    /// What the script says with `log(message)`, for whoever watches the run: a bounded
+    /// queue, so a script that logs in a loop cannot fill the host's memory; a line that finds
+    /// it full is dropped and counted ([`Finished::logs_dropped`]).
+    pub logs: tokio::sync::mpsc::Sender<String>,
     pub cancelled: Arc<AtomicBool>,
     /// Whether a schema an `agent()` call gives can hold an answer; why not, when it cannot
     /// (the call then throws `UNSUPPORTED_SCHEMA` before any agent starts).
@@ -103,6 +129,8 @@ pub struct Finished {
     pub result: String,
     /// How many agents the script asked for.
     pub agents: u32,
+    /// How many `log()` lines were not passed on (past the budget, or the queue full).
+    pub logs_dropped: u64,
 }
 
 /// The prelude that installs the API, in our words.
@@ -121,15 +149,46 @@ fn parse<'js>(ctx: &Ctx<'js>, script: &str) -> Result<Function<'js>, WorkflowErr
         Ok(function) => Ok(function),
         Err(CaughtError::Exception(exception)) => {
             let mut message = headline(&exception, "SyntaxError");
-            // The constructor's source puts the body on its third line.
             if let Some((line, column)) = exception.stack().as_deref().and_then(position) {
-                let line = line.saturating_sub(2).max(1);
+                let line = line.saturating_sub(BODY_LINE - 1).max(1);
                 message.push_str(&format!(" (line {line}, column {column})"));
             }
             Err(WorkflowError::Parse(message))
         }
         Err(error) => Err(WorkflowError::Failed(rendered(ctx, error))),
     }
+}
+
+/// The line of the function constructor's source where the script's body starts: the
+/// engine counts from there, so its line numbers are this much past the script's own.
+const BODY_LINE: u32 = 3;
+
+/// A rendered failure with its stack said in the script's terms: each frame of the script
+/// (`<input>:<line>:<column>`) with the script's own line number, and the prelude's frames
+/// (`eval_script`), which are dsh's and not the script's, left out.
+fn script_stack(rendered: &str) -> String {
+    let mut out = Vec::new();
+    for line in rendered.lines() {
+        let frame = line.trim_start().starts_with("at ");
+        if frame && line.contains("(eval_script:") {
+            continue;
+        }
+        out.push(match line.split_once("<input>:") {
+            Some((before, after)) if frame => {
+                let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+                match digits.parse::<u32>() {
+                    Ok(n) => format!(
+                        "{before}<input>:{}{}",
+                        n.saturating_sub(BODY_LINE - 1).max(1),
+                        &after[digits.len()..]
+                    ),
+                    Err(_) => line.to_owned(),
+                }
+            }
+            _ => line.to_owned(),
+        });
+    }
+    out.join("\n")
 }
 
 /// The line and column of a stack's first `<name>:<line>:<column>` frame.
@@ -169,6 +228,7 @@ pub fn run(
     // a resolver still saved would outlive the engine's heap.
     let _release = Release(waiting.clone());
     let started = Rc::new(RefCell::new(0u32));
+    let logged: Rc<RefCell<Logged>> = Rc::default();
     let main = context.with(
         |ctx| -> Result<Persistent<Promise<'static>>, WorkflowError> {
             let globals = ctx.globals();
@@ -179,6 +239,9 @@ pub fn run(
             };
             globals.set("args", args_value).map_err(fail)?;
             globals.set("__agentCap", limits.max_agents).map_err(fail)?;
+            globals
+                .set("__maxPrompt", MAX_PROMPT_UNITS as u32)
+                .map_err(fail)?;
             globals
                 .set("__itemCap", limits.max_items as u32)
                 .map_err(fail)?;
@@ -192,11 +255,8 @@ pub fn run(
             )
             .map_err(fail)?;
             globals.set("__hostAgent", host_agent).map_err(fail)?;
-            let logs = host.logs.clone();
-            let host_log = Function::new(ctx.clone(), move |message: String| {
-                let _ = logs.send(message);
-            })
-            .map_err(fail)?;
+            let host_log =
+                host_log(&ctx, host.logs.clone(), limits, logged.clone()).map_err(fail)?;
             globals.set("__hostLog", host_log).map_err(fail)?;
             let installed: rquickjs::Result<Value> = ctx.eval(PRELUDE);
             installed
@@ -226,9 +286,60 @@ pub fn run(
     // What the engine still holds goes before the engine does.
     waiting.borrow_mut().clear();
     drop(main);
+    let logs_dropped = logged.borrow().dropped;
     outcome.map(|result| Finished {
         result,
         agents: *started.borrow(),
+        logs_dropped,
+    })
+}
+
+/// What a run's `log()` has said so far.
+#[derive(Debug, Default)]
+struct Logged {
+    lines: u32,
+    bytes: usize,
+    cut: bool,
+    dropped: u64,
+}
+
+/// The host side of `log()`. Every bound is kept here, outside the script's reach (the
+/// prelude's own cut calls `slice`, which a script can replace): each line is cut to
+/// [`LOG_LINE_CHARS`], the run's lines and bytes are counted against its budget, and a line
+/// that finds the queue full (but for the place kept for the cut line) is dropped rather than
+/// waited for.
+fn host_log<'js>(
+    ctx: &Ctx<'js>,
+    logs: tokio::sync::mpsc::Sender<String>,
+    limits: Limits,
+    logged: Rc<RefCell<Logged>>,
+) -> rquickjs::Result<Function<'js>> {
+    Function::new(ctx.clone(), move |message: rquickjs::String<'js>| {
+        let mut logged = logged.borrow_mut();
+        if logged.cut {
+            logged.dropped += 1;
+            return;
+        }
+        let Ok(message) = message.to_string() else {
+            logged.dropped += 1;
+            return;
+        };
+        let line: String = message.chars().take(LOG_LINE_CHARS).collect();
+        logged.lines += 1;
+        logged.bytes += line.len();
+        let line = if logged.lines > limits.log_lines || logged.bytes > limits.log_bytes {
+            logged.cut = true;
+            logged.dropped += 1;
+            LOG_CUT.to_owned()
+        } else {
+            line
+        };
+        // The queue's last place is kept for the cut line, which is sent once at most: the
+        // host always learns that the log was cut, however slowly it reads.
+        let room = logged.cut || logs.capacity() > 1;
+        if !room || logs.try_send(line).is_err() {
+            logged.dropped += 1;
+        }
     })
 }
 
@@ -320,7 +431,11 @@ impl Drop for Release {
 type Waiting = Rc<RefCell<HashMap<u32, Persistent<Function<'static>>>>>;
 
 /// The host side of `agent()`: takes a number for the call (or `null` past the cap), sends the
-/// call to the host, and returns the promise its answer resolves.
+/// call to the host, and returns the promise its answer resolves; or, for a call it refuses,
+/// the error code and message the prelude throws, as an array. Every bound on what a call
+/// carries out of the script is kept here, since the prelude runs in the script's world,
+/// where the built-ins it would cut with (`slice`, `split`) can be replaced: the label and
+/// the phase are cut to [`LABEL_CHARS`], and a prompt over [`MAX_PROMPT_UNITS`] is refused.
 fn host_agent<'js>(
     ctx: &Ctx<'js>,
     calls: tokio::sync::mpsc::UnboundedSender<AgentCall>,
@@ -337,20 +452,36 @@ fn host_agent<'js>(
               phase: Option<String>,
               schema: Option<String>|
               -> rquickjs::Result<Value<'js>> {
+            let units = prompt.encode_utf16().count();
+            if units > MAX_PROMPT_UNITS {
+                return refusal(
+                    &ctx,
+                    "INVALID_ARGUMENT",
+                    format!(
+                        "agent() prompt has {units} characters, over the {MAX_PROMPT_UNITS} a \
+                         prompt may have: put the bulk in a file the agent reads"
+                    ),
+                );
+            }
+            let unsupported = |why: String| {
+                refusal(
+                    &ctx,
+                    "UNSUPPORTED_SCHEMA",
+                    format!(
+                        "agent() schema is outside the supported subset \u{2014} unsupported \
+                         JSON schema: {why}"
+                    ),
+                )
+            };
             let schema = match schema.map(|text| serde_json::from_str(&text)) {
                 None => None,
                 Some(Ok(schema)) => match check_schema(&schema) {
                     Ok(()) => Some(schema),
-                    Err(why) => {
-                        return rquickjs::String::from_str(ctx, &why)
-                            .map(rquickjs::String::into_value);
-                    }
+                    Err(why) => return unsupported(why),
                 },
-                Some(Err(e)) => {
-                    return rquickjs::String::from_str(ctx, &e.to_string())
-                        .map(rquickjs::String::into_value);
-                }
+                Some(Err(e)) => return unsupported(e.to_string()),
             };
+            let cut = |text: String| text.chars().take(LABEL_CHARS).collect::<String>();
             let mut count = started.borrow_mut();
             if *count >= cap {
                 return Ok(Value::new_null(ctx));
@@ -364,13 +495,21 @@ fn host_agent<'js>(
             let _ = calls.send(AgentCall {
                 seq,
                 prompt,
-                label,
-                phase,
+                label: cut(label),
+                phase: phase.map(cut),
                 schema,
             });
             Ok(promise.into_value())
         },
     )
+}
+
+/// `[code, message]`: what the prelude throws for a call [`host_agent`] refused.
+fn refusal<'js>(ctx: &Ctx<'js>, code: &str, message: String) -> rquickjs::Result<Value<'js>> {
+    let array = rquickjs::Array::new(ctx.clone())?;
+    array.set(0, code)?;
+    array.set(1, message)?;
+    Ok(array.into_value())
 }
 
 /// The settled result as two-space JSON, or why it is not JSON data.
@@ -381,8 +520,19 @@ fn result_text<'js>(ctx: &Ctx<'js>, promise: &Promise<'js>) -> Result<String, Wo
         .map_err(|e| WorkflowError::Failed(e.to_string()))?;
     let to_text: rquickjs::Result<Function> = ctx.globals().get("__result");
     let text: rquickjs::Result<String> = to_text.and_then(|f| f.call((value,)));
-    text.catch(ctx)
-        .map_err(|error| WorkflowError::Failed(rendered(ctx, error)))
+    let text = text
+        .catch(ctx)
+        .map_err(|error| WorkflowError::Failed(rendered(ctx, error)))?;
+    // The prelude's check and `JSON.stringify` run in the script's world, where a script can
+    // replace the built-ins they call: whatever text came back must be JSON data here too.
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(_) => Ok(text),
+        Err(e) => Err(WorkflowError::Failed(format!(
+            "WorkflowError: the workflow's return value is not plain JSON data \u{2014} it \
+             serialized to text that is not JSON ({e}). Return only JSON-serializable \
+             objects/arrays/scalars."
+        ))),
+    }
 }
 
 /// A caught error as the reference's text: the thrown value rendered by the prelude.
@@ -397,7 +547,7 @@ fn rendered<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>) -> String {
 fn render_value<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> String {
     let render: rquickjs::Result<Function> = ctx.globals().get("__render");
     match render.and_then(|f| f.call::<_, String>((value.clone(),))) {
-        Ok(text) => text,
+        Ok(text) => script_stack(&text),
         // Before the prelude (a parse error): the exception's name and message.
         Err(_) => match value.as_exception() {
             Some(exception) => headline(exception, "Error"),

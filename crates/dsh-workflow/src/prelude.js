@@ -1,6 +1,8 @@
 // The workflow API, installed before the script runs. Every check and error text here is the
 // reference's; the host gives only `__hostAgent` (start a child, a promise of its answer).
-(function (global, hostAgent, hostLog, agentCap, itemCap) {
+// What a call carries out (the prompt's length, the label, the phase) is bounded by the host,
+// which a script cannot reach: these checks and texts come first, for the reference's order.
+(function (global, hostAgent, hostLog, agentCap, itemCap, MAX_PROMPT) {
   "use strict";
   const fatal = new WeakSet();
   const fail = (code, message) => {
@@ -12,8 +14,6 @@
     throw error;
   };
   let currentPhase = undefined;
-  // The most UTF-16 units a prompt may have: prompts leave the engine's heap for the host's.
-  const MAX_PROMPT = 262144;
   const ALLOWED = ["label", "phase", "schema", "provider", "model"];
   const DEFERRED = ["effort", "isolation", "agentType"];
   const supported = "(supported: " + ALLOWED.join(", ") + ")";
@@ -94,16 +94,14 @@
     if ("schema" in options && options.schema.type !== "object") {
       fail("UNSUPPORTED_SCHEMA", 'agent() schema is outside the supported subset \u2014 unsupported JSON schema: schema.type must be "object" (structured output is object-rooted)');
     }
-    const label = ("label" in options ? options.label : labelOf(prompt)).slice(0, 200);
+    const label = "label" in options ? options.label : labelOf(prompt);
     const phase = "phase" in options ? options.phase : currentPhase;
     const schema = "schema" in options ? JSON.stringify(options.schema) : undefined;
-    const started = hostAgent(prompt, label, phase === undefined ? undefined : phase.slice(0, 200), schema);
+    const started = hostAgent(prompt, label, phase, schema);
     if (started === null) {
       fail("AGENT_CAP", "this run reached its total agent cap (" + agentCap + ") \u2014 a runaway-loop backstop; raise the applicable maxTotalAgents limit if the scale is intentional");
     }
-    if (typeof started === "string") {
-      fail("UNSUPPORTED_SCHEMA", "agent() schema is outside the supported subset \u2014 unsupported JSON schema: " + started);
-    }
+    if (Array.isArray(started)) fail(started[0], started[1]);
     return started;
   };
 
@@ -182,8 +180,9 @@
   for (const [name, fn] of Object.entries({ __result: result, __render: render })) {
     Object.defineProperty(global, name, { value: fn, writable: false, configurable: false });
   }
-})(globalThis, globalThis.__hostAgent, globalThis.__hostLog, globalThis.__agentCap, globalThis.__itemCap);
+})(globalThis, globalThis.__hostAgent, globalThis.__hostLog, globalThis.__agentCap, globalThis.__itemCap, globalThis.__maxPrompt);
 delete globalThis.__hostAgent;
 delete globalThis.__hostLog;
 delete globalThis.__agentCap;
 delete globalThis.__itemCap;
+delete globalThis.__maxPrompt;

@@ -22,17 +22,27 @@ pub fn run(args: &RunArgs) -> u8 {
 }
 
 fn render(args: &RunArgs) -> Result<String, String> {
-    let settings = crate::place::settings(&args.flags)?;
+    let settings = crate::place::settings(&args.flags).map_err(|e| e.message)?;
     let mut out = String::from(
         "# dsh settings: each value with its source: default, a file (lowest first), the \
          environment, or a flag\n",
     );
-    for layer in settings.files().layers() {
-        let state = match (&layer.table, layer.rows) {
+    let files = settings.files();
+    for layer in files.layers() {
+        let mut state = match (&layer.table, layer.rows) {
             (Some(_), true) => "read: reference rows",
             (Some(_), false) => "read",
             (None, _) => "absent",
-        };
+        }
+        .to_owned();
+        // The workspace's own config: what was set aside for want of trust, listed below.
+        if layer.path == files.project_file() && layer.table.is_some() {
+            state.push_str(&match files.set_aside().len() {
+                _ if files.trust().is_trusted() => "; trusted".to_owned(),
+                0 => "; not trusted, nothing set aside".to_owned(),
+                n => format!("; not trusted: {n} set aside, see set_aside.* below"),
+            });
+        }
         let _ = writeln!(out, "#   {} ({state})", layer.path.display());
         for note in &layer.notes {
             let _ = writeln!(out, "#     note: {note}");

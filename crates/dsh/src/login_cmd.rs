@@ -17,24 +17,6 @@ pub struct KeyCommand {
     pub model: Option<String>,
 }
 
-pub fn parse(logout: bool, args: &[String]) -> Result<KeyCommand, String> {
-    let verb = if logout { "logout" } else { "login" };
-    match args {
-        [] => Ok(KeyCommand {
-            logout,
-            model: None,
-        }),
-        [flag, model] if flag == "--model" && !model.starts_with('-') => Ok(KeyCommand {
-            logout,
-            model: Some(model.clone()),
-        }),
-        _ => Err(format!(
-            "`dsh {verb}` takes only --model NAME (the provider is the one NAME is routed to; \
-             without it, the configured model's)"
-        )),
-    }
-}
-
 pub fn run(command: &KeyCommand) -> u8 {
     match sign(command) {
         Ok(line) => {
@@ -53,7 +35,7 @@ fn sign(command: &KeyCommand) -> Result<String, String> {
         model: command.model.clone(),
         ..Flags::default()
     };
-    let settings = crate::place::settings(&flags)?;
+    let settings = crate::place::settings(&flags).map_err(|e| e.message)?;
     let target = dsh_core::key_target(&settings).map_err(|e| e.to_string())?;
     if command.logout {
         let (forgotten, file) = dsh_core::forget_saved_key(&settings.home().value, &target)
@@ -72,6 +54,8 @@ fn sign(command: &KeyCommand) -> Result<String, String> {
             )
         });
     }
+    // Refused before a key is typed, not after.
+    dsh_core::check_key_destination(&settings).map_err(|e| e.to_string())?;
     if let Some(found) = target
         .found_in
         .as_ref()
@@ -108,6 +92,7 @@ pub fn ensure_key(flags: &Flags) -> Result<Option<dsh_core::Settings>, String> {
     if target.found_in.is_some() || exported {
         return Ok(Some(settings));
     }
+    dsh_core::check_key_destination(&settings).map_err(|e| e.to_string())?;
     let _ = writeln!(
         std::io::stdout(),
         "dsh has no API key for {} yet ({} is not set). Paste one to save it for every run: it \

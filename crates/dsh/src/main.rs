@@ -3,8 +3,10 @@
 //! hands a person at a terminal to the terminal UI (`dsh-tui`). The agent itself lives in
 //! `dsh-core`.
 
+mod blame_cmd;
 mod cli;
 mod dump_config;
+mod exit_status;
 mod login_cmd;
 mod mcp_cmd;
 mod place;
@@ -14,7 +16,7 @@ mod sandbox_check;
 mod sessions_cmd;
 mod stream_input;
 mod surface;
-mod usage;
+mod trust_cmd;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -32,7 +34,12 @@ fn main() -> ExitCode {
     };
     match cli::parse(args, terminals) {
         Ok(Command::Help) => {
-            let _ = std::io::stdout().write_all(usage::help().as_bytes());
+            let _ = std::io::stdout().write_all(cli::help().as_bytes());
+            ExitCode::SUCCESS
+        }
+        Ok(Command::HelpOf(word)) => {
+            let help = cli::command_help(&word).unwrap_or_else(cli::help);
+            let _ = std::io::stdout().write_all(help.as_bytes());
             ExitCode::SUCCESS
         }
         Ok(Command::Version) => {
@@ -44,13 +51,17 @@ fn main() -> ExitCode {
         Ok(Command::DumpConfig(args)) => ExitCode::from(dump_config::run(&args)),
         Ok(Command::SessionsList { json }) => ExitCode::from(sessions_cmd::list(json)),
         Ok(Command::SessionsShow { id, json }) => ExitCode::from(sessions_cmd::show(&id, json)),
+        Ok(Command::SessionsSearch { text, limit, json }) => {
+            ExitCode::from(sessions_cmd::search(&text, limit, json))
+        }
         Ok(Command::Key(command)) => ExitCode::from(login_cmd::run(&command)),
+        Ok(Command::Trust(command)) => ExitCode::from(trust_cmd::run(&command)),
         Ok(Command::Completions(shell)) => {
-            let _ = std::io::stdout().write_all(usage::completions(shell).as_bytes());
+            let _ = std::io::stdout().write_all(cli::completions(shell).as_bytes());
             ExitCode::SUCCESS
         }
         Ok(Command::Man) => {
-            let _ = std::io::stdout().write_all(usage::man_page().as_bytes());
+            let _ = std::io::stdout().write_all(cli::man_page().as_bytes());
             ExitCode::SUCCESS
         }
         Ok(Command::SessionsRename { id, title }) => {
@@ -58,6 +69,9 @@ fn main() -> ExitCode {
         }
         Ok(Command::WorkflowList) => ExitCode::from(workflow_list()),
         Ok(Command::Rewind(args)) => ExitCode::from(rewind_cmd::run(&args)),
+        Ok(Command::Blame { file, line, json }) => {
+            ExitCode::from(blame_cmd::run(&file, line, json))
+        }
         Ok(Command::Mcp(command)) => ExitCode::from(mcp_cmd::run(&command)),
         Ok(Command::Web(args)) => {
             let options = dsh_web_ui::WebOptions {
@@ -75,6 +89,11 @@ fn main() -> ExitCode {
             }
         }
         Ok(Command::Tui(args)) => {
+            // Trust first: it decides which provider, and so which key, the run needs.
+            if let Err(message) = trust_cmd::ask_first(&args.flags) {
+                surface::Surface::new(false).fail(&message, &message, None);
+                return ExitCode::FAILURE;
+            }
             let settings = match login_cmd::ensure_key(&args.flags) {
                 Ok(settings) => settings,
                 Err(message) => {
@@ -99,7 +118,9 @@ fn main() -> ExitCode {
         Ok(Command::Serve { protocol, flags }) => serve(protocol, flags),
         Err(usage) => {
             let mut surface = surface::Surface::new(usage.json);
-            let hint = if usage.hint { " (see dsh --help)" } else { "" };
+            let hint = (usage.hint.as_ref())
+                .map(|help| format!(" (see {help})"))
+                .unwrap_or_default();
             surface.fail(
                 &format!("{}{hint}", usage.message),
                 &usage.message,

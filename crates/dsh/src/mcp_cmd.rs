@@ -13,10 +13,7 @@ use dsh_mcp::{McpServer, Transport};
 use crate::surface::Surface;
 
 /// How long a login waits for the browser unless `--timeout` says otherwise.
-const LOGIN_WAIT: Duration = Duration::from_secs(300);
-
-pub const USAGE: &str = "dsh mcp login <server> [--timeout DURATION] [--no-browser] | \
-                         dsh mcp logout <server> | dsh mcp list [--json]";
+pub const LOGIN_WAIT: Duration = Duration::from_secs(300);
 
 /// What `dsh mcp` was asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,79 +32,27 @@ pub enum McpCommand {
     },
 }
 
-/// Reads `dsh mcp`'s arguments (after `mcp`).
-pub fn parse(args: &[String]) -> Result<McpCommand, String> {
-    let Some((verb, rest)) = args.split_first() else {
-        return Err(format!("`dsh mcp` needs a subcommand: {USAGE}"));
-    };
-    match verb.as_str() {
-        "login" => {
-            let mut server = None;
-            let mut wait = LOGIN_WAIT;
-            let mut no_browser = false;
-            let mut words = rest.iter();
-            while let Some(word) = words.next() {
-                match word.as_str() {
-                    "--timeout" => {
-                        let value = words
-                            .next()
-                            .ok_or("--timeout needs a duration, such as 90s or 5m")?;
-                        wait = crate::cli::parse_duration(value).ok_or_else(|| {
-                            format!("--timeout takes a duration such as 90s or 5m, got \"{value}\"")
-                        })?;
-                    }
-                    "--no-browser" => no_browser = true,
-                    flag if flag.starts_with('-') => {
-                        return Err(format!("unknown option {flag} for dsh mcp login: {USAGE}"));
-                    }
-                    name if server.is_none() => server = Some(name.to_owned()),
-                    extra => return Err(format!("unexpected \"{extra}\": {USAGE}")),
-                }
-            }
-            let server = server.ok_or_else(|| {
-                format!("dsh mcp login needs a server name (`dsh mcp list` shows them): {USAGE}")
-            })?;
-            Ok(McpCommand::Login {
+pub fn run(command: &McpCommand) -> u8 {
+    let json = matches!(command, McpCommand::List { json: true });
+    let outcome = crate::place::settings(&Flags::default()).and_then(|settings| {
+        match command {
+            McpCommand::Login {
                 server,
                 wait,
                 no_browser,
-            })
+            } => login(&settings, server, *wait, *no_browser),
+            McpCommand::Logout { server } => logout(&settings, server),
+            McpCommand::List { json } => list(&settings, *json),
         }
-        "logout" => match rest {
-            [name] if !name.starts_with('-') => Ok(McpCommand::Logout {
-                server: name.clone(),
-            }),
-            _ => Err(format!("dsh mcp logout takes one server name: {USAGE}")),
-        },
-        "list" => match rest {
-            [] => Ok(McpCommand::List { json: false }),
-            [flag] if flag == "--json" => Ok(McpCommand::List { json: true }),
-            _ => Err(format!("dsh mcp list takes only --json: {USAGE}")),
-        },
-        other => Err(format!(
-            "unknown subcommand \"{other}\" for dsh mcp: {USAGE}"
-        )),
-    }
-}
-
-pub fn run(command: &McpCommand) -> u8 {
-    let json = matches!(command, McpCommand::List { json: true });
-    let outcome = crate::place::settings(&Flags::default()).and_then(|settings| match command {
-        McpCommand::Login {
-            server,
-            wait,
-            no_browser,
-        } => login(&settings, server, *wait, *no_browser),
-        McpCommand::Logout { server } => logout(&settings, server),
-        McpCommand::List { json } => list(&settings, *json),
+        .map_err(|message| dsh_core::SetupError::new("MCP_SIGN_IN", message))
     });
     match outcome {
         Ok(text) => {
             let _ = std::io::stdout().write_all(text.as_bytes());
             0
         }
-        Err(message) => {
-            Surface::new(json).fail(&message, &message, None);
+        Err(error) => {
+            Surface::new(json).failed(&error);
             1
         }
     }
@@ -124,7 +69,7 @@ fn configured<'a>(settings: &'a Settings, name: &str) -> Result<&'a McpServerSet
                 .iter()
                 .map(|s| s.name.as_str())
                 .collect();
-            if names.is_empty() {
+            let mut message = if names.is_empty() {
                 format!(
                     "no MCP server \"{name}\" is configured here (none is); add one under \
                      [mcp.servers.{name}] in config.toml"
@@ -134,7 +79,12 @@ fn configured<'a>(settings: &'a Settings, name: &str) -> Result<&'a McpServerSet
                     "no MCP server \"{name}\" is configured here; the servers are: {}",
                     names.join(", ")
                 )
+            };
+            // The workspace's config may declare it, set aside until the folder is trusted.
+            if let Some(notice) = settings.files().trust_notice() {
+                message.push_str(&format!(" (note: {notice})"));
             }
+            message
         })
 }
 
@@ -364,57 +314,4 @@ fn start_browser(entry: &str, address: &str) -> bool {
         .stdout(std::process::Stdio::null())
         .spawn()
         .is_ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn words(args: &[&str]) -> Vec<String> {
-        args.iter().map(ToString::to_string).collect()
-    }
-
-    #[test]
-    fn the_subcommands_are_read_and_mistakes_named() {
-        assert_eq!(
-            parse(&words(&[
-                "login",
-                "docs",
-                "--timeout",
-                "90s",
-                "--no-browser"
-            ])),
-            Ok(McpCommand::Login {
-                server: "docs".into(),
-                wait: Duration::from_secs(90),
-                no_browser: true
-            })
-        );
-        assert_eq!(
-            parse(&words(&["logout", "docs"])),
-            Ok(McpCommand::Logout {
-                server: "docs".into()
-            })
-        );
-        assert_eq!(
-            parse(&words(&["list", "--json"])),
-            Ok(McpCommand::List { json: true })
-        );
-        assert!(
-            parse(&words(&["login"]))
-                .unwrap_err()
-                .contains("needs a server name")
-        );
-        assert!(
-            parse(&words(&["login", "a", "--wat"]))
-                .unwrap_err()
-                .contains("unknown option --wat")
-        );
-        assert!(
-            parse(&words(&["frob"]))
-                .unwrap_err()
-                .contains("unknown subcommand \"frob\"")
-        );
-        assert!(parse(&[]).unwrap_err().contains("needs a subcommand"));
-    }
 }

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use dsh_core::{Environment, Flags, Settings, SetupError};
 
 /// `(home, working directory)`, or what keeps either from being used.
-pub(crate) fn home_and_cwd() -> Result<(PathBuf, PathBuf), String> {
-    let home = dsh_core::config::home(&Environment::from_process()).map_err(|e| e.message)?;
-    Ok((home.value, cwd().map_err(|e| e.message)?))
+pub(crate) fn home_and_cwd() -> Result<(PathBuf, PathBuf), SetupError> {
+    let home = dsh_core::config::home(&Environment::from_process())?;
+    Ok((home.value, cwd()?))
 }
 
 /// The working directory.
@@ -19,11 +19,6 @@ pub(crate) fn cwd() -> Result<PathBuf, SetupError> {
 
 /// The settings in force in the working directory, with `flags` over the files and the
 /// environment.
-pub(crate) fn settings(flags: &Flags) -> Result<Settings, String> {
-    Settings::load(
-        cwd().map_err(|e| e.message)?,
-        &Environment::from_process(),
-        flags,
-    )
-    .map_err(|e| e.message)
+pub(crate) fn settings(flags: &Flags) -> Result<Settings, SetupError> {
+    Settings::load(cwd()?, &Environment::from_process(), flags)
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use dsh_core::{AgentBuilder, Environment, Run, Settings, SetupError, Stop};
-use dsh_protocol::{AbortReason, TurnEndReason};
+use dsh_protocol::AbortReason;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
@@ -92,7 +92,7 @@ async fn set_up_and_run(
         Err(SetupError { message, code }) => {
             surface.fail(&message, &message, Some(code.into_owned()));
             return if stop.expired().is_some() {
-                TIMEOUT_STATUS
+                crate::exit_status::TIMEOUT
             } else {
                 1
             };
@@ -144,29 +144,13 @@ async fn set_up_and_run(
                 surface.fail(&message, &message, Some("OUTPUT_FILE".into()));
                 return 1;
             }
-            exit_status_of(&summary.reason)
+            crate::exit_status::of(&summary.reason)
         }
         Err(error) => {
             let message = error.to_string();
             surface.fail(&message, &message, Some(error.code().into()));
             1
         }
-    }
-}
-
-/// The exit status of `--timeout`, also when it runs out before the task is sent.
-pub(crate) const TIMEOUT_STATUS: u8 = 5;
-
-/// The exit status for how the run ended: each run cap has its own, so a supervisor can tell
-/// "bounded" from "failed" without parsing the stream.
-pub(crate) fn exit_status_of(reason: &TurnEndReason) -> u8 {
-    match reason {
-        reason if reason.is_answer() => 0,
-        TurnEndReason::MaxTurns { .. } => 3,
-        TurnEndReason::MaxBudget { .. } => 4,
-        TurnEndReason::Timeout { .. } => TIMEOUT_STATUS,
-        TurnEndReason::OutputSchema { .. } => 6,
-        _ => 1,
     }
 }
 
@@ -304,8 +288,18 @@ fn read_stdin_task() -> Result<String, SetupError> {
     let task = String::from_utf8(bytes).map_err(|_| {
         SetupError::new("TASK", "the task read from stdin is not UTF-8 text".into())
     })?;
+    // The reference's text first (supervisors match it), then what stdin held.
+    if task.is_empty() {
+        return Err(SetupError::new(
+            "TASK",
+            format!("{TASK_REQUIRED} (stdin was empty)"),
+        ));
+    }
     if task.trim().is_empty() {
-        return Err(SetupError::new("TASK", TASK_REQUIRED.into()));
+        return Err(SetupError::new(
+            "TASK",
+            format!("{TASK_REQUIRED} (stdin held only whitespace)"),
+        ));
     }
     Ok(task)
 }

@@ -4,8 +4,9 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-use dsh_core::{CoreError, list_sessions, read_log, session_log_path};
-use dsh_protocol::{Block, Record, ToolOutputPart};
+use dsh_core::{CoreError, SetupError, list_sessions, read_log, session_log_path};
+use dsh_protocol::view::reason_kind;
+use dsh_protocol::{Block, Record, ToolOutputPart, View};
 
 use crate::surface::Surface;
 
@@ -17,7 +18,7 @@ const RESULT_LINES: usize = 8;
 pub fn list(json: bool) -> u8 {
     let (home, cwd) = match crate::place::home_and_cwd() {
         Ok(found) => found,
-        Err(message) => return fail(&message),
+        Err(error) => return fail(&error, json),
     };
     let sessions = list_sessions(&home, &cwd);
     let mut out = String::new();
@@ -27,7 +28,10 @@ pub fn list(json: bool) -> u8 {
                 Ok(line) => {
                     let _ = writeln!(out, "{line}");
                 }
-                Err(e) => return fail(&format!("cannot encode session {}: {e}", s.id)),
+                Err(e) => {
+                    let message = format!("cannot encode session {}: {e}", s.id);
+                    return fail(&SetupError::new("INTERNAL", message), json);
+                }
             }
         }
     } else if sessions.is_empty() {
@@ -54,39 +58,96 @@ pub fn list(json: bool) -> u8 {
     0
 }
 
+/// The sessions of every workspace that hold `text`, best first: a line and a snippet each,
+/// or with `json` one object a line (`SearchHit`; nothing at all when none does).
+pub fn search(text: &str, limit: usize, json: bool) -> u8 {
+    let (home, _) = match crate::place::home_and_cwd() {
+        Ok(found) => found,
+        Err(error) => return fail(&error, json),
+    };
+    let hits = dsh_core::search_sessions(&home, text, limit);
+    let mut out = String::new();
+    if json {
+        for hit in &hits {
+            let _ = writeln!(out, "{}", serde_json::to_string(hit).unwrap_or_default());
+        }
+    } else if hits.is_empty() {
+        let _ = writeln!(
+            out,
+            "no session under {} holds \"{text}\"",
+            home.join("sessions").display()
+        );
+    } else {
+        for hit in &hits {
+            let matches = if hit.hits == 1 { "match" } else { "matches" };
+            let _ = writeln!(
+                out,
+                "{}  turn {} · {} · {} {matches} · {}",
+                hit.id, hit.turn, hit.kind, hit.hits, hit.cwd
+            );
+            if let Some(title) = &hit.title {
+                let _ = writeln!(out, "  {title}");
+            }
+            let _ = writeln!(out, "    {}", hit.snippet);
+        }
+    }
+    let _ = std::io::stdout().write_all(out.as_bytes());
+    0
+}
+
 /// Gives a session of this directory a title (or takes it away, for an empty one).
 pub fn rename(id: &str, title: &str) -> u8 {
     let (home, cwd) = match crate::place::home_and_cwd() {
         Ok(found) => found,
-        Err(message) => return fail(&message),
+        Err(error) => return fail(&error, false),
     };
     match dsh_core::rename_session(&home, &cwd, id, title) {
         Ok(()) => 0,
-        Err(CoreError::UnknownSession { id, .. }) => fail(&not_here(&id, &cwd, "renamed")),
-        Err(error) => fail(&error.to_string()),
+        Err(error) => fail(
+            &session_failure(error, &cwd, "renamed", "sessions rename"),
+            false,
+        ),
     }
 }
 
-/// The way on from an id this directory has no session of.
-fn not_here(id: &str, cwd: &std::path::Path, done: &str) -> String {
-    format!(
-        "no session \"{id}\" was recorded in {}: `dsh sessions list` shows this directory's \
-         sessions; a session is {done} from the directory it ran in",
-        cwd.display()
-    )
+/// A session `dsh <command> <id>` cannot use, said as that command: the core's texts are for
+/// a resume (they speak of --session-id, which these commands do not take). `done` is what the
+/// command does to a session ("shown").
+pub(crate) fn session_failure(
+    error: CoreError,
+    cwd: &std::path::Path,
+    done: &str,
+    command: &str,
+) -> SetupError {
+    let code = error.code();
+    let message = match error {
+        CoreError::UnknownSession { id, .. } => format!(
+            "no session \"{id}\" was recorded in {}: `dsh sessions list` shows this \
+             directory's sessions; a session is {done} from the directory it ran in",
+            cwd.display()
+        ),
+        CoreError::OtherDirectory { id, recorded, here } => format!(
+            "session \"{id}\" lives in {recorded} (it was recorded there), not in this \
+             directory ({here}): run `dsh {command} {id}` from {recorded}"
+        ),
+        other => other.to_string(),
+    };
+    SetupError::new(code, message)
 }
 
 pub fn show(id: &str, json: bool) -> u8 {
     let (home, cwd) = match crate::place::home_and_cwd() {
         Ok(found) => found,
-        Err(message) => return fail(&message),
+        Err(error) => return fail(&error, json),
     };
     let log = match session_log_path(&home, &cwd, id).and_then(|path| read_log(&path)) {
         Ok(log) => log,
-        // The core's text is for a resume (it says to leave --session-id out); here the way
-        // on is the list of this directory's sessions.
-        Err(CoreError::UnknownSession { id, .. }) => return fail(&not_here(&id, &cwd, "shown")),
-        Err(error) => return fail(&error.to_string()),
+        Err(error) => {
+            return fail(
+                &session_failure(error, &cwd, "shown", "sessions show"),
+                json,
+            );
+        }
     };
     let mut out = String::new();
     if json {
@@ -122,12 +183,13 @@ pub fn show(id: &str, json: bool) -> u8 {
     0
 }
 
+/// A record's view as the transcript prints it.
 fn transcript_line(out: &mut String, record: &Record) {
-    match record {
-        Record::TurnStart { turn } => {
+    match record.view() {
+        View::TurnStart { turn } => {
             let _ = writeln!(out, "\n── turn {turn} ──");
         }
-        Record::UserMessage { message, .. } => {
+        View::User { message } => {
             for block in &message.content {
                 match block {
                     Block::Text { text } => {
@@ -140,8 +202,10 @@ fn transcript_line(out: &mut String, record: &Record) {
                 }
             }
         }
-        Record::AssistantMessage(data) => {
-            for block in &data.message.content {
+        // The calls as the model asked for them: a log repaired after a crash can lack a
+        // call's own record.
+        View::Answer(answer) => {
+            for block in &answer.message.content {
                 match block {
                     Block::Text { text } if !text.trim().is_empty() => {
                         let _ = writeln!(out, "assistant: {}", indent(text));
@@ -155,132 +219,61 @@ fn transcript_line(out: &mut String, record: &Record) {
                 }
             }
         }
-        Record::ToolResult(data) => {
-            for block in &data.message.content {
-                if let Block::ToolResult {
-                    content, is_error, ..
-                } = block
-                {
-                    let text: String = content
-                        .iter()
-                        .map(|part| match part {
-                            ToolOutputPart::Text { text } => text.clone(),
-                            ToolOutputPart::Image { image } => image.summary(),
-                        })
-                        .collect();
-                    let mark = if *is_error { "← (error) " } else { "← " };
-                    let lines: Vec<&str> = text.lines().collect();
-                    let shown = lines
-                        .iter()
-                        .take(RESULT_LINES)
-                        .copied()
-                        .collect::<Vec<_>>()
-                        .join("\n  ");
-                    let _ = writeln!(out, "{mark}{shown}");
-                    if lines.len() > RESULT_LINES {
-                        let _ = writeln!(out, "  … ({} more lines)", lines.len() - RESULT_LINES);
-                    }
-                }
-            }
+        View::Result(result) => result_lines(out, &result.message),
+        View::TurnEnd { turn, reason } => {
+            let _ = writeln!(out, "[turn {turn} ended: {}]", reason_kind(reason));
         }
-        Record::TurnEnd { turn, reason } => {
-            let reason = serde_json::to_value(reason)
-                .ok()
-                .and_then(|v| v["kind"].as_str().map(str::to_owned))
-                .unwrap_or_default();
-            let _ = writeln!(out, "[turn {turn} ended: {reason}]");
-        }
-        Record::SessionSeed { messages } => {
-            let _ = writeln!(
-                out,
-                "[forked: begins with {} messages of its parent's history]",
-                messages.len()
-            );
-        }
-        Record::SubagentRun(run) => {
-            let reason = serde_json::to_value(&run.reason)
-                .ok()
-                .and_then(|v| v["kind"].as_str().map(str::to_owned))
-                .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "[{} {} ({}): session {}, ended: {reason}]",
-                if run.fork {
-                    "forked subagent"
-                } else {
-                    "subagent"
-                },
-                run.agent_id,
-                run.label,
-                run.session_id
-            );
-        }
-        Record::GoalChange(change) => {
-            let _ = writeln!(
-                out,
-                "[{}; {}, revision {}]",
-                change.headline(),
-                change.goal.phase.as_str(),
-                change.goal.revision
-            );
-        }
-        Record::PermissionMode(permission) => {
+        View::Mode(permission) => {
             let _ = writeln!(
                 out,
                 "[permissions: {}, approval {} ({})]",
                 permission.mode, permission.approval, permission.source
             );
         }
-        Record::Presentation(shown) => {
-            let _ = writeln!(out, "[presented {}]", shown.headline());
-            if let Some(summary) = &shown.summary {
-                let _ = writeln!(out, "  {}", indent(summary));
-            }
-        }
-        Record::TodoWrite { todos, .. } => {
+        View::Todos { todos } => {
             let _ = writeln!(out, "[todo list]");
             for todo in todos {
                 let _ = writeln!(out, "  {} {}", todo.status.as_str(), todo.content);
             }
         }
-        Record::CompactionPrune(data) => {
-            let _ = writeln!(
-                out,
-                "[compaction: the result of {} was cut to its head and tail]",
-                data.call_id
-            );
+        View::Card(card) => {
+            let note = card.note.as_deref().map(|n| format!(" · {n}"));
+            let _ = writeln!(out, "[{}{}]", card.line(), note.unwrap_or_default());
+            if let Some(detail) = card.detail {
+                let _ = writeln!(out, "  {}", indent(detail));
+            }
         }
-        Record::CompactionSummary(data) => {
-            let _ = writeln!(
-                out,
-                "[compaction ({}): {} earlier messages summarised, about {} → {} tokens]",
-                data.reason, data.replaced, data.tokens_before, data.tokens_after
-            );
+        View::StepStart { .. } | View::Call(_) | View::StepEnd { .. } | View::Hidden { .. } => {}
+    }
+}
+
+/// A result's text, its first lines and how many more.
+fn result_lines(out: &mut String, message: &dsh_protocol::Message) {
+    for block in &message.content {
+        if let Block::ToolResult {
+            content, is_error, ..
+        } = block
+        {
+            let text: String = content
+                .iter()
+                .map(|part| match part {
+                    ToolOutputPart::Text { text } => text.clone(),
+                    ToolOutputPart::Image { image } => image.summary(),
+                })
+                .collect();
+            let mark = if *is_error { "← (error) " } else { "← " };
+            let lines: Vec<&str> = text.lines().collect();
+            let shown = lines
+                .iter()
+                .take(RESULT_LINES)
+                .copied()
+                .collect::<Vec<_>>()
+                .join("\n  ");
+            let _ = writeln!(out, "{mark}{shown}");
+            if lines.len() > RESULT_LINES {
+                let _ = writeln!(out, "  … ({} more lines)", lines.len() - RESULT_LINES);
+            }
         }
-        Record::AutoReview(review) => {
-            let overridden = if review.overridden {
-                ", overridden by the user"
-            } else {
-                ""
-            };
-            let _ = writeln!(
-                out,
-                "[auto review of {} ({}): {}{overridden} by {}, {} tokens: {}]",
-                review.tool,
-                review.call_id,
-                review.decision.as_str(),
-                review.model,
-                review.usage.total_tokens,
-                indent(&review.reason)
-            );
-        }
-        Record::Rewind(rewind) => {
-            let _ = writeln!(out, "[{}]", rewind.headline());
-        }
-        Record::StepStart { .. }
-        | Record::ToolCall(_)
-        | Record::StepEnd { .. }
-        | Record::Checkpoint(_) => {}
     }
 }
 
@@ -313,8 +306,9 @@ fn review_total(records: &[dsh_protocol::RecordEnvelope]) -> Option<String> {
     ))
 }
 
-fn fail(message: &str) -> u8 {
-    Surface::new(false).fail(message, message, None);
+/// `dsh: <message>` on stderr and, with `json`, the `error` event with its code.
+fn fail(error: &SetupError, json: bool) -> u8 {
+    Surface::new(json).failed(error);
     1
 }
 
@@ -329,4 +323,44 @@ fn clip(text: &str, max: usize) -> String {
     }
     let cut: String = line.chars().take(max).collect();
     format!("{cut}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every record kind shows in the transcript, unless it is hidden on purpose or is a mark
+    /// the transcript has no line for (a call shows in the answer that asked for it).
+    #[test]
+    fn every_record_kind_shows_in_the_transcript() {
+        for record in dsh_protocol::view::samples() {
+            let mut out = String::new();
+            transcript_line(&mut out, &record);
+            let silent = matches!(
+                record.view(),
+                View::Hidden { .. } | View::StepStart { .. } | View::StepEnd { .. } | View::Call(_)
+            );
+            assert_eq!(out.is_empty(), silent, "{record:?} printed {out:?}");
+        }
+    }
+
+    #[test]
+    fn a_card_is_its_line_with_its_note_then_its_body() {
+        let shown = dsh_protocol::view::samples()
+            .into_iter()
+            .filter(|r| matches!(r.view(), View::Card(_)))
+            .fold(String::new(), |mut out, record| {
+                transcript_line(&mut out, &record);
+                out
+            });
+        for expected in [
+            "[The report: /work/report.md]\n  What a.txt says.\n",
+            "[goal set: Read every file · active, revision 1]\n",
+            "[auto review denied: reads a file nobody asked for · read (call_1), reviewed by \
+             reviewer, 0 tokens]\n",
+            "[workspace instructions: /work/AGENTS.md]\n",
+        ] {
+            assert!(shown.contains(expected), "{expected:?} in\n{shown}");
+        }
+    }
 }

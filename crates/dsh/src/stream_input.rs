@@ -72,7 +72,7 @@ pub async fn serve(run: &mut Run, surface: &mut Surface, stop: &Stop) -> u8 {
             Ok(summary) => {
                 let session_id = run.agent.session().id().to_owned();
                 surface.finish(&session_id, &summary, run.agent.structured_output());
-                status = crate::run::exit_status_of(&summary.reason);
+                status = crate::exit_status::of(&summary.reason);
             }
             Err(error) => {
                 // The log cannot be written: no later turn could be either.
@@ -88,12 +88,12 @@ pub async fn serve(run: &mut Run, surface: &mut Surface, stop: &Stop) -> u8 {
 /// `--timeout`, which is said as it is when no turn runs to end with it.
 fn stopped(surface: &mut Surface, stop: &Stop, status: u8) -> u8 {
     // A turn that the timeout ended has said so in its `final`.
-    if stop.expired().is_none() || status == crate::run::TIMEOUT_STATUS {
+    if stop.expired().is_none() || status == crate::exit_status::TIMEOUT {
         return status;
     }
     let message = "the run's --timeout ran out while waiting for the next message";
     surface.fail(message, message, Some("RUN_TIMEOUT".into()));
-    crate::run::TIMEOUT_STATUS
+    crate::exit_status::TIMEOUT
 }
 
 fn bad_input(surface: &mut Surface, problem: &str) {

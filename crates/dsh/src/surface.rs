@@ -6,8 +6,8 @@ use std::io::Write;
 
 use dsh_core::StreamDelta;
 use dsh_core::{AgentEvent, TurnSummary};
-use dsh_protocol::StreamEvent;
 use dsh_protocol::stream::{bound_line, project};
+use dsh_protocol::{StreamEvent, Tone, View};
 
 /// The heading of a live reasoning section on stderr.
 const REASONING_HEADING: &str = "dsh: reasoning:\n";
@@ -148,15 +148,16 @@ impl Surface {
                 text.reasoning(delta);
             }
             // What the model hands the user is for the person at the terminal, beside the
-            // answer on stdout that a script may read.
-            (
-                Surface::Text(text),
-                AgentEvent::Record(dsh_protocol::Record::Presentation(shown)),
-            ) => {
+            // answer on stdout that a script may read; the rest of a run is in its log.
+            (Surface::Text(text), AgentEvent::Record(record)) => {
                 text.close();
-                let _ = writeln!(std::io::stderr(), "dsh: presented {}", shown.headline());
+                if let View::Card(card) = record.view()
+                    && card.tone == Tone::Handed
+                {
+                    let _ = writeln!(std::io::stderr(), "dsh: presented {}", card.line());
+                }
             }
-            (Surface::Text(text), AgentEvent::Delta(_) | AgentEvent::Record(_)) => text.close(),
+            (Surface::Text(text), AgentEvent::Delta(_)) => text.close(),
         }
     }
 
@@ -204,6 +205,13 @@ impl Surface {
                 code,
             });
         }
+    }
+}
+
+impl Surface {
+    /// [`Surface::fail`] for a failure that knows its code.
+    pub fn failed(&mut self, error: &dsh_core::SetupError) {
+        self.fail(&error.message, &error.message, Some(error.code.to_string()));
     }
 }
 

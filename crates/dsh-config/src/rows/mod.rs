@@ -139,12 +139,9 @@ const ABSENT_PARTS: &[&str] = &[
     "commands",
     "command-feedback",
     "command-compact",
-    "user-questions",
     "code-runtime",
     "session-query-sqlite",
     "session-projection",
-    "authorization",
-    "deepseek-account",
     "typert",
     "typert-loader",
     "typert-gateway",
@@ -178,6 +175,28 @@ const TOOL_PARTS: &[(&str, &[&str])] = &[
         &["list_agents", "send_message", "interrupt_agent"],
     ),
     ("tool-subagent-list-agents", &["list_agents"]),
+    ("user-questions", &["ask_user_question"]),
+];
+
+/// Reference rows for stored authentication, and the `[stored_auth]` key each decides: under
+/// `--profile headless` saved keys and sign-ins are ignored until these rows restore them.
+const STORED_AUTH_PARTS: &[(&str, Option<&str>, &str)] = &[
+    (
+        "credentials",
+        Some("saved_keys"),
+        "the keys `dsh login` saved",
+    ),
+    (
+        "authorization",
+        Some("mcp_sign_ins"),
+        "the MCP sign-ins `dsh mcp login` stored",
+    ),
+    // dsh keeps no DeepSeek account sign-in apart from the key `dsh login` saves.
+    (
+        "deepseek-account",
+        None,
+        "the DeepSeek key `dsh login` saved (row credentials)",
+    ),
 ];
 
 /// Reference rows for parts dsh always has: they cannot be switched off.
@@ -200,7 +219,6 @@ const FIXED_PARTS: &[&str] = &[
     "headless-runner",
     "approval",
     "permission",
-    "credentials",
     "settings",
     "token-meter",
     "goal-round-driver",
@@ -306,6 +324,19 @@ impl Translation<'_> {
                      `disabled` is read for it (docs/config.md)"
                 ))),
             };
+        }
+        if let Some(&(_, key, what)) = STORED_AUTH_PARTS.iter().find(|(part, ..)| *part == id) {
+            let (Some(off), None) = (disabled, config) else {
+                return Err(self.at(format!(
+                    "row {id}: only `disabled` is read for it (whether {what} are used)"
+                )));
+            };
+            if let Some(key) = key {
+                self.set(&["stored_auth", key], (!off).into());
+            }
+            let verb = if off { "not used" } else { "used" };
+            self.note(format!("row {id}: {what}: {verb}"));
+            return Ok(());
         }
         if ABSENT_PARTS.contains(&id) {
             return match (disabled, config) {
@@ -678,6 +709,67 @@ mod tests {
                 .unwrap_err()
                 .contains("dsh cannot evaluate")
         );
+    }
+
+    #[test]
+    fn the_stored_authentication_rows_become_stored_auth_keys() {
+        let mut index = RowIndex::default();
+        let rows = "- id: credentials\n  disabled: false\n- id: authorization\n  disabled: false\n\
+                    - id: deepseek-account\n  disabled: false\n- id: user-questions\n  disabled: true\n";
+        let patch = translate(rows, &context(), &mut index).unwrap();
+        let auth = &patch.table["stored_auth"];
+        assert_eq!(auth["saved_keys"].as_bool(), Some(true));
+        assert_eq!(auth["mcp_sign_ins"].as_bool(), Some(true));
+        assert_eq!(
+            patch.table["tools"]["deny"][0].as_str(),
+            Some("ask_user_question")
+        );
+        assert!(
+            (patch.notes.iter()).any(|n| n.starts_with("row deepseek-account:")),
+            "{:?}",
+            patch.notes
+        );
+        let off = translate(
+            "- id: credentials\n  disabled: true\n",
+            &context(),
+            &mut index,
+        );
+        assert_eq!(
+            off.unwrap().table["stored_auth"]["saved_keys"].as_bool(),
+            Some(false)
+        );
+        let bad = "- id: authorization\n  config: {x: 1}\n";
+        assert!(
+            translate(bad, &context(), &mut index)
+                .unwrap_err()
+                .contains("only `disabled`")
+        );
+    }
+
+    /// docs/config.md's table of rows names each id where the code puts it: a row the table
+    /// calls absent is one dsh does not have, and so on.
+    #[test]
+    fn the_documented_rows_are_the_rows_the_code_knows() {
+        let docs = include_str!("../../../../docs/config.md");
+        let ids_of = |starts: &str| -> Vec<String> {
+            let line = (docs.lines())
+                .find(|l| l.starts_with(starts))
+                .unwrap_or_else(|| panic!("no row starting {starts}"));
+            let cell = line.split(" | ").next().unwrap();
+            (cell.split('`').skip(1).step_by(2))
+                .map(str::to_owned)
+                .collect()
+        };
+        let tools: Vec<&str> = TOOL_PARTS.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids_of("| `tool-bash`"), tools);
+        let auth: Vec<&str> = STORED_AUTH_PARTS.iter().map(|(id, ..)| *id).collect();
+        assert_eq!(ids_of("| `credentials`, `authorization`"), auth);
+        for id in ids_of("| parts dsh does not have") {
+            assert!(ABSENT_PARTS.contains(&id.as_str()), "{id} is not absent");
+        }
+        for id in ids_of("| parts dsh always has") {
+            assert!(FIXED_PARTS.contains(&id.as_str()), "{id} is not fixed");
+        }
     }
 
     #[test]

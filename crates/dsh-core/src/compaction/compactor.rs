@@ -15,8 +15,9 @@ use super::{
     TRIGGER_RATIO, checkpoint, estimate_tokens, head_cut, is_checkpoint, is_tool_result, prunable,
     split_point,
 };
-use crate::agent::commit;
-use crate::{AgentEvent, CoreError, Session, Stop};
+use crate::agent::events::{AgentEvent, commit};
+use crate::agent::stop::Stop;
+use crate::{CoreError, Session};
 
 /// What compaction works on: the session (whose log records each change) and what it needs to
 /// ask the model for a summary, as the agent's requests are made.

@@ -10,9 +10,7 @@
 //! is tried once more. Both steps are records in the log, so a resumed session rebuilds the
 //! same history.
 
-mod compactor;
-
-pub(crate) use compactor::{Compactor, History};
+pub(crate) mod compactor;
 
 use dsh_protocol::{Block, Message, Role, ToolOutputPart};
 

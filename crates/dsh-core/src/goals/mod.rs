@@ -14,6 +14,7 @@
 //! compaction (which never drops records) and resume. Being armed is not recorded: a resumed
 //! session's goal waits until the human resumes it.
 
+pub(crate) mod install;
 mod tools;
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -22,8 +23,6 @@ use dsh_config::GoalRules;
 use dsh_protocol::{BlockedReason, Goal, GoalChangeRecord, GoalOperation, GoalPhase};
 use dsh_tools::ToolError;
 use serde_json::{Value, json};
-
-pub(crate) use tools::goal_tools;
 
 /// The goal tools' names, as the top agent offers them.
 pub(crate) const TOOL_NAMES: [&str; 3] = ["create_goal", "get_goal", "update_goal"];

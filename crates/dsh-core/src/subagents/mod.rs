@@ -10,170 +10,31 @@
 //! A child never asks the user anything (its approval policy is `never`, and it is not offered
 //! `ask_user_question`), and it stops when its parent stops.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use dsh_protocol::{FailureCode, Message, Record, SubagentRunRecord, TurnEndReason, Usage};
 use dsh_tools::{
     Arguments, Param, ParamType, Parameters, Tool, ToolContext, ToolEffect, ToolError, ToolFilter,
-    ToolFuture, ToolOutput, ToolRegistry, ToolSession,
+    ToolFuture, ToolOutput,
 };
 use tokio::sync::mpsc::{self, UnboundedSender};
 
-use crate::config::SubagentLimits;
-use crate::{Agent, AgentConfig, AgentEvent, Session, Stop};
+use self::ended::{EndedChild, failure_text};
+use self::kit::{ChildKit, ChildSpec};
+use crate::install::{Role, Seat, Wiring};
+use crate::{Agent, AgentEvent, LogOptions, Session, Stop};
 
-mod background;
+pub(crate) mod background;
+mod ended;
+pub(crate) mod install;
+pub(crate) mod kit;
 mod ralph;
 mod workflow;
 
-pub(crate) use background::{BackgroundAgents, usage_of};
+pub(crate) use background::BackgroundAgents;
 
-/// What every agent of a run builds its children from.
-pub(crate) struct ChildKit {
-    pub(crate) limits: SubagentLimits,
-    /// The bounds of a workflow run (`[workflows]`).
-    pub(crate) workflows: dsh_workflow::Limits,
-    /// A child's agent before its tools and session: model, prompt facts, instructions.
-    pub(crate) build: Box<dyn Fn(ChildSpec) -> ChildParts + Send + Sync>,
-    /// Subagents started in this run against `max_total` (Ralph's rounds and workflows' agents
-    /// are bounded by their own limits), and running now.
-    started: AtomicU32,
-    running: AtomicU32,
-    /// Ids handed out in this run, every child's: one counter, so two never share one.
-    numbered: AtomicU32,
-    /// Told when a running child's place frees up.
-    freed: tokio::sync::Notify,
-    /// The highest id number a resumed session already gave: new ids come after it.
-    numbered_before: AtomicU32,
-}
-
-/// What one child is to be.
-pub(crate) struct ChildSpec {
-    /// Only these tools (besides the run's own lists); `None`: the parent's.
-    pub allow: Option<Vec<String>>,
-    /// Under a read-only sandbox, whatever the parent's mode.
-    pub read_only: bool,
-    /// Whether it begins from the parent's history (the workspace instructions are in it).
-    pub fork: bool,
-}
-
-/// A child's parts, as the run's builder makes them.
-pub(crate) struct ChildParts {
-    /// The run's settings, for what depends on the child's session (a resumed one's
-    /// instructions).
-    pub settings: Arc<crate::config::Settings>,
-    pub provider: Arc<dyn dsh_llm::Provider>,
-    pub tools: ToolRegistry,
-    pub tool_session: ToolSession,
-    pub config: AgentConfig,
-    pub session_home: std::path::PathBuf,
-    pub cwd: std::path::PathBuf,
-    pub log_options: crate::LogOptions,
-}
-
-impl ChildKit {
-    pub(crate) fn new(
-        limits: SubagentLimits,
-        workflows: dsh_workflow::Limits,
-        build: Box<dyn Fn(ChildSpec) -> ChildParts + Send + Sync>,
-    ) -> Arc<ChildKit> {
-        Arc::new(ChildKit {
-            limits,
-            workflows,
-            build,
-            started: AtomicU32::new(0),
-            running: AtomicU32::new(0),
-            numbered: AtomicU32::new(0),
-            freed: tokio::sync::Notify::new(),
-            numbered_before: AtomicU32::new(0),
-        })
-    }
-
-    /// Ids of new children come after those of `recorded` (a resumed session's children).
-    pub(crate) fn number_after(&self, recorded: &[SubagentRunRecord]) {
-        let highest = recorded
-            .iter()
-            .flat_map(|run| {
-                let own = run.agent_id.strip_prefix("subagent-")?.parse::<u32>().ok();
-                Some(own?.max(run.ids_used))
-            })
-            .max()
-            .unwrap_or(0);
-        self.numbered_before.fetch_max(highest, Ordering::SeqCst);
-    }
-
-    /// The highest id number handed out so far, a resumed session's included.
-    fn ids_used(&self) -> u32 {
-        self.numbered_before.load(Ordering::SeqCst) + self.numbered.load(Ordering::SeqCst)
-    }
-}
-
-/// The names of the subagent tools `filter` lets a run offer. The control tools come only
-/// with a tool that can start a child: without one they would have nothing to act on.
-/// `ralph` and `workflow` run their agents as subagents, and come with or without the other
-/// tools.
-pub(crate) fn offered(filter: &dsh_tools::ToolFilter) -> Vec<&'static str> {
-    let orchestrators = ["ralph", "workflow"]
-        .into_iter()
-        .filter(|name| filter.allows(name));
-    let starters: Vec<&'static str> = ["subagent", "subagent_fork"]
-        .into_iter()
-        .filter(|name| filter.allows(name))
-        .collect();
-    if starters.is_empty() {
-        return orchestrators.collect();
-    }
-    let controls = background::CONTROL_TOOLS
-        .into_iter()
-        .filter(|name| filter.allows(name));
-    starters
-        .into_iter()
-        .chain(controls)
-        .chain(orchestrators)
-        .collect()
-}
-
-/// Gives the agent at `depth` (0 for the top agent) the subagent tools its registry's lists
-/// let it have ([`offered`]): `subagent`, `subagent_fork`, and the tools over its background
-/// children.
-pub(crate) fn register(
-    tools: &mut ToolRegistry,
-    kit: &Arc<ChildKit>,
-    depth: u32,
-    parent_session: &str,
-    history: Arc<Mutex<Vec<Message>>>,
-    events: UnboundedSender<AgentEvent>,
-    background: &Arc<BackgroundAgents>,
-) {
-    let tool = |fork: bool| SubagentTool {
-        kit: kit.clone(),
-        fork,
-        depth,
-        parent_session: parent_session.to_owned(),
-        history: history.clone(),
-        events: events.clone(),
-        background: background.clone(),
-        parameters: parameters(fork),
-    };
-    let reviver = Arc::new(tool(false));
-    let mut made: Vec<Box<dyn Tool>> = vec![Box::new(tool(false)), Box::new(tool(true))];
-    made.extend(background::control_tools(background, reviver));
-    // Ralph's workers are the top agent's: a worker is told not to start a loop of its own,
-    // and has no tool to.
-    if depth == 0 {
-        made.push(Box::new(ralph::RalphTool::new(Arc::new(tool(false)))));
-        made.push(Box::new(workflow::WorkflowTool::new(Arc::new(tool(false)))));
-    }
-    let offered = offered(tools.filter());
-    for tool in made {
-        if offered.contains(&tool.name()) {
-            tools.register(tool);
-        }
-    }
-}
-
-fn parameters(fork: bool) -> Parameters {
+pub(super) fn parameters(fork: bool) -> Parameters {
     Parameters::new(vec![
         Param::required(
             "description",
@@ -211,18 +72,20 @@ fn parameters(fork: bool) -> Parameters {
 
 /// The `subagent` and `subagent_fork` tools.
 pub(crate) struct SubagentTool {
-    kit: Arc<ChildKit>,
-    fork: bool,
+    /// What the run's agents are wired from: a child is wired as the top agent is.
+    pub(super) wiring: Arc<Wiring>,
+    pub(super) kit: Arc<ChildKit>,
+    pub(super) fork: bool,
     /// The calling agent's depth.
-    depth: u32,
-    parent_session: String,
+    pub(super) depth: u32,
+    pub(super) parent_session: String,
     /// The caller's completed turns, for a fork.
-    history: Arc<Mutex<Vec<Message>>>,
+    pub(super) history: Arc<Mutex<Vec<Message>>>,
     /// Where the caller's own events go; the child's follow, tagged.
-    events: UnboundedSender<AgentEvent>,
+    pub(super) events: UnboundedSender<AgentEvent>,
     /// The caller's background children.
-    background: Arc<BackgroundAgents>,
-    parameters: Parameters,
+    pub(super) background: Arc<BackgroundAgents>,
+    pub(super) parameters: Parameters,
 }
 
 impl Tool for SubagentTool {
@@ -360,16 +223,15 @@ impl SubagentTool {
         });
         let (allow, read_only, fork) = (spec.allow.clone(), spec.read_only, spec.fork);
         let (tx, rx) = mpsc::unbounded_channel();
-        let mut parts = (self.kit.build)(spec);
-        parts.config.output_schema = schema;
+        let settings = &self.wiring.settings;
         let mut session = Session::create_child(
-            &parts.session_home,
-            parts.cwd.clone(),
-            parts.log_options,
+            &settings.home().value,
+            settings.cwd().clone(),
+            LogOptions::of(settings),
             &self.parent_session,
             depth,
         );
-        session.redact_failures(parts.settings.redactor());
+        session.redact_failures(settings.redactor());
         // How the child's runs are recorded in the caller's log; the end of each run fills in
         // how it ended and what it billed.
         let record = SubagentRunRecord {
@@ -390,7 +252,7 @@ impl SubagentTool {
                 .commit(Record::SessionSeed { messages })
                 .map_err(log_failure)?;
         }
-        let agent = self.child_agent(parts, session, depth, tx);
+        let agent = self.child_agent(spec, session, depth, tx, false, schema);
         let forward = forward(rx, self.events.clone(), agent_id);
         Ok(StartedChild {
             agent,
@@ -438,39 +300,30 @@ impl SubagentTool {
         })
     }
 
-    /// A child's agent from its parts and session: its own spill store, token budget and
-    /// subagent tools (a level deeper, when its tool list lets it have them).
+    /// A child's agent over `session`, wired by the run's installs as the top agent is, its
+    /// answer held to `schema` when there is one.
     fn child_agent(
         &self,
-        parts: ChildParts,
+        spec: ChildSpec,
         session: Session,
         depth: u32,
         tx: UnboundedSender<AgentEvent>,
+        resumed: bool,
+        schema: Option<Arc<crate::OutputSchema>>,
     ) -> Agent {
-        let ChildParts {
-            provider,
-            mut tools,
-            mut tool_session,
-            mut config,
-            ..
-        } = parts;
-        tool_session.spill = dsh_tools::SpillStore::new(session.dir().join("spill"));
-        let child_history = Arc::new(Mutex::new(Vec::new()));
-        config.completed_history = Some(child_history.clone());
-        config.token_budget = Some(self.kit.limits.max_tokens);
-        // Its own subagent tools, as far as its tool list lets it have them.
-        let child_background = BackgroundAgents::new();
-        config.background = Some(child_background.clone());
-        register(
-            &mut tools,
-            &self.kit,
-            depth,
-            session.id(),
-            child_history,
-            tx.clone(),
-            &child_background,
-        );
-        Agent::new(provider, tools, Arc::new(tool_session), config, session, tx)
+        let mut seat = Seat {
+            session: &session,
+            events: &tx,
+            role: Role::Child {
+                spec,
+                depth,
+                kit: self.kit.clone(),
+                resumed,
+            },
+        };
+        let mut draft = self.wiring.wire(&mut seat);
+        draft.config.output_schema = schema;
+        draft.into_agent(&self.wiring, session, tx)
     }
 
     /// Gives `message` to a background child the resumed session recorded: its log is resumed
@@ -482,16 +335,12 @@ impl SubagentTool {
         ctx: &ToolContext,
     ) -> Result<(), ToolError> {
         let slot = self.take_running_slot()?;
-        let parts = (self.kit.build)(ChildSpec {
-            allow: run.tools.clone(),
-            read_only: run.read_only,
-            fork: run.fork,
-        });
+        let settings = &self.wiring.settings;
         let mut session = Session::resume(
-            &parts.session_home,
-            parts.cwd.clone(),
+            &settings.home().value,
+            settings.cwd().clone(),
             &run.session_id,
-            parts.log_options,
+            LogOptions::of(settings),
         )
         .map_err(|e| {
             ToolError::coded(
@@ -503,18 +352,15 @@ impl SubagentTool {
                 ),
             )
         })?;
-        session.redact_failures(parts.settings.redactor());
-        let mut parts = parts;
-        // Its history has the workspace instructions it was given: only what changed since.
-        parts.config.instructions = crate::instructions::for_next_turn(
-            parts.settings.cwd(),
-            &parts.settings.home().value,
-            parts.settings.home_shown(),
-            parts.settings.instructions(),
-            Some(&session),
-        );
+        session.redact_failures(settings.redactor());
+        let spec = ChildSpec {
+            allow: run.tools.clone(),
+            read_only: run.read_only,
+            fork: run.fork,
+        };
         let (tx, rx) = mpsc::unbounded_channel();
-        let mut agent = self.child_agent(parts, session, self.depth + 1, tx);
+        // Its history has the workspace instructions it was given: only what changed since.
+        let mut agent = self.child_agent(spec, session, self.depth + 1, tx, true, None);
         agent.count_logged_usage();
         let forward = forward(rx, self.events.clone(), run.agent_id.clone());
         self.start_in_background(agent, run.clone(), message, ctx, slot, forward);
@@ -691,16 +537,6 @@ pub(crate) struct StartedChild {
     forward: tokio::task::JoinHandle<()>,
 }
 
-/// A foreground child's run, ended.
-#[derive(Clone)]
-pub(crate) struct EndedChild {
-    pub(crate) summary: crate::TurnSummary,
-    /// The record of its run, for the caller's log.
-    pub(crate) record: SubagentRunRecord,
-    /// Its answer's JSON, when it was held to a schema and matched it.
-    pub(crate) structured: Option<serde_json::Value>,
-}
-
 fn log_failure(e: crate::CoreError) -> ToolError {
     ToolError::plain(format!("subagent run failed: its session log: {e}"))
 }
@@ -737,122 +573,10 @@ fn is_running_limit(error: &ToolError) -> bool {
     error.code() == Some("SUBAGENT_LIMIT") && error.message.contains("running, the most at once")
 }
 
-/// What a caller's fresh children (Ralph's rounds, a workflow's agents) billed, and the
-/// records of their runs: both the caller's, whether its call succeeds or fails.
-#[derive(Default)]
-pub(crate) struct ChildrenSpent {
-    usage: Usage,
-    runs: Vec<SubagentRunRecord>,
-}
-
-impl ChildrenSpent {
-    pub(crate) fn add(&mut self, ended: &EndedChild) {
-        self.usage.add(&ended.summary.usage);
-        self.runs.push(ended.record.clone());
-    }
-
-    pub(crate) fn onto_output(self, output: ToolOutput) -> ToolOutput {
-        let mut output = output.with_usage(self.usage);
-        output.effect = (!self.runs.is_empty()).then_some(ToolEffect::Subagents(self.runs));
-        output
-    }
-
-    pub(crate) fn onto_error(self, error: ToolError) -> ToolError {
-        let error = error.with_usage(self.usage);
-        match self.runs.is_empty() {
-            true => error,
-            false => error.with_effect(ToolEffect::Subagents(self.runs)),
-        }
-    }
-}
-
-/// The first `units` UTF-16 units of `text` (the reference's measure of a result's length),
-/// a character cut in half dropped.
-pub(crate) fn utf16_head(text: &str, units: usize) -> String {
-    let all: Vec<u16> = text.encode_utf16().take(units).collect();
-    String::from_utf16_lossy(&all)
-        .trim_end_matches('\u{FFFD}')
-        .to_owned()
-}
-
-/// The reference's texts for a child that did not complete, with what it said before.
-fn failure_text(reason: &TurnEndReason, partial: &str, usage: Usage) -> ToolError {
-    let (headline, diagnostic) = match reason {
-        TurnEndReason::Aborted { .. } => ("subagent run was cancelled", None),
-        TurnEndReason::MaxTokens => ("subagent run hit its token limit before finishing", None),
-        TurnEndReason::Error { error } if error.code == FailureCode::TokenBudget => (
-            "subagent run hit its token limit before finishing",
-            Some(error.message.clone()),
-        ),
-        TurnEndReason::Error { error } => ("subagent run failed", Some(error.message.clone())),
-        TurnEndReason::Interrupted => ("subagent run failed", None),
-        // A child has no run caps of its own; the parent's would stop it as cancelled.
-        TurnEndReason::MaxTurns { message }
-        | TurnEndReason::MaxBudget { message }
-        | TurnEndReason::Timeout { message }
-        | TurnEndReason::OutputSchema { message } => ("subagent run failed", Some(message.clone())),
-        TurnEndReason::PlanSubmitted | TurnEndReason::Completed => {
-            ("subagent run ended abnormally (plan-submitted)", None)
-        }
-    };
-    let mut text = headline.to_owned();
-    if let Some(diagnostic) = diagnostic {
-        text.push_str(&format!("\nDiagnostic: {diagnostic}"));
-    }
-    if !partial.is_empty() {
-        text.push_str(&format!(
-            "\nPartial output before the run ended:\n{partial}"
-        ));
-    }
-    ToolError::plain(text).with_usage(usage)
-}
-
 /// The short description, or the task itself when the model gave none.
 fn subagent_summary(args: &serde_json::Value) -> Option<String> {
     let text = |key: &str| dsh_tools::text_arg(args, key);
     text("description")
         .or_else(|| text("prompt"))
         .map(str::to_owned)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn recorded(agent_id: &str, ids_used: u32) -> SubagentRunRecord {
-        SubagentRunRecord {
-            turn: 1,
-            agent_id: agent_id.into(),
-            session_id: "s".into(),
-            label: "task".into(),
-            fork: false,
-            tools: None,
-            read_only: false,
-            background: true,
-            ids_used,
-            reason: TurnEndReason::Completed,
-            usage: Usage::default(),
-        }
-    }
-
-    /// Ids after a resume come after every id the recorded run handed out, its grandchildren's
-    /// (which the top log names only through `idsUsed`) included.
-    #[test]
-    fn a_resumed_run_numbers_after_every_id_it_handed_out() {
-        let limits = SubagentLimits {
-            max_depth: 2,
-            max_concurrent: 4,
-            max_total: 16,
-            max_tokens: 1,
-        };
-        let kit = ChildKit::new(
-            limits,
-            dsh_workflow::Limits::default(),
-            Box::new(|_| unreachable!("no child is built")),
-        );
-        kit.number_after(&[recorded("subagent-1", 3), recorded("subagent-2", 0)]);
-        assert_eq!(kit.ids_used(), 3);
-        kit.number_after(&[recorded("subagent-7", 0)]);
-        assert_eq!(kit.ids_used(), 7);
-    }
 }

@@ -18,7 +18,8 @@ use dsh_tools::{
 };
 use serde_json::{Map, Value, json};
 
-use super::{ChildrenSpent, SubagentTool, utf16_head};
+use super::SubagentTool;
+use super::ended::{ChildrenSpent, utf16_head};
 use crate::OutputSchema;
 
 /// Rounds a call may run: the default, and the most a call may ask for (the reference's

@@ -22,7 +22,8 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use serde_json::Value;
 
-use super::{ChildrenSpent, EndedChild, SubagentTool, utf16_head};
+use super::SubagentTool;
+use super::ended::{ChildrenSpent, EndedChild, utf16_head};
 use crate::OutputSchema;
 
 /// The longest result the caller reads, in UTF-16 units of its JSON.
@@ -145,6 +146,9 @@ impl Tool for WorkflowTool {
     }
 }
 
+/// How often a workflow's new `log()` lines are passed to a front end that shows them.
+const LOG_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// The workflow's name.
 fn workflow_summary(args: &Value) -> Option<String> {
     args.get("meta")?.get("name")?.as_str().map(str::to_owned)
@@ -165,7 +169,7 @@ impl WorkflowTool {
         let script_args = args.get("args").cloned();
         let (calls, mut asked) = tokio::sync::mpsc::unbounded_channel();
         let (reply, answers) = std::sync::mpsc::channel();
-        let (logs, mut said) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let (logs, mut said) = tokio::sync::mpsc::channel::<String>(dsh_workflow::LOG_QUEUE);
         let cancelled = Arc::new(AtomicBool::new(false));
         let host = Host {
             calls,
@@ -200,6 +204,18 @@ impl WorkflowTool {
         let mut queued: VecDeque<AgentCall> = VecDeque::new();
         let mut running = FuturesUnordered::new();
         let mut spent = ChildrenSpent::default();
+        // `log()` lines show live under the call, where a front end shows output: gathered
+        // and passed on once a tick, so a script that logs in a loop makes one event per
+        // tick, not one per line.
+        let mut unsaid = String::new();
+        let mut tick = tokio::time::interval(LOG_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let pass_on = |unsaid: &mut String| {
+            if let (false, Some(progress)) = (unsaid.is_empty(), &ctx.session.progress) {
+                progress(&ctx.call_id, unsaid);
+            }
+            unsaid.clear();
+        };
         let outcome = loop {
             while running.len() < concurrency
                 && let Some(call) = queued.pop_front()
@@ -208,12 +224,11 @@ impl WorkflowTool {
             }
             tokio::select! {
                 Some(call) = asked.recv() => queued.push_back(call),
-                // `log()` lines show live under the call, where a front end shows output.
                 Some(line) = said.recv() => {
-                    if let Some(progress) = &ctx.session.progress {
-                        progress(&ctx.call_id, &format!("{line}\n"));
-                    }
+                    unsaid.push_str(&line);
+                    unsaid.push('\n');
                 }
+                _ = tick.tick(), if !unsaid.is_empty() => pass_on(&mut unsaid),
                 Some((seq, answer, ended)) = running.next() => {
                     if let Some(ended) = &ended {
                         spent.add(ended);
@@ -226,6 +241,11 @@ impl WorkflowTool {
                 outcome = &mut finished => break outcome,
             }
         };
+        while let Ok(line) = said.try_recv() {
+            unsaid.push_str(&line);
+            unsaid.push('\n');
+        }
+        pass_on(&mut unsaid);
         // Agents the script never waited for are stopped; what they billed still counts.
         agents_ctx.cancel.cancel();
         while let Some((_, _, ended)) = running.next().await {

@@ -42,6 +42,9 @@ pub struct ChatCompletionsConfig {
 pub struct ChatCompletions {
     endpoint: http::Endpoint,
     config: ChatCompletionsConfig,
+    /// Sent as `prompt_cache_key` to the servers documented to take it
+    /// ([`crate::prompt_cache::takes_prompt_cache_key`]).
+    cache_key: Option<String>,
 }
 
 impl ChatCompletions {
@@ -52,7 +55,15 @@ impl ChatCompletions {
             http::KeyHeader::Bearer,
             Vec::new(),
         )?;
-        Ok(ChatCompletions { endpoint, config })
+        let cache_key = matches!(config.dialect, ChatDialect::OpenAi { .. })
+            .then_some(())
+            .filter(|()| crate::prompt_cache::takes_prompt_cache_key(&config.endpoint.base_url))
+            .map(|()| crate::prompt_cache::session_key());
+        Ok(ChatCompletions {
+            endpoint,
+            config,
+            cache_key,
+        })
     }
 
     async fn run(
@@ -71,6 +82,7 @@ impl ChatCompletions {
                 reasoning_effort: effort,
                 echo_reasoning: true,
                 developer_role: false,
+                prompt_cache_key: None,
             },
             ChatDialect::OpenAi {
                 reasoning_effort,
@@ -80,6 +92,7 @@ impl ChatCompletions {
                 reasoning_effort: openai_effort(request.effort).filter(|_| reasoning_effort),
                 echo_reasoning: false,
                 developer_role,
+                prompt_cache_key: self.cache_key.as_deref(),
             },
         };
         let body = request_body(&request, options);
@@ -97,13 +110,13 @@ impl ChatCompletions {
                 Ok(Ok(bytes)) => bytes,
                 Ok(Err(e)) => {
                     return Err(LlmError::new(
-                        http::broken(self.endpoint.url(), &e),
+                        http::broken(self.endpoint.shown_url(), &e),
                         answer.usage_so_far(),
                     ));
                 }
                 Err(_) => {
                     return Err(LlmError::new(
-                        http::silent(self.endpoint.url(), idle),
+                        http::silent(self.endpoint.shown_url(), idle),
                         answer.usage_so_far(),
                     ));
                 }
@@ -116,7 +129,7 @@ impl ChatCompletions {
         http::read_answer(
             response,
             idle,
-            self.endpoint.url(),
+            self.endpoint.shown_url(),
             &mut answer,
             &mut on_delta,
         )
@@ -135,7 +148,10 @@ impl ChatAssembler {
             return Err(LlmError::new(
                 Failure::new(
                     FailureCode::Server,
-                    format!("the provider failed while answering: {detail}"),
+                    format!(
+                        "the provider failed while answering: {detail}; {}",
+                        crate::http::SERVER_FAULT
+                    ),
                 ),
                 self.usage_so_far(),
             ));

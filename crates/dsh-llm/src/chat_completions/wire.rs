@@ -16,7 +16,7 @@ const EMPTY_TOOL_RESULT: &str = "(no output)";
 
 /// Dialect switches of the request body.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct BodyOptions {
+pub(crate) struct BodyOptions<'a> {
     /// DeepSeek's `thinking: {type}` switch; `None` sends nothing.
     pub thinking: Option<bool>,
     /// The `reasoning_effort` value, if any.
@@ -26,6 +26,8 @@ pub(crate) struct BodyOptions {
     pub echo_reasoning: bool,
     /// Send the system prompt with the `developer` role.
     pub developer_role: bool,
+    /// OpenAI's `prompt_cache_key`, where the server takes one.
+    pub prompt_cache_key: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -45,6 +47,8 @@ struct ChatRequest<'a> {
     /// OpenAI's reasoning models refuse `max_tokens` and take this instead.
     #[serde(skip_serializing_if = "Option::is_none")]
     max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -133,7 +137,7 @@ struct WireFunction<'a> {
 }
 
 /// Serialises the request body.
-pub(crate) fn request_body(request: &ModelRequest<'_>, options: BodyOptions) -> Vec<u8> {
+pub(crate) fn request_body(request: &ModelRequest<'_>, options: BodyOptions<'_>) -> Vec<u8> {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if !request.system.is_empty() {
         messages.push(if options.developer_role {
@@ -199,6 +203,7 @@ pub(crate) fn request_body(request: &ModelRequest<'_>, options: BodyOptions) -> 
             .max_output_tokens
             .filter(|_| !options.developer_role),
         max_completion_tokens: request.max_output_tokens.filter(|_| options.developer_role),
+        prompt_cache_key: options.prompt_cache_key,
     };
     // Serialising plain structs of strings and JSON values cannot fail.
     serde_json::to_vec(&body).unwrap_or_default()
@@ -238,7 +243,11 @@ fn image_part(image: &ImageRef) -> (String, Option<WirePart>) {
     }
 }
 
-fn push_message<'a>(out: &mut Vec<WireMessage<'a>>, message: &'a Message, options: BodyOptions) {
+fn push_message<'a>(
+    out: &mut Vec<WireMessage<'a>>,
+    message: &'a Message,
+    options: BodyOptions<'_>,
+) {
     match message.role {
         Role::User => {
             let mut text = String::new();
@@ -404,6 +413,10 @@ struct WireUsage {
 struct PromptDetails {
     #[serde(default)]
     cached_tokens: Option<u64>,
+    /// What the request wrote to the cache, where the model bills that apart (OpenAI's
+    /// GPT-5.6 and later); part of `prompt_tokens`, like the cached part.
+    #[serde(default)]
+    cache_write_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -415,7 +428,7 @@ struct CompletionDetails {
 impl WireUsage {
     /// Normalises into disjoint buckets. The cache count comes from the OpenAI-style nested
     /// `cached_tokens` or, failing that, DeepSeek's `prompt_cache_hit_tokens`; either way it is
-    /// part of `prompt_tokens`, so the uncached input is the difference.
+    /// part of `prompt_tokens`, as is a cache write, so the uncached input is what is left.
     fn normalise(&self) -> Usage {
         let cached = self
             .prompt_tokens_details
@@ -424,16 +437,22 @@ impl WireUsage {
             .or(self.prompt_cache_hit_tokens)
             .unwrap_or(0)
             .min(self.prompt_tokens);
+        let written = self
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|d| d.cache_write_tokens)
+            .unwrap_or(0)
+            .min(self.prompt_tokens - cached);
         let reasoning = self
             .completion_tokens_details
             .as_ref()
             .and_then(|d| d.reasoning_tokens)
             .unwrap_or(0);
         Usage::new(
-            self.prompt_tokens - cached,
+            self.prompt_tokens - cached - written,
             self.completion_tokens,
             cached,
-            0,
+            written,
             reasoning,
         )
     }
@@ -601,11 +620,12 @@ mod tests {
     use serde_json::{Value, json};
 
     /// A body with no dialect switch on.
-    const PLAIN: BodyOptions = BodyOptions {
+    const PLAIN: BodyOptions<'static> = BodyOptions {
         thinking: None,
         reasoning_effort: None,
         echo_reasoning: false,
         developer_role: false,
+        prompt_cache_key: None,
     };
 
     #[test]
@@ -749,6 +769,26 @@ mod tests {
                 "prompt_tokens_details":{"cached_tokens":0},"prompt_cache_hit_tokens":7}}),
         ]);
         assert_eq!(done.unwrap().usage, Usage::new(10, 1, 0, 0, 0));
+        let (done, _) = assemble(vec![
+            json!({"choices":[{"delta":{"content":"x"},"finish_reason":"stop"}]}),
+            json!({"choices":[],"usage":{"prompt_tokens":1000,"completion_tokens":1,
+                "prompt_tokens_details":{"cached_tokens":600,"cache_write_tokens":300}}}),
+        ]);
+        assert_eq!(done.unwrap().usage, Usage::new(100, 1, 600, 300, 0));
+    }
+
+    #[test]
+    fn a_prompt_cache_key_is_sent_only_when_given() {
+        let messages = vec![Message::user_text("task")];
+        let request = crate::bare_request(&messages);
+        let body: Value = serde_json::from_slice(&request_body(&request, PLAIN)).unwrap();
+        assert!(body.get("prompt_cache_key").is_none(), "{body}");
+        let keyed = BodyOptions {
+            prompt_cache_key: Some("dsh-1"),
+            ..PLAIN
+        };
+        let body: Value = serde_json::from_slice(&request_body(&request, keyed)).unwrap();
+        assert_eq!(body["prompt_cache_key"], "dsh-1");
     }
 
     #[test]
@@ -841,6 +881,7 @@ mod tests {
                 reasoning_effort: Some("high"),
                 echo_reasoning: true,
                 developer_role: false,
+                prompt_cache_key: None,
             },
         );
         let body: Value = serde_json::from_slice(&body).unwrap();

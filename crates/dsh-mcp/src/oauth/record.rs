@@ -198,13 +198,7 @@ struct FileLock(#[allow(dead_code)] File);
 impl FileLock {
     fn exclusive(path: &Path) -> Result<FileLock, String> {
         use std::os::fd::AsRawFd;
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        let file = lock_file(path)?;
         loop {
             // SAFETY: flock on a descriptor this function owns.
             let status = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
@@ -217,6 +211,50 @@ impl FileLock {
             }
         }
     }
+}
+
+/// The lock file at `path`, opened as a file of its own: never through a link put at its
+/// name (opening one would create or open whatever it points at, anywhere the user may
+/// write), never something other than a file (a FIFO would hang the open), and made only
+/// where nothing is (`O_CREAT|O_EXCL`).
+fn lock_file(path: &Path) -> Result<File, String> {
+    let refused = || {
+        format!(
+            "{} is a symbolic link or not a regular file: dsh takes its sign-in locks only on a \
+             file of its own. Remove it and try again",
+            path.display()
+        )
+    };
+    let flags = libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+    // A second try covers a lock file another dsh made, or removed, between the two opens.
+    for _ in 0..2 {
+        match OpenOptions::new()
+            .write(true)
+            .custom_flags(flags)
+            .open(path)
+        {
+            Ok(file) if file.metadata().is_ok_and(|m| m.is_file()) => return Ok(file),
+            Ok(_) => return Err(refused()),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(refused()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("cannot open {}: {e}", path.display())),
+        }
+        let made = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(flags)
+            .open(path);
+        match made {
+            Ok(file) => return Ok(file),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(format!("cannot create {}: {e}", path.display())),
+        }
+    }
+    Err(format!(
+        "cannot open {}: it keeps changing; check what else writes there",
+        path.display()
+    ))
 }
 
 /// The values in a record that are secrets: tokens and the client secret, for the run's

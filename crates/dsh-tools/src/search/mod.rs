@@ -238,8 +238,10 @@ mod tests {
     async fn a_search_past_its_timeout_is_told_to_stop() {
         let (told_tx, told_rx) = std::sync::mpsc::channel();
         let error = bounded("grep", Duration::from_millis(1), move |stop| {
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
             while !stop.is_set() {
-                std::thread::yield_now();
+                assert!(std::time::Instant::now() < deadline, "never told to stop");
+                std::thread::sleep(Duration::from_millis(1));
             }
             told_tx.send(()).unwrap();
             Ok(())

@@ -4,12 +4,13 @@ against `dsh web` and the scripted model server. Every test runs in both.
 
 Needs DSH_BIN and SCRIPTED_SERVER_BIN (scripts/web-browser-tests sets them), Playwright for
 Python, /usr/bin/chromium and /usr/bin/firefox-esr. Without them the tests are skipped, unless
-DSH_TEST_REQUIRE_BROWSER=1 (CI), which makes that a failure. Chromium's first test's screen is
-saved as $DSH_WEB_SCREENSHOT when set (docs/web.png is one).
+DSH_TEST_REQUIRE_BROWSER=1 (CI), which makes that a failure. test_layout.py saves the screens
+docs/web.md shows.
 """
 import http.server
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -102,8 +103,8 @@ class Served:
         self.dir.cleanup()
 
 
-class PageTests:
-    """The tests, for a browser a subclass launches."""
+class Browser:
+    """A browser a subclass launches, and what every test does with it."""
 
     @classmethod
     def launch(cls, playwright):
@@ -127,14 +128,25 @@ class PageTests:
         return served, context
 
     def new_session(self, page, served):
+        """The first screen: the composer's first message starts a session in the workspace."""
         page.goto(served.url)
-        page.once("dialog", lambda dialog: dialog.accept(served.ws))
-        page.click("#new-session")
-        expect(page.locator("#session-title")).to_contain_text("session-", timeout=WAIT)
+        expect(page.locator("#welcome")).to_contain_text(served.ws, timeout=WAIT)
+        expect(page.locator("#send")).to_be_enabled()
+
+    def started(self, page):
+        """The id of the session the page shows, once it has one."""
+        title = page.locator("#session-title")
+        expect(title).to_have_attribute("data-session", re.compile("."), timeout=WAIT)
+        return title.get_attribute("data-session")
 
     def send(self, page, text):
         page.fill("#prompt", text)
         page.press("#prompt", "Enter")
+
+
+
+class PageTests(Browser):
+    """The tests, for a browser a subclass launches."""
 
     def test_a_two_turn_conversation(self):
         served, context = self.serve([
@@ -151,11 +163,6 @@ class PageTests:
         self.send(page, "and again")
         expect(transcript).to_contain_text("second answer", timeout=WAIT)
         expect(page.locator("#send")).to_be_enabled()
-        shot = os.environ.get("DSH_WEB_SCREENSHOT")
-        if shot and isinstance(self, InChromium):
-            page.reload()
-            expect(page.locator("#transcript")).to_contain_text("second answer", timeout=WAIT)
-            page.screenshot(path=shot)
 
     def test_an_escalation_approved_and_one_denied(self):
         served, context = self.serve([
@@ -164,17 +171,34 @@ class PageTests:
         ])
         page = context.new_page()
         self.new_session(page, served)
-        self.send(page, "do it")
+        # The Enter that sends the message is held down: its repeats reach the dialog that
+        # opens meanwhile, and must not answer it.
+        page.fill("#prompt", "do it")
+        page.focus("#prompt")
+        page.keyboard.down("Enter")
         dialog = page.locator("dialog#ask")
         expect(dialog).to_contain_text("needs the whole machine", timeout=WAIT)
         # What is approved is the call itself, shown beside what the model says of it.
         expect(dialog.locator("pre.arguments")).to_contain_text("echo allowed-run")
-        dialog.get_by_role("button", name="Allow once").click()
+        # It opens on Deny, with the focus there.
+        expect(dialog.get_by_label("Deny, and say why")).to_be_checked()
+        expect(dialog.get_by_label("Deny, and say why")).to_be_focused()
+        page.keyboard.down("Enter")  # a repeat
+        page.keyboard.up("Enter")
+        expect(dialog).to_be_visible()
+        expect(dialog.get_by_label("Deny, and say why")).to_be_checked()
+        # A number chooses; only Enter answers.
+        page.keyboard.press("1")
+        expect(dialog.get_by_label("Allow once")).to_be_checked()
+        expect(dialog).to_be_visible()
+        page.keyboard.press("Enter")
+        expect(dialog).to_be_hidden()
         expect(page.locator("#transcript")).to_contain_text("ran it", timeout=WAIT)
         self.send(page, "again")
         expect(dialog).to_be_visible(timeout=WAIT)
+        expect(dialog.get_by_label("Deny, and say why")).to_be_checked()
         dialog.get_by_label("Reason").fill("not on this machine")
-        dialog.get_by_role("button", name="Deny").click()
+        dialog.get_by_role("button", name="Answer").click()
         expect(page.locator("#transcript")).to_contain_text("understood", timeout=WAIT)
         calls = page.locator("details.call")
         expect(calls.nth(0)).to_contain_text("allowed-run")
@@ -217,6 +241,45 @@ class PageTests:
         expect(page.locator("#todos li.in_progress")).to_have_text("write the notes")
         expect(page.locator("#usage")).to_contain_text("330 tokens")
 
+    def test_cards_a_presentation_a_goal_and_a_review_decision(self):
+        served, context = self.serve([
+            {"calls": [["create_goal", {"objective": "Tidy the notes"}]]},
+            {"calls": [["update_goal", {"goal_id": "{{result:/goal/id}}", "revision": 1,
+                                        "action": "complete"}]]},
+            {"calls": [["write", {"file_path": "notes.md", "content": "# Notes\n"}]]},
+            {"text": json.dumps({"decision": "allow", "reason": "writes the notes asked for"})},
+            {"calls": [["present", {"title": "The notes", "path": "notes.md",
+                                    "summary": "Tidied: **one** heading."}]]},
+            {"text": "Done."},
+        ], args=["--permission-mode", "auto"])
+        page = context.new_page()
+        self.new_session(page, served)
+        self.send(page, "tidy the notes")
+        transcript = page.locator("#transcript")
+        expect(transcript).to_contain_text("Done.", timeout=WAIT)
+        goals = transcript.locator(".card[data-kind=goal]")
+        expect(goals).to_have_count(2)
+        expect(goals.nth(0)).to_contain_text("◎ goal set: Tidy the notes")
+        expect(goals.nth(1)).to_contain_text("goal complete: Tidy the notes")
+        # The goal as it stands is in the status line.
+        expect(page.locator("#goal")).to_have_text("Tidy the notes · complete")
+        review = transcript.locator(".card[data-kind=review]")
+        expect(review).to_contain_text("⚖ auto review allowed: writes the notes asked for")
+        expect(review).to_contain_text("reviewed by")
+        card = transcript.locator(".card[data-kind=present]")
+        expect(card).to_contain_text("▣ The notes")
+        expect(card.locator(".path")).to_have_text(os.path.join(served.ws, "notes.md"))
+        expect(card.locator("strong")).to_have_text("one")
+        # A page that connects later (a reload) is sent the same views.
+        page.reload()
+        expect(page.locator("#transcript .card")).to_have_count(4, timeout=WAIT)
+        shots = os.environ.get("DSH_WEB_CARDS_SCREENSHOTS")
+        if shots and self.engine == "chromium":
+            for name, width in [("phone", 390), ("desktop", 1280)]:
+                page.set_viewport_size({"width": width, "height": 844 if width < 700 else 800})
+                card.scroll_into_view_if_needed()
+                page.screenshot(path=os.path.join(shots, f"cards-{name}.png"))
+
     def test_a_plan_reviewed_and_carried_out(self):
         served, context = self.serve([
             {"calls": [["exit_plan_mode", {"plan": "# The plan\n\n1. Edit **main.rs**"}]]},
@@ -238,10 +301,12 @@ class PageTests:
         expect(page.locator("#mode")).to_have_value("workspace-write")
 
     def test_the_mode_is_switched_between_turns(self):
-        served, context = self.serve([{"text": "read only now"}])
+        served, context = self.serve([{"text": "as you were"}, {"text": "read only now"}])
         page = context.new_page()
         self.new_session(page, served)
         expect(page.locator("#mode")).to_have_value("workspace-write", timeout=WAIT)
+        self.send(page, "hello")
+        expect(page.locator("#transcript")).to_contain_text("as you were", timeout=WAIT)
         page.select_option("#mode", "read-only")
         expect(page.locator("#mode")).to_be_enabled(timeout=WAIT)
         # The session reopened so: its log says so, and the page shows it after a reload.
@@ -249,6 +314,29 @@ class PageTests:
         expect(page.locator("#mode")).to_have_value("read-only", timeout=WAIT)
         self.send(page, "look around")
         expect(page.locator("#transcript")).to_contain_text("read only now", timeout=WAIT)
+
+    def test_a_reopened_session_shows_the_mode_it_runs_under(self):
+        served, context = self.serve([{"text": "started"}])
+        page = context.new_page()
+        self.new_session(page, served)
+        expect(page.locator("#mode")).to_have_value("workspace-write", timeout=WAIT)
+        self.send(page, "hello")
+        expect(page.locator("#transcript")).to_contain_text("started", timeout=WAIT)
+        for mode in ["danger-full-access", "read-only"]:
+            self.send(page, f"/permissions {mode}")
+            expect(page.locator("#mode")).to_have_value(mode, timeout=WAIT)
+            expect(page.locator("#mode")).to_be_enabled(timeout=WAIT)
+            # The run here ends; opening the session again builds a new run from its log.
+            page.click("#close")
+            expect(page.locator("#transcript")).to_contain_text("run has ended", timeout=WAIT)
+            page.locator("#sessions a.open").click(position={"x": 4, "y": 4})
+            expect(page.locator("#transcript")).not_to_contain_text("run has ended", timeout=WAIT)
+            expect(page.locator("#mode")).to_have_value(mode, timeout=WAIT)
+            self.send(page, "/status")
+            expect(page.locator("#transcript .notice").last).to_contain_text(f" · {mode} · ")
+            self.send(page, "/permissions")
+            expect(page.locator("#transcript .notice").last).to_have_text(
+                f"The permission mode is {mode}.")
 
     def test_a_rewind_from_the_page(self):
         served, context = self.serve([
@@ -274,8 +362,9 @@ class PageTests:
 
     def test_the_composer_recalls_and_takes_commands(self):
         served, context = self.serve([{"text": "hi back"}, {"text": "reviewed it"}])
-        os.makedirs(os.path.join(served.ws, ".dsh", "prompts"))
-        with open(os.path.join(served.ws, ".dsh", "prompts", "review.md"), "w") as f:
+        # The user's own saved prompt (a workspace's needs the folder trusted).
+        os.makedirs(os.path.join(served.home, "prompts"))
+        with open(os.path.join(served.home, "prompts", "review.md"), "w") as f:
             f.write("Review $ARGUMENTS closely.\n")
         page = context.new_page()
         self.new_session(page, served)
@@ -397,6 +486,20 @@ class PageTests:
         self.send(page, "and now")
         expect(page.locator("#transcript")).to_contain_text("still here", timeout=WAIT)
 
+    def test_a_stopped_commands_output_stays(self):
+        served, context = self.serve([
+            {"calls": [["bash", {"command": "echo watched-line; until [ -f release ]; do sleep 0.02; done",
+                                 "description": "wait for the test"}]]},
+        ])
+        page = context.new_page()
+        self.new_session(page, served)
+        self.send(page, "run it")
+        call = page.locator("details.call")
+        expect(call.locator(".output")).to_contain_text("watched-line", timeout=WAIT)
+        page.click("#stop")
+        expect(call.locator(".result")).to_have_text("Error: tool call aborted", timeout=WAIT)
+        expect(call.locator(".output")).to_contain_text("watched-line")
+
     def test_two_sessions_at_once(self):
         served, context = self.serve([{"stall": "A is busy"}, {"text": "answer for B"}])
         first = context.new_page()
@@ -405,14 +508,10 @@ class PageTests:
         expect(first.locator("#transcript")).to_contain_text("A is busy", timeout=WAIT)
         second = context.new_page()
         # The second tab would reopen the first session; it starts its own.
-        second.goto(served.url)
-        second.once("dialog", lambda dialog: dialog.accept(served.ws))
-        second.click("#new-session")
-        expect(second.locator("#session-title")).to_contain_text("session-", timeout=WAIT)
-        self.assertNotEqual(second.locator("#session-title").inner_text(),
-                            first.locator("#session-title").inner_text())
+        self.new_session(second, served)
         self.send(second, "quick one in B")
         expect(second.locator("#transcript")).to_contain_text("answer for B", timeout=WAIT)
+        self.assertNotEqual(self.started(second), self.started(first))
         expect(first.locator("#stop")).to_be_enabled()
         expect(first.locator("#transcript")).not_to_contain_text("answer for B")
         first.click("#stop")
@@ -462,18 +561,30 @@ class PageTests:
 
 @unittest.skipIf(REASON, REASON or "")
 class InChromium(PageTests, unittest.TestCase):
+    engine = "chromium"
+
     @classmethod
     def launch(cls, playwright):
-        return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        return chromium(playwright)
 
 
 @unittest.skipIf(REASON, REASON or "")
 class InFirefox(PageTests, unittest.TestCase):
+    engine = "firefox"
+
     # The "moz-firefox" channel drives a stock Firefox over WebDriver BiDi, where Playwright's
     # own Firefox build would have to be downloaded.
     @classmethod
     def launch(cls, playwright):
-        return playwright.firefox.launch(channel="moz-firefox", executable_path=FIREFOX)
+        return firefox(playwright)
+
+
+def chromium(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+def firefox(playwright):
+    return playwright.firefox.launch(channel="moz-firefox", executable_path=FIREFOX)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use super::run_flags::takes_value;
 use super::{Terminals, parse};
-use crate::usage::takes_value;
 
 /// One command line a document shows.
 #[derive(Debug)]
@@ -286,7 +286,9 @@ fn examples_in(file: &str, text: &str) -> Vec<Example> {
             let words = shell_words(&span);
             let option = words.first().map(String::as_str).unwrap_or_default();
             let name = option.split_once('=').map_or(option, |(name, _)| name);
-            let known = crate::usage::option(name).is_some();
+            let known = super::flag::find(super::run_flags::RUN_FLAGS, name).is_some();
+            // `--dump-config` prints text, and refuses `--json`.
+            let json = (name != "--dump-config").then(|| "--json".to_owned());
             let lacks_value = takes_value(option) && words.len() < 2;
             // The option alone, in a run that reads its task from stdin, so that what it
             // asks of other options (stream-json of --json) is met.
@@ -294,7 +296,7 @@ fn examples_in(file: &str, text: &str) -> Vec<Example> {
                 && !lacks_value
                 && let Some(args) = filled_in(words)
             {
-                push(line, [vec!["--json".to_owned()], args].concat());
+                push(line, json.into_iter().chain(args).collect());
             }
         }
     }

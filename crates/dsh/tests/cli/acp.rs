@@ -769,7 +769,7 @@ fn closing_a_session_stops_its_turn_its_commands_and_its_jobs() {
             std::time::Instant::now() < deadline,
             "the command did not start"
         );
-        std::thread::yield_now();
+        std::thread::sleep(dsh_testkit::POLL);
     }
     let close = editor.request("session/close", json!({"sessionId": session}));
     let stopped = editor.response(turn, &mut |_| None);
@@ -780,7 +780,7 @@ fn closing_a_session_stops_its_turn_its_commands_and_its_jobs() {
     // tears the namespace down, a moment after the stop returns. Wait for that, within LIMIT.
     let deadline = std::time::Instant::now() + LIMIT;
     while (running(&job) || running(&command)) && std::time::Instant::now() < deadline {
-        std::thread::yield_now();
+        std::thread::sleep(dsh_testkit::POLL);
     }
     assert!(!running(&job), "the job outlived its session");
     assert!(!running(&command), "the command outlived its session");

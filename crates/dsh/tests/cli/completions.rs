@@ -66,6 +66,16 @@ fn bash_completes_options_their_values_and_commands() {
     assert_eq!(complete("dsh --effort m"), "max");
     assert_eq!(complete("dsh sess"), "sessions");
     assert!(complete("dsh -").split(' ').any(|o| o == "-o"));
+    // A command's own options, after its word.
+    assert_eq!(complete("dsh rewind session-x --fo"), "--force");
+    assert_eq!(complete("dsh mcp login docs --no"), "--no-browser");
+    assert_eq!(complete("dsh web --op"), "--open");
+    assert_eq!(complete("dsh web --perm"), "--permission-mode");
+    assert_eq!(
+        complete("dsh --fo"),
+        "--fork",
+        "rewind's --force is its own"
+    );
 }
 
 #[test]
@@ -90,6 +100,9 @@ fn zsh_and_fish_load_their_scripts() {
             .map(|l| l.split('\t').next().unwrap())
             .collect();
         assert_eq!(values, ["high", "low", "max", "off"]);
+        let program = format!("source {}; complete -C'dsh rewind s --fo'", path.display());
+        let offered = output(Command::new("fish").args(["-c", &program]));
+        assert!(offered.starts_with("--force\t"), "{offered}");
     }
     let bad = env.run(dsh(), &["completions", "tcsh"]);
     assert_eq!(bad.code(), Some(1));
@@ -102,7 +115,13 @@ fn the_man_page_is_read_without_a_warning_and_lists_every_option() {
     let out = env.run(dsh(), &["man"]);
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
     assert!(out.stdout.starts_with(".TH DSH 1"), "{}", out.stdout);
-    let help = env.run(dsh(), &["--help"]).stdout;
+    let mut help = env.run(dsh(), &["--help"]).stdout;
+    // And every command's own options.
+    for word in [
+        "login", "sessions", "rewind", "workflow", "web", "mcp", "sandbox",
+    ] {
+        help.push_str(&env.run(dsh(), &[word, "--help"]).stdout);
+    }
     for option in help.split_whitespace().filter(|w| w.starts_with("--")) {
         let option = option.trim_end_matches([',', ')', ';']);
         if option

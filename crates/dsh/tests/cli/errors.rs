@@ -83,12 +83,20 @@ fn bad_tasks_are_refused_before_anything_runs() {
     );
     let mixed = env.run(dsh(), &["-", "more"]);
     assert_eq!(mixed.stderr, "dsh: `-` must be the only task argument\n");
-    // stdin is /dev/null here: an empty pipe is no task.
+    // stdin is /dev/null here: an empty pipe is no task, and the error says stdin was read.
     let empty = env.run(dsh(), &["-"]);
     assert_eq!(empty.code(), Some(1));
     assert_eq!(
         empty.stderr,
-        "dsh: a task is required, for example: dsh --profile headless \"run the tests\"\n"
+        "dsh: a task is required, for example: dsh --profile headless \"run the tests\" \
+         (stdin was empty)\n"
+    );
+    let blanks = dsh_testkit::RunOutput::fed(env.command(dsh()).arg("-"), b" \n\t\n");
+    assert_eq!(blanks.code(), Some(1));
+    assert!(
+        blanks.stderr.ends_with("(stdin held only whitespace)\n"),
+        "{}",
+        blanks.stderr
     );
     let unknown_profile = env.run(dsh(), &["--profile", "web", "go"]);
     assert!(
@@ -170,7 +178,35 @@ fn a_base_url_that_is_not_a_url_is_refused() {
     assert_eq!(out.code(), Some(1));
     assert_eq!(
         out.stderr,
-        "dsh: DEEPSEEK_BASE_URL is not an http:// or https:// URL: \"api.deepseek.com\"\n"
+        "dsh: DEEPSEEK_BASE_URL is not an http:// or https:// URL (its text is not shown, as \
+         it may hold a password)\n"
+    );
+}
+
+/// The red team's finding: credentials in the address silently took the key's place (the
+/// HTTP client sends them as the one Authorization header), so the user's key was never sent.
+#[test]
+fn an_address_with_credentials_beside_a_key_is_refused_and_shown_hidden() {
+    let env = TestEnv::new(vec![Turn::text("never")]);
+    let url = env
+        .server
+        .base_url()
+        .replace("http://", "http://u:pw-in-address@");
+    let out = RunOutput::of(env.command(dsh()).env("DEEPSEEK_BASE_URL", &url).arg("go"));
+    assert_eq!(out.code(), Some(1), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("holds credentials and the provider has a key")
+            && out.stderr.contains("hint: take the credentials out"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("pw-in-address"), "{}", out.stderr);
+    assert!(env.server.requests().is_empty());
+    dsh_testkit::fault_matrix(
+        "attack",
+        "a route's address holds user:password beside the route's key (the client would send them in the key's place)",
+        "refused at start with the address hidden; no request made",
     );
 }
 
@@ -205,27 +241,69 @@ fn a_patch_file_turns_on_str_replace_editor_and_a_bad_one_is_named() {
     );
 }
 
+/// Every URL the dump test sets carries one of these in its user part or its query: none may
+/// be printed, in a row, a reason or an error.
+const URL_SECRETS: [&str; 7] = [
+    "pw-route-env",
+    "pw-provider",
+    "pw-mcp-user",
+    "pw-mcp-query",
+    "pw-metadata",
+    "pw-search",
+    "pw-search-query",
+];
+
 #[test]
 fn dump_config_shows_each_value_with_the_layer_it_came_from() {
     let env = TestEnv::new(vec![]);
     std::fs::write(
         env.home.path().join("config.toml"),
-        "model = \"home\"\n[jobs]\nwait_ms = 1\n[sandbox]\nmode = \"read-only\"\n",
+        "model = \"home\"\n[jobs]\nwait_ms = 1\n[sandbox]\nmode = \"read-only\"\n\
+         [providers.other]\nkind = \"openai-completions\"\n\
+         base_url = \"https://u:pw-provider@other.example/v1\"\n",
     )
     .unwrap();
     env.write(
         ".dsh/config.toml",
-        "model = \"workspace\"\n[shell]\nscrub = [\"KEY\"]\n",
+        "model = \"workspace\"\n[shell]\nscrub = [\"KEY\"]\n\
+         [mcp.servers.docs]\nurl = \"https://bot:pw-mcp-user@mcp.example/v1?token=pw-mcp-query\"\n\
+         [mcp.servers.docs.oauth]\n\
+         client_metadata_url = \"https://u:pw-metadata@meta.example/client.json\"\n",
     );
     env.write("one.toml", "model = \"patch-one\"\n[jobs]\nwait_ms = 2\n");
-    env.write("two.toml", "[jobs]\nwait_ms = 3\n");
-    let out = RunOutput::of(env.command(dsh()).args([
-        "--dump-config",
-        "--patch",
-        "one.toml",
-        "--patch",
+    env.write(
         "two.toml",
-    ]));
+        "[jobs]\nwait_ms = 3\n[web.search]\n\
+         base_url = \"http://u:pw-search@127.0.0.1.evil.example/v1?key=pw-search-query\"\n",
+    );
+    // The route's own address, whose password the `tools` row's reason once printed raw.
+    let route = "http://u:pw-route-env@127.0.0.1:1";
+    let dump = |args: &[&str]| {
+        let out = RunOutput::of(
+            env.command(dsh())
+                .env("DEEPSEEK_BASE_URL", route)
+                .arg("--dump-config")
+                .args(args),
+        );
+        for secret in URL_SECRETS {
+            assert!(
+                !out.stdout.contains(secret) && !out.stderr.contains(secret),
+                "{secret} printed:\n{}\n{}",
+                out.stdout,
+                out.stderr
+            );
+        }
+        out
+    };
+    let out = dump(&["--patch", "one.toml", "--patch", "two.toml"]);
+    let plain = dump(&[]);
+    let tools = (plain.stdout.lines())
+        .find(|l| l.starts_with("tools ="))
+        .unwrap();
+    assert!(
+        tools.contains("web_search is off: web.search.base_url \"http://[hidden]@127.0.0.1:1/"),
+        "{tools}"
+    );
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
     let line = |key: &str| {
         out.stdout
@@ -298,7 +376,7 @@ fn a_bad_effort_in_the_config_fails_before_the_task_is_read_from_stdin() {
             let _ = child.kill();
             panic!("dsh waited for stdin before checking effort");
         }
-        std::thread::yield_now();
+        std::thread::sleep(dsh_testkit::POLL);
     };
     assert_eq!(status.code(), Some(1));
     let mut stderr = String::new();

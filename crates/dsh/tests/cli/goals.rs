@@ -138,13 +138,48 @@ fn a_goal_out_of_rounds_is_blocked_and_a_resumed_one_waits_for_the_human() {
 
 #[test]
 fn subagents_get_no_goal_tools_and_the_tool_lists_can_withhold_them() {
-    let env = TestEnv::new(vec![Turn::text("ok")]);
+    // The top agent has them; the subagent it starts is neither offered them nor may call
+    // one (the call it makes anyway is an error it reads).
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "subagent",
+            json!({"description": "helper", "prompt": "Set yourself a goal."}),
+        ),
+        Turn::tool_call("create_goal", json!({"objective": "take over the run"})),
+        Turn::text("could not"),
+        Turn::text("ok"),
+    ]);
     let out = env.run(dsh(), &["--json", "hi"]);
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
-    let offered = env.server.requests()[0].tool_names();
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 4);
+    let offered = requests[0].tool_names();
     for name in ["create_goal", "get_goal", "update_goal"] {
         assert!(offered.iter().any(|t| t == name), "{name} in {offered:?}");
     }
+    // Request 1 is the child's first: it is its own conversation, with the prompt.
+    assert!(
+        requests[1].body["messages"]
+            .to_string()
+            .contains("Set yourself a goal."),
+        "{:?}",
+        requests[1].body
+    );
+    let child_offered = requests[1].tool_names();
+    assert!(!child_offered.is_empty());
+    for name in ["create_goal", "get_goal", "update_goal"] {
+        assert!(
+            !child_offered.iter().any(|t| t == name),
+            "{name} offered to the subagent: {child_offered:?}"
+        );
+    }
+    let refused = requests[2].tool_results().pop().unwrap();
+    assert!(refused.starts_with("Error: "), "{refused}");
+    assert!(refused.contains("create_goal"), "{refused}");
+    assert!(
+        !env.session_logs().contains("\"type\":\"goal"),
+        "no goal was set"
+    );
     let env = TestEnv::new(vec![Turn::text("ok")]);
     let out = env.run(
         dsh(),

@@ -127,6 +127,15 @@ fn a_failed_turn_still_ends_with_final() {
         out.stderr
             .starts_with("dsh: SERVER: the provider failed (HTTP 503: overloaded)")
     );
+    // What to try: the fault is the provider's, past the retries.
+    assert!(
+        out.stderr.contains(
+            "the fault is on its side and the retries did not get past it: try again in a \
+             while, or use another model or provider"
+        ),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]

@@ -32,6 +32,7 @@ fn keyless_terminal(env: &TestEnv, args: &[&str]) -> Tmux {
         &[
             ("DEEPSEEK_BASE_URL", env.server.base_url()),
             ("DSH_HOME", env.home.path().display().to_string()),
+            ("HOME", env.user_home.path().display().to_string()),
         ],
         100,
         24,
@@ -47,14 +48,24 @@ fn a_checked_key_is_saved_used_and_removed() {
     let env = TestEnv::new(vec![Turn::text("one"), Turn::text("two")]);
     let saved = env.home.path().join("credentials");
 
-    // A refused key is said so and not saved.
-    let out = keyless(&env, &["login"], "refused-key\n");
+    // A refused key is said so and not saved; the provider quotes it, and nothing of it is
+    // printed.
+    let out = keyless(&env, &["login"], "refused-key-typed-7Hw3Pn\n");
     assert_eq!(out.code(), Some(1));
     assert!(
-        out.stderr.contains("the provider refused the API key"),
+        out.stderr.contains("the provider refused the API key")
+            && out
+                .stderr
+                .contains("Incorrect API key provided: [REDACTED]"),
         "{}",
         out.stderr
     );
+    for text in [&out.stdout, &out.stderr] {
+        assert!(
+            !text.contains("7Hw3Pn"),
+            "the typed key was printed: {text}"
+        );
+    }
     assert!(!saved.exists());
 
     let out = keyless(&env, &["login"], "sk-good-key\n");
@@ -212,4 +223,83 @@ fn a_projects_config_cannot_choose_where_a_key_is_sent() {
     );
     assert!(env.server.requests().is_empty(), "the key was sent");
     assert!(!env.home.path().join("credentials").exists());
+}
+
+/// The attack: the provider's address only looks like this machine, so a key typed in would
+/// go over plain HTTP to another host. `dsh login` refuses before it asks for one; this
+/// machine's own address still takes a key.
+#[test]
+fn lookalike_addresses_get_no_key() {
+    let env = TestEnv::new(vec![]);
+    let outside = crate::outside::Outside::start();
+    for base in crate::outside::LOOKALIKES {
+        let mut command = keyless_command(&env);
+        outside.route(&mut command);
+        let out = RunOutput::fed(
+            command.env("DEEPSEEK_BASE_URL", base).arg("login"),
+            b"sk-would-leak\n",
+        );
+        assert_eq!(out.code(), Some(1), "{base}: {}", out.stdout);
+        assert!(
+            out.stderr
+                .contains("is plain http:// to a host that is not this machine"),
+            "{base}: {}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("sk-would-leak"));
+    }
+    assert!(
+        outside.requests().is_empty(),
+        "sent out: {:?}",
+        outside.requests()
+    );
+    assert!(!env.home.path().join("credentials").exists());
+    let out = keyless(&env, &["login"], "sk-good-key\n");
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    dsh_testkit::fault_matrix(
+        "attack",
+        "dsh login with the provider at an address that only looks like this machine (127.0.0.1.evil.example, 127.0.0.1:1@evil.example, localhost.evil.example, [::1]:1@evil.example)",
+        "refused before a key is asked for; nothing sent",
+    );
+}
+
+/// The attack: the credentials file is a link planted to another file (another tool's
+/// secrets). `dsh login` and `dsh logout` refuse it: they never read through it, so the other
+/// file's lines are not copied into dsh's own, and both files stay as they were.
+#[test]
+fn a_credentials_file_planted_as_a_link_is_not_read_through() {
+    let env = TestEnv::new(vec![]);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let target = elsewhere.path().join("other-tool.env");
+    let other = "OTHER_TOOL_TOKEN=outside-secret-4567\n";
+    std::fs::write(&target, other).unwrap();
+    let link = env.home.path().join("credentials");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    for args in [&["login"][..], &["logout"][..]] {
+        let out = keyless(&env, args, "sk-good-key\n");
+        assert_eq!(out.code(), Some(1), "{args:?}: {}", out.stdout);
+        assert!(
+            out.stderr
+                .contains("is a symbolic link or not a regular file"),
+            "{args:?}: {}",
+            out.stderr
+        );
+        let kept = std::fs::symlink_metadata(&link).unwrap();
+        assert!(
+            kept.file_type().is_symlink(),
+            "{args:?}: the link was replaced"
+        );
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), other);
+    }
+    let staged: Vec<_> = std::fs::read_dir(env.home.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".credentials.") && name != ".credentials.lock")
+        .collect();
+    assert!(staged.is_empty(), "left behind: {staged:?}");
+    dsh_testkit::fault_matrix(
+        "attack",
+        "$DSH_HOME/credentials planted as a link to another file, then dsh login / dsh logout",
+        "refused; nothing read through the link, both files unchanged",
+    );
 }

@@ -228,7 +228,7 @@ fn gone(pid: i32) -> bool {
         if std::time::Instant::now() > deadline {
             return false;
         }
-        std::thread::yield_now();
+        std::thread::sleep(dsh_testkit::POLL);
     }
     true
 }
@@ -272,9 +272,11 @@ fn a_signal_while_a_required_server_starts_stops_the_run_and_the_server_s_group(
     assert!(env.server.requests().is_empty());
 }
 
-/// The pids a server script wrote to `file` in the workspace, once it has written them.
+/// The pids a server script wrote to `file` in the workspace, once it has written them (within
+/// 60 s).
 fn pids_in(env: &TestEnv, file: &str) -> Vec<i32> {
     let path = env.ws_path().join(file);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         if let Ok(text) = std::fs::read_to_string(&path)
             && text.ends_with('\n')
@@ -284,7 +286,11 @@ fn pids_in(env: &TestEnv, file: &str) -> Vec<i32> {
                 .map(|p| p.parse().unwrap())
                 .collect();
         }
-        std::thread::yield_now();
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{file} never got its pids"
+        );
+        std::thread::sleep(dsh_testkit::POLL);
     }
 }
 

@@ -173,6 +173,76 @@ fn a_sign_in_is_reported_made_used_renewed_redacted_and_forgotten() {
     assert!(listed.stdout.contains("not signed in"), "{}", listed.stdout);
 }
 
+/// `--profile headless` does not use a stored sign-in, as the reference's profile does not,
+/// and says why and how to have it used; the seed's rows restore it. A run headless only for
+/// want of a terminal uses it.
+#[test]
+fn the_headless_profile_uses_a_stored_sign_in_only_when_the_rows_restore_it() {
+    let auth = AuthServer::start(3600);
+    let env = TestEnv::new(vec![
+        Turn::text("no server"),
+        Turn::tool_call("mcp__docs__whoami", json!({})),
+        Turn::text("done"),
+        Turn::tool_call("mcp__docs__whoami", json!({})),
+        Turn::text("done"),
+    ]);
+    env.write(
+        ".dsh/config.toml",
+        &format!("[mcp.servers.docs]\nurl = \"{}/mcp\"\n", auth.base),
+    );
+    let login = run(&env, &["mcp", "login", "docs", "--timeout", "30s"]);
+    assert_eq!(login.code(), Some(0), "{}", login.stderr);
+    let record = record_file(&env);
+    let stored = std::fs::read(&record).unwrap();
+
+    let profiled = run(&env, &["--profile", "headless", "go"]);
+    assert_eq!(profiled.code(), Some(0), "{}", profiled.stderr);
+    assert!(
+        profiled.stderr.contains(
+            "MCP server \"docs\" needs a sign-in: under --profile headless the sign-ins \
+             `dsh mcp login` stored are not used unless a patch restores stored authentication"
+        ),
+        "{}",
+        profiled.stderr
+    );
+    assert_eq!(
+        std::fs::read(&record).unwrap(),
+        stored,
+        "ignored, not changed"
+    );
+    let tools = env.server.requests()[0].tool_names();
+    assert!(
+        !tools.iter().any(|t| t.starts_with("mcp__docs")),
+        "{tools:?}"
+    );
+
+    let rows = env.ws.path().join("restore.yml");
+    std::fs::write(&rows, crate::stored_auth::RESTORE_ROWS).unwrap();
+    let restored = run(
+        &env,
+        &[
+            "--profile",
+            "headless",
+            "--patch",
+            rows.to_str().unwrap(),
+            "go",
+        ],
+    );
+    assert_eq!(restored.code(), Some(0), "{}", restored.stderr);
+    let piped = run(&env, &["go"]);
+    assert_eq!(piped.code(), Some(0), "{}", piped.stderr);
+    let results: Vec<String> = (env.server.requests().iter())
+        .flat_map(dsh_testkit::Request::tool_results)
+        .collect();
+    assert_eq!(
+        results,
+        [
+            "called with Bearer [REDACTED]",
+            "called with Bearer [REDACTED]"
+        ]
+    );
+}
+
 #[test]
 fn login_names_what_is_wrong() {
     let env = TestEnv::new(vec![]);
@@ -239,4 +309,120 @@ fn an_authorization_address_that_is_not_https_is_never_opened() {
     );
     assert!(!opened.exists(), "the browser was started");
     assert_eq!(auth.state()["registrations"], 0);
+}
+
+/// The attack: an address that only looks like this machine, as the server's own URL in a
+/// repository's config, or as the authorization address a hostile server names. dsh signs in
+/// to none of them: nothing is sent out, no browser is started, no client registered. A user
+/// part in front of a loopback host counts as such an address too.
+#[test]
+fn lookalike_addresses_get_no_sign_in() {
+    let outside = crate::outside::Outside::start();
+    let login = |env: &TestEnv, opened: &Path| {
+        let browser = format!("touch {} %s", opened.display());
+        let mut command = env.command(dsh());
+        outside.route(&mut command);
+        RunOutput::of(command.env("BROWSER", browser).args([
+            "mcp",
+            "login",
+            "docs",
+            "--timeout",
+            "10s",
+        ]))
+    };
+    for base in crate::outside::LOOKALIKES {
+        let env = TestEnv::new(vec![]);
+        env.write(
+            ".dsh/config.toml",
+            &format!("[mcp.servers.docs]\nurl = \"{base}/mcp\"\n"),
+        );
+        let opened = env.home.path().join("browser-was-opened");
+        let out = login(&env, &opened);
+        assert_eq!(out.code(), Some(1), "{base}: {}", out.stdout);
+        assert!(
+            out.stderr
+                .contains("a plain http:// address that is not this machine"),
+            "{base}: {}",
+            out.stderr
+        );
+        assert!(!opened.exists(), "{base}: the browser was started");
+    }
+    let named = crate::outside::LOOKALIKES
+        .iter()
+        .map(|base| format!("{base}/authorize"))
+        .chain(["http://user:pw@127.0.0.1:9/authorize".to_owned()]);
+    for authorize in named {
+        let auth = AuthServer::start_with(3600, &[("AUTHORIZE_AT", &authorize)]);
+        let env = TestEnv::new(vec![]);
+        env.write(
+            ".dsh/config.toml",
+            &format!("[mcp.servers.docs]\nurl = \"{}/mcp\"\n", auth.base),
+        );
+        let opened = env.home.path().join("browser-was-opened");
+        let out = login(&env, &opened);
+        assert_eq!(out.code(), Some(1), "{authorize}: {}", out.stdout);
+        assert!(
+            out.stderr
+                .contains("names an endpoint at a plain http:// address that is not this machine"),
+            "{authorize}: {}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("user:pw"), "{}", out.stderr);
+        assert!(!opened.exists(), "{authorize}: the browser was started");
+        assert_eq!(auth.state()["registrations"], 0);
+    }
+    assert!(
+        outside.requests().is_empty(),
+        "sent out: {:?}",
+        outside.requests()
+    );
+    dsh_testkit::fault_matrix(
+        "attack",
+        "an MCP server, or the authorization address it names, at an address that only looks like this machine (127.0.0.1.evil.example, 127.0.0.1:1@evil.example, localhost.evil.example, [::1]:1@evil.example, user:pw@127.0.0.1)",
+        "no sign-in: nothing sent, no browser started, no client registered",
+    );
+}
+
+/// The attack: the sign-in's lock file is a link planted to a file elsewhere (which opening
+/// it would create, anywhere the user may write). dsh refuses the link and creates nothing.
+#[test]
+fn a_sign_in_lock_planted_as_a_link_is_refused() {
+    let env = TestEnv::new(vec![]);
+    env.write(
+        ".dsh/config.toml",
+        "[mcp.servers.docs]\nurl = \"http://127.0.0.1:9/mcp\"\n",
+    );
+    // A first logout finds no sign-in, and leaves the record's lock file: its name.
+    let out = run(&env, &["mcp", "logout", "docs"]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let dir = env.home.path().join("mcp-auth");
+    let lock = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".json.lock"))
+        .expect("a lock file");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let planted = elsewhere.path().join("made-by-dsh");
+    std::fs::remove_file(&lock).unwrap();
+    std::os::unix::fs::symlink(&planted, &lock).unwrap();
+    let out = run(&env, &["mcp", "logout", "docs"]);
+    assert_eq!(out.code(), Some(1), "{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains("is a symbolic link or not a regular file"),
+        "{}",
+        out.stderr
+    );
+    assert!(!planted.exists(), "the lock was opened through the link");
+    assert!(
+        std::fs::symlink_metadata(&lock)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    dsh_testkit::fault_matrix(
+        "attack",
+        "the MCP sign-in's lock file planted as a link to a file elsewhere",
+        "refused; nothing created or opened through the link",
+    );
 }

@@ -27,6 +27,9 @@ fn three_turns(env: &TestEnv) -> (String, Vec<BTreeMap<String, String>>) {
     env.write("keep.txt", "keep\n");
     env.write("run.sh", "echo run\n");
     std::os::unix::fs::symlink("a.txt", ws.join("link")).unwrap();
+    // Every byte value: turn 3 changes one byte that is not UTF-8 into another, which only a
+    // comparison of raw bytes tells apart.
+    std::fs::write(ws.join("bytes.bin"), (0..=255u8).collect::<Vec<u8>>()).unwrap();
     let mut trees = vec![tree(ws)];
     let out = env.run(dsh(), &["--json", "turn one"]);
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
@@ -56,7 +59,10 @@ fn script() -> Vec<Turn> {
         bash("sed -i s/one/two/ a.txt && rm keep.txt && chmod 755 run.sh && ln -sfn b.txt link"),
         Turn::text("turn two done"),
         // Turn 3: folders made, a file removed.
-        bash("mkdir -p d/e && echo deep > d/e/f.txt && rm b.txt"),
+        bash(
+            "mkdir -p d/e && echo deep > d/e/f.txt && rm b.txt && \
+             printf '\\201' | dd of=bytes.bin bs=1 seek=128 conv=notrunc 2>/dev/null",
+        ),
         Turn::text("turn three done"),
     ]
 }
@@ -112,7 +118,11 @@ fn each_turn_can_be_rewound_to_byte_for_byte_and_each_rewind_undone() {
         json!(["d", "d/e", "d/e/f.txt"]),
         "{report}"
     );
-    assert_eq!(report["plan"]["restore"], json!(["b.txt"]), "{report}");
+    assert_eq!(
+        report["plan"]["restore"],
+        json!(["b.txt", "bytes.bin"]),
+        "{report}"
+    );
     assert_eq!(report["applied"], Value::Null);
     let refused = rewind(&env, &[&id, "--to", "9", "--json"]);
     assert_eq!(refused.code(), Some(1));
@@ -348,4 +358,206 @@ fn what_an_earlier_rewind_restored_does_not_count_as_made_outside_dsh() {
     let out = rewind(&env, &[&id, "--to", "1", "--yes"]);
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
     assert_eq!(tree(env.ws.path()), trees[0]);
+}
+
+/// Every file and folder under `dir`, with its permission bits.
+fn modes(dir: &Path) -> Vec<(std::path::PathBuf, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap().flatten() {
+            let meta = entry.metadata().unwrap();
+            found.push((entry.path(), meta.permissions().mode() & 0o777));
+            if meta.is_dir() {
+                pending.push(entry.path());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_checkpoint_store_is_private_and_never_holds_a_secrets_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let secret = "sk-live-0123456789abcdefSECRET";
+    let env = TestEnv::new(vec![
+        // A secrets file below the top folder, which commands may write.
+        bash("echo two > a.txt && echo 'OTHER_TOKEN=changed' > app/.env.local"),
+        Turn::text("done"),
+    ]);
+    let ws = env.ws.path();
+    // A home another user can enter, as one dsh did not make itself often is.
+    std::fs::set_permissions(env.home.path(), PermissionsExt::from_mode(0o755)).unwrap();
+    env.write("a.txt", "one\n");
+    env.write(".env", &format!("SERVICE_TOKEN={secret}\n"));
+    env.write("app/.env.local", &format!("OTHER_TOKEN={secret}x\n"));
+    env.write(".env.example", "SERVICE_TOKEN=\n");
+    let out = env.run(dsh(), &["--json", "change things"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let id = out.events()[0]["sessionId"].as_str().unwrap().to_owned();
+
+    let store = env.home.path().join("checkpoints");
+    let kept = modes(&store);
+    assert!(kept.len() > 3, "{kept:?}");
+    for (path, mode) in &kept {
+        assert_eq!(mode & 0o077, 0, "{} is {mode:o}", path.display());
+        if path.is_file() {
+            let bytes = std::fs::read(path).unwrap();
+            let text = String::from_utf8_lossy(&bytes);
+            assert!(
+                !text.contains(secret),
+                "{} holds the secret",
+                path.display()
+            );
+        }
+    }
+    // The rewind leaves the secrets files as they are, and puts the rest back.
+    let out = rewind(&env, &[&id, "--to", "1", "--yes"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "one\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("app/.env.local")).unwrap(),
+        "OTHER_TOKEN=changed\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".env")).unwrap(),
+        format!("SERVICE_TOKEN={secret}\n")
+    );
+    dsh_testkit::fault_matrix(
+        "attack",
+        "another local user reads the checkpoint store of a home open to them, for a .env key",
+        "store files 0600 and folders 0700; no .env file copied; a rewind leaves them be",
+    );
+}
+
+/// The checkpoint records of the session log, as `(turn, at)`.
+fn checkpoints(env: &TestEnv) -> Vec<(u64, String)> {
+    env.session_logs()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["type"] == "checkpoint")
+        .map(|r| {
+            (
+                r["data"]["turn"].as_u64().unwrap(),
+                r["data"]["at"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// A turn whose calls cannot change a file (none, or only reads) takes no checkpoint: in a
+/// large repository that is the walk it does not pay. Its files are those of the next
+/// checkpoint, so a rewind to it still puts back what later turns changed.
+#[test]
+fn a_turn_that_changes_no_file_takes_no_checkpoint_and_can_still_be_rewound_to() {
+    let env = TestEnv::new(vec![
+        Turn::text("just talking"),
+        Turn::tool_call("read", json!({"file_path": "a.txt"})),
+        Turn::text("read it"),
+        Turn::tool_call("write", json!({"file_path": "b.txt", "content": "new\n"})),
+        Turn::text("wrote it"),
+    ]);
+    env.write("a.txt", "one\n");
+    let out = env.run(dsh(), &["--json", "talk"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let id = out.events()[0]["sessionId"].as_str().unwrap().to_owned();
+    assert_eq!(checkpoints(&env), Vec::<(u64, String)>::new());
+    for task in ["read a.txt", "write b.txt"] {
+        let out = env.run(dsh(), &["--session-id", &id, task]);
+        assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    }
+    assert_eq!(
+        checkpoints(&env),
+        [(3, "start".to_owned()), (3, "end".to_owned())]
+    );
+    let listed = rewind(&env, &[&id, "--json"]);
+    let turns: Value = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!(turns[0]["restorable"], true, "{turns}");
+    assert_eq!(turns[0]["changes"], json!([]));
+    assert_eq!(
+        turns[2]["changes"],
+        json!([{"path": "b.txt", "kind": "added"}])
+    );
+    let out = rewind(&env, &[&id, "--to", "1", "--yes"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(!env.ws.path().join("b.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(env.ws.path().join("a.txt")).unwrap(),
+        "one\n"
+    );
+}
+
+/// The store of the workspace's checkpoints (the one folder under `checkpoints/`).
+fn store_of(env: &TestEnv) -> std::path::PathBuf {
+    let stores: Vec<_> = std::fs::read_dir(env.home.path().join("checkpoints"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(stores.len(), 1, "{stores:?}");
+    stores[0].clone()
+}
+
+/// Writes `path` with `content`, last changed two hours ago (past the hour a prune leaves
+/// anything new alone).
+fn old_file(path: &Path, content: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+    let then = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    std::fs::File::options()
+        .append(true)
+        .open(path)
+        .unwrap()
+        .set_modified(then)
+        .unwrap();
+}
+
+/// The day's prune runs beside a run, not before its first request, and is done when dsh
+/// exits: a snapshot no session names and a content nothing names go, what the session's
+/// checkpoints name stays (a rewind still works), and a store pruned within the day is left
+/// alone.
+#[test]
+fn checkpoints_nothing_names_are_pruned_beside_a_run_once_a_day() {
+    let env = TestEnv::new(vec![
+        bash("echo two > a.txt"),
+        Turn::text("done"),
+        bash("echo three > a.txt"),
+        Turn::text("done"),
+        bash("echo four > a.txt"),
+        Turn::text("done"),
+    ]);
+    env.write("a.txt", "one\n");
+    let out = env.run(dsh(), &["--json", "first"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let id = out.events()[0]["sessionId"].as_str().unwrap().to_owned();
+    let store = store_of(&env);
+    let plant = |name: &str| {
+        let (snapshot, object) = (
+            store.join("snapshots").join(format!("{name}0")),
+            store.join("objects/ab").join(format!("{name}1")),
+        );
+        old_file(&snapshot, "a snapshot no session names");
+        old_file(&object, "a content nothing names");
+        (snapshot, object)
+    };
+    let (snapshot, object) = plant("aaaa");
+    // The first run found no store to prune; this one does.
+    assert!(!store.join("last-prune").exists());
+    let out = env.run(dsh(), &["--session-id", &id, "second"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(!snapshot.exists(), "kept {}", snapshot.display());
+    assert!(!object.exists(), "kept {}", object.display());
+    assert!(store.join("last-prune").exists());
+    // Pruned within the day: the next run leaves the store as it is.
+    let (snapshot, object) = plant("bbbb");
+    let out = env.run(dsh(), &["--session-id", &id, "third"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(snapshot.exists() && object.exists());
+    // Everything the session's checkpoints name is still there.
+    let out = rewind(&env, &[&id, "--to", "1", "--yes"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(
+        std::fs::read_to_string(env.ws.path().join("a.txt")).unwrap(),
+        "one\n"
+    );
 }

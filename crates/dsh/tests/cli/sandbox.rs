@@ -81,6 +81,24 @@ fn bad_permission_settings_fail_before_any_request() {
         assert_eq!(out.code(), Some(1));
         assert!(out.stderr.contains(expected), "{dir}: {}", out.stderr);
     }
+    // A relative path is refused with the real path it names from here, ready to copy.
+    std::fs::create_dir(env.ws_path().join("granted")).unwrap();
+    let out = env.run(dsh(), &["--add-dir", "../ws-link/../granted", "go"]);
+    assert!(
+        out.stderr.contains("would be") && out.stderr.contains("which does not exist"),
+        "{}",
+        out.stderr
+    );
+    let out = env.run(dsh(), &["--add-dir", "./granted", "go"]);
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.contains(&format!(
+            "--add-dir \"./granted\" is not an absolute path: from here it is \"{}\"; give that",
+            env.ws_path().join("granted").display()
+        )),
+        "{}",
+        out.stderr
+    );
     // A symlinked spelling is refused with the real path to give instead.
     let real = tempfile::tempdir().unwrap();
     let link = env.ws_path().join("link");
@@ -439,7 +457,8 @@ fn a_command_cannot_reach_the_hosts_abstract_unix_sockets() {
 }
 
 /// Whether this kernel's Landlock can scope abstract Unix sockets (ABI 6, Linux 6.12). CI's
-/// kernel is newer; elsewhere the test says it is skipped.
+/// kernel is newer, and there (`DSH_TEST_REQUIRE_BACKENDS=1`) an older one fails the test
+/// rather than let it vanish; elsewhere the test says it is skipped.
 #[allow(clippy::print_stderr)] // a skipped test says so
 fn landlock_scopes() -> bool {
     // SAFETY: the documented version query: no attribute, size 0, the VERSION flag.
@@ -452,6 +471,11 @@ fn landlock_scopes() -> bool {
         )
     };
     if abi < 6 {
+        assert!(
+            std::env::var("DSH_TEST_REQUIRE_BACKENDS").as_deref() != Ok("1"),
+            "this kernel's Landlock cannot scope abstract sockets (ABI {abi}, 6 needed) and the \
+             sandbox backends are required (DSH_TEST_REQUIRE_BACKENDS is set)"
+        );
         eprintln!("skipped: this kernel's Landlock cannot scope abstract sockets (ABI {abi})");
     }
     abi >= 6
@@ -514,11 +538,7 @@ fn commands_run_under_the_configured_memory_and_process_limits() {
 /// what Git would newly run is set aside and the model told.
 #[test]
 fn what_git_would_run_is_protected_and_checked_after_each_command() {
-    if std::process::Command::new("git")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
+    if !dsh_testkit::git_available() {
         return;
     }
     let plant = "mkdir -p .githooks && printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > .githooks/pre-commit; \
@@ -664,4 +684,587 @@ fn bubblewrap_usable() -> bool {
         eprintln!("skipped: bubblewrap is not usable here");
     }
     usable
+}
+
+/// `text` with its letters turned 13 places, as `tr a-zA-Z n-za-mN-ZA-M` does: how a command
+/// would send a key past a redaction by value.
+fn rot13(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            'a'..='z' => (((c as u8 - b'a') + 13) % 26 + b'a') as char,
+            'A'..='Z' => (((c as u8 - b'A') + 13) % 26 + b'A') as char,
+            other => other,
+        })
+        .collect()
+}
+
+/// Has dsh confine commands with `backend`, set in the user's own config in `home` (which
+/// applies whatever the workspace's trust), and gives back a shell line for the command and
+/// a check to make after the run that the command really ran under it: under bubblewrap the
+/// host's temporary folder is out of sight, so the mark the line leaves there shows only under
+/// Landlock.
+fn under_backend(home: &std::path::Path, backend: &str) -> (String, impl Fn() + use<>) {
+    use std::io::Write as _;
+    std::fs::create_dir_all(home).unwrap();
+    let mut config = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(home.join("config.toml"))
+        .unwrap();
+    writeln!(config, "[sandbox]\nbackend = \"{backend}\"").unwrap();
+    let marks = tempfile::tempdir().unwrap();
+    let mark = marks.path().join("landlock");
+    let line = format!("touch '{}' 2>/dev/null; ", mark.display());
+    let landlock = backend == "landlock";
+    let check = move || {
+        let _kept = &marks;
+        assert_eq!(
+            mark.exists(),
+            landlock,
+            "the command did not run under {}",
+            if landlock { "Landlock" } else { "bubblewrap" }
+        );
+    };
+    (line, check)
+}
+
+/// Issue 47, item 3: a command reads the keys dsh keeps in its home (`dsh login`'s
+/// `credentials`, its `.env`, the MCP sign-ins) and sends them on encoded, where no redaction
+/// by value can see them. Under each backend, with the home outside every writable root and
+/// (the harder case for Landlock, which can only add access) inside one.
+#[test]
+fn commands_cannot_read_the_secrets_dsh_keeps_in_its_home() {
+    let files = [
+        ("credentials", "ZP_ACCESS=zp-saved-0123456789\n"),
+        (".env", "OTHER=home-env-0123456789\n"),
+        (
+            "mcp-auth/srv.json",
+            "{\"refresh\":\"mcp-refresh-0123456789\"}",
+        ),
+    ];
+    let secrets = [
+        "zp-saved-0123456789",
+        "home-env-0123456789",
+        "mcp-refresh-0123456789",
+    ];
+    home_files_are_unread(&files, &secrets);
+    dsh_testkit::fault_matrix(
+        "attack",
+        "a command reads dsh login's keys, the home's .env and the MCP sign-ins and sends them encoded (bwrap, Landlock; the home in and outside a writable root)",
+        "nothing read: covered under bwrap, never granted under Landlock",
+    );
+}
+
+/// Writes `files` into a dsh home and has a model-steered command read each (turned by rot13,
+/// as an attacker sends a key past redaction by value), under each backend, with the home
+/// outside every writable root and (the harder case for Landlock, which can only add access)
+/// inside one: none of `secrets` may show.
+fn home_files_are_unread(files: &[(&str, &str)], secrets: &[&str]) {
+    let outside = dsh_testkit::scratch_outside_temp(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(&outside).unwrap();
+    for backend in ["bubblewrap", "landlock"] {
+        if backend == "bubblewrap" && !bubblewrap_usable() {
+            continue;
+        }
+        for home_outside in [true, false] {
+            // Outside every root, or under the temporary folder, which is one.
+            let scratch = if home_outside {
+                tempfile::tempdir_in(&outside).unwrap()
+            } else {
+                tempfile::tempdir().unwrap()
+            };
+            let home = std::fs::canonicalize(scratch.path()).unwrap();
+            for (name, text) in files {
+                let path = home.join(name);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(&path, text).unwrap();
+            }
+            let h = home.display();
+            let (probe, ran_under) = under_backend(&home, backend);
+            let paths: Vec<String> = (files.iter())
+                .map(|(name, _)| format!("'{h}/{name}'"))
+                .collect();
+            let command = format!(
+                "{probe}for f in {}; do tr a-zA-Z n-za-mN-ZA-M < \"$f\" 2>&1; echo; done; \
+                 ls '{h}' | tr '\\n' ' '",
+                paths.join(" ")
+            );
+            let env = TestEnv::new(vec![
+                Turn::tool_call("bash", json!({"command": command, "description": "peek"})),
+                Turn::text("done"),
+            ]);
+            let out = env
+                .command(dsh())
+                .env("DSH_HOME", &home)
+                .args(["--json", "go"])
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{backend}: {out:?}");
+            let result = env.server.requests()[1].tool_results().pop().unwrap();
+            let case = format!("{backend}, home outside every root: {home_outside}");
+            for secret in secrets {
+                assert!(
+                    !result.contains(&rot13(secret)),
+                    "{case}: {secret} was read: {result}"
+                );
+            }
+            // The home itself is still there to see (the names are not secrets).
+            let first = files[0].0.split('/').next().unwrap();
+            assert!(result.contains(first), "{case}: {result}");
+            ran_under();
+        }
+    }
+}
+
+/// The red team's finding 4 after issue 47: the config files in dsh's home hold secrets (a
+/// route's or a server's `Authorization` header, URL passwords, MCP `env` values, a client
+/// secret) and a command read them and sent them on encoded. Like the reference's patch files
+/// in the home, which can hold the same.
+#[test]
+fn commands_cannot_read_the_config_files_in_dsh_s_home() {
+    let files = [
+        (
+            "config.toml",
+            "[providers.deepseek]\nheaders = { Authorization = \"Bearer hdr-secret-7781xy\" }\n\
+             [mcp.servers.off]\nenabled = false\nurl = \"https://u:url-pw-55432@h/mcp\"\n\
+             oauth = { client_id = \"dsh\", client_secret = \"client-secret-3321\" }\n",
+        ),
+        ("cordis.patch.yml", "# patch-secret-0123456789\n[]\n"),
+        (
+            "profiles/headless/cordis.patch.yml",
+            "# headless-secret-0123456789\n[]\n",
+        ),
+    ];
+    let secrets = [
+        "hdr-secret-7781xy",
+        "url-pw-55432",
+        "client-secret-3321",
+        "patch-secret-0123456789",
+        "headless-secret-0123456789",
+    ];
+    home_files_are_unread(&files, &secrets);
+    dsh_testkit::fault_matrix(
+        "attack",
+        "a command reads the header token, URL password and client secret in $DSH_HOME/config.toml and the home's patch files and sends them encoded (bwrap, Landlock; the home in and outside a writable root)",
+        "nothing read: the config files are hidden like the other secrets",
+    );
+}
+
+/// The secrets of a dsh home for the attacks below, each with a value of its own.
+const MOVED_SECRETS: [(&str, &str); 3] = [
+    ("credentials", "ZP_ACCESS=zp-moved-0123456789\n"),
+    (".env", "OTHER=home-env-moved-0123456789\n"),
+    (
+        "mcp-auth/srv.json",
+        "{\"refresh\":\"mcp-moved-0123456789\"}",
+    ),
+];
+
+/// Runs `first` then `second` as two commands of one run under `backend`, with `$H` set to
+/// dsh's home: `home`, or `state/home` in the workspace when `None` (its secrets written
+/// first). Gives back every tool result the model saw.
+fn two_commands_with_home(
+    backend: &str,
+    home: Option<std::path::PathBuf>,
+    first: &str,
+    second: &str,
+) -> String {
+    let ws = tempfile::Builder::new()
+        .prefix("dsh-test-ws-")
+        .tempdir()
+        .unwrap();
+    let in_ws = || std::fs::canonicalize(ws.path()).unwrap().join("state/home");
+    let home = home.unwrap_or_else(in_ws);
+    let (probe, ran_under) = under_backend(&home, backend);
+    let set = format!("H='{}'; ", home.display());
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "bash",
+            json!({"command": set.clone() + first, "description": "move"}),
+        ),
+        Turn::tool_call(
+            "bash",
+            json!({"command": set + &probe + second, "description": "read"}),
+        ),
+        Turn::text("done"),
+    ]);
+    let env = TestEnv { ws, ..env };
+    for (name, text) in MOVED_SECRETS {
+        let path = home.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+    }
+    let out = env
+        .command(dsh())
+        .env("DSH_HOME", &home)
+        .args(["--json", "go"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{backend}: {out:?}");
+    let requests = env.server.requests();
+    let results: Vec<String> = (requests[1..].iter())
+        .filter_map(|request| request.tool_results().pop())
+        .collect();
+    let results = results.join("\n");
+    // Under Landlock a moved home refuses the second command, probe and all.
+    if !results.contains("no longer the folder dsh found there") {
+        ran_under();
+    }
+    results
+}
+
+/// The red team's finding 2 after issue 47: with dsh's home in a writable root (the workspace,
+/// the temporary folder), one command renames or links the secrets (or the home itself, or
+/// the folder above it) to names the next command's sandbox, built by name, did not hide, and
+/// the next command reads them. Under Landlock the renames within a folder succeed and the
+/// secrets stay hidden by what they are; moves to another folder are refused by the kernel;
+/// a home moved away refuses every later command. Under bubblewrap the home is read-only (in
+/// the workspace) or out of sight (under `/tmp`).
+#[test]
+fn a_secret_one_command_moves_is_not_read_by_the_next() {
+    let moved = "(cd \"$H\" && mv credentials c2; ln .env e2; mv mcp-auth m2; ln c2 ../c3; \
+                 mv .env ../e3; mv m2/srv.json ../s3) 2>&1; echo moved";
+    let read = "cd \"$H/..\"; for f in \"$H\"/c2 \"$H\"/e2 \"$H\"/m2/srv.json c3 e3 s3 \
+                \"$H\"/credentials \"$H\"/.env \"$H\"/mcp-auth/srv.json; do \
+                tr a-zA-Z n-za-mN-ZA-M < \"$f\" 2>&1; echo; done; ls \"$H\" | tr '\\n' ' '; \
+                echo read-done";
+    let away = "mv \"$H\" \"$H.moved\" 2>&1; echo moved";
+    let read_away = "for f in \"$H.moved\"/credentials \"$H.moved\"/.env \
+                     \"$H.moved\"/mcp-auth/srv.json; do \
+                     tr a-zA-Z n-za-mN-ZA-M < \"$f\" 2>&1; echo; done; echo read-done";
+    let parent_away = "P=$(dirname \"$H\"); mv \"$P\" \"$P.moved\" 2>&1; echo moved";
+    let read_parent = "P=$(dirname \"$H\"); for f in \"$P.moved\"/home/credentials \
+                       \"$P.moved\"/home/.env \"$P.moved\"/home/mcp-auth/srv.json; do \
+                       tr a-zA-Z n-za-mN-ZA-M < \"$f\" 2>&1; echo; done; echo read-done";
+    for backend in ["bubblewrap", "landlock"] {
+        if backend == "bubblewrap" && !bubblewrap_usable() {
+            continue;
+        }
+        for in_workspace in [true, false] {
+            let attacks = [(moved, read), (away, read_away), (parent_away, read_parent)];
+            for (first, second) in attacks {
+                // The home's folder, `$H/..`, is the attacker's to rename in both places.
+                let scratch = tempfile::tempdir().unwrap();
+                let home = (!in_workspace).then(|| {
+                    std::fs::canonicalize(scratch.path())
+                        .unwrap()
+                        .join("state/home")
+                });
+                let all = two_commands_with_home(backend, home, first, second);
+                let case = format!("{backend}, home in the workspace: {in_workspace}, {first}");
+                for (name, text) in MOVED_SECRETS {
+                    assert!(
+                        !all.contains(&rot13(text.trim_end())),
+                        "{case}: {name} was read: {all}"
+                    );
+                }
+                if backend == "landlock" && first == moved {
+                    // The attack ran: the renames in the home's own folder succeeded, and
+                    // the secrets were still not read.
+                    let listed = |name| all.split_whitespace().any(|word| word == name);
+                    assert!(["c2", "e2", "m2"].into_iter().all(listed), "{case}: {all}");
+                    assert!(all.contains("read-done"), "{case}: {all}");
+                }
+                if backend == "landlock" && first != moved {
+                    assert!(
+                        all.contains("no longer the folder dsh found there"),
+                        "{case}: {all}"
+                    );
+                }
+            }
+        }
+    }
+    dsh_testkit::fault_matrix(
+        "attack",
+        "a command renames or links dsh's secrets, the home or its folder, and the next command reads them (bwrap, Landlock; the home in the workspace and under /tmp)",
+        "nothing read: renamed secrets stay hidden by identity, moves to other folders are refused, a moved home refuses commands",
+    );
+}
+
+/// The red team's finding 6 after issue 47: `$DSH_HOME/.env` is a symlink to a file kept
+/// elsewhere (a dotfiles setup). Under Landlock the link and where it leads were readable;
+/// under bubblewrap every command failed (bwrap cannot mount at a link). Now where it leads is
+/// hidden, through the link and by its own path, and commands run. Where it leads lies outside
+/// every writable root, or under `/tmp`, which is one.
+#[test]
+fn a_symlinked_env_in_the_home_is_hidden_where_it_leads() {
+    let outside = dsh_testkit::scratch_outside_temp(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(&outside).unwrap();
+    let secret = "OTHER=dotfiles-env-0123456789";
+    for backend in ["bubblewrap", "landlock"] {
+        if backend == "bubblewrap" && !bubblewrap_usable() {
+            continue;
+        }
+        for target_outside in [true, false] {
+            let dotfiles = if target_outside {
+                tempfile::tempdir_in(&outside).unwrap()
+            } else {
+                tempfile::tempdir().unwrap()
+            };
+            let target = std::fs::canonicalize(dotfiles.path())
+                .unwrap()
+                .join("dsh.env");
+            std::fs::write(&target, format!("{secret}\n")).unwrap();
+            let scratch = tempfile::tempdir_in(&outside).unwrap();
+            let home = std::fs::canonicalize(scratch.path()).unwrap();
+            std::os::unix::fs::symlink(&target, home.join(".env")).unwrap();
+            let (probe, ran_under) = under_backend(&home, backend);
+            let command = format!(
+                "{probe}for f in '{}/.env' '{}'; do tr a-zA-Z n-za-mN-ZA-M < \"$f\" 2>&1; echo; \
+                 done; echo ran-ok",
+                home.display(),
+                target.display()
+            );
+            let env = TestEnv::new(vec![
+                Turn::tool_call("bash", json!({"command": command, "description": "peek"})),
+                Turn::text("done"),
+            ]);
+            let out = env
+                .command(dsh())
+                .env("DSH_HOME", &home)
+                .args(["--json", "go"])
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{backend}: {out:?}");
+            let result = env.server.requests()[1].tool_results().pop().unwrap();
+            let case = format!("{backend}, where it leads is outside every root: {target_outside}");
+            assert!(result.contains("ran-ok"), "{case}: {result}");
+            assert!(!result.contains(&rot13(secret)), "{case}: read: {result}");
+            ran_under();
+        }
+    }
+    dsh_testkit::fault_matrix(
+        "attack",
+        "$DSH_HOME/.env is a symlink (dotfiles) and a command reads it and where it leads (bwrap, Landlock; the target outside every root and under /tmp)",
+        "nothing read, and commands still run: where the link leads is hidden too",
+    );
+}
+
+/// A uid no process of this machine runs as: the kernel counts `sandbox.max_processes` per
+/// real uid, and root's own processes are never refused a fork whatever its limit.
+const UNPRIVILEGED: u32 = 54_321;
+
+/// Forks children that wait, until the kernel refuses one; says how many it had, once every
+/// child has ended (so none is left to count against the next command).
+const FORKER: &str = "python3 -c '
+import os
+r, w = os.pipe()
+n = 0
+said = None
+try:
+    while n < 500:
+        if os.fork() == 0:
+            os.close(w)
+            os.read(r, 1)
+            os._exit(0)
+        n += 1
+    said = \"forked %d\" % n
+except OSError as e:
+    said = \"refused after %d %d\" % (n, e.errno)
+os.close(w)
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+print(said)
+'";
+
+/// Issue 48, item 12: `sandbox.max_processes` is not only set but enforced: a command that
+/// forks past it is refused by the kernel. Run as a user the kernel enforces it for (when the
+/// test runs as root, dsh itself runs as an unprivileged uid, from a copy of the binary).
+#[test]
+fn a_command_that_forks_past_the_process_limit_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid cannot fail and touches no memory.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut backends = vec!["landlock"];
+    if bubblewrap_usable() && (!root || bubblewrap_usable_as(UNPRIVILEGED)) {
+        backends.push("bubblewrap");
+    }
+    for backend in backends {
+        let env = TestEnv::new(vec![
+            Turn::tool_call("bash", json!({"command": FORKER, "description": "fork"})),
+            Turn::text("done"),
+        ]);
+        env.write(
+            ".dsh/config.toml",
+            &format!("[sandbox]\nbackend = \"{backend}\"\nmax_processes = 60\n"),
+        );
+        let bin_dir = tempfile::tempdir().unwrap();
+        let mut command = if root {
+            for dir in [env.ws.path(), env.home.path(), env.user_home.path()] {
+                chown_tree(dir, UNPRIVILEGED);
+            }
+            std::fs::set_permissions(bin_dir.path(), PermissionsExt::from_mode(0o755)).unwrap();
+            let bin = bin_dir.path().join("dsh");
+            std::fs::copy(dsh(), &bin).unwrap();
+            let mut command = env.command(std::path::Path::new("setpriv"));
+            command
+                .args(["--reuid", &UNPRIVILEGED.to_string()])
+                .args(["--regid", &UNPRIVILEGED.to_string(), "--clear-groups", "--"])
+                .arg(bin);
+            command
+        } else {
+            env.command(dsh())
+        };
+        let out = dsh_testkit::RunOutput::of(command.args(["--json", "go"]));
+        assert_eq!(out.code(), Some(0), "{backend}: {}", out.stderr);
+        let result = env.server.requests()[1].tool_results().pop().unwrap();
+        let refused_after: u32 = result
+            .strip_prefix("refused after ")
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{backend}: no fork was refused: {result}"));
+        assert!(refused_after < 60, "{backend}: {result}");
+        assert!(
+            result.trim_end().ends_with(" 11"),
+            "{backend}: EAGAIN: {result}"
+        );
+    }
+    dsh_testkit::fault_matrix(
+        "attack",
+        "a command forks past sandbox.max_processes as an unprivileged user (Landlock, bwrap where it starts)",
+        "the kernel refuses the fork (EAGAIN) before the limit",
+    );
+}
+
+/// Gives `dir` and everything in it to `uid` (and the group of the same number).
+fn chown_tree(dir: &std::path::Path, uid: u32) {
+    std::os::unix::fs::lchown(dir, Some(uid), Some(uid)).unwrap();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        if entry.file_type().unwrap().is_dir() {
+            chown_tree(&entry.path(), uid);
+        } else {
+            std::os::unix::fs::lchown(entry.path(), Some(uid), Some(uid)).unwrap();
+        }
+    }
+}
+
+/// Whether bubblewrap starts for `uid` (unprivileged user namespaces may be off).
+fn bubblewrap_usable_as(uid: u32) -> bool {
+    std::process::Command::new("setpriv")
+        .args(["--reuid", &uid.to_string(), "--regid", &uid.to_string()])
+        .args([
+            "--clear-groups",
+            "--",
+            "bwrap",
+            "--ro-bind",
+            "/",
+            "/",
+            "true",
+        ])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// One request to a `dsh web` on `port` with its `token`, as the page makes it; the status
+/// and the body.
+fn web_request(port: u16, token: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let origin = format!("http://127.0.0.1:{port}");
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\
+         Authorization: Bearer {token}\r\nOrigin: {origin}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer[9..12].parse().unwrap();
+    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_owned());
+    (status, body.unwrap_or_default())
+}
+
+/// The red team's finding 1 after issue 47: `dsh web --open` leaves the token in
+/// `$DSH_HOME/web/open-<port>.html`, and a command of a session (or of any other dsh run)
+/// read it, opened a session of its own over loopback, switched it to `danger-full-access`
+/// and ran unconfined. Under each backend a model-steered command of a `dsh web` session tries
+/// to read the page while it is on disk: nothing. Then the browser comes for the app, and the
+/// page is gone.
+#[test]
+fn commands_cannot_read_the_token_page_of_dsh_web_open() {
+    use std::io::BufRead as _;
+    let outside = dsh_testkit::scratch_outside_temp(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(&outside).unwrap();
+    // A "browser" that opens nothing: the test asks for the page itself.
+    let bin = tempfile::tempdir().unwrap();
+    let opener = bin.path().join("xdg-open");
+    std::fs::write(&opener, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&opener, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for backend in ["bubblewrap", "landlock"] {
+        if backend == "bubblewrap" && !bubblewrap_usable() {
+            continue;
+        }
+        // Outside /tmp, which bubblewrap would hide from commands anyway.
+        let scratch = tempfile::tempdir_in(&outside).unwrap();
+        let home = std::fs::canonicalize(scratch.path()).unwrap();
+        let (probe, ran_under) = under_backend(&home, backend);
+        let h = home.display();
+        let command = format!(
+            "{probe}for f in '{h}'/web/*; do tr a-zA-Z n-za-mN-ZA-M < \"$f\" 2>&1; echo; done; \
+             echo ran-ok"
+        );
+        let env = TestEnv::new(vec![
+            Turn::tool_call("bash", json!({"command": command, "description": "peek"})),
+            Turn::text("done"),
+        ]);
+        let mut web = env
+            .command(dsh())
+            .args(["web", "--port", "0", "--open"])
+            .env("DSH_HOME", &home)
+            .env("PATH", &path)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(web.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let (base, token) = line.trim().split_once("/#token=").unwrap();
+        let port: u16 = base.rsplit(':').next().unwrap().parse().unwrap();
+        let ask =
+            |method: &str, path: &str, body: &str| web_request(port, token, method, path, body);
+        let cwd = json!({"cwd": env.ws_path()}).to_string();
+        let (status, opened) = ask("POST", "/api/sessions", &cwd);
+        assert_eq!(status, 200, "{backend}: {opened}");
+        let id = serde_json::from_str::<serde_json::Value>(&opened).unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let page = home.join(format!("web/open-{port}.html"));
+        assert!(page.exists(), "{backend}: no page at {}", page.display());
+        let prompt = json!({"text": "look around"}).to_string();
+        let (status, sent) = ask("POST", &format!("/api/sessions/{id}/prompt"), &prompt);
+        assert!(status < 300, "{backend}: {sent}");
+        let answered = (env.server).wait_for_requests(2, std::time::Duration::from_secs(60));
+        assert!(answered, "{backend}: the command's result never came");
+        let result = env.server.requests()[1].tool_results().pop().unwrap();
+        assert!(result.contains("ran-ok"), "{backend}: {result}");
+        for seen in [token.to_owned(), rot13(token)] {
+            assert!(!result.contains(&seen), "{backend}: read: {result}");
+        }
+        ran_under();
+        // The page was there to read all along; the browser's first request removes it.
+        assert!(page.exists(), "{backend}: {}", page.display());
+        let (status, _) = ask("GET", "/", "");
+        assert_eq!(status, 200);
+        assert!(!page.exists(), "{backend}: the page outlived its reading");
+        let _ = web.kill();
+        let _ = web.wait();
+    }
+    dsh_testkit::fault_matrix(
+        "attack",
+        "a command reads dsh web --open's token page in $DSH_HOME/web to drive the web app unconfined (bwrap, Landlock)",
+        "nothing read: web/ is hidden like the other secrets, and the page is removed once the browser has read it",
+    );
 }

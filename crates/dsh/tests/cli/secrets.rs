@@ -355,3 +355,98 @@ fn secrets_copied_into_instruction_files_and_skills_are_redacted() {
         "redacted in every request and log",
     );
 }
+
+/// Issue 47, item 3: a key `dsh login` saved for another provider, under a variable named like
+/// no secret (`ZP_ACCESS`), and one the home's `.env` shadows, are secrets by what they are.
+#[test]
+fn keys_saved_for_any_provider_are_redacted_whatever_their_names() {
+    let saved = "zpsaved0123456789abcdef";
+    let shadowed = "zpshadowed0123456789abc";
+    let home_env = "zphomeenv0123456789abcd";
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "notes.txt"})),
+        Turn::text("done"),
+    ]);
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "[providers.zp]\nkind = \"openai-completions\"\nbase_url = \"https://zp.example/v1\"\n\
+         api_key_env = \"ZP_ACCESS\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        env.home.path().join("credentials"),
+        format!("ZP_ACCESS={shadowed}\nOTHER_PROVIDER={saved}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        env.home.path().join(".env"),
+        format!("ZP_ACCESS={home_env}\n"),
+    )
+    .unwrap();
+    env.write(
+        "notes.txt",
+        &format!("pasted: {saved} and {shadowed} and {home_env}\n"),
+    );
+    let out = env.run(dsh(), &["--json", "what do the notes say?"]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let results = env.server.requests()[1].tool_results();
+    for secret in [saved, shadowed, home_env] {
+        assert!(!out.stdout.contains(secret), "{secret} in the stream");
+        assert!(!env.session_log().contains(secret), "{secret} in the log");
+        assert!(!results[0].contains(secret), "{secret}: {}", results[0]);
+    }
+    dsh_testkit::fault_matrix(
+        "secret",
+        "keys saved by dsh login for other providers, under names like no secret, and one a .env shadows",
+        "redacted in the log, the stream and the next request",
+    );
+}
+
+/// The red team's finding 4 after issue 47: a header and an MCP server's env value in the
+/// user's config, under names like no secret's (`X-Org`, `ZZ_CONF`), reached the model raw
+/// through `read` of a link to the config and through an `AGENTS.md` linked to it (the whole
+/// file in the instructions, with no call at all). Every header and env value the config holds
+/// is a secret by value.
+#[test]
+fn config_values_under_any_name_are_redacted_when_the_config_is_read_or_given_as_instructions() {
+    let header = "org-header-7781-xy";
+    let env_value = "zz-conf-value-9921";
+    let env = TestEnv::new(vec![
+        Turn::tool_call("read", json!({"file_path": "sub/cfg.toml"})),
+        Turn::text("done"),
+    ]);
+    let config = env.home.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[providers.deepseek]\nheaders = {{ X-Org = \"{header}\" }}\n\
+             [mcp.servers.off]\nenabled = false\ncommand = \"x\"\n\
+             env = {{ ZZ_CONF = \"{env_value}\" }}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(env.ws_path().join("sub")).unwrap();
+    for link in ["AGENTS.md", "sub/AGENTS.md", "sub/cfg.toml"] {
+        std::os::unix::fs::symlink(&config, env.ws_path().join(link)).unwrap();
+    }
+    let out = env.run(dsh(), &["--json", "what does the config say?"]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 2);
+    // The links were followed: the config reached the model, its values blanked.
+    let sent = requests[1].body.to_string();
+    assert!(sent.contains("ZZ_CONF"), "{sent}");
+    for secret in [header, env_value] {
+        for (i, request) in requests.iter().enumerate() {
+            let body = request.body.to_string();
+            assert!(!body.contains(secret), "{secret} in request {i}: {body}");
+        }
+        assert!(!out.stdout.contains(secret), "{secret} in the stream");
+        assert!(!env.session_log().contains(secret), "{secret} in the log");
+    }
+    dsh_testkit::fault_matrix(
+        "attack",
+        "a header and an MCP env value under names like no secret's, read from the config through a link and an AGENTS.md linked to it",
+        "redacted in every request, the stream and the log",
+    );
+}

@@ -841,3 +841,70 @@ fn a_resumed_session_keeps_its_permission_mode_unless_a_flag_changes_it() {
     let row = mode_row(&["--session-id", &id]);
     assert!(row.contains("\"workspace-write\""), "{row}");
 }
+
+/// A subagent's session, plain or forked, belongs to the agent that started it: `--session-id`
+/// refuses it before anything is written, says whose it is and that `--fork` branches from it;
+/// and `--fork` does.
+#[test]
+fn a_subagents_session_is_refused_and_can_be_forked() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "subagent",
+            json!({"description": "look", "prompt": "Look."}),
+        ),
+        Turn::text("child answer"),
+        Turn::tool_call(
+            "subagent_fork",
+            json!({"description": "branch", "prompt": "Branch."}),
+        ),
+        Turn::text("forked child answer"),
+        Turn::text("done"),
+        Turn::text("branched"),
+    ]);
+    let out = env.run(dsh(), &["--json", "start"]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let parent = reported_session(&out);
+    let listed = env.run(dsh(), &["sessions", "list", "--json"]);
+    let children: Vec<Value> = (listed.stdout.lines())
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|s| s["parentSession"] == parent.as_str())
+        .collect();
+    assert_eq!(children.len(), 2, "{}", listed.stdout);
+    let requests = env.server.requests().len();
+    for child in &children {
+        let id = child["id"].as_str().unwrap();
+        let log = child["path"].as_str().unwrap();
+        let before = std::fs::read(log).unwrap();
+        let out = env.run(dsh(), &["--json", "--session-id", id, "go on"]);
+        assert_eq!(out.code(), Some(1), "{}", out.stdout);
+        let events = out.events();
+        assert_eq!(events.len(), 1, "{}", out.stdout);
+        assert_eq!(events[0]["code"], "SESSION_SUBAGENT");
+        let message = events[0]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!(
+                "session \"{id}\" is a subagent or forked session and cannot be driven \
+                 directly: it belongs to session \"{parent}\""
+            )),
+            "{message}"
+        );
+        assert!(
+            message.contains(&format!("--session-id {id} --fork")),
+            "{message}"
+        );
+        assert_eq!(
+            std::fs::read(log).unwrap(),
+            before,
+            "refused before any write"
+        );
+    }
+    assert_eq!(env.server.requests().len(), requests, "nothing was sent");
+
+    let child = children[0]["id"].as_str().unwrap();
+    let out = env.run(
+        dsh(),
+        &["--json", "--session-id", child, "--fork", "branch"],
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert_ne!(reported_session(&out), child);
+}

@@ -1,7 +1,7 @@
 //! `--dump-config` says what a run will do: every value in effect with its source, and the
 //! run agrees with it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use dsh_testkit::{RunOutput, TestEnv, Turn};
 use pretty_assertions::assert_eq;
@@ -89,6 +89,94 @@ fn flags_and_the_environment_show_as_the_source_of_what_they_set() {
     assert_eq!(
         parse_rows(&out.stdout)["route.api_key"].0,
         "\"not set: DEEPSEEK_API_KEY\""
+    );
+}
+
+/// The keys docs/config.md's table names, with its shorthand spelled out
+/// (`` `models."<name>".max_output_tokens`, `.reasoning_effort` `` is two keys).
+fn documented_keys() -> BTreeSet<String> {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/config.md"),
+    )
+    .unwrap();
+    let (_, table) = doc.split_once("\n## Keys\n").unwrap();
+    let table = table.split("\n## ").next().unwrap();
+    let mut keys = BTreeSet::new();
+    for row in table.lines().filter(|line| line.starts_with("| `")) {
+        let cell = row.split('|').nth(1).unwrap();
+        let named: Vec<&str> = cell.split('`').skip(1).step_by(2).collect();
+        let parent = named[0].rsplit_once('.').map_or("", |(parent, _)| parent);
+        for key in named {
+            keys.insert(match key.strip_prefix('.') {
+                Some(last) => format!("{parent}.{last}"),
+                None => key.to_owned(),
+            });
+        }
+    }
+    keys
+}
+
+/// A dump's row as docs/config.md names its key: a server's, a route's, a model's or a
+/// folder's own name becomes the table's placeholder.
+fn as_documented(key: &str) -> String {
+    let parts: Vec<&str> = key.split('.').collect();
+    match parts.as_slice() {
+        ["mcp", "servers", ..] => "mcp.servers.<name>.*".to_owned(),
+        ["providers", ..] => "providers.<name>.*".to_owned(),
+        ["models", _, field, ..] => format!("models.\"<name>\".{field}"),
+        ["projects", _, field] => format!("projects.\"<path>\".{field}"),
+        _ => key.to_owned(),
+    }
+}
+
+/// Every key a config file can set is in docs/config.md's table, and the table names no key
+/// that `--dump-config` does not show: the dump of files that set every kind of table (a
+/// route, a model, an MCP server, a trusted folder, each search backend) against the table.
+#[test]
+fn dump_config_and_the_documented_keys_name_the_same_keys() {
+    let env = TestEnv::new(vec![]);
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "[providers.local]\nkind = \"openai-completions\"\nbase_url = \"http://127.0.0.1:1/v1\"\n\
+         [models.m1]\nmax_output_tokens = 100\nreasoning_effort = true\n\
+         system_role = \"developer\"\ncontext_window = 1000\nimage_input = true\n\
+         prices = { input = 1.0, output = 2.0 }\n\
+         [mcp.servers.srv]\ncommand = \"true\"\n\
+         [projects.\"/nowhere\"]\ntrusted = false\n",
+    )
+    .unwrap();
+    env.write("brave.toml", "[web.search]\nprovider = \"brave\"\n");
+    let mut shown = BTreeSet::new();
+    for patches in [&[][..], &["--patch", "brave.toml"][..]] {
+        let out = RunOutput::of(
+            env.command(dsh())
+                .env("HOME", env.home.path())
+                .arg("--dump-config")
+                .args(patches),
+        );
+        assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+        shown.extend(parse_rows(&out.stdout).keys().map(|key| as_documented(key)));
+    }
+    // Rows that are no key of a file: what the run resolves (`home`, the route, the tools
+    // offered, the workspace's trust) and what only flags set (docs/cli.md has those).
+    let not_keys = [
+        "home",
+        "tools",
+        "max_steps",
+        "max_turns",
+        "max_budget_usd",
+        "output_schema",
+        "sandbox.add_dirs",
+        "project.trust",
+    ];
+    shown.retain(|key| !not_keys.contains(&key.as_str()) && !key.starts_with("route."));
+    let documented = documented_keys();
+    let undocumented: Vec<_> = shown.difference(&documented).collect();
+    let unshown: Vec<_> = documented.difference(&shown).collect();
+    assert!(
+        undocumented.is_empty() && unshown.is_empty(),
+        "--dump-config shows keys docs/config.md's table lacks: {undocumented:?}; the table \
+         names keys --dump-config does not show: {unshown:?}"
     );
 }
 

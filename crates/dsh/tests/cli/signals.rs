@@ -79,7 +79,7 @@ fn hook_planted(env: &TestEnv) -> std::process::Child {
             std::time::Instant::now() < deadline,
             "the hook never appeared"
         );
-        std::thread::yield_now();
+        std::thread::sleep(dsh_testkit::POLL);
     }
     child
 }

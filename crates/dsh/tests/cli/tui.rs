@@ -12,17 +12,7 @@ fn open(env: &TestEnv, args: &[&str]) -> Tmux {
     let bin = dsh().to_str().unwrap();
     let mut argv = vec![bin];
     argv.extend_from_slice(args);
-    Tmux::start(
-        &argv,
-        env.ws.path(),
-        &[
-            ("DEEPSEEK_BASE_URL", env.server.base_url()),
-            ("DEEPSEEK_API_KEY", "test-key".into()),
-            ("DSH_HOME", env.home.path().display().to_string()),
-        ],
-        80,
-        24,
-    )
+    Tmux::start(&argv, env.ws.path(), &env.variables(), 80, 24)
 }
 
 /// Waits until `needle` is shown and the turn that showed it has ended (no spinner line).
@@ -145,14 +135,19 @@ fn an_escalation_allowed_once_and_one_denied_with_a_reason() {
         screen.contains("escalate sandbox to danger-full-access: needs the whole machine"),
         "{screen}"
     );
+    // The dialog opens on Deny; a number chooses, and only Enter answers.
+    assert!(screen.contains("› 3. Deny, and say why"), "{screen}");
     ui.press(&["1"]);
+    let screen = ui.wait_for("› 1. Allow once");
+    assert!(screen.contains("Allow bash?"), "{screen}");
+    ui.press(&["Enter"]);
     wait_turn_end(&ui, "ran it");
     assert!(ui.everything().contains("allowed-run"));
 
     ui.type_text("again");
     ui.press(&["Enter"]);
-    ui.wait_for("Allow bash?");
-    ui.press(&["3"]);
+    ui.wait_for("› 3. Deny, and say why");
+    ui.press(&["Enter"]);
     ui.wait_for("Why not?");
     ui.type_text("not on this machine");
     ui.press(&["Enter"]);
@@ -293,6 +288,12 @@ fn the_models_questions_are_answered_in_a_dialog() {
     let screen = ui.wait_for("2. SQLite — one file");
     assert!(screen.contains("Which database?"), "{screen}");
     ui.press(&["2"]);
+    let screen = ui.wait_for("› 2. SQLite");
+    assert!(
+        screen.contains("Which database?"),
+        "2 answered at once: {screen}"
+    );
+    ui.press(&["Enter"]);
     wait_turn_end(&ui, "SQLite it is");
     let results = env.server.requests()[1].tool_results();
     assert_eq!(
@@ -349,6 +350,60 @@ fn a_commands_output_shows_while_it_runs() {
     std::fs::write(env.ws.path().join("release"), "").unwrap();
     let screen = wait_turn_end(&ui, "finished");
     assert!(screen.contains("└ exit 0"), "{screen}");
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+#[test]
+fn ctrl_c_keeps_the_commands_output_and_the_queued_message_waits_in_the_composer() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "bash",
+            json!({
+                "command": "echo watched-line; until [ -f release ]; do sleep 0.02; done",
+                "description": "wait for the test",
+            }),
+        ),
+        Turn::text("the queued message was sent"),
+    ]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("run it");
+    ui.press(&["Enter"]);
+    ui.wait_for("│ watched-line");
+    ui.type_text("queued message");
+    ui.press(&["Enter"]);
+    ui.wait_for("queued: queued message");
+    ui.press(&["C-c"]);
+    let screen = ui.wait_for("■ interrupted");
+    // What was watched stays, above the call's error.
+    let watched = screen.find("│ watched-line").expect("the output kept");
+    let error = screen
+        .find("✗ Error: tool call aborted")
+        .expect("the call's error");
+    assert!(watched < error, "{screen}");
+    // The queued message was not sent: it waits in the composer.
+    ui.wait_until("the queued message in the composer", |_| {
+        composer(&ui) == "› queued message"
+    });
+    assert_eq!(env.server.requests().len(), 1);
+    // The model was told what the reference tells it of an aborted call.
+    let records = log_records(&env);
+    let result = records
+        .iter()
+        .find(|r| r["type"] == "tool/result")
+        .expect("the call's result");
+    assert_eq!(
+        result["data"]["message"]["content"][0]["content"][0]["text"],
+        "Error: tool call aborted"
+    );
+    ui.press(&["Enter"]);
+    wait_turn_end(&ui, "the queued message was sent");
+    let sent = user_texts(&env.server.requests()[1]);
+    assert_eq!(sent.last().map(String::as_str), Some("queued message"));
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
@@ -569,14 +624,58 @@ fn a_failed_resume_leaves_no_stale_status() {
         return;
     }
     let env = TestEnv::new(vec![]);
-    let ui = open(&env, &[]);
-    ui.wait_for("Type a message");
-    ui.type_text("/resume session-nonexistent");
-    ui.press(&["Enter"]);
+    let ui = open(&env, &["--session-id", "session-nonexistent"]);
     ui.wait_for("/new starts a new session, /resume picks another");
     ui.wait_until("the status line saying no session is open", |_| {
         footer(&ui) == "no session is open: /new starts one, /resume picks one"
     });
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+#[test]
+fn a_mistyped_model_or_session_leaves_the_open_session_as_it_was() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![Turn::text("first answer"), Turn::text("still here")]);
+    // A route whose key is missing: its settings load, and the run cannot open.
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "[providers.keyless]\nkind = \"openai-completions\"\n\
+         base_url = \"http://127.0.0.1:1/v1\"\napi_key_env = \"DSH_TEST_NO_SUCH_KEY\"\n",
+    )
+    .unwrap();
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("hello");
+    ui.press(&["Enter"]);
+    wait_turn_end(&ui, "first answer");
+    let idle = footer(&ui);
+    let commands = [
+        "/model nosuch/x",
+        "/model keyless/m",
+        "/resume session-nonexistent",
+    ];
+    for (n, command) in commands.iter().enumerate() {
+        ui.type_text(command);
+        ui.press(&["Enter"]);
+        let screen = ui.wait_until(&format!("{command} refused"), |s| {
+            s.matches("· the session open goes on as it was").count() == n + 1
+        });
+        assert!(!screen.contains("no session is open"), "{screen}");
+        ui.wait_until("the status line as it was", |_| footer(&ui) == idle);
+    }
+    ui.type_text("go on");
+    ui.press(&["Enter"]);
+    wait_turn_end(&ui, "still here");
+    let sent = user_texts(&env.server.requests()[1]);
+    assert!(sent.iter().any(|t| t.contains("hello")), "{sent:?}");
+    let sessions = log_records(&env)
+        .iter()
+        .filter(|r| r["type"] == "session")
+        .count();
+    assert_eq!(sessions, 1, "one session throughout");
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
@@ -641,7 +740,7 @@ fn a_plan_is_read_approved_and_carried_out_and_the_footer_follows_the_mode() {
     });
     assert!(screen.contains("Marker plan"), "{screen}");
     assert!(screen.contains("• write done.txt"), "{screen}");
-    ui.press(&["1"]);
+    ui.press(&["1", "Enter"]);
     wait_turn_end(&ui, "Carried out the plan.");
     assert_eq!(
         std::fs::read_to_string(env.ws.path().join("done.txt")).unwrap(),
@@ -690,7 +789,15 @@ fn rewind_picks_a_turn_shows_what_changes_and_takes_files_and_conversation_back(
     assert!(screen.contains("remove      a.txt"), "{screen}");
     assert!(screen.contains("remove      b.txt"), "{screen}");
     assert!(env.ws.path().join("b.txt").exists());
-    ui.press(&["1"]);
+    // A number chooses what is taken back; only Enter rewinds.
+    ui.press(&["3"]);
+    let screen = ui.wait_for("› 3. conversation only");
+    assert!(
+        screen.contains("Rewind to the start of turn 1?"),
+        "{screen}"
+    );
+    assert!(env.ws.path().join("b.txt").exists());
+    ui.press(&["1", "Enter"]);
     ui.wait_for("↶ rewound files and conversation to before turn 1");
     assert!(!env.ws.path().join("a.txt").exists());
     assert!(!env.ws.path().join("b.txt").exists());
@@ -728,13 +835,54 @@ fn an_auto_review_denial_asks_and_the_user_runs_the_call_anyway() {
         "{screen}"
     );
     assert!(!screen.contains("for this session"), "{screen}");
-    ui.press(&["1"]);
+    ui.press(&["1", "Enter"]);
     let screen = wait_turn_end(&ui, "it ran after all");
     assert!(
         screen.contains("⚖ auto review denied, run anyway by you: writes a file nobody asked for"),
         "{screen}"
     );
     assert!(env.ws.path().join("ran.txt").exists());
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+#[test]
+fn an_auto_review_denial_is_never_overridden_by_a_number_or_a_stray_enter() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "bash",
+            json!({"command": "echo ran > ran.txt", "description": "write a marker"}),
+        ),
+        Turn::text(r#"{"decision":"deny","reason":"writes a file nobody asked for"}"#),
+        Turn::text("the denial stands"),
+    ]);
+    let ui = open(&env, &["--permission-mode", "auto"]);
+    ui.wait_for("Type a message");
+    ui.type_text("mark it");
+    ui.press(&["Enter"]);
+    // The override opens on Deny.
+    let screen = ui.wait_for("which auto review denied");
+    assert!(screen.contains("› 2. Deny, and say why"), "{screen}");
+    // 1 only chooses Allow once: the call does not run until Enter.
+    ui.press(&["1"]);
+    let screen = ui.wait_for("› 1. Allow once");
+    assert!(screen.contains("Allow bash?"), "{screen}");
+    assert!(!env.ws.path().join("ran.txt").exists());
+    ui.press(&["2"]);
+    ui.wait_for("› 2. Deny, and say why");
+    ui.press(&["Enter"]);
+    ui.wait_for("Why not?");
+    ui.press(&["Enter"]);
+    wait_turn_end(&ui, "the denial stands");
+    assert!(!env.ws.path().join("ran.txt").exists());
+    let results = env.server.requests()[2].tool_results();
+    assert!(
+        results[0].contains("writes a file nobody asked for"),
+        "{results:?}"
+    );
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
@@ -792,4 +940,112 @@ fn a_server_that_wants_a_sign_in_says_so_with_the_command() {
     // The notice wraps at 80 columns.
     let screen = ui.wait_for("needs a sign-in: run `dsh mcp");
     assert!(screen.contains("login docs`"), "{screen}");
+}
+
+/// The script of issue 47's flood: logs 4,000 characters a line, without end, for as long as
+/// its time limit lets it.
+pub(crate) fn flooding_workflow() -> Turn {
+    Turn::tool_call(
+        "workflow",
+        json!({
+            "script": "for (;;) log('x'.repeat(4000));",
+            "meta": {"name": "flood", "description": "Logs without end."},
+        }),
+    )
+}
+
+/// What the flood runs under: a workflow's time limit of 3 s.
+pub(crate) const FLOOD_CONFIG: &str = "[workflows]\ntimeout_ms = 3000\n";
+
+#[test]
+fn a_workflow_that_logs_without_end_leaves_the_ui_small() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![flooding_workflow(), Turn::text("flood over")]);
+    env.write(".dsh/config.toml", FLOOD_CONFIG);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("flood");
+    ui.press(&["Enter"]);
+    let screen = wait_turn_end(&ui, "flood over");
+    assert!(screen.contains("time limit"), "{screen}");
+    let peak = dsh_testkit::peak_rss_mib(ui.program_pid());
+    assert!(peak < 100, "dsh held {peak} MiB at its peak");
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+    dsh_testkit::fault_matrix(
+        "attack",
+        "a workflow logs 4,000 characters a line without end (terminal UI)",
+        "dsh stays under 100 MiB: lines cut, the log budgeted, the queue bounded",
+    );
+}
+
+/// The id of the one session `env`'s home holds.
+fn session_id(env: &TestEnv) -> String {
+    let records = log_records(env);
+    let session = records.iter().find(|r| r["type"] == "session");
+    session.expect("a session in the log")["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn a_resumed_session_shows_the_mode_it_runs_under_every_way_it_is_resumed() {
+    if !Tmux::available() {
+        return;
+    }
+    for mode in ["danger-full-access", "read-only"] {
+        let env = TestEnv::new(vec![Turn::text("saved")]);
+        let ui = open(&env, &[]);
+        ui.wait_for("Type a message");
+        ui.type_text("hello");
+        ui.press(&["Enter"]);
+        wait_turn_end(&ui, "saved");
+        ui.type_text(&format!("/permissions {mode}"));
+        ui.press(&["Enter"]);
+        ui.wait_until("the status line naming the mode saved", |_| {
+            footer(&ui).contains(&format!(" · {mode} · "))
+        });
+        ui.press(&["C-d"]);
+        assert_eq!(ui.wait_exit(), 0);
+        let id = session_id(&env);
+        for args in [
+            vec!["--continue"],
+            vec!["--session-id", &id],
+            vec!["resume"],
+        ] {
+            let ui = open(&env, &args);
+            if args == ["resume"] {
+                ui.wait_for("Resume a session");
+                ui.press(&["Enter"]);
+            }
+            let screen = ui.wait_for("resumed session");
+            let shown = format!(" · {mode} · ");
+            assert!(screen.contains(&shown), "{args:?}: the header: {screen}");
+            ui.wait_until(&format!("{args:?}: the status line naming {mode}"), |_| {
+                footer(&ui).contains(&shown)
+            });
+            ui.type_text("/status");
+            ui.press(&["Enter"]);
+            let screen = ui.wait_for("allowed for the session");
+            assert!(
+                screen.contains(&format!("sandbox                 {mode} · approvals:")),
+                "{args:?}: /status: {screen}"
+            );
+            ui.type_text("/permissions");
+            ui.press(&["Enter"]);
+            ui.wait_for(&format!("permission mode: {mode} (/permissions MODE"));
+            ui.press(&["C-d"]);
+            assert_eq!(ui.wait_exit(), 0);
+        }
+        // The run itself works under the saved mode: its log records no other.
+        let modes: Vec<Value> = log_records(&env)
+            .into_iter()
+            .filter(|r| r["type"] == "permission/mode")
+            .map(|r| r["data"]["mode"].clone())
+            .collect();
+        assert_eq!(modes.last(), Some(&json!(mode)), "{modes:?}");
+    }
 }

@@ -271,3 +271,62 @@ fn on_a_deepseek_route_web_search_uses_the_providers_hosted_search_and_bills_it(
         .unwrap();
     assert!(row.contains("\"native\""), "{row}");
 }
+
+/// The attack: a repository's config points native search at an address that only looks like
+/// this machine, so each search would carry the route's key over plain HTTP to another host.
+/// web_search is not offered, and nothing goes out; this machine's own address still searches.
+#[test]
+fn lookalike_search_addresses_get_no_key() {
+    let outside = crate::outside::Outside::start();
+    // `None`: the test's own server, on this machine.
+    let search = |base: Option<&str>| {
+        let env = TestEnv::new(vec![
+            Turn::tool_call("web_search", json!({"queries": ["rust"]})),
+            Turn::text("done"),
+        ]);
+        let base = base.map_or_else(|| env.server.base_url(), str::to_owned);
+        env.write(
+            ".dsh/config.toml",
+            &format!("[web.search]\nprovider = \"native\"\nbase_url = \"{base}/anthropic/v1\"\n"),
+        );
+        let mut command = env.command(dsh());
+        outside.route(&mut command);
+        let out = dsh_testkit::RunOutput::of(command.args(["--json", "search"]));
+        assert_eq!(out.code(), Some(0), "{base}: {}", out.stderr);
+        let mut dump = env.command(dsh());
+        outside.route(&mut dump);
+        let shown = dsh_testkit::RunOutput::of(dump.arg("--dump-config")).stdout;
+        (env, shown)
+    };
+    for base in crate::outside::LOOKALIKES {
+        let (env, shown) = search(Some(base));
+        let offered = env.server.requests()[0].tool_names();
+        assert!(
+            !offered.contains(&"web_search".to_owned()),
+            "{base}: {offered:?}"
+        );
+        let tools = shown.lines().find(|l| l.starts_with("tools =")).unwrap();
+        assert!(
+            tools.contains("web_search is off: web.search.base_url"),
+            "{base}: {tools}"
+        );
+    }
+    assert!(
+        outside.requests().is_empty(),
+        "sent out: {:?}",
+        outside.requests()
+    );
+    let (env, _) = search(None);
+    assert!(
+        env.server
+            .requests()
+            .iter()
+            .any(|r| r.path == "/anthropic/v1/messages"),
+        "this machine's address searched"
+    );
+    dsh_testkit::fault_matrix(
+        "attack",
+        "a project's config sets native web search at an address that only looks like this machine (127.0.0.1.evil.example, 127.0.0.1:1@evil.example, localhost.evil.example, [::1]:1@evil.example)",
+        "web_search not offered; the route's key sent nowhere",
+    );
+}

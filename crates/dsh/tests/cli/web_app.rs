@@ -31,10 +31,14 @@ impl Web {
 
     /// `dsh web --port 0` with more flags (what new sessions start from).
     fn start_with(env: &TestEnv, flags: &[&str]) -> Web {
-        let mut child = env
-            .command(dsh())
-            .args(["web", "--port", "0"])
-            .args(flags)
+        let mut command = env.command(dsh());
+        command.args(["web", "--port", "0"]).args(flags);
+        Web::spawn(command)
+    }
+
+    /// `command` (a `dsh web`), up and serving.
+    fn spawn(mut command: std::process::Command) -> Web {
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -191,9 +195,9 @@ fn until(events: &mpsc::Receiver<Value>, kind: &str, also: impl Fn(&Value) -> bo
 
 fn texts(seen: &[Value]) -> Vec<String> {
     seen.iter()
-        .filter(|e| e["kind"] == "record" && e["record"]["type"] == "assistant/message")
+        .filter(|e| e["kind"] == "view" && e["view"]["view"] == "answer")
         .flat_map(|e| {
-            e["record"]["data"]["message"]["content"]
+            e["view"]["message"]["content"]
                 .as_array()
                 .cloned()
                 .unwrap_or_default()
@@ -370,7 +374,7 @@ fn stop_ends_the_running_turn_and_the_session_goes_on() {
         &format!("/api/sessions/{id}/prompt"),
         json!({"text": "wait"}),
     );
-    until(&events, "record", |e| e["record"]["type"] == "step/start");
+    until(&events, "view", |e| e["view"]["view"] == "step_start");
     // The hanging answer is the model's only once the request has reached it.
     assert!(env.server.wait_for_requests(1, LIMIT));
     // A second prompt while the turn runs is refused, saying why.
@@ -465,7 +469,7 @@ fn a_session_is_forked_and_one_not_open_deleted() {
     let copied = until(&web.events(&forked), "ready", |_| true);
     let seed = copied
         .iter()
-        .find(|e| e["record"]["type"] == "session/seed")
+        .find(|e| e["view"]["kind"] == "fork")
         .unwrap_or_else(|| panic!("no seed: {copied:#?}"));
     assert!(seed.to_string().contains("headless answer"), "{seed}");
     assert_eq!(listing(&web).len(), 2);
@@ -547,6 +551,72 @@ fn a_rewind_is_shown_then_done_and_the_conversation_goes_back() {
     assert_eq!(status, 400, "{body}");
 }
 
+/// The red team's finding: a process moves the workspace of a session open in `dsh web` and
+/// links another folder in its place; a rewind then deleted and wrote that folder's files.
+#[test]
+fn a_workspace_replaced_by_a_link_is_neither_checkpointed_nor_rewound_into() {
+    let write = |path: &str, text: &str| {
+        Turn::tool_call("write", json!({"file_path": path, "content": text}))
+    };
+    let env = TestEnv::new(vec![
+        write("a.txt", "one\n"),
+        Turn::text("wrote a"),
+        write("b.txt", "two\n"),
+        Turn::text("wrote b"),
+    ]);
+    let web = Web::start(&env);
+    let id = web.open(&env);
+    let events = web.events(&id);
+    for task in ["make a", "make b"] {
+        web.post(&format!("/api/sessions/{id}/prompt"), json!({"text": task}));
+        until(&events, "busy", |e| e["busy"] == false);
+    }
+    // Another folder, with files a rewind to turn 1 would remove or write, in its place.
+    let ws = env.ws_path();
+    let moved = ws.with_extension("moved");
+    let victim = tempfile::tempdir().unwrap();
+    std::fs::write(victim.path().join("b.txt"), "the victim's\n").unwrap();
+    std::fs::write(victim.path().join("important.txt"), "keep me\n").unwrap();
+    std::fs::rename(&ws, &moved).unwrap();
+    std::os::unix::fs::symlink(victim.path(), &ws).unwrap();
+    let rewind = format!("/api/sessions/{id}/rewind");
+    let (status, body) = web.request(
+        "POST",
+        &rewind,
+        // Accepting what differs, as a user shown a plan of relative names would.
+        Some(&json!({"toTurn": 2, "apply": true,
+            "acceptedOutside": ["a.txt", "b.txt", "important.txt"]})),
+        &[],
+    );
+    let outcome = (status, body);
+    // Put the workspace back before asserting, so that the test's folders are removed.
+    std::fs::remove_file(&ws).unwrap();
+    std::fs::rename(&moved, &ws).unwrap();
+    assert_ne!(outcome.0, 200, "{}", outcome.1);
+    assert!(
+        outcome
+            .1
+            .contains("no longer the folder the run started in"),
+        "{}",
+        outcome.1
+    );
+    assert_eq!(
+        std::fs::read_to_string(victim.path().join("b.txt")).unwrap(),
+        "the victim's\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(victim.path().join("important.txt")).unwrap(),
+        "keep me\n"
+    );
+    assert!(!victim.path().join("a.txt").exists());
+    assert_eq!(std::fs::read_to_string(ws.join("b.txt")).unwrap(), "two\n");
+    dsh_testkit::fault_matrix(
+        "attack",
+        "the workspace of a session open in dsh web moved and a link to another folder put in its place, then a rewind",
+        "refused: nothing in the other folder is read as the workspace, removed or written",
+    );
+}
+
 #[test]
 fn a_page_that_reconnects_gets_only_what_it_missed() {
     let env = TestEnv::new(vec![Turn::text("one"), Turn::text("two")]);
@@ -602,12 +672,33 @@ fn a_question_shows_its_call_and_is_withdrawn_when_the_turn_stops() {
             .contains("echo escalated")
     );
     web.post(&format!("/api/sessions/{id}/stop"), json!({}));
-    let withdrawn = until(&events, "answered", |e| e["id"] == ask["id"]);
-    assert_eq!(withdrawn.last().unwrap()["withdrawn"], true);
-    until(&events, "busy", |e| e["busy"] == false);
+    // The withdrawal and the turn's end come in either order (the run stops waiting as the
+    // turn stops): read until both are seen.
+    let withdrawn_and_ended = |events: &mpsc::Receiver<Value>| {
+        let mut seen: Vec<Value> = Vec::new();
+        while !(seen
+            .iter()
+            .any(|e| e["kind"] == "answered" && e["id"] == ask["id"])
+            && seen
+                .iter()
+                .any(|e| e["kind"] == "busy" && e["busy"] == false))
+        {
+            seen.push(
+                events
+                    .recv_timeout(LIMIT)
+                    .unwrap_or_else(|_| panic!("{seen:#?}")),
+            );
+        }
+        seen
+    };
+    let seen = withdrawn_and_ended(&events);
+    let withdrawn = (seen.iter())
+        .find(|e| e["kind"] == "answered" && e["id"] == ask["id"])
+        .unwrap();
+    assert_eq!(withdrawn["withdrawn"], true);
     // A late page does not get a question that no longer waits: it gets its withdrawal.
-    let late = until(&web.events(&id), "busy", |e| e["busy"] == false);
-    assert!(late.iter().any(|e| e["kind"] == "answered"));
+    // (Waited for: it comes, or the read fails.)
+    withdrawn_and_ended(&web.events(&id));
 }
 
 #[test]
@@ -655,16 +746,24 @@ fn the_workspace_diff_is_shown_and_runs_no_program_of_the_repository() {
         assert!(status.status.success(), "{status:?}");
     };
     env.write("notes.txt", "one\n");
+    env.write("readme.md", "hello\n");
     git(&["init", "-q"]);
-    git(&["add", "notes.txt"]);
+    git(&["add", "notes.txt", "readme.md"]);
     git(&["commit", "-q", "-m", "first"]);
     env.write("notes.txt", "one\nchanged\n");
+    env.write("readme.md", "hello\nagain\n");
     // What a hostile repository could set up to run on a diff.
     let ran = ws.join("ran");
     let run = format!("touch {}", ran.display());
     git(&["config", "diff.external", &run]);
     git(&["config", "diff.x.textconv", &run]);
-    env.write(".gitattributes", "*.txt diff=x\n");
+    // What a background job can write into .git/config before the user asks for the diff:
+    // a file system monitor, and filters the attributes run on each file's bytes.
+    git(&["config", "core.fsmonitor", &run]);
+    git(&["config", "filter.x.clean", &run]);
+    git(&["config", "filter.y.process", &run]);
+    git(&["config", "filter.y.required", "true"]);
+    env.write(".gitattributes", "*.txt diff=x filter=x\n*.md filter=y\n");
     let web = Web::start(&env);
     let id = web.open(&env);
     let (status, body) = web.request("GET", &format!("/api/sessions/{id}/diff"), None, &[]);
@@ -675,6 +774,11 @@ fn the_workspace_diff_is_shown_and_runs_no_program_of_the_repository() {
         "{diff}"
     );
     assert!(!ran.exists(), "git ran a program the repository named");
+    dsh_testkit::fault_matrix(
+        "attack",
+        "a repository (or a background job writing .git/config) names an external diff, a text conversion, clean and process filters and a file system monitor, then the user asks for /diff",
+        "none runs; the diff is shown",
+    );
 }
 
 /// `/NAME` sends a saved prompt, expanded on the server from the workspace's or dsh's home's
@@ -795,11 +899,11 @@ fn an_attached_image_goes_to_an_image_model_with_the_message() {
         json!({"text": "what is it?", "images": [attachment]}),
     );
     let turn = until(&events, "busy", |e| e["busy"] == false);
-    let shown = turn
-        .iter()
-        .find(|e| e["record"]["type"] == "user/message")
-        .unwrap();
-    assert_eq!(shown["images"][0]["attachmentId"], attachment.as_str());
+    let shown = turn.iter().find(|e| e["view"]["view"] == "user").unwrap();
+    assert_eq!(
+        shown["view"]["images"][0]["attachmentId"],
+        attachment.as_str()
+    );
     let requests = env.server.requests();
     let messages = requests[0].messages();
     let user = messages.last().unwrap();
@@ -837,14 +941,17 @@ fn a_key_is_asked_for_only_when_none_is_found_and_checked_before_it_is_saved() {
     let wanted: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(wanted["found"], true, "the environment has one: {body}");
     assert_eq!(wanted["variable"], "DEEPSEEK_API_KEY");
+    // The provider quotes the key it refused: the dialog is told nothing of it.
     let (status, body) = web.request(
         "POST",
         "/api/key",
-        Some(&json!({"key": "refused-key"})),
+        Some(&json!({"key": "refused-key-typed-4Kq9Zx"})),
         &[],
     );
     assert_eq!(status, 422, "{body}");
     assert!(body.contains("refused the API key"), "{body}");
+    assert!(body.contains("[REDACTED]"), "{body}");
+    assert!(!body.contains("4Kq9Zx"), "the typed key was shown: {body}");
     assert!(!env.home.path().join("credentials").exists());
     // Another site's page cannot set one.
     let (status, _) = web.request(
@@ -867,4 +974,166 @@ fn a_key_is_asked_for_only_when_none_is_found_and_checked_before_it_is_saved() {
     );
     assert_eq!(status, 403, "{body}");
     assert!(body.contains("dsh login"), "{body}");
+}
+
+/// The token is taken from a request's address only by the event stream (a browser cannot give
+/// it a header); on every other route, reading or changing, a token in the query opens nothing
+/// (it would be written down wherever addresses are: history, logs, a Referer).
+#[test]
+fn a_token_in_the_query_opens_only_the_event_stream() {
+    let env = TestEnv::new(vec![Turn::text("streamed")]);
+    let web = Web::start(&env);
+    let id = web.open(&env);
+    let none = [("Authorization", "")];
+    let token = format!("token={}", web.token);
+    for (method, path) in [
+        ("GET", "/api/sessions".to_owned()),
+        ("GET", "/api/key".to_owned()),
+        ("GET", format!("/api/sessions/{id}/turns")),
+        ("GET", format!("/api/sessions/{id}/diff")),
+        ("POST", "/api/key".to_owned()),
+        ("POST", format!("/api/sessions/{id}/prompt")),
+        ("POST", format!("/api/sessions/{id}/close")),
+    ] {
+        let body = json!({"text": "from the query", "key": "sk-from-the-query"});
+        let (status, answer) = web.request(method, &format!("{path}?{token}"), Some(&body), &none);
+        assert_eq!(status, 401, "{method} {path}: {answer}");
+    }
+    assert!(!env.home.path().join("credentials").exists());
+    assert_eq!(env.server.requests().len(), 0, "no turn was started");
+    // The event stream takes it, and the session is still there to stream.
+    let events = web.events(&id);
+    web.post(&format!("/api/sessions/{id}/prompt"), json!({"text": "hi"}));
+    let seen = until(&events, "view", |e| e["view"]["view"] == "answer");
+    assert_eq!(texts(&seen), ["streamed"]);
+    dsh_testkit::fault_matrix(
+        "attack",
+        "dsh web: the token given in the query of an API route other than the event stream",
+        "refused (401); only the event stream takes it there",
+    );
+}
+
+/// The page that sends the browser in (`--open`) holds the token: it is gone once `dsh web`
+/// ends, however it is ended, so nothing on disk outlasts the server with its token.
+#[test]
+fn the_token_page_is_removed_however_dsh_web_ends() {
+    let bin = tempfile::tempdir().unwrap();
+    // The "browser": notes the page it was given and its text, then ends dsh web as a person
+    // would (its parent, dsh, is $PPID).
+    let opener = bin.path().join("xdg-open");
+    std::fs::write(
+        &opener,
+        "#!/bin/sh\ncp \"$1\" \"$RECORD.page\"\nprintf %s \"$1\" > \"$RECORD.tmp\"\n\
+         mv \"$RECORD.tmp\" \"$RECORD\"\nkill -\"$SIG\" \"$PPID\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&opener, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for signal in ["INT", "TERM", "HUP"] {
+        let env = TestEnv::new(vec![]);
+        let record = env.home.path().join("opened");
+        let mut child = env
+            .command(dsh())
+            .args(["web", "--port", "0", "--open"])
+            .env("PATH", &path)
+            .env("SIG", signal)
+            .env("RECORD", &record)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        child.wait().unwrap();
+        let page = std::fs::read_to_string(&record).unwrap();
+        let held = std::fs::read_to_string(record.with_extension("page")).unwrap();
+        assert!(held.contains("#token="), "the page sent the token: {held}");
+        assert!(
+            !std::path::Path::new(&page).exists(),
+            "SIG{signal}: {page} outlived dsh web"
+        );
+    }
+    dsh_testkit::fault_matrix(
+        "attack",
+        "dsh web --open ended by SIGINT, SIGTERM or SIGHUP: the page holding the token read after it",
+        "the page is removed on every exit",
+    );
+}
+
+/// The page may not have a key sent to an address that only looks like this machine: the key
+/// would go over plain HTTP to another host.
+#[test]
+fn lookalike_addresses_get_no_key_from_the_page() {
+    let outside = crate::outside::Outside::start();
+    for base in crate::outside::LOOKALIKES {
+        let env = TestEnv::new(vec![]);
+        let mut command = env.command(dsh());
+        command
+            .env_remove("DEEPSEEK_API_KEY")
+            .env("DEEPSEEK_BASE_URL", base)
+            .args(["web", "--port", "0"]);
+        outside.route(&mut command);
+        let web = Web::spawn(command);
+        let (status, body) = web.request("GET", "/api/key", None, &[]);
+        assert_eq!(status, 200, "{body}");
+        let wanted: Value = serde_json::from_str(&body).unwrap();
+        assert!(
+            wanted["problem"]
+                .as_str()
+                .is_some_and(|p| p.contains("plain http://")),
+            "{base}: {body}"
+        );
+        let (status, body) = web.request(
+            "POST",
+            "/api/key",
+            Some(&json!({"key": "sk-typed-in-the-page"})),
+            &[],
+        );
+        assert_eq!(status, 403, "{base}: {body}");
+        assert!(body.contains("not this machine"), "{base}: {body}");
+        assert!(!env.home.path().join("credentials").exists());
+    }
+    assert!(
+        outside.requests().is_empty(),
+        "sent out: {:?}",
+        outside.requests()
+    );
+    dsh_testkit::fault_matrix(
+        "attack",
+        "dsh web's key dialog with the provider at an address that only looks like this machine (127.0.0.1.evil.example, 127.0.0.1:1@evil.example, localhost.evil.example, [::1]:1@evil.example)",
+        "refused before the key is sent anywhere",
+    );
+}
+
+#[test]
+fn a_workflow_that_logs_without_end_leaves_dsh_web_small() {
+    let env = TestEnv::new(vec![
+        crate::tui::flooding_workflow(),
+        Turn::text("flood over"),
+    ]);
+    env.write(".dsh/config.toml", crate::tui::FLOOD_CONFIG);
+    let web = Web::start(&env);
+    let id = web.open(&env);
+    let events = web.events(&id);
+    web.post(
+        &format!("/api/sessions/{id}/prompt"),
+        json!({"text": "flood"}),
+    );
+    let seen = until(&events, "busy", |e| e["busy"] == false);
+    assert_eq!(texts(&seen), ["flood over"]);
+    // The page was shown the log as it came, and told where it was cut.
+    let shown: String = (seen.iter())
+        .filter(|e| e["kind"] == "output")
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert!(shown.contains("[log output cut"), "{}", shown.len());
+    let peak = dsh_testkit::peak_rss_mib(web.child.id());
+    assert!(peak < 100, "dsh web held {peak} MiB at its peak");
+    dsh_testkit::fault_matrix(
+        "attack",
+        "a workflow logs 4,000 characters a line without end (dsh web, a page connected)",
+        "dsh stays under 100 MiB: lines cut, the log budgeted, the queue bounded",
+    );
 }
