@@ -41,6 +41,8 @@ mod saved_prompt;
 mod saved_workflow;
 mod search_index;
 mod session;
+mod session_diff;
+mod session_facts;
 mod session_list;
 mod session_search;
 mod subagents;
@@ -75,6 +77,8 @@ pub use run::{Processes, Run, RunningTask};
 pub use saved_prompt::{BUILT_IN_COMMANDS, SavedPrompt, SavedPromptError, saved_prompts};
 pub use saved_workflow::{SavedWorkflow, load_workflow, saved_workflows};
 pub use session::{SHOWN_TURNS, Session};
+pub use session_diff::{DiffSide, DivergedCall, Divergence, SessionDiff, diff_sessions};
+pub use session_facts::{CallFacts, SessionFacts, TurnFacts, find_session_anywhere, session_facts};
 pub use session_list::{
     MAX_TITLE_CHARS, all_sessions, delete_session, list_sessions, rename_session, session_log_path,
     utc_date_time,

@@ -5,6 +5,7 @@
 
 mod blame_cmd;
 mod cli;
+mod diff_cmd;
 mod dump_config;
 mod exit_status;
 mod login_cmd;
@@ -64,6 +65,7 @@ fn main() -> ExitCode {
             let _ = std::io::stdout().write_all(cli::man_page().as_bytes());
             ExitCode::SUCCESS
         }
+        Ok(Command::SessionsDiff { a, b, json }) => ExitCode::from(diff_cmd::run(&a, &b, json)),
         Ok(Command::SessionsRename { id, title }) => {
             ExitCode::from(sessions_cmd::rename(&id, &title))
         }

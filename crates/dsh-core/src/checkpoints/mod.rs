@@ -28,7 +28,7 @@ pub(crate) fn store_for(home: &Path, cwd: &Path) -> CheckpointStore {
     CheckpointStore::new(home.join("checkpoints").join(slug))
 }
 
-fn coverage(rules: CheckpointRules, home: &Path) -> Coverage {
+pub(crate) fn coverage(rules: CheckpointRules, home: &Path) -> Coverage {
     Coverage {
         max_file_bytes: rules.max_file_bytes,
         include_ignored: rules.include_ignored,
@@ -254,7 +254,13 @@ pub struct TurnFiles {
 
 /// The turns of a session (its `records`), with what each changed in the files.
 pub fn session_turns(records: &[Record], checkpointer: &Checkpointer) -> Vec<TurnFiles> {
-    let store = &checkpointer.store;
+    turns_in(records, &checkpointer.store)
+}
+
+/// The turns of a session (its `records`) whose checkpoints are in `store`, with what each
+/// changed in the files: for a session read from anywhere, not one opened with its settings
+/// (`dsh sessions diff`, `dsh replay`).
+pub(crate) fn turns_in(records: &[Record], store: &CheckpointStore) -> Vec<TurnFiles> {
     let mut turns: Vec<(TurnFiles, Option<String>)> = Vec::new();
     let mut checkpoints: Vec<(u32, String)> = Vec::new();
     for record in records {
@@ -563,7 +569,7 @@ pub fn rewind(
 /// The checkpoint the files go back to for the start of `turn`: its own start checkpoint, or,
 /// for a turn that ran no call that could change a file (and so took none), the first one
 /// taken after it began: no turn changed a file in between.
-fn files_at_start(records: &[Record], turn: u32) -> Option<String> {
+pub(crate) fn files_at_start(records: &[Record], turn: u32) -> Option<String> {
     let began = records
         .iter()
         .position(|r| matches!(r, Record::TurnStart { turn: t } if *t == turn))?;

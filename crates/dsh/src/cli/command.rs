@@ -47,6 +47,12 @@ pub enum Command {
         limit: usize,
         json: bool,
     },
+    /// `dsh sessions diff A B [--json]`: where two sessions went separate ways.
+    SessionsDiff {
+        a: String,
+        b: String,
+        json: bool,
+    },
     /// `dsh sessions rename ID TITLE`: the name lists show for a session ("" takes it away).
     SessionsRename {
         id: String,

@@ -125,6 +125,13 @@ pub const COMMANDS: &[Form] = &[
         RunOptions::None,
     ),
     with(
+        "sessions",
+        "dsh sessions diff <a> <b> [--json]",
+        "where two sessions went separate ways",
+        SESSIONS_DIFF_FLAGS,
+        RunOptions::None,
+    ),
+    with(
         "rewind",
         "dsh rewind <session> [--to <turn> | --before-call <call> | --undo] [OPTIONS]",
         "a session's turns; going back to one",
@@ -261,6 +268,11 @@ pub const SESSIONS_SEARCH_FLAGS: &[Flag] = &[
          searchHit)",
     ),
 ];
+
+pub const SESSIONS_DIFF_FLAGS: &[Flag] = &[json(
+    "With diff: one JSON object, both sessions and where they diverged (docs/events.schema.json, \
+     sessionDiff)",
+)];
 
 pub const BLAME_FLAGS: &[Flag] = &[json(
     "With blame: one JSON object a line of the file (docs/events.schema.json, blameLine)",

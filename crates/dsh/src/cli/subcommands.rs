@@ -6,7 +6,8 @@ use dsh_core::checkpoints::RewindRequest;
 use super::command::Command;
 use super::commands::{
     BLAME_FLAGS, KEY_FLAGS, MCP_LIST_FLAGS, MCP_LOGIN_FLAGS, REWIND_FLAGS, SANDBOX_FLAGS,
-    SESSIONS_LIST_FLAGS, SESSIONS_SEARCH_FLAGS, SESSIONS_SHOW_FLAGS, WORKFLOW_FLAGS, synopsis,
+    SESSIONS_DIFF_FLAGS, SESSIONS_LIST_FLAGS, SESSIONS_SEARCH_FLAGS, SESSIONS_SHOW_FLAGS,
+    WORKFLOW_FLAGS, synopsis,
 };
 use super::completions::Shell;
 use super::flag::{Parsed, Stop, Word, scan};
@@ -23,8 +24,8 @@ fn keep(_: &str) -> Result<Word, Stop> {
     Ok(Word::Keep)
 }
 
-/// `sessions list [--json]`, `sessions show ID [--json]`, `sessions rename ID TITLE` or
-/// `sessions search TEXT [--limit N] [--json]`.
+/// `sessions list [--json]`, `sessions show ID [--json]`, `sessions rename ID TITLE`,
+/// `sessions search TEXT [--limit N] [--json]` or `sessions diff A B [--json]`.
 pub fn sessions(args: &[String]) -> Result<Command, Stop> {
     let mut parsed = Parsed::default();
     match args {
@@ -77,12 +78,28 @@ pub fn sessions(args: &[String]) -> Result<Command, Stop> {
                 json: parsed.json,
             })
         }
+        [verb, rest @ ..] if verb == "diff" => {
+            let ids = scan(rest.to_vec(), SESSIONS_DIFF_FLAGS, &mut parsed, keep)?;
+            match ids.as_slice() {
+                [a, b] if !a.starts_with("--") && !b.starts_with("--") => {
+                    Ok(Command::SessionsDiff {
+                        a: a.clone(),
+                        b: b.clone(),
+                        json: parsed.json,
+                    })
+                }
+                _ => Err(refused(
+                    "`dsh sessions diff` needs two session ids, as `dsh sessions diff A B`, and \
+                     takes --json",
+                )),
+            }
+        }
         [verb, ..] if verb == "rename" => Err(refused(
             "`dsh sessions rename` needs a session id and a title (\"\" takes the title away)",
         )),
         _ => Err(refused(
             "`dsh sessions` needs a subcommand: list [--json], show <id> [--json], rename \
-             <id> <title>, or search <text> [--limit <n>] [--json]",
+             <id> <title>, search <text> [--limit <n>] [--json], or diff <a> <b> [--json]",
         )),
     }
 }

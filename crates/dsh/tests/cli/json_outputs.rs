@@ -141,6 +141,15 @@ fn every_json_output_of_every_command_matches_the_schema() {
         "searchHit",
     );
     assert_eq!(found[0]["id"], id.as_str());
+    let diffed = outputs(
+        &env.run(dsh(), &["sessions", "diff", &id, &id, "--json"]),
+        "sessionDiff",
+    );
+    assert!(diffed[0]["divergence"].is_null());
+    let no_other = env.run(dsh(), &["sessions", "diff", &id, "session-nope", "--json"]);
+    assert_eq!(failure(&no_other), "SESSION_NOT_FOUND");
+    let one_id = env.run(dsh(), &["sessions", "diff", &id, "--json"]);
+    assert_eq!(failure(&one_id), "USAGE");
     let no_text = env.run(dsh(), &["sessions", "search", "--json"]);
     assert_eq!(failure(&no_text), "USAGE");
     let unknown = env.run(dsh(), &["sessions", "show", "session-nope", "--json"]);

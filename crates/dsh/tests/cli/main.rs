@@ -8,6 +8,7 @@ mod blame;
 mod caps;
 mod compaction;
 mod completions;
+mod diff;
 mod doc_links;
 mod errors;
 mod escape;
