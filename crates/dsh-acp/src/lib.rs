@@ -37,7 +37,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, Stdio};
-use dsh_core::{Environment, Flags};
+use dsh_core::{Environment, Flags, SetupError, SetupKind};
 use serde_json::json;
 
 use crate::session::{Failure, OpenSession, Queued};
@@ -116,10 +116,9 @@ impl Server {
         };
         let client = self.client();
         let opened = OpenSession::open(&self.base, cwd, opening, servers, connection, &client);
-        let session = opened.await.map_err(|failure| match existing {
-            Some(id) if failure.code == "SESSION_NOT_FOUND" => unknown_session(&id, cwd),
-            _ => failed(failure),
-        })?;
+        let session = opened
+            .await
+            .map_err(|failure| open_failed(failure, existing.as_ref(), cwd))?;
         let session = Arc::new(session);
         self.lock_sessions()
             .insert(session.id.clone(), session.clone());
@@ -160,7 +159,7 @@ impl Server {
     fn list(&self, request: &ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
         let cwd = request.cwd.clone().unwrap_or_else(|| self.cwd.clone());
         let home = dsh_core::config::home(&Environment::from_process())
-            .map_err(|e| failed(Failure::new(e.code, e.message)))?
+            .map_err(|e| failed(Failure::from(e)))?
             .value;
         let start = match &request.cursor {
             None => 0,
@@ -225,26 +224,38 @@ fn not_found(id: &SessionId) -> Error {
     .data(json!({ "sessionId": id }))
 }
 
-/// A failure as the client reads it: dsh's code first, as in every other surface.
+/// A failure as the client reads it: dsh's code first, as in every other surface, and its
+/// hint in the data when there is one.
 fn failed(failure: Failure) -> Error {
-    let code = if failure.code == "SESSION_NOT_FOUND" {
-        -32002
-    } else {
-        -32603
+    let code = match failure.kind {
+        SetupKind::SessionNotFound => -32002,
+        _ => -32603,
     };
-    Error::new(code, format!("{}: {}", failure.code, failure.message))
-        .data(json!({ "code": failure.code }))
+    let mut data = json!({ "code": failure.code });
+    if let Some(hint) = &failure.hint {
+        data["hint"] = json!(hint);
+    }
+    Error::new(code, format!("{}: {}", failure.code, failure.message)).data(data)
+}
+
+/// A session that could not be opened: an id the folder has no session of is said as the
+/// protocol's client can act on it.
+fn open_failed(failure: Failure, existing: Option<&SessionId>, cwd: &Path) -> Error {
+    match (failure.kind, existing) {
+        (SetupKind::SessionNotFound, Some(id)) => unknown_session(id, cwd),
+        _ => failed(failure),
+    }
 }
 
 /// An id no session of `cwd` has, said as the protocol's client can act on it.
 fn unknown_session(id: &SessionId, cwd: &Path) -> Error {
-    failed(Failure::new(
-        "SESSION_NOT_FOUND",
+    failed(Failure::from(SetupError::of(
+        SetupKind::SessionNotFound,
         format!(
             "no session {id} was recorded in {}: session/list shows the folder's sessions",
             cwd.display()
         ),
-    ))
+    )))
 }
 
 fn answer<T: agent_client_protocol::JsonRpcResponse>(
@@ -479,4 +490,43 @@ fn capabilities() -> AgentCapabilities {
                 .resume(SessionResumeCapabilities::new())
                 .close(SessionCloseCapabilities::new()),
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(error: &Error) -> &str {
+        &error.message
+    }
+
+    #[test]
+    fn an_unknown_session_is_told_by_its_kind_not_its_code_text() {
+        let id = SessionId::new("session-nope");
+        let cwd = Path::new("/work/project");
+        let not_found = |message: &str| {
+            Failure::from(SetupError::of(SetupKind::SessionNotFound, message.into()))
+        };
+        let unknown = open_failed(not_found("no session"), Some(&id), cwd);
+        assert_eq!(i32::from(unknown.code), -32002);
+        assert_eq!(
+            message(&unknown),
+            "SESSION_NOT_FOUND: no session session-nope was recorded in /work/project: \
+             session/list shows the folder's sessions"
+        );
+        // A new session has no id to name: the failure is passed on as it is.
+        let new = open_failed(not_found("no session"), None, cwd);
+        assert_eq!(message(&new), "SESSION_NOT_FOUND: no session");
+        // A turn's failure that happens to carry the code is no unknown session.
+        let turn = open_failed(Failure::turn("SESSION_NOT_FOUND", "x"), Some(&id), cwd);
+        assert_eq!(i32::from(turn.code), -32603);
+        let config = failed(Failure::from(
+            SetupError::config("bad".into()).with_hint("fix it"),
+        ));
+        assert_eq!(i32::from(config.code), -32603);
+        assert_eq!(
+            config.data,
+            Some(json!({"code": "CONFIG", "hint": "fix it"}))
+        );
+    }
 }

@@ -13,7 +13,8 @@ use agent_client_protocol::v1::schema::{
 };
 use dsh_core::ask::Asking;
 use dsh_core::{
-    AgentBuilder, AgentEvent, Environment, Flags, Opening, Run, Settings, Stop, ToolCatalog, User,
+    AgentBuilder, AgentEvent, Environment, Flags, Opening, Run, Settings, SetupError, SetupKind,
+    Stop, ToolCatalog, User,
 };
 use dsh_protocol::{AbortReason, Record, TurnEndReason, Usage};
 use tokio::sync::mpsc::{self, UnboundedReceiver};
@@ -24,16 +25,34 @@ use crate::updates;
 /// Why a session could not be opened or a turn could not run, as the client reads it.
 #[derive(Debug)]
 pub struct Failure {
+    /// What went wrong, for this crate to act on; [`SetupKind::Other`] for a failed turn.
+    pub kind: SetupKind,
     /// dsh's code (`SESSION_NOT_FOUND`, `CONFIG`, a provider's failure code).
     pub code: String,
     pub message: String,
+    /// What to do about it, when dsh knows.
+    pub hint: Option<String>,
 }
 
 impl Failure {
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+    /// A turn that ended in a failure of its own (a provider's code, `MAX_TURNS`...).
+    pub fn turn(code: impl Into<String>, message: impl Into<String>) -> Self {
         Failure {
+            kind: SetupKind::Other,
             code: code.into(),
             message: message.into(),
+            hint: None,
+        }
+    }
+}
+
+impl From<SetupError> for Failure {
+    fn from(error: SetupError) -> Self {
+        Failure {
+            kind: error.kind(),
+            code: error.code.into_owned(),
+            message: error.message,
+            hint: error.hint,
         }
     }
 }
@@ -87,7 +106,7 @@ impl OpenSession {
         let (given, skipped) = crate::mcp::servers(editor_servers, cwd);
         flags.mcp_servers = given;
         let settings = Settings::load(cwd.to_path_buf(), &Environment::from_process(), &flags)
-            .map_err(|e| Failure::new(e.code, e.message))?;
+            .map_err(Failure::from)?;
         let (notices_tx, notices) = mpsc::unbounded_channel();
         for line in skipped {
             let _ = notices_tx.send(line);
@@ -109,7 +128,7 @@ impl OpenSession {
             .with_user(user)
             .open_run(notices_tx)
             .await
-            .map_err(|e| Failure::new(e.code, e.message))?;
+            .map_err(Failure::from)?;
         let session = run.agent.session();
         let id = SessionId::new(session.id());
         editor.opened(id.clone(), run.catalog.clone());
@@ -226,7 +245,7 @@ impl OpenSession {
         if let Ok(mut running) = self.stop.lock() {
             *running = None;
         }
-        let summary = outcome.map_err(|e| Failure::new(e.code(), e.to_string()))?;
+        let summary = outcome.map_err(|e| Failure::turn(e.code(), e.to_string()))?;
         let stop_reason = match &summary.reason {
             TurnEndReason::Completed | TurnEndReason::PlanSubmitted => StopReason::EndTurn,
             TurnEndReason::Aborted { .. } | TurnEndReason::Interrupted => StopReason::Cancelled,
@@ -238,7 +257,7 @@ impl OpenSession {
                 let (code, message) = other
                     .failure()
                     .unwrap_or(("ERROR".into(), "the turn failed"));
-                return Err(Failure::new(code, message));
+                return Err(Failure::turn(code, message));
             }
         };
         Ok(PromptResponse::new(stop_reason).usage(turn_usage(&summary.usage)))

@@ -32,7 +32,7 @@ mod trust_look;
 mod trust_rules;
 
 pub use dotenv::{Credentials, DotenvError, EnvSource};
-pub use environment::{Environment, SetupError};
+pub use environment::{Environment, SetupError, SetupKind};
 pub use files::{AgentPreset, Compression, PermissionMode, ProviderKind, SystemRole};
 pub use flags::{Flags, SessionChoice, Usd};
 pub use home::{dsh_home, saved_keys_path};

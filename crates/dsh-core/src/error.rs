@@ -1,5 +1,7 @@
 use std::path::PathBuf;
 
+use dsh_config::{SetupError, SetupKind};
+
 /// A failure of the agent itself, as opposed to a failed turn (which is a
 /// [`TurnEndReason`](dsh_protocol::TurnEndReason)).
 #[derive(Debug, thiserror::Error)]
@@ -55,22 +57,93 @@ pub enum CoreError {
 }
 
 impl CoreError {
+    /// What kind of setup failure this is, as front ends match it.
+    pub fn kind(&self) -> SetupKind {
+        match self {
+            CoreError::Log { .. } => SetupKind::SessionLog,
+            CoreError::Damaged { .. } => SetupKind::SessionDamaged,
+            CoreError::Locked { .. } => SetupKind::SessionLocked,
+            CoreError::UnknownSession { .. } | CoreError::BadSessionId(_) => {
+                SetupKind::SessionNotFound
+            }
+            CoreError::OtherDirectory { .. } => SetupKind::SessionElsewhere,
+            CoreError::Child { .. } => SetupKind::SessionSubagent,
+            CoreError::BadTitle(_) => SetupKind::SessionTitle,
+        }
+    }
+
     /// The code an `error` event carries for this failure.
     pub fn code(&self) -> &'static str {
-        match self {
-            CoreError::Log { .. } => "SESSION_LOG",
-            CoreError::Damaged { .. } => "SESSION_DAMAGED",
-            CoreError::Locked { .. } => "SESSION_LOCKED",
-            CoreError::UnknownSession { .. } | CoreError::BadSessionId(_) => "SESSION_NOT_FOUND",
-            CoreError::OtherDirectory { .. } => "SESSION_ELSEWHERE",
-            CoreError::Child { .. } => "SESSION_SUBAGENT",
-            CoreError::BadTitle(_) => "SESSION_TITLE",
-        }
+        self.kind().code()
     }
 }
 
-impl From<CoreError> for dsh_config::SetupError {
+impl From<CoreError> for SetupError {
     fn from(e: CoreError) -> Self {
-        dsh_config::SetupError::new(e.code(), e.to_string())
+        SetupError::of(e.kind(), e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Supervisors parse these codes: they are the reference's, whatever the kinds are called.
+    #[test]
+    fn each_failure_keeps_its_wire_code() {
+        let id = || "session-x".to_owned();
+        let cases = [
+            (
+                CoreError::Log {
+                    path: PathBuf::new(),
+                    source: std::io::Error::other("x"),
+                },
+                "SESSION_LOG",
+            ),
+            (
+                CoreError::Damaged {
+                    path: PathBuf::new(),
+                    message: String::new(),
+                },
+                "SESSION_DAMAGED",
+            ),
+            (
+                CoreError::Locked {
+                    id: id(),
+                    pid: None,
+                },
+                "SESSION_LOCKED",
+            ),
+            (
+                CoreError::UnknownSession {
+                    id: id(),
+                    root: PathBuf::new(),
+                },
+                "SESSION_NOT_FOUND",
+            ),
+            (CoreError::BadSessionId(id()), "SESSION_NOT_FOUND"),
+            (
+                CoreError::OtherDirectory {
+                    id: id(),
+                    recorded: String::new(),
+                    here: String::new(),
+                },
+                "SESSION_ELSEWHERE",
+            ),
+            (
+                CoreError::Child {
+                    id: id(),
+                    parent: id(),
+                },
+                "SESSION_SUBAGENT",
+            ),
+            (CoreError::BadTitle(String::new()), "SESSION_TITLE"),
+        ];
+        for (error, code) in cases {
+            assert_eq!(error.code(), code);
+            let kind = error.kind();
+            let setup = SetupError::from(error);
+            assert_eq!((setup.code.as_ref(), setup.kind()), (code, kind));
+        }
     }
 }

@@ -54,7 +54,9 @@ pub use builder::{AgentBuilder, StartedRun, User, setting_rows};
 pub use compaction::ManualCompaction;
 /// The settings a run is built from (`dsh-config`), for the front ends that load them.
 pub use dsh_config as config;
-pub use dsh_config::{Config, ConfigError, ConfigFiles, Environment, Flags, Settings, SetupError};
+pub use dsh_config::{
+    Config, ConfigError, ConfigFiles, Environment, Flags, Settings, SetupError, SetupKind,
+};
 /// Live pieces of an answer, as [`AgentEvent::Delta`] carries them.
 pub use dsh_llm::StreamDelta;
 /// The handle of a run's MCP servers, for a front end that stops them itself

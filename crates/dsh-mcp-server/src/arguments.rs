@@ -111,6 +111,33 @@ fn object(schema: Value) -> Arc<JsonObject> {
     }
 }
 
+/// What is wrong with a call's arguments, said to the calling model as `invalid arguments for
+/// <tool>: <what>`.
+#[derive(Debug, PartialEq, thiserror::Error)]
+#[error("invalid arguments for {tool}: {problem}")]
+pub struct ArgumentError {
+    pub tool: &'static str,
+    pub problem: Problem,
+}
+
+/// The argument at fault, and how.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum Problem {
+    #[error("unknown argument \"{name}\"; it takes {}", known.join(", "))]
+    Unknown {
+        name: String,
+        known: Vec<&'static str>,
+    },
+    #[error("{0} is required")]
+    Required(String),
+    #[error("{0} is empty")]
+    Empty(String),
+    #[error("{key} must be a string, got {got}")]
+    NotText { key: String, got: &'static str },
+    #[error("sandbox must be {choices}, got \"{0}\"", choices = PermissionMode::CHOICES)]
+    Sandbox(String),
+}
+
 /// The `dsh` tool's arguments.
 #[derive(Debug, PartialEq)]
 pub struct TaskArguments {
@@ -121,16 +148,14 @@ pub struct TaskArguments {
 }
 
 impl TaskArguments {
-    pub fn parse(arguments: &JsonObject) -> Result<Self, String> {
+    pub fn parse(arguments: &JsonObject) -> Result<Self, ArgumentError> {
         let read = Reader::new(TASK_TOOL, arguments, &["prompt", "cwd", "sandbox", "model"])?;
         let sandbox = match read.text("sandbox", false)? {
             None => None,
-            Some(mode) => Some(mode.parse::<PermissionMode>().map_err(|_| {
-                format!(
-                    "invalid arguments for {TASK_TOOL}: sandbox must be {}, got \"{mode}\"",
-                    PermissionMode::CHOICES
-                )
-            })?),
+            Some(mode) => Some(
+                mode.parse::<PermissionMode>()
+                    .map_err(|_| read.fault(Problem::Sandbox(mode)))?,
+            ),
         };
         Ok(TaskArguments {
             prompt: read.prompt()?,
@@ -150,7 +175,7 @@ pub struct ReplyArguments {
 }
 
 impl ReplyArguments {
-    pub fn parse(arguments: &JsonObject) -> Result<Self, String> {
+    pub fn parse(arguments: &JsonObject) -> Result<Self, ArgumentError> {
         let read = Reader::new(REPLY_TOOL, arguments, &["sessionId", "prompt", "cwd"])?;
         Ok(ReplyArguments {
             session_id: read.text("sessionId", true)?.unwrap_or_default(),
@@ -170,36 +195,43 @@ impl<'a> Reader<'a> {
     fn new(
         tool: &'static str,
         arguments: &'a JsonObject,
-        known: &[&str],
-    ) -> Result<Reader<'a>, String> {
+        known: &[&'static str],
+    ) -> Result<Reader<'a>, ArgumentError> {
+        let read = Reader { tool, arguments };
         if let Some(unknown) = arguments.keys().find(|key| !known.contains(&key.as_str())) {
-            return Err(format!(
-                "invalid arguments for {tool}: unknown argument \"{unknown}\"; it takes {}",
-                known.join(", ")
-            ));
+            return Err(read.fault(Problem::Unknown {
+                name: unknown.clone(),
+                known: known.to_vec(),
+            }));
         }
-        Ok(Reader { tool, arguments })
+        Ok(read)
     }
 
-    fn text(&self, key: &str, required: bool) -> Result<Option<String>, String> {
-        let tool = self.tool;
+    fn fault(&self, problem: Problem) -> ArgumentError {
+        ArgumentError {
+            tool: self.tool,
+            problem,
+        }
+    }
+
+    fn text(&self, key: &str, required: bool) -> Result<Option<String>, ArgumentError> {
         match self.arguments.get(key) {
             None | Some(Value::Null) if required => {
-                Err(format!("invalid arguments for {tool}: {key} is required"))
+                Err(self.fault(Problem::Required(key.to_owned())))
             }
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(text)) if text.trim().is_empty() => {
-                Err(format!("invalid arguments for {tool}: {key} is empty"))
+                Err(self.fault(Problem::Empty(key.to_owned())))
             }
             Some(Value::String(text)) => Ok(Some(text.clone())),
-            Some(other) => Err(format!(
-                "invalid arguments for {tool}: {key} must be a string, got {}",
-                kind(other)
-            )),
+            Some(other) => Err(self.fault(Problem::NotText {
+                key: key.to_owned(),
+                got: kind(other),
+            })),
         }
     }
 
-    fn prompt(&self) -> Result<String, String> {
+    fn prompt(&self) -> Result<String, ArgumentError> {
         Ok(self.text("prompt", true)?.unwrap_or_default())
     }
 }
@@ -247,7 +279,12 @@ mod tests {
 
     #[test]
     fn bad_arguments_are_named() {
-        let error = |value| TaskArguments::parse(&args(value)).err().unwrap_or_default();
+        let error = |value| {
+            TaskArguments::parse(&args(value))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
         assert_eq!(
             error(json!({})),
             "invalid arguments for dsh: prompt is required"
@@ -272,8 +309,11 @@ mod tests {
         );
         let reply = ReplyArguments::parse(&args(json!({"prompt": "more"})));
         assert_eq!(
-            reply.err().unwrap_or_default(),
-            "invalid arguments for dsh-reply: sessionId is required"
+            reply.err(),
+            Some(ArgumentError {
+                tool: REPLY_TOOL,
+                problem: Problem::Required("sessionId".into())
+            })
         );
     }
 

@@ -28,7 +28,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
-use crate::arguments::{ReplyArguments, TaskArguments};
+use crate::arguments::{ArgumentError, ReplyArguments, TaskArguments};
 use crate::sessions::Sessions;
 use crate::task::{Progress, Task};
 
@@ -75,7 +75,7 @@ struct DshServer {
 
 impl DshServer {
     /// The task a call asks for, or the tool error that says what is wrong with its arguments.
-    fn task_for(&self, request: &CallToolRequestParams) -> Result<Task, String> {
+    fn task_for(&self, request: &CallToolRequestParams) -> Result<Task, ArgumentError> {
         let arguments = request.arguments.clone().unwrap_or_default();
         let mut flags = self.base.clone();
         match request.name.as_ref() {
@@ -159,7 +159,7 @@ impl ServerHandler for DshServer {
         }
         let task = match self.task_for(&request) {
             Ok(task) => task,
-            Err(message) => return Ok(tool_error(message).into()),
+            Err(error) => return Ok(tool_error(error.to_string()).into()),
         };
         let progress = context
             .meta
@@ -176,7 +176,7 @@ impl ServerHandler for DshServer {
         };
         let result = match task.run(progress, context.ct.clone(), &self.sessions).await {
             Ok(ran) => ran.into_result(),
-            Err(failure) => tool_error(failure),
+            Err(failure) => tool_error(failure.to_string()),
         };
         Ok(result.into())
     }

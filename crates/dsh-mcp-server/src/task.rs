@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use dsh_core::config::PermissionMode;
 use dsh_core::{
-    AgentBuilder, AgentEvent, Environment, Flags, Settings, SetupError, Stop, ToolCatalog,
-    TurnSummary,
+    AgentBuilder, AgentEvent, Environment, Flags, Settings, SetupError, SetupKind, Stop,
+    ToolCatalog, TurnSummary,
 };
 use dsh_protocol::{AbortReason, StreamEvent, Tone, View};
 use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam, ProgressToken};
@@ -26,6 +26,37 @@ pub struct Task {
     pub sandbox: Option<PermissionMode>,
 }
 
+/// What kept a call's turn from running, as the calling model reads it: the code first when
+/// dsh has one, and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    #[error(
+        "cwd \"{}\" is not a folder: give a folder that exists, absolute or relative to the \
+         server's",
+        .0.display()
+    )]
+    NotAFolder(PathBuf),
+    #[error(
+        "sandbox \"{asked}\" is wider than this server allows ({allowed}): a call may only \
+         narrow it; the server's operator can start it with --permission-mode {asked}"
+    )]
+    Wider {
+        asked: PermissionMode,
+        allowed: PermissionMode,
+    },
+    /// `dsh-reply` named a session its folder has none of.
+    #[error(
+        "SESSION_NOT_FOUND: no session {id} was run in {}: give dsh-reply the cwd the session \
+         ran in",
+        cwd.display()
+    )]
+    UnknownSession { id: String, cwd: PathBuf },
+    #[error("{}: {}", .0.code, .0.with_hint_line())]
+    Setup(SetupError),
+    #[error("cancelled before the task was sent")]
+    Cancelled,
+}
+
 /// A turn that ran (to an answer or not).
 pub struct Ran {
     pub session_id: String,
@@ -37,17 +68,13 @@ impl Task {
     /// The settings of the call: the server's, then the call's own. A `sandbox` wider than
     /// the server's mode is refused: the operator who started the server decides how far a
     /// calling model may reach.
-    fn settings(&self) -> Result<Settings, String> {
+    fn settings(&self) -> Result<Settings, TaskError> {
         if !self.cwd.is_dir() {
-            return Err(format!(
-                "cwd \"{}\" is not a folder: give a folder that exists, absolute or relative \
-                 to the server's",
-                self.cwd.display()
-            ));
+            return Err(TaskError::NotAFolder(self.cwd.clone()));
         }
         let env = Environment::from_process();
         let load = |flags: &Flags| {
-            Settings::load(self.cwd.clone(), &env, flags).map_err(|e| self.setup_failure(&e))
+            Settings::load(self.cwd.clone(), &env, flags).map_err(|e| self.setup_failure(e))
         };
         let settings = load(&self.flags)?;
         let Some(asked) = self.sandbox else {
@@ -55,11 +82,7 @@ impl Task {
         };
         let allowed = settings.permission_mode().value;
         if asked.is_wider_than(allowed) {
-            return Err(format!(
-                "sandbox \"{asked}\" is wider than this server allows ({allowed}): a call may \
-                 only narrow it; the server's operator can start it with --permission-mode \
-                 {asked}"
-            ));
+            return Err(TaskError::Wider { asked, allowed });
         }
         let mut flags = self.flags.clone();
         flags.permission_mode = Some(asked);
@@ -68,14 +91,13 @@ impl Task {
 
     /// A setting or session that kept the turn from running, as the calling model should
     /// read it: the code, and what to do.
-    fn setup_failure(&self, error: &SetupError) -> String {
-        match (error.code.as_ref(), &self.flags.session_id) {
-            ("SESSION_NOT_FOUND", Some(id)) => format!(
-                "SESSION_NOT_FOUND: no session {id} was run in {}: give dsh-reply the cwd the \
-                 session ran in",
-                self.cwd.display()
-            ),
-            _ => format!("{}: {}", error.code, error.message),
+    fn setup_failure(&self, error: SetupError) -> TaskError {
+        match (error.kind(), &self.flags.session_id) {
+            (SetupKind::SessionNotFound, Some(id)) => TaskError::UnknownSession {
+                id: id.clone(),
+                cwd: self.cwd.clone(),
+            },
+            _ => TaskError::Setup(error),
         }
     }
 
@@ -87,17 +109,17 @@ impl Task {
         mut progress: Option<Progress>,
         cancel: CancellationToken,
         sessions: &Sessions,
-    ) -> Result<Ran, String> {
+    ) -> Result<Ran, TaskError> {
         let started = Instant::now();
         let settings = self.settings()?;
         let mcp = dsh_core::McpServers::default();
         let (notices, mut notice_lines) = mpsc::unbounded_channel::<String>();
         let opened = AgentBuilder::new(settings).open(&mcp, notices);
         let mut run = tokio::select! {
-            run = opened => run.map_err(|e| self.setup_failure(&e))?,
+            run = opened => run.map_err(|e| self.setup_failure(e))?,
             () = cancel.cancelled() => {
                 mcp.shutdown().await;
-                return Err("cancelled before the task was sent".to_owned());
+                return Err(TaskError::Cancelled);
             }
         };
         let session_id = run.agent.session().id().to_owned();
@@ -125,7 +147,7 @@ impl Task {
         }
         let outcome = running.outcome().await;
         run.close().await;
-        let summary = outcome.map_err(|e| format!("{}: {e}", e.code()))?;
+        let summary = outcome.map_err(|e| TaskError::Setup(e.into()))?;
         Ok(Ran {
             session_id,
             summary,
@@ -277,6 +299,37 @@ mod tests {
     use dsh_protocol::{Failure, FailureCode, TurnEndReason};
 
     use super::*;
+
+    /// `dsh-reply` with an id its folder has no session of is told what to do, found by the
+    /// failure's kind; any other setup failure is passed on with its code.
+    #[test]
+    fn an_unknown_session_is_told_by_its_kind() {
+        let task = Task {
+            flags: Flags {
+                session_id: Some("session-nope".into()),
+                ..Flags::default()
+            },
+            cwd: PathBuf::from("/work/project"),
+            prompt: String::new(),
+            sandbox: None,
+        };
+        let unknown = SetupError::of(SetupKind::SessionNotFound, "no such id".into());
+        let unknown = task.setup_failure(unknown);
+        assert!(
+            matches!(unknown, TaskError::UnknownSession { .. }),
+            "{unknown:?}"
+        );
+        assert_eq!(
+            unknown.to_string(),
+            "SESSION_NOT_FOUND: no session session-nope was run in /work/project: give \
+             dsh-reply the cwd the session ran in"
+        );
+        let locked = SetupError::of(SetupKind::SessionLocked, "in use".into()).with_hint("wait");
+        assert_eq!(
+            task.setup_failure(locked).to_string(),
+            "SESSION_LOCKED: in use\nhint: wait"
+        );
+    }
 
     /// Every card is told while the client waits, as its line: what the model handed the
     /// user says so.

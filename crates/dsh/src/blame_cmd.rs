@@ -20,12 +20,13 @@ pub fn run(file: &Path, line: Option<usize>, json: bool) -> u8 {
         Err(error) => {
             let hint = match &error {
                 dsh_core::BlameError::Unreadable { .. } => {
-                    "\nhint: give the file's path from this directory, the one its sessions ran in"
+                    Some("give the file's path from this directory, the one its sessions ran in")
                 }
-                dsh_core::BlameError::NoLine { .. } => "\nhint: leave :LINE out to see every line",
-                dsh_core::BlameError::Outside { .. } => "",
+                dsh_core::BlameError::NoLine { .. } => Some("leave :LINE out to see every line"),
+                dsh_core::BlameError::Outside { .. } => None,
             };
-            let error = SetupError::new(error.code(), format!("{error}{hint}"));
+            let mut error = SetupError::new(error.code(), error.to_string());
+            error.hint = hint.map(str::to_owned);
             return fail(&error, json);
         }
     };

@@ -89,8 +89,8 @@ async fn set_up_and_run(
     };
     let (task, mut run) = match set_up {
         Ok(ready) => ready,
-        Err(SetupError { message, code }) => {
-            surface.fail(&message, &message, Some(code.into_owned()));
+        Err(error) => {
+            surface.failed(&error);
             return if stop.expired().is_some() {
                 crate::exit_status::TIMEOUT
             } else {

@@ -11,7 +11,8 @@ pub fn run(patches: &[std::path::PathBuf]) -> u8 {
             let _ = std::io::stdout().write_all(text.as_bytes());
             if usable { 0 } else { 1 }
         }
-        Err(SetupError { message, .. }) => {
+        Err(error) => {
+            let message = error.with_hint_line();
             crate::surface::Surface::new(false).fail(&message, &message, None);
             1
         }

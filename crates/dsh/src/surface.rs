@@ -209,9 +209,10 @@ impl Surface {
 }
 
 impl Surface {
-    /// [`Surface::fail`] for a failure that knows its code.
+    /// [`Surface::fail`] for a failure that knows its code, with its hint on a line of its own.
     pub fn failed(&mut self, error: &dsh_core::SetupError) {
-        self.fail(&error.message, &error.message, Some(error.code.to_string()));
+        let message = error.with_hint_line();
+        self.fail(&message, &message, Some(error.code.to_string()));
     }
 }
 

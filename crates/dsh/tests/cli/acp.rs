@@ -481,11 +481,12 @@ fn bad_requests_are_errors_that_say_what_was_wrong() {
         json!({"sessionId": "session-nope", "cwd": env.ws_path()}),
     );
     assert_eq!(unknown["error"]["code"], -32002, "{unknown}");
+    // Said as an editor can act on it: the folder's sessions are listed by session/list.
+    let said = unknown["error"]["message"].as_str().unwrap();
     assert!(
-        unknown["error"]["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("SESSION_NOT_FOUND: ")
+        said.starts_with("SESSION_NOT_FOUND: no session session-nope was recorded in ")
+            && said.ends_with(": session/list shows the folder's sessions"),
+        "{said}"
     );
 
     let session = editor.new_session(&env);
