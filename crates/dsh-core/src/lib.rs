@@ -110,7 +110,8 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
 }
 
 /// The sandbox helper, for the binary that runs agents: bubblewrap starts that binary again as
-/// the helper inside each run's sandbox, so it must call `serve_if_asked` first thing in `main`.
+/// the helper inside each run's sandbox, so it must call `serve_if_asked` first thing in `main`
+/// and exit with the status it returns, when it returns one.
 pub mod sandbox_helper {
     pub use dsh_sandbox::helper::serve_if_asked;
 }

@@ -27,7 +27,10 @@ use cli::Command;
 fn main() -> ExitCode {
     // Before anything else, and before any thread starts: this process may be the run's
     // sandbox helper, started by bubblewrap inside its sandbox.
-    dsh_core::sandbox_helper::serve_if_asked();
+    if let Some(status) = dsh_core::sandbox_helper::serve_if_asked() {
+        // The helper served its sandbox's commands; nothing else of dsh runs in it.
+        std::process::exit(status);
+    }
     let args = std::env::args_os().skip(1).collect();
     let terminals = cli::Terminals {
         stdin: std::io::stdin().is_terminal(),

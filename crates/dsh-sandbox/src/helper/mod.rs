@@ -52,34 +52,42 @@ struct Offered {
 /// 3); the helper makes it close-on-exec first thing, so no command inherits it.
 pub(crate) const SEALED_FD: RawFd = 4;
 
-/// Serves as a sandbox helper and exits, when this process was started as one (by
-/// [`HelperLaunch`], with [`HELPER_ARG`]); otherwise offers the current executable as the
-/// helper for this process's sandboxes and returns. Call it first thing in `main`, before any
-/// thread starts: the helper forks, and must be single-threaded.
-pub fn serve_if_asked() {
+/// Serves as a sandbox helper when this process was started as one (by [`HelperLaunch`], with
+/// [`HELPER_ARG`]), and returns the status the process must exit with at once; otherwise offers
+/// the current executable as the helper for this process's sandboxes and returns `None`. Call
+/// it first thing in `main`, before any thread starts: the helper forks, and must be
+/// single-threaded.
+#[must_use = "a helper that served must exit with the status at once"]
+pub fn serve_if_asked() -> Option<i32> {
     let mut args = std::env::args_os().skip(1);
     if args.next().as_deref() == Some(std::ffi::OsStr::new(HELPER_ARG)) {
-        // Descriptor 3 is the socket dsh handed over; the commands must not inherit it.
-        // SAFETY: fcntl on descriptor 3, then taking ownership of it.
-        let socket = unsafe {
-            if libc::fcntl(3, libc::F_SETFD, libc::FD_CLOEXEC) != 0 {
-                std::process::exit(2);
-            }
-            <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(3)
-        };
-        // The sealed copy it was started from, when it was: not for the commands either. Its
-        // name is dsh's, however it was started (from a copy it would be the descriptor's).
-        // SAFETY: fcntl on a descriptor number (one that is not open fails harmlessly), and
-        // prctl with a NUL-terminated name.
-        unsafe {
-            libc::fcntl(SEALED_FD, libc::F_SETFD, libc::FD_CLOEXEC);
-            libc::prctl(libc::PR_SET_NAME, c"dsh".as_ptr(), 0, 0, 0);
-        }
-        std::process::exit(server::serve(socket));
+        return Some(serve_handed_socket());
     }
     if let Ok(exe) = std::env::current_exe() {
         offer(exe);
     }
+    None
+}
+
+/// Serves on the socket dsh handed over as descriptor 3; the status to exit with.
+fn serve_handed_socket() -> i32 {
+    // Descriptor 3 is the socket dsh handed over; the commands must not inherit it.
+    // SAFETY: fcntl on descriptor 3, then taking ownership of it.
+    let socket = unsafe {
+        if libc::fcntl(3, libc::F_SETFD, libc::FD_CLOEXEC) != 0 {
+            return 2;
+        }
+        <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(3)
+    };
+    // The sealed copy it was started from, when it was: not for the commands either. Its
+    // name is dsh's, however it was started (from a copy it would be the descriptor's).
+    // SAFETY: fcntl on a descriptor number (one that is not open fails harmlessly), and
+    // prctl with a NUL-terminated name.
+    unsafe {
+        libc::fcntl(SEALED_FD, libc::F_SETFD, libc::FD_CLOEXEC);
+        libc::prctl(libc::PR_SET_NAME, c"dsh".as_ptr(), 0, 0, 0);
+    }
+    server::serve(socket)
 }
 
 /// Offers `exe` as the executable that serves as a helper (one whose `main` calls
