@@ -19,7 +19,8 @@ use agent_client_protocol::v1::schema::{
 };
 use dsh_core::ToolCatalog;
 use dsh_core::ask::{
-    Answer, Approval, Choice, EditorFiles, EditorFuture, FormRequest, Questions, Request, Requests,
+    Answer, Approval, Choice, EditorFiles, EditorFuture, EditorRefused, FormRequest, Questions,
+    Request, Requests,
 };
 
 const ALLOW_ONCE: &str = "allow-once";
@@ -58,8 +59,9 @@ impl EditorClient {
         self.forms
     }
 
-    fn session_id(&self) -> Result<SessionId, String> {
-        (self.session.get().cloned()).ok_or_else(|| "the session is not open yet".to_owned())
+    fn session_id(&self) -> Result<SessionId, EditorRefused> {
+        (self.session.get().cloned())
+            .ok_or_else(|| EditorRefused("the session is not open yet".to_owned()))
     }
 
     /// Names the session the requests are about, and its tools, once it is open.
@@ -263,7 +265,9 @@ impl EditorFiles for EditorClient {
             let request = ReadTextFileRequest::new(self.session_id()?, path.to_path_buf());
             after_pending_updates().await;
             let response = self.connection.send_request(request).block_task().await;
-            response.map(|r| r.content).map_err(|e| e.message)
+            response
+                .map(|r| r.content)
+                .map_err(|e| EditorRefused(e.message))
         })
     }
 
@@ -272,7 +276,7 @@ impl EditorFiles for EditorClient {
             let request = WriteTextFileRequest::new(self.session_id()?, path.to_path_buf(), text);
             after_pending_updates().await;
             let response = self.connection.send_request(request).block_task().await;
-            response.map(|_| ()).map_err(|e| e.message)
+            response.map(|_| ()).map_err(|e| EditorRefused(e.message))
         })
     }
 }

@@ -125,7 +125,7 @@ pub mod ask {
     pub use dsh_sandbox::escalation::{ApprovalOutcome, ApprovalRequest};
     pub use dsh_tools::elicit::{ChoiceOption, FieldKind, shown_value, typed_value};
     pub use dsh_tools::{
-        Answer, AskOutcome, EditorFiles, EditorFuture, Elicitation, ElicitationAnswer, Form,
-        FormField, Question, QuestionOption,
+        Answer, AskOutcome, EditorFiles, EditorFuture, EditorRefused, Elicitation,
+        ElicitationAnswer, Form, FormField, Question, QuestionOption,
     };
 }

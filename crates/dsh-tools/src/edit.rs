@@ -149,7 +149,7 @@ impl Tool for Edit {
                 editor
                     .write_text(&target.display, text)
                     .await
-                    .map_err(|reason| crate::write::editor_refused(&shown, &reason))?;
+                    .map_err(|reason| crate::write::editor_refused(&shown, &reason.0))?;
                 ctx.session.observe_written(&target.key);
             }
             Ok(ToolOutput::text(if replace_all {

@@ -9,9 +9,15 @@ use std::path::Path;
 use std::pin::Pin;
 
 /// A future an editor answers.
-pub type EditorFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'a>>;
+pub type EditorFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, EditorRefused>> + Send + 'a>>;
 
-/// The editor's side. An error is the editor's reason, in words.
+/// The editor would not do what was asked: its reason, in its own words (a tool's error
+/// quotes it to the model).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EditorRefused(pub String);
+
+/// The editor's side. An error is the editor's reason.
 pub trait EditorFiles: Send + Sync {
     /// Whether reads go to the editor.
     fn reads(&self) -> bool;

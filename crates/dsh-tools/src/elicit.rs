@@ -93,18 +93,16 @@ impl Form {
     /// The form a requested schema describes: an object of flat properties (strings, numbers,
     /// booleans, single- and multi-select enums, as MCP allows). Anything else is refused
     /// with the reason, for the server.
-    pub fn from_schema(schema: &Value) -> Result<Form, String> {
+    pub fn from_schema(schema: &Value) -> Result<Form, SchemaError> {
         if schema.get("type").and_then(Value::as_str) != Some("object") {
-            return Err("the requested schema is not an object".into());
+            return Err(SchemaError::NotAnObject);
         }
         let count = schema
             .get("properties")
             .and_then(Value::as_object)
             .map_or(0, Map::len);
         if count > MAX_FIELDS {
-            return Err(format!(
-                "it has {count} fields, more than the {MAX_FIELDS} a form shows"
-            ));
+            return Err(SchemaError::TooManyFields(count));
         }
         let required: Vec<&str> = schema
             .get("required")
@@ -116,9 +114,7 @@ impl Form {
         let mut fields = Vec::new();
         let properties = schema.get("properties").and_then(Value::as_object);
         for (name, property) in properties.into_iter().flatten() {
-            let kind = field_kind(property).ok_or_else(|| {
-                format!("property \"{name}\" is not a kind of field dsh can show")
-            })?;
+            let kind = field_kind(property).ok_or_else(|| SchemaError::Unshowable(name.clone()))?;
             let text = |key: &str| property.get(key).and_then(Value::as_str).map(str::to_owned);
             let default = property
                 .get("default")
@@ -249,30 +245,69 @@ fn listed_options(schema: &Value) -> Option<Vec<ChoiceOption>> {
         .collect()
 }
 
+/// Why a requested schema cannot be shown as a form, as the server is told.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SchemaError {
+    #[error("the requested schema is not an object")]
+    NotAnObject,
+    #[error("it has {0} fields, more than the {MAX_FIELDS} a form shows")]
+    TooManyFields(usize),
+    /// The property's name: its kind is none a form has.
+    #[error("property \"{0}\" is not a kind of field dsh can show")]
+    Unshowable(String),
+}
+
+/// Why a value is no answer to a field, said after the field's label.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum Unfit {
+    #[error("needs text")]
+    Text,
+    #[error("is not a valid {0}")]
+    Format(String),
+    #[error("needs at least {0} characters")]
+    TooShort(u64),
+    #[error("takes at most {0} characters")]
+    TooLong(u64),
+    #[error("needs a number")]
+    Number,
+    #[error("needs a whole number")]
+    Whole,
+    #[error("must be at least {0}")]
+    Below(f64),
+    #[error("must be at most {0}")]
+    Above(f64),
+    #[error("needs yes or no")]
+    YesOrNo,
+    #[error("needs one of the options")]
+    Option,
+    #[error("\"{0}\" is not one of the options")]
+    NotAnOption(String),
+    #[error("needs a list of options")]
+    Options,
+    #[error("needs at least {0} choices")]
+    TooFew(u64),
+    #[error("takes at most {0} choices")]
+    TooMany(u64),
+}
+
 /// Whether `value` is an answer `kind` takes; else why not.
-fn fits(kind: &FieldKind, value: &Value) -> Result<(), String> {
+fn fits(kind: &FieldKind, value: &Value) -> Result<(), Unfit> {
     match kind {
         FieldKind::Text {
             format,
             min_length,
             max_length,
         } => {
-            let text = value.as_str().ok_or("needs text")?;
+            let text = value.as_str().ok_or(Unfit::Text)?;
             if let Some(format) = format {
                 formatted(format, text)?;
             }
             let length = text.chars().count() as u64;
             if min_length.is_some_and(|min| length < min) {
-                return Err(format!(
-                    "needs at least {} characters",
-                    min_length.unwrap_or(0)
-                ));
+                return Err(Unfit::TooShort(min_length.unwrap_or(0)));
             }
             if max_length.is_some_and(|max| length > max) {
-                return Err(format!(
-                    "takes at most {} characters",
-                    max_length.unwrap_or(0)
-                ));
+                return Err(Unfit::TooLong(max_length.unwrap_or(0)));
             }
             Ok(())
         }
@@ -281,28 +316,25 @@ fn fits(kind: &FieldKind, value: &Value) -> Result<(), String> {
             minimum,
             maximum,
         } => {
-            let number = value.as_f64().ok_or("needs a number")?;
+            let number = value.as_f64().ok_or(Unfit::Number)?;
             if *integer && !(value.is_i64() || value.is_u64()) {
-                return Err("needs a whole number".into());
+                return Err(Unfit::Whole);
             }
             if minimum.is_some_and(|min| number < min) {
-                return Err(format!("must be at least {}", minimum.unwrap_or(0.0)));
+                return Err(Unfit::Below(minimum.unwrap_or(0.0)));
             }
             if maximum.is_some_and(|max| number > max) {
-                return Err(format!("must be at most {}", maximum.unwrap_or(0.0)));
+                return Err(Unfit::Above(maximum.unwrap_or(0.0)));
             }
             Ok(())
         }
-        FieldKind::Boolean => value
-            .as_bool()
-            .map(|_| ())
-            .ok_or_else(|| "needs yes or no".into()),
+        FieldKind::Boolean => value.as_bool().map(|_| ()).ok_or(Unfit::YesOrNo),
         FieldKind::Choice { options } => {
-            let chosen = value.as_str().ok_or("needs one of the options")?;
+            let chosen = value.as_str().ok_or(Unfit::Option)?;
             if options.iter().any(|o| o.value == chosen) {
                 Ok(())
             } else {
-                Err(format!("\"{chosen}\" is not one of the options"))
+                Err(Unfit::NotAnOption(chosen.to_owned()))
             }
         }
         FieldKind::Choices {
@@ -310,19 +342,19 @@ fn fits(kind: &FieldKind, value: &Value) -> Result<(), String> {
             min_items,
             max_items,
         } => {
-            let chosen = value.as_array().ok_or("needs a list of options")?;
+            let chosen = value.as_array().ok_or(Unfit::Options)?;
             for item in chosen {
-                let item = item.as_str().ok_or("needs a list of options")?;
+                let item = item.as_str().ok_or(Unfit::Options)?;
                 if !options.iter().any(|o| o.value == item) {
-                    return Err(format!("\"{item}\" is not one of the options"));
+                    return Err(Unfit::NotAnOption(item.to_owned()));
                 }
             }
             let count = chosen.len() as u64;
             if min_items.is_some_and(|min| count < min) {
-                return Err(format!("needs at least {} choices", min_items.unwrap_or(0)));
+                return Err(Unfit::TooFew(min_items.unwrap_or(0)));
             }
             if max_items.is_some_and(|max| count > max) {
-                return Err(format!("takes at most {} choices", max_items.unwrap_or(0)));
+                return Err(Unfit::TooMany(max_items.unwrap_or(0)));
             }
             Ok(())
         }
@@ -331,7 +363,7 @@ fn fits(kind: &FieldKind, value: &Value) -> Result<(), String> {
 
 /// Whether `text` is in the string `format` the schema names (MCP allows four); an unknown
 /// format is not checked.
-fn formatted(format: &str, text: &str) -> Result<(), String> {
+fn formatted(format: &str, text: &str) -> Result<(), Unfit> {
     let digits = |part: &str, n: usize| part.len() == n && part.bytes().all(|b| b.is_ascii_digit());
     let date = |text: &str| {
         let parts: Vec<&str> = text.split('-').collect();
@@ -357,7 +389,7 @@ fn formatted(format: &str, text: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!("is not a valid {format}"))
+        Err(Unfit::Format(format.to_owned()))
     }
 }
 
@@ -463,17 +495,18 @@ mod tests {
             .map(|i| (format!("f{i}"), json!({"type": "string"})))
             .collect();
         let schema = json!({"type": "object", "properties": properties});
-        assert!(
-            Form::from_schema(&schema)
-                .unwrap_err()
-                .contains("51 fields")
+        let big = Form::from_schema(&schema).unwrap_err();
+        assert_eq!(big, SchemaError::TooManyFields(51));
+        assert_eq!(
+            big.to_string(),
+            "it has 51 fields, more than the 50 a form shows"
         );
         let many: Vec<String> = (0..201).map(|i| format!("o{i}")).collect();
         let schema =
             json!({"type": "object", "properties": {"pick": {"type": "string", "enum": many}}});
         assert_eq!(
             Form::from_schema(&schema).unwrap_err(),
-            "property \"pick\" is not a kind of field dsh can show"
+            SchemaError::Unshowable("pick".into())
         );
     }
 
@@ -530,10 +563,15 @@ mod tests {
     #[test]
     fn a_schema_dsh_cannot_show_is_refused_with_the_reason() {
         let nested = json!({"type": "object", "properties": {"n": {"type": "object"}}});
+        let nested = Form::from_schema(&nested).unwrap_err();
+        assert_eq!(nested, SchemaError::Unshowable("n".into()));
         assert_eq!(
-            Form::from_schema(&nested).unwrap_err(),
+            nested.to_string(),
             "property \"n\" is not a kind of field dsh can show"
         );
-        assert!(Form::from_schema(&json!({"type": "string"})).is_err());
+        assert_eq!(
+            Form::from_schema(&json!({"type": "string"})),
+            Err(SchemaError::NotAnObject)
+        );
     }
 }

@@ -59,7 +59,7 @@ pub use describe::{
     CallChange, CallView, ToolCatalog, ToolFacts, ToolKind, description_problems, text_arg,
 };
 pub use edit::Edit;
-pub use editor::{EditorFiles, EditorFuture};
+pub use editor::{EditorFiles, EditorFuture, EditorRefused};
 pub use elicit::{Elicitation, ElicitationAnswer, Form, FormField};
 pub use error::{ToolError, fs_code};
 pub use filter::ToolFilter;
@@ -77,8 +77,8 @@ pub use search::grep::{Grep, MAX_HELD_LINE_BYTES};
 pub use shell::bash::Bash;
 pub use shell::job_tools::{JobKill, JobList, JobOutput};
 pub use shell::{
-    DEFAULT_SCRUB, JobRegistry, MAX_RUNNING, PendingWatches, Script, ScriptRun, Shell, ShellEnv,
-    settle_left_over,
+    DEFAULT_SCRUB, JobRegistry, MAX_RUNNING, PendingWatches, Script, ScriptError, ScriptRun, Shell,
+    ShellEnv, settle_left_over,
 };
 pub use spill::{MAX_INLINE_BYTES, SpillStore};
 pub use str_replace_editor::StrReplaceEditor;

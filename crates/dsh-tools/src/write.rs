@@ -101,7 +101,7 @@ impl Tool for Write {
                 editor
                     .write_text(&target.display, content)
                     .await
-                    .map_err(|reason| editor_refused(&shown, &reason))?;
+                    .map_err(|reason| editor_refused(&shown, &reason.0))?;
                 ctx.session.observe_written(&target.key);
             }
             let what = if created {

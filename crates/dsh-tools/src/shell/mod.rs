@@ -34,6 +34,16 @@ pub struct Script<'a> {
     pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
 }
 
+/// Why [`Shell::run_script`] could not start a script.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    /// No sandbox could confine it (and nothing runs unconfined).
+    #[error(transparent)]
+    Unavailable(#[from] dsh_sandbox::SandboxUnavailable),
+    #[error(transparent)]
+    Spawn(#[from] std::io::Error),
+}
+
 /// How a script run by [`Shell::run_script`] ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScriptRun {
@@ -112,7 +122,7 @@ impl Shell {
         &self,
         script: Script<'_>,
         cancel: &tokio_util::sync::CancellationToken,
-    ) -> Result<ScriptRun, String> {
+    ) -> Result<ScriptRun, ScriptError> {
         let Script {
             text,
             input,
@@ -122,7 +132,7 @@ impl Shell {
             env: extra_env,
         } = script;
         let argv = vec!["bash".into(), "-c".into(), text.into()];
-        let confined = (self.sandbox.confine(argv, policy)).map_err(|e| e.to_string())?;
+        let confined = self.sandbox.confine(argv, policy)?;
         let (_, tag) = self.next_tag();
         let spec = process::Spec {
             argv: confined.argv.clone(),
@@ -141,9 +151,7 @@ impl Shell {
             redactor: None,
             helper: confined.helper().cloned(),
         };
-        let process = process::ShellProcess::spawn(spec)
-            .await
-            .map_err(|e| e.to_string())?;
+        let process = process::ShellProcess::spawn(spec).await?;
         let (exit, timed_out) = tokio::select! {
             exit = tokio::time::timeout(limit, process.settled()) => match exit {
                 Ok(exit) => (exit, false),
