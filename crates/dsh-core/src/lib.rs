@@ -35,6 +35,7 @@ mod output_schema;
 mod plan_approval;
 mod prompt;
 mod repair;
+pub mod replay;
 mod requests;
 mod run;
 mod saved_prompt;

@@ -45,6 +45,9 @@ pub struct TurnFacts {
     /// conversation the session goes on with does not hold it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub rewound: bool,
+    /// How it ended (`completed`, `interrupted`, ...); none for a turn cut off by a crash.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended: Option<String>,
 }
 
 /// A session as read: its header, its turns, and where its log is.
@@ -53,6 +56,8 @@ pub struct SessionFacts {
     pub header: SessionHeader,
     pub path: PathBuf,
     pub turns: Vec<TurnFacts>,
+    /// The records, for what else a reader needs of them (checkpoints, permissions).
+    pub(crate) records: Vec<Record>,
 }
 
 impl SessionFacts {
@@ -136,7 +141,13 @@ pub(crate) fn facts_of(home: &Path, path: &Path) -> Result<SessionFacts, CoreErr
                 usage: Usage::default(),
                 files: files.get(turn).cloned().unwrap_or_default(),
                 rewound: false,
+                ended: None,
             }),
+            Record::TurnEnd { turn, reason } => {
+                if let Some(t) = turn_of(&mut turns, *turn) {
+                    t.ended = Some(dsh_protocol::view::reason_kind(reason));
+                }
+            }
             Record::UserMessage {
                 turn,
                 message,
@@ -190,6 +201,7 @@ pub(crate) fn facts_of(home: &Path, path: &Path) -> Result<SessionFacts, CoreErr
         header: log.header,
         path: path.to_path_buf(),
         turns,
+        records,
     })
 }
 

@@ -48,6 +48,7 @@ const READERS: &[Reader] = &[
     ("mcp", true, subcommands::mcp),
     ("rewind", true, subcommands::rewind),
     ("blame", true, subcommands::blame),
+    ("replay", true, subcommands::replay),
 ];
 
 /// Parses the arguments after the program name. `terminals` decides between the terminal UI

@@ -11,6 +11,7 @@ mod exit_status;
 mod login_cmd;
 mod mcp_cmd;
 mod place;
+mod replay_cmd;
 mod rewind_cmd;
 mod run;
 mod sandbox_check;
@@ -74,6 +75,7 @@ fn main() -> ExitCode {
         }
         Ok(Command::WorkflowList) => ExitCode::from(workflow_list()),
         Ok(Command::Rewind(args)) => ExitCode::from(rewind_cmd::run(&args)),
+        Ok(Command::Replay(args)) => ExitCode::from(replay_cmd::run(&args)),
         Ok(Command::Blame { file, line, json }) => {
             ExitCode::from(blame_cmd::run(&file, line, json))
         }
@@ -83,6 +85,7 @@ fn main() -> ExitCode {
                 host: args.host,
                 port: args.port,
                 open: args.open,
+                app: args.app,
                 flags: args.flags,
             };
             match dsh_web_ui::run(options) {

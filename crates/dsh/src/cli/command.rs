@@ -66,6 +66,9 @@ pub enum Command {
         line: Option<usize>,
         json: bool,
     },
+    /// `dsh replay ID --model ROUTE [--to TURN] [--keep] [--json]`: a session's turns again on
+    /// another route, in a scratch copy of its workspace.
+    Replay(crate::replay_cmd::ReplayArgs),
     /// `dsh rewind ID [...]`: a session's turns, or going back to the start of one.
     Rewind(crate::rewind_cmd::RewindArgs),
     /// `dsh web [--host H] [--port N] [--open]`: the browser app; the flags are every
@@ -111,6 +114,8 @@ pub struct WebArgs {
     pub host: String,
     pub port: u16,
     pub open: bool,
+    /// `--app`: the app in a window of its own.
+    pub app: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -146,6 +146,13 @@ pub const COMMANDS: &[Form] = &[
         RunOptions::None,
     ),
     with(
+        "replay",
+        "dsh replay <session> --model <route> [--to <turn>] [--keep] [--json]",
+        "a session's turns again on another model, side by side",
+        REPLAY_FLAGS,
+        RunOptions::None,
+    ),
+    with(
         "workflow",
         "dsh workflow <name> [--args <json>] [OPTIONS]",
         "run a saved workflow, .dsh/workflows/<name>.js",
@@ -155,7 +162,7 @@ pub const COMMANDS: &[Form] = &[
     form("workflow", "dsh workflow list", "the saved workflows"),
     with(
         "web",
-        "dsh web [--port <n>] [--host <addr>] [--open] [OPTIONS]",
+        "dsh web [--port <n>] [--host <addr>] [--open] [--app] [OPTIONS]",
         "the browser app, on 127.0.0.1:8976",
         WEB_FLAGS,
         RunOptions::Defaults,
@@ -277,6 +284,58 @@ pub const SESSIONS_DIFF_FLAGS: &[Flag] = &[json(
 pub const BLAME_FLAGS: &[Flag] = &[json(
     "With blame: one JSON object a line of the file (docs/events.schema.json, blameLine)",
 )];
+
+pub const REPLAY_FLAGS: &[Flag] = &[
+    Flag::valued(
+        "--model",
+        "<route>",
+        Complete::Nothing,
+        "The model to replay on, as --model names it for a run (provider/model)",
+        |p, given| {
+            let model = given.value.filter(|m| !m.is_empty() && !m.starts_with('-'));
+            let model = model.ok_or_else(|| {
+                Stop::refused(
+                    format!("--model needs a model to replay on: {}", synopsis("replay")),
+                    true,
+                )
+            })?;
+            p.flags.model = Some(model.to_owned());
+            Ok(())
+        },
+    )
+    .whole(),
+    Flag::valued(
+        "--to",
+        "<turn>",
+        Complete::Nothing,
+        "Replay the turns up to this one (its number in the session), not all of them",
+        |p, given| {
+            let value = given.value.unwrap_or_default();
+            let turn = value.parse::<u32>().ok().filter(|n| *n > 0);
+            p.to_turn = Some(turn.ok_or_else(|| {
+                Stop::refused(
+                    format!("--to takes a turn number (1, 2, ...), got \"{value}\""),
+                    true,
+                )
+            })?);
+            Ok(())
+        },
+    )
+    .whole(),
+    Flag::switch(
+        "--keep",
+        "Keep the scratch folder the replay ran in (removed at the end without it)",
+        |p, _| {
+            p.keep = true;
+            Ok(())
+        },
+    )
+    .whole(),
+    json(
+        "One JSON object: each turn side by side, the totals and whether the final files match \
+         (docs/events.schema.json, replayReport)",
+    ),
+];
 
 pub const MCP_LIST_FLAGS: &[Flag] = &[json(
     "With list: one JSON array of the servers (docs/events.schema.json, mcpServers)",
@@ -435,6 +494,16 @@ pub const WEB_FLAGS: &[Flag] = &[
         Ok(())
     })
     .whole(),
+    Flag::switch(
+        "--app",
+        "Open the app in a window of its own: a Chromium-family browser's app mode (chromium, \
+         google-chrome, brave, microsoft-edge) where one is on PATH, else the default browser",
+        |p, _| {
+            p.app = true;
+            Ok(())
+        },
+    )
+    .whole(),
 ];
 
 pub const MCP_LOGIN_FLAGS: &[Flag] = &[
@@ -489,6 +558,7 @@ pub const COMMAND_WORDS: &[&str] = &[
     "sessions",
     "rewind",
     "blame",
+    "replay",
     "workflow",
     "web",
     "acp",

@@ -168,6 +168,8 @@ pub struct Parsed {
     pub port: Option<u16>,
     /// `dsh web --open`.
     pub open: bool,
+    /// `dsh web --app`.
+    pub app: bool,
     /// `dsh workflow NAME --args`.
     pub workflow_args: Option<serde_json::Value>,
     /// `dsh rewind --to`.
@@ -188,6 +190,8 @@ pub struct Parsed {
     pub no_browser: bool,
     /// `dsh sessions search --limit`.
     pub limit: Option<usize>,
+    /// `dsh replay --keep`.
+    pub keep: bool,
 }
 
 /// What a command makes of an argument that is none of its flags.

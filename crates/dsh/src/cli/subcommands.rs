@@ -5,9 +5,9 @@ use dsh_core::checkpoints::RewindRequest;
 
 use super::command::Command;
 use super::commands::{
-    BLAME_FLAGS, KEY_FLAGS, MCP_LIST_FLAGS, MCP_LOGIN_FLAGS, REWIND_FLAGS, SANDBOX_FLAGS,
-    SESSIONS_DIFF_FLAGS, SESSIONS_LIST_FLAGS, SESSIONS_SEARCH_FLAGS, SESSIONS_SHOW_FLAGS,
-    WORKFLOW_FLAGS, synopsis,
+    BLAME_FLAGS, KEY_FLAGS, MCP_LIST_FLAGS, MCP_LOGIN_FLAGS, REPLAY_FLAGS, REWIND_FLAGS,
+    SANDBOX_FLAGS, SESSIONS_DIFF_FLAGS, SESSIONS_LIST_FLAGS, SESSIONS_SEARCH_FLAGS,
+    SESSIONS_SHOW_FLAGS, WORKFLOW_FLAGS, synopsis,
 };
 use super::completions::Shell;
 use super::flag::{Parsed, Stop, Word, scan};
@@ -269,6 +269,38 @@ pub fn blame(args: &[String]) -> Result<Command, Stop> {
         line,
         json: parsed.json,
     })
+}
+
+/// `replay ID --model ROUTE [--to TURN] [--keep] [--json]`.
+pub fn replay(args: &[String]) -> Result<Command, Stop> {
+    let usage = synopsis("replay");
+    let mut parsed = Parsed::default();
+    let words = scan(args.to_vec(), REPLAY_FLAGS, &mut parsed, |word| {
+        if word.starts_with('-') {
+            return Err(refused(format!(
+                "unknown option {word} for dsh replay: {usage}"
+            )));
+        }
+        Ok(Word::Keep)
+    })?;
+    let [id] = words.as_slice() else {
+        return Err(refused(format!(
+            "dsh replay takes one session id (`dsh sessions search TEXT` finds one): {usage}"
+        )));
+    };
+    let Some(model) = parsed.flags.model else {
+        return Err(refused(format!(
+            "dsh replay needs --model, the route to replay on (as `--model deepseek/deepseek-v4-pro`): \
+             {usage}"
+        )));
+    };
+    Ok(Command::Replay(crate::replay_cmd::ReplayArgs {
+        id: id.clone(),
+        model,
+        to: parsed.to_turn,
+        keep: parsed.keep,
+        json: parsed.json,
+    }))
 }
 
 /// `login [--model NAME]` or `logout [--model NAME]`.

@@ -168,6 +168,41 @@ fn every_json_output_of_every_command_matches_the_schema() {
     );
     covered.push("sessions");
 
+    // A replay on the same route (the script's next answer), and its refusals.
+    let replayed = outputs(
+        &env.run(
+            dsh(),
+            &[
+                "replay",
+                &id,
+                "--model",
+                "deepseek-v4-flash",
+                "--to",
+                "1",
+                "--json",
+            ],
+        ),
+        "replayReport",
+    );
+    assert_eq!(replayed[0]["original"], id.as_str());
+    let no_turn = [
+        "replay",
+        &id,
+        "--model",
+        "deepseek-v4-flash",
+        "--to",
+        "99",
+        "--json",
+    ];
+    assert_eq!(failure(&env.run(dsh(), &no_turn)), "REPLAY_TURN");
+    let nobody = ["replay", "session-nope", "--model", "x", "--json"];
+    assert_eq!(failure(&env.run(dsh(), &nobody)), "SESSION_NOT_FOUND");
+    assert_eq!(
+        failure(&env.run(dsh(), &["replay", &id, "--json"])),
+        "USAGE"
+    );
+    covered.push("replay");
+
     // Rewinds: the listing, a plan, and each way one is refused.
     let turns = outputs(&env.run(dsh(), &["rewind", &id, "--json"]), "rewindTurns");
     assert_eq!(turns[0][0]["turn"], 1);

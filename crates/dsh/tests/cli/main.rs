@@ -29,6 +29,7 @@ mod output_schema;
 mod outside;
 mod patches;
 mod providers;
+mod replay;
 mod rewind;
 mod sandbox;
 mod search;
