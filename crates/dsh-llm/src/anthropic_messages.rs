@@ -228,7 +228,7 @@ fn result_part(part: &ToolOutputPart) -> Value {
                 "media_type": image.media_type,
                 "data": data,
             }}),
-            Err(line) => json!({"type": "text", "text": line}),
+            Err(line) => json!({"type": "text", "text": line.to_string()}),
         },
     }
 }

@@ -134,7 +134,7 @@ fn push_items(out: &mut Vec<Value>, message: &Message) {
                                 "type": "input_image",
                                 "image_url": format!("data:{};base64,{data}", image.media_type),
                             }),
-                            Err(line) => json!({"type": "input_text", "text": line}),
+                            Err(line) => json!({"type": "input_text", "text": line.to_string()}),
                         }
                     ]})),
                     Block::ToolResult {
@@ -152,7 +152,7 @@ fn push_items(out: &mut Vec<Value>, message: &Message) {
                                             "type": "input_image",
                                             "image_url": format!("data:{};base64,{data}", image.media_type),
                                         })),
-                                        Err(line) => text.push_str(&line),
+                                        Err(line) => text.push_str(&line.to_string()),
                                     }
                                 }
                             }

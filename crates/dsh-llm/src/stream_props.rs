@@ -35,7 +35,7 @@ fn decode(bytes: &[u8], cuts: &[usize]) -> Decoded {
 fn assemble<A: StreamedAnswer + Default>(
     bytes: &[u8],
     cuts: &[usize],
-) -> Option<Result<Completion, String>> {
+) -> Option<Result<Completion, dsh_protocol::Failure>> {
     let mut answer = A::default();
     let mut ignore = |_: StreamDelta| {};
     let mut sink: crate::DeltaSink<'_> = &mut ignore;
@@ -43,7 +43,7 @@ fn assemble<A: StreamedAnswer + Default>(
         match answer.event(&event.data, &mut sink) {
             Ok(Some(done)) => return Some(Ok(done)),
             Ok(None) => {}
-            Err(error) => return Some(Err(error.failure.message)),
+            Err(error) => return Some(Err(error.failure)),
         }
     }
     None
@@ -53,7 +53,7 @@ fn assemble_in(
     dialect: Dialect,
     bytes: &[u8],
     cuts: &[usize],
-) -> Option<Result<Completion, String>> {
+) -> Option<Result<Completion, dsh_protocol::Failure>> {
     match dialect {
         Dialect::Chat => assemble::<crate::chat_completions::ChatAssembler>(bytes, cuts),
         Dialect::Messages => assemble::<crate::anthropic_messages::Assembler>(bytes, cuts),

@@ -481,12 +481,18 @@ async fn read_capped(response: reqwest::Response) -> Result<Vec<u8>, reqwest::Er
     Ok(body)
 }
 
-/// `base` with `path` under it (the base itself is never quoted: it may carry credentials).
-fn endpoint(base: &str, path: &str) -> Result<Url, String> {
+/// `web.search.base_url` cannot be made into a request's address. The base itself is never
+/// quoted: it may carry credentials.
+#[derive(Debug, thiserror::Error)]
+#[error("web.search.base_url is not a usable URL ({0})")]
+struct BadBaseUrl(#[source] <Url as std::str::FromStr>::Err);
+
+/// `base` with `path` under it.
+fn endpoint(base: &str, path: &str) -> Result<Url, BadBaseUrl> {
     let base = format!("{}/", base.trim_end_matches('/'));
     Url::parse(&base)
         .and_then(|url| url.join(path))
-        .map_err(|e| format!("web.search.base_url is not a usable URL ({e})"))
+        .map_err(BadBaseUrl)
 }
 
 /// The queries' results taken in turn by rank, each URL once, at most [`MAX_RESULTS`].

@@ -105,7 +105,21 @@ pub struct Host {
 }
 
 /// How a host says whether a schema can hold an answer ([`Host::check_schema`]).
-pub type SchemaCheck = Arc<dyn Fn(&serde_json::Value) -> Result<(), String> + Send + Sync>;
+pub type SchemaCheck =
+    Arc<dyn Fn(&serde_json::Value) -> Result<(), UnsupportedSchema> + Send + Sync>;
+
+/// A schema the host cannot hold an answer to: why, as the script's `UNSUPPORTED_SCHEMA`
+/// error says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnsupportedSchema(pub String);
+
+impl std::fmt::Display for UnsupportedSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UnsupportedSchema {}
 
 /// How a run ended, other than with a result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -477,7 +491,7 @@ fn host_agent<'js>(
                 None => None,
                 Some(Ok(schema)) => match check_schema(&schema) {
                     Ok(()) => Some(schema),
-                    Err(why) => return unsupported(why),
+                    Err(why) => return unsupported(why.0),
                 },
                 Some(Err(e)) => return unsupported(e.to_string()),
             };

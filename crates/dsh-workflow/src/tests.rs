@@ -4,7 +4,7 @@ use super::*;
 fn object_schemas_only() -> SchemaCheck {
     Arc::new(|schema| match schema.get("type") {
         Some(serde_json::Value::String(kind)) if kind == "object" => Ok(()),
-        _ => Err("not an object schema".into()),
+        _ => Err(UnsupportedSchema("not an object schema".into())),
     })
 }
 

@@ -177,9 +177,11 @@ impl WorkflowTool {
             logs,
             cancelled: cancelled.clone(),
             check_schema: Arc::new(|schema| {
-                OutputSchema::of(schema, "")
-                    .map(|_| ())
-                    .ok_or_else(|| "schema does not compile as a JSON Schema".to_owned())
+                OutputSchema::of(schema, "").map(|_| ()).ok_or_else(|| {
+                    dsh_workflow::UnsupportedSchema(
+                        "schema does not compile as a JSON Schema".to_owned(),
+                    )
+                })
             }),
         };
         // However this call ends, dropped included, the engine stops at its next step.

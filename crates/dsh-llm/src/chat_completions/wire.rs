@@ -209,18 +209,28 @@ pub(crate) fn request_body(request: &ModelRequest<'_>, options: BodyOptions<'_>)
     serde_json::to_vec(&body).unwrap_or_default()
 }
 
-/// A stored image's bytes in base64, or, when its copy cannot be read, the line the model gets
-/// instead (every dialect says it the same way).
-pub(crate) fn image_base64(image: &ImageRef) -> Result<String, String> {
+/// An image's stored copy could not be read. Its text is the line the model gets in the
+/// image's place (every dialect says it the same way).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "[image {attachment_id} omitted: its stored copy {} could not be read ({source}); read the \
+     image file again if it is still needed]",
+    path.display()
+)]
+pub(crate) struct ImageUnreadable {
+    attachment_id: String,
+    path: std::path::PathBuf,
+    source: std::io::Error,
+}
+
+/// A stored image's bytes in base64.
+pub(crate) fn image_base64(image: &ImageRef) -> Result<String, ImageUnreadable> {
     std::fs::read(&image.path)
         .map(|data| base64::engine::general_purpose::STANDARD.encode(data))
-        .map_err(|error| {
-            format!(
-                "[image {} omitted: its stored copy {} could not be read ({error}); read the \
-                 image file again if it is still needed]",
-                image.attachment_id,
-                image.path.display()
-            )
+        .map_err(|source| ImageUnreadable {
+            attachment_id: image.attachment_id.clone(),
+            path: image.path.clone(),
+            source,
         })
 }
 
@@ -239,7 +249,7 @@ fn image_part(image: &ImageRef) -> (String, Option<WirePart>) {
                 },
             }),
         ),
-        Err(line) => (line, None),
+        Err(unreadable) => (unreadable.to_string(), None),
     }
 }
 
@@ -290,9 +300,9 @@ fn push_message<'a>(
                                 url: format!("data:{};base64,{data}", image.media_type),
                             },
                         }),
-                        Err(line) => {
+                        Err(unreadable) => {
                             text.push('\n');
-                            text.push_str(&line);
+                            text.push_str(&unreadable.to_string());
                         }
                     },
                     Block::Reasoning { .. } | Block::ToolCall { .. } => {}
