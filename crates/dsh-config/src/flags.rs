@@ -80,6 +80,9 @@ pub struct Flags {
     pub system_prompt_append: Option<String>,
     /// `--output-schema`: a JSON Schema the final answer must match.
     pub output_schema: Option<PathBuf>,
+    /// `--title`: a headless run asks the model for the session's title after its first turn
+    /// (the interactive front ends do by default).
+    pub title: bool,
     /// The run is the terminal UI's, not a headless one: the headless profile's patch file
     /// (`$DSH_HOME/profiles/headless/cordis.patch.yml`) does not apply.
     pub interactive: bool,

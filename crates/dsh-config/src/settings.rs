@@ -221,6 +221,11 @@ impl Settings {
         &self.sessions.compression
     }
 
+    /// Whether a session gets a title request after its first turn.
+    pub fn titles(&self) -> &Sourced<bool> {
+        &self.sessions.titles
+    }
+
     pub fn retry(&self) -> &RetryPolicy {
         &self.requests.retry
     }
@@ -359,7 +364,7 @@ impl Settings {
         let tools = sections::tools::resolve(&mut r, &config.tools, config.preset, flags)?;
         let shell = sections::shell::resolve(&mut r, &config.shell);
         let jobs = sections::jobs::resolve(&mut r, &config.jobs);
-        let sessions = sections::sessions::resolve(&mut r, &config.sessions);
+        let sessions = sections::sessions::resolve(&mut r, &config.sessions, flags);
         let requests = sections::requests::resolve(&mut r, &config.requests);
         let instructions = sections::instructions::resolve(&mut r, &config.instructions);
         let skills = sections::skills::resolve(&mut r, &config.skills);

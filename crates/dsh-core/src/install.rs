@@ -160,6 +160,7 @@ impl Draft {
             config.output_schema = top.output_schema.clone();
             // Settings refuse a budget without prices, so every request comes back priced.
             config.budget = (settings.max_budget_usd().value).map(crate::config::Usd::value);
+            config.titles = settings.titles().value;
             tool_session = tool_session
                 .with_user(top.approver.take(), top.questions.take())
                 .with_progress(top.progress.take())

@@ -42,6 +42,10 @@ pub(crate) struct Listing {
     first_task: Option<String>,
     turns: u32,
     total_tokens: u64,
+    /// The title the model wrote (`session/title`); the user's own, a file beside the log,
+    /// is read when a list shows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    written_title: Option<String>,
 }
 
 impl crate::log::FromLog for Listing {
@@ -75,6 +79,7 @@ impl Listing {
             first_task: None,
             turns: 0,
             total_tokens: 0,
+            written_title: None,
         }
     }
 
@@ -101,15 +106,21 @@ impl Listing {
                 });
             }
             Record::StepEnd { usage, .. } => self.total_tokens += usage.total_tokens,
+            // Its request is outside any step: counted here, or no list would count it.
+            Record::SessionTitle(titled) => {
+                self.total_tokens += titled.usage.total_tokens;
+                self.written_title = Some(titled.title.clone());
+            }
             _ => {}
         }
     }
 
-    /// The summary lists show, for the log at `path` with the title `title`.
+    /// The summary lists show, for the log at `path` with the title the user gave it,
+    /// `title`, which wins over the one the model wrote.
     pub(crate) fn summary(&self, title: Option<String>, path: &Path) -> SessionSummary {
         SessionSummary {
             id: self.id.clone(),
-            title,
+            title: title.or_else(|| self.written_title.clone()),
             created_at: self.created_at,
             first_task: self.first_task.clone().unwrap_or_default(),
             turns: self.turns,
@@ -227,6 +238,29 @@ mod tests {
             assert_eq!((summary.turns, summary.total_tokens), (2, 20));
             assert_eq!(summary.first_task, "task 1");
         }
+    }
+
+    /// A title the model wrote is listed, and its request's tokens counted; a title the user
+    /// gave wins over it.
+    #[test]
+    fn a_written_title_is_listed_and_counted() {
+        let home = tempfile::tempdir().unwrap();
+        let mut log = SessionLog::create(home.path(), header(), LogOptions::default());
+        write_turns(&mut log, 1, 1, true);
+        let titled = dsh_protocol::SessionTitleRecord {
+            turn: 1,
+            title: "Read the task".into(),
+            model: "m".into(),
+            usage: Usage::new(40, 5, 0, 0, 0),
+        };
+        log.append(Record::SessionTitle(titled)).unwrap();
+        let listing = current(log.path()).unwrap();
+        let summary = listing.summary(None, log.path());
+        assert_eq!(summary.title.as_deref(), Some("Read the task"));
+        assert_eq!(summary.name(), "Read the task");
+        assert_eq!(summary.total_tokens, 10 + 45);
+        let given = listing.summary(Some("Mine".into()), log.path());
+        assert_eq!(given.name(), "Mine");
     }
 
     /// The listing covers the first two turns; a third was written after it. A list reads

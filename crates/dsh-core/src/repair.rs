@@ -98,6 +98,8 @@ impl OpenTurn {
             | Record::SessionSeed { .. } => {}
             Record::SubagentRun(run) => spent.add(&run.usage),
             Record::AutoReview(review) => spent.add(&review.usage),
+            // Written after its turn ended, outside any step.
+            Record::SessionTitle(_) => {}
         }
     }
 

@@ -54,6 +54,8 @@ pub struct Session {
     redactor: Option<dsh_tools::Redactor>,
     /// Where its last turns start in the log, as it was resumed: what a front end shows.
     recent: RecentTurns,
+    /// The title the model wrote for it (`session/title`), if any.
+    written_title: Option<String>,
 }
 
 impl Session {
@@ -124,6 +126,7 @@ impl Session {
             saved: Default::default(),
             redactor: None,
             recent: RecentTurns::default(),
+            written_title: None,
         }
     }
 
@@ -362,6 +365,12 @@ impl Session {
         &self.history[..self.completed.min(self.history.len())]
     }
 
+    /// The title the model wrote for the session (`session/title`), if any; the one the user
+    /// gives it is a file beside the log (`session_list`).
+    pub fn written_title(&self) -> Option<&str> {
+        self.written_title.as_deref()
+    }
+
     pub fn history(&self) -> &[Message] {
         &self.history
     }
@@ -529,6 +538,7 @@ impl Session {
                 self.children.retain(|known| known.agent_id != run.agent_id);
                 self.children.push(*run);
             }
+            Record::SessionTitle(titled) => self.written_title = Some(titled.title),
         }
     }
 }

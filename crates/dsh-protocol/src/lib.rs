@@ -25,8 +25,8 @@ pub use record::{
     CheckpointRecord, CommandOutcome, CompactionPruneRecord, CompactionSummaryRecord, FinishReason,
     Goal, GoalChangeRecord, GoalOperation, GoalPhase, HeaderKind, InstructionFile,
     PermissionRecord, Presentation, Record, RecordEnvelope, ReviewDecision, RewindRecord,
-    SESSION_FORMAT_VERSION, SessionHeader, SessionSummary, SubagentRunRecord, TodoItem, TodoStatus,
-    ToolCallRecord, ToolResultRecord, TurnEndReason,
+    SESSION_FORMAT_VERSION, SessionHeader, SessionSummary, SessionTitleRecord, SubagentRunRecord,
+    TodoItem, TodoStatus, ToolCallRecord, ToolResultRecord, TurnEndReason,
 };
 pub use stream::StreamEvent;
 pub use usage::{OffPeak, PeakHours, Prices, Usage};

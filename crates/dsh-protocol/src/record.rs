@@ -143,6 +143,22 @@ pub enum Record {
     /// next is the conversation as it was then.
     #[serde(rename = "rewind")]
     Rewind(RewindRecord),
+    /// The title the model wrote for the session after its first turn (one short request on
+    /// the session's route, outside any step): lists show it where the user gave none.
+    #[serde(rename = "session/title")]
+    SessionTitle(SessionTitleRecord),
+}
+
+/// A session's title, written by the model, and what the request cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionTitleRecord {
+    /// The turn it was written after.
+    pub turn: u32,
+    pub title: String,
+    /// The model that wrote it.
+    pub model: String,
+    pub usage: Usage,
 }
 
 /// One checkpoint of the workspace.
@@ -644,8 +660,9 @@ pub enum AbortReason {
 #[serde(rename_all = "camelCase")]
 pub struct SessionSummary {
     pub id: String,
-    /// The title the user gave the session (`dsh sessions rename`, the web app), if any;
-    /// lists show it in place of the first task.
+    /// The session's title, if it has one: the one the user gave it (`dsh sessions rename`,
+    /// the web app), else the one the model wrote after its first turn; lists show it in
+    /// place of the first task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// Milliseconds since the Unix epoch.

@@ -169,6 +169,9 @@ pub fn project(record: &Record) -> Vec<StreamEvent> {
             // usage is in the step's `step_end`. A rewind is the workspace's bookkeeping, and
             // instructions are the model's input, not the run's output.
             CardKind::Compaction(_) | CardKind::Rewind | CardKind::Instructions => Vec::new(),
+            // A title names the session for its lists; its request's usage is in the run's
+            // `final` (the reference has no event for it).
+            CardKind::Title(_) => Vec::new(),
         },
         // The task is the supervisor's own; the mode is the run's setting, as its
         // `--dump-config` shows it.

@@ -125,6 +125,8 @@ pub enum CardKind<'a> {
     Fork { messages: &'a [Message] },
     /// Workspace instructions were given to the model.
     Instructions,
+    /// The model wrote the session's title (what it billed is outside any step).
+    Title(&'a crate::SessionTitleRecord),
 }
 
 /// How a card asks to be read.
@@ -254,6 +256,16 @@ impl Record {
                 headline: rewind.headline(),
                 ..card(CardKind::Rewind, "↶", Tone::Warning)
             }),
+            Record::SessionTitle(titled) => View::Card(Card {
+                headline: format!("session titled: {}", titled.title),
+                note: Some(format!(
+                    "by {}, {} tokens",
+                    titled.model, titled.usage.total_tokens
+                )),
+                // Lists and headers show the title; the conversation needs no word of it.
+                routine: true,
+                ..card(CardKind::Title(titled), "·", Tone::Quiet)
+            }),
         }
     }
 }
@@ -286,7 +298,7 @@ pub fn samples() -> Vec<Record> {
     use crate::{
         CheckpointAt, CheckpointRecord, CompactionPruneRecord, CompactionSummaryRecord, Goal,
         GoalChangeRecord, GoalOperation, GoalPhase, InstructionFile, Presentation, RewindRecord,
-        SubagentRunRecord, TodoStatus,
+        SessionTitleRecord, SubagentRunRecord, TodoStatus,
     };
     let usage = Usage::default();
     vec![
@@ -389,6 +401,12 @@ pub fn samples() -> Vec<Record> {
             turn: 1,
             reason: TurnEndReason::Completed,
         },
+        Record::SessionTitle(SessionTitleRecord {
+            turn: 1,
+            title: "What a.txt says".into(),
+            model: "deepseek-chat".into(),
+            usage,
+        }),
         Record::Rewind(RewindRecord {
             to_turn: Some(1),
             before_call: None,

@@ -23,6 +23,7 @@ mod schema;
 mod script;
 mod server;
 pub mod site;
+mod titles;
 pub mod tmux;
 mod tree;
 

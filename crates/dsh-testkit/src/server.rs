@@ -102,6 +102,10 @@ struct Shared {
     stopping: AtomicBool,
     /// Whose cache the usage reported follows, when not the script's.
     billing: OnceLock<Billing>,
+    /// The answers to title requests, in order ([`ScriptedServer::with_titles`]).
+    titles: Mutex<VecDeque<Turn>>,
+    /// The title requests received, kept apart from [`Shared::requests`].
+    title_requests: Mutex<Vec<Request>>,
 }
 
 /// The server. It stops accepting when dropped.
@@ -160,6 +164,8 @@ impl ScriptedServer {
             arrived: Condvar::new(),
             stopping: AtomicBool::new(false),
             billing: OnceLock::new(),
+            titles: Mutex::new(VecDeque::new()),
+            title_requests: Mutex::new(Vec::new()),
         });
         let accepting = shared.clone();
         std::thread::spawn(move || {
@@ -182,6 +188,21 @@ impl ScriptedServer {
     pub fn bill_as(self, rules: CacheRules) -> ScriptedServer {
         let _ = self.shared.billing.set(Billing::new(rules));
         self
+    }
+
+    /// This server, answering the title requests dsh makes after a session's first turn
+    /// with `titles` in order (a text turn is the title; a status turn fails the request).
+    /// Title requests never use up the script's turns and are not among
+    /// [`ScriptedServer::requests`]; once these are used up (or with none scripted), each is
+    /// answered with the first six words of the user's first message.
+    pub fn with_titles(self, titles: Vec<Turn>) -> ScriptedServer {
+        self.shared.titles.lock().unwrap().extend(titles);
+        self
+    }
+
+    /// Every title request received so far ([`ScriptedServer::with_titles`]).
+    pub fn title_requests(&self) -> Vec<Request> {
+        self.shared.title_requests.lock().unwrap().clone()
     }
 
     /// What each request was billed, in order, on a server that [`ScriptedServer::bill_as`].
@@ -267,6 +288,14 @@ fn serve(stream: TcpStream, shared: &Shared) {
             body.len()
         );
         return;
+    }
+    if crate::titles::is_title_request(&request.body) {
+        let turn = (shared.titles.lock().unwrap().pop_front())
+            .unwrap_or_else(|| crate::titles::default_title(&request.body));
+        shared.title_requests.lock().unwrap().push(request);
+        shared.arrived.notify_all();
+        let mut stream = stream;
+        return respond(&mut stream, turn, dialect);
     }
     let turn = {
         let mut requests = shared.requests.lock().unwrap();

@@ -107,7 +107,7 @@ impl Transcript {
     }
 
     /// What the transcript keeps of a card: the goal, and what a compaction the user asked
-    /// for billed outside any step.
+    /// for and a title request billed outside any step.
     fn keep(&mut self, kind: &CardKind<'_>) {
         match kind {
             CardKind::Goal(change) => {
@@ -126,6 +126,8 @@ impl Transcript {
             CardKind::Compaction(summary) if summary.reason == "manual" => {
                 self.session_usage.add(&summary.usage);
             }
+            // The title request comes after its turn ended, outside any step.
+            CardKind::Title(titled) => self.session_usage.add(&titled.usage),
             _ => {}
         }
     }
@@ -445,19 +447,21 @@ mod tests {
     use crate::wrap::plain;
 
     /// Every record kind shows in the scrollback, but the marks whose counts the turn's end
-    /// shows, the mode the status line shows, and what is hidden on purpose.
+    /// shows, the mode the status line shows, routine cards (the session's title, which the
+    /// picker shows) and what is hidden on purpose.
     #[test]
     fn every_record_kind_shows_as_a_cell() {
         let mut transcript = Transcript::default();
         for record in dsh_protocol::view::samples() {
+            let view = record.view();
             let silent = matches!(
-                record.view(),
+                view,
                 View::Hidden { .. }
                     | View::Mode(_)
                     | View::TurnStart { .. }
                     | View::StepStart { .. }
                     | View::StepEnd { .. }
-            );
+            ) || matches!(&view, View::Card(card) if card.routine);
             let cell = transcript.cell(&record);
             assert_eq!(cell.is_none(), silent, "{record:?}: {cell:?}");
         }

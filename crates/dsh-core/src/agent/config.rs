@@ -69,6 +69,9 @@ pub(crate) struct AgentConfig {
     /// The mode the run's agents work under now, shared with the kit that starts subagents;
     /// `None` for an agent whose mode never changes.
     pub(crate) mode: Option<crate::plan_approval::CurrentMode>,
+    /// Whether the session gets a title from the model after its first turn
+    /// (`sessions.titles`; the top agent's only).
+    pub(crate) titles: bool,
 }
 
 impl AgentConfig {
@@ -100,6 +103,7 @@ impl AgentConfig {
             delegated: false,
             standby_reviewer: None,
             mode: None,
+            titles: false,
         }
     }
 }

@@ -18,6 +18,7 @@ mod step;
 pub(crate) mod stop;
 #[cfg(test)]
 mod tests;
+mod title;
 mod turn;
 
 use std::sync::Arc;
@@ -78,6 +79,8 @@ pub struct Agent {
     pending_checkpoint: Option<crate::checkpoints::PendingCheckpoint>,
     /// Whether the turn running took its start checkpoint (a call that can change a file ran).
     turn_checkpointed: bool,
+    /// Whether this agent asked for the session's title already (once, even when it failed).
+    titled: bool,
 }
 
 /// Who wrote the task of a turn: only the user's is the user's request.
@@ -158,6 +161,7 @@ impl Agent {
             checkpointer: None,
             pending_checkpoint: None,
             turn_checkpointed: false,
+            titled: false,
         }
     }
 

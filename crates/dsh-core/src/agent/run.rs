@@ -47,6 +47,16 @@ impl Agent {
             Ok(summary) => self.goal_rounds(summary, stop).await,
             Err(error) => Err(error),
         };
+        // The session's title, once its first turn has run: what it billed is the run's.
+        let outcome = match outcome {
+            Ok(mut summary) => {
+                let usage = self.title_session(stop).await?;
+                summary.usage.add(&usage);
+                self.run_usage.add(&usage);
+                Ok(summary)
+            }
+            Err(error) => Err(error),
+        };
         // Background subagents still at work are stopped with the run, however it ends; what
         // they billed counts.
         let Some(background) = self.config.background.clone() else {

@@ -96,6 +96,8 @@ struct Run {
     deltas: usize,
     seen: Vec<Vec<Message>>,
     log: String,
+    /// The notices the run gave (none but a failed title request's in these tests).
+    notices: Vec<String>,
 }
 
 async fn run(answers: Vec<Answer>, config: AgentConfig, stop_at: Option<usize>) -> Run {
@@ -151,13 +153,14 @@ async fn run_with(
     drop(agent);
     let mut records = Vec::new();
     let mut deltas = 0;
+    let mut notices = Vec::new();
     while let Some(event) = rx.recv().await {
         match event {
             AgentEvent::Record(r) => records.push(r),
             AgentEvent::Delta(_) => deltas += 1,
             AgentEvent::Child { .. } => panic!("no subagent runs in these tests"),
             AgentEvent::ToolOutput { .. } => panic!("no one watches output in these tests"),
-            AgentEvent::Notice(line) => panic!("no hooks in these tests: {line}"),
+            AgentEvent::Notice(line) => notices.push(line),
         }
     }
     let seen = provider.seen.lock().unwrap().clone();
@@ -167,6 +170,7 @@ async fn run_with(
         deltas,
         seen,
         log,
+        notices,
     }
 }
 
@@ -193,6 +197,7 @@ fn kinds(records: &[Record]) -> Vec<&'static str> {
             Record::AutoReview(_) => "review/decision",
             Record::Checkpoint(_) => "checkpoint",
             Record::Rewind(_) => "rewind",
+            Record::SessionTitle(_) => "session/title",
         })
         .collect()
 }
@@ -436,5 +441,73 @@ async fn a_call_that_ends_the_turn_leaves_the_calls_after_it_not_run() {
             "tool/call",
             "tool/result"
         ]
+    );
+}
+
+/// After the first turn, one request without tools titles the session from its first task;
+/// what it billed is the run's.
+#[tokio::test]
+async fn a_session_is_titled_after_its_first_turn() {
+    let mut config = AgentConfig::new("m");
+    config.titles = true;
+    let run = run(
+        vec![Ok(text("the answer")), Ok(text("\"Do the thing.\"\nmore"))],
+        config,
+        None,
+    )
+    .await;
+    assert_eq!(run.summary.reason, TurnEndReason::Completed);
+    assert_eq!(run.summary.text, "the answer");
+    assert_eq!(run.seen.len(), 2, "the turn's request and the title's");
+    let asked = run.seen[1][0].text();
+    assert!(asked.contains(super::title::TITLE_INSTRUCTION), "{asked}");
+    assert!(asked.contains("<message>\ndo it\n</message>"), "{asked}");
+    let Some(Record::SessionTitle(titled)) = run.records.last() else {
+        panic!("the title comes last: {:?}", kinds(&run.records));
+    };
+    assert_eq!((titled.title.as_str(), titled.turn), ("Do the thing", 1));
+    assert_eq!(titled.usage.total_tokens, 12);
+    assert_eq!(
+        run.summary.usage.total_tokens, 24,
+        "the turn's 12 and the title's"
+    );
+    assert!(run.log.contains(r#""type":"session/title""#));
+    assert!(run.notices.is_empty(), "{:?}", run.notices);
+}
+
+/// Without `titles` (a headless run's default) nothing more is sent.
+#[tokio::test]
+async fn no_title_is_asked_for_unless_the_run_asks() {
+    let run = run(vec![Ok(text("the answer"))], AgentConfig::new("m"), None).await;
+    assert_eq!(run.seen.len(), 1);
+    assert!(!kinds(&run.records).contains(&"session/title"));
+    assert_eq!(run.summary.usage.total_tokens, 12);
+}
+
+/// A title request that fails leaves the session as it was, with a notice: the run still
+/// completes with its answer, and what the failed request billed is counted.
+#[tokio::test]
+async fn a_failed_title_request_breaks_nothing() {
+    let mut config = AgentConfig::new("m");
+    config.titles = true;
+    let failure = Failure::new(FailureCode::Server, "the server fell over");
+    let run = run(
+        vec![
+            Ok(text("the answer")),
+            Err(dsh_llm::LlmError::new(failure, Usage::new(3, 0, 0, 0, 0))),
+        ],
+        config,
+        None,
+    )
+    .await;
+    assert_eq!(run.summary.reason, TurnEndReason::Completed);
+    assert_eq!(run.summary.text, "the answer");
+    assert!(!kinds(&run.records).contains(&"session/title"));
+    assert_eq!(run.summary.usage.total_tokens, 15);
+    assert_eq!(run.notices.len(), 1, "{:?}", run.notices);
+    assert!(
+        run.notices[0].contains("the server fell over"),
+        "{:?}",
+        run.notices
     );
 }

@@ -3,8 +3,10 @@
 //! of `steps` steps ([`dsh_testkit::ScriptedServer::shell_session`]); `scripted-server --tools
 //! <prefix> [port]` calls each offered tool named `<prefix>*` once
 //! ([`dsh_testkit::ScriptedServer::tool_session`]); `scripted-server --turns <file.json>
-//! [port]` answers with the turns the file lists ([`dsh_testkit::Turn::script_from_json`]). Either serves on loopback, prints its base
-//! URL on a line of its own, and serves until it is killed or its stdin closes.
+//! [port]` answers with the turns the file lists ([`dsh_testkit::Turn::script_from_json`]),
+//! and the title requests with the titles `SCRIPTED_SERVER_TITLES` lists (a JSON list of
+//! strings; [`dsh_testkit::ScriptedServer::with_titles`]). Either serves on loopback, prints its
+//! base URL on a line of its own, and serves until it is killed or its stdin closes.
 
 use std::io::{Read, Write};
 
@@ -28,7 +30,14 @@ fn main() -> std::process::ExitCode {
             );
             return std::process::ExitCode::from(2);
         };
-        return serve(dsh_testkit::ScriptedServer::start_on(turns, port));
+        let titles: Vec<dsh_testkit::Turn> = std::env::var("SCRIPTED_SERVER_TITLES")
+            .ok()
+            .and_then(|text| serde_json::from_str::<Vec<String>>(&text).ok())
+            .unwrap_or_default()
+            .iter()
+            .map(|title| dsh_testkit::Turn::text(title).usage(40, 5, 0))
+            .collect();
+        return serve(dsh_testkit::ScriptedServer::start_on(turns, port).with_titles(titles));
     }
     let prefix = if args.peek().is_some_and(|a| a == "--tools") {
         args.next();

@@ -124,6 +124,15 @@ pub const RUN_FLAGS: &[Flag] = &[
             Ok(())
         },
     ),
+    Flag::switch(
+        "--title",
+        "Ask the model for the session's title after its first turn (one short request; the \
+         terminal UI and dsh web do by default, a headless run only with this or sessions.titles)",
+        |p, _| {
+            p.flags.title = true;
+            Ok(())
+        },
+    ),
     Flag::valued(
         "--max-turns",
         "<n>",

@@ -908,3 +908,62 @@ fn a_subagents_session_is_refused_and_can_be_forked() {
     assert_eq!(out.code(), Some(0), "{}", out.stderr);
     assert_ne!(reported_session(&out), child);
 }
+
+/// A headless run pays for no title it did not ask for; with `--title` it asks once, after
+/// the first turn, and the title is listed, its tokens in the run's and the session's.
+#[test]
+fn a_headless_run_titles_its_session_only_when_asked() {
+    let server = dsh_testkit::ScriptedServer::start(vec![
+        Turn::text("one"),
+        Turn::text("two"),
+        Turn::text("three"),
+    ])
+    .with_titles(vec![Turn::text("Alpha question").usage(40, 5, 0)]);
+    let env = TestEnv::with_server(server);
+    let out = env.run(dsh(), &["--json", "what does a.txt say"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(env.server.title_requests().is_empty());
+    assert!(!env.session_logs().contains("session/title"));
+
+    let out = env.run(dsh(), &["--json", "--title", "the second task"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(env.server.title_requests().len(), 1);
+    let last = out.events().last().cloned().unwrap();
+    assert_eq!(last["type"], "final");
+    assert_eq!(last["usage"]["totalTokens"], 110 + 45, "{last}");
+    let list = env.run(dsh(), &["sessions", "list"]).stdout;
+    let rows: Vec<&str> = list.lines().collect();
+    assert!(rows[1].ends_with("  Alpha question"), "{list}");
+    assert!(rows[2].ends_with("what does a.txt say"), "{list}");
+    let listed = env.run(dsh(), &["sessions", "list", "--json"]).stdout;
+    let newest: Value = serde_json::from_str(listed.lines().next().unwrap()).unwrap();
+    assert_eq!(newest["title"], "Alpha question");
+    assert_eq!(newest["totalTokens"], 110 + 45);
+
+    // Resumed, the titled session is not titled again.
+    let id = newest["id"].as_str().unwrap();
+    let out = env.run(dsh(), &["--json", "--title", "--session-id", id, "more"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(env.server.title_requests().len(), 1);
+}
+
+/// `sessions.titles = true` asks too, and `--dump-config` says where the choice came from.
+#[test]
+fn the_titles_setting_turns_them_on_for_a_headless_run() {
+    let env = TestEnv::new(vec![Turn::text("one")]);
+    let dump = env.run(dsh(), &["--dump-config"]).stdout;
+    assert!(
+        dump.lines()
+            .any(|l| l.starts_with("sessions.titles") && l.contains("false")),
+        "{dump}"
+    );
+    env.write("titles.toml", "[sessions]\ntitles = true\n");
+    let out = env.run(
+        dsh(),
+        &["--json", "--patch", "titles.toml", "a task to title"],
+    );
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(env.server.title_requests().len(), 1);
+    // The scripted server's own answer: the message's first words.
+    assert!(env.session_logs().contains(r#""title":"a task to title""#));
+}

@@ -235,18 +235,22 @@ fn a_session_is_resumed_from_the_picker_with_its_history() {
     if !Tmux::available() {
         return;
     }
-    let env = TestEnv::new(vec![
+    // The terminal UI titles a session after its first turn: the picker shows the title.
+    let server = dsh_testkit::ScriptedServer::start(vec![
         Turn::text("remembered answer"),
         Turn::text("continued"),
-    ]);
+    ])
+    .with_titles(vec![Turn::text("Recall the first task")]);
+    let env = TestEnv::with_server(server);
     let first = open(&env, &["the first task"]);
     wait_turn_end(&first, "remembered answer");
     first.press(&["C-d"]);
     assert_eq!(first.wait_exit(), 0);
+    assert_eq!(env.server.title_requests().len(), 1);
 
     let ui = open(&env, &["resume"]);
     let screen = ui.wait_for("Resume a session");
-    assert!(screen.contains("the first task"), "{screen}");
+    assert!(screen.contains("Recall the first task"), "{screen}");
     ui.press(&["Enter"]);
     let screen = ui.wait_for("resumed session");
     assert!(screen.contains("› the first task"), "{screen}");
@@ -315,10 +319,11 @@ fn a_resize_redraws_the_live_area() {
     ui.press(&["Enter"]);
     wait_turn_end(&ui, "fine at any width");
     ui.resize(100, 30);
-    // The footer is drawn again at the new width, under the transcript.
+    // The footer is drawn again at the new width, under the transcript: the turn's 110
+    // tokens and the 45 of the session's title request (the scripted server's own title).
     ui.wait_until("a redrawn footer", |s| {
         s.lines()
-            .any(|l| l.starts_with("deepseek-v4-flash · workspace-write · 110 tokens · $0.0000"))
+            .any(|l| l.starts_with("deepseek-v4-flash · workspace-write · 155 tokens · $0.0000"))
             && s.contains(&"─".repeat(100))
     });
     ui.press(&["C-d"]);
