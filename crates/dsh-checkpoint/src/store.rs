@@ -23,6 +23,11 @@ pub struct Coverage {
     /// never copied into the store (which would keep its keys where the run's redaction
     /// cannot reach them); it is listed as uncovered, so a rewind leaves it as it is.
     pub holds_secrets: fn(&std::ffi::OsStr) -> bool,
+    /// Files of the workspace the run read its settings from (`.dsh/config.toml`, a patch
+    /// file), by path relative to it with `/` between names: they may hold keys (a header, an
+    /// MCP server's environment, a password in an address) the redactor knows, so they are
+    /// left out as files named like secrets are.
+    pub secret_files: Vec<String>,
     /// The most the store may hold of copies of the workspace's files (what Git holds is not
     /// copied, so in a repository this is rarely reached): a file whose copy would pass it is
     /// listed as uncovered, as a file over the size limit is. `None`: no limit.
@@ -36,6 +41,7 @@ impl Default for Coverage {
             include_ignored: false,
             exclude: Vec::new(),
             holds_secrets: |_| false,
+            secret_files: Vec::new(),
             budget_bytes: None,
         }
     }

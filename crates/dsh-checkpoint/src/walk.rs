@@ -326,7 +326,9 @@ impl Walker<'_> {
                 let name = OsStr::from_bytes(name.to_bytes());
                 found.attributes |= name == ".gitattributes";
                 let size = listing::size(&stat);
-                if size > self.coverage.max_file_bytes || (self.coverage.holds_secrets)(name) {
+                let secret = (self.coverage.holds_secrets)(name)
+                    || self.coverage.secret_files.contains(&item.key);
+                if size > self.coverage.max_file_bytes || secret {
                     (found.uncovered).push(Uncovered::new(std::mem::take(&mut item.key), size));
                     return;
                 }

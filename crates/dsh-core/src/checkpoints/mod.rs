@@ -36,8 +36,25 @@ pub(crate) fn coverage(rules: CheckpointRules, home: &Path) -> Coverage {
         exclude: vec![home.to_path_buf()],
         // The files the redactor reads secrets from are never copied into the store.
         holds_secrets: dsh_sandbox::is_env_file,
+        // Added where the run's settings are known (`Checkpointer::new`).
+        secret_files: Vec::new(),
         budget_bytes: Some(rules.max_store_bytes),
     }
+}
+
+/// The config files the run read (or looked for) that lie in the workspace, relative to it:
+/// they may hold keys, so no checkpoint copies them.
+fn settings_files_inside(settings: &Settings) -> Vec<String> {
+    let workspace = settings.cwd();
+    (settings.files().layers().iter())
+        .filter_map(|layer| {
+            let path = std::path::absolute(&layer.path).ok()?;
+            let inside = path.strip_prefix(workspace).ok()?;
+            let names: Option<Vec<&str>> = inside.iter().map(|n| n.to_str()).collect();
+            Some(names?.join("/"))
+        })
+        .filter(|key| !key.is_empty())
+        .collect()
 }
 
 /// Takes a session's checkpoints (the top agent's, at each turn's start and end) and
@@ -76,7 +93,10 @@ impl Checkpointer {
         let home = &settings.home().value;
         Checkpointer {
             store: store_for(home, settings.cwd()),
-            coverage: coverage(settings.checkpoints(), home),
+            coverage: Coverage {
+                secret_files: settings_files_inside(settings),
+                ..coverage(settings.checkpoints(), home)
+            },
             workspace: settings.cwd().clone(),
             pinned: dsh_fence::Root::open(settings.cwd()).ok().map(Arc::new),
             last: None,

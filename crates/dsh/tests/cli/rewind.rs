@@ -393,6 +393,10 @@ fn the_checkpoint_store_is_private_and_never_holds_a_secrets_file() {
     env.write(".env", &format!("SERVICE_TOKEN={secret}\n"));
     env.write("app/.env.local", &format!("OTHER_TOKEN={secret}x\n"));
     env.write(".env.example", "SERVICE_TOKEN=\n");
+    // The project's config file holds a key too (a header), under a name like no secret's.
+    let header = "hdr-0123456789abcdefHEADERKEY";
+    let config = format!("[providers.deepseek]\nheaders = {{ X-Org = \"{header}\" }}\n");
+    env.write(".dsh/config.toml", &config);
     let out = env.run(dsh(), &["--json", "change things"]);
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
     let id = out.events()[0]["sessionId"].as_str().unwrap().to_owned();
@@ -406,8 +410,8 @@ fn the_checkpoint_store_is_private_and_never_holds_a_secrets_file() {
             let bytes = std::fs::read(path).unwrap();
             let text = String::from_utf8_lossy(&bytes);
             assert!(
-                !text.contains(secret),
-                "{} holds the secret",
+                !text.contains(secret) && !text.contains(header),
+                "{} holds a secret",
                 path.display()
             );
         }
@@ -424,10 +428,14 @@ fn the_checkpoint_store_is_private_and_never_holds_a_secrets_file() {
         std::fs::read_to_string(ws.join(".env")).unwrap(),
         format!("SERVICE_TOKEN={secret}\n")
     );
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".dsh/config.toml")).unwrap(),
+        config
+    );
     dsh_testkit::fault_matrix(
         "attack",
-        "another local user reads the checkpoint store of a home open to them, for a .env key",
-        "store files 0600 and folders 0700; no .env file copied; a rewind leaves them be",
+        "another local user reads the checkpoint store of a home open to them, for a key in .env or .dsh/config.toml",
+        "store files 0600 and folders 0700; no .env or config file copied; a rewind leaves them be",
     );
 }
 
