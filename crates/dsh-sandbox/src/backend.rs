@@ -10,6 +10,8 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::OnceLock;
 
+use crate::unusable::Unusable;
+
 /// The Landlock ABI whose protections we ask for (6: file access rights through ABI 5, plus
 /// signal and abstract-socket scoping); an older kernel confines `partial`ly.
 pub(crate) const LANDLOCK_TARGET_ABI: i32 = 6;
@@ -178,7 +180,7 @@ impl Default for SandboxSettings {
 pub struct Probe {
     pub backend: Backend,
     /// How well it confines, or why it cannot.
-    pub result: Result<Enforcement, String>,
+    pub result: Result<Enforcement, Unusable>,
     /// What to do about it, when it cannot.
     pub remedy: Option<String>,
 }
@@ -319,10 +321,7 @@ fn probe_bwrap(network: bool, configured: Option<&std::path::Path>) -> (Probe, O
         return (
             Probe {
                 backend: Backend::Bubblewrap,
-                result: Err(format!(
-                    "sandbox.bwrap names {}, which is not an executable file",
-                    path.display()
-                )),
+                result: Err(Unusable::NotExecutable(path.to_path_buf())),
                 remedy: Some(
                     "point sandbox.bwrap at the bwrap binary, or remove the setting to look in \
                      the system folders and on PATH"
@@ -339,9 +338,7 @@ fn probe_bwrap(network: bool, configured: Option<&std::path::Path>) -> (Probe, O
         return (
             Probe {
                 backend: Backend::Bubblewrap,
-                result: Err(
-                    "bwrap is not installed (not found in the system folders or on PATH)".into(),
-                ),
+                result: Err(Unusable::NotInstalled),
                 remedy: Some(
                     "install bubblewrap: apt-get install bubblewrap, dnf install bubblewrap, \
                      or pacman -S bubblewrap"
@@ -352,7 +349,7 @@ fn probe_bwrap(network: bool, configured: Option<&std::path::Path>) -> (Probe, O
         );
     };
     let result = crate::bwrap::probe(&path, network).map(|()| Enforcement::Full);
-    let remedy = result.as_ref().err().map(|reason| bwrap_remedy(reason));
+    let remedy = result.as_ref().err().map(bwrap_remedy);
     (
         Probe {
             backend: Backend::Bubblewrap,
@@ -363,8 +360,10 @@ fn probe_bwrap(network: bool, configured: Option<&std::path::Path>) -> (Probe, O
     )
 }
 
-fn bwrap_remedy(reason: &str) -> String {
-    let lower = reason.to_lowercase();
+/// What to do about bwrap's failure: bwrap's and the system's own words tell a refusal to
+/// make namespaces from the rest.
+fn bwrap_remedy(reason: &Unusable) -> String {
+    let lower = reason.to_string().to_lowercase();
     if lower.contains("uid map")
         || lower.contains("namespace")
         || lower.contains("operation not permitted")
@@ -387,9 +386,9 @@ fn probe_landlock(network: bool) -> Probe {
     #[cfg(target_os = "linux")]
     let result = crate::landlock_backend::probe(network);
     #[cfg(not(target_os = "linux"))]
-    let result: Result<Enforcement, String> = {
+    let result: Result<Enforcement, Unusable> = {
         let _ = network;
-        Err("Landlock is a Linux feature".to_owned())
+        Err(Unusable::NotLinux)
     };
     let remedy = match &result {
         Err(_) => Some(
@@ -409,5 +408,39 @@ fn probe_landlock(network: bool) -> Probe {
         backend: Backend::Landlock,
         result,
         remedy,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `sandbox.bwrap` that names no program is said as such, with the path, whatever the
+    /// host has installed.
+    #[test]
+    fn a_configured_bwrap_that_is_no_program_is_named() {
+        let missing = std::path::Path::new("/nonexistent/bwrap");
+        let (probe, path) = probe_bwrap(true, Some(missing));
+        assert_eq!(path, None);
+        assert_eq!(
+            probe.result,
+            Err(Unusable::NotExecutable(missing.to_path_buf()))
+        );
+        assert_eq!(
+            probe.result.unwrap_err().to_string(),
+            "sandbox.bwrap names /nonexistent/bwrap, which is not an executable file"
+        );
+    }
+
+    #[test]
+    fn bwraps_refusal_to_make_namespaces_gets_its_remedy() {
+        let refused = Unusable::BwrapSaid("bwrap: setting up uid map: Permission denied".into());
+        assert!(bwrap_remedy(&refused).starts_with("bwrap cannot create namespaces here"));
+        let slow = Unusable::ProbeTimedOut(std::time::Duration::from_secs(5));
+        assert_eq!(
+            slow.to_string(),
+            "the probe `bwrap ... -- true` did not finish within 5 s"
+        );
+        assert!(bwrap_remedy(&slow).starts_with("run the probe by hand"));
     }
 }

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::unusable::Unusable;
 use crate::{SandboxMode, SandboxPolicy};
 
 /// How long the probe may take before bwrap counts as unusable.
@@ -53,7 +54,7 @@ pub(crate) fn is_executable(path: &Path) -> bool {
 }
 
 /// Whether bwrap can start a read-only sandbox here; the error is bwrap's own words.
-pub(crate) fn probe(bwrap: &Path, network: bool) -> Result<(), String> {
+pub(crate) fn probe(bwrap: &Path, network: bool) -> Result<(), Unusable> {
     let mut argv = profile(SandboxMode::ReadOnly, None, &[], network);
     argv.extend(["--".into(), "true".into()]);
     let mut child = Command::new(bwrap)
@@ -62,7 +63,10 @@ pub(crate) fn probe(bwrap: &Path, network: bool) -> Result<(), String> {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", bwrap.display()))?;
+        .map_err(|e| Unusable::CannotStart {
+            program: bwrap.to_path_buf(),
+            reason: e.to_string(),
+        })?;
     let started = Instant::now();
     let status = loop {
         match child.try_wait() {
@@ -70,13 +74,10 @@ pub(crate) fn probe(bwrap: &Path, network: bool) -> Result<(), String> {
             Ok(None) if started.elapsed() > PROBE_TIMEOUT => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
-                    "the probe `bwrap ... -- true` did not finish within {} s",
-                    PROBE_TIMEOUT.as_secs()
-                ));
+                return Err(Unusable::ProbeTimedOut(PROBE_TIMEOUT));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(1)),
-            Err(e) => return Err(format!("cannot wait for the probe: {e}")),
+            Err(e) => return Err(Unusable::CannotWait(e.to_string())),
         }
     };
     if status.success() {
@@ -92,9 +93,9 @@ pub(crate) fn probe(bwrap: &Path, network: bool) -> Result<(), String> {
         .unwrap_or("")
         .trim();
     Err(if line.is_empty() {
-        format!("the probe `bwrap ... -- true` failed ({status})")
+        Unusable::ProbeFailed(status.to_string())
     } else {
-        line.to_owned()
+        Unusable::BwrapSaid(line.to_owned())
     })
 }
 

@@ -302,7 +302,7 @@ impl Sandbox {
             Backend::Landlock => {
                 let restrictions =
                     crate::landlock_backend::ChildRestrictions::build(policy, network)
-                        .map_err(|line| SandboxUnavailable::runner_failed(mode, line))?;
+                        .map_err(|why| SandboxUnavailable::runner_failed(mode, why.to_string()))?;
                 Ok(confined(
                     argv,
                     Some(ChildSetup {

@@ -24,6 +24,7 @@ use ::landlock::{
 
 use crate::backend::LANDLOCK_TARGET_ABI as TARGET_ABI;
 use crate::secrets::Hidden;
+use crate::unusable::Unusable;
 use crate::{Enforcement, SandboxMode, SandboxPolicy};
 
 /// The file-access rights we handle: everything up to ABI 5 (IOCTL on devices).
@@ -113,7 +114,7 @@ fn open_nofollow(path: &std::path::Path) -> std::io::Result<OwnedFd> {
 }
 
 /// The kernel's Landlock ABI, or why there is none.
-pub(crate) fn kernel_abi() -> Result<i32, String> {
+pub(crate) fn kernel_abi() -> Result<i32, Unusable> {
     // SAFETY: the documented version query: no attribute, size 0, the VERSION flag.
     let version = unsafe {
         libc::syscall(
@@ -127,17 +128,9 @@ pub(crate) fn kernel_abi() -> Result<i32, String> {
         return Ok(version as i32);
     }
     Err(match std::io::Error::last_os_error().raw_os_error() {
-        Some(libc::EOPNOTSUPP) => "Landlock is built into this kernel but not enabled (it is \
-                                   missing from the lsm= boot parameter)"
-            .into(),
-        Some(libc::ENOSYS) => "this kernel has no Landlock (it needs Linux 5.13 or later built \
-                               with CONFIG_SECURITY_LANDLOCK), or a seccomp policy around dsh \
-                               hides the Landlock system calls"
-            .into(),
-        _ => format!(
-            "the Landlock version query failed: {}",
-            std::io::Error::last_os_error()
-        ),
+        Some(libc::EOPNOTSUPP) => Unusable::LandlockDisabled,
+        Some(libc::ENOSYS) => Unusable::NoLandlock,
+        _ => Unusable::VersionQuery(std::io::Error::last_os_error().to_string()),
     })
 }
 
@@ -148,22 +141,16 @@ const MIN_ABI: i32 = 3;
 /// Whether Landlock can confine commands here, and how fully: the kernel's ABI, then a real
 /// confined start of `true` (a seccomp policy around dsh, or a kernel that refuses the
 /// restriction, shows here rather than at the first command).
-pub(crate) fn probe(network: bool) -> Result<Enforcement, String> {
+pub(crate) fn probe(network: bool) -> Result<Enforcement, Unusable> {
     let abi = kernel_abi()?;
     if abi < MIN_ABI {
-        return Err(format!(
-            "this kernel's Landlock ABI is {abi}, which cannot stop a command from truncating \
-             files outside the workspace; dsh needs ABI {MIN_ABI} (Linux 6.2) or later"
-        ));
+        return Err(Unusable::OldAbi {
+            abi,
+            needed: MIN_ABI,
+        });
     }
     if !network {
-        network_filter().ok_or_else(|| {
-            format!(
-                "turning the network off needs a seccomp filter, which dsh has for x86_64 and \
-                 aarch64 only (this is {})",
-                std::env::consts::ARCH
-            )
-        })?;
+        network_filter().ok_or(Unusable::NoNetworkFilter(std::env::consts::ARCH))?;
         seccomp_available()?;
     }
     confined_true(network)?;
@@ -175,7 +162,7 @@ pub(crate) fn probe(network: bool) -> Result<Enforcement, String> {
 }
 
 /// Runs `true` under a read-only ruleset.
-fn confined_true(network: bool) -> Result<(), String> {
+fn confined_true(network: bool) -> Result<(), Unusable> {
     use std::os::unix::process::CommandExt as _;
     let policy = SandboxPolicy::new(SandboxMode::ReadOnly, std::path::Path::new("/"), Vec::new());
     let restrictions = ChildRestrictions::build(&policy, network)?;
@@ -190,21 +177,20 @@ fn confined_true(network: bool) -> Result<(), String> {
     }
     let status = command
         .status()
-        .map_err(|e| format!("a confined `true` could not start: {e}"))?;
+        .map_err(|e| Unusable::ConfinedStart(e.to_string()))?;
     if status.success() {
         Ok(())
     } else {
-        Err(format!("a confined `true` failed ({status})"))
+        Err(Unusable::ConfinedFailed(status.to_string()))
     }
 }
 
-fn seccomp_available() -> Result<(), String> {
+fn seccomp_available() -> Result<(), Unusable> {
     // SAFETY: PR_GET_SECCOMP only reads the calling thread's mode.
     let mode = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) };
     if mode < 0 {
-        return Err(format!(
-            "seccomp is not available, so the network cannot be turned off: {}",
-            std::io::Error::last_os_error()
+        return Err(Unusable::NoSeccomp(
+            std::io::Error::last_os_error().to_string(),
         ));
     }
     Ok(())
@@ -227,8 +213,8 @@ impl std::fmt::Debug for ChildRestrictions {
 
 impl ChildRestrictions {
     /// The ruleset for `policy`; an error says why it cannot be built (fail closed).
-    pub(crate) fn build(policy: &SandboxPolicy, network: bool) -> Result<Self, String> {
-        let fail = |e: &dyn std::fmt::Display| format!("cannot build the Landlock ruleset: {e}");
+    pub(crate) fn build(policy: &SandboxPolicy, network: bool) -> Result<Self, Unusable> {
+        let fail = |e: &dyn std::fmt::Display| Unusable::Ruleset(e.to_string());
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
             .handle_access(AccessFs::from_all(FS_ABI))
@@ -269,15 +255,11 @@ impl ChildRestrictions {
                 .map_err(|e| fail(&e))?;
         }
         let ruleset: Option<OwnedFd> = created.into();
-        let ruleset = ruleset.ok_or_else(|| {
-            "Landlock is not enforced by this kernel (ABI unsupported or disabled)".to_owned()
-        })?;
+        let ruleset = ruleset.ok_or(Unusable::NotEnforced)?;
         let seccomp = if network {
             None
         } else {
-            Some(network_filter().ok_or_else(|| {
-                format!("no seccomp network filter for {}", std::env::consts::ARCH)
-            })?)
+            Some(network_filter().ok_or(Unusable::NoFilterFor(std::env::consts::ARCH))?)
         };
         Ok(ChildRestrictions { ruleset, seccomp })
     }

@@ -23,6 +23,7 @@ mod mode;
 mod policy;
 mod report;
 mod secrets;
+mod unusable;
 mod watch;
 
 pub use backend::{
@@ -35,6 +36,7 @@ pub use escalation::Subject;
 pub use helper::{HelperChild, HelperExit, HelperLaunch, HelperRefusal, HelperWaiter};
 pub use mode::{SandboxMode, UnknownMode};
 pub use policy::{SandboxPolicy, is_env_file};
+pub use unusable::Unusable;
 pub use watch::{CreationWatch, set_aside};
 
 /// The line the model reads when the sandbox refused a file access; the same for every tool, so
