@@ -32,6 +32,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use rmcp::transport::{AuthClient, StreamableHttpClientTransport};
 
+pub use record::RecordError;
 use record::{ClientRecord, ClientSource, RecordStore, SignedInWith};
 
 use crate::{McpServer, Transport};
@@ -143,7 +144,7 @@ pub enum SignIn {
 }
 
 /// What is stored for `server` at `url` under `setup`.
-pub fn sign_in(setup: &OAuthSetup, url: &str) -> Result<SignIn, String> {
+pub fn sign_in(setup: &OAuthSetup, url: &str) -> Result<SignIn, RecordError> {
     use oauth2::TokenResponse;
     let Some(record) = record::read(&setup.record, url)? else {
         return Ok(SignIn::None);
@@ -183,7 +184,7 @@ pub fn sign_in(setup: &OAuthSetup, url: &str) -> Result<SignIn, String> {
 
 /// Forgets the server's sign-in; whether there was one. The tokens are not revoked at the
 /// server (MCP names no revocation endpoint); they lapse there as they expire.
-pub fn logout(setup: &OAuthSetup) -> Result<bool, String> {
+pub fn logout(setup: &OAuthSetup) -> Result<bool, RecordError> {
     record::remove(&setup.record)
 }
 
@@ -218,7 +219,7 @@ pub async fn login(server: &McpServer, ui: &LoginUi<'_>) -> Result<LoginOutcome,
     secure(url).map_err(|why| {
         format!("MCP server \"{name}\" is at {why}; dsh sends no sign-in there: use its https:// address")
     })?;
-    let stored = record::read(&setup.record, url)?;
+    let stored = record::read(&setup.record, url).map_err(|e| e.to_string())?;
     // A new sign-in keeps what was granted before (SEP-2350: scopes accumulate), adds what
     // the server asked for since and what the configuration names.
     let mut wanted: Vec<String> = setup.client.scopes.clone();
@@ -432,7 +433,7 @@ async fn authorize(
                 words(e)
             )
         })?;
-    let granted = record::read(&setup.record, url)?
+    let granted = (record::read(&setup.record, url).map_err(|e| e.to_string())?)
         .and_then(|r| r.credentials)
         .map(|c| c.granted_scopes)
         .unwrap_or_default();
@@ -468,7 +469,7 @@ pub(crate) async fn authorized_client(
     if secure(url).is_err() || setup.unused.is_some() {
         return Ok(None);
     }
-    let Some(record) = record::read(&setup.record, url)? else {
+    let Some(record) = record::read(&setup.record, url).map_err(|e| e.to_string())? else {
         return Ok(None);
     };
     let (Some(client), Some(metadata), Some(_)) =

@@ -150,14 +150,16 @@ fn logout(settings: &Settings, name: &str) -> Result<String, String> {
     let Some(setup) = configured.oauth_setup(&settings.home().value) else {
         return Ok(format!("MCP server \"{name}\" has no OAuth sign-in.\n"));
     };
-    Ok(if dsh_mcp::oauth::logout(&setup)? {
-        format!(
-            "Signed out of \"{name}\": its tokens are deleted here (the server is not told; \
+    Ok(
+        if dsh_mcp::oauth::logout(&setup).map_err(|e| e.to_string())? {
+            format!(
+                "Signed out of \"{name}\": its tokens are deleted here (the server is not told; \
              they lapse there as they expire).\n"
-        )
-    } else {
-        format!("MCP server \"{name}\" had no sign-in stored.\n")
-    })
+            )
+        } else {
+            format!("MCP server \"{name}\" had no sign-in stored.\n")
+        },
+    )
 }
 
 fn list(settings: &Settings, json: bool) -> Result<String, String> {
@@ -176,7 +178,7 @@ fn list(settings: &Settings, json: bool) -> Result<String, String> {
         };
         let sign_in = match (&server.transport, server.oauth_setup(home)) {
             (McpTransport::Http { url, .. }, Some(setup)) => {
-                Some(dsh_mcp::oauth::sign_in(&setup, url)?)
+                Some(dsh_mcp::oauth::sign_in(&setup, url).map_err(|e| e.to_string())?)
             }
             _ => None,
         };

@@ -93,18 +93,59 @@ pub(crate) fn record_path(dir: &Path, name: &str, url: &str) -> PathBuf {
     dir.join(format!("{name}-{hash}.json"))
 }
 
+/// A sign-in record, or its lock, that cannot be read, written or removed: the file and why.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// What was being done (`read`, `remove`, `create`, `open`, `lock`, `write`) to the file.
+    #[error("cannot {doing} {}: {source}", path.display())]
+    Io {
+        doing: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{} is not a sign-in record dsh can read ({source}); remove it with `dsh mcp logout`",
+        path.display()
+    )]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("cannot encode the sign-in record: {0}")]
+    Encode(#[source] serde_json::Error),
+    /// A lock file's name holds a link or something other than a file.
+    #[error(
+        "{} is a symbolic link or not a regular file: dsh takes its sign-in locks only on a \
+         file of its own. Remove it and try again",
+        .0.display()
+    )]
+    NotOwnFile(PathBuf),
+    #[error("cannot open {}: it keeps changing; check what else writes there", .0.display())]
+    KeepsChanging(PathBuf),
+}
+
+/// `source` met while `doing` something to `path`.
+fn io(doing: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> RecordError {
+    let path = path.to_path_buf();
+    move |source| RecordError::Io {
+        doing,
+        path,
+        source,
+    }
+}
+
 /// The record at `path`, or `None` when there is none (or it is not for `url`).
-pub(crate) fn read(path: &Path, url: &str) -> Result<Option<Record>, String> {
+pub(crate) fn read(path: &Path, url: &str) -> Result<Option<Record>, RecordError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(e) => return Err(io("read", path)(e)),
     };
-    let record: Record = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "{} is not a sign-in record dsh can read ({e}); remove it with `dsh mcp logout`",
-            path.display()
-        )
+    let record: Record = serde_json::from_str(&text).map_err(|source| RecordError::Unreadable {
+        path: path.to_path_buf(),
+        source,
     })?;
     Ok((record.url == url).then_some(record))
 }
@@ -115,7 +156,7 @@ pub(crate) fn update<T>(
     path: &Path,
     url: &str,
     change: impl FnOnce(&mut Record) -> T,
-) -> Result<T, String> {
+) -> Result<T, RecordError> {
     let _lock = lock(path)?;
     let mut record = read(path, url)?.unwrap_or_default();
     record.url = url.to_owned();
@@ -130,7 +171,7 @@ pub(crate) fn update_existing<T>(
     path: &Path,
     url: &str,
     change: impl FnOnce(&mut Record) -> T,
-) -> Result<Option<T>, String> {
+) -> Result<Option<T>, RecordError> {
     let _lock = lock(path)?;
     let Some(mut record) = read(path, url)? else {
         return Ok(None);
@@ -142,29 +183,28 @@ pub(crate) fn update_existing<T>(
 
 /// Removes the record; whether there was one. Under the lock, so a change in progress
 /// finishes first; the lock files stay, since another process may hold them.
-pub(crate) fn remove(path: &Path) -> Result<bool, String> {
+pub(crate) fn remove(path: &Path) -> Result<bool, RecordError> {
     let _lock = lock(path)?;
     match std::fs::remove_file(path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(format!("cannot remove {}: {e}", path.display())),
+        Err(e) => Err(io("remove", path)(e)),
     }
 }
 
 /// The record's folder made (for the user alone) and its lock taken.
-fn lock(path: &Path) -> Result<FileLock, String> {
+fn lock(path: &Path) -> Result<FileLock, RecordError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        .map_err(io("create", dir))?;
     FileLock::exclusive(&lock_path(path, "lock"))
 }
 
-fn write(path: &Path, record: &Record) -> Result<(), String> {
-    let text = serde_json::to_string_pretty(record)
-        .map_err(|e| format!("cannot encode the sign-in record: {e}"))?;
+fn write(path: &Path, record: &Record) -> Result<(), RecordError> {
+    let text = serde_json::to_string_pretty(record).map_err(RecordError::Encode)?;
     let temporary = lock_path(path, "new");
     let _ = std::fs::remove_file(&temporary);
     let written = (|| {
@@ -179,7 +219,7 @@ fn write(path: &Path, record: &Record) -> Result<(), String> {
     })();
     written.map_err(|e| {
         let _ = std::fs::remove_file(&temporary);
-        format!("cannot write {}: {e}", path.display())
+        io("write", path)(e)
     })?;
     // A record written by an older tool with wider permissions is narrowed too.
     let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
@@ -196,7 +236,7 @@ fn lock_path(path: &Path, suffix: &str) -> PathBuf {
 struct FileLock(#[allow(dead_code)] File);
 
 impl FileLock {
-    fn exclusive(path: &Path) -> Result<FileLock, String> {
+    fn exclusive(path: &Path) -> Result<FileLock, RecordError> {
         use std::os::fd::AsRawFd;
         let file = lock_file(path)?;
         loop {
@@ -207,7 +247,7 @@ impl FileLock {
             }
             let error = std::io::Error::last_os_error();
             if error.kind() != std::io::ErrorKind::Interrupted {
-                return Err(format!("cannot lock {}: {error}", path.display()));
+                return Err(io("lock", path)(error));
             }
         }
     }
@@ -217,14 +257,8 @@ impl FileLock {
 /// name (opening one would create or open whatever it points at, anywhere the user may
 /// write), never something other than a file (a FIFO would hang the open), and made only
 /// where nothing is (`O_CREAT|O_EXCL`).
-fn lock_file(path: &Path) -> Result<File, String> {
-    let refused = || {
-        format!(
-            "{} is a symbolic link or not a regular file: dsh takes its sign-in locks only on a \
-             file of its own. Remove it and try again",
-            path.display()
-        )
-    };
+fn lock_file(path: &Path) -> Result<File, RecordError> {
+    let refused = || RecordError::NotOwnFile(path.to_path_buf());
     let flags = libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
     // A second try covers a lock file another dsh made, or removed, between the two opens.
     for _ in 0..2 {
@@ -237,7 +271,7 @@ fn lock_file(path: &Path) -> Result<File, String> {
             Ok(_) => return Err(refused()),
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(refused()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("cannot open {}: {e}", path.display())),
+            Err(e) => return Err(io("open", path)(e)),
         }
         let made = OpenOptions::new()
             .write(true)
@@ -248,13 +282,10 @@ fn lock_file(path: &Path) -> Result<File, String> {
         match made {
             Ok(file) => return Ok(file),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(format!("cannot create {}: {e}", path.display())),
+            Err(e) => return Err(io("create", path)(e)),
         }
     }
-    Err(format!(
-        "cannot open {}: it keeps changing; check what else writes there",
-        path.display()
-    ))
+    Err(RecordError::KeepsChanging(path.to_path_buf()))
 }
 
 /// The values in a record that are secrets: tokens and the client secret, for the run's
@@ -300,8 +331,8 @@ pub(crate) struct SignedInWith {
     pub resource: Option<String>,
 }
 
-fn store_error(message: String) -> AuthError {
-    AuthError::CredentialStoreError(message)
+fn store_error(error: RecordError) -> AuthError {
+    AuthError::CredentialStoreError(error.to_string())
 }
 
 impl RecordStore {
@@ -357,7 +388,7 @@ impl CredentialStore for RecordStore {
         let path = lock_path(&self.path, "refresh");
         let lock = tokio::task::spawn_blocking(move || FileLock::exclusive(&path))
             .await
-            .map_err(|e| store_error(format!("the refresh lock failed: {e}")))?
+            .map_err(|e| AuthError::CredentialStoreError(format!("the refresh lock failed: {e}")))?
             .map_err(store_error)?;
         Ok(Some(CredentialRefreshGuard::new(lock)))
     }
@@ -403,6 +434,30 @@ mod tests {
         assert!(!path.exists());
     }
 
+    /// A record that is not dsh's, or a lock's name taken by a link, is refused with the path.
+    #[test]
+    fn a_record_or_lock_dsh_cannot_use_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("docs.json");
+        std::fs::write(&path, "not json").unwrap();
+        let unreadable = read(&path, "u").unwrap_err();
+        assert!(
+            matches!(&unreadable, RecordError::Unreadable { path: p, .. } if *p == path),
+            "{unreadable:?}"
+        );
+        assert!(
+            unreadable
+                .to_string()
+                .ends_with("; remove it with `dsh mcp logout`")
+        );
+        std::os::unix::fs::symlink("/dev/null", lock_path(&path, "lock")).unwrap();
+        let linked = remove(&path).unwrap_err();
+        assert!(
+            matches!(&linked, RecordError::NotOwnFile(p) if *p == lock_path(&path, "lock")),
+            "{linked:?}"
+        );
+    }
+
     /// A token another dsh process renewed is a secret this run learns when it reads it.
     #[tokio::test]
     async fn a_token_read_from_the_record_is_redacted_from_then_on() {
@@ -442,6 +497,6 @@ mod tests {
         let path = dir.path().join("x.json");
         std::fs::write(&path, "{not json").unwrap();
         let error = read(&path, "u").unwrap_err();
-        assert!(error.contains("dsh mcp logout"), "{error}");
+        assert!(error.to_string().contains("dsh mcp logout"), "{error}");
     }
 }
