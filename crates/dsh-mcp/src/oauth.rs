@@ -335,7 +335,8 @@ async fn authorize(
         })?;
     }
     manager.set_metadata(metadata.clone());
-    let callback = callback::Callback::bind(setup.client.callback_port.unwrap_or(0)).await?;
+    let callback = (callback::Callback::bind(setup.client.callback_port.unwrap_or(0)).await)
+        .map_err(|e| e.to_string())?;
     let redirect = callback.redirect_uri();
     // The spec's order: the challenge's scopes, else the resource's `scopes_supported`, else
     // none (never the authorization server's whole list); then what this login adds.
@@ -423,7 +424,7 @@ async fn authorize(
         }),
     });
     (ui.open)(&address);
-    let returned = callback.wait(&state, ui.wait).await?;
+    let returned = (callback.wait(&state, ui.wait).await).map_err(|e| e.to_string())?;
     session
         .handle_callback_with_issuer(&returned.code, &returned.state, returned.issuer.as_deref())
         .await

@@ -24,6 +24,30 @@ pub(crate) struct Returned {
     pub issuer: Option<String>,
 }
 
+/// Why the sign-in's return did not come: the listener, the wait or the server's answer.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CallbackError {
+    /// `port` is `oauth.callback_port` when it is not 0.
+    #[error(
+        "cannot listen on 127.0.0.1:{port} for the sign-in's return: {source}{}",
+        if *port == 0 { "" } else { "; free the port or change oauth.callback_port" }
+    )]
+    Listen {
+        port: u16,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read the listener's port: {0}")]
+    Port(#[source] std::io::Error),
+    #[error("the browser did not come back within {} s; run the login again", .0.as_secs())]
+    TimedOut(Duration),
+    /// The server's error code and description, their control characters made visible.
+    #[error("the authorization server refused the sign-in ({error}{detail})")]
+    Refused { error: String, detail: String },
+    #[error("the authorization server came back without a code")]
+    NoCode,
+}
+
 pub(crate) struct Callback {
     listener: TcpListener,
     port: u16,
@@ -31,21 +55,10 @@ pub(crate) struct Callback {
 
 impl Callback {
     /// Listens on 127.0.0.1 at `port` (0: any free port).
-    pub(crate) async fn bind(port: u16) -> Result<Callback, String> {
-        let listener = TcpListener::bind(("127.0.0.1", port)).await.map_err(|e| {
-            format!(
-                "cannot listen on 127.0.0.1:{port} for the sign-in's return: {e}{}",
-                if port == 0 {
-                    ""
-                } else {
-                    "; free the port or change oauth.callback_port"
-                }
-            )
-        })?;
-        let port = listener
-            .local_addr()
-            .map_err(|e| format!("cannot read the listener's port: {e}"))?
-            .port();
+    pub(crate) async fn bind(port: u16) -> Result<Callback, CallbackError> {
+        let listener = (TcpListener::bind(("127.0.0.1", port)).await)
+            .map_err(|source| CallbackError::Listen { port, source })?;
+        let port = listener.local_addr().map_err(CallbackError::Port)?.port();
         Ok(Callback { listener, port })
     }
 
@@ -55,7 +68,11 @@ impl Callback {
 
     /// Waits for the browser to come back with `state`, up to `limit`. Each connection is
     /// read on its own, so one that sends nothing cannot hold up the browser's.
-    pub(crate) async fn wait(&self, state: &str, limit: Duration) -> Result<Returned, String> {
+    pub(crate) async fn wait(
+        &self,
+        state: &str,
+        limit: Duration,
+    ) -> Result<Returned, CallbackError> {
         let (found, mut answers) = tokio::sync::mpsc::channel(4);
         let waited = tokio::time::timeout(limit, async {
             loop {
@@ -78,17 +95,12 @@ impl Callback {
             }
         })
         .await;
-        waited.unwrap_or_else(|_| {
-            Err(format!(
-                "the browser did not come back within {} s; run the login again",
-                limit.as_secs()
-            ))
-        })
+        waited.unwrap_or(Err(CallbackError::TimedOut(limit)))
     }
 }
 
 /// Reads one request and answers it; `None` when it was not this login's return.
-async fn answer(mut stream: TcpStream, state: &str) -> Option<Result<Returned, String>> {
+async fn answer(mut stream: TcpStream, state: &str) -> Option<Result<Returned, CallbackError>> {
     let head = tokio::time::timeout(READ_WAIT, read_head(&mut stream))
         .await
         .ok()??;
@@ -139,9 +151,10 @@ async fn answer(mut stream: TcpStream, state: &str) -> Option<Result<Returned, S
         } else {
             format!(": {detail}")
         };
-        return Some(Err(crate::oauth::printable(&format!(
-            "the authorization server refused the sign-in ({error}{detail})"
-        ))));
+        return Some(Err(CallbackError::Refused {
+            error: crate::oauth::printable(&error),
+            detail: crate::oauth::printable(&detail),
+        }));
     }
     let Some(code) = query("code") else {
         respond(
@@ -151,9 +164,7 @@ async fn answer(mut stream: TcpStream, state: &str) -> Option<Result<Returned, S
             "The answer carried no authorization code.",
         )
         .await;
-        return Some(Err(
-            "the authorization server came back without a code".into()
-        ));
+        return Some(Err(CallbackError::NoCode));
     };
     respond(
         &mut stream,
@@ -251,8 +262,12 @@ mod tests {
             .wait("s", Duration::from_secs(10))
             .await
             .unwrap_err();
+        assert!(
+            matches!(&error, CallbackError::Refused { error, .. } if error == "access_denied"),
+            "{error:?}"
+        );
         assert_eq!(
-            error,
+            error.to_string(),
             "the authorization server refused the sign-in (access_denied: user said no)"
         );
     }
@@ -273,6 +288,7 @@ mod tests {
             .wait("s", Duration::from_secs(10))
             .await
             .unwrap_err();
+        let error = error.to_string();
         assert!(!error.chars().any(char::is_control), "{error:?}");
         assert!(error.contains("\u{fffd}]0;pwned\u{fffd}"), "{error:?}");
     }
