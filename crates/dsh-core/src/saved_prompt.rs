@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 /// no saved prompt can take over.
 pub const BUILT_IN_COMMANDS: &[&str] = &[
     "model",
+    "blame",
     "compact",
     "permissions",
     "plan",

@@ -159,7 +159,7 @@ impl Ui {
         };
 
         if options.pick_session {
-            app.open_picker(dsh_core::list_sessions(&self.home, &self.cwd));
+            self.pick_session(&mut app);
         }
         if app.picker.is_none() {
             // The settings checked before the terminal was touched serve the first session.
@@ -362,6 +362,11 @@ impl Ui {
     }
 
     /// Opens a session (the one open goes on until another is open).
+    /// The `/resume` list of this folder's sessions, filtered by a search as it is typed.
+    fn pick_session(&self, app: &mut App) {
+        app.open_picker(dsh_core::list_sessions(&self.home, &self.cwd), &self.home);
+    }
+
     fn open(&self, app: &mut App, flags: Flags, settings: Option<Settings>) {
         app.begin_busy("opening the session", None);
         let _ = (self.work).send(Work::Open(Box::new(flags), settings.map(Box::new)));
@@ -460,7 +465,7 @@ impl Ui {
                 }
             }
             Slash::New => self.open(app, Opening::New.flags(&self.base_flags), None),
-            Slash::Resume(None) => app.open_picker(dsh_core::list_sessions(&self.home, &self.cwd)),
+            Slash::Resume(None) => self.pick_session(app),
             Slash::Resume(Some(id)) => {
                 self.open(app, Opening::Resume(id).flags(&self.base_flags), None);
             }
@@ -490,6 +495,7 @@ impl Ui {
                 )),
             },
             Slash::Diff => app.push_cell(git_diff(&self.cwd).await),
+            Slash::Blame(given) => app.push_cell(blame(&self.home, &self.cwd, given).await),
             Slash::Skills => {
                 let skills = app
                     .info
@@ -612,6 +618,18 @@ async fn next_event(
 }
 
 /// `/diff`: the workspace's uncommitted changes, coloured.
+/// `/blame FILE[:LINE]`'s cell, read off the UI's thread (it reads checkpoints).
+async fn blame(
+    home: &std::path::Path,
+    cwd: &std::path::Path,
+    given: Option<String>,
+) -> Vec<Line<'static>> {
+    let (home, cwd) = (home.to_path_buf(), cwd.to_path_buf());
+    let found =
+        tokio::task::spawn_blocking(move || app::cells::blame(&home, &cwd, given.as_deref()));
+    found.await.unwrap_or_default()
+}
+
 async fn git_diff(cwd: &std::path::Path) -> Vec<Line<'static>> {
     use ratatui::style::{Color, Style};
     let text = match dsh_core::workspace_diff(cwd).await {

@@ -35,6 +35,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "go back to the start of a turn: files, conversation or both (/rewind N for turn N)",
     ),
     ("/diff", "the workspace's uncommitted changes (git diff)"),
+    (
+        "/blame",
+        "the session, turn and call that wrote a line: /blame FILE:LINE (or each line of FILE)",
+    ),
     ("/status", "session, model, sandbox, tokens and cost"),
     (
         "/rename",
@@ -57,6 +61,8 @@ pub enum Slash {
     /// `/rewind [TURN]`: back to the start of a turn.
     Rewind(Option<String>),
     Diff,
+    /// `/blame FILE[:LINE]`: what wrote a file's lines, or the one asked.
+    Blame(Option<String>),
     Status,
     /// `/rename [TITLE]`: the session's title (none takes it away).
     Rename(String),
@@ -100,6 +106,7 @@ pub fn parse(line: &str, prompts: &[SavedPrompt]) -> Slash {
         "/resume" => Slash::Resume(arg),
         "/rewind" => Slash::Rewind(arg),
         "/diff" => Slash::Diff,
+        "/blame" => Slash::Blame(arg),
         "/status" => Slash::Status,
         "/rename" => Slash::Rename(rest.to_owned()),
         "/skills" => Slash::Skills,

@@ -115,3 +115,74 @@ pub fn list_cell(title: &str, items: Vec<Line<'static>>) -> Vec<Line<'static>> {
     lines.extend(items);
     lines
 }
+
+/// The lines of a file shown by `/blame` at most; `/blame FILE:LINE` shows one.
+const BLAME_LINES: usize = 200;
+
+/// A cell for `/blame FILE[:LINE]`: each line (or the one asked) with the session, turn and
+/// call that last wrote it and the user's message, as `dsh blame` finds them
+/// ([`dsh_core::blame_file`]); or what was wrong with what was asked.
+pub fn blame(
+    home: &std::path::Path,
+    cwd: &std::path::Path,
+    given: Option<&str>,
+) -> Vec<Line<'static>> {
+    use ratatui::style::Color;
+    let failed = |text: String| vec![Line::styled(format!("✗ {text}"), Color::Red)];
+    let Some(given) = given else {
+        return failed(
+            "/blame needs a file, with a line if you like: /blame src/main.rs:12".into(),
+        );
+    };
+    // `FILE:LINE`, unless a file is named so.
+    let split = (given.rsplit_once(':'))
+        .filter(|_| !cwd.join(given).exists())
+        .and_then(|(file, line)| Some((file, line.parse::<usize>().ok()?)));
+    let (file, line) = match split {
+        Some((_, 0)) => return failed(format!("lines are counted from 1, not in {given}")),
+        Some((file, line)) => (file, Some(line)),
+        None => (given, None),
+    };
+    let lines = match dsh_core::blame_file(home, cwd, std::path::Path::new(file), line) {
+        Ok(lines) => lines,
+        Err(error) => return failed(error.to_string()),
+    };
+    let mut cell = vec![Line::styled(
+        format!("Blame {given}"),
+        Style::new().add_modifier(Modifier::BOLD),
+    )];
+    for blamed in lines.iter().take(BLAME_LINES) {
+        let who = match &blamed.origin {
+            None => "(not written by dsh)".to_owned(),
+            Some(origin) => {
+                let call = match (&origin.tool, &origin.call_id) {
+                    (Some(tool), Some(id)) => format!("{tool} {id}"),
+                    _ => "one of its calls".to_owned(),
+                };
+                let message: String = (origin.message.lines().next().unwrap_or_default())
+                    .chars()
+                    .take(40)
+                    .collect();
+                format!(
+                    "{} turn {} · {call} · \"{message}\"",
+                    origin.session, origin.turn
+                )
+            }
+        };
+        cell.push(Line::from(vec![
+            Span::styled(format!("  {:>4}  ", blamed.line), DIM),
+            Span::styled(who, Style::new().fg(Color::Cyan)),
+        ]));
+        cell.push(Line::from(format!("        {}", blamed.text)));
+    }
+    if lines.len() > BLAME_LINES {
+        cell.push(Line::styled(
+            format!(
+                "  … {} more lines: /blame {file}:LINE shows one, `dsh blame {file}` all",
+                lines.len() - BLAME_LINES
+            ),
+            DIM,
+        ));
+    }
+    cell
+}

@@ -211,12 +211,27 @@ impl App {
 impl SessionPicker {
     fn lines(&self, width: u16, rows: u16) -> Vec<Line<'static>> {
         let mut lines = vec![Line::styled(
-            "Resume a session (↑↓ choose · Enter opens · Esc cancels)",
+            "Resume a session (↑↓ choose · Enter opens · Esc cancels · type to search)",
             Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
         )];
-        let rows = usize::from(rows.max(1));
+        if !self.query.is_empty() {
+            let found = match self.shown.len() {
+                0 => "no session of this folder holds every word".to_owned(),
+                1 => "1 session".to_owned(),
+                n => format!("{n} sessions"),
+            };
+            lines.push(Line::styled(
+                format!("search: {}▏ {found}", self.query),
+                Style::new().fg(Color::Cyan),
+            ));
+        }
+        let rows = usize::from(
+            rows.saturating_sub(u16::from(!self.query.is_empty()))
+                .max(1),
+        );
         let first = self.selected.saturating_sub(rows - 1);
-        for (i, s) in self.sessions.iter().enumerate().skip(first).take(rows) {
+        let shown = self.shown.iter().map(|&index| &self.sessions[index]);
+        for (i, s) in shown.enumerate().skip(first).take(rows) {
             let style = if i == self.selected {
                 Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)
             } else {

@@ -258,12 +258,24 @@ impl App {
         match key.code {
             KeyCode::Up => picker.selected = picker.selected.saturating_sub(1),
             KeyCode::Down => {
-                picker.selected = (picker.selected + 1).min(picker.sessions.len() - 1);
+                picker.selected = (picker.selected + 1).min(picker.shown.len().saturating_sub(1));
             }
             KeyCode::Enter => {
-                let id = picker.sessions[picker.selected].id.clone();
+                // Nothing found: Enter opens nothing.
+                let Some(&index) = picker.shown.get(picker.selected) else {
+                    return Action::None;
+                };
+                let id = picker.sessions[index].id.clone();
                 self.picker = None;
                 return Action::Slash(Slash::Resume(Some(id)));
+            }
+            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+                picker.query.push(c);
+                picker.filter();
+            }
+            KeyCode::Backspace => {
+                picker.query.pop();
+                picker.filter();
             }
             KeyCode::Esc => {
                 self.picker = None;

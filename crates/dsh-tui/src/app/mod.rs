@@ -71,10 +71,34 @@ struct MentionPopup {
     selected: usize,
 }
 
-/// The `/resume` list.
+/// The `/resume` list, filtered by what is typed.
 pub struct SessionPicker {
     sessions: Vec<SessionSummary>,
+    /// The sessions shown (indexes into `sessions`): all of them, or those the search finds,
+    /// best first.
+    shown: Vec<usize>,
+    /// What is typed: a search, as `dsh sessions search` makes it.
+    query: String,
+    /// Where the sessions are, for the search.
+    home: std::path::PathBuf,
     selected: usize,
+}
+
+impl SessionPicker {
+    /// Shows the sessions `query` finds ([`dsh_core::search_sessions`], the search `dsh
+    /// sessions search` makes, of every workspace: this folder's are kept, in its order), or
+    /// every one for no query.
+    fn filter(&mut self) {
+        self.selected = 0;
+        if self.query.trim().is_empty() {
+            self.shown = (0..self.sessions.len()).collect();
+            return;
+        }
+        let found = dsh_core::search_sessions(&self.home, &self.query, usize::MAX);
+        self.shown = (found.iter())
+            .filter_map(|hit| self.sessions.iter().position(|s| s.id == hit.id))
+            .collect();
+    }
 }
 
 /// Until when a notice in the footer holds: each clears when what it announced is over.
@@ -519,13 +543,16 @@ impl App {
         }
     }
 
-    pub fn open_picker(&mut self, sessions: Vec<SessionSummary>) {
+    pub fn open_picker(&mut self, sessions: Vec<SessionSummary>, home: &std::path::Path) {
         if sessions.is_empty() {
             self.note("no earlier sessions in this folder");
             return;
         }
         self.picker = Some(SessionPicker {
+            shown: (0..sessions.len()).collect(),
             sessions,
+            query: String::new(),
+            home: home.to_path_buf(),
             selected: 0,
         });
         self.views += 1;

@@ -608,3 +608,48 @@ fn notices_clear_when_what_they_announce_is_over() {
         "no session is open: /new starts one, /resume picks one"
     );
 }
+
+fn summary(id: &str, task: &str) -> dsh_protocol::SessionSummary {
+    dsh_protocol::SessionSummary {
+        id: id.into(),
+        title: None,
+        created_at: 0,
+        first_task: task.into(),
+        turns: 1,
+        total_tokens: 1200,
+        parent_session: None,
+        path: String::new(),
+    }
+}
+
+/// The `/resume` picker filters as the user types (the search `dsh sessions search` makes,
+/// which finds nothing in an empty home here: tests/cli/tui_archive.rs finds real sessions),
+/// and shows everything again once the search is erased.
+#[test]
+fn the_resume_picker_filters_by_a_search_as_the_user_types() {
+    let home = tempfile::tempdir().unwrap();
+    let mut app = opened_app();
+    app.open_picker(
+        vec![
+            summary("session-aaaa1111", "fix the parser"),
+            summary("session-bbbb2222", "write the docs"),
+        ],
+        home.path(),
+    );
+    insta::assert_snapshot!("picker_all", screen(&app, 80, 8));
+    type_keys(&mut app, "zebra");
+    insta::assert_snapshot!("picker_searched", screen(&app, 80, 8));
+    assert_eq!(
+        press(&mut app, KeyCode::Enter),
+        Action::None,
+        "nothing to open"
+    );
+    for _ in 0..5 {
+        press(&mut app, KeyCode::Backspace);
+    }
+    press(&mut app, KeyCode::Down);
+    assert_eq!(
+        press(&mut app, KeyCode::Enter),
+        Action::Slash(Slash::Resume(Some("session-bbbb2222".into())))
+    );
+}

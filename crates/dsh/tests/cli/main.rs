@@ -43,6 +43,7 @@ mod subagents;
 mod tools;
 mod trust;
 mod tui;
+mod tui_archive;
 mod web;
 mod web_app;
 
