@@ -99,8 +99,8 @@ function renderSessions() {
         onclick: act }, el("span", { "aria-hidden": "true" }, glyph), el("span", { class: "label" }, label));
       const tools = el("span", { class: "session-tools" },
         tool("Fork", "⑂", "Fork: a new session from a copy of this one", () => forkSession(workspace.cwd, session.id)),
-        tool("Rename", "✎", "Rename: the title this list shows", () => renameSession(workspace.cwd, session)),
-        tool("Delete", "✕", "Delete this session", () => deleteSession(workspace.cwd, session)));
+        tool("Rename", "✎", "Rename: the title this list shows", () => renameDialog(workspace.cwd, session)),
+        tool("Delete", "✕", "Delete this session", () => deleteDialog(workspace.cwd, session)));
       nav.append(el("div", { class: "session" }, link, tools));
     }
   }
@@ -138,25 +138,24 @@ function sessionMeta(session) {
   return `${date} · ${turns(session.turns)}`;
 }
 
-async function renameSession(cwd, session, given) {
-  const title = given ?? window.prompt("The session's title (empty: none, the first task is shown)",
-    session.title || session.firstTask);
-  if (title === null) return;
-  try {
-    await api("POST", `/api/sessions/${encodeURIComponent(session.id)}/rename`, { cwd, title });
-    if (session.id === state.id) {
-      say("notice", title.trim() ? `The session is titled "${title.trim()}".` : "The session's title is taken away.");
-    }
-    await loadSessions();
-  } catch (error) { say("error", error.message); }
+// Gives the session `title` ("" takes its title away); what the server refuses is thrown.
+async function retitle(cwd, session, title) {
+  await api("POST", `/api/sessions/${encodeURIComponent(session.id)}/rename`, { cwd, title });
+  if (session.id === state.id) {
+    say("notice", title.trim() ? `The session is titled "${title.trim()}".` : "The session's title is taken away.");
+  }
+  await loadSessions();
 }
 
-async function deleteSession(cwd, session) {
-  if (!window.confirm(`Delete the session "${sessionName(session) || session.id}"? Its log is removed for good.`)) return;
-  try {
-    await api("POST", `/api/sessions/${encodeURIComponent(session.id)}/delete`, { cwd });
-    await loadSessions();
-  } catch (error) { say("error", error.message); }
+// `/rename TITLE` in the composer; the sidebar's Rename asks in a dialog (dialogs.js).
+async function renameSession(cwd, session, given) {
+  try { await retitle(cwd, session, given); } catch (error) { say("error", error.message); }
+}
+
+// Deletes the session, once the dialog (dialogs.js) has asked; what the server refuses is thrown.
+async function removeSession(cwd, session) {
+  await api("POST", `/api/sessions/${encodeURIComponent(session.id)}/delete`, { cwd });
+  await loadSessions();
 }
 
 // Reads the session's reports: everything so far, then each as it comes.
@@ -164,12 +163,13 @@ function follow(id, cwd) {
   if (state.source) state.source.close();
   Object.assign(state, { id, cwd, calls: new Map(), live: { text: null, reasoning: null },
     busy: false, asks: new Map(), usage: { tokens: 0, cost: 0, priced: false }, agents: new Map(),
-    attached: [] });
+    attached: [], contextUsed: 0 });
   drawAttached();
   $("ask").close();
   $("todos").replaceChildren();
   $("agents").replaceChildren();
   $("usage").textContent = "";
+  $("context").textContent = "";
   $("goal").textContent = "";
   sessionStorage.setItem("dsh-session", JSON.stringify({ id, cwd }));
   history.replaceState(null, "", `#session=${encodeURIComponent(id)}`);
@@ -206,6 +206,21 @@ function showSettings(event) {
     : "This session's model does not take images";
   choices($("mode"), event.modes || [], event.mode);
   choices($("model"), state.listing?.defaults?.models || [], event.model);
+  state.contextWindow = event.contextWindow || 0;
+  drawContext();
+}
+
+// How much of the model's context window the conversation fills: what the last request sent
+// and got back (a compaction's summary, once it replaced the older part).
+function drawContext(used = state.contextUsed) {
+  state.contextUsed = used;
+  const node = $("context");
+  if (!used || !state.contextWindow) { node.textContent = ""; return; }
+  const share = Math.min(1, used / state.contextWindow);
+  const left = Math.max(0, Math.round((1 - share) * 100));
+  node.textContent = `${left}% context left`;
+  node.title = `${used.toLocaleString()} of the model's ${state.contextWindow.toLocaleString()} tokens of context in use`;
+  node.dataset.low = String(left < 20);
 }
 
 // A picker's options, with `value` chosen (and listed, if it is not among them).
@@ -236,7 +251,10 @@ async function changeSettings(change) {
 
 function setBusy(busy) {
   // A turn has ended: the list's entry for the session has its task and turns now.
-  if (state.busy && !busy) loadSessions().catch(() => {});
+  if (state.busy && !busy) {
+    loadSessions().catch(() => {});
+    notify("dsh finished the turn", state.lastAnswer || "");
+  }
   state.busy = busy;
   $("mode").disabled = busy;
   $("rewind").disabled = busy || !state.id;
@@ -298,6 +316,7 @@ function show(event) {
     case "live": state.caughtUp = true; return;
     case "error": return say("error", event.message);
     case "ask":
+      notifyAsk(event);
       state.asks.set(event.id, event);
       if (!$("ask").open) ask(event);
       return;
@@ -338,9 +357,11 @@ function showView(view) {
       for (const kind of ["text", "reasoning"]) {
         if (state.live[kind]) { state.live[kind].remove(); state.live[kind] = null; }
       }
+      if (view.usage?.totalTokens) drawContext(view.usage.totalTokens);
       const reasoning = blocksText(view.message, "reasoning");
       if (reasoning) say("reasoning", reasoning);
       const text = blocksText(view.message, "text");
+      if (text) state.lastAnswer = text.split("\n")[0].slice(0, 160);
       if (view.html) $("transcript").append(markdownNode("message assistant markdown", view.html));
       else if (text) say("assistant", text);
       scrollToEnd();
@@ -353,14 +374,7 @@ function showView(view) {
       return;
     }
     case "turn_end": state.live = { text: null, reasoning: null }; return;
-    case "step_end": {
-      const usage = view.usage || {};
-      state.usage.tokens += usage.totalTokens || 0;
-      if (typeof usage.costUsd === "number") { state.usage.cost += usage.costUsd; state.usage.priced = true; }
-      $("usage").textContent = `${state.usage.tokens.toLocaleString()} tokens` +
-        (state.usage.priced ? ` · $${state.usage.cost.toFixed(4)}` : "");
-      return;
-    }
+    case "step_end": return addUsage(view.usage);
     // The mode changed within the session (a plan approved, a switch): the picker follows.
     case "mode":
       if ([...$("mode").options].some((o) => o.value === view.mode)) $("mode").value = view.mode;
@@ -371,6 +385,26 @@ function showView(view) {
       return;
     case "card": return showCard(view);
     default: return;
+  }
+}
+
+// What a request billed, added to the session's tokens and cost in the status area.
+function addUsage(usage = {}) {
+  state.usage.tokens += usage.totalTokens || 0;
+  if (typeof usage.costUsd === "number") { state.usage.cost += usage.costUsd; state.usage.priced = true; }
+  $("usage").textContent = `${state.usage.tokens.toLocaleString()} tokens` +
+    (state.usage.priced ? ` · $${state.usage.cost.toFixed(4)}` : "");
+}
+
+// The title the model wrote after the first turn: the sidebar and the heading show it at
+// once (a title the user gave, already listed, stays). Its request is outside any step.
+function titled(record) {
+  addUsage(record.usage);
+  const session = listed(state.id);
+  if (session && !session.title && record.title) {
+    session.title = record.title;
+    renderSessions();
+    drawHeading();
   }
 }
 
@@ -390,6 +424,11 @@ function showCard(card) {
       const text = blocksText(message, "text");
       if (text) say(message.role === "user" ? "user" : "assistant", text);
     }
+  } else if (card.kind === "title") {
+    // The heading says it; the conversation needs no word of it.
+    return titled(card.state || {});
+  } else if (card.kind === "compaction" && card.state?.tokensAfter) {
+    drawContext(card.state.tokensAfter);
   } else if (card.kind === "goal" && card.state?.goal) {
     drawGoal(card.state.goal);
   } else if (card.kind === "subagent") {
@@ -561,12 +600,21 @@ function showChild(id, view) {
   drawAgent(agent);
 }
 
-// An edit's or a write's change: its file, then each line with its sign.
+// An edit's or a write's change: its file, then each line with its sign and, where the
+// server found where in the file it starts, its old and new line numbers (left out of a copy).
 function diffView(path, diff) {
-  const lines = diff.lines.map(([sign, text]) =>
-    el("span", { class: sign === "+" ? "add" : sign === "-" ? "del" : "ctx" }, `${sign} ${text}\n`));
-  if (diff.more) lines.push(el("span", { class: "ctx" }, `… ${diff.more} more lines\n`));
-  return el("div", { class: "diff" }, el("div", { class: "path" }, path), el("pre", {}, ...lines));
+  const numbered = Number.isInteger(diff.start);
+  let old = diff.start, now = diff.start;
+  const number = (n, side) => el("span", { class: `ln ${side}`, "aria-hidden": "true" }, numbered && n ? String(n) : "");
+  const lines = diff.lines.map(([sign, text]) => {
+    const kind = sign === "+" ? "add" : sign === "-" ? "del" : "ctx";
+    const before = sign === "+" ? null : old++;
+    const after = sign === "-" ? null : now++;
+    return el("span", { class: kind, "data-old": numbered ? before : null, "data-new": numbered ? after : null },
+      number(before, "old"), number(after, "new"), el("span", { class: "text" }, `${sign} ${text}\n`));
+  });
+  if (diff.more) lines.push(el("span", { class: "ctx more" }, el("span", { class: "text" }, `… ${diff.more} more lines\n`)));
+  return el("div", { class: `diff${numbered ? " numbered" : ""}` }, el("div", { class: "path" }, path), el("pre", {}, ...lines));
 }
 
 function blocksText(message, type) {
@@ -593,10 +641,10 @@ function startDraft(cwd) {
   if (state.source) state.source.close();
   Object.assign(state, { id: null, cwd: null, source: null, draft: { cwd }, calls: new Map(),
     live: { text: null, reasoning: null }, asks: new Map(), agents: new Map(), attached: [],
-    usage: { tokens: 0, cost: 0, priced: false } });
+    usage: { tokens: 0, cost: 0, priced: false }, contextUsed: 0 });
   sessionStorage.removeItem("dsh-session");
   history.replaceState(null, "", location.pathname);
-  for (const id of ["todos", "agents", "usage", "goal"]) $(id).replaceChildren();
+  for (const id of ["todos", "agents", "usage", "context", "goal"]) $(id).replaceChildren();
   drawAttached();
   setBusy(false);
   const defaults = state.listing?.defaults || {};

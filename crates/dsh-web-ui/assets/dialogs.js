@@ -290,6 +290,73 @@ function newSessionDialog() {
 }
 $("new-session").addEventListener("click", () => newSessionDialog());
 
+// Rename and Delete of a session, asked in the page (never the browser's prompt or confirm):
+// a labelled form, Enter saves and Esc or Cancel leaves it as it was; Delete asks first, its
+// focus on Cancel. The focus goes back to where it was, or to the list if that entry is gone.
+function sessionDialog(title, body, buttons, focus) {
+  const dialog = $("session-dialog");
+  const back = document.activeElement;
+  // The list may be drawn again meanwhile (a turn ended, a title came): the same button of
+  // the same entry then, if it is still listed.
+  const entry = back?.closest?.(".session")?.querySelector("a")?.dataset.session;
+  const label = back?.getAttribute?.("aria-label");
+  dialog.onclose = () => {
+    const again = [...document.querySelectorAll("#sessions a")].find((a) => a.dataset.session === entry)
+      ?.parentElement?.querySelector(`button[aria-label="${label}"]`);
+    const target = back?.isConnected ? back : again || $("search");
+    // An entry's buttons show only while it has the focus: shown for the focus to land.
+    const row = target.closest(".session");
+    row?.classList.add("asking");
+    target.focus();
+    row?.classList.remove("asking");
+  };
+  const form = el("form", { method: "dialog" }, el("h2", { id: "session-dialog-title" }, title), ...body,
+    el("div", { class: "choices" }, ...buttons));
+  dialog.replaceChildren(form);
+  showDialog(dialog);
+  (focus || form.querySelector("button")).focus();
+  return form;
+}
+
+function renameDialog(cwd, session) {
+  const input = el("input", { type: "text", id: "session-title-input", maxlength: "120", autocomplete: "off",
+    value: session.title || session.firstTask || "" });
+  const problem = el("p", { class: "problem", role: "alert" });
+  const form = sessionDialog("Rename the session", [
+    el("label", { for: "session-title-input" }, "Title"), input,
+    el("p", { class: "hint" }, "One line, at most 120 characters. Empty: no title, the first task is shown."),
+    problem],
+  [el("button", { type: "submit", class: "primary" }, "Rename"),
+    el("button", { type: "button", onclick: () => $("session-dialog").close() }, "Cancel")], input);
+  input.select();
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try { await retitle(cwd, session, input.value); } catch (error) {
+      problem.textContent = error.message;
+      input.focus();
+      return;
+    }
+    $("session-dialog").close();
+  });
+}
+
+function deleteDialog(cwd, session) {
+  const cancel = el("button", { type: "button", onclick: () => $("session-dialog").close() }, "Cancel");
+  const problem = el("p", { class: "problem", role: "alert" });
+  const form = sessionDialog("Delete the session?", [
+    el("p", {}, "“", el("strong", {}, sessionName(session) || session.id), "” and its log are removed for good."),
+    problem],
+  [el("button", { type: "submit", class: "danger" }, "Delete"), cancel], cancel);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try { await removeSession(cwd, session); } catch (error) {
+      problem.textContent = error.message;
+      return;
+    }
+    $("session-dialog").close();
+  });
+}
+
 // The keys, listed on `?`. Those of one letter act only where no text is typed.
 const SHORTCUTS = [
   ["?", "this list"],

@@ -719,6 +719,7 @@ async fn open_run(
         "kind": "settings",
         "imageInput": settings.route().image_input.value,
         "model": settings.model().value,
+        "contextWindow": settings.route().context_window.value,
         "modes": PermissionMode::CHOICES
             .split([',', ' '])
             .filter(|word| !word.is_empty() && *word != "or")

@@ -2,7 +2,7 @@
 //!
 //! | route | what |
 //! |---|---|
-//! | `GET /`, `/app.js`, `/compose.js`, `/dialogs.js`, `/app.css` | the page (it holds no data: no token needed) |
+//! | `GET /`, `/app.js`, `/compose.js`, `/dialogs.js`, `/notify.js`, `/app.css` | the page (it holds no data: no token needed) |
 //! | `GET /manifest.webmanifest`, `/icon.svg` | what installs it as an app |
 //! | `GET /api/sessions` | every session on disk, grouped by workspace, and what a new one starts from |
 //! | `GET /api/folder?path=P` | P as a workspace folder (absolute, existing), or why it is not one |
@@ -138,6 +138,9 @@ pub(crate) static ROUTES: &[Route] = &[
     }),
     page("/dialogs.js", |_, _, _| {
         Box::pin(async { Ok(asset("text/javascript; charset=utf-8", DIALOGS)) })
+    }),
+    page("/notify.js", |_, _, _| {
+        Box::pin(async { Ok(asset("text/javascript; charset=utf-8", NOTIFY)) })
     }),
     page("/app.css", |_, _, _| {
         Box::pin(async { Ok(asset("text/css; charset=utf-8", STYLE)) })
@@ -709,6 +712,7 @@ const INDEX: &str = include_str!("../assets/index.html");
 const SCRIPT: &str = include_str!("../assets/app.js");
 const COMPOSE: &str = include_str!("../assets/compose.js");
 const DIALOGS: &str = include_str!("../assets/dialogs.js");
+const NOTIFY: &str = include_str!("../assets/notify.js");
 const STYLE: &str = include_str!("../assets/app.css");
 const MANIFEST: &str = include_str!("../assets/manifest.webmanifest");
 const ICON: &str = include_str!("../assets/icon.svg");

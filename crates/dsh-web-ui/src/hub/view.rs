@@ -89,7 +89,7 @@ impl Live {
         let mut shown = json!({"title": view.title});
         if let Some(change) = &view.change {
             shown["path"] = json!(change.path);
-            shown["diff"] = crate::diff::lines(change);
+            shown["diff"] = crate::diff::lines(change, &self.cwd);
         }
         // A document the call carries (a plan) is shown whole.
         if let Some(document) = view.document {

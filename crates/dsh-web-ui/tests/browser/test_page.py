@@ -61,10 +61,33 @@ def escalate(command):
         "sandbox_permissions": "danger-full-access", "justification": "needs the whole machine"}]]}
 
 
-class Served:
-    """A scripted model server playing `turns`, and `dsh web` in a fresh home and workspace."""
+# Stands in for the browser's notifications and the tab's visibility, so that a test can allow
+# them, hide the tab and read what was shown (no real notification, in either browser).
+NOTIFICATIONS = """
+window.__notes = []; window.__asked = 0; window.__hidden = false;
+class FakeNotification {
+  constructor(title, options) {
+    window.__notes.push([title, (options || {}).body || ""]);
+    // Counted where a test's expect() can wait for it (the page's CSP forbids a waited-for
+    // function: it would be eval).
+    document.documentElement.dataset.notes = String(window.__notes.length);
+  }
+  close() {}
+}
+FakeNotification.permission = "default";
+FakeNotification.requestPermission = async () => {
+  window.__asked += 1; FakeNotification.permission = "granted"; return "granted";
+};
+Object.defineProperty(window, "Notification", { value: FakeNotification, configurable: true, writable: true });
+Object.defineProperty(Document.prototype, "hidden", { get() { return window.__hidden; }, configurable: true });
+"""
 
-    def __init__(self, turns, args=(), key="test-key"):
+
+class Served:
+    """A scripted model server playing `turns` (and `titles` for the title requests), and `dsh
+    web` in a fresh home and workspace."""
+
+    def __init__(self, turns, args=(), key="test-key", titles=()):
         self.dir = tempfile.TemporaryDirectory(prefix="dsh-web-test-")
         self.home = os.path.join(self.dir.name, "home")
         self.ws = os.path.join(self.dir.name, "ws")
@@ -73,8 +96,10 @@ class Served:
         script = os.path.join(self.dir.name, "turns.json")
         with open(script, "w", encoding="utf-8") as f:
             json.dump(turns, f)
+        model_env = dict(os.environ, SCRIPTED_SERVER_TITLES=json.dumps(list(titles)))
         self.model = subprocess.Popen([os.environ["SCRIPTED_SERVER_BIN"], "--turns", script],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                      env=model_env)
         base = self.model.stdout.readline().strip()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DSH_", "DEEPSEEK_"))}
         env.update({"DSH_HOME": self.home, "DEEPSEEK_BASE_URL": base})
@@ -120,8 +145,8 @@ class Browser:
         cls.browser.close()
         cls.playwright.stop()
 
-    def serve(self, turns, args=(), key="test-key"):
-        served = Served(turns, args, key)
+    def serve(self, turns, args=(), key="test-key", titles=()):
+        served = Served(turns, args, key, titles)
         self.addCleanup(served.close)
         context = self.browser.new_context()
         self.addCleanup(context.close)
@@ -139,6 +164,10 @@ class Browser:
         expect(title).to_have_attribute("data-session", re.compile("."), timeout=WAIT)
         return title.get_attribute("data-session")
 
+    def notes_reach(self, page, count):
+        """Waits until the stand-in for notifications has shown `count` of them."""
+        expect(page.locator("html")).to_have_attribute("data-notes", str(count), timeout=WAIT)
+
     def send(self, page, text):
         page.fill("#prompt", text)
         page.press("#prompt", "Enter")
@@ -152,7 +181,7 @@ class PageTests(Browser):
         served, context = self.serve([
             {"reasoning": "thinking it over", "text": "first **answer**\n\n```rust\nfn main() {}\n```"},
             {"text": "second answer"},
-        ])
+        ], titles=["Greeting the agent"])
         page = context.new_page()
         self.new_session(page, served)
         self.send(page, "hello there")
@@ -160,6 +189,11 @@ class PageTests(Browser):
         # Markdown is rendered (on the server).
         expect(transcript.locator("strong")).to_have_text("answer", timeout=WAIT)
         expect(transcript).to_contain_text("hello there")
+        # After the first turn the model titles the session: the sidebar and the session bar
+        # show the title, not the first task; the conversation has no word of it.
+        expect(page.locator("#sessions a.open .name")).to_have_text("Greeting the agent", timeout=WAIT)
+        expect(page.locator("#session-title")).to_have_text("Greeting the agent")
+        expect(transcript).not_to_contain_text("session titled")
         self.send(page, "and again")
         expect(transcript).to_contain_text("second answer", timeout=WAIT)
         expect(page.locator("#send")).to_be_enabled()
@@ -227,19 +261,36 @@ class PageTests(Browser):
                 {"content": "write the notes", "status": "in_progress"},
                 {"content": "check them", "status": "pending"}]}]]},
             {"calls": [["write", {"file_path": "notes.txt", "content": "first line\nsecond line\n"}]]},
+            {"calls": [["edit", {"file_path": "old.txt", "old_string": "three\n", "new_string": "THREE\n"}]]},
             {"text": "written"},
         ])
+        with open(os.path.join(served.ws, "old.txt"), "w") as f:
+            f.write("one\ntwo\nthree\nfour\n")
         page = context.new_page()
         self.new_session(page, served)
         self.send(page, "write notes")
         expect(page.locator("#transcript")).to_contain_text("written", timeout=WAIT)
-        diff = page.locator("details.call .diff")
+        diff = page.locator("details.call .diff").first
         expect(diff).to_contain_text("notes.txt")
         expect(diff.locator(".add")).to_have_count(2)
-        expect(diff.locator(".add").first).to_have_text("+ first line\n")
+        expect(diff.locator(".add .text").first).to_have_text("+ first line\n")
+        # Numbered as a code review numbers lines: a new file from 1, on the new side only.
+        expect(diff.locator(".add").nth(1).locator(".ln.new")).to_have_text("2")
+        expect(diff.locator(".add").nth(1).locator(".ln.old")).to_have_text("")
+        # An edit is numbered where its text is in the file: line 3, old and new.
+        edit = page.locator("details.call .diff").nth(1)
+        expect(edit).to_contain_text("old.txt")
+        expect(edit.locator(".del .ln.old")).to_have_text("3")
+        expect(edit.locator(".del .ln.new")).to_have_text("")
+        expect(edit.locator(".add .ln.new")).to_have_text("3")
         expect(page.locator("#todos li")).to_have_count(2)
         expect(page.locator("#todos li.in_progress")).to_have_text("write the notes")
-        expect(page.locator("#usage")).to_contain_text("330 tokens")
+        # Four requests of 110 tokens, and the title's 45.
+        expect(page.locator("#usage")).to_contain_text("485 tokens", timeout=WAIT)
+        # The context left: the last request's 110 tokens of the route's million.
+        context_left = page.locator("#context")
+        expect(context_left).to_have_text("100% context left")
+        expect(context_left).to_have_attribute("title", re.compile(r"^110 of the model's 1.000.000 tokens"))
 
     def test_cards_a_presentation_a_goal_and_a_review_decision(self):
         served, context = self.serve([
@@ -390,13 +441,9 @@ class PageTests(Browser):
         self.send(page, "/review src/main.rs")
         expect(page.locator("#transcript")).to_contain_text("Review src/main.rs closely.", timeout=WAIT)
         expect(page.locator("#transcript")).to_contain_text("reviewed it", timeout=WAIT)
-        # The session is renamed, by command and from the sidebar.
+        # The session is renamed, by command and from the sidebar (test_session_dialogs).
         self.send(page, "/rename the review")
         expect(page.locator("#sessions a.open")).to_contain_text("the review", timeout=WAIT)
-        page.once("dialog", lambda dialog: dialog.accept("renamed again"))
-        page.locator("#sessions .session").first.hover()
-        page.locator("#sessions .session").first.get_by_role("button", name="Rename").click()
-        expect(page.locator("#sessions a.open")).to_contain_text("renamed again", timeout=WAIT)
         # An @ mention completes from the workspace's files.
         os.makedirs(os.path.join(served.ws, "src"))
         with open(os.path.join(served.ws, "src", "main.rs"), "w") as f:
@@ -406,6 +453,114 @@ class PageTests(Browser):
         expect(page.locator("#mentions button").first).to_have_text("src/main.rs", timeout=WAIT)
         page.press("#prompt", "Tab")
         expect(page.locator("#prompt")).to_have_value("look at @src/main.rs ")
+
+    def test_session_dialogs_rename_and_delete_in_the_page(self):
+        served, context = self.serve([{"text": "one"}, {"text": "two"}])
+        page = context.new_page()
+        prompts = []
+        page.on("dialog", lambda dialog: (prompts.append(dialog.type), dialog.dismiss()))
+        self.new_session(page, served)
+        self.send(page, "the first session")
+        expect(page.locator("#transcript")).to_contain_text("one", timeout=WAIT)
+        entry = page.locator("#sessions .session").first
+        expect(entry.locator(".name")).to_have_text("the first session", timeout=WAIT)
+        # Rename from the keyboard: Tab from the entry reaches its buttons; Enter opens the
+        # page's own dialog, labelled, its field focused with the name selected.
+        entry.locator("a").focus()
+        page.keyboard.press("Tab")
+        page.keyboard.press("Tab")
+        rename = entry.get_by_role("button", name="Rename")
+        expect(rename).to_be_focused()
+        page.keyboard.press("Enter")
+        dialog = page.get_by_role("dialog", name="Rename the session")
+        expect(dialog).to_be_visible()
+        field = dialog.get_by_label("Title")
+        expect(field).to_be_focused()
+        expect(field).to_have_value("the first session")
+        # Esc leaves it as it was, the focus back on Rename.
+        page.keyboard.press("Escape")
+        expect(dialog).to_be_hidden()
+        expect(entry.locator(".name")).to_have_text("the first session")
+        expect(rename).to_be_focused()
+        page.keyboard.press("Enter")
+        expect(field).to_be_focused()
+        page.keyboard.type("Storage plans")
+        page.keyboard.press("Enter")
+        expect(dialog).to_be_hidden(timeout=WAIT)
+        expect(page.locator("#sessions a.open .name")).to_have_text("Storage plans", timeout=WAIT)
+        expect(page.locator("#session-title")).to_have_text("Storage plans")
+        # Delete asks first, in the page, its focus on Cancel; the open session is refused,
+        # said in the dialog, which stays.
+        entry = page.locator("#sessions .session").first
+        entry.hover()
+        entry.get_by_role("button", name="Delete").click()
+        confirm = page.get_by_role("dialog", name="Delete the session?")
+        expect(confirm).to_contain_text("Storage plans")
+        expect(confirm.get_by_role("button", name="Cancel")).to_be_focused()
+        confirm.get_by_role("button", name="Delete").click()
+        expect(confirm.locator(".problem")).to_contain_text("open", timeout=WAIT)
+        expect(confirm).to_be_visible()
+        confirm.get_by_role("button", name="Cancel").click()
+        expect(confirm).to_be_hidden()
+        # Closed here, it is deleted once confirmed.
+        page.locator("#close").click()
+        expect(page.locator("#transcript")).to_contain_text("run has ended here", timeout=WAIT)
+        entry = page.locator("#sessions .session").first
+        entry.hover()
+        entry.get_by_role("button", name="Delete").click()
+        confirm.get_by_role("button", name="Delete").click()
+        expect(confirm).to_be_hidden(timeout=WAIT)
+        expect(page.locator("#sessions .session")).to_have_count(0, timeout=WAIT)
+        self.assertEqual(served.sessions(), [])
+        self.assertEqual(prompts, [], "no browser prompt, confirm or alert")
+
+    def test_notifications_while_the_tab_is_hidden(self):
+        served, context = self.serve([
+            {"text": "hello back"},
+            escalate("echo allowed-run"), {"text": "ran it"},
+            {"calls": [["ask_user_question", {"questions": [{
+                "id": "db", "question": "Which database?",
+                "options": [{"label": "Postgres"}, {"label": "SQLite"}]}]}]]},
+            {"text": "SQLite it is"},
+        ])
+        context.add_init_script(NOTIFICATIONS)
+        page = context.new_page()
+        self.new_session(page, served)
+        notes = lambda: [title for title, _ in page.evaluate("window.__notes")]
+        # Nothing is asked on load: the button asks.
+        self.assertEqual(page.evaluate("window.__asked"), 0)
+        button = page.get_by_role("button", name="Notify me")
+        expect(button).to_be_visible()
+        button.click()
+        expect(button).to_be_hidden()
+        self.assertEqual(page.evaluate("window.__asked"), 1)
+        # While the tab is shown, a turn's end is no notification.
+        self.send(page, "hello")
+        expect(page.locator("#transcript")).to_contain_text("hello back", timeout=WAIT)
+        expect(page.locator("#stop")).to_be_disabled(timeout=WAIT)
+        self.assertEqual(notes(), [])
+        # Hidden: an approval waiting, then the turn's end.
+        page.evaluate("window.__hidden = true")
+        self.send(page, "do it")
+        dialog = page.locator("dialog#ask")
+        expect(dialog).to_be_visible(timeout=WAIT)
+        self.notes_reach(page, 1)
+        self.assertEqual(notes(), ["dsh asks for your approval"])
+        dialog.get_by_label("Allow once").check()
+        dialog.get_by_role("button", name="Answer").click()
+        self.notes_reach(page, 2)
+        self.assertEqual(notes()[1], "dsh finished the turn")
+        self.assertIn("ran it", page.evaluate("window.__notes[1][1]"))
+        # A question, then the turn's end.
+        self.send(page, "set up storage")
+        expect(dialog).to_contain_text("Which database?", timeout=WAIT)
+        self.notes_reach(page, 3)
+        self.assertEqual(notes()[2], "dsh has a question")
+        self.assertIn("Which database?", page.evaluate("window.__notes[2][1]"))
+        dialog.get_by_label("SQLite").check()
+        dialog.get_by_role("button", name="Answer").click()
+        self.notes_reach(page, 4)
+        self.assertEqual(notes()[3], "dsh finished the turn")
 
     def test_a_subagent_is_followed_in_its_panel(self):
         served, context = self.serve([
