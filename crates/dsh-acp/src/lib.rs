@@ -359,8 +359,9 @@ impl Server {
         connection: ConnectionTo<Client>,
     ) -> Result<PromptResponse, Error> {
         let (session, queued) = queued?;
-        let text = prompt::message_of(&request.prompt)
-            .map_err(|message| Error::invalid_params().data(json!({ "message": message })))?;
+        let text = prompt::message_of(&request.prompt).map_err(|refused| {
+            Error::invalid_params().data(json!({ "message": refused.to_string() }))
+        })?;
         (session.prompt(queued, text, &connection).await).map_err(failed)
     }
 }

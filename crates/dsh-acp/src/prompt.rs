@@ -5,7 +5,7 @@ use agent_client_protocol::v1::schema::{ContentBlock, EmbeddedResourceResource};
 /// The message the blocks make: text as it is, a file link as the path the model can read
 /// (`@src/main.rs` in the editor), an embedded file with its contents. Images and audio are
 /// refused with what to do instead (the agent advertises text and embedded context only).
-pub fn message_of(blocks: &[ContentBlock]) -> Result<String, String> {
+pub fn message_of(blocks: &[ContentBlock]) -> Result<String, PromptRefused> {
     let mut parts = Vec::new();
     for block in blocks {
         match block {
@@ -22,29 +22,36 @@ pub fn message_of(blocks: &[ContentBlock]) -> Result<String, String> {
                         path_of(&file.uri)
                     ));
                 }
-                _ => {
-                    return Err(
-                        "an attached file is binary: dsh takes text files; give its \
-                                path instead and the agent reads it with its own tools"
-                            .to_owned(),
-                    );
-                }
+                _ => return Err(PromptRefused::BinaryFile),
             },
-            ContentBlock::Image(_) | ContentBlock::Audio(_) => {
-                return Err(
-                    "dsh takes text prompts: give an image's path instead and the \
-                            agent reads it with read_image"
-                        .to_owned(),
-                );
-            }
-            _ => return Err("a prompt block of a kind dsh does not know".to_owned()),
+            ContentBlock::Image(_) | ContentBlock::Audio(_) => return Err(PromptRefused::Media),
+            _ => return Err(PromptRefused::UnknownBlock),
         }
     }
     let message = parts.join(" ");
     if message.trim().is_empty() {
-        return Err("the prompt is empty: send the message as a text block".to_owned());
+        return Err(PromptRefused::Empty);
     }
     Ok(message)
+}
+
+/// A prompt dsh does not run, and what to send instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PromptRefused {
+    #[error(
+        "an attached file is binary: dsh takes text files; give its path instead and the agent \
+         reads it with its own tools"
+    )]
+    BinaryFile,
+    #[error(
+        "dsh takes text prompts: give an image's path instead and the agent reads it with \
+         read_image"
+    )]
+    Media,
+    #[error("a prompt block of a kind dsh does not know")]
+    UnknownBlock,
+    #[error("the prompt is empty: send the message as a text block")]
+    Empty,
 }
 
 /// `file:///w/my%20file.rs` is `/w/my file.rs`, and a line range in the fragment (`#L10:20`,
@@ -112,12 +119,13 @@ mod tests {
     fn an_image_is_refused_with_what_to_do() {
         let blocks = vec![ContentBlock::Image(ImageContent::new("AAAA", "image/png"))];
         let error = message_of(&blocks).unwrap_err();
-        assert!(error.contains("read_image"), "{error}");
+        assert_eq!(error, PromptRefused::Media);
+        assert!(error.to_string().contains("read_image"), "{error}");
     }
 
     #[test]
     fn an_empty_prompt_is_refused() {
         let blocks = vec![ContentBlock::Text(TextContent::new("  "))];
-        assert!(message_of(&blocks).is_err());
+        assert_eq!(message_of(&blocks), Err(PromptRefused::Empty));
     }
 }
