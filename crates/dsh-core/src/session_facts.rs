@@ -36,7 +36,8 @@ pub struct TurnFacts {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     pub calls: Vec<CallFacts>,
-    /// What its steps billed (a subagent's requests included, as the steps count them).
+    /// What it billed: its steps (a subagent's requests included, as the steps count them)
+    /// and the title request made after it.
     pub usage: Usage,
     /// What it changed in the files, from its start checkpoint to the next one; empty for a
     /// turn that took none (it ran no call that could change a file).
@@ -176,6 +177,12 @@ pub(crate) fn facts_of(home: &Path, path: &Path) -> Result<SessionFacts, CoreErr
             Record::StepEnd { turn, usage, .. } => {
                 if let Some(t) = turn_of(&mut turns, *turn) {
                     t.usage.add(usage);
+                }
+            }
+            // The title request after the turn is billed as the session's, in no step.
+            Record::SessionTitle(titled) => {
+                if let Some(t) = turn_of(&mut turns, titled.turn) {
+                    t.usage.add(&titled.usage);
                 }
             }
             Record::Rewind(rewind) if rewind.conversation => {

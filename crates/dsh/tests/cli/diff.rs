@@ -2,7 +2,7 @@
 //! first call and then different ones; where they diverged, the files each changed and what
 //! each billed, as text and as JSON; and the refusals.
 
-use dsh_testkit::{RunOutput, TestEnv, Turn};
+use dsh_testkit::{RunOutput, ScriptedServer, TestEnv, Turn};
 use serde_json::{Value, json};
 
 use crate::dsh;
@@ -20,7 +20,7 @@ fn session_and_tokens(out: &RunOutput) -> (String, u64) {
 #[test]
 fn diff_shows_where_two_sessions_diverged() {
     let write_a = || Turn::tool_call("write", json!({"file_path": "a.txt", "content": "one\n"}));
-    let env = TestEnv::new(vec![
+    let server = ScriptedServer::start(vec![
         // A: writes a.txt, then edits it.
         write_a(),
         Turn::tool_call(
@@ -32,8 +32,13 @@ fn diff_shows_where_two_sessions_diverged() {
         write_a(),
         Turn::tool_call("write", json!({"file_path": "b.txt", "content": "two\n"})),
         Turn::text("done too"),
-    ]);
-    let (a, a_tokens) = session_and_tokens(&env.run(dsh(), &["--json", "make a.txt loud"]));
+    ])
+    .with_titles(vec![Turn::text("Loud a.txt")]);
+    let env = TestEnv::with_server(server);
+    // A asks for a title: its request is billed as the session's, in no step.
+    let (a, a_tokens) =
+        session_and_tokens(&env.run(dsh(), &["--json", "--title", "make a.txt loud"]));
+    assert_eq!(env.server.title_requests().len(), 1);
     let other = tempfile::tempdir().unwrap();
     let (b, b_tokens) = session_and_tokens(&RunOutput::of(
         env.command(dsh())
