@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs dsh: downloads the release tarball for this machine and SHA256SUMS from a release's
 # address, checks the tarball against its sum, and puts the binary on the PATH (with its shell
-# completions and man page beside it, once the binary is in place). Nothing is installed when
+# completions, man page and a desktop entry for `dsh web --app` beside it, once the binary is
+# in place). Nothing is installed when
 # a step before the binary fails.
 #
 #   curl -fsSL <release address>/install.sh | DSH_INSTALL_BASE_URL=<release address> sh
@@ -139,6 +140,15 @@ cp "$folder/completions/dsh.bash" "$share/bash-completion/completions/dsh"
 cp "$folder/completions/_dsh" "$share/zsh/site-functions/_dsh"
 cp "$folder/completions/dsh.fish" "$share/fish/vendor_completions.d/dsh.fish"
 cp "$folder/man/dsh.1" "$share/man/man1/dsh.1"
+# A desktop entry: dsh's web app from the desktop's menu, in a window of its own (dsh web
+# --app: a Chromium-family browser's app mode, else the default browser). The binary's path is
+# quoted as the desktop entry format quotes arguments.
+mkdir -p "$share/applications"
+exec_path=$(printf '%s' "$bin_dir/dsh" | sed 's/[\\"`$]/\\&/g')
+printf '%s\n' '[Desktop Entry]' 'Type=Application' 'Name=dsh' \
+  'Comment=The dsh coding agent, in a window of its own' "Exec=\"$exec_path\" web --app" \
+  'Terminal=false' 'Categories=Development;' > "$share/applications/.dsh.desktop.new" &&
+  mv -f "$share/applications/.dsh.desktop.new" "$share/applications/dsh.desktop"
 # zsh reads completions only from the folders in its fpath, and this one is not among its
 # defaults: say how to add it, unless this zsh already has it.
 zsh_folder="$share/zsh/site-functions"

@@ -16,5 +16,7 @@ mod hub;
 mod markdown;
 mod routes;
 mod server;
+mod window;
 
 pub use server::{WebOptions, run};
+pub use window::Window;

@@ -23,6 +23,9 @@ pub struct WebOptions {
     pub port: u16,
     /// Open the page in the user's browser.
     pub open: bool,
+    /// Open the page in a window of its own (`--app`): a Chromium-family browser's app mode,
+    /// else the default browser ([`crate::Window`]).
+    pub app: bool,
     /// The flags every session starts from.
     pub flags: dsh_core::Flags,
 }
@@ -43,6 +46,14 @@ pub fn run(options: WebOptions) -> Result<(), String> {
 }
 
 async fn serve(options: WebOptions) -> Result<(), String> {
+    // Chosen before anything is served: with no browser, `--app` fails at once.
+    let window = if options.app {
+        Some(crate::Window::choose(std::env::var_os("PATH").as_deref())?)
+    } else if options.open {
+        Some(crate::Window::Default(PathBuf::from("xdg-open")))
+    } else {
+        None
+    };
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
     let env = dsh_core::Environment::from_process();
@@ -92,10 +103,7 @@ async fn serve(options: WebOptions) -> Result<(), String> {
     let _ = writeln!(out, "dsh web: open {url}");
     let _ = out.flush();
     let opener = Arc::new(TokenPage(std::sync::Mutex::new(
-        options
-            .open
-            .then(|| open_browser(&home, address.port(), &url))
-            .flatten(),
+        window.and_then(|window| open_browser(&home, address.port(), &url, &window)),
     )));
     let server = Arc::new(Server {
         guard,
@@ -200,9 +208,14 @@ impl Drop for TokenPage {
 }
 
 /// Sends the user's browser to `url` without putting the token on a command line (where
-/// every user of the machine could read it in `ps`): `xdg-open` gets a file, readable by the
-/// user alone, that sends the browser on. The file, when one was written.
-fn open_browser(home: &std::path::Path, port: u16, url: &str) -> Option<PathBuf> {
+/// every user of the machine could read it in `ps`): the browser (or `xdg-open`) gets a file,
+/// readable by the user alone, that sends it on. The file, when one was written.
+fn open_browser(
+    home: &std::path::Path,
+    port: u16,
+    url: &str,
+    window: &crate::Window,
+) -> Option<PathBuf> {
     use std::io::Write as _;
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let dir = home.join("web");
@@ -231,8 +244,8 @@ fn open_browser(home: &std::path::Path, port: u16, url: &str) -> Option<PathBuf>
         let _ = std::fs::remove_file(&file);
         return None;
     }
-    let _ = std::process::Command::new("xdg-open")
-        .arg(&file)
+    let _ = window
+        .command(&file)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

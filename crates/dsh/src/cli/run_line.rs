@@ -107,6 +107,7 @@ pub fn parse(mut args: Vec<String>, start: Start) -> Result<Command, UsageError>
                 host: parsed.host.unwrap_or_else(|| "127.0.0.1".into()),
                 port: parsed.port.unwrap_or(8976),
                 open: parsed.open,
+                app: parsed.app,
             }),
             protocol => Command::Serve { protocol, flags },
         });

@@ -1,6 +1,7 @@
 //! install.sh's address check, run as a person would run the script: addresses that only look
-//! like this machine are refused before anything is downloaded, a loopback mirror still works,
-//! and a failed install leaves no completions or man page behind.
+//! like this machine are refused before anything is downloaded, a loopback mirror still works
+//! (and adds a desktop entry for `dsh web --app`), and a failed install leaves no completions,
+//! man page or desktop entry behind.
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
@@ -153,6 +154,19 @@ fn addresses_that_only_look_local_are_refused_before_any_download() {
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&version.stdout), "dsh 0.0.0-test\n");
         assert!(home.join(".local/share/man/man1/dsh.1").exists());
+        // The desktop's menu opens the web app in a window of its own.
+        let entry =
+            std::fs::read_to_string(home.join(".local/share/applications/dsh.desktop")).unwrap();
+        assert!(
+            entry.starts_with("[Desktop Entry]\nType=Application\nName=dsh\n"),
+            "{entry}"
+        );
+        let exec = format!(
+            "Exec=\"{}\" web --app\n",
+            home.join(".local/bin/dsh").display()
+        );
+        assert!(entry.contains(&exec), "{entry}");
+        assert!(entry.contains("Terminal=false\n"), "{entry}");
     }
     assert_eq!(site.hits(&format!("/dsh-{TARGET}.tar.gz")), 2);
     zsh_is_told_where_the_completions_are(work.path(), &site.url(""), &system_path);

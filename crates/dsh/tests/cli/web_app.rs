@@ -1137,3 +1137,72 @@ fn a_workflow_that_logs_without_end_leaves_dsh_web_small() {
         "dsh stays under 100 MiB: lines cut, the log budgeted, the queue bounded",
     );
 }
+
+/// `dsh web --app` with no browser on PATH says what it looked for and serves nothing; with
+/// a Chromium-family one, that browser is started in its app mode on a page only the user can
+/// read (the token is on no command line).
+#[test]
+fn the_app_window_is_a_chromium_app_or_a_clear_error() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let env = TestEnv::new(vec![]);
+    let bin = env.ws.path().join("no-browsers");
+    std::fs::create_dir_all(&bin).unwrap();
+    let out = dsh_testkit::RunOutput::of(
+        env.command(dsh())
+            .args(["web", "--app", "--port", "0"])
+            .env("PATH", &bin),
+    );
+    assert_eq!(out.code(), Some(1), "{}", out.stderr);
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("no browser to open the app in"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("chromium"), "{}", out.stderr);
+
+    // A stand-in chromium writes down how it was started.
+    let called = env.ws.path().join("called.txt");
+    let chromium = bin.join("chromium");
+    std::fs::write(
+        &chromium,
+        format!(
+            "#!/bin/sh\necho \"$@\" > '{}.new'\nmv '{0}.new' '{0}'\n",
+            called.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&chromium, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let system_path = std::env::var("PATH").unwrap_or_default();
+    let mut web = env
+        .command(dsh())
+        .args(["web", "--app", "--port", "0"])
+        .env("PATH", format!("{}:{system_path}", bin.display()))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(web.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let (_, token) = line.trim().split_once("#token=").unwrap();
+    let (done, waited) = mpsc::channel();
+    let watched = called.clone();
+    std::thread::spawn(move || {
+        while !watched.exists() {
+            std::thread::yield_now();
+        }
+        let _ = done.send(std::fs::read_to_string(&watched).unwrap());
+    });
+    let args = waited
+        .recv_timeout(Duration::from_secs(30))
+        .expect("chromium was started");
+    web.kill().unwrap();
+    web.wait().unwrap();
+    let page = args.trim().strip_prefix("--app=file://").expect(&args);
+    assert!(
+        !args.contains(token),
+        "the token is on a command line: {args}"
+    );
+    assert!(page.ends_with(".html"), "{args}");
+}
