@@ -242,6 +242,19 @@ impl ReplayPlan {
             hint: "set TMPDIR to a folder you can write",
         };
         make_private_folder(&root).map_err(scratch_error)?;
+        // A folder that could not be filled is not left behind.
+        self.fill(root.clone(), &target).inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&root);
+        })
+    }
+
+    /// Restores `target` into the new folder `root` (a clone of the repository first, in Git).
+    fn fill(&self, root: PathBuf, target: &Snapshot) -> Result<Scratch, ReplayError> {
+        let scratch_error = |source| ReplayError::Scratch {
+            path: root.clone(),
+            source,
+            hint: "set TMPDIR to a folder you can write",
+        };
         let cwd = Path::new(&self.original.header.cwd);
         let (workspace, git) = match clone_repository(cwd, &root) {
             Some(prefix) => (root.join(prefix), true),
@@ -249,7 +262,7 @@ impl ReplayPlan {
         };
         std::fs::create_dir_all(&workspace).map_err(scratch_error)?;
         let restored = (self.store)
-            .restore(&workspace, &target, &Snapshot::default())
+            .restore(&workspace, target, &Snapshot::default())
             .map_err(|e| ReplayError::Restore {
                 snapshot: self.start.clone(),
                 why: e.to_string(),
