@@ -203,6 +203,9 @@ class LayoutTests(Browser):
         background = "() => getComputedStyle(document.body).backgroundColor"
         dark = re.compile(r"rgb\((\d{1,2}), (\d{1,2}), (\d{1,2})\)")
         system = page.evaluate(background)
+        # The picker keeps its width beside Notify me and Shortcuts (it was once squeezed to
+        # its arrow).
+        self.assertGreater(page.locator("#theme").bounding_box()["width"], 60)
         page.select_option("#theme", "dark")
         self.assertRegex(page.evaluate(background), dark)
         page.reload()
