@@ -88,6 +88,19 @@ class AccessTests(Browser):
         page.keyboard.press("Enter")
         expect(page.locator("#transcript")).to_contain_text("ran it", timeout=WAIT)
 
+        # The session's own dialogs: Rename and Delete.
+        entry = page.locator("#sessions .session").first
+        entry.hover()
+        entry.get_by_role("button", name="Rename").click()
+        expect(page.get_by_role("dialog", name="Rename the session")).to_be_visible()
+        self.check(page, "the rename dialog")
+        page.keyboard.press("Escape")
+        entry.hover()
+        entry.get_by_role("button", name="Delete").click()
+        expect(page.get_by_role("dialog", name="Delete the session?")).to_be_visible()
+        self.check(page, "the delete dialog")
+        page.keyboard.press("Escape")
+
         page.click("#rewind")
         expect(page.locator("dialog#rewind-dialog")).to_contain_text("Turn 1", timeout=WAIT)
         self.check(page, "the rewind")
