@@ -1187,10 +1187,11 @@ fn the_app_window_is_a_chromium_app_or_a_clear_error() {
         .unwrap();
     let (_, token) = line.trim().split_once("#token=").unwrap();
     let (done, waited) = mpsc::channel();
-    let watched = called.clone();
+    let watched = called;
     std::thread::spawn(move || {
+        // The receiving end's timeout bounds the wait.
         while !watched.exists() {
-            std::thread::yield_now();
+            std::thread::sleep(dsh_testkit::POLL);
         }
         let _ = done.send(std::fs::read_to_string(&watched).unwrap());
     });
