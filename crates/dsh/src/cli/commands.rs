@@ -311,13 +311,7 @@ pub const REPLAY_FLAGS: &[Flag] = &[
         "Replay the turns up to this one (its number in the session), not all of them",
         |p, given| {
             let value = given.value.unwrap_or_default();
-            let turn = value.parse::<u32>().ok().filter(|n| *n > 0);
-            p.to_turn = Some(turn.ok_or_else(|| {
-                Stop::refused(
-                    format!("--to takes a turn number (1, 2, ...), got \"{value}\""),
-                    true,
-                )
-            })?);
+            p.to_turn = Some(turn_number(value)?);
             Ok(())
         },
     )
@@ -341,6 +335,15 @@ pub const MCP_LIST_FLAGS: &[Flag] = &[json(
     "With list: one JSON array of the servers (docs/events.schema.json, mcpServers)",
 )];
 
+/// A turn's number as `--to` takes it: 1, 2, ...
+fn turn_number(value: &str) -> Result<u32, Stop> {
+    let turn = value.parse::<u32>().ok().filter(|n| *n > 0);
+    turn.ok_or_else(|| {
+        let message = format!("--to takes a turn number (1, 2, ...), got \"{value}\"");
+        Stop::refused(message, true)
+    })
+}
+
 /// A command's `--json`, described as `about`.
 const fn json(about: &'static str) -> Flag {
     Flag::switch("--json", about, |p, _| {
@@ -361,13 +364,7 @@ pub const REWIND_FLAGS: &[Flag] = &[
                 let message = format!("--to needs a turn number: {}", synopsis("rewind"));
                 return Err(Stop::refused(message, true));
             };
-            let turn = value.parse::<u32>().ok().filter(|n| *n > 0);
-            p.to_turn = Some(turn.ok_or_else(|| {
-                Stop::refused(
-                    format!("--to takes a turn number (1, 2, ...), got \"{value}\""),
-                    true,
-                )
-            })?);
+            p.to_turn = Some(turn_number(value)?);
             Ok(())
         },
     )
