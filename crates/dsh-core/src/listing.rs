@@ -130,29 +130,34 @@ impl Listing {
         }
     }
 
-    /// Writes it beside the log in `dir`, replacing the one there whole (a rename), so a
-    /// reader never sees half of one. Failing is left unsaid: the listing is a shortcut, and
-    /// the log still says everything.
+    /// Writes it beside the log in `dir` ([`replace_beside_log`]). Failing is left unsaid:
+    /// the listing is a shortcut, and the log still says everything.
     pub(crate) fn store(&self, dir: &Path) {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let Ok(bytes) = serde_json::to_vec(self) else {
-            return;
-        };
-        let staged = dir.join(format!(
-            ".{LISTING_FILE}.{}.{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let written = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&staged)
-            .and_then(|mut file| file.write_all(&bytes))
-            .and_then(|()| std::fs::rename(&staged, dir.join(LISTING_FILE)));
-        if written.is_err() {
-            let _ = std::fs::remove_file(&staged);
+        if let Ok(bytes) = serde_json::to_vec(self) {
+            replace_beside_log(dir, LISTING_FILE, &bytes);
         }
+    }
+}
+
+/// Writes `bytes` as the file `name` beside the log in `dir`, owner-only, replacing the one
+/// there whole (written aside, then renamed), so a reader never sees half of one. What is kept
+/// beside a log only shortens reading it, so a failure is left unsaid.
+pub(crate) fn replace_beside_log(dir: &Path, name: &str, bytes: &[u8]) {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let staged = dir.join(format!(
+        ".{name}.{}.{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&staged)
+        .and_then(|mut file| file.write_all(bytes))
+        .and_then(|()| std::fs::rename(&staged, dir.join(name)));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&staged);
     }
 }
 

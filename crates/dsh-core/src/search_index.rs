@@ -13,10 +13,7 @@
 //! user's messages, the model's answers, its calls (the tool's name and arguments) and the
 //! files they name, each cut at [`ENTRY_CHARS`].
 
-use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use dsh_protocol::{Block, Record, RecordEnvelope, SessionHeader};
 use serde::{Deserialize, Serialize};
@@ -176,30 +173,14 @@ impl Index {
         self.entries.lines().filter_map(parse_entry)
     }
 
-    /// Writes it beside the log in `dir`, replacing the one there whole (a rename), so a
-    /// reader never sees half of one. Failing is left unsaid: the log still says everything.
+    /// Writes it beside the log in `dir` ([`crate::listing::replace_beside_log`]).
     fn store(&self, dir: &Path) {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
         let Ok(mut bytes) = serde_json::to_vec(&self.header) else {
             return;
         };
         bytes.push(b'\n');
         bytes.extend_from_slice(self.entries.as_bytes());
-        let staged = dir.join(format!(
-            ".{INDEX_FILE}.{}.{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let written = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&staged)
-            .and_then(|mut file| file.write_all(&bytes))
-            .and_then(|()| std::fs::rename(&staged, dir.join(INDEX_FILE)));
-        if written.is_err() {
-            let _ = std::fs::remove_file(&staged);
-        }
+        crate::listing::replace_beside_log(dir, INDEX_FILE, &bytes);
     }
 }
 
