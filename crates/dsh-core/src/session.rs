@@ -595,6 +595,21 @@ mod tests {
 
     use super::*;
 
+    /// A rewind of the conversation only, to the start of `turn`.
+    fn conversation_rewind(turn: u32) -> Record {
+        Record::Rewind(dsh_protocol::RewindRecord {
+            to_turn: Some(turn),
+            before_call: None,
+            undo: false,
+            files: false,
+            conversation: true,
+            backup: None,
+            restored: None,
+            written: 0,
+            removed: 0,
+        })
+    }
+
     fn todo(content: &str) -> TodoItem {
         TodoItem {
             content: content.into(),
@@ -627,19 +642,7 @@ mod tests {
                 })
                 .unwrap();
             if turn % 2 == 0 {
-                session
-                    .commit(Record::Rewind(dsh_protocol::RewindRecord {
-                        to_turn: Some(turn),
-                        before_call: None,
-                        undo: false,
-                        files: false,
-                        conversation: true,
-                        backup: None,
-                        restored: None,
-                        written: 0,
-                        removed: 0,
-                    }))
-                    .unwrap();
+                session.commit(conversation_rewind(turn)).unwrap();
             }
         }
         let texts =
@@ -741,18 +744,7 @@ mod tests {
             let mut session = Session::create(home.path(), cwd.clone(), options);
             session.commit(Record::TurnStart { turn: 1 }).unwrap();
             assert_eq!(crate::log::may_rewind(session.log_path()), zstd);
-            (session.commit(Record::Rewind(dsh_protocol::RewindRecord {
-                to_turn: Some(1),
-                before_call: None,
-                undo: false,
-                files: false,
-                conversation: true,
-                backup: None,
-                restored: None,
-                written: 0,
-                removed: 0,
-            })))
-            .unwrap();
+            session.commit(conversation_rewind(1)).unwrap();
             assert!(crate::log::may_rewind(session.log_path()));
         }
     }
