@@ -74,10 +74,34 @@ function drawHeading() {
 
 // The sidebar from the listing fetched last; the search filters it here, without asking the
 // server on every key.
+// A control in the list, named so that it can be found again once the list is drawn anew: the
+// entry's session and the button's label (none for the entry's link).
+function sessionControlOf(node) {
+  const session = node?.closest?.(".session")?.querySelector("a")?.dataset.session;
+  return session ? { session, label: node.getAttribute("aria-label") } : null;
+}
+
+function findSessionControl(control) {
+  const link = control && [...$("sessions").querySelectorAll("a")].find((a) => a.dataset.session === control.session);
+  if (!link || !control.label) return link || null;
+  return link.parentElement.querySelector(`button[aria-label="${control.label}"]`);
+}
+
+// An entry's buttons show only while it has the focus: shown for the focus to land.
+function focusInList(target) {
+  const row = target.closest(".session");
+  row?.classList.add("asking");
+  target.focus();
+  row?.classList.remove("asking");
+}
+
 function renderSessions() {
   const listing = state.listing || { workspaces: [] };
   const query = $("search").value.trim().toLowerCase();
   const nav = $("sessions");
+  // A turn ending or a title arriving draws the list again; a keyboard user's focus on an
+  // entry or one of its buttons must not fall to the page's body meanwhile.
+  const focused = nav.contains(document.activeElement) ? sessionControlOf(document.activeElement) : null;
   nav.replaceChildren();
   for (const workspace of listing.workspaces) {
     const sessions = workspace.sessions.filter((s) =>
@@ -104,6 +128,7 @@ function renderSessions() {
       nav.append(el("div", { class: "session" }, link, tools));
     }
   }
+  if (focused) focusInList(findSessionControl(focused) || $("search"));
 }
 
 async function openSession(cwd, resume) {

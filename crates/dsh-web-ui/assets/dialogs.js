@@ -298,17 +298,9 @@ function sessionDialog(title, body, buttons, focus) {
   const back = document.activeElement;
   // The list may be drawn again meanwhile (a turn ended, a title came): the same button of
   // the same entry then, if it is still listed.
-  const entry = back?.closest?.(".session")?.querySelector("a")?.dataset.session;
-  const label = back?.getAttribute?.("aria-label");
+  const control = sessionControlOf(back);
   dialog.onclose = () => {
-    const again = [...document.querySelectorAll("#sessions a")].find((a) => a.dataset.session === entry)
-      ?.parentElement?.querySelector(`button[aria-label="${label}"]`);
-    const target = back?.isConnected ? back : again || $("search");
-    // An entry's buttons show only while it has the focus: shown for the focus to land.
-    const row = target.closest(".session");
-    row?.classList.add("asking");
-    target.focus();
-    row?.classList.remove("asking");
+    focusInList(back?.isConnected ? back : findSessionControl(control) || $("search"));
   };
   const form = el("form", { method: "dialog" }, el("h2", { id: "session-dialog-title" }, title), ...body,
     el("div", { class: "choices" }, ...buttons));

@@ -467,9 +467,15 @@ class PageTests(Browser):
         # Rename from the keyboard: Tab from the entry reaches its buttons; Enter opens the
         # page's own dialog, labelled, its field focused with the name selected.
         entry.locator("a").focus()
+        # The list is drawn anew whenever a turn ends or a title comes: the focus stays on
+        # the same control of the same entry, never falling to the page meanwhile.
+        page.evaluate("renderSessions()")
+        expect(entry.locator("a")).to_be_focused()
         page.keyboard.press("Tab")
         page.keyboard.press("Tab")
         rename = entry.get_by_role("button", name="Rename")
+        expect(rename).to_be_focused()
+        page.evaluate("renderSessions()")
         expect(rename).to_be_focused()
         page.keyboard.press("Enter")
         dialog = page.get_by_role("dialog", name="Rename the session")
