@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
-    ResourceLink, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallLocation,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ResourceLink, SessionInfoUpdate, SessionUpdate, TextContent, ToolCall, ToolCallContent,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use dsh_core::{AgentEvent, CallView, StreamDelta, ToolCatalog};
 use dsh_protocol::{
-    Block, Card, Record, TodoItem, TodoStatus, Tone, ToolCallRecord, ToolOutputPart,
+    Block, Card, CardKind, Record, TodoItem, TodoStatus, Tone, ToolCallRecord, ToolOutputPart,
     ToolResultRecord, View,
 };
 use serde_json::Value;
@@ -115,6 +115,11 @@ pub fn replay(records: &[Record], cwd: &Path, catalog: &ToolCatalog) -> Vec<Sess
 /// the file as a link the editor opens, then its body. ACP has no other cards, so the rest are
 /// thoughts, which editors show aside; a routine one (a call the review allowed) is left out.
 fn card_updates(card: &Card<'_>) -> Vec<SessionUpdate> {
+    // The conversation needs no word of a title, but the editor's session list shows it.
+    if let CardKind::Title(titled) = card.kind {
+        let info = SessionInfoUpdate::new().title(titled.title.clone());
+        return vec![SessionUpdate::SessionInfoUpdate(info)];
+    }
     if card.routine {
         return Vec::new();
     }
@@ -484,14 +489,16 @@ mod replay_tests {
                     | View::StepStart { .. }
                     | View::StepEnd { .. }
                     | View::TurnEnd { .. }
-            ) || matches!(&view, View::Card(card) if card.routine);
+            ) || matches!(&view, View::Card(card)
+                if card.routine && !matches!(card.kind, CardKind::Title(_)));
             assert_eq!(updates.is_empty(), silent, "{record:?}: {updates:?}");
             if let View::Card(card) = view
-                && !card.routine
+                && !silent
             {
                 let kind = serde_json::to_value(&updates[0]).unwrap()["sessionUpdate"].clone();
-                let expected = match card.tone {
-                    Tone::Handed => "agent_message_chunk",
+                let expected = match (&card.kind, card.tone) {
+                    (CardKind::Title(_), _) => "session_info_update",
+                    (_, Tone::Handed) => "agent_message_chunk",
                     _ => "agent_thought_chunk",
                 };
                 assert_eq!(kind, expected, "{record:?}");

@@ -429,7 +429,9 @@ fn a_session_is_listed_loaded_with_its_history_and_continued() {
             "user_message_chunk",
             "tool_call",
             "tool_call_update",
-            "agent_message_chunk"
+            "agent_message_chunk",
+            // The title the model wrote after the first turn, for the editor's list.
+            "session_info_update"
         ]
     );
     assert_eq!(
@@ -459,6 +461,30 @@ fn a_session_is_listed_loaded_with_its_history_and_continued() {
         editor
             .text_of("agent_message_chunk")
             .ends_with("Second answer.")
+    );
+    assert!(editor.quit().success());
+}
+
+/// The title the model writes after the first turn reaches the editor's session list as it is
+/// written, and a listing afterwards has it; the conversation holds no word of it.
+#[test]
+fn the_sessions_title_is_sent_to_the_editor_when_written() {
+    let server = dsh_testkit::ScriptedServer::start(vec![Turn::text("They say hello.")])
+        .with_titles(vec![Turn::text("Read the notes")]);
+    let env = TestEnv::with_server(server);
+    let mut editor = Editor::start(&env, &[]);
+    let session = editor.new_session(&env);
+    let done = editor.prompt(&session, "What do the notes say?", &mut |_| None);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let info = editor.updates_of("session_info_update");
+    assert_eq!(info.len(), 1, "{:?}", editor.updates);
+    assert_eq!(info[0]["title"], "Read the notes");
+    assert_eq!(editor.text_of("agent_message_chunk"), "They say hello.");
+    assert!(!editor.text_of("agent_thought_chunk").contains("titled"));
+    let listed = editor.call("session/list", json!({"cwd": env.ws_path()}));
+    assert_eq!(
+        listed["result"]["sessions"][0]["title"], "Read the notes",
+        "{listed}"
     );
     assert!(editor.quit().success());
 }
