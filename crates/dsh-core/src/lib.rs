@@ -47,6 +47,7 @@ mod session_facts;
 mod session_list;
 mod session_search;
 mod subagents;
+pub mod user_shell;
 mod workspace_diff;
 
 pub use agent::{Agent, AgentEvent, Stop, TurnSummary};

@@ -22,6 +22,11 @@ pub enum Work {
         task: String,
         stop: Stop,
     },
+    /// A command the user typed after `!`: run by the session's `bash` tool, as a turn.
+    Shell {
+        command: String,
+        stop: Stop,
+    },
     Compact {
         stop: Stop,
     },
@@ -103,6 +108,12 @@ pub async fn serve(
                 Some(OpenRun { run, .. }) => {
                     Done::Turn(run.agent.run(task, &stop).await.map_err(|e| e.to_string()))
                 }
+                None => Done::Turn(Err("no session is open".into())),
+            },
+            Work::Shell { command, stop } => match &mut open {
+                Some(OpenRun { run, .. }) => Done::Turn(
+                    (run.agent.run_shell(&command, &stop).await).map_err(|e| e.to_string()),
+                ),
                 None => Done::Turn(Err("no session is open".into())),
             },
             Work::Compact { stop } => match &mut open {

@@ -382,6 +382,17 @@ impl Ui {
             return;
         }
         let stop = Stop::new();
+        // `!cmd`: the user's own command, run by the session's bash tool (no model request).
+        if let Some(command) = task.strip_prefix('!') {
+            let command = command.trim().to_owned();
+            if command.is_empty() {
+                app.error("type a command after ! (for example !git status)");
+                return;
+            }
+            app.shell_started(&command, stop.clone());
+            let _ = self.work.send(Work::Shell { command, stop });
+            return;
+        }
         app.turn_started(&task, stop.clone());
         let _ = self.work.send(Work::Turn { task, stop });
     }

@@ -22,6 +22,7 @@ pub const BASH_TAIL: usize = 12;
 const RESULT_HEAD: usize = 3;
 
 const DIM: Style = Style::new().fg(Color::DarkGray);
+const RED: Style = Style::new().fg(Color::Red);
 
 /// Turns records into cells, remembering what a later record needs (which call a result
 /// answers, what the turn billed).
@@ -68,6 +69,10 @@ impl Transcript {
                         text.push_str(&image.summary());
                     }
                 }
+                // A command the user ran with `!`: shown as the command and its output.
+                if let Some((command, output)) = dsh_core::user_shell::read(&text) {
+                    return Some(shell_cell(command, output));
+                }
                 Some(user_cell(&text))
             }
             View::Answer(answer) => {
@@ -90,7 +95,10 @@ impl Transcript {
             }
             View::TurnEnd { reason, .. } => {
                 self.in_goal_round = false;
-                Some(self.turn_end_cell(reason))
+                // A `!` command's turn made no request: its exit status says how it ended.
+                let quiet = self.steps == 0 && reason.is_completed();
+                let cell = self.turn_end_cell(reason);
+                (!quiet).then_some(cell)
             }
             View::Todos { todos } => {
                 self.todos = todos.to_vec();
@@ -340,6 +348,27 @@ pub fn watched_output(output: &str) -> Vec<Line<'static>> {
             .map(|l| Line::styled(format!("  │ {l}"), DIM)),
     );
     cell
+}
+
+/// `!command` as the user typed it, then its output and exit status as a `bash` call's.
+fn shell_cell(command: &str, output: &str) -> Vec<Line<'static>> {
+    let mut lines = vec![
+        Line::default(),
+        Line::from(vec![
+            Span::styled("! ", Style::new().fg(Color::Magenta)),
+            Span::styled(
+                command.to_owned(),
+                Style::new().add_modifier(Modifier::BOLD),
+            ),
+        ]),
+    ];
+    // Refused before it ran (plan mode, no bash tool in the run): the error, in red.
+    if output.starts_with("Error: ") {
+        (output.lines()).for_each(|l| lines.push(Line::styled(format!("  ✗ {l}"), RED)));
+    } else {
+        lines.extend(bash_result(output));
+    }
+    lines
 }
 
 fn bash_result(output: &str) -> Vec<Line<'static>> {

@@ -4,6 +4,7 @@
 //!   work wakes, the goal's rounds; [`Agent::run_workflow`]; the run's caps).
 //! - `turn.rs`: one turn, step after step until the model answers without calling a tool.
 //! - `step.rs`: one request to the model and its answer.
+//! - `shell.rs`: a command the user runs themselves ([`Agent::run_shell`]), a turn of its own.
 //! - `calls.rs`: the calls of one answer, scheduled and committed in call order.
 //! - `pipeline.rs`: what one call passes through (hooks, Auto review, the user, the call).
 //! - `events.rs` and `stop.rs`: what the rest of core shares with the agent (leaves).
@@ -14,6 +15,7 @@ mod config;
 pub(crate) mod events;
 mod pipeline;
 mod run;
+mod shell;
 mod step;
 pub(crate) mod stop;
 #[cfg(test)]

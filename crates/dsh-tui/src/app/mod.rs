@@ -59,6 +59,9 @@ struct ActiveCall {
     output: String,
 }
 
+/// The start of the call id the user's own `!` command reports its output with.
+const SHELL_CALL: &str = "shell-";
+
 /// How much of a running call's output is kept for the live area.
 const LIVE_OUTPUT_BYTES: usize = 4096;
 /// The lines of it shown.
@@ -359,6 +362,18 @@ impl App {
         let _ = task;
     }
 
+    /// A command the user typed after `!` runs: shown as a running call, its output as it
+    /// comes, until its turn ends and the transcript shows the command and what it printed.
+    pub fn shell_started(&mut self, command: &str, stop: Stop) {
+        self.turn_started(command, stop);
+        self.active.push(ActiveCall {
+            id: SHELL_CALL.to_owned(),
+            name: "!".to_owned(),
+            summary: command.to_owned(),
+            output: String::new(),
+        });
+    }
+
     pub fn turn_ended(&mut self, result: Result<dsh_core::TurnSummary, String>) {
         self.running = None;
         self.files_stale = true;
@@ -387,7 +402,11 @@ impl App {
             AgentEvent::Delta(StreamDelta::ToolCall) => {}
             AgentEvent::Notice(line) => self.note(line),
             AgentEvent::ToolOutput { call_id, text } => {
-                if let Some(call) = self.active.iter_mut().find(|c| c.id == call_id) {
+                // The user's own command reports as `shell-TURN` (`Agent::run_shell`).
+                let shell = call_id.starts_with(SHELL_CALL);
+                if let Some(call) = (self.active.iter_mut())
+                    .find(|c| c.id == call_id || (shell && c.id == SHELL_CALL))
+                {
                     call.output.push_str(&text);
                     if call.output.len() > LIVE_OUTPUT_BYTES {
                         let mut cut = call.output.len() - LIVE_OUTPUT_BYTES;

@@ -44,6 +44,7 @@ mod tools;
 mod trust;
 mod tui;
 mod tui_archive;
+mod tui_habits;
 mod web;
 mod web_app;
 
