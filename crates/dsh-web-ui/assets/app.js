@@ -104,8 +104,8 @@ function renderSessions() {
   const focused = nav.contains(document.activeElement) ? sessionControlOf(document.activeElement) : null;
   nav.replaceChildren();
   for (const workspace of listing.workspaces) {
-    const sessions = workspace.sessions.filter((s) =>
-      !query || sessionName(s).toLowerCase().includes(query) || workspace.cwd.toLowerCase().includes(query));
+    const sessions = workspace.sessions.filter((s) => !query || foundOf(s) ||
+      sessionName(s).toLowerCase().includes(query) || workspace.cwd.toLowerCase().includes(query));
     if (!sessions.length) continue;
     nav.append(el("h2", { title: workspace.cwd }, folderName(workspace.cwd),
       el("small", {}, workspace.cwd)));
@@ -117,7 +117,7 @@ function renderSessions() {
         "data-session": session.id,
         onclick: (event) => { event.preventDefault(); openSession(workspace.cwd, session.id); },
       }, el("span", { class: "name" }, sessionName(session) || "(no task yet)"),
-        el("small", {}, sessionMeta(session)));
+        el("small", {}, sessionMeta(session)), snippetOf(foundOf(session)));
       // Small, at the entry's edge: a click on the entry itself opens it.
       const tool = (label, glyph, title, act) => el("button", { type: "button", title, "aria-label": label,
         onclick: act }, el("span", { "aria-hidden": "true" }, glyph), el("span", { class: "label" }, label));
@@ -130,6 +130,9 @@ function renderSessions() {
   }
   if (focused) focusInList(findSessionControl(focused) || $("search"));
 }
+
+// Where the search found a session's words: the turn and the words around them.
+const snippetOf = (hit) => hit && el("small", { class: "snippet" }, `turn ${hit.turn}: ${hit.snippet}`);
 
 async function openSession(cwd, resume) {
   let opened;
@@ -626,7 +629,8 @@ function showChild(id, view) {
 }
 
 // An edit's or a write's change: its file, then each line with its sign and, where the
-// server found where in the file it starts, its old and new line numbers (left out of a copy).
+// server found where in the file it starts, its old and new line numbers (left out of a copy);
+// a new line's number asks who wrote it (archive.js).
 function diffView(path, diff) {
   const numbered = Number.isInteger(diff.start);
   let old = diff.start, now = diff.start;
@@ -636,7 +640,8 @@ function diffView(path, diff) {
     const before = sign === "+" ? null : old++;
     const after = sign === "-" ? null : now++;
     return el("span", { class: kind, "data-old": numbered ? before : null, "data-new": numbered ? after : null },
-      number(before, "old"), number(after, "new"), el("span", { class: "text" }, `${sign} ${text}\n`));
+      number(before, "old"), numbered && after && state.id ? blameButton(path, after) : number(after, "new"),
+      el("span", { class: "text" }, `${sign} ${text}\n`));
   });
   if (diff.more) lines.push(el("span", { class: "ctx more" }, el("span", { class: "text" }, `… ${diff.more} more lines\n`)));
   return el("div", { class: `diff${numbered ? " numbered" : ""}` }, el("div", { class: "path" }, path), el("pre", {}, ...lines));
@@ -656,7 +661,6 @@ $("close").addEventListener("click", () =>
   api("POST", `/api/sessions/${encodeURIComponent(state.id)}/close`, {}).catch((error) => say("error", error.message)));
 $("stop").addEventListener("click", () =>
   api("POST", `/api/sessions/${encodeURIComponent(state.id)}/stop`, {}).catch((error) => say("error", error.message)));
-$("search").addEventListener("input", () => renderSessions());
 $("mode").addEventListener("change", () => changeSettings({ permissionMode: $("mode").value }));
 $("model").addEventListener("change", () => changeSettings({ model: $("model").value }));
 

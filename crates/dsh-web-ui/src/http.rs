@@ -14,6 +14,9 @@ use crate::hub::HubError;
 
 pub(crate) type Body = BoxBody<Bytes, Infallible>;
 
+/// A handler's answer: `Err` is an answer too, a refusal, so that `?` can give it.
+pub(crate) type Answer = Result<Response<Body>, Response<Body>>;
+
 /// The largest request body read.
 const BODY_LIMIT: usize = 1024 * 1024;
 

@@ -9,6 +9,7 @@
 //! The page is plain HTML, CSS and one script with no library, kept in `assets/` and built
 //! into the binary: nothing is fetched from anywhere else, and building needs no Node.
 
+mod archive;
 mod diff;
 mod guard;
 mod http;

@@ -2,7 +2,7 @@
 //!
 //! | route | what |
 //! |---|---|
-//! | `GET /`, `/app.js`, `/compose.js`, `/dialogs.js`, `/notify.js`, `/app.css` | the page (it holds no data: no token needed) |
+//! | `GET /`, `/app.js`, `/compose.js`, `/dialogs.js`, `/notify.js`, `/archive.js`, `/app.css` | the page (it holds no data: no token needed) |
 //! | `GET /manifest.webmanifest`, `/icon.svg` | what installs it as an app |
 //! | `GET /api/sessions` | every session on disk, grouped by workspace, and what a new one starts from |
 //! | `GET /api/folder?path=P` | P as a workspace folder (absolute, existing), or why it is not one |
@@ -10,6 +10,8 @@
 //! | `POST /api/sessions/ID/delete` | `{cwd}`: deletes a session that is not open |
 //! | `GET /api/sessions/ID/turns` | its turns, with what each changed in the files |
 //! | `GET /api/sessions/ID/files?q=Q` | the workspace's files best matching Q, for `@` mentions |
+//! | `GET /api/search?q=Q` | the sessions of every workspace whose words hold Q, best first ([`crate::archive`]) |
+//! | `GET /api/sessions/ID/blame?path=P&line=N` | what wrote line N of P ([`crate::archive`]) |
 //! | `GET /api/sessions/ID/diff` | the workspace's uncommitted changes (`/diff`) |
 //! | `POST /api/sessions/ID/rewind` | `{toTurn | undo, files?, conversation?, apply?, acceptedOutside?}` |
 //! | `GET /api/sessions/ID/events` | the session's reports so far, then as they come (SSE) |
@@ -37,9 +39,10 @@ use serde_json::{Value, json};
 use dsh_core::checkpoints::RewindRequest;
 use dsh_core::config::PermissionMode;
 
+use crate::archive;
 use crate::http::{
-    Body, asset, core_error, hub_error, json_error, json_response, plain, query_value, read_json,
-    respond,
+    Answer, Body, asset, core_error, hub_error, json_error, json_response, plain, query_value,
+    read_json, respond,
 };
 use crate::hub::{Hub, Live};
 
@@ -84,8 +87,6 @@ pub(crate) struct At {
     pub image: String,
 }
 
-/// A handler's answer: `Err` is an answer too, a refusal, so that `?` can give it.
-type Answer = Result<Response<Body>, Response<Body>>;
 type Handler =
     for<'a> fn(&'a App, Request<Incoming>, At) -> Pin<Box<dyn Future<Output = Answer> + 'a>>;
 
@@ -142,6 +143,9 @@ pub(crate) static ROUTES: &[Route] = &[
     page("/notify.js", |_, _, _| {
         Box::pin(async { Ok(asset("text/javascript; charset=utf-8", NOTIFY)) })
     }),
+    page("/archive.js", |_, _, _| {
+        Box::pin(async { Ok(asset("text/javascript; charset=utf-8", ARCHIVE)) })
+    }),
     page("/app.css", |_, _, _| {
         Box::pin(async { Ok(asset("text/css; charset=utf-8", STYLE)) })
     }),
@@ -153,6 +157,9 @@ pub(crate) static ROUTES: &[Route] = &[
     }),
     get("api/sessions", |app, _, _| Box::pin(list_sessions(app))),
     get("api/folder", |_, request, _| Box::pin(folder(request))),
+    get("api/search", |app, request, _| {
+        Box::pin(archive::search(app.home.clone(), request))
+    }),
     post("api/sessions", |app, request, _| {
         Box::pin(open_session(app, request))
     }),
@@ -180,6 +187,9 @@ pub(crate) static ROUTES: &[Route] = &[
     }),
     get("api/sessions/{id}/diff", |app, _, at| {
         Box::pin(diff(app, at))
+    }),
+    get("api/sessions/{id}/blame", |app, request, at| {
+        Box::pin(archive::blame(&app.hub, app.home.clone(), request, at.id))
     }),
     get("api/sessions/{id}/turns", |app, _, at| {
         Box::pin(turns(app, at))
@@ -713,6 +723,7 @@ const SCRIPT: &str = include_str!("../assets/app.js");
 const COMPOSE: &str = include_str!("../assets/compose.js");
 const DIALOGS: &str = include_str!("../assets/dialogs.js");
 const NOTIFY: &str = include_str!("../assets/notify.js");
+const ARCHIVE: &str = include_str!("../assets/archive.js");
 const STYLE: &str = include_str!("../assets/app.css");
 const MANIFEST: &str = include_str!("../assets/manifest.webmanifest");
 const ICON: &str = include_str!("../assets/icon.svg");
@@ -739,6 +750,13 @@ mod tests {
         assert_eq!(events.2, "s-1");
         let image = found(Method::GET, "/api/sessions/s-1/images/i-2").unwrap();
         assert_eq!((image.2.as_str(), image.3.as_str()), ("s-1", "i-2"));
+        // The archive: a search of every session, and a line of one session's workspace.
+        assert_eq!(found(Method::GET, "/api/search").unwrap().0, "api/search");
+        let blamed = found(Method::GET, "/api/sessions/s-1/blame").unwrap();
+        assert_eq!(
+            (blamed.0, blamed.1),
+            ("api/sessions/{id}/blame", Access::Token)
+        );
         // An action of its own before any other action on a session.
         assert_eq!(
             found(Method::POST, "/api/sessions/s-1/rename").unwrap().0,

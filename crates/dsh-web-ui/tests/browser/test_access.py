@@ -100,6 +100,11 @@ class AccessTests(Browser):
         expect(page.get_by_role("dialog", name="Delete the session?")).to_be_visible()
         self.check(page, "the delete dialog")
         page.keyboard.press("Escape")
+        # Who wrote a line of the diff.
+        page.locator("details.call .diff button.blame").first.click()
+        expect(page.locator("dialog#blame-dialog")).to_contain_text("Written in turn 1", timeout=WAIT)
+        self.check(page, "a line's blame")
+        page.keyboard.press("Escape")
 
         page.click("#rewind")
         expect(page.locator("dialog#rewind-dialog")).to_contain_text("Turn 1", timeout=WAIT)

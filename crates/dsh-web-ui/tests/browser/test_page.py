@@ -292,6 +292,45 @@ class PageTests(Browser):
         expect(context_left).to_have_text("100% context left")
         expect(context_left).to_have_attribute("title", re.compile(r"^110 of the model's 1.000.000 tokens"))
 
+    def test_the_archive_searched_and_a_line_blamed_from_the_page(self):
+        served, context = self.serve([
+            {"calls": [["write", {"file_path": "notes.txt", "content": "alpha\nbeta\n"}]]},
+            {"text": "wrote them with zanzibar flair"},
+            {"text": "the other answer"},
+        ])
+        page = context.new_page()
+        self.new_session(page, served)
+        self.send(page, "write the notes")
+        expect(page.locator("#transcript")).to_contain_text("zanzibar flair", timeout=WAIT)
+        # A new line's number asks who wrote it: this session's turn and call, and the
+        # message it answered; the focus comes back to the number.
+        number = page.locator("details.call .diff .add").nth(1).get_by_role("button")
+        expect(number).to_have_text("2")
+        number.click()
+        dialog = page.get_by_role("dialog", name="Line 2 of notes.txt")
+        expect(dialog.locator(".blamed-line")).to_have_text("beta", timeout=WAIT)
+        expect(dialog).to_contain_text("Written in turn 1 of this session by its write call")
+        expect(dialog.locator("blockquote")).to_have_text("write the notes")
+        dialog.get_by_role("button", name="Close").click()
+        expect(dialog).to_be_hidden()
+        expect(number).to_be_focused()
+        # A second session; the search finds the first by a word only its answer holds,
+        # with the turn and the words around it, and an empty search shows both again.
+        other = context.new_page()
+        self.new_session(other, served)
+        self.send(other, "another task")
+        expect(other.locator("#transcript")).to_contain_text("the other answer", timeout=WAIT)
+        entries = other.locator("#sessions .session")
+        expect(entries).to_have_count(2, timeout=WAIT)
+        other.fill("#search", "zanzibar")
+        expect(entries).to_have_count(1, timeout=WAIT)
+        expect(entries.first.locator(".name")).to_have_text("write the notes")
+        expect(entries.first.locator(".snippet")).to_have_text(
+            "turn 1: wrote them with zanzibar flair", timeout=WAIT)
+        other.fill("#search", "")
+        expect(entries).to_have_count(2)
+        expect(other.locator("#sessions .snippet")).to_have_count(0)
+
     def test_cards_a_presentation_a_goal_and_a_review_decision(self):
         served, context = self.serve([
             {"calls": [["create_goal", {"objective": "Tidy the notes"}]]},
