@@ -29,7 +29,7 @@ mod tree;
 
 pub use billing::{Bill, CacheRules};
 pub use env::{RunOutput, TestEnv};
-pub use schema::{check_event, check_output, events_schema};
+pub use schema::{check_event, check_output, check_sdk_line, events_schema, sdk_schema};
 pub use script::{Answer, Fault, Turn};
 pub use server::{Dialect, Request, ScriptedServer, stream_body};
 pub use tree::tree;

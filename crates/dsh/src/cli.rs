@@ -58,7 +58,7 @@ pub fn parse(args: Vec<OsString>, terminals: Terminals) -> Result<Command, Usage
     // among them, go to stderr alone.
     let protocol_server = args
         .first()
-        .is_some_and(|a| a == "mcp-server" || a == "acp");
+        .is_some_and(|a| a == "mcp-server" || a == "acp" || a == "app-server");
     let json = wants_json(&args) && !protocol_server;
     let fail = |message: String| UsageError {
         message,
@@ -293,6 +293,13 @@ mod tests {
             parse_args(&["mcp-server"]),
             Ok(Command::Serve {
                 protocol: Protocol::Mcp,
+                ..
+            })
+        ));
+        assert!(matches!(
+            parse_args(&["app-server", "--permission-mode", "plan"]),
+            Ok(Command::Serve {
+                protocol: Protocol::App,
                 ..
             })
         ));

@@ -3,6 +3,7 @@
 //! hands a person at a terminal to the terminal UI (`dsh-tui`). The agent itself lives in
 //! `dsh-core`.
 
+mod app_server;
 mod blame_cmd;
 mod cli;
 mod diff_cmd;
@@ -139,11 +140,13 @@ fn main() -> ExitCode {
     }
 }
 
-/// `dsh mcp-server` and `dsh acp`: stdout is the protocol's, so a failure goes to stderr only.
+/// `dsh mcp-server`, `dsh acp` and `dsh app-server`: stdout is the protocol's, so a failure goes
+/// to stderr only.
 fn serve(protocol: cli::Protocol, flags: dsh_core::Flags) -> ExitCode {
     let outcome = match protocol {
         cli::Protocol::Mcp => dsh_mcp_server::serve_stdio(flags).map_err(|e| e.0),
         cli::Protocol::Acp => dsh_acp::serve_stdio(flags).map_err(|e| e.0),
+        cli::Protocol::App => app_server::serve_stdio(flags),
         cli::Protocol::Web => Err("dsh web is served by its own command".into()),
     };
     match outcome {

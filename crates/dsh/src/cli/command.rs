@@ -93,6 +93,8 @@ pub enum Protocol {
     Mcp,
     /// `dsh acp`: the Agent Client Protocol, as an editor's agent.
     Acp,
+    /// `dsh app-server`: dsh's own protocol, for the SDKs (docs/sdk.md).
+    App,
     /// `dsh web`: the browser app, on loopback.
     Web,
 }
@@ -102,6 +104,7 @@ impl Protocol {
         match self {
             Protocol::Mcp => "dsh mcp-server",
             Protocol::Acp => "dsh acp",
+            Protocol::App => "dsh app-server",
             Protocol::Web => "dsh web",
         }
     }

@@ -175,6 +175,13 @@ pub const COMMANDS: &[Form] = &[
         RunOptions::Defaults,
     ),
     with(
+        "app-server",
+        "dsh app-server [OPTIONS]",
+        "the SDKs' protocol on stdio (docs/sdk.md)",
+        &[],
+        RunOptions::Defaults,
+    ),
+    with(
         "mcp-server",
         "dsh mcp-server [OPTIONS]",
         "an MCP server on stdio: tools dsh, dsh-reply",
@@ -559,6 +566,7 @@ pub const COMMAND_WORDS: &[&str] = &[
     "workflow",
     "web",
     "acp",
+    "app-server",
     "mcp-server",
     "mcp",
     "sandbox",

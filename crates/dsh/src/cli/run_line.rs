@@ -55,6 +55,7 @@ pub fn parse(mut args: Vec<String>, start: Start) -> Result<Command, UsageError>
     let serve = match args.first().map(String::as_str) {
         Some("mcp-server") if !headless => Some(Protocol::Mcp),
         Some("acp") if !headless => Some(Protocol::Acp),
+        Some("app-server") if !headless => Some(Protocol::App),
         Some("web") if !headless => Some(Protocol::Web),
         _ => None,
     };

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail the test
 
 mod acp;
+mod app_server;
 mod auto_review;
 mod blame;
 mod caps;
