@@ -54,6 +54,7 @@ pub use sections::instructions::InstructionsConfig;
 pub use sections::jobs::{DEFAULT_JOB_WAIT, JobsConfig};
 pub use sections::mcp::{McpConfig, McpServerConfig, McpServerSettings, McpTransport};
 pub use sections::requests::RequestsConfig;
+pub use sections::rules::{PATH_TOOLS, RulesConfig};
 pub use sections::sandbox::SandboxConfig;
 pub use sections::sessions::SessionsConfig;
 pub use sections::shell::ShellConfig;

@@ -86,6 +86,8 @@ pub struct Settings {
     redactor: Option<dsh_tools::Redactor>,
     /// How many subagents, how deep, how costly (`[subagents]`).
     pub(super) subagents: SubagentLimits,
+    /// The allow, ask and deny rules for tool calls (`[rules]`).
+    rules: std::sync::Arc<dsh_sandbox::rules::CommandRules>,
     /// The rounds of a session's goal (`[goals]`).
     pub(super) goals: GoalRules,
     /// The bounds of a workflow run (`[workflows]`).
@@ -258,6 +260,11 @@ impl Settings {
         &self.subagents
     }
 
+    /// The rules every call of the run is checked against (`[rules]`).
+    pub fn rules(&self) -> &std::sync::Arc<dsh_sandbox::rules::CommandRules> {
+        &self.rules
+    }
+
     pub fn goals(&self) -> GoalRules {
         self.goals
     }
@@ -372,6 +379,7 @@ impl Settings {
         let web = sections::web::resolve(&mut r, &config.web, &credentials, &route, network)?;
 
         let subagents = sections::subagents::resolve(&mut r, &config.subagents);
+        let rules = sections::rules::resolve(&mut r);
         let goals = sections::goals::resolve(&mut r, &config.goals);
         let workflows = sections::workflows::resolve(&mut r, &config.workflows);
         let auto_review = sections::auto_review::resolve(
@@ -441,6 +449,7 @@ impl Settings {
             redact_secrets,
             redactor,
             subagents,
+            rules,
             goals,
             workflows,
             auto_review,

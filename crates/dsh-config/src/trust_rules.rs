@@ -59,6 +59,16 @@ pub(crate) fn mark(look: &mut Look<'_>) {
         (l.project(p).and_then(toml::Value::as_array))
             .is_some_and(|theirs| theirs.iter().any(|name| !mine.contains(name)))
     });
+    // An allow rule lets calls past Auto review: the workspace's own need trust. Its deny and
+    // ask rules only narrow, and apply untrusted.
+    look.mark_if(&["rules", "allow"], Reason::Sandbox, |l, p| {
+        let mine = l.below(p).and_then(toml::Value::as_array);
+        (l.project(p).and_then(toml::Value::as_array)).is_some_and(|theirs| {
+            theirs
+                .iter()
+                .any(|rule| !mine.is_some_and(|m| m.contains(rule)))
+        })
+    });
     mcp_servers(look);
     costs(look);
     super::trust_limits::mark(look);

@@ -221,6 +221,7 @@ fn agent_config(settings: &Settings) -> AgentConfig {
         .clone_from(&settings.system_prompt_append().value);
     config.context_window = route.context_window.value;
     config.job_wait = settings.job_wait().value;
+    config.rules = Some(settings.rules().clone()).filter(|rules| !rules.is_empty());
     config
 }
 

@@ -91,7 +91,7 @@ fn writable(policy: &SandboxPolicy, cwd: &Path, raw: &str) -> bool {
 }
 
 /// `..` and `.` removed without touching the file system.
-fn normalise(path: &Path) -> PathBuf {
+pub(crate) fn normalise(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {
@@ -106,7 +106,7 @@ fn normalise(path: &Path) -> PathBuf {
 }
 
 /// The real path of the deepest existing ancestor, with the rest appended.
-fn real_path(path: &Path) -> PathBuf {
+pub(crate) fn real_path(path: &Path) -> PathBuf {
     let mut rest = Vec::new();
     let mut current = path.to_path_buf();
     loop {

@@ -13,6 +13,7 @@ mod bwrap;
 #[cfg(target_os = "linux")]
 mod caps;
 mod classify;
+pub mod command_line;
 mod confine;
 pub mod escalation;
 pub mod git_view;
@@ -22,6 +23,7 @@ mod landlock_backend;
 mod mode;
 mod policy;
 mod report;
+pub mod rules;
 mod secrets;
 mod unusable;
 mod watch;

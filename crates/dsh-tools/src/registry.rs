@@ -344,6 +344,27 @@ impl PreparedCall {
             .is_ok_and(|(_, args)| args.str(crate::mutate::ESCALATION_ARG).is_some())
     }
 
+    /// What the command rules look at ([`dsh_sandbox::rules`]): the command line of a tool
+    /// that runs one, the file or folder of a tool that works on one (its working folder when
+    /// the call names none), else nothing.
+    pub fn rule_target(&self) -> dsh_sandbox::rules::Target<'_> {
+        use dsh_sandbox::rules::Target;
+        let Ok((tool, args)) = self.checked.as_ref() else {
+            return Target::Nothing;
+        };
+        let facts = tool.facts();
+        if facts.kind == crate::ToolKind::Execute && facts.subject == Some("command") {
+            return args.str("command").map_or(Target::Nothing, Target::Command);
+        }
+        if facts.file.is_none() && facts.folder.is_none() {
+            return Target::Nothing;
+        }
+        let named = tool
+            .touched_path(args)
+            .or_else(|| facts.folder.and_then(|folder| args.str(folder)));
+        Target::Path(named.unwrap_or("."))
+    }
+
     /// The file or folder it works on, when its tool works on one.
     pub fn touched_path(&self) -> Option<&str> {
         let (tool, args) = self.checked.as_ref().ok()?;

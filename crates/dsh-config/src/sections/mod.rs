@@ -19,6 +19,7 @@ pub(crate) mod instructions;
 pub(crate) mod jobs;
 pub(crate) mod mcp;
 pub(crate) mod requests;
+pub(crate) mod rules;
 pub(crate) mod sandbox;
 pub(crate) mod secrets;
 pub(crate) mod sessions;
@@ -55,6 +56,7 @@ pub struct Config {
     pub skills: skills::SkillsConfig,
     pub web: web::WebConfig,
     pub subagents: subagents::SubagentsConfig,
+    pub rules: rules::RulesConfig,
     pub goals: goals::GoalsConfig,
     pub workflows: workflows::WorkflowsConfig,
     pub auto_review: auto_review::AutoReviewConfig,

@@ -128,6 +128,7 @@ impl Agent {
         }
         let gates = Gates {
             hooks: self.config.hooks.clone(),
+            rules: self.config.rules.clone(),
             // What the reviewer reads is gathered only for a group that has a call to review.
             review: (group.iter())
                 .any(|call| call.prepared.auto_reviewed())

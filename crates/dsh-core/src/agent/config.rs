@@ -39,6 +39,8 @@ pub(crate) struct AgentConfig {
     /// Kept current with the history of the completed turns, at each turn's start, for tools
     /// that build on it (`subagent_fork`).
     pub(crate) completed_history: Option<Arc<std::sync::Mutex<Vec<Message>>>>,
+    /// The allow, ask and deny rules for its calls (`[rules]`); `None`: there are none.
+    pub(crate) rules: Option<Arc<dsh_sandbox::rules::CommandRules>>,
     /// The user's hooks (`hooks.json`), with what they run with.
     pub(crate) hooks: Option<Arc<crate::HookRunner>>,
     /// What the final answer must be (`--output-schema`).
@@ -92,6 +94,7 @@ impl AgentConfig {
             nested_instructions: None,
             token_budget: None,
             completed_history: None,
+            rules: None,
             hooks: None,
             output_schema: None,
             system_append: None,

@@ -1,5 +1,6 @@
 //! The call pipeline: what one call of the model's passes through, in order. Its PreToolUse
-//! hooks (exit 2: not run, and the model reads why), Auto review (a denial or a failed review:
+//! hooks (exit 2: not run, and the model reads why), the command rules (`rules.rs`: a deny or
+//! an unanswered ask keeps it from running, an allow takes it past review), Auto review (a denial or a failed review:
 //! not run, unless the user overrides it), the call itself, then its PostToolUse hooks (exit 2:
 //! their reason follows the result). Whatever keeps a call from running or fails it (a hook, a
 //! review, a stop, an unknown tool, arguments its schema refuses) is its result, an error the
@@ -16,6 +17,7 @@ use dsh_tools::{ErrorInfo, PreparedCall, ToolContext, ToolOutcome, ToolRegistry}
 use crate::auto_review::{AutoReviewer, Review, ReviewContext};
 use crate::{HookEvent, HookRunner};
 
+mod rules;
 #[cfg(test)]
 mod tests;
 
@@ -57,6 +59,8 @@ impl Call {
 #[derive(Clone, Default)]
 pub(super) struct Gates {
     pub(super) hooks: Option<Arc<HookRunner>>,
+    /// The command rules (`[rules]`), when there are any.
+    pub(super) rules: Option<Arc<dsh_sandbox::rules::CommandRules>>,
     pub(super) review: Option<(Arc<AutoReviewer>, Arc<ReviewContext>)>,
 }
 
@@ -101,10 +105,19 @@ impl Gates {
             },
             None => None,
         };
+        let ruled = match &self.rules {
+            Some(rules) => match rules::judge(rules, &call, ctx, name).await {
+                Ok(ruled) => ruled,
+                Err(refused) => return (refused, None),
+            },
+            None => rules::Ruled::Open,
+        };
         let (record, spent) = match &self.review {
             // An unknown tool or arguments that do not fit fail without running: nothing to
-            // review.
-            Some((reviewer, context)) if call.auto_reviewed() => {
+            // review. What a rule (or the user it asked) settled is not reviewed either.
+            Some((reviewer, context))
+                if call.auto_reviewed() && matches!(ruled, rules::Ruled::Open) =>
+            {
                 match reviewed(reviewer, context, &call, ctx, name, arguments).await {
                     Ok(passed) => passed,
                     Err(refused) => return refused,

@@ -32,6 +32,7 @@ mod patches;
 mod providers;
 mod replay;
 mod rewind;
+mod rules;
 mod sandbox;
 mod search;
 mod secrets;
