@@ -18,6 +18,7 @@ pub mod checkpoints;
 mod client;
 mod compaction;
 mod error;
+pub mod export;
 mod goals;
 mod hooks;
 mod install;

@@ -31,6 +31,8 @@ pub const BUILT_IN_COMMANDS: &[&str] = &[
     "resume",
     "rewind",
     "diff",
+    "copy",
+    "export",
     "status",
     "skills",
     "prompts",

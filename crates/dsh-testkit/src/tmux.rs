@@ -49,7 +49,9 @@ impl Tmux {
         let config = std::env::temp_dir().join(format!("{socket}.conf"));
         std::fs::write(
             &config,
-            "set -g remain-on-exit on\nset -g status off\nset -g history-limit 5000\n",
+            // set-clipboard on: what a program copies with OSC 52 becomes a paste buffer.
+            "set -g remain-on-exit on\nset -g status off\nset -g history-limit 5000\n\
+             set -g set-clipboard on\n",
         )
         .expect("write the tmux config");
         let mut command = Command::new("tmux");
@@ -121,6 +123,11 @@ impl Tmux {
             .expect("tmux load-buffer");
         assert!(loaded.success(), "tmux load-buffer failed");
         self.tmux(&["paste-buffer", "-p", "-d", "-b", name]);
+    }
+
+    /// The newest paste buffer: what the program last put on the clipboard with OSC 52.
+    pub fn clipboard(&self) -> String {
+        text(&self.tmux(&["show-buffer"]).stdout)
     }
 
     /// Presses keys by tmux's names (`Enter`, `C-c`, `Escape`, `Up`, `Tab`).

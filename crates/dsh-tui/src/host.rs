@@ -32,6 +32,11 @@ pub enum Work {
     },
     /// The session's turns, for `/rewind`.
     Turns,
+    /// `/export`: the session written to `path` as `format`.
+    Export {
+        format: dsh_core::export::ExportFormat,
+        path: PathBuf,
+    },
     /// Show or do a rewind.
     Rewind(RewindRequest),
 }
@@ -42,6 +47,8 @@ pub enum Done {
     Turn(Result<TurnSummary, String>),
     Compacted(Result<(ManualCompaction, Usage), String>),
     Turns(Result<Vec<TurnFiles>, String>),
+    /// Where the session was exported to.
+    Exported(Result<PathBuf, String>),
     Rewound(Box<Result<(RewindRequest, RewindReport), String>>),
 }
 
@@ -122,6 +129,16 @@ pub async fn serve(
                 }
                 None => Done::Compacted(Err("no session is open".into())),
             },
+            Work::Export { format, path } => Done::Exported(match &open {
+                Some(OpenRun { run, .. }) => (run.export(format))
+                    .map_err(|e| e.to_string())
+                    .and_then(|text| {
+                        std::fs::write(&path, text)
+                            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+                    })
+                    .map(|()| path),
+                None => Err("no session is open".into()),
+            }),
             Work::Turns => match &mut open {
                 Some(OpenRun { run, .. }) => Done::Turns(Ok(run.turns())),
                 None => Done::Turns(Err("no session is open".into())),

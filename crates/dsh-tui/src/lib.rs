@@ -10,6 +10,7 @@
 //! the agent asks ([`dsh_core::ask`]).
 
 mod app;
+mod clipboard;
 mod composer;
 mod dialog;
 mod diff;
@@ -303,6 +304,14 @@ impl Ui {
                 }
                 Action::None
             }
+            Done::Exported(result) => {
+                app.end_busy();
+                match result {
+                    Ok(path) => app.note(format!("the session is exported to {}", path.display())),
+                    Err(message) => app.error(message),
+                }
+                Action::None
+            }
             Done::Rewound(result) => {
                 app.end_busy();
                 match *result {
@@ -397,6 +406,27 @@ impl Ui {
         let _ = self.work.send(Work::Turn { task, stop });
     }
 
+    /// `/export [FILE]`: the session written as markdown, or HTML for a `.html` file name
+    /// (default `dsh-SESSION.md` in the workspace), by the host, which has the run's tools and
+    /// secrets.
+    fn export(&self, app: &mut App, file: Option<String>) {
+        use dsh_core::export::ExportFormat;
+        let Some(info) = &app.info else {
+            app.error("no session is open yet");
+            return;
+        };
+        let name = file.unwrap_or_else(|| format!("dsh-{}.md", info.id));
+        let html = [".html", ".htm"].iter().any(|e| name.ends_with(e));
+        let format = if html {
+            ExportFormat::Html
+        } else {
+            ExportFormat::Markdown
+        };
+        let path = self.cwd.join(name);
+        app.begin_busy("exporting the session", None);
+        let _ = self.work.send(Work::Export { format, path });
+    }
+
     /// Does a slash command; true when it asks to quit.
     async fn slash(&self, app: &mut App, command: Slash) -> bool {
         let needs_idle = matches!(
@@ -404,6 +434,7 @@ impl Ui {
             Slash::Model(Some(_))
                 | Slash::Permissions(Some(_))
                 | Slash::Compact
+                | Slash::Export(_)
                 | Slash::New
                 | Slash::Resume(_)
         );
@@ -506,6 +537,8 @@ impl Ui {
                 )),
             },
             Slash::Diff => app.push_cell(git_diff(&self.cwd).await),
+            Slash::Copy => copy_answer(app),
+            Slash::Export(file) => self.export(app, file),
             Slash::Blame(given) => app.push_cell(blame(&self.home, &self.cwd, given).await),
             Slash::Skills => {
                 let skills = app
@@ -625,6 +658,26 @@ async fn next_event(
     match events {
         Some(events) => events.recv().await,
         None => std::future::pending().await,
+    }
+}
+
+/// `/copy`: the last answer on the clipboard (OSC 52).
+fn copy_answer(app: &mut App) {
+    let answer = app.last_answer.clone();
+    if answer.trim().is_empty() {
+        app.note("no answer to copy yet");
+        return;
+    }
+    match clipboard::copy(&answer) {
+        Ok(sent) if sent < answer.len() => app.note(format!(
+            "copied the first {sent} bytes of the last answer (of {}; terminals take no more)",
+            answer.len()
+        )),
+        Ok(_) => app.note(format!(
+            "copied the last answer ({} characters) to the clipboard",
+            answer.chars().count()
+        )),
+        Err(e) => app.error(format!("cannot write to the terminal: {e}")),
     }
 }
 

@@ -36,6 +36,14 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     ("/diff", "the workspace's uncommitted changes (git diff)"),
     (
+        "/copy",
+        "put the last answer on the clipboard (OSC 52: works over SSH and in tmux)",
+    ),
+    (
+        "/export",
+        "write the session as a readable document: /export [FILE.md|FILE.html]",
+    ),
+    (
         "/blame",
         "the session, turn and call that wrote a line: /blame FILE:LINE (or each line of FILE)",
     ),
@@ -61,6 +69,10 @@ pub enum Slash {
     /// `/rewind [TURN]`: back to the start of a turn.
     Rewind(Option<String>),
     Diff,
+    /// `/copy`: the last answer on the clipboard.
+    Copy,
+    /// `/export [FILE]`: the session as markdown or HTML (by the file's extension).
+    Export(Option<String>),
     /// `/blame FILE[:LINE]`: what wrote a file's lines, or the one asked.
     Blame(Option<String>),
     Status,
@@ -106,6 +118,8 @@ pub fn parse(line: &str, prompts: &[SavedPrompt]) -> Slash {
         "/resume" => Slash::Resume(arg),
         "/rewind" => Slash::Rewind(arg),
         "/diff" => Slash::Diff,
+        "/copy" => Slash::Copy,
+        "/export" => Slash::Export(arg),
         "/blame" => Slash::Blame(arg),
         "/status" => Slash::Status,
         "/rename" => Slash::Rename(rest.to_owned()),

@@ -70,6 +70,9 @@ fn main() -> ExitCode {
             let _ = std::io::stdout().write_all(cli::man_page().as_bytes());
             ExitCode::SUCCESS
         }
+        Ok(Command::SessionsExport { id, format }) => {
+            ExitCode::from(sessions_cmd::export(&id, format))
+        }
         Ok(Command::SessionsDiff { a, b, json }) => ExitCode::from(diff_cmd::run(&a, &b, json)),
         Ok(Command::SessionsRename { id, title }) => {
             ExitCode::from(sessions_cmd::rename(&id, &title))

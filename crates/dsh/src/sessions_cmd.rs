@@ -1,9 +1,11 @@
-//! `dsh sessions list` and `dsh sessions show ID [--json]`: the sessions of this directory,
-//! and one session's transcript, read from its log (plain or compressed).
+//! `dsh sessions list`, `dsh sessions show ID [--json]` and `dsh sessions export ID`: the
+//! sessions of this directory, and one session's transcript, read from its log (plain or
+//! compressed).
 
 use std::fmt::Write as _;
 use std::io::Write as _;
 
+use dsh_core::export::ExportFormat;
 use dsh_core::{CoreError, SetupError, list_sessions, read_log, session_log_path};
 use dsh_protocol::view::reason_kind;
 use dsh_protocol::{Block, Record, ToolOutputPart, View};
@@ -181,6 +183,29 @@ pub fn show(id: &str, json: bool) -> u8 {
     }
     let _ = std::io::stdout().write_all(out.as_bytes());
     0
+}
+
+/// A session of this directory as a readable document on stdout: markdown or one
+/// self-contained HTML page, its calls described with the built-in tools and the secrets the
+/// settings here know redacted ([`dsh_core::export`]).
+pub fn export(id: &str, format: ExportFormat) -> u8 {
+    let settings = match crate::place::settings(&dsh_core::Flags::default()) {
+        Ok(settings) => settings,
+        Err(error) => return fail(&error, false),
+    };
+    let (home, cwd) = (settings.home().value.clone(), settings.cwd().clone());
+    let catalog = dsh_core::export::builtin_catalog(&settings);
+    let redactor = settings.redactor();
+    match dsh_core::export::export_session(&home, &cwd, id, format, &catalog, redactor.as_ref()) {
+        Ok(text) => {
+            let _ = std::io::stdout().write_all(text.as_bytes());
+            0
+        }
+        Err(error) => fail(
+            &session_failure(error, &cwd, "exported", "sessions export"),
+            false,
+        ),
+    }
 }
 
 /// A record's view as the transcript prints it.

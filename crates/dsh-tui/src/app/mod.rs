@@ -154,6 +154,8 @@ pub struct App {
     /// picker, a rewind view), so the loop knows one is new on screen.
     views: u64,
     pub tick: usize,
+    /// The text of the model's last answer, for `/copy`.
+    pub last_answer: String,
 }
 
 impl App {
@@ -187,6 +189,7 @@ impl App {
             quit_armed: false,
             views: 0,
             tick: 0,
+            last_answer: String::new(),
         }
     }
 
@@ -333,8 +336,12 @@ impl App {
             )]);
         }
         for record in &opened.earlier {
-            if let View::User { message } = record.view() {
-                self.composer.remember(message.text());
+            match record.view() {
+                View::User { message } => self.composer.remember(message.text()),
+                View::Answer(answer) if !answer.message.text().trim().is_empty() => {
+                    self.last_answer = answer.message.text();
+                }
+                _ => {}
             }
             if let Some(cell) = self.transcript.cell(record) {
                 self.push_cell(cell);
@@ -446,7 +453,11 @@ impl App {
 
     fn record(&mut self, record: &Record) {
         match record.view() {
-            View::Answer(_) => {
+            View::Answer(answer) => {
+                let text = answer.message.text();
+                if !text.trim().is_empty() {
+                    self.last_answer = text;
+                }
                 self.live_text.clear();
                 self.live_reasoning.clear();
             }

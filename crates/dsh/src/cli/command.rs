@@ -47,6 +47,11 @@ pub enum Command {
         limit: usize,
         json: bool,
     },
+    /// `dsh sessions export ID [--format markdown|html]`: a session as a document.
+    SessionsExport {
+        id: String,
+        format: dsh_core::export::ExportFormat,
+    },
     /// `dsh sessions diff A B [--json]`: where two sessions went separate ways.
     SessionsDiff {
         a: String,

@@ -126,6 +126,13 @@ pub const COMMANDS: &[Form] = &[
     ),
     with(
         "sessions",
+        "dsh sessions export <id> [--format markdown|html]",
+        "one session as a readable document, secrets redacted",
+        SESSIONS_EXPORT_FLAGS,
+        RunOptions::None,
+    ),
+    with(
+        "sessions",
         "dsh sessions diff <a> <b> [--json]",
         "where two sessions went separate ways",
         SESSIONS_DIFF_FLAGS,
@@ -282,6 +289,22 @@ pub const SESSIONS_SEARCH_FLAGS: &[Flag] = &[
          searchHit)",
     ),
 ];
+
+pub const SESSIONS_EXPORT_FLAGS: &[Flag] = &[Flag::valued(
+    "--format",
+    "<markdown|html>",
+    Complete::Words(&["markdown", "html"]),
+    "With export: markdown (the default) or html, one self-contained page",
+    |p, given| {
+        let value = given.required()?;
+        let format = value
+            .parse()
+            .map_err(|e: dsh_core::export::UnknownFormat| Stop::refused(e.to_string(), true))?;
+        p.export_format = Some(format);
+        Ok(())
+    },
+)
+.whole()];
 
 pub const SESSIONS_DIFF_FLAGS: &[Flag] = &[json(
     "With diff: one JSON object, both sessions and where they diverged (docs/events.schema.json, \

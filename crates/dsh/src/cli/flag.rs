@@ -190,6 +190,8 @@ pub struct Parsed {
     pub no_browser: bool,
     /// `dsh sessions search --limit`.
     pub limit: Option<usize>,
+    /// `dsh sessions export --format`.
+    pub export_format: Option<dsh_core::export::ExportFormat>,
     /// `dsh replay --keep`.
     pub keep: bool,
 }

@@ -2,12 +2,13 @@
 //! then checked for the words it takes. Their refusals point at the command's own help.
 
 use dsh_core::checkpoints::RewindRequest;
+use dsh_core::export::ExportFormat;
 
 use super::command::Command;
 use super::commands::{
     BLAME_FLAGS, KEY_FLAGS, MCP_LIST_FLAGS, MCP_LOGIN_FLAGS, REPLAY_FLAGS, REWIND_FLAGS,
-    SANDBOX_FLAGS, SESSIONS_DIFF_FLAGS, SESSIONS_LIST_FLAGS, SESSIONS_SEARCH_FLAGS,
-    SESSIONS_SHOW_FLAGS, WORKFLOW_FLAGS, synopsis,
+    SANDBOX_FLAGS, SESSIONS_DIFF_FLAGS, SESSIONS_EXPORT_FLAGS, SESSIONS_LIST_FLAGS,
+    SESSIONS_SEARCH_FLAGS, SESSIONS_SHOW_FLAGS, WORKFLOW_FLAGS, synopsis,
 };
 use super::completions::Shell;
 use super::flag::{Parsed, Stop, Word, scan};
@@ -25,7 +26,8 @@ fn keep(_: &str) -> Result<Word, Stop> {
 }
 
 /// `sessions list [--json]`, `sessions show ID [--json]`, `sessions rename ID TITLE`,
-/// `sessions search TEXT [--limit N] [--json]` or `sessions diff A B [--json]`.
+/// `sessions search TEXT [--limit N] [--json]`, `sessions export ID [--format F]` or
+/// `sessions diff A B [--json]`.
 pub fn sessions(args: &[String]) -> Result<Command, Stop> {
     let mut parsed = Parsed::default();
     match args {
@@ -78,6 +80,18 @@ pub fn sessions(args: &[String]) -> Result<Command, Stop> {
                 json: parsed.json,
             })
         }
+        [verb, rest @ ..] if verb == "export" => {
+            let ids = scan(rest.to_vec(), SESSIONS_EXPORT_FLAGS, &mut parsed, keep)?;
+            match ids.as_slice() {
+                [id] if !id.starts_with("--") => Ok(Command::SessionsExport {
+                    id: id.clone(),
+                    format: (parsed.export_format).unwrap_or(ExportFormat::Markdown),
+                }),
+                _ => Err(refused(
+                    "`dsh sessions export` needs one session id, and takes --format markdown|html",
+                )),
+            }
+        }
         [verb, rest @ ..] if verb == "diff" => {
             let ids = scan(rest.to_vec(), SESSIONS_DIFF_FLAGS, &mut parsed, keep)?;
             match ids.as_slice() {
@@ -99,7 +113,8 @@ pub fn sessions(args: &[String]) -> Result<Command, Stop> {
         )),
         _ => Err(refused(
             "`dsh sessions` needs a subcommand: list [--json], show <id> [--json], rename \
-             <id> <title>, search <text> [--limit <n>] [--json], or diff <a> <b> [--json]",
+             <id> <title>, search <text> [--limit <n>] [--json], export <id> [--format markdown|html], \
+             or diff <a> <b> [--json]",
         )),
     }
 }

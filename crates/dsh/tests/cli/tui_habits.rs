@@ -87,3 +87,100 @@ fn a_bang_command_runs_in_the_sandbox_and_the_model_reads_it_next_turn() {
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
+
+#[test]
+fn copy_puts_the_last_answer_on_the_clipboard_and_export_writes_a_page() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "write",
+            serde_json::json!({"file_path": "notes.txt", "content": "first <line>\n"}),
+        ),
+        Turn::text("Wrote **notes.txt** for you."),
+    ]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("/copy");
+    ui.press(&["Enter"]);
+    ui.wait_for("no answer to copy yet");
+    ui.type_text("write the notes");
+    ui.press(&["Enter"]);
+    wait_turn_end(&ui, "Wrote notes.txt for you.");
+    ui.type_text("/copy");
+    ui.press(&["Enter"]);
+    // The terminal has read the OSC 52 sequence before the note written after it.
+    ui.wait_for("copied the last answer (28 characters)");
+    assert_eq!(ui.clipboard(), "Wrote **notes.txt** for you.");
+
+    ui.type_text("/export transcript.html");
+    ui.press(&["Enter"]);
+    ui.wait_for("the session is exported to");
+    let page = std::fs::read_to_string(env.ws.path().join("transcript.html")).unwrap();
+    assert!(page.starts_with("<!doctype html>"), "{page}");
+    assert!(page.contains("write the notes"), "{page}");
+    assert!(page.contains("Wrote **notes.txt** for you."), "{page}");
+    assert!(
+        page.contains("<span class=\"add\">+first &lt;line&gt;</span>"),
+        "the write's change as a diff, escaped: {page}"
+    );
+    // Self-contained: nothing is loaded from elsewhere.
+    for outside in ["<script", "<link", "src=", "http://", "https://"] {
+        assert!(!page.contains(outside), "{outside} in {page}");
+    }
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+#[test]
+fn sessions_export_writes_markdown_with_the_secrets_redacted() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "bash",
+            serde_json::json!({"command": "echo built", "description": "build"}),
+        ),
+        Turn::text("It built."),
+    ]);
+    let out = env.run(
+        dsh(),
+        &["--json", "build it; my new key is sk-new-0123456789abcdef"],
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let id = (out.events().iter())
+        .find_map(|e| e["sessionId"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("a session id in {:?}", out.events()));
+    // The key is one the settings know by the time of the export: it is taken out.
+    let mut export = env.command(dsh());
+    export
+        .args(["sessions", "export", &id])
+        .env("DEEPSEEK_API_KEY", "sk-new-0123456789abcdef");
+    let out = dsh_testkit::RunOutput::of(&mut export);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let text = &out.stdout;
+    assert!(
+        text.starts_with("# build it; my new key is [REDACTED]"),
+        "{text}"
+    );
+    assert!(!text.contains("sk-new-0123456789abcdef"), "{text}");
+    assert!(text.contains("## Turn 1"), "{text}");
+    assert!(text.contains("**You:**"), "{text}");
+    assert!(text.contains("**bash** `echo built`"), "{text}");
+    assert!(text.contains("```text\nbuilt\n```"), "{text}");
+    assert!(text.contains("It built."), "{text}");
+    assert!(text.contains("*turn ended: completed*"), "{text}");
+
+    let html = env.run(dsh(), &["sessions", "export", &id, "--format", "html"]);
+    assert!(
+        html.stdout.starts_with("<!doctype html>"),
+        "{}",
+        html.stdout
+    );
+    let bad = env.run(dsh(), &["sessions", "export", &id, "--format", "pdf"]);
+    assert_eq!(bad.code(), Some(1), "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("unknown export format \"pdf\""),
+        "{}",
+        bad.stderr
+    );
+}
