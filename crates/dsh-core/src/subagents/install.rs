@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use dsh_protocol::Message;
 use dsh_tools::{Tool, ToolRegistry};
 
+use super::custom;
 use super::kit::ChildKit;
 use super::{BackgroundAgents, SubagentTool, background, parameters, ralph, workflow};
 use crate::install::{Draft, Role, Seat, Wiring};
@@ -36,17 +37,39 @@ pub(crate) fn install(wiring: &Arc<Wiring>, seat: &mut Seat<'_>, draft: &mut Dra
                 max_agents: u32::try_from(bounds.max_agents).unwrap_or(u32::MAX),
                 ..dsh_workflow::Limits::default()
             };
-            let kit = ChildKit::new(*settings.subagents(), workflows);
+            let home = &settings.home().value;
+            let agents = custom::load(&custom::folders(
+                home,
+                settings.cwd(),
+                settings.files().trust().is_trusted(),
+            ));
+            if let Role::Top(top) = &seat.role {
+                for problem in &agents.problems {
+                    let _ = top.notices.send(problem.clone());
+                }
+            }
+            let kit = ChildKit::new(*settings.subagents(), workflows, Arc::new(agents));
             // A resumed session's background children take messages again; new ids follow
             // theirs.
             background.recorded(seat.session.children());
             kit.number_after(seat.session.children());
             (kit, 0)
         }
-        Role::Child { kit, depth, .. } => {
+        Role::Child {
+            kit, depth, spec, ..
+        } => {
             draft.config.token_budget = Some(kit.limits.max_tokens);
             draft.config.context.push(DELEGATED.to_owned());
             draft.config.delegated = true;
+            if let Some(role) = &spec.role {
+                draft.config.context.push(format!(
+                    "You are the \"{}\" subagent. Your instructions:\n\n{}",
+                    role.name, role.prompt
+                ));
+                if let Some(model) = &role.model {
+                    draft.config.model.clone_from(model);
+                }
+            }
             (kit.clone(), *depth)
         }
     };
@@ -107,7 +130,7 @@ fn register(
         history: history.clone(),
         events: seat.events.clone(),
         background: background.clone(),
-        parameters: parameters(fork),
+        parameters: parameters(fork, &kit.agents),
     };
     let reviver = Arc::new(tool(false));
     let mut made: Vec<Box<dyn Tool>> = vec![Box::new(tool(false)), Box::new(tool(true))];

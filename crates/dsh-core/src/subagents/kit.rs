@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use dsh_protocol::SubagentRunRecord;
 
+use super::custom::{CustomAgent, CustomAgents};
 use crate::config::SubagentLimits;
 
 /// What every agent of a run starts its children under.
@@ -23,6 +24,8 @@ pub(crate) struct ChildKit {
     pub(super) freed: tokio::sync::Notify,
     /// The highest id number a resumed session already gave: new ids come after it.
     pub(super) numbered_before: AtomicU32,
+    /// The custom subagents the `subagent` tool offers by name.
+    pub(crate) agents: Arc<CustomAgents>,
 }
 
 /// What one child is to be.
@@ -33,11 +36,18 @@ pub(crate) struct ChildSpec {
     pub read_only: bool,
     /// Whether it begins from the parent's history (the workspace instructions are in it).
     pub fork: bool,
+    /// The custom subagent it is: its instructions and model.
+    pub role: Option<Arc<CustomAgent>>,
 }
 
 impl ChildKit {
-    pub(crate) fn new(limits: SubagentLimits, workflows: dsh_workflow::Limits) -> Arc<ChildKit> {
+    pub(crate) fn new(
+        limits: SubagentLimits,
+        workflows: dsh_workflow::Limits,
+        agents: Arc<CustomAgents>,
+    ) -> Arc<ChildKit> {
         Arc::new(ChildKit {
+            agents,
             limits,
             workflows,
             started: AtomicU32::new(0),
@@ -99,7 +109,7 @@ mod tests {
             max_total: 16,
             max_tokens: 1,
         };
-        let kit = ChildKit::new(limits, dsh_workflow::Limits::default());
+        let kit = ChildKit::new(limits, dsh_workflow::Limits::default(), Arc::default());
         kit.number_after(&[recorded("subagent-1", 3), recorded("subagent-2", 0)]);
         assert_eq!(kit.ids_used(), 3);
         kit.number_after(&[recorded("subagent-7", 0)]);

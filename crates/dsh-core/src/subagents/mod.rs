@@ -26,6 +26,7 @@ use crate::install::{Role, Seat, Wiring};
 use crate::{Agent, AgentEvent, LogOptions, Session, Stop};
 
 pub(crate) mod background;
+pub(crate) mod custom;
 mod ended;
 pub(crate) mod install;
 pub(crate) mod kit;
@@ -34,8 +35,8 @@ mod workflow;
 
 pub(crate) use background::BackgroundAgents;
 
-pub(super) fn parameters(fork: bool) -> Parameters {
-    Parameters::new(vec![
+pub(super) fn parameters(fork: bool, agents: &custom::CustomAgents) -> Parameters {
+    let mut params = vec![
         Param::required(
             "description",
             ParamType::String,
@@ -67,7 +68,13 @@ pub(super) fn parameters(fork: bool) -> Parameters {
             ParamType::Boolean,
             "Run the subagent under a read-only sandbox, whatever your own mode (default false).",
         ),
-    ])
+    ];
+    // A fork goes on with this conversation; a custom subagent starts from its own
+    // instructions.
+    if !fork && let Some(agent) = custom::parameter(agents) {
+        params.push(agent);
+    }
+    Parameters::new(params)
 }
 
 /// The `subagent` and `subagent_fork` tools.
@@ -177,12 +184,16 @@ impl SubagentTool {
                 )));
             }
         }
-        let read_only = args.bool("read_only").unwrap_or(false);
+        let role = self.role(&args)?;
+        let allow = custom::narrowed(allow, role.as_deref());
+        let read_only =
+            args.bool("read_only").unwrap_or(false) || role.as_ref().is_some_and(|r| r.read_only);
         let (slot, n) = self.admit(true)?;
         let spec = ChildSpec {
             allow,
             read_only,
             fork: self.fork,
+            role,
         };
         let child = self.start_child(spec, n, label, in_background, None)?;
         if in_background {
@@ -199,6 +210,20 @@ impl SubagentTool {
                 .with_effect(ToolEffect::Subagents(vec![record]))),
             reason => Err(failure_text(reason, &summary.text, summary.usage)
                 .with_effect(ToolEffect::Subagents(vec![record]))),
+        }
+    }
+
+    /// The custom subagent a call names (`agent`), if it names one the run has.
+    fn role(&self, args: &Arguments) -> Result<Option<Arc<custom::CustomAgent>>, ToolError> {
+        let Some(name) = args.str("agent").map(str::trim).filter(|n| !n.is_empty()) else {
+            return Ok(None);
+        };
+        match self.kit.agents.get(name) {
+            Some(agent) => Ok(Some(Arc::new(agent.clone()))),
+            None => Err(ToolError::plain(format!(
+                "agent \"{name}\" is no custom subagent of this run: {}",
+                custom::names(&self.kit.agents)
+            ))),
         }
     }
 
@@ -357,6 +382,7 @@ impl SubagentTool {
             allow: run.tools.clone(),
             read_only: run.read_only,
             fork: run.fork,
+            role: None,
         };
         let (tx, rx) = mpsc::unbounded_channel();
         // Its history has the workspace instructions it was given: only what changed since.
@@ -501,6 +527,7 @@ impl SubagentTool {
             allow: None,
             read_only: false,
             fork: false,
+            role: None,
         };
         let child = self.start_child(spec, n, label, false, schema)?;
         let ended = self.finish_foreground(child, prompt, ctx).await;

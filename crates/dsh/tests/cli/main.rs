@@ -9,6 +9,7 @@ mod blame;
 mod caps;
 mod compaction;
 mod completions;
+mod custom_agents;
 mod diff;
 mod doc_links;
 mod errors;
