@@ -1,0 +1,75 @@
+// What a run asks the host, what a turn ends with, and the errors the SDK throws.
+
+import type { FinalEvent, TurnReason } from "./events.js";
+
+/** A refusal or failure with dsh's code: the protocol's (BAD_INPUT, BAD_REQUEST, NO_SESSION,
+ * BUSY, UNKNOWN_REQUEST), a session's (SESSION_NOT_FOUND, CONFIG, AUTH...), or the SDK's own
+ * (BINARY_NOT_FOUND, PROCESS_EXITED). */
+export class DshError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly hint?: string,
+  ) {
+    super(`${code}: ${message}${hint ? ` (hint: ${hint})` : ""}`);
+    this.name = "DshError";
+  }
+}
+
+/** A turn that ended in a failure (`reason.kind` is `error`), with its result. */
+export class TurnError extends DshError {
+  constructor(
+    code: string,
+    message: string,
+    readonly result: TurnResult,
+  ) {
+    super(code, message);
+    this.name = "TurnError";
+  }
+}
+
+export type TurnResult = { reason: TurnReason; text: string; final?: FinalEvent };
+
+export type Choice = "once" | "session" | "deny";
+
+/** A call that needs the host's approval. Answer with one of `choices`. */
+export type ApprovalRequest = {
+  id: string;
+  kind: "approval";
+  callId: string;
+  tool: string;
+  reason: string;
+  grant: string | null;
+  choices: Choice[];
+};
+
+export type Question = {
+  id: string;
+  question: string;
+  header: string | null;
+  options: { label: string; description: string | null }[];
+  multiSelect: boolean;
+};
+
+/** The model's questions (`ask_user_question`). */
+export type QuestionsRequest = { id: string; kind: "questions"; callId: string; questions: Question[] };
+
+/** An MCP server's form. */
+export type FormRequest = {
+  id: string;
+  kind: "form";
+  server: string;
+  message: string;
+  schema: Record<string, unknown>;
+};
+
+type Maybe<T> = T | Promise<T>;
+
+/** "once", "session", "deny", or a denial with the reason the model is told. */
+export type ApprovalHandler = (request: ApprovalRequest) => Maybe<Choice | { choice: Choice; reason?: string }>;
+/** Question id to a label, a list of labels, or `{custom}`; `null` skips them all. */
+export type QuestionsHandler = (
+  request: QuestionsRequest,
+) => Maybe<Record<string, string | string[] | { selected?: string[]; custom?: string }> | null>;
+/** The form's content, or `null` to decline. */
+export type FormHandler = (request: FormRequest) => Maybe<Record<string, unknown> | null>;
