@@ -30,6 +30,8 @@ pub(crate) struct CustomAgents {
     pub(crate) agents: Vec<CustomAgent>,
     /// One line per file not loaded or field not followed, naming the file (and line).
     pub(crate) problems: Vec<String>,
+    /// The `agent` parameter, made once for every agent of the run ([`parameter`]).
+    param: std::sync::OnceLock<Option<dsh_tools::Param>>,
 }
 
 impl CustomAgents {
@@ -65,6 +67,10 @@ pub(crate) fn narrowed(
 /// The `subagent` tool's `agent` parameter: the custom subagents by name, each with its
 /// description; `None` when there are none.
 pub(crate) fn parameter(agents: &CustomAgents) -> Option<dsh_tools::Param> {
+    agents.param.get_or_init(|| make_parameter(agents)).clone()
+}
+
+fn make_parameter(agents: &CustomAgents) -> Option<dsh_tools::Param> {
     if agents.agents.is_empty() {
         return None;
     }
@@ -76,8 +82,8 @@ pub(crate) fn parameter(agents: &CustomAgents) -> Option<dsh_tools::Param> {
         let said: Vec<&str> = agent.description.split_whitespace().collect();
         description.push_str(&format!("\n- {}: {}", agent.name, said.join(" ")));
     }
-    // The schema's names are 'static: a run reads its agents once, so what is kept is small
-    // and bounded by the files.
+    // The schema's names are 'static: made once per run (every agent of it shares the
+    // parameter), what is kept is small and bounded by the files.
     let names: Vec<&'static str> = (agents.agents.iter())
         .map(|a| &*Box::leak(a.name.clone().into_boxed_str()))
         .collect();
