@@ -79,6 +79,13 @@ pub(crate) struct IndexHeader {
     pub parent_session: Option<String>,
 }
 
+impl IndexHeader {
+    /// How many bytes of the log it covers.
+    pub(crate) fn covers_bytes(&self) -> u64 {
+        self.read
+    }
+}
+
 /// A session's index as read: its header, and its entries' lines (the text after the header).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Index {
@@ -261,6 +268,11 @@ pub(crate) fn parse_entry(line: &str) -> Option<Entry> {
     })
 }
 
+/// Line `number` (from 0) of the entries of the index kept beside the log in `dir`.
+pub(crate) fn entry_line(dir: &Path, number: usize) -> Option<String> {
+    kept(dir)?.entries.lines().nth(number).map(str::to_owned)
+}
+
 /// The index kept beside the log in `dir`, if there is one this dsh reads.
 fn kept(dir: &Path) -> Option<Index> {
     let mut text = std::fs::read_to_string(dir.join(INDEX_FILE)).ok()?;
@@ -280,20 +292,20 @@ pub(crate) fn current(path: &Path) -> Option<Index> {
     current_at(path, std::fs::metadata(path).ok()?.len())
 }
 
-/// The index of the log in the session folder `dir` as it is now ([`current`]), and the log's
-/// path: one look at the folder for its log, which a search of every session pays.
-pub(crate) fn current_in(dir: &Path) -> Option<(Index, std::path::PathBuf)> {
+/// The log in the session folder `dir` and its length: one look at the folder, which a search
+/// of every session pays.
+pub(crate) fn log_in(dir: &Path) -> Option<(std::path::PathBuf, u64)> {
     [crate::log::LOG_FILE, crate::log::LOG_FILE_ZSTD]
         .into_iter()
         .map(|name| dir.join(name))
         .find_map(|path| {
             let meta = (std::fs::metadata(&path).ok()).filter(std::fs::Metadata::is_file)?;
-            Some((current_at(&path, meta.len())?, path))
+            Some((path, meta.len()))
         })
 }
 
 /// [`current`] of the log at `path`, `len` bytes long.
-fn current_at(path: &Path, len: u64) -> Option<Index> {
+pub(crate) fn current_at(path: &Path, len: u64) -> Option<Index> {
     let dir = path.parent()?;
     let kept = kept(dir);
     if kept.as_ref().is_some_and(|i| i.header.read == len) {

@@ -7,11 +7,16 @@
 //! counts double. Sessions are ranked by score, the newest first among equals, each with its
 //! best entry (the latest turn among equals) and a snippet around the first word found.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::search_index::{Entry, EntryKind, Index, IndexHeader};
+use crate::search_index::{Entry, EntryKind, IndexHeader};
+
+mod home_index;
+
+use home_index::{Reader, Writer};
 
 /// The most a search returns unless told otherwise.
 pub const SEARCH_LIMIT: usize = 20;
@@ -46,6 +51,10 @@ pub struct SearchHit {
 
 /// The sessions under `home` that `query` finds, best first, at most `limit`. Empty for a
 /// query of no words. A log that cannot be read is passed over.
+///
+/// The indexes are read from the one file that holds them all ([`home_index`]) where it is
+/// still true of a session's log, else from the session's own; the file is written again when
+/// it was not true of every session.
 pub fn search_sessions(home: &Path, query: &str, limit: usize) -> Vec<SearchHit> {
     let words: Vec<String> = (query.split_whitespace())
         .map(|word| crate::search_index::escape(&word.to_ascii_lowercase()))
@@ -54,22 +63,58 @@ pub fn search_sessions(home: &Path, query: &str, limit: usize) -> Vec<SearchHit>
         return Vec::new();
     }
     let phrase = (words.len() > 1).then(|| words.join(" "));
-    let Ok(folders) = std::fs::read_dir(home.join("sessions")) else {
+    let look = |header: &IndexHeader, lower: &str, path: &Path| {
+        look_through(header, lower, &words, phrase.as_deref(), path)
+    };
+    let sessions = home.join("sessions");
+    let Ok(folders) = std::fs::read_dir(&sessions) else {
         return Vec::new();
     };
     let mut found_in = Vec::new();
+    // The file's parts that are still true of their logs.
+    let mut kept = HashSet::new();
+    let mut stale = true;
+    if let Some(mut file) = Reader::open(home) {
+        stale = false;
+        while let Some((part, lower)) = file.next_part() {
+            let path = sessions.join(&part.dir).join(&part.log);
+            let len = part.header.covers_bytes();
+            if std::fs::metadata(&path).is_ok_and(|meta| meta.is_file() && meta.len() == len) {
+                found_in.extend(look(&part.header, lower, &path));
+                kept.insert(part.dir);
+            } else {
+                stale = true;
+            }
+        }
+    }
+    // Every other session, by its own index, written into the file's next version at once.
+    let mut next: Option<Option<Writer>> = None;
     for folder in folders.filter_map(Result::ok) {
         let Ok(entries) = std::fs::read_dir(folder.path()) else {
             continue;
         };
+        let workspace = folder.file_name().to_string_lossy().into_owned();
         for entry in entries.filter_map(Result::ok) {
-            let Some((index, path)) = crate::search_index::current_in(&entry.path()) else {
+            let dir = format!("{workspace}/{}", entry.file_name().to_string_lossy());
+            if kept.contains(&dir) {
+                continue;
+            }
+            let Some((path, len)) = crate::search_index::log_in(&entry.path()) else {
                 continue;
             };
-            if let Some(found) = look_through(index, &words, phrase.as_deref(), path) {
-                found_in.push(found);
+            let Some(index) = crate::search_index::current_at(&path, len) else {
+                continue;
+            };
+            let lower = index.entries.to_ascii_lowercase();
+            found_in.extend(look(&index.header, &lower, &path));
+            let log = (path.file_name()).map_or_else(String::new, |n| n.to_string_lossy().into());
+            if let Some(next) = next.get_or_insert_with(|| Writer::create(home)) {
+                next.add(&dir, &log, &index.header, &lower);
             }
         }
+    }
+    if stale || next.is_some() {
+        rewrite(home, next.flatten(), &kept);
     }
     found_in.sort_by(|a, b| {
         (b.score.cmp(&a.score))
@@ -83,19 +128,43 @@ pub fn search_sessions(home: &Path, query: &str, limit: usize) -> Vec<SearchHit>
         .collect()
 }
 
-/// A session that matched, before it is shown: its index's header, what matched, and its
-/// best entry's line.
+/// Finishes the file's next version: the sessions `next` has, and the parts of the file as it
+/// is that were found true (`kept`), copied over.
+fn rewrite(home: &Path, next: Option<Writer>, kept: &HashSet<String>) {
+    let Some(mut next) = next.or_else(|| Writer::create(home)) else {
+        return;
+    };
+    if let Some(mut file) = Reader::open(home) {
+        while let Some((part, lower)) = file.next_part() {
+            if kept.contains(&part.dir) {
+                next.add(&part.dir, &part.log, &part.header, lower);
+            }
+        }
+    }
+    next.finish();
+}
+
+/// A session that matched, before it is shown: its index's header, what matched, and which
+/// line of its index is its best entry.
 struct Found {
     header: IndexHeader,
     score: u32,
     hits: u32,
-    best: String,
+    best: usize,
     path: PathBuf,
 }
 
 impl Found {
+    /// The hit as shown: the best entry as it was written, from the index beside the log (the
+    /// same line: an index only grows).
     fn hit(self, word: &str) -> Option<SearchHit> {
-        let Entry { turn, kind, text } = crate::search_index::parse_entry(&self.best)?;
+        let line = (self.path.parent())
+            .and_then(|dir| crate::search_index::entry_line(dir, self.best))
+            .or_else(|| {
+                let index = crate::search_index::current(&self.path)?;
+                index.entries.lines().nth(self.best).map(str::to_owned)
+            })?;
+        let Entry { turn, kind, text } = crate::search_index::parse_entry(&line)?;
         Some(SearchHit {
             title: self.path.parent().and_then(crate::session_list::read_title),
             id: self.header.id,
@@ -112,21 +181,22 @@ impl Found {
     }
 }
 
-/// What `index` holds of `words` (escaped and lowercased as the index's lines are), if any.
+/// What the index of the log at `path` holds of `words` (escaped and lowercased as the
+/// index's `lower` lines are), if any.
 fn look_through(
-    index: Index,
+    header: &IndexHeader,
+    lower: &str,
     words: &[String],
     phrase: Option<&str>,
-    path: PathBuf,
+    path: &Path,
 ) -> Option<Found> {
-    let lower = index.entries.to_ascii_lowercase();
     // Most sessions hold none of the words: one look at the whole text passes them over.
     if !words.iter().all(|word| lower.contains(word.as_str())) {
         return None;
     }
-    let mut best: Option<(u32, &str)> = None;
+    let mut best: Option<(u32, usize)> = None;
     let (mut hits, mut score) = (0u32, 0u32);
-    for (line, original) in lower.lines().zip(index.entries.lines()) {
+    for (number, line) in lower.lines().enumerate() {
         let mut fields = line.splitn(3, '\t');
         let (Some(_), Some(kind), Some(text)) = (fields.next(), fields.next(), fields.next())
         else {
@@ -145,16 +215,16 @@ fn look_through(
         hits += 1;
         score = score.saturating_add(weight);
         if best.is_none_or(|(w, _)| weight >= w) {
-            best = Some((weight, original));
+            best = Some((weight, number));
         }
     }
-    let best = best?.1.to_owned();
+    let (_, best) = best?;
     Some(Found {
-        header: index.header,
+        header: header.clone(),
         score,
         hits,
         best,
-        path,
+        path: path.to_path_buf(),
     })
 }
 
