@@ -16,6 +16,7 @@ mod dialog;
 mod diff;
 mod form;
 mod highlight;
+mod history;
 mod host;
 mod markdown;
 mod rewind;
@@ -54,6 +55,12 @@ pub struct Options {
     /// The settings already loaded for `flags` as the UI loads them (`interactive`), so they
     /// are not read twice; `None`: loaded here.
     pub settings: Option<Box<Settings>>,
+}
+
+/// What is read off the UI's thread: the `@` index, the workspace's prompts for Ctrl-R.
+enum Loaded {
+    Files(dsh_core::mentions::FileIndex),
+    Prompts(Vec<String>),
 }
 
 /// Why the UI could not start; the terminal is left as it was.
@@ -145,7 +152,7 @@ impl Ui {
         }));
         let mut input = EventStream::new();
         let mut agent_events: Option<mpsc::UnboundedReceiver<AgentEvent>> = None;
-        let (index_tx, mut index_rx) = mpsc::unbounded_channel();
+        let (index_tx, mut index_rx) = mpsc::unbounded_channel::<Loaded>();
         let mut first_task = options.task.clone();
         let mut quitting = false;
         let mut ticker = tokio::time::interval(Duration::from_millis(100));
@@ -220,8 +227,11 @@ impl Ui {
                     app.note(line);
                     Action::None
                 }
-                Some(index) = index_rx.recv() => {
-                    app.files_indexed(index);
+                Some(loaded) = index_rx.recv() => {
+                    match loaded {
+                        Loaded::Files(index) => app.files_indexed(index),
+                        Loaded::Prompts(prompts) => app.history_loaded(prompts),
+                    }
                     Action::None
                 }
                 _ = ticker.tick(), if app.animating() => {
@@ -340,7 +350,7 @@ impl Ui {
         app: &mut App,
         action: Action,
         quitting: &mut bool,
-        index_tx: &mpsc::UnboundedSender<dsh_core::mentions::FileIndex>,
+        index_tx: &mpsc::UnboundedSender<Loaded>,
     ) {
         match action {
             Action::None | Action::Interrupt => {}
@@ -358,7 +368,14 @@ impl Ui {
                 let tx = index_tx.clone();
                 let root = self.cwd.clone();
                 tokio::task::spawn_blocking(move || {
-                    let _ = tx.send(dsh_core::mentions::FileIndex::build(&root));
+                    let _ = tx.send(Loaded::Files(dsh_core::mentions::FileIndex::build(&root)));
+                });
+            }
+            Action::LoadHistory => {
+                let (tx, home, cwd) = (index_tx.clone(), self.home.clone(), self.cwd.clone());
+                tokio::task::spawn_blocking(move || {
+                    let prompts = history::workspace_prompts(&home, &cwd);
+                    let _ = tx.send(Loaded::Prompts(prompts));
                 });
             }
             Action::Slash(command) => {

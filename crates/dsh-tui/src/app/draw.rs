@@ -33,7 +33,9 @@ impl App {
                 width,
             ));
         } else {
-            if let Some(m) = &self.mention {
+            if let Some(search) = &self.history {
+                bottom.extend(search.lines(width));
+            } else if let Some(m) = &self.mention {
                 for (i, path) in m.matches.iter().enumerate() {
                     let style = if i == m.selected {
                         Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)

@@ -54,6 +54,9 @@ impl App {
         if let Some(action) = self.front_key(key) {
             return action;
         }
+        if let Some(action) = self.history_key(key) {
+            return action;
+        }
         if let Some(action) = self.mention_key(key) {
             return action;
         }
@@ -154,6 +157,7 @@ impl App {
                 );
                 Action::None
             }
+            KeyCode::Char('r') if ctrl => self.search_history(),
             KeyCode::Char('j') if ctrl => {
                 self.composer.insert("\n");
                 Action::None

@@ -6,6 +6,7 @@
 
 pub mod cells;
 mod draw;
+mod history;
 mod keys;
 #[cfg(test)]
 mod tests;
@@ -39,6 +40,8 @@ pub enum Action {
     Quit,
     /// Build the `@` index (the first `@` typed).
     IndexFiles,
+    /// Read the workspace's prompts for the Ctrl-R search.
+    LoadHistory,
     /// Rewind the session as the `/rewind` view was told.
     Rewind(dsh_core::checkpoints::RewindRequest),
 }
@@ -156,6 +159,8 @@ pub struct App {
     pub tick: usize,
     /// The text of the model's last answer, for `/copy`.
     pub last_answer: String,
+    /// The Ctrl-R search of the workspace's prompts, when open.
+    history: Option<crate::history::HistorySearch>,
 }
 
 impl App {
@@ -190,6 +195,7 @@ impl App {
             views: 0,
             tick: 0,
             last_answer: String::new(),
+            history: None,
         }
     }
 

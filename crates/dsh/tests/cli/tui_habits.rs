@@ -184,3 +184,51 @@ fn sessions_export_writes_markdown_with_the_secrets_redacted() {
         bad.stderr
     );
 }
+
+/// The composer's first row: the line after the last rule on the visible screen.
+fn composer(ui: &Tmux) -> String {
+    let screen = ui.screen();
+    let lines: Vec<&str> = screen.lines().collect();
+    let rule = (lines.iter())
+        .rposition(|l| !l.is_empty() && l.chars().all(|c| c == '─'))
+        .expect("a rule above the composer");
+    lines.get(rule + 1).copied().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn ctrl_r_finds_a_prompt_of_another_session_of_the_workspace() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![Turn::text("done"), Turn::text("done too")]);
+    for task in ["fix the parser timeout", "look at the docs"] {
+        let out = env.run(dsh(), &["--json", task]);
+        assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    }
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.press(&["C-r"]);
+    // Newest first: both sessions' prompts, before anything is typed.
+    let screen = ui.wait_for("  fix the parser timeout");
+    assert!(screen.contains("  look at the docs"), "{screen}");
+    assert!(screen.contains("history search: ▏"), "{screen}");
+    ui.type_text("PARS");
+    let screen = ui.wait_for("history search: PARS▏");
+    assert!(!screen.contains("  look at the docs"), "{screen}");
+    ui.press(&["Enter"]);
+    ui.wait_until("the prompt in the composer", |_| {
+        composer(&ui) == "› fix the parser timeout"
+    });
+    // Taken into the composer, not sent.
+    assert_eq!(env.server.requests().len(), 2);
+    // Esc leaves the composer as it was.
+    ui.press(&["C-r"]);
+    ui.wait_for("history search: ▏");
+    ui.type_text("docs");
+    ui.wait_for("history search: docs▏");
+    ui.press(&["Escape"]);
+    ui.wait_until("the search closed", |s| !s.contains("history search"));
+    assert_eq!(composer(&ui), "› fix the parser timeout");
+    ui.press(&["C-u", "C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
