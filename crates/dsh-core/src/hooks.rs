@@ -42,15 +42,25 @@ pub enum HookEvent {
     /// The model has answered and the turn would end; exit 2 has it go on, with the hook's
     /// stderr as the next message.
     Stop,
+    /// The `subagent` tool is about to start a child (`agent_id`, `agent_type`,
+    /// `description`); what a hook prints is added to the child's task.
+    SubagentStart,
+    /// A subagent has answered and its turn would end: a child's Stop, with Stop's rules.
+    SubagentStop,
+    /// The run is closing (`reason`); nothing to block.
+    SessionEnd,
 }
 
 impl HookEvent {
-    const ALL: [HookEvent; 5] = [
+    const ALL: [HookEvent; 8] = [
         HookEvent::SessionStart,
         HookEvent::UserPromptSubmit,
         HookEvent::PreToolUse,
         HookEvent::PostToolUse,
         HookEvent::Stop,
+        HookEvent::SubagentStart,
+        HookEvent::SubagentStop,
+        HookEvent::SessionEnd,
     ];
 
     pub fn name(self) -> &'static str {
@@ -60,6 +70,9 @@ impl HookEvent {
             HookEvent::PreToolUse => "PreToolUse",
             HookEvent::PostToolUse => "PostToolUse",
             HookEvent::Stop => "Stop",
+            HookEvent::SubagentStart => "SubagentStart",
+            HookEvent::SubagentStop => "SubagentStop",
+            HookEvent::SessionEnd => "SessionEnd",
         }
     }
 
@@ -72,14 +85,21 @@ impl HookEvent {
         )
     }
 
-    /// Whether exit status 2 blocks anything (SessionStart has nothing to block).
+    /// Whether exit status 2 blocks anything (a start or an end has nothing to block).
     fn can_block(self) -> bool {
-        !matches!(self, HookEvent::SessionStart)
+        !matches!(
+            self,
+            HookEvent::SessionStart | HookEvent::SubagentStart | HookEvent::SessionEnd
+        )
     }
 
-    /// Whether the event happens in a subagent's run too (its tool calls).
+    /// Whether the event happens in a subagent's run too (its tool calls, and its Stop as
+    /// SubagentStop).
     fn in_subagents(self) -> bool {
-        matches!(self, HookEvent::PreToolUse | HookEvent::PostToolUse)
+        matches!(
+            self,
+            HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::SubagentStop
+        )
     }
 }
 
@@ -95,13 +115,7 @@ struct Hook {
 
 /// Events of Claude Code's that dsh has no occasion for: their entries are left out with a
 /// notice, so a shared hook file still works for the events dsh has.
-const NOT_RUN: [&str; 5] = [
-    "Notification",
-    "SubagentStop",
-    "PreCompact",
-    "SessionEnd",
-    "PermissionRequest",
-];
+const NOT_RUN: [&str; 3] = ["Notification", "PreCompact", "PermissionRequest"];
 
 /// The hooks of a run, in the order they were configured.
 #[derive(Debug, Clone, Default)]
@@ -156,7 +170,8 @@ impl HookSet {
             let Some(event) = HookEvent::ALL.into_iter().find(|e| e.name() == name) else {
                 return Err(fail(format!(
                     "names the event {name:?}, which dsh does not have (it has SessionStart, \
-                     UserPromptSubmit, PreToolUse, PostToolUse and Stop)"
+                     UserPromptSubmit, PreToolUse, PostToolUse, Stop, SubagentStart, \
+                     SubagentStop and SessionEnd)"
                 )));
             };
             let groups = groups
@@ -318,6 +333,11 @@ impl HookRunner {
         cancel: &tokio_util::sync::CancellationToken,
     ) -> HookVerdict {
         let mut verdict = HookVerdict::default();
+        // A subagent's turn ending is its parent's SubagentStop, not a Stop of the session.
+        let event = match event {
+            HookEvent::Stop if self.subagent => HookEvent::SubagentStop,
+            other => other,
+        };
         if self.subagent && !event.in_subagents() {
             return verdict;
         }

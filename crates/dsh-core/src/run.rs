@@ -165,6 +165,15 @@ impl Run {
     /// Ends the run: drops the agent (its log is whole after every record, and its lock is
     /// let go) and stops every process it started, waiting for them.
     pub async fn close(self) {
+        // The SessionEnd hooks first, while the session's shell and sandbox are still there;
+        // nothing stops them but their own timeouts.
+        if let Some(hooks) = self.agent.hooks() {
+            let unstopped = tokio_util::sync::CancellationToken::new();
+            let fields = serde_json::json!({"reason": "exit"});
+            hooks
+                .fire(crate::HookEvent::SessionEnd, None, fields, &unstopped)
+                .await;
+        }
         let processes = self.processes();
         drop(self);
         processes.shutdown().await;

@@ -249,6 +249,11 @@ impl Agent {
         self.spent_before = self.session.logged_tokens();
     }
 
+    /// The hooks this agent's session runs, when there are any.
+    pub(crate) fn hooks(&self) -> Option<Arc<crate::HookRunner>> {
+        self.config.hooks.clone()
+    }
+
     /// The subagents this agent started in the background, when it may start any.
     pub(crate) fn background(&self) -> Option<Arc<crate::subagents::background::BackgroundAgents>> {
         self.config.background.clone()

@@ -189,6 +189,8 @@ impl SubagentTool {
         let read_only =
             args.bool("read_only").unwrap_or(false) || role.as_ref().is_some_and(|r| r.read_only);
         let (slot, n) = self.admit(true)?;
+        let kind = role.as_ref().map_or("general", |r| r.name.as_str());
+        let prompt = self.start_hooks(n, kind, &label, prompt, ctx).await;
         let spec = ChildSpec {
             allow,
             read_only,
@@ -211,6 +213,31 @@ impl SubagentTool {
             reason => Err(failure_text(reason, &summary.text, summary.usage)
                 .with_effect(ToolEffect::Subagents(vec![record]))),
         }
+    }
+
+    /// The SubagentStart hooks of child `n`: what they print is added to its task.
+    async fn start_hooks(
+        &self,
+        n: u32,
+        kind: &str,
+        label: &str,
+        prompt: String,
+        ctx: &ToolContext,
+    ) -> String {
+        let Some(hooks) = &self.wiring.hooks else {
+            return prompt;
+        };
+        let fields = serde_json::json!({
+            "agent_id": format!("subagent-{n}"),
+            "agent_type": kind,
+            "description": label,
+        });
+        let verdict =
+            (hooks.fire(crate::HookEvent::SubagentStart, None, fields, &ctx.cancel)).await;
+        if verdict.context.is_empty() {
+            return prompt;
+        }
+        format!("{prompt}\n\n{}", verdict.context.join("\n\n"))
     }
 
     /// The custom subagent a call names (`agent`), if it names one the run has.

@@ -18,6 +18,7 @@ mod faults;
 mod goals;
 mod headless;
 mod help;
+mod hook_events;
 mod hooks;
 mod install_sh;
 mod json;
