@@ -49,10 +49,13 @@ pub enum HookEvent {
     SubagentStop,
     /// The run is closing (`reason`); nothing to block.
     SessionEnd,
+    /// The history is about to be summarised (`trigger`: `manual` or `auto`, which a matcher
+    /// chooses); nothing to block.
+    PreCompact,
 }
 
 impl HookEvent {
-    const ALL: [HookEvent; 8] = [
+    const ALL: [HookEvent; 9] = [
         HookEvent::SessionStart,
         HookEvent::UserPromptSubmit,
         HookEvent::PreToolUse,
@@ -61,6 +64,7 @@ impl HookEvent {
         HookEvent::SubagentStart,
         HookEvent::SubagentStop,
         HookEvent::SessionEnd,
+        HookEvent::PreCompact,
     ];
 
     pub fn name(self) -> &'static str {
@@ -73,15 +77,19 @@ impl HookEvent {
             HookEvent::SubagentStart => "SubagentStart",
             HookEvent::SubagentStop => "SubagentStop",
             HookEvent::SessionEnd => "SessionEnd",
+            HookEvent::PreCompact => "PreCompact",
         }
     }
 
     /// Whether a matcher chooses among its occasions: tool names for tool events, the
-    /// `source` for SessionStart.
+    /// `source` for SessionStart, the `trigger` for PreCompact.
     fn uses_matcher(self) -> bool {
         matches!(
             self,
-            HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::SessionStart
+            HookEvent::PreToolUse
+                | HookEvent::PostToolUse
+                | HookEvent::SessionStart
+                | HookEvent::PreCompact
         )
     }
 
@@ -89,7 +97,10 @@ impl HookEvent {
     fn can_block(self) -> bool {
         !matches!(
             self,
-            HookEvent::SessionStart | HookEvent::SubagentStart | HookEvent::SessionEnd
+            HookEvent::SessionStart
+                | HookEvent::SubagentStart
+                | HookEvent::SessionEnd
+                | HookEvent::PreCompact
         )
     }
 
@@ -115,7 +126,7 @@ struct Hook {
 
 /// Events of Claude Code's that dsh has no occasion for: their entries are left out with a
 /// notice, so a shared hook file still works for the events dsh has.
-const NOT_RUN: [&str; 3] = ["Notification", "PreCompact", "PermissionRequest"];
+const NOT_RUN: [&str; 2] = ["Notification", "PermissionRequest"];
 
 /// The hooks of a run, in the order they were configured.
 #[derive(Debug, Clone, Default)]
@@ -171,7 +182,7 @@ impl HookSet {
                 return Err(fail(format!(
                     "names the event {name:?}, which dsh does not have (it has SessionStart, \
                      UserPromptSubmit, PreToolUse, PostToolUse, Stop, SubagentStart, \
-                     SubagentStop and SessionEnd)"
+                     SubagentStop, SessionEnd and PreCompact)"
                 )));
             };
             let groups = groups

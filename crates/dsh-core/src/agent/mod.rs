@@ -234,6 +234,7 @@ impl Agent {
                 model: &self.config.model,
                 system: &self.system,
                 specs: &self.specs,
+                hooks: self.config.hooks.as_deref(),
             },
         )
     }

@@ -28,6 +28,8 @@ pub(crate) struct History<'a> {
     pub model: &'a str,
     pub system: &'a str,
     pub specs: &'a [ToolSpec],
+    /// The session's hooks, for PreCompact.
+    pub hooks: Option<&'a crate::HookRunner>,
 }
 
 impl History<'_> {
@@ -210,6 +212,18 @@ impl Compactor {
         cut: usize,
         stop: &Stop,
     ) -> Result<(bool, Usage), CoreError> {
+        if let Some(hooks) = h.hooks {
+            let trigger = if reason == "manual" { "manual" } else { "auto" };
+            let fields = serde_json::json!({"trigger": trigger, "custom_instructions": ""});
+            let on = [trigger];
+            (hooks.fire(
+                crate::HookEvent::PreCompact,
+                Some(&on),
+                fields,
+                stop.token(),
+            ))
+            .await;
+        }
         let history = h.session.history();
         let before = estimate_tokens(history);
         let condensed = estimate_tokens(&history[..cut]);

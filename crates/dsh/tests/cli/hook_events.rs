@@ -21,7 +21,10 @@ fn payload(env: &TestEnv, file: &str) -> Value {
 #[test]
 fn subagent_start_and_stop_and_session_end_hooks_run() {
     let env = TestEnv::new(vec![
-        Turn::tool_call("subagent", json!({"description": "check it", "prompt": "Check."})),
+        Turn::tool_call(
+            "subagent",
+            json!({"description": "check it", "prompt": "Check."}),
+        ),
         Turn::text("FIRST"),
         Turn::text("SECOND"),
         Turn::text("done"),
@@ -51,7 +54,10 @@ fn subagent_start_and_stop_and_session_end_hooks_run() {
     assert_eq!(requests.len(), 4, "parent, child twice, parent");
     // The child's task carries what SubagentStart printed; its Stop sent it back once.
     let task = serde_json::to_string(requests[1].messages().last().unwrap()).unwrap();
-    assert!(task.contains("Check.") && task.contains("CONTEXT_FROM_HOOK"), "{task}");
+    assert!(
+        task.contains("Check.") && task.contains("CONTEXT_FROM_HOOK"),
+        "{task}"
+    );
     let again = serde_json::to_string(requests[2].messages().last().unwrap()).unwrap();
     assert!(again.contains("check the tests too"), "{again}");
     let stops: Vec<Value> = std::fs::read_to_string(env.ws.path().join("stops.jsonl"))
@@ -71,4 +77,49 @@ fn subagent_start_and_stop_and_session_end_hooks_run() {
     let end = payload(&env, "end.json");
     assert_eq!(end["hook_event_name"], "SessionEnd");
     assert_eq!(end["reason"], "exit");
+}
+
+#[test]
+fn a_pre_compact_hook_runs_before_the_summary_is_asked_for() {
+    // As compaction.rs's summary test: three files written and read back, the last answer
+    // reporting a prompt past 0.8 of a 6,000-token window.
+    let chunk = "word ".repeat(600);
+    let mut script = Vec::new();
+    for i in 0..3 {
+        let file = format!("f{i}.txt");
+        script.push(Turn::tool_call(
+            "write",
+            json!({"file_path": file, "content": chunk}),
+        ));
+        script.push(Turn::tool_call("read", json!({"file_path": file})));
+    }
+    let last = script.pop().unwrap().usage(5000, 10, 0);
+    script.push(last);
+    script.push(Turn::text("## Goal\n- files\n## Next\n- (none)"));
+    script.push(Turn::text("finished"));
+    let env = TestEnv::new(script);
+    env.write(
+        "window.toml",
+        "[models.\"deepseek-v4-flash\"]\ncontext_window = 6000\n",
+    );
+    env.write(
+        ".dsh/hooks.json",
+        &json!({"hooks": {
+            "PreCompact": [
+                {"matcher": "manual", "hooks": [command("touch manual-ran")]},
+                {"matcher": "auto", "hooks": [command("cat > compact.json")]},
+            ],
+        }})
+        .to_string(),
+    );
+    let out = env.run(dsh(), &["--json", "--patch", "window.toml", "go"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let compact = payload(&env, "compact.json");
+    assert_eq!(compact["hook_event_name"], "PreCompact");
+    assert_eq!(compact["trigger"], "auto");
+    assert!(!env.ws.path().join("manual-ran").exists());
+    assert!(
+        env.session_log()
+            .contains("\"type\":\"compaction/summary\"")
+    );
 }
