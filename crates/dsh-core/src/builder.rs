@@ -31,6 +31,7 @@ use crate::{AgentEvent, LogOptions, Processes, Run, Session};
 const INSTALLS: &[Install] = &[
     crate::builtins::install,
     crate::mcp::install,
+    crate::host_tools::install::install,
     crate::auto_review::install::install,
     crate::subagents::install::install,
     crate::goals::install::install,
@@ -58,6 +59,23 @@ pub struct User {
     /// The editor whose files `read`, `edit` and `write` go through (an ACP client that
     /// offers its file system); none: the disk. Subagents use the disk.
     pub(crate) editor: Option<Arc<dyn dsh_tools::EditorFiles>>,
+    /// The tools its client runs ([`User::with_host_tools`]).
+    pub(crate) host_tools: Option<crate::host_tools::HostTools>,
+}
+
+impl User {
+    /// The user whose client runs `tools`: offered to the model beside dsh's own, their calls
+    /// arrive on the returned receiver for the front end to hand to the client. Checked with
+    /// [`crate::HostTool::check`] first.
+    pub fn with_host_tools(
+        mut self,
+        tools: Vec<crate::HostTool>,
+    ) -> Result<(User, mpsc::UnboundedReceiver<crate::HostCall>), crate::HostToolError> {
+        crate::HostTool::check(&tools)?;
+        let (calls, received) = mpsc::unbounded_channel();
+        self.host_tools = Some(crate::host_tools::HostTools::new(tools, calls));
+        Ok((self, received))
+    }
 }
 
 /// A run whose session is open and whose MCP servers are starting: what the agent is wired
@@ -248,6 +266,7 @@ impl StartedRun {
             installs: INSTALLS,
         });
         let notices = &self.processes.notices;
+        let host_names = crate::host_tools::names(self.user.host_tools.as_ref());
         let mut top = TopSeat {
             progress: self
                 .user
@@ -256,6 +275,7 @@ impl StartedRun {
             approver: self.user.approver,
             questions: self.user.questions,
             editor: self.user.editor,
+            host_tools: self.user.host_tools,
             output_schema: self.output_schema,
             notices: notices.clone(),
             mcp: Some(mcp),
@@ -278,7 +298,9 @@ impl StartedRun {
         // described wrongly by every front end: every debug build, the test suite's, stops.
         debug_assert_eq!(draft.tools.description_problems(), Vec::<String>::new());
         debug_assert_eq!(
-            crate::builtins::unlisted_tools(&draft.tools),
+            (crate::builtins::unlisted_tools(&draft.tools).into_iter())
+                .filter(|name| !host_names.contains(name))
+                .collect::<Vec<_>>(),
             Vec::<String>::new()
         );
         let catalog = draft.tools.catalog();

@@ -77,6 +77,8 @@ pub(crate) struct TopSeat {
     pub(crate) questions: Option<Arc<dyn UserQuestions>>,
     /// The editor whose files the file tools go through.
     pub(crate) editor: Option<Arc<dyn EditorFiles>>,
+    /// The tools the client runs, offered to the top agent only.
+    pub(crate) host_tools: Option<crate::host_tools::HostTools>,
     /// Where the tools' live output goes, when a front end shows it.
     pub(crate) progress: Option<ToolProgress>,
     /// What the final answer must be (`--output-schema`).

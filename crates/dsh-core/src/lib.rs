@@ -21,6 +21,7 @@ mod error;
 pub mod export;
 mod goals;
 mod hooks;
+mod host_tools;
 mod install;
 mod instructions;
 mod listing;
@@ -72,6 +73,7 @@ pub use dsh_tools::{
 };
 pub use error::CoreError;
 pub use hooks::{HookEvent, HookRunner, HookSet, HookVerdict};
+pub use host_tools::{HostCall, HostTool, HostToolError};
 pub use log::{LoadedLog, LogOptions, SessionLog, logged_records, read_log};
 pub use login::{
     KeyTarget, LoginError, check_and_save_key, check_key_destination, forget_saved_key, key_target,

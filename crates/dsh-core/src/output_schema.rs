@@ -73,11 +73,7 @@ impl OutputSchema {
         let text = unfenced(answer.trim());
         let value: Value =
             serde_json::from_str(text).map_err(|e| format!("the answer is not JSON ({e})"))?;
-        let mut problems = Vec::new();
-        if let Err(error) = self.schemas.validate(&value, self.root) {
-            problems_in(&error, &mut problems);
-        }
-        problems.truncate(10);
+        let problems = self.problems(&value);
         if problems.is_empty() {
             Ok(value)
         } else {
@@ -86,6 +82,17 @@ impl OutputSchema {
                 problems.join("; ")
             ))
         }
+    }
+
+    /// What is wrong with `value` against the schema (the first ten things), nothing when it
+    /// is valid: also what a host tool's arguments are checked with.
+    pub(crate) fn problems(&self, value: &Value) -> Vec<String> {
+        let mut problems = Vec::new();
+        if let Err(error) = self.schemas.validate(value, self.root) {
+            problems_in(&error, &mut problems);
+        }
+        problems.truncate(10);
+        problems
     }
 
     /// What the model is told after an invalid answer.

@@ -56,6 +56,7 @@ impl User {
             questions: Some(Arc::new(channel)),
             watches_output: asking.watches_output,
             editor: asking.editor,
+            host_tools: None,
         };
         let grants = Arc::downgrade(&grants);
         (user, Requests { rx, grants })

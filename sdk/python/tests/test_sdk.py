@@ -11,7 +11,7 @@ import pytest
 
 from dsh_sdk import (
     EVENT_CLASSES, Approval, Dsh, DshError, DshSync, FinalEvent, SessionEvent, TextEvent,
-    ToolCallEvent, StatusEvent,
+    ToolCallEvent, StatusEvent, tool,
 )
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -191,3 +191,32 @@ def test_the_supervisor_example_in_docs_runs(scripted, tmp_path):
     assert lines[0].endswith("did task one") and lines[1].endswith("did task two"), lines
     worktrees = subprocess.run(git + ["worktree", "list"], capture_output=True, text=True).stdout
     assert worktrees.count("\n") == 3, worktrees
+
+
+def test_a_host_tool_is_called_and_its_result_seen_by_the_model(scripted):
+    server = scripted([
+        {"calls": [["lookup", {"key": "answer"}]]},
+        {"calls": [["lookup", {"key": "missing"}]]},
+        {"text": "it is forty-two"},
+    ])
+    called = []
+
+    @tool
+    async def lookup(key: str) -> str:
+        """Looks a key up."""
+        called.append(key)
+        if key != "answer":
+            raise KeyError(key)
+        return "forty-two"
+
+    async def main():
+        async with Dsh(cwd=server.ws, bin=server.bin, env=server.env, tools=[lookup]) as run:
+            assert (await run.run("what is the answer?")).text == "it is forty-two"
+
+    run_async(main)
+    assert called == ["answer", "missing"]
+    requests = server.requests()
+    offered = [t["function"]["name"] for t in requests[0]["tools"]]
+    assert "lookup" in offered
+    assert "forty-two" in tool_results(requests[1])[0]
+    assert "KeyError" in tool_results(requests[2])[-1]

@@ -17,6 +17,7 @@ import {
   type ApprovalRequest,
   type FormHandler,
   type FormRequest,
+  type HostTool,
   type QuestionsHandler,
   type QuestionsRequest,
   type TurnResult,
@@ -40,6 +41,8 @@ export type DshOptions = {
   onApproval?: ApprovalHandler;
   onQuestions?: QuestionsHandler;
   onForm?: FormHandler;
+  /** The client's own tools, offered to the model in every session this client opens. */
+  tools?: HostTool[];
 };
 
 type Wire = Record<string, any>;
@@ -160,6 +163,13 @@ export class Dsh {
   /** Opens a session, closing the one open. Returns its id. */
   async openSession(session: Pick<DshOptions, "resume" | "fork" | "mode" | "model" | "cwd"> = {}): Promise<string> {
     const message: Wire = { type: "open", cwd: resolve(session.cwd ?? this.options.cwd ?? process.cwd()) };
+    if (this.options.tools?.length) {
+      message.tools = this.options.tools.map(({ name, description, inputSchema }) => ({
+        name,
+        description,
+        inputSchema,
+      }));
+    }
     for (const name of ["resume", "fork", "mode", "model"] as const) {
       if (session[name] !== undefined) message[name] = session[name];
     }
@@ -284,7 +294,22 @@ export class Dsh {
     }
   }
 
+  private async runTool(request: Wire): Promise<void> {
+    let reply: Wire;
+    try {
+      const tool = this.options.tools?.find((t) => t.name === request.tool);
+      if (!tool) throw new Error(`this client has no tool "${request.tool}"`);
+      const output = await tool.run(request.input ?? {});
+      reply = { output: typeof output === "string" ? output : JSON.stringify(output) };
+    } catch (error) {
+      // The model reads the failure as the call's error.
+      reply = { error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
+    }
+    if (!this.exited) this.write({ type: "answer", request: request.id, ...reply });
+  }
+
   private async answer(request: Wire): Promise<void> {
+    if (request.kind === "tool") return this.runTool(request);
     let reply: Wire;
     try {
       reply = await this.reply(request);

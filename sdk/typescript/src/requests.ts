@@ -71,5 +71,17 @@ export type ApprovalHandler = (request: ApprovalRequest) => Maybe<Choice | { cho
 export type QuestionsHandler = (
   request: QuestionsRequest,
 ) => Maybe<Record<string, string | string[] | { selected?: string[]; custom?: string }> | null>;
+/** A function the model is offered as a tool: dsh runs each call through its pipeline (hooks,
+ * Auto review, the arguments checked against `inputSchema`), then asks the client to run it.
+ * What `run` returns is the result the model reads (JSON unless a string); a throw, the call's
+ * error. */
+export type HostTool = {
+  name: string;
+  description: string;
+  /** A JSON Schema of an object: the arguments. */
+  inputSchema: Record<string, unknown>;
+  run: (input: Record<string, unknown>) => unknown;
+};
+
 /** The form's content, or `null` to decline. */
 export type FormHandler = (request: FormRequest) => Maybe<Record<string, unknown> | null>;

@@ -147,6 +147,39 @@ test("a malformed message is refused and the session goes on", async () => {
   await run.close();
 });
 
+test("a host tool is called and its result seen by the model", async () => {
+  const server = await scripted([
+    { calls: [["lookup", { key: "answer" }]] },
+    { calls: [["lookup", { key: "missing" }]] },
+    { text: "it is forty-two" },
+  ]);
+  const called: unknown[] = [];
+  const run = await Dsh.open({
+    cwd: server.ws,
+    bin: server.bin,
+    env: server.env,
+    tools: [
+      {
+        name: "lookup",
+        description: "Looks a key up.",
+        inputSchema: { type: "object", properties: { key: { type: "string" } }, required: ["key"] },
+        run: async ({ key }) => {
+          called.push(key);
+          if (key !== "answer") throw new RangeError(`no key ${String(key)}`);
+          return "forty-two";
+        },
+      },
+    ],
+  });
+  assert.equal((await run.run("what is the answer?")).text, "it is forty-two");
+  await run.close();
+  assert.deepEqual(called, ["answer", "missing"]);
+  const requests = await server.requests();
+  assert.ok(requests[0].tools.some((t: any) => t.function.name === "lookup"));
+  assert.ok(toolResults(requests[1])[0].includes("forty-two"));
+  assert.ok((toolResults(requests[2]).at(-1) ?? "").includes("RangeError"));
+});
+
 test("every event type of the schema is in the union", () => {
   const schema = JSON.parse(readFileSync(join(ROOT, "docs", "events.schema.json"), "utf8"));
   const kinds = schema.oneOf.map((ref: { $ref: string }) => ref.$ref.split("/").at(-1)).sort();

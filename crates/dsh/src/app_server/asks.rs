@@ -1,28 +1,54 @@
 //! The run's requests (an escalation to approve, the model's questions, an MCP server's form)
 //! as the server's `request` messages, and the client's `answer`s put through each request's
-//! own methods, which decide what an answer means ([`dsh_core::ask`]).
+//! own methods, which decide what an answer means ([`dsh_core::ask`]). A host tool's call is
+//! a request too, answered with the tool's output or error.
 
 use std::collections::HashMap;
 
+use dsh_core::HostCall;
 use dsh_core::ask::{Answer, Approval, Choice, FormRequest, Questions, Request};
 use serde_json::{Value, json};
 
 use super::message::{Refusal, code, say};
 
+/// What waits for the client: something the run asks, or a call of one of its tools.
+enum Waiting {
+    Asked(Request),
+    Tool(HostCall),
+}
+
 /// The requests waiting for the client, by the id they were sent with.
 #[derive(Default)]
 pub struct Asks {
-    waiting: HashMap<String, Request>,
+    waiting: HashMap<String, Waiting>,
     /// The number of the last request sent: ids are `ask-1`, `ask-2`...
     sent: u64,
 }
 
 impl Asks {
-    /// Sends `request` to the client and keeps it until it is answered.
-    pub fn ask(&mut self, request: Request) {
+    /// Sends a host tool's call to the client and keeps it until it is answered.
+    pub fn call(&mut self, call: HostCall) {
+        let message = json!({
+            "kind": "tool",
+            "callId": call.call_id,
+            "tool": call.tool,
+            "input": call.input,
+        });
+        self.send(message, Waiting::Tool(call));
+    }
+
+    fn send(&mut self, mut message: Value, waiting: Waiting) {
         self.sent += 1;
         let id = format!("ask-{}", self.sent);
-        let mut message = match &request {
+        message["type"] = json!("request");
+        message["id"] = json!(id);
+        say(&message);
+        self.waiting.insert(id, waiting);
+    }
+
+    /// Sends `request` to the client and keeps it until it is answered.
+    pub fn ask(&mut self, request: Request) {
+        let message = match &request {
             Request::Approval(asked) => approval(asked),
             Request::Questions(asked) => questions(asked),
             Request::Form(asked) => json!({
@@ -32,10 +58,7 @@ impl Asks {
                 "schema": asked.form.schema,
             }),
         };
-        message["type"] = json!("request");
-        message["id"] = json!(id);
-        say(&message);
-        self.waiting.insert(id, request);
+        self.send(message, Waiting::Asked(request));
     }
 
     /// Answers request `id` with the client's `answer` message.
@@ -52,23 +75,42 @@ impl Asks {
             )
         })?;
         // A malformed answer leaves the request waiting for a good one.
-        let kept = |this: &mut Asks, asked: Request, problem: String| {
+        let kept = |this: &mut Asks, asked: Waiting, problem: String| {
             this.waiting.insert(request.to_owned(), asked);
             Err(bad(format!("the answer to \"{request}\": {problem}")))
+        };
+        let asked = match asked {
+            Waiting::Tool(call) => {
+                match (&answer["output"], &answer["error"]) {
+                    (Value::String(output), Value::Null) => call.succeed(output.clone()),
+                    (Value::Null, Value::String(error)) => call.fail(error.clone()),
+                    _ => {
+                        let problem = "a tool call is answered with \"output\" or \"error\", \
+                                       a string";
+                        return kept(self, Waiting::Tool(call), problem.into());
+                    }
+                }
+                return Ok(());
+            }
+            Waiting::Asked(asked) => asked,
         };
         match asked {
             Request::Approval(approval) => match choice(answer) {
                 Ok(choice) => approval.answer(choice, answer["reason"].as_str()),
-                Err(problem) => return kept(self, Request::Approval(approval), problem),
+                Err(problem) => {
+                    return kept(self, Waiting::Asked(Request::Approval(approval)), problem);
+                }
             },
             Request::Questions(questions) => match answers(answer) {
                 Ok(Some(answers)) => questions.answer(answers),
                 Ok(None) => questions.cancel(),
-                Err(problem) => return kept(self, Request::Questions(questions), problem),
+                Err(problem) => {
+                    return kept(self, Waiting::Asked(Request::Questions(questions)), problem);
+                }
             },
             Request::Form(form) => {
                 if let Err((form, problem)) = fill(form, answer) {
-                    return kept(self, Request::Form(form), problem);
+                    return kept(self, Waiting::Asked(Request::Form(form)), problem);
                 }
             }
         }

@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use dsh_core::Opening;
 use dsh_core::config::PermissionMode;
+use dsh_core::{HostTool, Opening};
 use serde_json::{Value, json};
 
 /// The version of the protocol, said in `ready`: fields may be added within a version.
@@ -56,6 +56,8 @@ pub enum Body {
 #[derive(Debug, PartialEq)]
 pub struct OpenRequest {
     pub cwd: Option<PathBuf>,
+    /// The client's own tools, offered to the model and run by the client.
+    pub tools: Vec<HostTool>,
     pub opening: Opening,
     pub mode: Option<PermissionMode>,
     pub model: Option<String>,
@@ -119,6 +121,7 @@ pub fn parse(number: usize, line: &str) -> Result<Message, Refusal> {
     let body = match kind {
         "open" => Body::Open(OpenRequest {
             cwd: text("cwd")?.map(PathBuf::from),
+            tools: host_tools(&value["tools"]).map_err(bad)?,
             opening: match (text("resume")?, text("fork")?) {
                 (None, None) => Opening::New,
                 (Some(id), None) => Opening::Resume(id),
@@ -155,6 +158,28 @@ pub fn parse(number: usize, line: &str) -> Result<Message, Refusal> {
         }
     };
     Ok(Message { id, body })
+}
+
+/// `open`'s `tools`: each `{"name", "description", "inputSchema"}`.
+fn host_tools(given: &Value) -> Result<Vec<HostTool>, String> {
+    let shape = "\"tools\" is a list of {\"name\", \"description\", \"inputSchema\"}";
+    let tools = match given {
+        Value::Null => return Ok(Vec::new()),
+        Value::Array(tools) => tools,
+        _ => return Err(shape.into()),
+    };
+    tools
+        .iter()
+        .map(|tool| {
+            let text = |name: &str| tool[name].as_str().map(str::to_owned);
+            Some(HostTool {
+                name: text("name")?,
+                description: text("description").unwrap_or_default(),
+                input_schema: tool.get("inputSchema")?.clone(),
+            })
+        })
+        .collect::<Option<_>>()
+        .ok_or_else(|| shape.into())
 }
 
 /// The line that starts the conversation.
@@ -208,6 +233,7 @@ mod tests {
             open.body,
             Body::Open(OpenRequest {
                 cwd: None,
+                tools: Vec::new(),
                 opening: Opening::Fork("s1".into()),
                 mode: Some(PermissionMode::Plan),
                 model: None,
@@ -229,7 +255,10 @@ mod tests {
     #[test]
     fn what_cannot_be_read_is_named_with_its_code_and_id() {
         let not_json = refused("hello");
-        assert_eq!((not_json.code, &not_json.id), (code::BAD_INPUT, &Value::Null));
+        assert_eq!(
+            (not_json.code, &not_json.id),
+            (code::BAD_INPUT, &Value::Null)
+        );
         assert!(
             not_json.message.starts_with("line 7 is not JSON"),
             "{not_json:?}"

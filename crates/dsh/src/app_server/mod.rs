@@ -37,8 +37,9 @@ pub fn serve_stdio(base: Flags) -> Result<(), String> {
 /// The open session.
 struct Open {
     run: Run,
-    /// Its requests, read while a turn runs.
+    /// Its requests and its host tools' calls, read while a turn runs.
     requests: Requests,
+    calls: mpsc::UnboundedReceiver<dsh_core::HostCall>,
     /// The person the run asks, kept when the run is reopened for another mode or model.
     user: User,
     /// The flags that reopen it (its session resumed), and where it runs.
@@ -152,6 +153,12 @@ impl Server {
             watches_output: false,
             editor: None,
         });
+        let (user, calls) = match user.with_host_tools(request.tools) {
+            Ok(with_tools) => with_tools,
+            Err(error) => {
+                return refuse(&Refusal::new(id, code::BAD_REQUEST, error.to_string()));
+            }
+        };
         let run = match open_run(&cwd, &flags, &user, &self.notices).await {
             Ok(run) => run,
             Err(error) => return failed(id, &error),
@@ -166,6 +173,7 @@ impl Server {
         self.open = Some(Open {
             run,
             requests,
+            calls,
             user,
             flags,
             cwd,
@@ -198,6 +206,7 @@ impl Server {
         let Open {
             run,
             requests,
+            calls,
             user,
             flags: old_flags,
             cwd,
@@ -223,6 +232,7 @@ impl Server {
         self.open = Some(Open {
             run,
             requests,
+            calls,
             user,
             flags,
             cwd,
@@ -255,7 +265,13 @@ impl Server {
             asks,
             ..
         } = self;
-        let Some(Open { run, requests, .. }) = open.as_mut() else {
+        let Some(Open {
+            run,
+            requests,
+            calls,
+            ..
+        }) = open.as_mut()
+        else {
             refuse(&no_session(id));
             return true;
         };
@@ -270,6 +286,7 @@ impl Server {
                     None => break,
                 },
                 Some(request) = requests.recv() => asks.ask(request),
+                Some(call) = calls.recv() => asks.call(call),
                 input = inputs.recv(), if reading => match input {
                     Some(input) => during_turn(input, asks, &stop),
                     // The client went away: the turn is stopped, as an editor's is.

@@ -299,3 +299,58 @@ fn mode_and_model_change_between_turns() {
     assert_eq!(closed["result"], json!({}));
     assert!(client.quit().success());
 }
+
+#[test]
+fn a_host_tool_is_offered_and_run_by_the_client() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("lookup", json!({"key": "answer"})),
+        Turn::tool_call("lookup", json!({"key": "missing"})),
+        Turn::tool_call("lookup", json!({"wrong": 1})),
+        Turn::text("it is forty-two"),
+    ]);
+    let mut client = Client::start(&env, &[]);
+    let bad = client.refused(json!({"type": "open", "tools": [{"name": "bash",
+        "description": "mine", "inputSchema": {"type": "object"}}]}));
+    assert_eq!(bad["error"]["code"], "BAD_REQUEST", "{bad}");
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"bash\"")
+    );
+    let schema = json!({"type": "object", "properties": {"key": {"type": "string"}},
+        "required": ["key"], "additionalProperties": false});
+    let tools = json!([{"name": "lookup", "description": "Looks a key up", "inputSchema": schema}]);
+    client.call(json!({"type": "open", "tools": tools}));
+    let id = client.send(json!({"type": "send", "text": "what is the answer?"}));
+    let mut called = Vec::new();
+    let (done, lines) = client.until(id, &mut |asked| {
+        assert_eq!(asked["kind"], "tool");
+        assert_eq!(asked["tool"], "lookup");
+        called.push(asked["input"].clone());
+        Some(match asked["input"]["key"].as_str() {
+            Some("answer") => json!({"output": "forty-two"}),
+            _ => json!({"error": "no such key"}),
+        })
+    });
+    assert_eq!(done["result"]["text"], "it is forty-two");
+    // Arguments the schema refuses never reach the client: the model reads why.
+    assert_eq!(
+        called,
+        [json!({"key": "answer"}), json!({"key": "missing"})]
+    );
+    let results: Vec<&Value> = (lines.iter())
+        .filter(|l| l["type"] == "tool_result")
+        .collect();
+    assert_eq!(results[0]["status"], "completed");
+    assert_eq!(results[1]["status"], "error");
+    assert_eq!(results[2]["status"], "error");
+    let first = &env.server.requests()[0];
+    let offered = serde_json::to_string(&first.body["tools"]).unwrap();
+    assert!(offered.contains("Looks a key up"), "{offered}");
+    let seen = env.server.requests()[1].tool_results();
+    assert!(seen[0].contains("forty-two"), "{seen:?}");
+    let seen = env.server.requests()[2].tool_results();
+    assert!(seen.last().unwrap().contains("no such key"), "{seen:?}");
+    assert!(client.quit().success());
+}

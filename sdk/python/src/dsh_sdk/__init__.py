@@ -12,6 +12,7 @@ from .events import (
     ToolResultEvent, parse_event,
 )
 from .sync import DshSync
+from .tools import Tool, tool
 from .types import (
     Approval, ApprovalRequest, DshError, FormRequest, Question, QuestionOption,
     QuestionsRequest, TurnError, TurnResult,
@@ -22,5 +23,5 @@ __all__ = [
     "Event", "EVENT_CLASSES", "FinalEvent", "FormRequest", "GoalEvent", "PresentEvent",
     "Question", "QuestionOption", "QuestionsRequest", "SessionEvent", "StatusEvent",
     "TextEvent", "ThinkingEvent", "TodoEvent", "ToolCallEvent", "ToolResultEvent", "TurnError",
-    "TurnResult", "find_binary", "parse_event",
+    "TurnResult", "find_binary", "parse_event", "Tool", "tool",
 ]

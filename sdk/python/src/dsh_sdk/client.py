@@ -14,6 +14,7 @@ import shutil
 from typing import Any, AsyncIterator, Awaitable, Callable, Dict, Optional, Sequence, Union
 
 from .events import Event, FinalEvent, parse_event
+from .tools import Tool
 from .types import (
     Approval, ApprovalRequest, DshError, FormRequest, QuestionsRequest, TurnError, TurnResult,
     read_request,
@@ -54,6 +55,9 @@ class Dsh:
     `Approval`; `on_questions` a dict from question id to label(s), or None to skip; `on_form`
     the form's content, or None to decline. Without a handler, approvals are denied, questions
     skipped and forms declined. A handler may be a coroutine function.
+
+    `tools` are host tools (`@tool` functions): offered to the model in every session this
+    client opens, and run here when the model calls them.
     """
 
     def __init__(
@@ -70,11 +74,13 @@ class Dsh:
         on_approval: Optional[ApprovalHandler] = None,
         on_questions: Optional[QuestionsHandler] = None,
         on_form: Optional[FormHandler] = None,
+        tools: Sequence[Tool] = (),
     ):
         self.cwd = os.path.abspath(cwd or os.getcwd())
         self.mode, self.model, self.resume, self.fork = mode, model, resume, fork
         self.bin, self.args, self.env = bin, list(args), env
         self.on_approval, self.on_questions, self.on_form = on_approval, on_questions, on_form
+        self.tools = {t.name: t for t in tools}
         self.session_id: Optional[str] = None
         self.result: Optional[TurnResult] = None
         self.version: Optional[str] = None
@@ -117,6 +123,8 @@ class Dsh:
                    cwd: Optional[str] = None) -> str:
         """Opens a session (closing the one open): new, resumed or forked. Returns its id."""
         message: Dict[str, Any] = {"type": "open", "cwd": os.path.abspath(cwd or self.cwd)}
+        if self.tools:
+            message["tools"] = [t.declaration() for t in self.tools.values()]
         for name, value in (("resume", resume), ("fork", fork), ("mode", mode), ("model", model)):
             if value is not None:
                 message[name] = value
@@ -264,6 +272,8 @@ class Dsh:
             self._turn[1].put_nowait(message)
 
     async def _answer(self, message: Dict[str, Any]) -> None:
+        if message.get("kind") == "tool":
+            return await self._run_tool(message)
         request = read_request(message)
         answer: Dict[str, Any] = {"type": "answer", "request": request.id}
         try:
@@ -271,6 +281,20 @@ class Dsh:
         except Exception as error:  # the handler's failure ends the turn's iteration
             self._handler_error = error
             answer.update(_refusal(request))
+        try:
+            self._write(answer)
+        except DshError:
+            pass
+
+    async def _run_tool(self, message: Dict[str, Any]) -> None:
+        answer: Dict[str, Any] = {"type": "answer", "request": message["id"]}
+        tool = self.tools.get(message.get("tool", ""))
+        try:
+            if tool is None:
+                raise LookupError(f"this client has no tool {message.get('tool')!r}")
+            answer["output"] = await tool.run(message.get("input") or {})
+        except Exception as error:  # the model reads the failure as the call's error
+            answer["error"] = f"{type(error).__name__}: {error}"
         try:
             self._write(answer)
         except DshError:
