@@ -33,6 +33,7 @@ pub const BUILT_IN_COMMANDS: &[&str] = &[
     "diff",
     "copy",
     "export",
+    "edit",
     "status",
     "skills",
     "prompts",

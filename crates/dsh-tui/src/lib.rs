@@ -14,6 +14,7 @@ mod clipboard;
 mod composer;
 mod dialog;
 mod diff;
+mod editor;
 mod form;
 mod highlight;
 mod history;
@@ -248,6 +249,10 @@ impl Ui {
                     Action::Quit
                 },
             };
+            if action == Action::Edit {
+                input = editor::run(&mut app, &mut term, input).await;
+                continue;
+            }
             self.act(&mut app, action, &mut quitting, &index_tx).await;
         }
         let session = app.info.as_ref().map(|i| i.id.clone());
@@ -353,7 +358,8 @@ impl Ui {
         index_tx: &mpsc::UnboundedSender<Loaded>,
     ) {
         match action {
-            Action::None | Action::Interrupt => {}
+            // The editor is run by the loop, which has the terminal.
+            Action::None | Action::Interrupt | Action::Edit => {}
             Action::Quit => {
                 *quitting = true;
                 app.queued.clear();
@@ -461,6 +467,8 @@ impl Ui {
         }
         match command {
             Slash::Quit => return true,
+            // Handed to the loop as Ctrl-G's action, which has the terminal (keys.rs).
+            Slash::Edit => {}
             Slash::Help => {
                 let cell = app::cells::help_cell(app.reload_prompts());
                 app.push_cell(cell);

@@ -49,6 +49,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     ("/status", "session, model, sandbox, tokens and cost"),
     (
+        "/edit",
+        "write the message in your editor ($VISUAL or $EDITOR; Ctrl-G too)",
+    ),
+    (
         "/rename",
         "give this session a title, which lists show (/rename alone takes it away)",
     ),
@@ -76,6 +80,8 @@ pub enum Slash {
     /// `/blame FILE[:LINE]`: what wrote a file's lines, or the one asked.
     Blame(Option<String>),
     Status,
+    /// `/edit`: the message written in `$EDITOR` (as Ctrl-G).
+    Edit,
     /// `/rename [TITLE]`: the session's title (none takes it away).
     Rename(String),
     Skills,
@@ -122,6 +128,7 @@ pub fn parse(line: &str, prompts: &[SavedPrompt]) -> Slash {
         "/export" => Slash::Export(arg),
         "/blame" => Slash::Blame(arg),
         "/status" => Slash::Status,
+        "/edit" => Slash::Edit,
         "/rename" => Slash::Rename(rest.to_owned()),
         "/skills" => Slash::Skills,
         "/prompts" => Slash::Prompts,

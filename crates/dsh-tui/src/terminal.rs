@@ -70,6 +70,25 @@ impl Screen {
         Ok(())
     }
 
+    /// Gives the terminal to another program (`$EDITOR`): the live area cleared, the cursor
+    /// at its top and shown, raw mode and paste mode off.
+    pub fn suspend(&mut self) -> io::Result<()> {
+        self.terminal.clear()?;
+        let top = self.terminal.get_frame().area().y;
+        self.terminal.set_cursor_position((0, top))?;
+        self.terminal.show_cursor()?;
+        restore();
+        Ok(())
+    }
+
+    /// Takes the terminal back after [`Screen::suspend`]; the next draw fills the live area
+    /// whole.
+    pub fn resume(&mut self) -> io::Result<()> {
+        enable_raw_mode()?;
+        execute!(io::stdout(), EnableBracketedPaste)?;
+        self.terminal.clear()
+    }
+
     /// After a resize: the viewport is placed again (ratatui keeps it under the transcript,
     /// and clears the screen when the terminal got narrower, since the terminal has re-wrapped
     /// what was on it) and the next draw fills it.

@@ -158,6 +158,7 @@ impl App {
                 Action::None
             }
             KeyCode::Char('r') if ctrl => self.search_history(),
+            KeyCode::Char('g') if ctrl => Action::Edit,
             KeyCode::Char('j') if ctrl => {
                 self.composer.insert("\n");
                 Action::None
@@ -369,7 +370,10 @@ impl App {
                 self.composer.set_text(only);
             }
             let line = self.composer.take();
-            return Action::Slash(slash::parse(&line, &self.prompts));
+            return match slash::parse(&line, &self.prompts) {
+                Slash::Edit => Action::Edit,
+                command => Action::Slash(command),
+            };
         }
         let text = self.composer.take();
         if self.running.is_some() || self.busy.is_some() {

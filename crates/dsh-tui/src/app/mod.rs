@@ -42,6 +42,8 @@ pub enum Action {
     IndexFiles,
     /// Read the workspace's prompts for the Ctrl-R search.
     LoadHistory,
+    /// Write the message in `$EDITOR` (Ctrl-G, `/edit`).
+    Edit,
     /// Rewind the session as the `/rewind` view was told.
     Rewind(dsh_core::checkpoints::RewindRequest),
 }

@@ -189,10 +189,11 @@ fn sessions_export_writes_markdown_with_the_secrets_redacted() {
 fn composer(ui: &Tmux) -> String {
     let screen = ui.screen();
     let lines: Vec<&str> = screen.lines().collect();
-    let rule = (lines.iter())
-        .rposition(|l| !l.is_empty() && l.chars().all(|c| c == '─'))
-        .expect("a rule above the composer");
-    lines.get(rule + 1).copied().unwrap_or_default().to_owned()
+    // No rule: the live area is not drawn yet (the editor has just given the terminal back).
+    let rule = (lines.iter()).rposition(|l| !l.is_empty() && l.chars().all(|c| c == '─'));
+    rule.and_then(|rule| lines.get(rule + 1).copied())
+        .unwrap_or_default()
+        .to_owned()
 }
 
 #[test]
@@ -230,5 +231,50 @@ fn ctrl_r_finds_a_prompt_of_another_session_of_the_workspace() {
     ui.wait_until("the search closed", |s| !s.contains("history search"));
     assert_eq!(composer(&ui), "› fix the parser timeout");
     ui.press(&["C-u", "C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+#[test]
+fn ctrl_g_and_edit_write_the_message_in_the_editor() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![Turn::text("read your long message")]);
+    // An editor that rewrites the file it is given: what it saved comes back to the composer.
+    let script = env.ws.path().join("fake-editor");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nold=$(cat \"$1\")\nprintf 'from the editor, was [%s]\\n' \"$old\" > \"$1\"\n",
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(&script).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&script, perms).unwrap();
+    let mut vars = env.variables();
+    vars.push(("VISUAL", script.display().to_string()));
+    vars.push(("EDITOR", script.display().to_string()));
+    let argv = [dsh().to_str().unwrap()];
+    let ui = Tmux::start(&argv, env.ws.path(), &vars, 80, 24);
+    ui.wait_for("Type a message");
+    ui.type_text("draft");
+    ui.press(&["C-g"]);
+    ui.wait_until("the edited text in the composer", |_| {
+        composer(&ui) == "› from the editor, was [draft]"
+    });
+    assert!(env.server.requests().is_empty(), "nothing is sent");
+    ui.press(&["C-u"]);
+    ui.type_text("/edit");
+    ui.press(&["Enter"]);
+    ui.wait_until("the editor's text for /edit", |_| {
+        composer(&ui) == "› from the editor, was []"
+    });
+    ui.press(&["Enter"]);
+    wait_turn_end(&ui, "read your long message");
+    let sent = user_texts(&env.server.requests()[0]);
+    assert!(
+        sent.iter().any(|t| t.contains("from the editor, was []")),
+        "{sent:?}"
+    );
+    ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
