@@ -354,3 +354,31 @@ fn a_host_tool_is_offered_and_run_by_the_client() {
     assert!(seen.last().unwrap().contains("no such key"), "{seen:?}");
     assert!(client.quit().success());
 }
+
+#[test]
+fn a_hook_keeps_a_host_tool_call_from_the_client() {
+    let env = TestEnv::new(vec![
+        Turn::tool_call("lookup", json!({"key": "secret"})),
+        Turn::text("blocked, then"),
+    ]);
+    env.write(
+        ".dsh/hooks.json",
+        &json!({"hooks": {"PreToolUse": [{"matcher": "lookup", "hooks": [
+            {"type": "command", "command": "echo 'not that key' >&2; exit 2"}
+        ]}]}})
+        .to_string(),
+    );
+    let mut client = Client::start(&env, &[]);
+    let tools = json!([{"name": "lookup", "description": "Looks a key up",
+        "inputSchema": {"type": "object"}}]);
+    client.call(json!({"type": "open", "tools": tools}));
+    let id = client.send(json!({"type": "send", "text": "look it up"}));
+    let (done, lines) = client.until(id, &mut |asked| panic!("the client was asked: {asked}"));
+    assert_eq!(done["result"]["text"], "blocked, then");
+    assert!(lines.iter().all(|l| l["type"] != "request"), "{lines:?}");
+    assert_eq!(
+        env.server.requests()[1].tool_results(),
+        ["Error: a PreToolUse hook blocked this call: not that key"]
+    );
+    assert!(client.quit().success());
+}
