@@ -58,7 +58,7 @@ fn render(args: &RewindArgs) -> Result<String, SetupError> {
 }
 
 /// The code of the `error` event for a rewind that cannot be done.
-fn rewind_code(error: &RewindError) -> &'static str {
+pub(crate) fn rewind_code(error: &RewindError) -> &'static str {
     match error {
         RewindError::ChangedOutside(_) => "CHANGED_OUTSIDE",
         RewindError::Store(_) => "CHECKPOINT_STORE",

@@ -51,6 +51,9 @@ pub enum Body {
     Answer { request: String, answer: Value },
     /// Closes the open session (its processes stopped); the server waits for another `open`.
     Close,
+    /// Back to the start of a turn (its files, its conversation or both), or, without a
+    /// turn, the last rewind undone; between turns.
+    Rewind(dsh_core::checkpoints::RewindRequest),
 }
 
 #[derive(Debug, PartialEq)]
@@ -151,13 +154,42 @@ pub fn parse(number: usize, line: &str) -> Result<Message, Refusal> {
             answer: value.clone(),
         },
         "close" => Body::Close,
+        "rewind" => Body::Rewind(rewind(&value).map_err(bad)?),
         other => {
             return Err(bad(format!(
-                "unknown type \"{other}\": use open, send, interrupt, set, answer or close"
+                "unknown type \"{other}\": use open, send, interrupt, set, answer, rewind or \
+                 close"
             )));
         }
     };
     Ok(Message { id, body })
+}
+
+/// `rewind`'s fields: `turn` (none: undo the last rewind), `files` and `conversation` (both
+/// by default), `force`, and `apply` (false: only say what it would do).
+fn rewind(value: &Value) -> Result<dsh_core::checkpoints::RewindRequest, String> {
+    let flag = |name: &str, default: bool| match &value[name] {
+        Value::Null => Ok(default),
+        Value::Bool(given) => Ok(*given),
+        _ => Err(format!("\"{name}\" must be true or false")),
+    };
+    let to_turn = match &value["turn"] {
+        Value::Null => None,
+        turn => Some(
+            (turn.as_u64().and_then(|t| u32::try_from(t).ok()))
+                .filter(|t| *t > 0)
+                .ok_or("\"turn\" must be a turn's number, 1 or more")?,
+        ),
+    };
+    Ok(dsh_core::checkpoints::RewindRequest {
+        to_turn,
+        before_call: None,
+        files: flag("files", true)?,
+        conversation: flag("conversation", true)?,
+        force: flag("force", false)?,
+        accepted_outside: Vec::new(),
+        apply: flag("apply", true)?,
+    })
 }
 
 /// `open`'s `tools`: each `{"name", "description", "inputSchema"}`.

@@ -91,6 +91,7 @@ async fn serve(base: Flags) {
                     format!("request \"{request}\" is not waiting: no turn is running"),
                 )),
                 Body::Close => server.close(&id).await,
+                Body::Rewind(request) => server.rewind(&id, &request),
             },
         }
     }
@@ -243,6 +244,24 @@ impl Server {
         }
     }
 
+    fn rewind(&mut self, id: &Value, request: &dsh_core::checkpoints::RewindRequest) {
+        let Some(open) = self.open.as_mut() else {
+            return refuse(&no_session(id));
+        };
+        match open.run.rewind(request) {
+            Ok(report) => say(&message::result(
+                id,
+                serde_json::to_value(&report).unwrap_or_default(),
+            )),
+            Err(error) => say(&message::error(
+                id,
+                crate::rewind_cmd::rewind_code(&error),
+                &error.to_string(),
+                None,
+            )),
+        }
+    }
+
     async fn close(&mut self, id: &Value) {
         let Some(open) = self.open.take() else {
             return refuse(&no_session(id));
@@ -327,7 +346,11 @@ fn during_turn(input: Input, asks: &mut Asks, stop: &Stop) {
                 stop.request(AbortReason::User);
                 say(&message::result(&id, json!({"interrupted": true})));
             }
-            Body::Open(_) | Body::Send { .. } | Body::Set { .. } | Body::Close => {
+            Body::Open(_)
+            | Body::Send { .. }
+            | Body::Set { .. }
+            | Body::Close
+            | Body::Rewind(_) => {
                 refuse(&Refusal::new(
                     &id,
                     code::BUSY,

@@ -382,3 +382,26 @@ fn a_hook_keeps_a_host_tool_call_from_the_client() {
     );
     assert!(client.quit().success());
 }
+
+#[test]
+fn a_rewind_takes_the_conversation_back_to_a_turns_start() {
+    let env = TestEnv::new(vec![
+        Turn::text("first answer"),
+        Turn::text("second answer"),
+        Turn::text("third answer"),
+    ]);
+    let mut client = Client::start(&env, &[]);
+    client.call(json!({"type": "open"}));
+    client.call(json!({"type": "send", "text": "remember alpha"}));
+    client.call(json!({"type": "send", "text": "remember beta"}));
+    let (rewound, _) = client.call(json!({"type": "rewind", "turn": 2, "files": false}));
+    assert!(rewound["result"].is_object(), "{rewound}");
+    let (missing, _) = client.call(json!({"type": "rewind", "turn": 9}));
+    assert_eq!(missing["error"]["code"], "REWIND_TARGET", "{missing}");
+    let (done, _) = client.call(json!({"type": "send", "text": "what do you remember?"}));
+    assert_eq!(done["result"]["text"], "third answer");
+    let sent = serde_json::to_string(env.server.requests()[2].messages()).unwrap();
+    assert!(sent.contains("remember alpha"), "{sent}");
+    assert!(!sent.contains("remember beta"), "{sent}");
+    assert!(client.quit().success());
+}
