@@ -12,6 +12,7 @@
 //! stderr says why (to the model, or for a prompt to the user); any other failure is reported
 //! to the user and the run goes on.
 
+mod approvals;
 pub(crate) mod install;
 
 use std::path::{Path, PathBuf};
@@ -52,10 +53,16 @@ pub enum HookEvent {
     /// The history is about to be summarised (`trigger`: `manual` or `auto`, which a matcher
     /// chooses); nothing to block.
     PreCompact,
+    /// An approval is about to be put to the user (`tool_name`, `reason`); exit 2 refuses it
+    /// with nobody asked.
+    PermissionRequest,
+    /// The user is being asked for an approval (`message`, `notification_type`); nothing to
+    /// block.
+    Notification,
 }
 
 impl HookEvent {
-    const ALL: [HookEvent; 9] = [
+    const ALL: [HookEvent; 11] = [
         HookEvent::SessionStart,
         HookEvent::UserPromptSubmit,
         HookEvent::PreToolUse,
@@ -65,6 +72,8 @@ impl HookEvent {
         HookEvent::SubagentStop,
         HookEvent::SessionEnd,
         HookEvent::PreCompact,
+        HookEvent::PermissionRequest,
+        HookEvent::Notification,
     ];
 
     pub fn name(self) -> &'static str {
@@ -78,6 +87,8 @@ impl HookEvent {
             HookEvent::SubagentStop => "SubagentStop",
             HookEvent::SessionEnd => "SessionEnd",
             HookEvent::PreCompact => "PreCompact",
+            HookEvent::PermissionRequest => "PermissionRequest",
+            HookEvent::Notification => "Notification",
         }
     }
 
@@ -90,6 +101,7 @@ impl HookEvent {
                 | HookEvent::PostToolUse
                 | HookEvent::SessionStart
                 | HookEvent::PreCompact
+                | HookEvent::PermissionRequest
         )
     }
 
@@ -101,6 +113,7 @@ impl HookEvent {
                 | HookEvent::SubagentStart
                 | HookEvent::SessionEnd
                 | HookEvent::PreCompact
+                | HookEvent::Notification
         )
     }
 
@@ -123,10 +136,6 @@ struct Hook {
     command: String,
     timeout: Duration,
 }
-
-/// Events of Claude Code's that dsh has no occasion for: their entries are left out with a
-/// notice, so a shared hook file still works for the events dsh has.
-const NOT_RUN: [&str; 2] = ["Notification", "PermissionRequest"];
 
 /// The hooks of a run, in the order they were configured.
 #[derive(Debug, Clone, Default)]
@@ -171,18 +180,12 @@ impl HookSet {
             return Err(fail("has no \"hooks\" object".into()));
         };
         for (name, groups) in events {
-            if NOT_RUN.contains(&name.as_str()) {
-                self.skipped.push(format!(
-                    "hooks file {}: {name} hooks are not run by dsh (it has no such moment)",
-                    file.display()
-                ));
-                continue;
-            }
             let Some(event) = HookEvent::ALL.into_iter().find(|e| e.name() == name) else {
                 return Err(fail(format!(
                     "names the event {name:?}, which dsh does not have (it has SessionStart, \
                      UserPromptSubmit, PreToolUse, PostToolUse, Stop, SubagentStart, \
-                     SubagentStop, SessionEnd and PreCompact)"
+                     SubagentStop, SessionEnd, PreCompact, \
+                     PermissionRequest and Notification)"
                 )));
             };
             let groups = groups
@@ -520,13 +523,13 @@ mod tests {
     }
 
     #[test]
-    fn claude_code_events_dsh_does_not_have_are_left_out_with_a_note() {
+    fn hooks_of_a_type_dsh_does_not_run_are_left_out_with_a_note() {
         let set = set(r#"{"hooks": {
             "Notification": [{"hooks": [{"type": "command", "command": "n"}]}],
             "Stop": [{"hooks": [{"type": "prompt", "prompt": "p"}, {"type": "command", "command": "s"}]}]
         }}"#)
         .unwrap();
-        assert_eq!(set.hooks.len(), 1);
-        assert_eq!(set.skipped.len(), 2, "{:?}", set.skipped);
+        assert_eq!(set.hooks.len(), 2);
+        assert_eq!(set.skipped.len(), 1, "{:?}", set.skipped);
     }
 }

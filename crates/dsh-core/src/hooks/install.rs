@@ -1,5 +1,6 @@
 //! Hooks wired into the run: the user's and the trusted project's `hooks.json`, read as the run
-//! starts, run for the top agent and, marked as a subagent's, for every child's tool calls.
+//! starts, run for the top agent (its approvals too) and, marked as a subagent's, for every
+//! child's tool calls and answers.
 
 use std::sync::Arc;
 
@@ -53,6 +54,17 @@ pub(crate) fn top_runner(
 /// Gives the agent the run's hooks. A subagent's tool calls have the same hooks, so a blocked
 /// call cannot be routed through one.
 pub(crate) fn install(wiring: &Arc<Wiring>, seat: &mut Seat<'_>, draft: &mut Draft) {
+    // What the top agent puts to the user passes through PermissionRequest and Notification
+    // hooks (a child asks nobody).
+    if let (Role::Top(_), Some(hooks)) = (&seat.role, &wiring.hooks) {
+        let session = &mut draft.tool_session;
+        session.approver = (session.approver.take()).map(|inner| {
+            Arc::new(super::approvals::HookedApprover {
+                inner,
+                hooks: hooks.clone(),
+            }) as Arc<dyn dsh_sandbox::escalation::Approver>
+        });
+    }
     draft.config.hooks = match seat.role {
         Role::Top(_) => wiring.hooks.clone(),
         Role::Child { .. } => (wiring.hooks.as_deref()).map(|top| {
