@@ -91,6 +91,8 @@ pub struct SessionInfo {
     pub approval: String,
     /// The model has prices: usage carries its cost.
     pub priced: bool,
+    /// The route's context window in tokens, for the footer's share of it in use.
+    pub context_window: u64,
     /// The run's tools, as its calls are shown.
     pub catalog: dsh_core::ToolCatalog,
     pub skills: Vec<(String, String)>,
@@ -246,6 +248,7 @@ async fn open_session(
         None => load_settings(&flags)?,
     };
     let model = settings.route().model.clone();
+    let context_window = settings.route().context_window.value;
     let resumed = settings.session().is_some();
     let run = AgentBuilder::new(settings)
         .with_user(user)
@@ -271,6 +274,7 @@ async fn open_session(
         sandbox: permissions.mode,
         approval: permissions.approval,
         priced: run.priced,
+        context_window,
         catalog: run.catalog.clone(),
         skills: run.skills.clone(),
         flags,

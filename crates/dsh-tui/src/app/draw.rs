@@ -187,6 +187,13 @@ impl App {
         if info.priced {
             text.push_str(&format!(" · ${:.4}", usage.cost_usd.unwrap_or(0.0)));
         }
+        if self.context_used > 0 && info.context_window > 0 {
+            // Rounded up: a conversation that fills any of the window shows at least 1%.
+            let share = (self.context_used * 100)
+                .div_ceil(info.context_window)
+                .min(100);
+            text.push_str(&format!(" · {share}% context"));
+        }
         if let Some(todo) = self
             .transcript
             .todos

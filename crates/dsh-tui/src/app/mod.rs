@@ -161,6 +161,9 @@ pub struct App {
     pub tick: usize,
     /// The text of the model's last answer, for `/copy`.
     pub last_answer: String,
+    /// The tokens of context the conversation fills: what the last request sent and got back,
+    /// or a compaction's summary once it replaced the older part (the footer's share).
+    context_used: u64,
     /// The Ctrl-R search of the workspace's prompts, when open.
     history: Option<crate::history::HistorySearch>,
 }
@@ -198,6 +201,7 @@ impl App {
             tick: 0,
             last_answer: String::new(),
             history: None,
+            context_used: 0,
         }
     }
 
@@ -343,7 +347,9 @@ impl App {
                 DIM,
             )]);
         }
+        self.context_used = 0;
         for record in &opened.earlier {
+            self.track_context(record);
             match record.view() {
                 View::User { message } => self.composer.remember(message.text()),
                 View::Answer(answer) if !answer.message.text().trim().is_empty() => {
@@ -459,7 +465,17 @@ impl App {
         }
     }
 
+    /// What a record says of the context in use: a step's last size, a summary's.
+    fn track_context(&mut self, record: &Record) {
+        match record {
+            Record::StepEnd { usage, .. } => self.context_used = usage.total_tokens,
+            Record::CompactionSummary(summary) => self.context_used = summary.tokens_after,
+            _ => {}
+        }
+    }
+
     fn record(&mut self, record: &Record) {
+        self.track_context(record);
         match record.view() {
             View::Answer(answer) => {
                 let text = answer.message.text();

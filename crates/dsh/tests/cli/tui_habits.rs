@@ -278,3 +278,37 @@ fn ctrl_g_and_edit_write_the_message_in_the_editor() {
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
+
+#[test]
+fn the_footer_shows_the_share_of_the_context_window_in_use() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![Turn::text("short answer")]);
+    env.write(
+        ".dsh/config.toml",
+        "[models.\"deepseek-v4-flash\"]\ncontext_window = 1000\n",
+    );
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    let last_row = |s: &str| {
+        s.lines()
+            .rev()
+            .find(|l| !l.is_empty())
+            .unwrap_or("")
+            .to_owned()
+    };
+    assert!(
+        !last_row(&ui.screen()).contains("context"),
+        "nothing sent yet"
+    );
+    ui.type_text("hello");
+    ui.press(&["Enter"]);
+    wait_turn_end(&ui, "short answer");
+    // The scripted step is 110 tokens, of a window of 1000.
+    ui.wait_until("the share in the footer", |_| {
+        last_row(&ui.screen()).ends_with(" tokens · $0.0000 · 11% context")
+    });
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
