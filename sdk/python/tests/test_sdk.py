@@ -121,18 +121,27 @@ def test_a_question_is_answered_by_the_host(scripted):
 
 
 def test_an_interrupt_stops_the_turn_and_the_session_goes_on(scripted):
-    server = scripted([{"hang": True}, {"text": "after"}])
+    # The turn is stopped while it waits for an approval: by then the model's answer has been
+    # read whole, so the next turn's request gets the next answer of the script.
+    server = scripted([escalated("echo never-run"), {"text": "after"}])
+    interrupted = []
 
     async def main():
-        async with Dsh(cwd=server.ws, bin=server.bin, env=server.env) as run:
-            async for event in run.send("wait forever"):
-                # The turn has started its request: it runs until it is interrupted.
-                if isinstance(event, StatusEvent) and event.phase == "step_start":
-                    assert await run.interrupt() is True
+        async def stop_instead(request):
+            interrupted.append(await run.interrupt())
+            return "once"  # too late: the request was withdrawn with its turn
+
+        run = Dsh(cwd=server.ws, bin=server.bin, env=server.env, on_approval=stop_instead)
+        async with run:
+            events = [event async for event in run.send("wait for me")]
+            assert interrupted == [True]
             assert run.result.reason == {"kind": "aborted", "reason": {"kind": "user"}}
+            assert isinstance(events[-1], FinalEvent)
             assert (await run.run("again")).text == "after"
 
     run_async(main)
+    # The command never ran: no result of the call holds its output.
+    assert all("never-run" not in result for result in tool_results(server.requests()[1]))
 
 
 def test_a_malformed_message_is_refused_and_the_session_goes_on(scripted):

@@ -123,12 +123,21 @@ test("a question is answered by the host", async () => {
 });
 
 test("an interrupt stops the turn and the session goes on", async () => {
-  const server = await scripted([{ hang: true }, { text: "after" }]);
-  const run = await Dsh.open({ cwd: server.ws, bin: server.bin, env: server.env });
-  for await (const event of run.send("wait forever")) {
-    // The turn has started its request: it runs until it is interrupted.
-    if (event.type === "status" && event.phase === "step_start") assert.equal(await run.interrupt(), true);
-  }
+  // The turn is stopped while it waits for an approval: by then the model's answer has been
+  // read whole, so the next turn's request gets the next answer of the script.
+  const server = await scripted([escalated("echo never-run"), { text: "after" }]);
+  const interrupted: boolean[] = [];
+  const run: Dsh = await Dsh.open({
+    cwd: server.ws,
+    bin: server.bin,
+    env: server.env,
+    onApproval: async () => {
+      interrupted.push(await run.interrupt());
+      return "once" as const; // too late: the request was withdrawn with its turn
+    },
+  });
+  await run.run("wait for me");
+  assert.deepEqual(interrupted, [true]);
   assert.deepEqual(run.result?.reason, { kind: "aborted", reason: { kind: "user" } });
   assert.equal((await run.run("again")).text, "after");
   await run.close();
