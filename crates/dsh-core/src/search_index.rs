@@ -268,9 +268,20 @@ pub(crate) fn parse_entry(line: &str) -> Option<Entry> {
     })
 }
 
-/// Line `number` (from 0) of the entries of the index kept beside the log in `dir`.
-pub(crate) fn entry_line(dir: &Path, number: usize) -> Option<String> {
-    kept(dir)?.entries.lines().nth(number).map(str::to_owned)
+/// The entry's line that starts at byte `start` of the entries of the index kept beside the
+/// log in `dir`.
+pub(crate) fn entry_line(dir: &Path, start: usize) -> Option<String> {
+    line_at(&kept(dir)?.entries, start).map(str::to_owned)
+}
+
+/// The line of `entries` that starts at byte `start`.
+pub(crate) fn line_at(entries: &str, start: usize) -> Option<&str> {
+    let starts_a_line = start == 0 || entries.as_bytes().get(start - 1) == Some(&b'\n');
+    entries
+        .get(start..)
+        .filter(|_| starts_a_line)?
+        .lines()
+        .next()
 }
 
 /// The index kept beside the log in `dir`, if there is one this dsh reads.

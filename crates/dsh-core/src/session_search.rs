@@ -10,13 +10,14 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use memchr::memmem;
 use serde::Serialize;
 
 use crate::search_index::{Entry, EntryKind, IndexHeader};
 
 mod home_index;
 
-use home_index::{Reader, Writer};
+use home_index::{Reader, SessionsDir, Writer};
 
 /// The most a search returns unless told otherwise.
 pub const SEARCH_LIMIT: usize = 20;
@@ -62,10 +63,9 @@ pub fn search_sessions(home: &Path, query: &str, limit: usize) -> Vec<SearchHit>
     if words.is_empty() {
         return Vec::new();
     }
-    let phrase = (words.len() > 1).then(|| words.join(" "));
-    let look = |header: &IndexHeader, lower: &str, path: &Path| {
-        look_through(header, lower, &words, phrase.as_deref(), path)
-    };
+    let query = Query::new(&words);
+    let look =
+        |header: &IndexHeader, lower: &str, path: &Path| look_through(header, lower, &query, path);
     let sessions = home.join("sessions");
     let Ok(folders) = std::fs::read_dir(&sessions) else {
         return Vec::new();
@@ -74,13 +74,12 @@ pub fn search_sessions(home: &Path, query: &str, limit: usize) -> Vec<SearchHit>
     // The file's parts that are still true of their logs.
     let mut kept = HashSet::new();
     let mut stale = true;
-    if let Some(mut file) = Reader::open(home) {
+    if let Some((mut file, dir)) = Reader::open(home).zip(SessionsDir::open(&sessions)) {
         stale = false;
         while let Some((part, lower)) = file.next_part() {
-            let path = sessions.join(&part.dir).join(&part.log);
-            let len = part.header.covers_bytes();
-            if std::fs::metadata(&path).is_ok_and(|meta| meta.is_file() && meta.len() == len) {
-                found_in.extend(look(&part.header, lower, &path));
+            let log = format!("{}/{}", part.dir, part.log);
+            if dir.file_len(&log) == Some(part.header.covers_bytes()) {
+                found_in.extend(look(&part.header, lower, &sessions.join(log)));
                 kept.insert(part.dir);
             } else {
                 stale = true;
@@ -144,8 +143,9 @@ fn rewrite(home: &Path, next: Option<Writer>, kept: &HashSet<String>) {
     next.finish();
 }
 
-/// A session that matched, before it is shown: its index's header, what matched, and which
-/// line of its index is its best entry.
+/// A session that matched, before it is shown: its index's header, what matched, and where
+/// its best entry's line starts in its index's entries (in bytes: lowercasing ASCII letters
+/// moves none).
 struct Found {
     header: IndexHeader,
     score: u32,
@@ -162,7 +162,7 @@ impl Found {
             .and_then(|dir| crate::search_index::entry_line(dir, self.best))
             .or_else(|| {
                 let index = crate::search_index::current(&self.path)?;
-                index.entries.lines().nth(self.best).map(str::to_owned)
+                crate::search_index::line_at(&index.entries, self.best).map(str::to_owned)
             })?;
         let Entry { turn, kind, text } = crate::search_index::parse_entry(&line)?;
         Some(SearchHit {
@@ -181,41 +181,66 @@ impl Found {
     }
 }
 
-/// What the index of the log at `path` holds of `words` (escaped and lowercased as the
-/// index's `lower` lines are), if any.
+/// The words searched for (escaped and lowercased as the index's lines are), each with its
+/// finder, and the phrase they make when there are several.
+struct Query<'a> {
+    words: Vec<memmem::Finder<'a>>,
+    phrase: Option<memmem::Finder<'static>>,
+}
+
+impl<'a> Query<'a> {
+    fn new(words: &'a [String]) -> Query<'a> {
+        Query {
+            words: (words.iter())
+                .map(|w| memmem::Finder::new(w.as_bytes()))
+                .collect(),
+            phrase: (words.len() > 1)
+                .then(|| memmem::Finder::new(words.join(" ").as_bytes()).into_owned()),
+        }
+    }
+
+    fn all_in(&self, text: &[u8]) -> bool {
+        self.words.iter().all(|word| word.find(text).is_some())
+    }
+}
+
+/// What the lowercased lines of the index of the log at `path` hold of `query`, if any.
 fn look_through(
     header: &IndexHeader,
     lower: &str,
-    words: &[String],
-    phrase: Option<&str>,
+    query: &Query<'_>,
     path: &Path,
 ) -> Option<Found> {
+    let bytes = lower.as_bytes();
     // Most sessions hold none of the words: one look at the whole text passes them over.
-    if !words.iter().all(|word| lower.contains(word.as_str())) {
+    if !query.all_in(bytes) {
         return None;
     }
     let mut best: Option<(u32, usize)> = None;
     let (mut hits, mut score) = (0u32, 0u32);
-    for (number, line) in lower.lines().enumerate() {
-        let mut fields = line.splitn(3, '\t');
+    // Only the lines that hold the first word are read: from one of its places to the next.
+    let mut from = 0;
+    while let Some(at) = query.words[0].find(&bytes[from..]).map(|at| from + at) {
+        let start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |n| n + 1);
+        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |n| at + n);
+        from = end;
+        let mut fields = lower[start..end].splitn(3, '\t');
         let (Some(_), Some(kind), Some(text)) = (fields.next(), fields.next(), fields.next())
         else {
             continue;
         };
-        if !words.iter().all(|word| text.contains(word.as_str())) {
-            continue;
-        }
-        let Some(kind) = EntryKind::from_name(kind) else {
+        let Some(kind) = EntryKind::from_name(kind).filter(|_| query.all_in(text.as_bytes()))
+        else {
             continue;
         };
         let mut weight = weight(kind);
-        if phrase.is_some_and(|phrase| text.contains(phrase)) {
+        if (query.phrase.as_ref()).is_some_and(|phrase| phrase.find(text.as_bytes()).is_some()) {
             weight *= 2;
         }
         hits += 1;
         score = score.saturating_add(weight);
         if best.is_none_or(|(w, _)| weight >= w) {
-            best = Some((weight, number));
+            best = Some((weight, start));
         }
     }
     let (_, best) = best?;
