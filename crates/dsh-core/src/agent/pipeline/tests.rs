@@ -473,3 +473,75 @@ async fn a_call_stopped_before_its_review_is_aborted_and_does_not_run() {
     assert_eq!(code(&passed), Some("ABORTED"));
     assert!(passed.review.is_none());
 }
+
+/// The command rules `list` (each `(kind, rule)`) over the fixture's gates.
+fn ruled(mut fx: Fixture, list: &[(dsh_sandbox::rules::RuleKind, &str)]) -> Fixture {
+    use dsh_sandbox::rules::{CommandRules, SourcedRule};
+    let rules = list
+        .iter()
+        .map(|(kind, text)| SourcedRule {
+            kind: *kind,
+            rule: text.parse().unwrap(),
+            source: PathBuf::from("/home/u/.dsh/config.toml"),
+        })
+        .collect();
+    fx.gates.rules = Some(Arc::new(CommandRules::new(rules)));
+    fx
+}
+
+#[tokio::test]
+async fn a_rule_that_asks_puts_the_call_to_the_user_and_no_reviewer_judges_it() {
+    use dsh_sandbox::rules::RuleKind;
+    let (fx, user) = Fixture::new()
+        .reviewed(DENY)
+        .user(ApprovalPolicy::Ask, ApprovalOutcome::AllowedOnce);
+    let fx = ruled(fx, &[(RuleKind::Ask, "probe")]);
+    let passed = fx.pass("c1", "probe", r#"{"text": "hi"}"#).await;
+    assert_eq!(fx.order(), ["call"]);
+    assert!(passed.review.is_none());
+    let asked = user.asked.lock().unwrap();
+    assert_eq!(asked.len(), 1);
+    assert!(
+        asked[0].reason.contains("ask rule \"probe\""),
+        "{}",
+        asked[0].reason
+    );
+    assert!(asked[0].grant.is_none());
+}
+
+#[tokio::test]
+async fn a_user_who_refuses_what_a_rule_asks_keeps_the_call_back() {
+    use dsh_sandbox::rules::RuleKind;
+    let (fx, _) = Fixture::new().user(
+        ApprovalPolicy::Ask,
+        ApprovalOutcome::Rejected {
+            reason: Some("not today".into()),
+        },
+    );
+    let fx = ruled(fx, &[(RuleKind::Ask, "probe")]);
+    let passed = fx.pass("c1", "probe", r#"{"text": "hi"}"#).await;
+    assert!(fx.order().is_empty());
+    assert_eq!(code(&passed), Some("RULE_ASK_REJECTED"));
+    assert!(
+        passed
+            .outcome
+            .text()
+            .ends_with("; the user said: not today")
+    );
+}
+
+#[tokio::test]
+async fn an_allowed_call_skips_review_and_a_denied_one_asks_nobody() {
+    use dsh_sandbox::rules::RuleKind;
+    let fx = ruled(Fixture::new().reviewed(DENY), &[(RuleKind::Allow, "probe")]);
+    let passed = fx.pass("c1", "probe", r#"{"text": "hi"}"#).await;
+    assert_eq!(fx.order(), ["call"]);
+    assert_eq!(passed.outcome.text(), "ran with hi");
+
+    let (fx, user) = Fixture::new().user(ApprovalPolicy::Ask, ApprovalOutcome::AllowedOnce);
+    let fx = ruled(fx, &[(RuleKind::Allow, "probe"), (RuleKind::Deny, "probe")]);
+    let passed = fx.pass("c1", "probe", r#"{"text": "hi"}"#).await;
+    assert!(fx.order().is_empty());
+    assert_eq!(code(&passed), Some("RULE_DENIED"));
+    assert!(user.asked.lock().unwrap().is_empty());
+}
