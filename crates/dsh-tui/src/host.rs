@@ -27,7 +27,9 @@ pub enum Work {
         command: String,
         stop: Stop,
     },
+    /// `/compact [FOCUS]`.
     Compact {
+        focus: Option<String>,
         stop: Stop,
     },
     /// The session's turns, for `/rewind`.
@@ -125,10 +127,14 @@ pub async fn serve(
                 ),
                 None => Done::Turn(Err("no session is open".into())),
             },
-            Work::Compact { stop } => match &mut open {
-                Some(OpenRun { run, .. }) => {
-                    Done::Compacted(run.agent.compact(&stop).await.map_err(|e| e.to_string()))
-                }
+            Work::Compact { focus, stop } => match &mut open {
+                Some(OpenRun { run, .. }) => Done::Compacted(
+                    match &focus {
+                        Some(focus) => run.agent.compact_on(focus, &stop).await,
+                        None => run.agent.compact(&stop).await,
+                    }
+                    .map_err(|e| e.to_string()),
+                ),
                 None => Done::Compacted(Err("no session is open".into())),
             },
             Work::Export { format, path } => Done::Exported(match &open {

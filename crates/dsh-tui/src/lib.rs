@@ -456,7 +456,7 @@ impl Ui {
             command,
             Slash::Model(Some(_))
                 | Slash::Permissions(Some(_))
-                | Slash::Compact
+                | Slash::Compact(_)
                 | Slash::Export(_)
                 | Slash::New
                 | Slash::Resume(_)
@@ -524,11 +524,11 @@ impl Ui {
                     Err(why) => app.note(why),
                 }
             }
-            Slash::Compact => {
+            Slash::Compact(focus) => {
                 if app.info.is_some() {
                     let stop = Stop::new();
                     app.begin_busy("compacting the history (Esc stops)", Some(stop.clone()));
-                    let _ = self.work.send(Work::Compact { stop });
+                    let _ = self.work.send(Work::Compact { focus, stop });
                 }
             }
             Slash::New => self.open(app, Opening::New.flags(&self.base_flags), None),

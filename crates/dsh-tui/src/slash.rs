@@ -13,7 +13,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     (
         "/compact",
-        "summarise the conversation so far to free context",
+        "summarise the conversation so far to free context: /compact [FOCUS] says what to keep",
     ),
     (
         "/permissions",
@@ -67,7 +67,8 @@ pub const COMMANDS: &[(&str, &str)] = &[
 pub enum Slash {
     Model(Option<String>),
     Permissions(Option<String>),
-    Compact,
+    /// `/compact [FOCUS]`: what the summary should keep.
+    Compact(Option<String>),
     New,
     Resume(Option<String>),
     /// `/rewind [TURN]`: back to the start of a turn.
@@ -119,7 +120,7 @@ pub fn parse(line: &str, prompts: &[SavedPrompt]) -> Slash {
         "/model" => Slash::Model(arg),
         "/permissions" => Slash::Permissions(arg),
         "/plan" => Slash::Permissions(Some("plan".to_owned())),
-        "/compact" => Slash::Compact,
+        "/compact" => Slash::Compact(arg),
         "/new" | "/clear" => Slash::New,
         "/resume" => Slash::Resume(arg),
         "/rewind" => Slash::Rewind(arg),

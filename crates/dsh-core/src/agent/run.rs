@@ -389,16 +389,28 @@ impl Agent {
         &'a mut self,
         stop: &'a Stop,
     ) -> BoxFuture<'a, Result<(ManualCompaction, Usage), CoreError>> {
-        Box::pin(self.compact_between_turns(stop))
+        Box::pin(self.compact_between_turns(None, stop))
+    }
+
+    /// [`Agent::compact`] with a focus for the summary (`/compact FOCUS`): the model is asked
+    /// to keep what bears on it in full, and the PreCompact hooks get it as their
+    /// `custom_instructions`.
+    pub fn compact_on<'a>(
+        &'a mut self,
+        focus: &'a str,
+        stop: &'a Stop,
+    ) -> BoxFuture<'a, Result<(ManualCompaction, Usage), CoreError>> {
+        Box::pin(self.compact_between_turns(Some(focus), stop))
     }
 
     async fn compact_between_turns(
         &mut self,
+        focus: Option<&str>,
         stop: &Stop,
     ) -> Result<(ManualCompaction, Usage), CoreError> {
         let turn = self.session.last_turn();
         let (compactor, history) = self.compaction();
-        compactor.compact_now(history, turn, stop).await
+        compactor.compact_now(history, turn, focus, stop).await
     }
 
     /// Waits until a background job or subagent ends, or `limit` passes; false when none runs.

@@ -103,7 +103,7 @@ impl Compactor {
             return Ok(Usage::default());
         };
         Ok(self
-            .summarise_head(&mut h, turn, reason, cut, stop)
+            .summarise_head(&mut h, turn, reason, cut, None, stop)
             .await?
             .1)
     }
@@ -116,6 +116,7 @@ impl Compactor {
         &mut self,
         mut h: History<'_>,
         turn: u32,
+        focus: Option<&str>,
         stop: &Stop,
     ) -> Result<(ManualCompaction, Usage), CoreError> {
         let pruned = self.prune(&mut h, turn)?;
@@ -132,7 +133,7 @@ impl Compactor {
             ));
         };
         let (summarised, usage) = self
-            .summarise_head(&mut h, turn, "manual", cut, stop)
+            .summarise_head(&mut h, turn, "manual", cut, focus, stop)
             .await?;
         let outcome = if summarised {
             ManualCompaction::Summarised
@@ -173,7 +174,8 @@ impl Compactor {
             if cut < 2 {
                 break;
             }
-            let (summarised, usage) = self.summarise_head(&mut h, turn, reason, cut, stop).await?;
+            let (summarised, usage) =
+                (self.summarise_head(&mut h, turn, reason, cut, None, stop)).await?;
             spent.add(&usage);
             if !summarised {
                 break;
@@ -203,18 +205,22 @@ impl Compactor {
 
     /// Replaces the first `cut` messages of the history by the model's summary of them. A
     /// failed summary request, or a summary no smaller than what it condenses, changes
-    /// nothing; its usage is counted either way.
+    /// nothing; its usage is counted either way. `focus`: what the user asked the summary to
+    /// keep (`/compact FOCUS`), told the model after the instruction and the PreCompact hooks
+    /// as their `custom_instructions`.
     async fn summarise_head(
         &mut self,
         h: &mut History<'_>,
         turn: u32,
         reason: &str,
         cut: usize,
+        focus: Option<&str>,
         stop: &Stop,
     ) -> Result<(bool, Usage), CoreError> {
         if let Some(hooks) = h.hooks {
             let trigger = if reason == "manual" { "manual" } else { "auto" };
-            let fields = serde_json::json!({"trigger": trigger, "custom_instructions": ""});
+            let custom = focus.unwrap_or("");
+            let fields = serde_json::json!({"trigger": trigger, "custom_instructions": custom});
             let on = [trigger];
             (hooks.fire(
                 crate::HookEvent::PreCompact,
@@ -228,7 +234,12 @@ impl Compactor {
         let before = estimate_tokens(history);
         let condensed = estimate_tokens(&history[..cut]);
         let mut messages = history[..cut].to_vec();
-        messages.push(Message::user_text(SUMMARY_INSTRUCTION));
+        messages.push(Message::user_text(match focus {
+            Some(focus) => format!(
+                "{SUMMARY_INSTRUCTION}\n\nThe user asked this checkpoint to focus on: {focus}\n                 Keep what bears on it in full detail; the rest may be terser."
+            ),
+            None => SUMMARY_INSTRUCTION.to_owned(),
+        }));
         let request = ModelRequest {
             model: h.model,
             system: h.system,

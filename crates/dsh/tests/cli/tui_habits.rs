@@ -312,3 +312,49 @@ fn the_footer_shows_the_share_of_the_context_window_in_use() {
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
+
+#[test]
+fn compact_with_a_focus_asks_the_summary_to_keep_it() {
+    if !Tmux::available() {
+        return;
+    }
+    let long = |n: usize| Turn::text(&format!("answer {n}: {}", "some words here ".repeat(150)));
+    let env = TestEnv::new(vec![
+        long(1),
+        long(2),
+        long(3),
+        Turn::text("the last answer"),
+        Turn::text("## Goal\n- fix the parser\n## Next\n- (none)"),
+    ]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    for n in 1..=4 {
+        ui.type_text(&format!("question {n}"));
+        ui.press(&["Enter"]);
+        let answer = if n == 4 {
+            "the last answer".to_owned()
+        } else {
+            format!("answer {n}:")
+        };
+        wait_turn_end(&ui, &answer);
+    }
+    ui.type_text("/compact the parser's error paths");
+    ui.press(&["Enter"]);
+    ui.wait_until("the compaction done", |s| {
+        s.contains("history compacted (manual)") && !s.contains("compacting the history")
+    });
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 5, "one summary request");
+    let asked = user_texts(&requests[4]);
+    let instruction = asked.last().unwrap();
+    assert!(
+        instruction.contains("write a checkpoint of the conversation above"),
+        "{instruction}"
+    );
+    assert!(
+        instruction.contains("focus on: the parser's error paths"),
+        "{instruction}"
+    );
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
