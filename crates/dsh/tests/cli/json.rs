@@ -145,6 +145,8 @@ fn a_protocol_server_refuses_its_options_on_stderr_alone() {
         &["mcp-server", "--json"][..],
         &["acp", "--json"],
         &["acp", "--bogus", "--json"],
+        &["app-server", "--bogus", "--json"],
+        &["app-server", "a task"],
         &["mcp-server", "--json", "a task"],
     ] {
         let out = env.run(dsh(), args);

@@ -288,7 +288,8 @@ fn every_json_output_of_every_command_matches_the_schema() {
     covered.push("mcp");
 
     // Commands with no --json of their own: asked for it, they answer with the error event
-    // (dsh acp and dsh mcp-server, whose stdout is their protocol's, on stderr alone).
+    // (dsh acp, dsh app-server and dsh mcp-server, whose stdout is their protocol's, on
+    // stderr alone).
     for (word, args) in [
         ("login", &["login", "--json"][..]),
         ("logout", &["logout", "--json"]),
@@ -302,7 +303,7 @@ fn every_json_output_of_every_command_matches_the_schema() {
         assert_eq!(failure(&env.run(dsh(), args)), "USAGE", "{word}");
         covered.push(word);
     }
-    for word in ["acp", "mcp-server"] {
+    for word in ["acp", "app-server", "mcp-server"] {
         let out = env.run(dsh(), &[word, "--json"]);
         assert_eq!(out.code(), Some(1));
         assert_eq!(out.stdout, "", "{word}'s stdout is its protocol's");
