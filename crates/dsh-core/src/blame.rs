@@ -60,6 +60,13 @@ pub enum BlameError {
          here; run dsh blame from the folder the sessions ran in"
     )]
     Outside { path: PathBuf, cwd: PathBuf },
+    #[error(
+        "{path} is not a plain file (a folder, a pipe or a device): blame reads the files \
+         sessions wrote"
+    )]
+    NotPlain { path: PathBuf },
+    #[error("{path} is {size} bytes; blame reads files of up to {MAX_BLAMED} bytes")]
+    TooLarge { path: PathBuf, size: u64 },
     #[error("{path} has {lines} lines; there is no line {line}")]
     NoLine {
         path: PathBuf,
@@ -74,8 +81,46 @@ impl BlameError {
             BlameError::Unreadable { .. } => "FILE_NOT_FOUND",
             BlameError::Outside { .. } => "BLAME_OUTSIDE",
             BlameError::NoLine { .. } => "BLAME_LINE",
+            BlameError::NotPlain { .. } | BlameError::TooLarge { .. } => "BLAME_FILE",
         }
     }
+}
+
+/// The largest file blamed: its lines are held, and matched against each state's.
+const MAX_BLAMED: u64 = 32 << 20;
+
+/// The bytes of the plain file at `full` (`file` as it was asked for), read from one open
+/// descriptor: a pipe or a device put there by a command is refused, not waited on, and a file
+/// past [`MAX_BLAMED`] is refused before it is read.
+fn read_plain(full: &Path, file: &Path) -> Result<Vec<u8>, BlameError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let unreadable = |source| BlameError::Unreadable {
+        path: file.to_path_buf(),
+        source,
+    };
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(full)
+        .map_err(unreadable)?;
+    let meta = opened.metadata().map_err(unreadable)?;
+    if !meta.is_file() {
+        return Err(BlameError::NotPlain {
+            path: file.to_path_buf(),
+        });
+    }
+    if meta.len() > MAX_BLAMED {
+        return Err(BlameError::TooLarge {
+            path: file.to_path_buf(),
+            size: meta.len(),
+        });
+    }
+    let mut bytes = Vec::new();
+    (opened.take(MAX_BLAMED))
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
+    Ok(bytes)
 }
 
 /// A turn of a session that a state of the history belongs to.
@@ -126,7 +171,7 @@ pub fn blame_file(
         })?
         .to_string_lossy()
         .into_owned();
-    let bytes = std::fs::read(&full).map_err(unreadable)?;
+    let bytes = read_plain(&full, file)?;
     let now: Vec<String> = lines_of(&bytes);
     if let Some(line) = only.filter(|line| *line == 0 || *line > now.len()) {
         return Err(BlameError::NoLine {

@@ -24,6 +24,9 @@ pub fn run(file: &Path, line: Option<usize>, json: bool) -> u8 {
                 }
                 dsh_core::BlameError::NoLine { .. } => Some("leave :LINE out to see every line"),
                 dsh_core::BlameError::Outside { .. } => None,
+                dsh_core::BlameError::NotPlain { .. } | dsh_core::BlameError::TooLarge { .. } => {
+                    Some("blame a text file the sessions wrote, with dsh blame FILE:LINE")
+                }
             };
             let mut error = SetupError::new(error.code(), error.to_string());
             error.hint = hint.map(str::to_owned);

@@ -124,6 +124,27 @@ fn blame_follows_edits_commands_a_rewind_and_a_resume() {
         missing.stderr
     );
     assert!(missing.stderr.contains("hint: "), "{}", missing.stderr);
+    // A pipe a command left where a file was is refused, not waited on; so is a file too
+    // large to hold.
+    let fifo = std::ffi::CString::new(env.ws_path().join("pipe").to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) with a NUL-terminated path; nothing else is touched.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let piped = env.run(dsh(), &["blame", "pipe:1", "--json"]);
+    assert_eq!(piped.code(), Some(1), "{}", piped.stdout);
+    assert!(piped.stdout.contains("\"BLAME_FILE\""), "{}", piped.stdout);
+    assert!(
+        piped.stdout.contains("not a plain file"),
+        "{}",
+        piped.stdout
+    );
+    let big = std::fs::File::create(env.ws_path().join("big.bin")).unwrap();
+    big.set_len(33 << 20).unwrap();
+    let large = env.run(dsh(), &["blame", "big.bin"]);
+    assert!(
+        large.stderr.contains("blame reads files of up to"),
+        "{}",
+        large.stderr
+    );
     let past = env.run(dsh(), &["blame", "a.txt:9"]);
     assert!(
         past.stderr
