@@ -122,7 +122,7 @@ function renderSessions() {
       const tool = (label, glyph, title, act) => el("button", { type: "button", title, "aria-label": label,
         onclick: act }, el("span", { "aria-hidden": "true" }, glyph), el("span", { class: "label" }, label));
       const tools = el("span", { class: "session-tools" },
-        tool("Fork", "⑂", "Fork: a new session from a copy of this one", () => forkSession(workspace.cwd, session.id)),
+        tool("Fork", "⎇", "Fork: a new session from a copy of this one", () => forkSession(workspace.cwd, session.id)),
         tool("Rename", "✎", "Rename: the title this list shows", () => renameDialog(workspace.cwd, session)),
         tool("Delete", "✕", "Delete this session", () => deleteDialog(workspace.cwd, session)));
       nav.append(el("div", { class: "session" }, link, tools));
