@@ -175,6 +175,7 @@ def main():
     for _ in range(SESSIONS):
         api(base, token, "POST", "/api/sessions", {"cwd": ws})
     with_sessions = rss_mib(web.pid)
+    weight, weight_gzip, files = page_weight(base)
     web.terminate()
     web.wait()
     web.stdout.close()
@@ -193,6 +194,25 @@ def main():
           % (len(latencies), max(latencies), med(latencies)))
     print("| server memory, no session open | %.1f MiB |" % before)
     print("| server memory, %d sessions open | %.1f MiB |" % (SESSIONS, with_sessions))
+    print("| the page's weight: `/` and the %d files it loads, as served (and gzip -9 of each) "
+          "| %.1f KB (%.1f KB) |" % (files, weight / 1000, weight_gzip / 1000))
+
+
+def page_weight(base):
+    """The bytes of the page and of each script, style sheet and icon it names, as the server
+    sends them, and what gzip -9 makes of each; and how many files it names."""
+    import gzip
+    import re
+
+    def fetch(path):
+        with urllib.request.urlopen(base + path, timeout=10) as answer:
+            return answer.read()
+
+    page = fetch("/")
+    named = sorted(set(re.findall(rb'(?:src|href)="(/[^"#?]+)"', page)))
+    bodies = [page] + [fetch(path.decode()) for path in named]
+    return (sum(len(b) for b in bodies), sum(len(gzip.compress(b, 9)) for b in bodies),
+            len(named))
 
 
 if __name__ == "__main__":

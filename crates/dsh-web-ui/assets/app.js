@@ -417,9 +417,18 @@ function showView(view) {
 }
 
 // What a request billed, added to the session's tokens and cost in the status area.
+// Drawn once a frame, however many steps came in it: a session's backlog of a thousand steps
+// formats its numbers once, not once a step.
 function addUsage(usage = {}) {
   state.usage.tokens += usage.totalTokens || 0;
   if (typeof usage.costUsd === "number") { state.usage.cost += usage.costUsd; state.usage.priced = true; }
+  if (state.usageDrawn === false) return;
+  state.usageDrawn = false;
+  requestAnimationFrame(drawUsage);
+}
+
+function drawUsage() {
+  state.usageDrawn = true;
   $("usage").textContent = `${state.usage.tokens.toLocaleString()} tokens` +
     (state.usage.priced ? ` · $${state.usage.cost.toFixed(4)}` : "");
 }
