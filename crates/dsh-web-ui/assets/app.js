@@ -72,8 +72,6 @@ function drawHeading() {
   document.title = session && sessionName(session) ? `${sessionName(session)} · dsh` : "dsh";
 }
 
-// The sidebar from the listing fetched last; the search filters it here, without asking the
-// server on every key.
 // A control in the list, named so that it can be found again once the list is drawn anew: the
 // entry's session and the button's label (none for the entry's link).
 function sessionControlOf(node) {
@@ -95,6 +93,8 @@ function focusInList(target) {
   row?.classList.remove("asking");
 }
 
+// The sidebar from the listing fetched last. The search box filters it here by title and folder
+// as keys are typed, and by what the server's search found (archive.js) once typing pauses.
 function renderSessions() {
   const listing = state.listing || { workspaces: [] };
   const query = $("search").value.trim().toLowerCase();
