@@ -323,6 +323,47 @@ async fn a_daemon_that_left_the_process_group_does_not_outlive_the_run() {
 }
 
 #[tokio::test]
+async fn daemons_still_being_started_as_the_run_ends_do_not_outlive_it() {
+    let sh = Sh::new();
+    let mark = format!("DSH_TEST_MARK={}", uuid_like());
+    // A spawner of its own session, deaf to SIGTERM, starts daemons of their own sessions
+    // without pause until it is killed: whenever the end-of-run sweep passes, some of them are
+    // in the middle of an exec, when a process shows no environment to be recognised by.
+    // The command ends once twenty are started (told through a FIFO).
+    sh.bash(&format!(
+        "export {mark}; mkfifo started; setsid sh -c 'trap \"\" TERM; i=0; while :; do \
+         setsid sleep 300 </dev/null >/dev/null 2>&1 & i=$((i+1)); \
+         [ $i = 20 ] && echo > started; done' </dev/null >/dev/null 2>&1 & read _ < started"
+    ))
+    .await;
+    sh.shell.shutdown().await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !carrying(&mark).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(dsh_testkit::POLL).await;
+    }
+    let survivors = carrying(&mark);
+    for pid in &survivors {
+        // SAFETY: killing what this test started, so a failure leaves nothing behind.
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    assert_eq!(survivors, Vec::<i32>::new(), "these survived the run");
+}
+
+/// The live processes whose environment holds `entry`.
+fn carrying(entry: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == entry.as_bytes()))
+                && alive(*pid)
+        })
+        .collect()
+}
+
+#[tokio::test]
 async fn a_loud_job_keeps_memory_bounded_and_its_output_on_disk() {
     let sh = Sh::new();
     sh.call(

@@ -16,6 +16,9 @@ use super::process::{Exit, ShellProcess, signal_name};
 
 /// Jobs that may run at once.
 pub const MAX_RUNNING: usize = 10;
+/// How many passes over `/proc` the end of a run makes at most, and how far apart.
+const SWEEP_PASSES: usize = 50;
+const SWEEP_PAUSE: Duration = Duration::from_millis(20);
 
 /// Where a job is in its life.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -445,7 +448,17 @@ impl JobRegistry {
             job.wait(super::process::GRACE + Duration::from_secs(1))
                 .await;
         }
-        super::process::sweep(&entry, libc::SIGKILL);
+        // One pass can miss a process: one caught in an `execve` shows no environment for
+        // that instant, and a daemon that forks as it dies leaves a child the pass did not see.
+        // So passes go on, a moment apart, until one finds nothing of ours and nothing it
+        // could not read (bounded: a process that will not die does not hold the run).
+        for _ in 0..SWEEP_PASSES {
+            let swept = super::process::sweep(&entry, libc::SIGKILL);
+            if swept == super::process::Swept::default() {
+                break;
+            }
+            tokio::time::sleep(SWEEP_PAUSE).await;
+        }
     }
 
     /// Stops this registry's live jobs and waits for them to end.

@@ -396,18 +396,29 @@ fn settle(
     rx
 }
 
+/// What one pass of [`sweep`] over `/proc` found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Swept {
+    /// Processes that carried the entry and were signalled.
+    pub signalled: usize,
+    /// Processes caught in the middle of an `execve`: for that instant the kernel shows no
+    /// environment (the new image's is not laid out yet), so whether they carry the entry
+    /// cannot be told. A caller that must reach every process passes over `/proc` again.
+    pub mid_exec: usize,
+}
+
 /// Signals every process whose environment holds `entry` exactly (or, ending in `*`, starts
-/// with it); returns how many.
-pub fn sweep(entry: &str, signal: i32) -> usize {
+/// with it).
+pub fn sweep(entry: &str, signal: i32) -> Swept {
     let (needle, prefix) = match entry.strip_suffix('*') {
         Some(stem) => (stem.as_bytes(), true),
         None => (entry.as_bytes(), false),
     };
     let me = std::process::id();
+    let mut swept = Swept::default();
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
+        return swept;
     };
-    let mut hit = 0;
     for entry in entries.flatten() {
         let Some(pid) = entry
             .file_name()
@@ -422,6 +433,12 @@ pub fn sweep(entry: &str, signal: i32) -> usize {
         let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
             continue;
         };
+        if environ.is_empty() {
+            if in_exec(pid) {
+                swept.mid_exec += 1;
+            }
+            continue;
+        }
         let marked = environ.split(|b| *b == 0).any(|var| {
             if prefix {
                 var.starts_with(needle)
@@ -434,10 +451,35 @@ pub fn sweep(entry: &str, signal: i32) -> usize {
             unsafe {
                 libc::kill(pid as i32, signal);
             }
-            hit += 1;
+            swept.signalled += 1;
         }
     }
-    hit
+    swept
+}
+
+/// Whether a process that shows no environment is between the two images of an `execve`:
+/// neither a zombie nor a kernel thread (which never have one), and with no arguments either
+/// (a program started with an empty environment still has its arguments).
+fn in_exec(pid: u32) -> bool {
+    /// `PF_KTHREAD` in the flags field of `/proc/<pid>/stat`.
+    const KERNEL_THREAD: u64 = 0x0020_0000;
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The fields after the command name, which ends at the last ')': state, ppid, pgrp,
+    // session, tty_nr, tpgid, flags.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return false;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().take(7).collect();
+    let zombie = fields.first().is_some_and(|s| *s == "Z" || *s == "X");
+    let kernel = fields
+        .get(6)
+        .and_then(|f| f.parse::<u64>().ok())
+        .is_some_and(|flags| flags & KERNEL_THREAD != 0);
+    !zombie
+        && !kernel
+        && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|args| args.is_empty())
 }
 
 /// The name of a signal, as the reference prints it.
