@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use crate::Entries;
-use crate::snapshot::{Entry, Snapshot};
+use crate::entries::Entry;
+use crate::snapshot::Snapshot;
 use crate::store::{CheckpointError, CheckpointStore, Coverage};
 use crate::take::Before;
 use crate::walk::{Focus, within};

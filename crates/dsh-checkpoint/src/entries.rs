@@ -1,9 +1,58 @@
-//! A snapshot's entries: one sorted array of paths and what is at each, as Git's index keeps
-//! them. A workspace of 50,000 files is taken, stored and compared in path order; a tree map
-//! would hold the same entries in half-full nodes, twice the memory, for lookups that come in
-//! order anyway.
+//! A snapshot's entries: what one path holds ([`Entry`]), and one sorted array of paths and
+//! what is at each, as Git's index keeps them. A workspace of 50,000 files is taken, stored and
+//! compared in path order; a tree map would hold the same entries in half-full nodes, twice the
+//! memory, for lookups that come in order anyway.
 
-use crate::snapshot::Entry;
+use serde::{Deserialize, Serialize};
+
+/// One covered thing of the workspace, by its path relative to the workspace (`/`-separated).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Entry {
+    File {
+        /// The content's Git blob id: its name in the store (and in Git's, where Git holds it).
+        hash: crate::BlobId,
+        size: u64,
+        /// The permission bits (`0o644`, `0o755`).
+        mode: u32,
+        /// For the next snapshot's shortcut only: a file whose size, modification time and
+        /// inode are unchanged is not read again.
+        #[serde(default)]
+        mtime_ns: i64,
+        /// The inode's change time: a command that rewrites a file and puts its old
+        /// modification time back (`touch -r`, `rsync -t`) still changes it.
+        #[serde(default)]
+        ctime_ns: i64,
+        #[serde(default)]
+        ino: u64,
+    },
+    Symlink {
+        target: String,
+    },
+    Dir {
+        mode: u32,
+    },
+}
+
+impl Entry {
+    /// Whether `other` is the same thing with the same content and mode (the shortcut's
+    /// stat fields aside).
+    pub fn same_as(&self, other: &Entry) -> bool {
+        match (self, other) {
+            (
+                Entry::File {
+                    hash: a, mode: ma, ..
+                },
+                Entry::File {
+                    hash: b, mode: mb, ..
+                },
+            ) => a == b && ma == mb,
+            (Entry::Symlink { target: a }, Entry::Symlink { target: b }) => a == b,
+            (Entry::Dir { mode: a }, Entry::Dir { mode: b }) => a == b,
+            _ => false,
+        }
+    }
+}
 
 /// Entries by path (`/`-separated, relative to the workspace), in byte order of their paths.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -9,7 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::snapshot::{Entry, Snapshot, Uncovered};
+use crate::entries::Entry;
+use crate::snapshot::{Snapshot, Uncovered};
 
 const MAGIC: &[u8; 4] = b"DSHS";
 const VERSION: u8 = 2;

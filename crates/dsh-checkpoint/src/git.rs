@@ -323,40 +323,6 @@ fn varint(bytes: &[u8]) -> Option<(usize, usize)> {
     Some((value, used))
 }
 
-/// A private repository of the store's whose objects are the user's (`objects/info/
-/// alternates`), made once: what reads borrowed blobs without reading, or writing, anything
-/// of the user's repository but its objects.
-pub(crate) fn private_repository(
-    store: &crate::CheckpointStore,
-    objects: &Path,
-) -> std::io::Result<PathBuf> {
-    let dir = store.root().join("git");
-    let alternates = dir.join("objects/info/alternates");
-    let wanted = format!("{}\n", objects.display());
-    if std::fs::read_to_string(&alternates).is_ok_and(|text| text == wanted) {
-        return Ok(dir);
-    }
-    use std::os::unix::fs::DirBuilderExt;
-    for sub in ["objects/info", "refs"] {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir.join(sub))?;
-    }
-    let write = |path: &Path, text: &str| {
-        store
-            .write_atomically(path, text.as_bytes())
-            .map_err(std::io::Error::other)
-    };
-    write(&dir.join("HEAD"), "ref: refs/heads/main\n")?;
-    write(
-        &dir.join("config"),
-        "[core]\n\trepositoryformatversion = 0\n\tbare = true\n",
-    )?;
-    write(&alternates, &wanted)?;
-    Ok(dir)
-}
-
 /// A running `git cat-file --batch`: blobs by id, as many as a restore needs, from one
 /// process.
 pub(crate) struct BlobReader {

@@ -11,8 +11,8 @@ use dsh_fence::{Folder, Root};
 use crate::git::{IndexEntries, Repository, Tracked};
 use crate::id::BlobId;
 use crate::snapshot::Uncovered;
+use crate::stat::Stat;
 use crate::store::{CheckpointError, CheckpointStore, Coverage, io};
-use crate::take::Stat;
 use crate::walk::left_out;
 
 /// A file read at least this large is looked for in Git's index before it is copied.

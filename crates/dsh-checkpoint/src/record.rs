@@ -6,8 +6,9 @@
 
 use std::collections::BTreeSet;
 
+use crate::entries::Entry;
 use crate::format::{RAW, Reader, STAT_CACHE, Writer, decompress, head, seal_as};
-use crate::snapshot::{Entry, Snapshot};
+use crate::snapshot::Snapshot;
 
 /// The record of `snapshot`, saved as `id`.
 #[cfg(test)]

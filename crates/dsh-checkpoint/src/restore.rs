@@ -8,7 +8,8 @@ use std::path::{Component, Path};
 
 use dsh_fence::{Folder, Root};
 
-use crate::snapshot::{Entry, Snapshot};
+use crate::entries::Entry;
+use crate::snapshot::Snapshot;
 use crate::store::{CheckpointError, CheckpointStore};
 
 /// What a restore will do, path by path, so that it can be shown before it is done.

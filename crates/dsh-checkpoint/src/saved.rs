@@ -7,9 +7,10 @@ use std::path::PathBuf;
 
 use sha2::{Digest, Sha256};
 
+use crate::entries::Entry;
 use crate::format::{self, Stored};
 use crate::id::hex;
-use crate::snapshot::{Entry, Snapshot};
+use crate::snapshot::Snapshot;
 use crate::store::{CheckpointError, CheckpointStore, Pruned, io};
 
 /// The most snapshots saved as changes in a row before one is saved whole again: what loading

@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::snapshot::{Entry, Snapshot, Uncovered};
+use crate::entries::Entry;
+use crate::snapshot::{Snapshot, Uncovered};
 use crate::store::{CheckpointError, CheckpointStore};
 
 /// One entry of a folder's object.

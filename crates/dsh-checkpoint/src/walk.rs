@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use dsh_fence::Folder;
 
-use crate::snapshot::{Entry, Uncovered};
+use crate::entries::Entry;
+use crate::snapshot::Uncovered;
 use crate::store::{CheckpointError, CheckpointStore, Coverage};
 use crate::watch::Watch;
 use listing::Kind;

@@ -99,7 +99,8 @@ fn borrowed_blobs_are_read_back_from_a_private_repository() {
     let repository = Repository::find(&ws).unwrap();
     let store = dir.path().join("store");
     let private =
-        private_repository(&crate::CheckpointStore::new(&store), &repository.objects).unwrap();
+        crate::store::private_repository(&crate::CheckpointStore::new(&store), &repository.objects)
+            .unwrap();
     let mut reader = BlobReader::start(&private).unwrap();
     let id = BlobId::of(b"committed content\n");
     assert_eq!(

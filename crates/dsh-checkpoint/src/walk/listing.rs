@@ -10,8 +10,8 @@ use std::path::Path;
 
 use dsh_fence::Folder;
 
+use crate::entries::Entry;
 use crate::id::BlobId;
-use crate::snapshot::Entry;
 
 /// What a folder's listing says a name is, before anything is asked of the name itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
