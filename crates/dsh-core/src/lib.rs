@@ -52,7 +52,7 @@ mod subagents;
 pub mod user_shell;
 mod workspace_diff;
 
-pub use agent::{Agent, AgentEvent, Stop, TurnSummary};
+pub use agent::{Agent, AgentEvent, Steering, Stop, TurnSummary};
 pub use blame::{BlameError, BlameLine, Origin, blame_file};
 pub use builder::{AgentBuilder, StartedRun, User, setting_rows};
 pub use compaction::ManualCompaction;

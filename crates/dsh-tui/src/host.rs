@@ -80,6 +80,8 @@ pub struct Opened {
     pub earlier: Vec<Record>,
     /// How many turns came before those, not shown.
     pub not_shown: u32,
+    /// The run's inbox for messages sent while a turn runs.
+    pub steering: dsh_core::Steering,
 }
 
 /// What the status line and `/status` show of the session.
@@ -293,6 +295,7 @@ async fn open_session(
         events,
         earlier,
         not_shown,
+        steering: run.agent.steering(),
     });
     Ok((run, opened))
 }

@@ -4,6 +4,8 @@
 //!   work wakes, the goal's rounds; [`Agent::run_workflow`]; the run's caps).
 //! - `turn.rs`: one turn, step after step until the model answers without calling a tool.
 //! - `step.rs`: one request to the model and its answer.
+//! - `steering.rs`: the inbox for messages sent while the agent works (a leaf; `turn.rs` reads
+//!   it at each step boundary).
 //! - `shell.rs`: a command the user runs themselves ([`Agent::run_shell`]), a turn of its own.
 //! - `calls.rs`: the calls of one answer, scheduled and committed in call order.
 //! - `pipeline.rs`: what one call passes through (hooks, Auto review, the user, the call).
@@ -16,6 +18,7 @@ pub(crate) mod events;
 mod pipeline;
 mod run;
 mod shell;
+mod steering;
 mod step;
 pub(crate) mod stop;
 #[cfg(test)]
@@ -33,6 +36,7 @@ use tokio::sync::mpsc::UnboundedSender;
 pub(crate) use self::config::AgentConfig;
 use self::events::commit;
 pub use self::events::{AgentEvent, TurnSummary};
+pub use self::steering::Steering;
 pub use self::stop::Stop;
 use crate::compaction::compactor::{Compactor, History};
 use crate::{CoreError, Session};
@@ -83,6 +87,8 @@ pub struct Agent {
     turn_checkpointed: bool,
     /// Whether this agent asked for the session's title already (once, even when it failed).
     titled: bool,
+    /// Messages a front end sent while the agent works, read at each step boundary.
+    steering: Steering,
 }
 
 /// Who wrote the task of a turn: only the user's is the user's request.
@@ -164,6 +170,7 @@ impl Agent {
             pending_checkpoint: None,
             turn_checkpointed: false,
             titled: false,
+            steering: Steering::default(),
         }
     }
 

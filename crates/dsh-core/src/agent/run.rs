@@ -287,7 +287,11 @@ impl Agent {
 
     /// The SessionStart hooks (the first run only) and the UserPromptSubmit hooks: what they
     /// print is added to the message; `Err` says why a hook withheld it.
-    async fn prompt_hooks(&mut self, mut task: String, stop: &Stop) -> Result<String, String> {
+    pub(super) async fn prompt_hooks(
+        &mut self,
+        mut task: String,
+        stop: &Stop,
+    ) -> Result<String, String> {
         let Some(hooks) = self.config.hooks.clone() else {
             return Ok(task);
         };

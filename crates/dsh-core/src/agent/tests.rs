@@ -23,6 +23,9 @@ struct Scripted {
     seen: Mutex<Vec<Vec<Message>>>,
     /// Stop the run when this request (0-based) arrives, before answering.
     stop_at: Option<(usize, Stop)>,
+    /// Leave a message in the agent's steering inbox when this request arrives, as a person
+    /// typing while the model works.
+    steer_at: Mutex<Option<(usize, super::Steering, String)>>,
 }
 
 impl Provider for Scripted {
@@ -41,6 +44,11 @@ impl Provider for Scripted {
                 seen.push(request.messages.to_vec());
                 seen.len() - 1
             };
+            if let Some((at, steering, text)) = &*self.steer_at.lock().unwrap()
+                && *at == index
+            {
+                steering.push(text.clone());
+            }
             if let Some((at, stop)) = &self.stop_at
                 && *at == index
             {
@@ -111,6 +119,18 @@ async fn run_with(
     stop_at: Option<usize>,
     plan_mode: bool,
 ) -> Run {
+    run_full(answers, config, stop_at, plan_mode, None).await
+}
+
+/// [`run_with`], with `steer` (`(request, text)`) left in the steering inbox when that
+/// request arrives.
+async fn run_full(
+    answers: Vec<Answer>,
+    config: AgentConfig,
+    stop_at: Option<usize>,
+    plan_mode: bool,
+    steer: Option<(usize, &str)>,
+) -> Run {
     let ws = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("a.txt"), "alpha\n").unwrap();
@@ -120,6 +140,7 @@ async fn run_with(
         answers: Mutex::new(answers.into()),
         seen: Mutex::new(Vec::new()),
         stop_at: stop_at.map(|at| (at, stop.clone())),
+        steer_at: Mutex::new(None),
     });
     let mut tools = ToolRegistry::with_file_tools(true);
     if plan_mode {
@@ -148,6 +169,9 @@ async fn run_with(
         session,
         events: tx,
     });
+    if let Some((at, text)) = steer {
+        *provider.steer_at.lock().unwrap() = Some((at, agent.steering(), text.to_owned()));
+    }
     let summary = agent.run("do it".into(), &stop).await.unwrap();
     let log = std::fs::read_to_string(agent.session().log_path()).unwrap();
     drop(agent);
@@ -510,4 +534,81 @@ async fn a_failed_title_request_breaks_nothing() {
         "{:?}",
         run.notices
     );
+}
+
+#[tokio::test]
+async fn a_message_sent_during_a_step_reaches_the_next_request_after_the_results() {
+    let run = run_full(
+        vec![
+            Ok(calls(
+                &[("c1", "read", r#"{"file_path":"a.txt"}"#)],
+                FinishReason::ToolCalls,
+            )),
+            Ok(text("the answer")),
+        ],
+        AgentConfig::new("m"),
+        None,
+        false,
+        Some((0, "use b.txt instead")),
+    )
+    .await;
+    assert_eq!(run.summary.reason, TurnEndReason::Completed);
+    // Sent while the first request was out: not in it, but in the second, after the call's
+    // result, and in the same turn.
+    assert_eq!(run.seen[0].len(), 1);
+    assert_eq!(run.seen[1].len(), 4);
+    assert_eq!(run.seen[1][3].role, Role::User);
+    assert_eq!(run.seen[1][3].text(), "use b.txt instead");
+    assert_eq!(
+        kinds(&run.records)[4..9],
+        [
+            "tool/call",
+            "tool/result",
+            "step/end",
+            "user/message",
+            "step/start"
+        ]
+    );
+    assert_eq!(run.summary.steps, 2);
+}
+
+#[tokio::test]
+async fn a_message_sent_during_the_last_step_waits_for_the_front_end() {
+    let ws = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let provider = Arc::new(Scripted {
+        answers: Mutex::new(vec![Ok(text("done"))].into()),
+        seen: Mutex::new(Vec::new()),
+        stop_at: None,
+        steer_at: Mutex::new(None),
+    });
+    let session = Session::create(
+        home.path(),
+        ws.path().to_path_buf(),
+        crate::LogOptions::default(),
+    );
+    let tool_session = ToolSession::new(
+        SandboxPolicy::new(SandboxMode::WorkspaceWrite, ws.path(), Vec::new()),
+        SpillStore::new(session.dir().join("spill")),
+        ModelCaps {
+            name: "m".into(),
+            image_input: false,
+        },
+    );
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let mut agent = Agent::new(AgentParts {
+        provider: provider.clone(),
+        tools: ToolRegistry::with_file_tools(true),
+        tool_session: Arc::new(tool_session),
+        config: AgentConfig::new("m"),
+        session,
+        events: tx,
+    });
+    let steering = agent.steering();
+    *provider.steer_at.lock().unwrap() = Some((0, steering.clone(), "and then?".into()));
+    agent.run("do it".into(), &Stop::new()).await.unwrap();
+    // The model answered without a call: no step boundary came, and the message waits for
+    // the front end to send it as a message of its own.
+    assert_eq!(steering.take_all(), vec!["and then?".to_owned()]);
+    assert_eq!(provider.seen.lock().unwrap().len(), 1);
 }

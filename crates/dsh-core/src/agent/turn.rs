@@ -7,7 +7,7 @@ use dsh_protocol::{CheckpointAt, Failure, FailureCode, Message, Record, TurnEndR
 
 use super::config::MAX_STOP_BLOCKS;
 use super::step::{StepOutcome, is_overflow};
-use super::{Agent, AgentEvent, Stop, TurnSummary};
+use super::{Agent, AgentEvent, Steering, Stop, TurnSummary};
 use crate::{CoreError, HookEvent};
 
 impl Agent {
@@ -149,6 +149,8 @@ impl Agent {
                 break end;
             }
             let noticed = if step > 0 {
+                // What the user sent while the calls ran, after their results.
+                self.deliver_steering(turn, stop).await?;
                 self.deliver_notices(turn)?
             } else {
                 std::mem::take(&mut self.carried)
@@ -378,5 +380,45 @@ impl Agent {
             })?;
         }
         Ok(usage)
+    }
+}
+
+impl Agent {
+    /// The inbox for messages sent while this agent works ([`Steering`]).
+    pub fn steering(&self) -> Steering {
+        self.steering.clone()
+    }
+
+    /// Commits the messages waiting in the steering inbox, at a step boundary of `turn`. Each
+    /// goes through the UserPromptSubmit hooks as a task does: one a hook withholds is not
+    /// sent, and a notice says why.
+    pub(super) async fn deliver_steering(
+        &mut self,
+        turn: u32,
+        stop: &Stop,
+    ) -> Result<(), CoreError> {
+        for text in self.steering.take_all() {
+            let text = match self.prompt_hooks(text, stop).await {
+                Ok(text) => text,
+                Err(why) => {
+                    let _ = self.events.send(AgentEvent::Notice(format!(
+                        "a UserPromptSubmit hook withheld the message sent during the turn: \
+                         {why}"
+                    )));
+                    continue;
+                }
+            };
+            // Auto review judges each call against what the user asked, this included.
+            if self.config.reviewer.is_some() || self.config.standby_reviewer.is_some() {
+                self.turn_task.push_str("\n\n");
+                self.turn_task.push_str(&text);
+            }
+            self.commit(Record::UserMessage {
+                turn,
+                message: Message::user_text(text),
+                instructions: None,
+            })?;
+        }
+        Ok(())
     }
 }

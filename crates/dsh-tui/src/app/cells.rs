@@ -82,13 +82,19 @@ pub fn help_cell(prompts: &[SavedPrompt]) -> Vec<Line<'static>> {
         Style::new().add_modifier(Modifier::BOLD),
     ));
     for (keys, about) in [
-        ("Enter", "send (while a turn runs: queue it for after)"),
+        (
+            "Enter",
+            "send (while the model works: it reads it at its next step)",
+        ),
         ("Ctrl-J, Alt-Enter, \\ Enter", "new line"),
         (
             "Up / Down",
             "move between lines; on the first/last line, earlier messages",
         ),
-        ("Tab", "complete the /command being typed"),
+        (
+            "Tab",
+            "complete the /command being typed; while a turn runs, queue for after it",
+        ),
         ("@", "mention a file (fuzzy; Tab or Enter picks)"),
         (
             "Esc, Ctrl-C",

@@ -60,6 +60,10 @@ impl App {
                     bottom.push(Line::styled(format!("  {name}  {about}"), DIM));
                 }
             }
+            for steering in &self.steering {
+                let first = steering.lines().next().unwrap_or("");
+                bottom.push(Line::styled(format!("  at the next step: {first}"), DIM));
+            }
             for queued in &self.queued {
                 let first = queued.lines().next().unwrap_or("");
                 bottom.push(Line::styled(format!("  queued: {first}"), DIM));

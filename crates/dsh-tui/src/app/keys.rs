@@ -189,10 +189,14 @@ impl App {
             }
             KeyCode::Enter => self.enter(),
             KeyCode::Tab => {
-                if let Some(typed) = self.command_typed()
-                    && let Some(completed) = slash::complete(&typed, &self.prompts)
-                {
-                    self.composer.set_text(&completed);
+                if let Some(typed) = self.command_typed() {
+                    if let Some(completed) = slash::complete(&typed, &self.prompts) {
+                        self.composer.set_text(&completed);
+                    }
+                } else if self.running.is_some() && !self.composer.text().trim().is_empty() {
+                    // The message waits for the turn's end, as Enter did before steering.
+                    let text = self.composer.take();
+                    self.queued.push_back(text);
                 }
                 Action::None
             }
@@ -338,10 +342,11 @@ impl App {
     /// The messages queued for after an interrupted turn go back to the composer, ahead of
     /// what is being typed: nothing is sent on its own after an interrupt.
     fn unqueue(&mut self) {
-        if self.queued.is_empty() {
+        let mut text = self.take_back_steering();
+        text.extend(self.queued.drain(..));
+        if text.is_empty() {
             return;
         }
-        let mut text: Vec<String> = self.queued.drain(..).collect();
         if !self.composer.is_empty() {
             text.push(self.composer.text());
         }
@@ -376,7 +381,10 @@ impl App {
             };
         }
         let text = self.composer.take();
-        if self.running.is_some() || self.busy.is_some() {
+        if self.can_steer() && !text.starts_with('!') {
+            self.steer(text);
+            Action::None
+        } else if self.running.is_some() || self.busy.is_some() {
             self.queued.push_back(text);
             Action::None
         } else {

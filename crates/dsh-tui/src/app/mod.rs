@@ -8,6 +8,7 @@ pub mod cells;
 mod draw;
 mod history;
 mod keys;
+mod steer;
 #[cfg(test)]
 mod tests;
 
@@ -53,6 +54,8 @@ struct Running {
     started: Instant,
     stop: Stop,
     interrupted: bool,
+    /// A model turn, which takes messages at its step boundaries (a `!` command does not).
+    steerable: bool,
 }
 
 /// A tool call still running.
@@ -136,6 +139,10 @@ pub struct App {
     busy_stop: Option<Stop>,
     active: Vec<ActiveCall>,
     pub queued: VecDeque<String>,
+    /// The run's inbox for messages sent while the model works ([`dsh_core::Steering`]).
+    steer: Option<dsh_core::Steering>,
+    /// Messages left in it whose delivery the transcript has not shown yet, oldest first.
+    steering: VecDeque<String>,
     dialogs: VecDeque<Dialog>,
     pub picker: Option<SessionPicker>,
     /// `/rewind`'s list of turns, or the rewind it asks to confirm.
@@ -186,6 +193,8 @@ impl App {
             busy_stop: None,
             active: Vec::new(),
             queued: VecDeque::new(),
+            steer: None,
+            steering: VecDeque::new(),
             dialogs: VecDeque::new(),
             picker: None,
             rewind: None,
@@ -368,6 +377,8 @@ impl App {
             )]);
         }
         self.info = Some(info.clone());
+        self.steer = Some(opened.steering.clone());
+        self.steering.clear();
         self.end_busy();
     }
 
@@ -376,6 +387,7 @@ impl App {
             started: Instant::now(),
             stop,
             interrupted: false,
+            steerable: true,
         });
         self.quit_armed = false;
         self.notice = None;
@@ -387,6 +399,9 @@ impl App {
     /// comes, until its turn ends and the transcript shows the command and what it printed.
     pub fn shell_started(&mut self, command: &str, stop: Stop) {
         self.turn_started(command, stop);
+        if let Some(running) = &mut self.running {
+            running.steerable = false;
+        }
         self.active.push(ActiveCall {
             id: SHELL_CALL.to_owned(),
             name: "!".to_owned(),
@@ -397,6 +412,7 @@ impl App {
 
     pub fn turn_ended(&mut self, result: Result<dsh_core::TurnSummary, String>) {
         self.running = None;
+        self.steering_left();
         self.files_stale = true;
         self.clear_notice(Lasts::Idle);
         if self.quit_armed {
@@ -476,6 +492,7 @@ impl App {
 
     fn record(&mut self, record: &Record) {
         self.track_context(record);
+        self.steered(record);
         match record.view() {
             View::Answer(answer) => {
                 let text = answer.message.text();

@@ -35,6 +35,7 @@ fn open_app(prompt_dirs: Option<PromptDirs>) -> App {
         events: tokio::sync::mpsc::unbounded_channel().1,
         earlier: Vec::new(),
         not_shown: 0,
+        steering: dsh_core::Steering::default(),
     };
     app.opened(&opened);
     app.take_pending();
@@ -303,8 +304,8 @@ fn keys_send_queue_interrupt_and_quit() {
     let stop = Stop::new();
     app.turn_started("hi", stop.clone());
     app.composer.insert("later");
-    assert_eq!(app.key(key(KeyCode::Enter)), Action::None);
-    assert_eq!(app.queued.len(), 1, "a message typed during a turn waits");
+    assert_eq!(app.key(key(KeyCode::Tab)), Action::None);
+    assert_eq!(app.queued.len(), 1, "a message queued with Tab waits");
     app.composer.insert("and more");
     assert_eq!(app.key(ctrl('c')), Action::Interrupt);
     assert!(stop.is_requested());
@@ -384,7 +385,12 @@ fn keys_typed_before_a_dialog_was_drawn_never_answer_it() {
     let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
     assert_eq!(app.typed_before(Event::Key(enter)), Action::None);
     assert!(first.try_recv().is_err(), "the dialog was answered");
-    assert_eq!(app.queued, ["1y"], "what was typed went to the composer");
+    assert_eq!(
+        app.steer.as_ref().unwrap().take_all(),
+        ["1y"],
+        "what was typed went to the composer, and Enter sent it to the turn"
+    );
+    app.steering.clear();
     assert!(screen(&app, 80, 10).contains("› 3. Deny, and say why"));
     // A second question waits behind the first; it is new on screen once the first goes.
     let (asked, _second) = dsh_core::ask::Approval::new(ask());
@@ -445,6 +451,7 @@ fn a_long_resumed_session_says_how_many_turns_it_does_not_show() {
         events: tokio::sync::mpsc::unbounded_channel().1,
         earlier: vec![Record::TurnStart { turn: 61 }],
         not_shown: 60,
+        steering: dsh_core::Steering::default(),
     };
     app.opened(&opened);
     assert!(
@@ -469,6 +476,7 @@ fn the_same_session_reopened_on_another_model_is_not_shown_again() {
             instructions: None,
         }],
         not_shown: 0,
+        steering: dsh_core::Steering::default(),
     };
     app.opened(&reopened);
     assert_eq!(
@@ -652,4 +660,66 @@ fn the_resume_picker_filters_by_a_search_as_the_user_types() {
         press(&mut app, KeyCode::Enter),
         Action::Slash(Slash::Resume(Some("session-bbbb2222".into())))
     );
+}
+
+#[test]
+fn a_message_typed_during_a_turn_goes_to_its_next_step_and_an_interrupt_takes_it_back() {
+    let mut app = opened_app();
+    let inbox = app.steer.clone().unwrap();
+    app.turn_started("x", Stop::new());
+    type_keys(&mut app, "use b.txt");
+    assert_eq!(press(&mut app, KeyCode::Enter), Action::None);
+    type_keys(&mut app, "and c.txt");
+    assert_eq!(press(&mut app, KeyCode::Enter), Action::None);
+    assert!(app.queued.is_empty(), "nothing waits for the turn's end");
+    assert_eq!(inbox.waiting(), 2, "both wait for the next step");
+    assert!(screen(&app, 80, 12).contains("at the next step: use b.txt"));
+    // The agent reads the first; the log's record of it takes it off the list.
+    assert_eq!(inbox.take_all().len(), 2);
+    inbox.push("and c.txt".into());
+    record(
+        &mut app,
+        Record::UserMessage {
+            turn: 1,
+            message: Message::user_text("use b.txt"),
+            instructions: None,
+        },
+    );
+    assert!(!screen(&app, 80, 12).contains("at the next step: use b.txt"));
+    assert!(screen(&app, 80, 12).contains("at the next step: and c.txt"));
+    // An interrupt takes back the one not read, into the composer.
+    type_keys(&mut app, "draft");
+    press(&mut app, KeyCode::Esc);
+    assert_eq!(app.composer.text(), "and c.txt\ndraft");
+    assert_eq!(inbox.waiting(), 0);
+    assert!(!screen(&app, 80, 12).contains("at the next step"));
+}
+
+#[test]
+fn what_the_turn_left_unread_is_sent_next_and_bang_commands_wait() {
+    let mut app = opened_app();
+    let inbox = app.steer.clone().unwrap();
+    app.turn_started("x", Stop::new());
+    type_keys(&mut app, "!git status");
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(
+        app.queued,
+        ["!git status"],
+        "a ! command runs after the turn"
+    );
+    type_keys(&mut app, "one");
+    press(&mut app, KeyCode::Enter);
+    type_keys(&mut app, "two");
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(inbox.waiting(), 2);
+    app.turn_ended(Ok(dsh_core::TurnSummary {
+        turn: 1,
+        reason: TurnEndReason::Completed,
+        text: String::new(),
+        usage: Usage::default(),
+        steps: 1,
+    }));
+    assert_eq!(inbox.waiting(), 0);
+    assert_eq!(app.next_queued().as_deref(), Some("one\n\ntwo"));
+    assert_eq!(app.next_queued().as_deref(), Some("!git status"));
 }

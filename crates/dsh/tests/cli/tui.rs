@@ -379,8 +379,9 @@ fn ctrl_c_keeps_the_commands_output_and_the_queued_message_waits_in_the_composer
     ui.type_text("run it");
     ui.press(&["Enter"]);
     ui.wait_for("│ watched-line");
+    // Tab queues it for after the turn (Enter would give it to the turn's next step).
     ui.type_text("queued message");
-    ui.press(&["Enter"]);
+    ui.press(&["Tab"]);
     ui.wait_for("queued: queued message");
     ui.press(&["C-c"]);
     let screen = ui.wait_for("■ interrupted");

@@ -358,3 +358,67 @@ fn compact_with_a_focus_asks_the_summary_to_keep_it() {
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
+
+#[test]
+fn a_message_typed_while_a_call_runs_reaches_the_model_at_the_next_step() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![
+        Turn::tool_call(
+            "bash",
+            serde_json::json!({
+                "command": "echo waiting-line; until [ -f release ]; do sleep 0.02; done",
+                "description": "wait for the test",
+            }),
+        ),
+        Turn::text("Switching to the blue one."),
+        Turn::text("You asked for green after the turn."),
+    ]);
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    ui.type_text("paint it red");
+    ui.press(&["Enter"]);
+    ui.wait_for("│ waiting-line");
+    // Enter during the turn: the message waits for the next step, not for the turn's end.
+    ui.type_text("use blue instead");
+    ui.press(&["Enter"]);
+    ui.wait_for("at the next step: use blue instead");
+    // Tab keeps the old way: after the turn.
+    ui.type_text("then green");
+    ui.press(&["Tab"]);
+    ui.wait_for("queued: then green");
+    std::fs::write(env.ws.path().join("release"), "").unwrap();
+    let screen = wait_turn_end(&ui, "You asked for green after the turn.");
+    assert!(screen.contains("› use blue instead"), "{screen}");
+    let requests = env.server.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "two steps of one turn, then the queued turn"
+    );
+    // The second request, the same turn's next step, carries it after the call's result.
+    let second = requests[1].messages();
+    let last = second.last().unwrap();
+    assert_eq!(last["role"], "user", "{second:?}");
+    assert!(
+        last["content"].to_string().contains("use blue instead"),
+        "{last}"
+    );
+    assert!(
+        second.iter().any(|m| m["role"] == "tool"),
+        "after the result: {second:?}"
+    );
+    assert!(!user_texts(&requests[1]).concat().contains("then green"));
+    // The queued message was a turn of its own, after the first.
+    assert_eq!(
+        user_texts(&requests[2]).last().map(String::as_str),
+        Some("then green")
+    );
+    let turns = (log_records(&env).iter())
+        .filter(|r| r["type"] == "turn/start")
+        .count();
+    assert_eq!(turns, 2);
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
