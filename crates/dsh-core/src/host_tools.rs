@@ -31,8 +31,8 @@ pub enum HostToolError {
     )]
     BadName(String),
     #[error(
-        "host tool \"{0}\" has the name of one of dsh's tools or an MCP server's; hint: give it \
-         a name of its own"
+        "host tool \"{0}\" has the name of one of dsh's tools or an MCP server's (in any case); \
+         hint: give it a name of its own"
     )]
     Taken(String),
     #[error("host tool \"{0}\" is declared twice; hint: declare each tool once")]
@@ -56,7 +56,10 @@ impl HostTool {
             if name.is_empty() || name.len() > 64 || !name.chars().all(fits) {
                 return Err(HostToolError::BadName(name.clone()));
             }
-            if name.starts_with("mcp__") || dsh_config::BUILTIN_TOOLS.contains(&name.as_str()) {
+            // In any case: `Bash` beside `bash` would pass for the shell with the model, and
+            // with hooks whose matchers use other agents' names (`Bash`, `Read`).
+            let lower = name.to_ascii_lowercase();
+            if lower.starts_with("mcp__") || dsh_config::BUILTIN_TOOLS.contains(&lower.as_str()) {
                 return Err(HostToolError::Taken(name.clone()));
             }
             if !seen.insert(name) {
@@ -177,6 +180,10 @@ impl Tool for Offered {
                 input,
                 reply,
             };
+            // The call's tool_call event reaches the front end first, as a request's does
+            // (requests.rs): a front end that reads events before it polls the run again has
+            // taken it in once the run has given way once.
+            tokio::task::yield_now().await;
             if self.calls.send(call).is_err() {
                 return Err(ToolError::plain(format!(
                     "the client that declared \"{}\" is gone",
@@ -223,6 +230,12 @@ mod tests {
             HostTool::check(&[tool("bash", object.clone())]),
             Err(HostToolError::Taken("bash".into()))
         );
+        for taken in ["Bash", "READ", "MCP__srv__tool"] {
+            assert_eq!(
+                HostTool::check(&[tool(taken, object.clone())]),
+                Err(HostToolError::Taken(taken.into()))
+            );
+        }
         assert_eq!(
             HostTool::check(&[tool("a", object.clone()), tool("a", object)]),
             Err(HostToolError::Twice("a".into()))

@@ -9,6 +9,7 @@
 //! through a `User`'s requests, answered by their own methods.
 
 mod asks;
+mod lines;
 mod message;
 
 use std::path::PathBuf;
@@ -17,7 +18,6 @@ use dsh_core::ask::{Asking, Requests};
 use dsh_core::{AgentBuilder, Environment, Flags, Opening, Run, Settings, SetupError, Stop, User};
 use dsh_protocol::AbortReason;
 use serde_json::{Value, json};
-use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 
 use crate::surface::Surface;
@@ -272,12 +272,7 @@ impl Server {
 
     /// Runs one turn: its events as they come, what it asks as requests, and the client's
     /// answers and interrupt read meanwhile. Returns false when stdin closed during it.
-    async fn turn(
-        &mut self,
-        id: &Value,
-        text: String,
-        inputs: &mut mpsc::UnboundedReceiver<Input>,
-    ) -> bool {
+    async fn turn(&mut self, id: &Value, text: String, inputs: &mut mpsc::Receiver<Input>) -> bool {
         let Server {
             surface,
             open,
@@ -384,19 +379,39 @@ async fn open_run(
 
 type Input = Result<Message, Refusal>;
 
+/// How many messages the reader may be ahead of the server: past that it stops reading stdin,
+/// so a client that writes without end is held back by the pipe, not queued in memory.
+const READ_AHEAD: usize = 64;
+
 /// Reads stdin line by line in the background, so an answer or an interrupt is read while a
-/// turn runs.
-fn read_stdin() -> mpsc::UnboundedReceiver<Input> {
-    let (tx, rx) = mpsc::unbounded_channel();
+/// turn runs. A line too long or not UTF-8 is refused, and reading goes on.
+fn read_stdin() -> mpsc::Receiver<Input> {
+    let (tx, rx) = mpsc::channel(READ_AHEAD);
     tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+        let mut input = tokio::io::BufReader::new(tokio::io::stdin());
         let mut number = 0;
-        while let Ok(Some(line)) = lines.next_line().await {
+        while let Ok(Some(line)) = lines::next_line(&mut input, lines::LINE_LIMIT).await {
             number += 1;
-            if line.trim().is_empty() {
-                continue;
-            }
-            if tx.send(message::parse(number, &line)).is_err() {
+            let message = match line {
+                lines::Line::Text(line) if line.trim().is_empty() => continue,
+                lines::Line::Text(line) => message::parse(number, &line),
+                lines::Line::TooLong(bytes) => Err(Refusal::new(
+                    &Value::Null,
+                    code::BAD_INPUT,
+                    format!(
+                        "line {number} is {} MiB, over the {} MiB a message may be; send a \
+                         host tool's large output as a file's path, or cut it",
+                        bytes.div_ceil(1 << 20),
+                        lines::LINE_LIMIT >> 20
+                    ),
+                )),
+                lines::Line::NotText(error) => Err(Refusal::new(
+                    &Value::Null,
+                    code::BAD_INPUT,
+                    format!("line {number} is not UTF-8 text ({error}); send JSON in UTF-8"),
+                )),
+            };
+            if tx.send(message).await.is_err() {
                 return;
             }
         }

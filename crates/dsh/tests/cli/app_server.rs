@@ -10,17 +10,17 @@ use serde_json::{Value, json};
 
 use crate::dsh;
 
-struct Client {
-    child: Child,
-    stdin: Option<ChildStdin>,
+pub(crate) struct Client {
+    pub(crate) child: Child,
+    pub(crate) stdin: Option<ChildStdin>,
     out: BufReader<ChildStdout>,
     /// Every line the server wrote, in order.
-    seen: Vec<Value>,
+    pub(crate) seen: Vec<Value>,
     next_id: u64,
 }
 
 impl Client {
-    fn start(env: &TestEnv, extra: &[&str]) -> Client {
+    pub(crate) fn start(env: &TestEnv, extra: &[&str]) -> Client {
         let mut child = env
             .command(dsh())
             .arg("app-server")
@@ -45,7 +45,7 @@ impl Client {
         client
     }
 
-    fn read(&mut self) -> Value {
+    pub(crate) fn read(&mut self) -> Value {
         let mut line = String::new();
         assert!(
             self.out.read_line(&mut line).unwrap() > 0,
@@ -58,7 +58,7 @@ impl Client {
         value
     }
 
-    fn write(&mut self, line: &str) {
+    pub(crate) fn write(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().unwrap();
         stdin.write_all(line.as_bytes()).unwrap();
         stdin.write_all(b"\n").unwrap();
@@ -66,7 +66,7 @@ impl Client {
     }
 
     /// Sends `message` with a new id; returns the id.
-    fn send(&mut self, mut message: Value) -> u64 {
+    pub(crate) fn send(&mut self, mut message: Value) -> u64 {
         self.next_id += 1;
         message["id"] = json!(self.next_id);
         dsh_testkit::check_sdk_line(&message, Some("clientMessage"));
@@ -76,7 +76,7 @@ impl Client {
 
     /// Reads until the response to `id`, answering each request with what `answer` gives
     /// (nothing: the request is left waiting). Returns the response and the lines before it.
-    fn until(
+    pub(crate) fn until(
         &mut self,
         id: u64,
         answer: &mut dyn FnMut(&Value) -> Option<Value>,
@@ -99,19 +99,19 @@ impl Client {
     }
 
     /// Sends a message no client should (the schema refuses it) and returns its response.
-    fn refused(&mut self, mut message: Value) -> Value {
+    pub(crate) fn refused(&mut self, mut message: Value) -> Value {
         self.next_id += 1;
         message["id"] = json!(self.next_id);
         self.write(&message.to_string());
         self.until(self.next_id, &mut |_| None).0
     }
 
-    fn call(&mut self, message: Value) -> (Value, Vec<Value>) {
+    pub(crate) fn call(&mut self, message: Value) -> (Value, Vec<Value>) {
         let id = self.send(message);
         self.until(id, &mut |_| None)
     }
 
-    fn quit(mut self) -> std::process::ExitStatus {
+    pub(crate) fn quit(mut self) -> std::process::ExitStatus {
         drop(self.stdin.take());
         self.child.wait().unwrap()
     }

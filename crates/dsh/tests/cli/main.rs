@@ -4,6 +4,7 @@
 
 mod acp;
 mod app_server;
+mod app_server_attacks;
 mod auto_review;
 mod blame;
 mod caps;
@@ -28,6 +29,7 @@ mod login;
 mod mcp;
 mod mcp_oauth;
 mod mcp_server;
+mod network;
 mod output_schema;
 mod outside;
 mod patches;
