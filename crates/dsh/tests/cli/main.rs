@@ -29,7 +29,6 @@ mod login;
 mod mcp;
 mod mcp_oauth;
 mod mcp_server;
-mod network;
 mod output_schema;
 mod outside;
 mod patches;
