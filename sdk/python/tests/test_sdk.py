@@ -11,7 +11,7 @@ import pytest
 
 from dsh_sdk import (
     EVENT_CLASSES, Approval, Dsh, DshError, DshSync, FinalEvent, SessionEvent, TextEvent,
-    ToolCallEvent, StatusEvent, tool,
+    RewindReport, ToolCallEvent, StatusEvent, tool,
 )
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -229,3 +229,69 @@ def test_a_host_tool_is_called_and_its_result_seen_by_the_model(scripted):
     assert "lookup" in offered
     assert "forty-two" in tool_results(requests[1])[0]
     assert "KeyError" in tool_results(requests[2])[-1]
+
+
+def write_call(path, content):
+    return {"calls": [["write", {"file_path": path, "content": content}]]}
+
+
+def test_a_rewind_previews_applies_refuses_and_undoes(scripted):
+    server = scripted([write_call("notes.txt", "alpha\n"), {"text": "wrote it"},
+                       {"text": "second answer"}, {"text": "after the rewind"}])
+    notes = pathlib.Path(server.ws) / "notes.txt"
+
+    async def main():
+        async with Dsh(cwd=server.ws, bin=server.bin, env=server.env,
+                       mode="workspace-write") as run:
+            await run.run("write the notes")
+            await run.run("remember beta")
+            assert notes.read_text() == "alpha\n"
+            preview = await run.rewind(1, apply=False)
+            assert isinstance(preview, RewindReport)
+            assert preview.applied is None and preview.remove == ["notes.txt"], preview.raw
+            assert notes.exists()
+            with pytest.raises(DshError) as refused:
+                await run.rewind(9)
+            assert refused.value.code == "REWIND_TARGET"
+            done = await run.rewind(1)
+            assert done.applied is not None and done.applied.to_turn == 1, done.raw
+            assert done.applied.files and done.applied.conversation and done.applied.removed == 1
+            assert not notes.exists()
+            undone = await run.rewind()
+            assert undone.applied is not None and undone.applied.undo, undone.raw
+            assert notes.read_text() == "alpha\n"
+            await run.rewind(2, files=False)
+            assert notes.exists()
+            assert (await run.run("what do you remember?")).text == "after the rewind"
+
+    run_async(main)
+    sent = json.dumps(server.requests()[3]["messages"])
+    assert "write the notes" in sent and "remember beta" not in sent
+
+
+def test_the_sync_client_rewinds(scripted):
+    server = scripted([{"text": "one"}, {"text": "two"}])
+    with DshSync(cwd=server.ws, bin=server.bin, env=server.env) as run:
+        run.run("remember gamma")
+        report = run.rewind(1, files=False)
+        assert report.applied is not None and report.applied.conversation
+        assert not report.applied.files
+        assert run.run("again").text == "two"
+    assert "remember gamma" not in json.dumps(server.requests()[1]["messages"])
+
+
+def test_a_host_tools_output_past_what_the_server_reads_is_the_calls_error(scripted):
+    server = scripted([{"calls": [["dump", {}]]}, {"text": "too much"}])
+
+    @tool
+    def dump() -> str:
+        """Returns 17 MiB."""
+        return "x" * (17 * 1024 * 1024)
+
+    async def main():
+        async with Dsh(cwd=server.ws, bin=server.bin, env=server.env, tools=[dump]) as run:
+            assert (await run.run("dump it")).text == "too much"
+
+    run_async(main)
+    seen = tool_results(server.requests()[1])[-1]
+    assert "over the" in seen and "write it to a file" in seen, seen[:300]

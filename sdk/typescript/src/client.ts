@@ -20,6 +20,8 @@ import {
   type HostTool,
   type QuestionsHandler,
   type QuestionsRequest,
+  type RewindOptions,
+  type RewindReport,
   type TurnResult,
 } from "./requests.js";
 
@@ -46,6 +48,10 @@ export type DshOptions = {
 };
 
 type Wire = Record<string, any>;
+
+/** dsh app-server refuses a line over 16 MiB: a host tool's output is kept under it, with room
+ * for the rest of the answer. */
+const OUTPUT_LIMIT = 16 * 1024 * 1024 - 1024;
 
 function executable(path: string): boolean {
   try {
@@ -239,6 +245,17 @@ export class Dsh {
     return this.call({ type: "set", ...change });
   }
 
+  /** Takes the session back to the start of `turn` (its files, its conversation or both),
+   * between turns; without `turn`, undoes the last rewind. A turn it cannot go back to
+   * rejects with a `DshError` coded REWIND_TARGET, files changed outside CHANGED_OUTSIDE. */
+  async rewind(options: RewindOptions = {}): Promise<RewindReport> {
+    const message: Wire = { type: "rewind" };
+    for (const name of ["turn", "files", "conversation", "force", "apply"] as const) {
+      if (options[name] !== undefined) message[name] = options[name];
+    }
+    return (await this.call(message)) as RewindReport;
+  }
+
   /** Sends one message and resolves with its response's result; an error response rejects
    * with a `DshError`. */
   call(message: Wire): Promise<Wire> {
@@ -299,8 +316,16 @@ export class Dsh {
     try {
       const tool = this.options.tools?.find((t) => t.name === request.tool);
       if (!tool) throw new Error(`this client has no tool "${request.tool}"`);
-      const output = await tool.run(request.input ?? {});
-      reply = { output: typeof output === "string" ? output : JSON.stringify(output) };
+      const result = await tool.run(request.input ?? {});
+      const output = typeof result === "string" ? result : JSON.stringify(result);
+      const size = Buffer.byteLength(JSON.stringify(output));
+      if (size > OUTPUT_LIMIT) {
+        throw new RangeError(
+          `the tool's output is ${size} bytes, over the ${OUTPUT_LIMIT} one answer may carry: ` +
+            "return less, or write it to a file and return its path",
+        );
+      }
+      reply = { output };
     } catch (error) {
       // The model reads the failure as the call's error.
       reply = { error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };

@@ -85,3 +85,38 @@ export type HostTool = {
 
 /** The form's content, or `null` to decline. */
 export type FormHandler = (request: FormRequest) => Maybe<Record<string, unknown> | null>;
+
+/** A file changed outside dsh since the checkpoint; a rewind over one needs `force`. */
+export type RewindChange = { path: string; kind: "added" | "modified" | "deleted" };
+
+/** A rewind's report (`rewindReport` in docs/events.schema.json): the files it restores and
+ * removes, those changed outside dsh, the paths no checkpoint covers, what was done (`null`
+ * for a preview) and the paths that could not be put back, each with why. */
+export type RewindReport = {
+  plan: { restore: string[]; remove: string[] };
+  changedOutside: RewindChange[];
+  uncovered: string[];
+  applied: {
+    toTurn?: number;
+    beforeCall?: string;
+    undo?: true;
+    files: boolean;
+    conversation: boolean;
+    backup?: string;
+    restored?: string;
+    written: number;
+    removed: number;
+  } | null;
+  failed: [string, string][];
+};
+
+/** What `rewind` takes back: `turn` (none: undo the last rewind), the files and the
+ * conversation (both by default); `force` goes over files changed outside dsh; `apply: false`
+ * only says what it would do. */
+export type RewindOptions = {
+  turn?: number;
+  files?: boolean;
+  conversation?: boolean;
+  force?: boolean;
+  apply?: boolean;
+};

@@ -2,7 +2,7 @@
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { after, test } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -228,4 +228,52 @@ test("the supervisor example in docs/sdk.md runs", async () => {
   assert.ok(lines[0].endsWith("did task one") && lines[1].endsWith("did task two"), out);
   const trees = execFileSync("git", [...git, "worktree", "list"], { encoding: "utf8" });
   assert.equal(trees.trim().split("\n").length, 3, trees);
+});
+
+test("a rewind previews, applies, refuses a turn it cannot reach and undoes", async () => {
+  const server = await scripted([
+    { calls: [["write", { file_path: "notes.txt", content: "alpha\n" }]] },
+    { text: "wrote it" },
+    { text: "second answer" },
+    { text: "after the rewind" },
+  ]);
+  const notes = join(server.ws, "notes.txt");
+  const run = await Dsh.open({ cwd: server.ws, bin: server.bin, env: server.env, mode: "workspace-write" });
+  await run.run("write the notes");
+  await run.run("remember beta");
+  const preview = await run.rewind({ turn: 1, apply: false });
+  assert.equal(preview.applied, null);
+  assert.deepEqual(preview.plan.remove, ["notes.txt"]);
+  assert.ok(existsSync(notes));
+  await assert.rejects(run.rewind({ turn: 9 }), (e: unknown) => e instanceof DshError && e.code === "REWIND_TARGET");
+  const done = await run.rewind({ turn: 1 });
+  assert.equal(done.applied?.toTurn, 1);
+  assert.equal(done.applied?.removed, 1);
+  assert.ok(!existsSync(notes));
+  const undone = await run.rewind();
+  assert.equal(undone.applied?.undo, true);
+  assert.equal(readFileSync(notes, "utf8"), "alpha\n");
+  const talk = await run.rewind({ turn: 2, files: false });
+  assert.equal(talk.applied?.files, false);
+  assert.ok(existsSync(notes));
+  assert.equal((await run.run("what do you remember?")).text, "after the rewind");
+  await run.close();
+  const sent = JSON.stringify((await server.requests())[3].messages);
+  assert.ok(sent.includes("write the notes") && !sent.includes("remember beta"), sent);
+});
+
+test("a host tool's output past what the server reads is the call's error", async () => {
+  const server = await scripted([{ calls: [["dump", {}]] }, { text: "too much" }]);
+  const run = await Dsh.open({
+    cwd: server.ws,
+    bin: server.bin,
+    env: server.env,
+    tools: [
+      { name: "dump", description: "Returns 17 MiB", inputSchema: { type: "object" }, run: () => "x".repeat(17 << 20) },
+    ],
+  });
+  assert.equal((await run.run("dump it")).text, "too much");
+  await run.close();
+  const seen = toolResults((await server.requests())[1]).at(-1) ?? "";
+  assert.ok(seen.includes("over the") && seen.includes("write it to a file"), seen.slice(0, 300));
 });

@@ -15,13 +15,13 @@ from .sync import DshSync
 from .tools import Tool, tool
 from .types import (
     Approval, ApprovalRequest, DshError, FormRequest, Question, QuestionOption,
-    QuestionsRequest, TurnError, TurnResult,
+    QuestionsRequest, RewindApplied, RewindChange, RewindReport, TurnError, TurnResult,
 )
 
 __all__ = [
     "AgentEvent", "Approval", "ApprovalRequest", "Dsh", "DshError", "DshSync", "ErrorEvent",
     "Event", "EVENT_CLASSES", "FinalEvent", "FormRequest", "GoalEvent", "PresentEvent",
-    "Question", "QuestionOption", "QuestionsRequest", "SessionEvent", "StatusEvent",
+    "Question", "QuestionOption", "QuestionsRequest", "RewindApplied", "RewindChange", "RewindReport", "SessionEvent", "StatusEvent",
     "TextEvent", "ThinkingEvent", "TodoEvent", "ToolCallEvent", "ToolResultEvent", "TurnError",
     "TurnResult", "find_binary", "parse_event", "Tool", "tool",
 ]

@@ -16,8 +16,8 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Dict, Optional, Sequ
 from .events import Event, FinalEvent, parse_event
 from .tools import Tool
 from .types import (
-    Approval, ApprovalRequest, DshError, FormRequest, QuestionsRequest, TurnError, TurnResult,
-    read_request,
+    Approval, ApprovalRequest, DshError, FormRequest, QuestionsRequest, RewindReport, TurnError,
+    TurnResult, read_request,
 )
 
 ApprovalHandler = Callable[[ApprovalRequest], Union[str, Approval, Awaitable[Union[str, Approval]]]]
@@ -26,6 +26,9 @@ FormHandler = Callable[[FormRequest], Any]
 
 # The final event's text is not bounded; a line may be long.
 _LINE_LIMIT = 64 * 1024 * 1024
+# dsh app-server refuses a line over 16 MiB: a host tool's output is kept under it, with room
+# for the rest of the answer.
+_OUTPUT_LIMIT = 16 * 1024 * 1024 - 1024
 
 
 def find_binary(given: Optional[str] = None) -> str:
@@ -196,6 +199,21 @@ class Dsh:
             message["model"] = model
         return await self.call(message)
 
+    async def rewind(self, turn: Optional[int] = None, *, files: bool = True,
+                     conversation: bool = True, force: bool = False,
+                     apply: bool = True) -> RewindReport:
+        """Takes the session back to the start of `turn` (its files, its conversation, or
+        both), between turns; without `turn`, undoes the last rewind. `apply=False` only says
+        what it would do; `force=True` goes over files changed outside dsh. A turn it cannot go
+        back to raises `DshError` with code REWIND_TARGET, files changed outside
+        CHANGED_OUTSIDE."""
+        message: Dict[str, Any] = {"type": "rewind", "files": files,
+                                   "conversation": conversation, "force": force,
+                                   "apply": apply}
+        if turn is not None:
+            message["turn"] = turn
+        return RewindReport.from_wire(await self.call(message))
+
     async def call(self, message: Dict[str, Any]) -> Dict[str, Any]:
         """Sends one message and returns its response's result; raises `DshError` on an
         error response. For messages this class has no method for."""
@@ -292,7 +310,13 @@ class Dsh:
         try:
             if tool is None:
                 raise LookupError(f"this client has no tool {message.get('tool')!r}")
-            answer["output"] = await tool.run(message.get("input") or {})
+            output = await tool.run(message.get("input") or {})
+            size = len(json.dumps(output).encode())
+            if size > _OUTPUT_LIMIT:
+                raise ValueError(f"the tool's output is {size} bytes, over the "
+                                 f"{_OUTPUT_LIMIT} one answer may carry: return less, or "
+                                 "write it to a file and return its path")
+            answer["output"] = output
         except Exception as error:  # the model reads the failure as the call's error
             answer["error"] = f"{type(error).__name__}: {error}"
         try:

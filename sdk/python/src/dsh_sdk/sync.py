@@ -8,7 +8,7 @@ from typing import Any, Awaitable, Dict, Iterator, Optional, TypeVar
 
 from .client import Dsh
 from .events import Event
-from .types import TurnResult
+from .types import RewindReport, TurnResult
 
 T = TypeVar("T")
 
@@ -73,6 +73,12 @@ class DshSync:
 
     def set(self, **kwargs: Any) -> Dict[str, Any]:
         return self._run(self._dsh.set(**kwargs))
+
+    def rewind(self, turn: Optional[int] = None, *, files: bool = True,
+               conversation: bool = True, force: bool = False,
+               apply: bool = True) -> RewindReport:
+        return self._run(self._dsh.rewind(turn, files=files, conversation=conversation,
+                                          force=force, apply=apply))
 
     def call(self, message: Dict[str, Any]) -> Dict[str, Any]:
         return self._run(self._dsh.call(message))

@@ -4,7 +4,7 @@ errors the SDK raises, each carrying dsh's code."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from .events import FinalEvent
 
@@ -132,3 +132,62 @@ def read_request(message: Dict[str, Any]) -> Any:
     return FormRequest(id=message["id"], server=message.get("server", ""),
                        message=message.get("message", ""), schema=message.get("schema", {}),
                        raw=message)
+
+
+@dataclass
+class RewindChange:
+    """A file changed outside dsh since the checkpoint: its path and `added`, `modified` or
+    `deleted`. A rewind over one needs `force=True`."""
+
+    path: str
+    kind: str
+
+
+@dataclass
+class RewindApplied:
+    """What a rewind did, once applied: the turn it went back to (or `undo`), whether it took
+    back the files and the conversation, and how many files it wrote and removed."""
+
+    files: bool
+    conversation: bool
+    written: int
+    removed: int
+    to_turn: Optional[int] = None
+    undo: bool = False
+    backup: Optional[str] = None
+    restored: Optional[str] = None
+
+
+@dataclass
+class RewindReport:
+    """A rewind's report (`rewindReport` in docs/events.schema.json): the files it restores and
+    removes, those changed outside dsh, the paths no checkpoint covers, what was done (None
+    for a preview, `apply=False`) and the paths that could not be put back, each with why."""
+
+    restore: List[str]
+    remove: List[str]
+    changed_outside: List[RewindChange]
+    uncovered: List[str]
+    applied: Optional[RewindApplied]
+    failed: List[Tuple[str, str]]
+    raw: Dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @classmethod
+    def from_wire(cls, report: Dict[str, Any]) -> "RewindReport":
+        plan = report.get("plan", {})
+        done = report.get("applied")
+        applied = None
+        if isinstance(done, dict):
+            applied = RewindApplied(
+                files=bool(done.get("files")), conversation=bool(done.get("conversation")),
+                written=int(done.get("written", 0)), removed=int(done.get("removed", 0)),
+                to_turn=done.get("toTurn"), undo=bool(done.get("undo")),
+                backup=done.get("backup"), restored=done.get("restored"),
+            )
+        return cls(
+            restore=list(plan.get("restore", [])), remove=list(plan.get("remove", [])),
+            changed_outside=[RewindChange(c["path"], c["kind"])
+                             for c in report.get("changedOutside", [])],
+            uncovered=list(report.get("uncovered", [])), applied=applied,
+            failed=[(str(p), str(why)) for p, why in report.get("failed", [])], raw=report,
+        )
