@@ -336,6 +336,15 @@ fn command_verdicts(rules: &[&SourcedRule], line: &str, verdicts: &mut Vec<(Rule
                 ),
             ));
         }
+        if guarded && command.reads_input {
+            verdicts.push((
+                RuleKind::Ask,
+                format!(
+                    "\"{}\" runs the commands of its input, which the command rules cannot see",
+                    command.words.first().map_or("", |w| w.text.as_str())
+                ),
+            ));
+        }
         for kind in [RuleKind::Deny, RuleKind::Ask] {
             for (rule, words) in with_words(kind) {
                 match guard_fit(words, command) {

@@ -30,6 +30,9 @@ pub struct SimpleCommand {
     /// A wrapper changes who runs it (`sudo`, `doas`): no rule about the command alone allows
     /// it.
     pub privileged: bool,
+    /// A shell that runs the commands of its input (`curl x | sh`, `bash <<EOF`, `source
+    /// /dev/stdin`), which the line does not show.
+    pub reads_input: bool,
 }
 
 /// A command line the rules cannot read.

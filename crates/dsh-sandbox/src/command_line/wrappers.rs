@@ -54,6 +54,33 @@ const WRAPPERS: &[Wrapper] = &[
         0,
     ),
     wrapper("env", &["-u", "--unset", "-C", "--chdir"], 0),
+    // `busybox sh -c ...` runs its applet with the rest.
+    wrapper("busybox", &[], 0),
+    wrapper(
+        "flock",
+        &["-w", "--wait", "--timeout", "-E", "--conflict-exit-code"],
+        1,
+    ),
+    wrapper("chroot", &[], 1),
+    wrapper("unshare", &[], 0),
+    wrapper(
+        "nsenter",
+        &["-t", "--target", "-S", "--setuid", "-G", "--setgid"],
+        0,
+    ),
+    wrapper("ionice", &["-c", "--class", "-n", "--classdata"], 0),
+    wrapper("chrt", &[], 1),
+    wrapper("taskset", &[], 1),
+    wrapper(
+        "strace",
+        &["-e", "-o", "-s", "-u", "-E", "-a", "-b", "-O", "-P", "-X"],
+        0,
+    ),
+    wrapper(
+        "ltrace",
+        &["-e", "-o", "-s", "-u", "-a", "-n", "-D", "-F", "-x"],
+        0,
+    ),
     Wrapper {
         name: "sudo",
         valued: &["-u", "-g", "-C", "-h", "-p", "-U", "-r", "-t", "-D", "-R"],
@@ -82,7 +109,13 @@ const fn wrapper(
 }
 
 /// Shells whose `-c` takes a script.
-const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"];
+const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash"];
+
+/// Files that are the shell's own input, for `source` and `.`.
+const STDIN_FILES: &[&str] = &["/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"];
+
+/// Programs whose `-c` (or `--command`) word is a script a shell runs: `su -c 'git push'`.
+const COMMAND_OPTION: &[&str] = &["su", "runuser", "script", "sg"];
 
 /// The last part of a program's path: `/usr/bin/git` runs `git`.
 pub(crate) fn base_name(program: &str) -> &str {
@@ -123,6 +156,11 @@ pub(super) fn resolve(
             break;
         }
         let program = base_name(&first.text);
+        if first.text == "function" {
+            // `function f { git push; }`: the body's commands follow the name.
+            rest = rest.get(2..).unwrap_or_default();
+            continue;
+        }
         if NOT_COMMANDS.contains(&first.text.as_str()) {
             return Ok(());
         }
@@ -152,17 +190,27 @@ pub(super) fn resolve(
             if let Some(script) = shell_script(&rest[1..]) {
                 return script_commands(script, depth, found, out, parse);
             }
-        } else if program == "eval" {
-            if rest[1..].iter().any(|w| w.dynamic) {
-                return Err(ParseError::Unsupported(
-                    "an eval of words only known when it runs",
-                ));
-            }
-            let script: Vec<&str> = rest[1..].iter().map(|w| w.text.as_str()).collect();
-            let script = Word::plain(&script.join(" "));
-            return script_commands(&script, depth, found, out, parse);
+            // `bash <<EOF`, `echo 'git push' | sh`: the script is the shell's input.
+            found.reads_input = reads_input(&rest[1..]);
+        } else if program == "eval" || program == "watch" {
+            // `watch` joins its words and runs them with `sh -c`, as `eval` does.
+            let words = if program == "watch" {
+                skip_options(&rest[1..], &WATCH)
+            } else {
+                &rest[1..]
+            };
+            return joined_script(words, depth, found, out, parse);
+        } else if program == "source" || program == "." {
+            found.reads_input =
+                (rest.get(1)).is_some_and(|w| STDIN_FILES.contains(&w.text.as_str()));
         } else if program == "find" {
             find_exec(rest, depth, &found, out, parse)?;
+        } else if let Some(scripts) = later_scripts(program, &rest[1..]) {
+            // `trap 'git push' EXIT`, `alias p='git push'`, `su -c 'git push'`: each is a
+            // script that runs later or elsewhere; the command itself is judged too.
+            for script in scripts {
+                script_commands(&script, depth, found.clone(), out, parse)?;
+            }
         }
         break;
     }
@@ -171,13 +219,88 @@ pub(super) fn resolve(
     Ok(())
 }
 
+/// `watch`'s options that take a value.
+const WATCH: Wrapper = wrapper("watch", &["-n", "--interval", "-q", "--equexit"], 0);
+
+/// The script `eval` or `watch` runs: its words joined.
+fn joined_script(
+    words: &[Word],
+    depth: usize,
+    found: SimpleCommand,
+    out: &mut Vec<SimpleCommand>,
+    parse: Parse,
+) -> Result<(), ParseError> {
+    if words.iter().any(|w| w.dynamic) {
+        return Err(ParseError::Unsupported(
+            "an eval of words only known when it runs",
+        ));
+    }
+    let script: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
+    script_commands(&Word::plain(&script.join(" ")), depth, found, out, parse)
+}
+
+/// The scripts a command hands on to run later or elsewhere: `trap`'s action, each `alias`'s
+/// value (run where the alias is used), the `-c` script of `su`, `runuser`, `script`, `sg`.
+fn later_scripts(program: &str, args: &[Word]) -> Option<Vec<Word>> {
+    let first = args.first()?;
+    if program == "trap" && !first.text.starts_with('-') {
+        return Some(vec![first.clone()]);
+    }
+    if program == "alias" {
+        let values = (args.iter())
+            .filter_map(|w| {
+                let (_, value) = w.text.split_once('=')?;
+                Some(Word {
+                    text: value.to_owned(),
+                    dynamic: w.dynamic,
+                })
+            })
+            .collect();
+        return Some(values);
+    }
+    if COMMAND_OPTION.contains(&program) {
+        let mut scripts = Vec::new();
+        for (at, word) in args.iter().enumerate() {
+            if let Some(value) = word.text.strip_prefix("--command=") {
+                scripts.push(Word {
+                    text: value.to_owned(),
+                    dynamic: word.dynamic,
+                });
+            } else if is_command_option(&word.text)
+                && let Some(script) = args.get(at + 1)
+            {
+                scripts.push(script.clone());
+            }
+        }
+        return Some(scripts);
+    }
+    None
+}
+
+/// `-c`, `--command`, or short options ending in it (`script -qc`, `su -lc`).
+fn is_command_option(text: &str) -> bool {
+    text == "--command" || (text.starts_with('-') && !text.starts_with("--") && text.ends_with('c'))
+}
+
+/// Whether a shell started with `args` (no `-c`) reads its commands from its input: no
+/// script file named, or `-s`; `--version` and `--help` run nothing.
+fn reads_input(args: &[Word]) -> bool {
+    let texts = || args.iter().map(|w| w.text.as_str());
+    if texts().any(|t| t == "--version" || t == "--help") {
+        return false;
+    }
+    texts().any(|t| t == "-s") || texts().all(|t| t.starts_with('-') || t.starts_with('+'))
+}
+
 /// The words after a wrapper's options and its own plain words.
 fn skip_options<'a>(mut rest: &'a [Word], wrapper: &Wrapper) -> &'a [Word] {
     let mut positional = wrapper.positional;
     while let Some(word) = rest.first() {
         let text = word.text.as_str();
         if text == "--" {
+            // `timeout -- 5 git push`: the wrapper's own plain words still come first.
             rest = &rest[1..];
+            rest = &rest[positional.min(rest.len())..];
             break;
         }
         if text.starts_with('-') && text.len() > 1 {
@@ -220,7 +343,14 @@ fn shell_script(args: &[Word]) -> Option<&Word> {
         }
         return None;
     }
-    if has_c { args.next() } else { None }
+    if !has_c {
+        return None;
+    }
+    // `bash -c -- 'git push'`: the script follows the end of the options.
+    match args.next() {
+        Some(end) if end.text == "--" => args.next(),
+        script => script,
+    }
 }
 
 /// The commands of a script a shell or `eval` runs, each inside the wrappers found so far.

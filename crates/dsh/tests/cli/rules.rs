@@ -89,6 +89,17 @@ fn the_ways_around_a_deny_are_refused_too() {
         "true\ngit push",
         "$(printf git) push",
         "git -C . push",
+        // Found by the attack pass of 2026-12-07; each ran git push before.
+        "bash -c -- 'git push'",
+        "function f { git push; }; f",
+        "shopt -s expand_aliases\nalias p='git push'\np",
+        "trap 'git push' EXIT",
+        "watch -n 1 'git push'",
+        "su root -c 'git push'",
+        "timeout -- 5 git push",
+        "strace -f git push",
+        "echo 'git push' | sh",
+        "bash <<EOF\ngit push\nEOF",
     ];
     let turns = attacks
         .iter()
@@ -108,6 +119,16 @@ fn the_ways_around_a_deny_are_refused_too() {
             "{line:?} was not refused: {result}"
         );
     }
+    dsh_testkit::fault_matrix(
+        "attack",
+        "a bash(git push) deny, gone around: quotes, $(...), backquotes, env, command, sh -c, a newline, git -C",
+        "each denied or asked about (refused headless)",
+    );
+    dsh_testkit::fault_matrix(
+        "attack",
+        "a bash(git push) deny, gone around: bash -c --, a function keyword, an alias, trap, watch, su -c, timeout --, strace, a shell reading a pipe or a here-document",
+        "each denied or asked about (refused headless); before the fix each ran",
+    );
 }
 
 #[test]
@@ -200,6 +221,11 @@ fn a_workspace_cannot_lift_your_deny_nor_allow_untrusted() {
         .find(|l| l.starts_with("rules.deny"))
         .unwrap();
     assert!(deny_row.contains("bash(touch)"), "{deny_row}");
+    dsh_testkit::fault_matrix(
+        "attack",
+        "a workspace's rules.allow names the command the user's rules.deny names (trusted and untrusted)",
+        "denied: a deny from any file wins; untrusted, the workspace's allow is set aside",
+    );
 }
 
 #[test]
