@@ -683,10 +683,7 @@ pub fn sandbox_only(
     let home = home(env)?;
     let files = ConfigFiles::load_only(&home.value, &cwd, env, patches, true, "sandbox")?;
     let mut r = Resolver::new(files.layered());
-    Ok(sections::sandbox::confinement(
-        &mut r,
-        &files.config().sandbox,
-    ))
+    sections::sandbox::confinement(&mut r, &files.config().sandbox)
 }
 
 /// dsh's home: `DSH_HOME`, else `~/.dsh`.

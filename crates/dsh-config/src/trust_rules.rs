@@ -106,6 +106,24 @@ fn sandbox(look: &mut Look<'_>) {
         l.project(p) != Some(l.below(p).unwrap_or(&auto))
     });
     look.mark(&["sandbox", "bwrap"], Reason::Program);
+    // The network from least to most: off, the allowlist, on.
+    let rank = |v: Option<&toml::Value>| match v {
+        Some(toml::Value::Boolean(false)) => 0,
+        Some(toml::Value::String(_)) => 1,
+        _ => 2,
+    };
+    look.mark_if(&["sandbox", "network"], Reason::Sandbox, |l, p| {
+        l.project(p).is_some() && rank(l.project(p)) > rank(l.below(p))
+    });
+    // Under an allowlist of yours, the workspace's may only name domains yours names; under
+    // the network on, its list (with its own "allowlist") only narrows.
+    look.mark_if(&["sandbox", "allowed_domains"], Reason::Sandbox, |l, p| {
+        let mine = l.below(p).and_then(toml::Value::as_array);
+        let open = rank(l.below(&["sandbox", "network"])) == 2;
+        (l.project(p).and_then(toml::Value::as_array)).is_some_and(|theirs| {
+            !open && (theirs.iter()).any(|d| !mine.is_some_and(|m| m.contains(d)))
+        })
+    });
 }
 
 fn secrets(look: &mut Look<'_>) {
@@ -576,6 +594,21 @@ mod tests {
                 "mcp.servers.s.call_timeout_ms",
             ),
             (
+                "[sandbox]\nnetwork = false\n",
+                "[sandbox]\nnetwork = \"allowlist\"\n",
+                "sandbox.network",
+            ),
+            (
+                "[sandbox]\nnetwork = \"allowlist\"\nallowed_domains = [\"a.com\"]\n",
+                "[sandbox]\nnetwork = true\n",
+                "sandbox.network",
+            ),
+            (
+                "[sandbox]\nnetwork = \"allowlist\"\nallowed_domains = [\"a.com\"]\n",
+                "[sandbox]\nallowed_domains = [\"a.com\", \"evil.net\"]\n",
+                "sandbox.allowed_domains",
+            ),
+            (
                 "[workflows]\nmax_memory_mb = 32\n",
                 "[workflows]\nmax_memory_mb = 48\n",
                 "workflows.max_memory_mb",
@@ -605,6 +638,14 @@ mod tests {
                 "[sandbox]\nmode = \"read-only\"\nnetwork = false\nmax_memory_mb = 100\n",
             ),
             ("", "[sandbox]\nnetwork = true\n"),
+            (
+                "",
+                "[sandbox]\nnetwork = \"allowlist\"\nallowed_domains = [\"a.com\"]\n",
+            ),
+            (
+                "[sandbox]\nnetwork = \"allowlist\"\nallowed_domains = [\"a.com\", \"b.org\"]\n",
+                "[sandbox]\nnetwork = false\nallowed_domains = [\"b.org\"]\n",
+            ),
             (
                 "[sandbox]\nmode = \"danger-full-access\"\n",
                 "[sandbox]\nmode = \"auto\"\n",

@@ -143,7 +143,7 @@ impl Draft {
         let mut config = agent_config(settings);
         config.context.push(dsh_sandbox::runtime_context(
             &policy,
-            settings.sandbox().network,
+            settings.sandbox(),
             approval,
         ));
         let mut tool_session = tool_session(
@@ -222,6 +222,7 @@ fn agent_config(settings: &Settings) -> AgentConfig {
         .system_append
         .clone_from(&settings.system_prompt_append().value);
     config.context_window = route.context_window.value;
+    config.compaction = settings.compaction();
     config.job_wait = settings.job_wait().value;
     config.rules = Some(settings.rules().clone()).filter(|rules| !rules.is_empty());
     config

@@ -104,6 +104,9 @@ pub struct SandboxSettings {
     pub backend: BackendChoice,
     /// Whether confined commands may use the network (default: yes, as the reference).
     pub network: bool,
+    /// `sandbox.network = "allowlist"`: the domains commands may reach, through dsh's proxy
+    /// only ([`crate::network`]); `network` is then off for everything else.
+    pub allowed_domains: Option<crate::network::DomainAllowlist>,
     /// The `bwrap` to use (`sandbox.bwrap`), instead of looking in the system folders and on
     /// `PATH`.
     pub bwrap: Option<PathBuf>,
@@ -163,11 +166,19 @@ impl CommandLimits {
     }
 }
 
+impl SandboxSettings {
+    /// Whether commands get the host's network as it is (neither off nor the allowlist).
+    pub fn open_network(&self) -> bool {
+        self.network && self.allowed_domains.is_none()
+    }
+}
+
 impl Default for SandboxSettings {
     fn default() -> Self {
         SandboxSettings {
             backend: BackendChoice::Auto,
             network: true,
+            allowed_domains: None,
             bwrap: None,
             helper: true,
             limits: CommandLimits::default(),
@@ -198,6 +209,8 @@ pub struct Sandbox {
     settings: SandboxSettings,
     selection: OnceLock<Selection>,
     helpers: std::sync::Arc<crate::helper::HelperPool>,
+    /// The allowlist's proxy, started for the first command that needs it.
+    pub(crate) proxy: OnceLock<Result<std::sync::Arc<crate::network::NetworkProxy>, String>>,
 }
 
 impl Sandbox {
@@ -206,6 +219,7 @@ impl Sandbox {
             settings,
             selection: OnceLock::new(),
             helpers: Default::default(),
+            proxy: OnceLock::new(),
         }
     }
 
@@ -245,12 +259,9 @@ impl Sandbox {
                 else {
                     return;
                 };
-                let profile = crate::bwrap::profile(
-                    policy.mode(),
-                    Some(&policy),
-                    &protected,
-                    settings.network,
-                );
+                let Ok(profile) = sandbox.bwrap_profile(policy.mode(), &policy, &protected) else {
+                    return;
+                };
                 if let Some(launch) = sandbox.helper_launch(&policy, &bwrap, &profile, Vec::new()) {
                     launch.warm().await;
                 }
@@ -289,13 +300,13 @@ fn select(settings: &SandboxSettings) -> Selection {
     for &backend in settings.backend.candidates() {
         let probe = match backend {
             Backend::Bubblewrap => {
-                let (probe, path) = probe_bwrap(settings.network, settings.bwrap.as_deref());
+                let (probe, path) = probe_bwrap(settings.open_network(), settings.bwrap.as_deref());
                 if probe.result.is_ok() {
                     bwrap = path;
                 }
                 probe
             }
-            Backend::Landlock => probe_landlock(settings.network),
+            Backend::Landlock => probe_landlock(settings.open_network()),
             Backend::None => continue,
         };
         if chosen.is_none()

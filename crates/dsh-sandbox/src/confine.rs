@@ -28,6 +28,8 @@ pub struct ConfinedCommand {
     watch: Option<crate::CreationWatch>,
     /// How to run it through the run's sandbox helper instead of `argv` (bubblewrap only).
     helper: Option<crate::HelperLaunch>,
+    /// Under the network allowlist: the proxy, from the command's start.
+    net: Option<crate::network_use::NetworkWatch>,
 }
 
 /// What the child process applies to itself between fork and exec: the resource limits (under
@@ -82,6 +84,29 @@ impl ConfinedCommand {
     /// sandbox as `argv`, which is what to run when the helper refuses.
     pub fn helper(&self) -> Option<&crate::HelperLaunch> {
         self.helper.as_ref()
+    }
+
+    /// The hosts dsh's proxy refused since the command started (network allowlist only).
+    pub fn network_denials(&self) -> Vec<crate::network::NetworkDenial> {
+        self.net
+            .as_ref()
+            .map(crate::network_use::NetworkWatch::denials)
+            .unwrap_or_default()
+    }
+
+    /// The command's environment: `base`, and under the network allowlist the proxy
+    /// variables that lead to dsh's proxy, in place of any of the same names (a process
+    /// reads the first of two).
+    pub fn environment(&self, base: Vec<(OsString, OsString)>) -> Vec<(OsString, OsString)> {
+        let extra = match self.net {
+            Some(_) => crate::network::proxy_environment(),
+            None => return base,
+        };
+        let mut env: Vec<_> = (base.into_iter())
+            .filter(|(name, _)| !extra.iter().any(|(n, _)| n == name))
+            .collect();
+        env.extend(extra);
+        env
     }
 
     /// The workspace of its policy.
@@ -207,7 +232,7 @@ impl Sandbox {
         argv: Vec<OsString>,
         policy: &SandboxPolicy,
     ) -> Result<ConfinedCommand, SandboxUnavailable> {
-        let network = self.settings().network;
+        let network = self.settings().open_network();
         let limits = self.settings().limits;
         let mode = policy.mode();
         let plain = ChildSetup {
@@ -225,6 +250,7 @@ impl Sandbox {
             child: Some(plain.clone()),
             watch: None,
             helper: None,
+            net: None,
         };
         if mode == SandboxMode::DangerFullAccess {
             return Ok(unconfined(argv));
@@ -269,6 +295,7 @@ impl Sandbox {
             child,
             watch: crate::CreationWatch::new(policy, backend, &protected),
             helper: None,
+            net: None,
         };
         match backend {
             Backend::Bubblewrap => {
@@ -288,15 +315,35 @@ impl Sandbox {
                     ));
                 }
                 let bwrap = self.bwrap_path().unwrap_or(Path::new("bwrap"));
-                let profile = crate::bwrap::profile(mode, Some(policy), &protected, network);
+                let profile = (self.bwrap_profile(mode, policy, &protected))
+                    .map_err(|why| SandboxUnavailable::runner_failed(mode, why))?;
                 let helper = self.helper_launch(policy, bwrap, &profile, argv.clone());
+                let mut argv = crate::bwrap::wrap(bwrap, &profile, argv);
+                let mut net = None;
+                if self.network_allowlist().is_some() {
+                    // Only the helper relays to the proxy: a `bwrap` of the command's own
+                    // would leave it without a way out, so that way refuses, saying why.
+                    if helper.is_none() {
+                        return Err(SandboxUnavailable::runner_failed(
+                            mode,
+                            crate::network_use::NEEDS_HELPER.into(),
+                        ));
+                    }
+                    argv = refusal(crate::network_use::NEEDS_HELPER);
+                    net = self.network_watch();
+                }
                 Ok(ConfinedCommand {
                     helper,
-                    ..confined(
-                        crate::bwrap::wrap(bwrap, &profile, argv),
-                        Some(plain.clone()),
-                    )
+                    net,
+                    ..confined(argv, Some(plain.clone()))
                 })
+            }
+            #[cfg(target_os = "linux")]
+            Backend::Landlock if self.network_allowlist().is_some() => {
+                Err(SandboxUnavailable::runner_failed(
+                    mode,
+                    crate::network_use::NOT_UNDER_LANDLOCK.into(),
+                ))
             }
             #[cfg(target_os = "linux")]
             Backend::Landlock => {
@@ -319,6 +366,17 @@ impl Sandbox {
             Backend::None => Ok(unconfined(argv)),
         }
     }
+}
+
+/// A command line that runs nothing and fails as a runner failure (`bwrap: ` and `why`), for
+/// when a command may run one way only and that way is refused.
+fn refusal(why: &str) -> Vec<OsString> {
+    let line = format!("bwrap: {why}").replace('\'', "'\\''");
+    vec![
+        "/bin/sh".into(),
+        "-c".into(),
+        format!("printf '%s\\n' '{line}' >&2; exit 1").into(),
+    ]
 }
 
 #[cfg(test)]

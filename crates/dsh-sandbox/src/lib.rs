@@ -21,6 +21,8 @@ pub mod helper;
 #[cfg(target_os = "linux")]
 mod landlock_backend;
 mod mode;
+pub mod network;
+mod network_use;
 mod policy;
 mod report;
 pub mod rules;
@@ -62,7 +64,7 @@ pub fn escalation_hint(subject: Subject) -> String {
 /// network, which it leaves out.
 pub fn runtime_context(
     policy: &SandboxPolicy,
-    network: bool,
+    confinement: &SandboxSettings,
     approval: escalation::ApprovalPolicy,
 ) -> String {
     let mut text = format!("Sandbox: {}.", policy.mode());
@@ -87,8 +89,17 @@ pub fn runtime_context(
             text.push_str(" Nothing restricts what commands and file tools change.");
         }
     }
-    if !network && policy.mode() != SandboxMode::DangerFullAccess {
-        text.push_str(" Commands have no network access.");
+    if policy.mode() != SandboxMode::DangerFullAccess {
+        if let Some(allowlist) = &confinement.allowed_domains {
+            text.push_str(&format!(
+                " Commands reach the network only through dsh's HTTP proxy (HTTP_PROXY and \
+                 HTTPS_PROXY are set), which lets through these domains only: {}; any other \
+                 host is refused and named in the result.",
+                allowlist.entries().join(", ")
+            ));
+        } else if !confinement.network {
+            text.push_str(" Commands have no network access.");
+        }
     }
     match approval {
         escalation::ApprovalPolicy::Ask if policy.mode() != SandboxMode::DangerFullAccess => text
@@ -114,7 +125,11 @@ mod tests {
     fn the_runtime_context_names_the_mode_roots_network_and_policy() {
         let ws = tempfile::tempdir().unwrap();
         let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, ws.path(), Vec::new());
-        let text = runtime_context(&policy, false, escalation::ApprovalPolicy::Never);
+        let off = SandboxSettings {
+            network: false,
+            ..SandboxSettings::default()
+        };
+        let text = runtime_context(&policy, &off, escalation::ApprovalPolicy::Never);
         let real = std::fs::canonicalize(ws.path()).unwrap();
         assert!(text.starts_with("Sandbox: workspace-write."), "{text}");
         assert!(text.contains(&format!("{:?}", real.display().to_string())));
@@ -123,10 +138,21 @@ mod tests {
         assert!(text.contains("do not set sandbox_permissions"));
         let ro = runtime_context(
             &policy.with_mode(SandboxMode::ReadOnly),
-            true,
+            &SandboxSettings::default(),
             escalation::ApprovalPolicy::Ask,
         );
         assert!(ro.contains("cannot change any file") && ro.contains("retried once"));
+        assert!(!ro.contains("network"), "{ro}");
+        let allowlist = SandboxSettings {
+            network: false,
+            allowed_domains: Some(network::DomainAllowlist::parse(&["*.crates.io"]).unwrap()),
+            ..SandboxSettings::default()
+        };
+        let listed = runtime_context(&policy, &allowlist, escalation::ApprovalPolicy::Ask);
+        assert!(
+            listed.contains("through dsh's HTTP proxy") && listed.contains("only: *.crates.io;"),
+            "{listed}"
+        );
     }
 
     #[test]

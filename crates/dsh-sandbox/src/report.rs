@@ -30,7 +30,14 @@ impl Sandbox {
         let _ = writeln!(
             out,
             "network for commands: {} (sandbox.network)",
-            if settings.network { "on" } else { "off" }
+            match &settings.allowed_domains {
+                Some(list) => format!(
+                    "through dsh's proxy to {} (allowlist; bubblewrap and its helper only)",
+                    list.entries().join(", ")
+                ),
+                None if settings.network => "on".into(),
+                None => "off".into(),
+            }
         );
         out.push('\n');
         for probe in sandbox.probes() {

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use dsh_sandbox::network::DomainAllowlist;
 use dsh_sandbox::{BackendChoice, SandboxSettings};
 use serde::Deserialize;
 
@@ -16,7 +17,11 @@ use crate::trust_look::{Guard, Reason, Widens};
 /// How each key can widen what commands may do ([`crate::trust_look::Widens`]); the mode, the
 /// backend and `bwrap` have rules of their own ([`crate::trust_rules`]).
 pub(crate) const GUARDS: &[Guard] = &[
-    Guard::switch("sandbox.network", true, true, Reason::Sandbox),
+    Guard::neither(
+        "sandbox.network",
+        "it is true, false or \"allowlist\", judged by crate::trust_rules (true widens the \
+         other two, \"allowlist\" widens false)",
+    ),
     Guard::neither(
         "sandbox.helper",
         "either way commands run in the same sandbox, through one helper or a bwrap each",
@@ -40,8 +45,14 @@ pub struct SandboxConfig {
     /// The permission mode: read-only, workspace-write, danger-full-access, plan or auto.
     #[serde(deserialize_with = "parsed")]
     pub mode: Option<PermissionMode>,
-    /// Whether confined commands may use the network (default true).
-    pub network: Option<bool>,
+    /// Whether confined commands may use the network: true (the default), false, or
+    /// "allowlist" (through dsh's proxy to `allowed_domains` only).
+    #[serde(deserialize_with = "network_choice")]
+    pub network: Option<NetworkChoice>,
+    /// Under `network = "allowlist"`, the domains commands may reach (`*.` and a name for the
+    /// names below it).
+    #[serde(deserialize_with = "domain_list")]
+    pub allowed_domains: Option<Vec<String>>,
     /// auto (bubblewrap, else Landlock), bubblewrap, or landlock.
     #[serde(deserialize_with = "parsed")]
     pub backend: Option<BackendChoice>,
@@ -55,6 +66,55 @@ pub struct SandboxConfig {
     /// Processes the command's user may have at once (default: no limit; 0 is refused).
     #[serde(deserialize_with = "limit")]
     pub max_processes: Option<u64>,
+}
+
+/// `sandbox.network`: the host's network, none, or dsh's proxy to the allowed domains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetworkChoice {
+    On,
+    Off,
+    Allowlist,
+}
+
+impl crate::shown::Shown for NetworkChoice {
+    fn shown(&self) -> String {
+        match self {
+            NetworkChoice::On => "true".into(),
+            NetworkChoice::Off => "false".into(),
+            NetworkChoice::Allowlist => "\"allowlist\"".into(),
+        }
+    }
+}
+
+fn network_choice<'de, D>(deserializer: D) -> Result<Option<NetworkChoice>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Switch(bool),
+        Word(String),
+    }
+    match Written::deserialize(deserializer)? {
+        Written::Switch(true) => Ok(Some(NetworkChoice::On)),
+        Written::Switch(false) => Ok(Some(NetworkChoice::Off)),
+        Written::Word(word) if word == "allowlist" => Ok(Some(NetworkChoice::Allowlist)),
+        Written::Word(word) => Err(serde::de::Error::custom(format!(
+            "sandbox.network must be true, false or \"allowlist\", got \"{word}\""
+        ))),
+    }
+}
+
+/// The allowlist's entries, each checked as it is read so that a typo names the file, the
+/// line and the entry.
+fn domain_list<'de, D>(deserializer: D) -> Result<Option<Vec<String>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let entries = Vec::<String>::deserialize(deserializer)?;
+    let list = DomainAllowlist::parse(&entries).map_err(serde::de::Error::custom)?;
+    Ok(Some(list.entries()))
 }
 
 /// What a run's tools may change, and how commands are confined.
@@ -87,7 +147,7 @@ pub(crate) fn resolve(
     Ok(Sandbox {
         mode,
         add_dirs,
-        confinement: confinement(r, config),
+        confinement: confinement(r, config)?,
     })
 }
 
@@ -123,9 +183,33 @@ fn mode(
 }
 
 /// `[sandbox]`: which backends may confine commands, and whether they may use the network.
-pub(crate) fn confinement(r: &mut Resolver<'_>, config: &SandboxConfig) -> SandboxSettings {
+pub(crate) fn confinement(
+    r: &mut Resolver<'_>,
+    config: &SandboxConfig,
+) -> Result<SandboxSettings, SetupError> {
     let backend = r.file_setting("sandbox.backend", config.backend, BackendChoice::Auto);
-    let network = r.file_setting("sandbox.network", config.network, true);
+    let network = r.file_setting("sandbox.network", config.network, NetworkChoice::On);
+    let domains = r.file_setting(
+        "sandbox.allowed_domains",
+        config.allowed_domains.clone(),
+        Vec::new(),
+    );
+    let allowed_domains = match network.value {
+        NetworkChoice::Allowlist => Some(
+            DomainAllowlist::parse(&domains.value)
+                .map_err(|e| SetupError::config(e.to_string()))?,
+        ),
+        // Forgotten, the switch would leave the network open where a list was meant.
+        NetworkChoice::On if !domains.value.is_empty() => {
+            return Err(SetupError::config(
+                "sandbox.allowed_domains is set but sandbox.network is true, so commands would \
+                 reach every host; hint: set sandbox.network = \"allowlist\" to limit them to \
+                 the list (or remove the list)"
+                    .to_owned(),
+            ));
+        }
+        _ => None,
+    };
     let bwrap = r.file_setting("sandbox.bwrap", config.bwrap.clone().map(Some), None);
     r.none_means(&bwrap, "looked up: the system folders, then PATH");
     let helper = r.file_setting("sandbox.helper", config.helper, true);
@@ -141,16 +225,17 @@ pub(crate) fn confinement(r: &mut Resolver<'_>, config: &SandboxConfig) -> Sandb
         None,
     );
     r.none_means(&max_processes, "no limit");
-    SandboxSettings {
+    Ok(SandboxSettings {
         backend: backend.value,
-        network: network.value,
+        network: network.value == NetworkChoice::On,
+        allowed_domains,
         bwrap: bwrap.value,
         helper: helper.value,
         limits: dsh_sandbox::CommandLimits {
             memory_bytes: max_memory_mb.value.map(|mb| mb.saturating_mul(1 << 20)),
             processes: max_processes.value,
         },
-    }
+    })
 }
 
 /// `--add-dir` grants: each an absolute path to an existing directory, given as its real path

@@ -21,6 +21,7 @@
 //! not tried again in the run, and commands go back to a `bwrap` each: never unconfined.
 
 mod client;
+mod relay;
 mod server;
 mod wire;
 

@@ -54,6 +54,9 @@ pub(crate) fn serve(socket: OwnedFd) -> i32 {
         }
     }
     let socket = socket.as_fd();
+    if super::relay::start_if_asked(socket.as_raw_fd()).is_err() {
+        return 1;
+    }
     if wire::send(socket, &Reply::Ready.encode(), &[]).is_err() {
         return 1;
     }

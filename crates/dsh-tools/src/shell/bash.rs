@@ -165,7 +165,7 @@ impl Tool for Bash {
             let spec = Spec {
                 argv: confined.argv.clone(),
                 cwd: cwd.clone(),
-                env: shell.env.build(std::env::vars_os(), &tag),
+                env: confined.environment(shell.env.build(std::env::vars_os(), &tag)),
                 tag,
                 spill: Some(SpillTarget {
                     dir: ctx.session.spill.dir().to_path_buf(),

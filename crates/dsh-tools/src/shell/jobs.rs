@@ -163,11 +163,17 @@ impl SandboxFacts {
             }
             markers
         };
+        // The hosts dsh's proxy refused it (network allowlist), named whatever the command
+        // made of the refusal.
+        let network: Vec<String> = (self.confined.network_denials().iter())
+            .map(dsh_sandbox::network::denial_marker)
+            .collect();
         match self.confined.verdict(code, stdout, stderr, &self.cwd) {
-            Verdict::Ran if moved.is_empty() => Ok(Vec::new()),
-            Verdict::Ran => Ok(hint(moved.to_vec())),
+            Verdict::Ran if moved.is_empty() => Ok(network),
+            Verdict::Ran => Ok(hint([network, moved.to_vec()].concat())),
             Verdict::Denied => {
                 let mut markers = vec![dsh_sandbox::denial_marker(self.confined.mode)];
+                markers.extend(network);
                 markers.extend_from_slice(moved);
                 Ok(hint(markers))
             }

@@ -138,7 +138,7 @@ impl Shell {
             argv: confined.argv.clone(),
             cwd: cwd.to_path_buf(),
             env: {
-                let mut env = self.env.build(std::env::vars_os(), &tag);
+                let mut env = confined.environment(self.env.build(std::env::vars_os(), &tag));
                 env.extend(extra_env);
                 env
             },

@@ -29,6 +29,7 @@ mod login;
 mod mcp;
 mod mcp_oauth;
 mod mcp_server;
+mod network;
 mod output_schema;
 mod outside;
 mod patches;

@@ -315,8 +315,8 @@ fn sandbox_check_reads_only_the_sandbox_table() {
     assert_eq!(out.code(), Some(1));
     assert_eq!(
         out.stderr,
-        "dsh: config file bad.toml: [sandbox]: invalid type: string \"maybe\", expected a \
-         boolean\n"
+        "dsh: config file bad.toml: [sandbox]: sandbox.network must be true, false or \
+         \"allowlist\", got \"maybe\"\n"
     );
 }
 
@@ -671,7 +671,7 @@ fn a_sandbox_whose_bind_a_set_aside_moved_is_ended() {
 /// Whether bubblewrap can start here; a test that needs it is skipped with a note when it
 /// cannot, unless `DSH_TEST_REQUIRE_BACKENDS=1` (set by `.ci/run`) makes that a failure.
 #[allow(clippy::print_stderr)] // a skipped test says so
-fn bubblewrap_usable() -> bool {
+pub(crate) fn bubblewrap_usable() -> bool {
     let usable = std::process::Command::new("bwrap")
         .args(["--ro-bind", "/", "/", "true"])
         .status()
