@@ -49,6 +49,9 @@ pub use sections::auto_review::{
     AutoReviewConfig, AutoReviewSettings, DEFAULT_REVIEW_MESSAGES, DEFAULT_REVIEW_TIMEOUT,
 };
 pub use sections::checkpoints::CheckpointRules;
+pub use sections::compaction::{
+    CompactionConfig, CompactionRules, DEFAULT_THRESHOLD as DEFAULT_COMPACTION_THRESHOLD,
+};
 pub use sections::goals::{GoalRules, GoalsConfig};
 pub use sections::instructions::InstructionsConfig;
 pub use sections::jobs::{DEFAULT_JOB_WAIT, JobsConfig};

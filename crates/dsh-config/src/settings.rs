@@ -90,6 +90,8 @@ pub struct Settings {
     rules: std::sync::Arc<dsh_sandbox::rules::CommandRules>,
     /// The rounds of a session's goal (`[goals]`).
     pub(super) goals: GoalRules,
+    /// When the history is compacted on its own (`[compaction]`).
+    pub(super) compaction: crate::CompactionRules,
     /// The bounds of a workflow run (`[workflows]`).
     pub(super) workflows: WorkflowBounds,
     /// How calls are reviewed in `--permission-mode auto` (`[auto_review]`).
@@ -269,6 +271,10 @@ impl Settings {
         self.goals
     }
 
+    pub fn compaction(&self) -> crate::CompactionRules {
+        self.compaction
+    }
+
     pub fn workflows(&self) -> WorkflowBounds {
         self.workflows
     }
@@ -381,6 +387,7 @@ impl Settings {
         let subagents = sections::subagents::resolve(&mut r, &config.subagents);
         let rules = sections::rules::resolve(&mut r);
         let goals = sections::goals::resolve(&mut r, &config.goals);
+        let compaction = sections::compaction::resolve(&mut r, &config.compaction);
         let workflows = sections::workflows::resolve(&mut r, &config.workflows);
         let auto_review = sections::auto_review::resolve(
             &mut r,
@@ -451,6 +458,7 @@ impl Settings {
             subagents,
             rules,
             goals,
+            compaction,
             workflows,
             auto_review,
             checkpoints,

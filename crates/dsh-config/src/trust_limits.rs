@@ -6,8 +6,8 @@
 //! not say.
 
 use super::sections::{
-    auto_review, checkpoints, goals, instructions, jobs, mcp, requests, sandbox, secrets, sessions,
-    skills, stored_auth, subagents, tools, web, workflows,
+    auto_review, checkpoints, compaction, goals, instructions, jobs, mcp, requests, sandbox,
+    secrets, sessions, skills, stored_auth, subagents, tools, web, workflows,
 };
 use super::trust_look::{Guard, Look, Widens, table_keys};
 
@@ -16,6 +16,7 @@ use super::trust_look::{Guard, Look, Widens, table_keys};
 pub(crate) const GUARDS: &[&[Guard]] = &[
     auto_review::GUARDS,
     checkpoints::GUARDS,
+    compaction::GUARDS,
     goals::GUARDS,
     instructions::GUARDS,
     jobs::GUARDS,

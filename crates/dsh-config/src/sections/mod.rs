@@ -14,6 +14,7 @@ use crate::trust::ProjectConfig;
 pub(crate) mod approval;
 pub(crate) mod auto_review;
 pub(crate) mod checkpoints;
+pub(crate) mod compaction;
 pub(crate) mod goals;
 pub(crate) mod instructions;
 pub(crate) mod jobs;
@@ -58,6 +59,7 @@ pub struct Config {
     pub subagents: subagents::SubagentsConfig,
     pub rules: rules::RulesConfig,
     pub goals: goals::GoalsConfig,
+    pub compaction: compaction::CompactionConfig,
     pub workflows: workflows::WorkflowsConfig,
     pub auto_review: auto_review::AutoReviewConfig,
     pub checkpoints: checkpoints::CheckpointsConfig,

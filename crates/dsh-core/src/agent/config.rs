@@ -28,11 +28,16 @@ pub(crate) struct AgentConfig {
     pub(crate) context: Vec<String>,
     /// The model's context window in tokens; compaction keeps the history inside it.
     pub(crate) context_window: u64,
+    /// When compaction starts on its own (`[compaction]`).
+    pub(crate) compaction: dsh_config::CompactionRules,
     /// Workspace instructions (AGENTS.md), sent once after the next task.
     pub(crate) instructions: Option<crate::instructions::Delivery>,
     /// How instruction files below the working directory are found as the file tools reach
     /// them; `None` looks for none.
     pub(crate) nested_instructions: Option<dsh_config::project::InstructionSettings>,
+    /// `$DSH_HOME` and how instruction messages name it, to deliver the workspace
+    /// instructions again after a summary condensed them away.
+    pub(crate) instructions_home: Option<(std::path::PathBuf, String)>,
     /// The most tokens the agent may bill, over all its turns, before its turn is ended (a
     /// subagent's budget); `None`: no limit.
     pub(crate) token_budget: Option<u64>,
@@ -90,8 +95,10 @@ impl AgentConfig {
             job_wait: dsh_config::DEFAULT_JOB_WAIT,
             context: Vec::new(),
             context_window: dsh_config::DEFAULT_CONTEXT_WINDOW,
+            compaction: dsh_config::CompactionRules::default(),
             instructions: None,
             nested_instructions: None,
+            instructions_home: None,
             token_budget: None,
             completed_history: None,
             rules: None,

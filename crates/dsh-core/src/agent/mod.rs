@@ -9,9 +9,11 @@
 //! - `shell.rs`: a command the user runs themselves ([`Agent::run_shell`]), a turn of its own.
 //! - `calls.rs`: the calls of one answer, scheduled and committed in call order.
 //! - `pipeline.rs`: what one call passes through (hooks, Auto review, the user, the call).
+//! - `after_summary.rs`: the instructions and the goal given again after a summary.
 //! - `events.rs` and `stop.rs`: what the rest of core shares with the agent (leaves).
 //! - `config.rs`: [`AgentConfig`], how the agent drives the model.
 
+mod after_summary;
 mod calls;
 mod config;
 pub(crate) mod events;
@@ -148,7 +150,7 @@ impl Agent {
             provider,
             tools,
             tool_session,
-            compactor: Compactor::new(config.context_window),
+            compactor: Compactor::new(config.context_window, config.compaction),
             config,
             session,
             events,

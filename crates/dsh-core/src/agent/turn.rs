@@ -280,6 +280,7 @@ impl Agent {
     ) -> Result<StepOutcome, CoreError> {
         let (compactor, history) = self.compaction();
         let mut spent = compactor.compact(history, turn, "threshold", stop).await?;
+        self.redeliver_after_summary(turn)?;
         spent.add(&noticed);
         // A compaction summary may have spent what the budget had left.
         let mut outcome = self.capped_step(turn, step, &spent, stop).await?;
@@ -291,6 +292,7 @@ impl Agent {
                 .compact_all(history, turn, "overflow", stop)
                 .await?;
             spent.add(&cost);
+            self.redeliver_after_summary(turn)?;
             if changed {
                 spent.add(&outcome.usage);
                 outcome = self.capped_step(turn, step, &spent, stop).await?;

@@ -12,8 +12,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::{
     MANUAL_MIN_TOKENS, ManualCompaction, RETAIN_RATIO, SUMMARY_INSTRUCTION, SUMMARY_MAX_TOKENS,
-    TRIGGER_RATIO, checkpoint, estimate_tokens, head_cut, is_checkpoint, is_tool_result, prunable,
-    split_point,
+    checkpoint, estimate_tokens, head_cut, is_checkpoint, is_tool_result, prunable, split_point,
 };
 use crate::agent::events::{AgentEvent, commit};
 use crate::agent::stop::Stop;
@@ -43,6 +42,11 @@ impl History<'_> {
 pub(crate) struct Compactor {
     /// The model's context window in tokens.
     window: u64,
+    /// Whether, and at what share of the window, it compacts on its own (`[compaction]`).
+    rules: dsh_config::CompactionRules,
+    /// A summary replaced part of the history since [`Compactor::take_summarised`] was last
+    /// asked: what it replaced may have held the workspace instructions.
+    summarised: bool,
     /// The prompt tokens the last answered request reported, and how many history messages
     /// it carried: the base of the next size measurement.
     last_prompt: Option<(u64, usize)>,
@@ -51,9 +55,11 @@ pub(crate) struct Compactor {
 }
 
 impl Compactor {
-    pub(crate) fn new(window: u64) -> Self {
+    pub(crate) fn new(window: u64, rules: dsh_config::CompactionRules) -> Self {
         Compactor {
             window,
+            rules,
+            summarised: false,
             last_prompt: None,
             summary_failed_at: None,
         }
@@ -77,8 +83,13 @@ impl Compactor {
         }
     }
 
-    /// Compacts when the history has reached its share of the window; returns what the
-    /// summary request cost.
+    /// Whether a summary replaced part of the history since this was last asked.
+    pub(crate) fn take_summarised(&mut self) -> bool {
+        std::mem::take(&mut self.summarised)
+    }
+
+    /// Compacts when the history has reached its share of the window (`compaction.threshold`,
+    /// unless `compaction.auto` is off); returns what the summary request cost.
     pub(crate) async fn compact(
         &mut self,
         mut h: History<'_>,
@@ -86,7 +97,10 @@ impl Compactor {
         reason: &str,
         stop: &Stop,
     ) -> Result<Usage, CoreError> {
-        let limit = (self.window as f64 * TRIGGER_RATIO) as u64;
+        if !self.rules.auto {
+            return Ok(Usage::default());
+        }
+        let limit = (self.window as f64 * self.rules.threshold) as u64;
         if self.pressure(&h) < limit {
             return Ok(Usage::default());
         }
@@ -286,6 +300,7 @@ impl Compactor {
             usage: completion.billed(),
         }))?;
         self.last_prompt = None;
+        self.summarised = true;
         Ok((true, completion.billed()))
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Before each step the history's size is measured: the last request's reported prompt tokens
 //! plus an estimate (4 characters a token) of what was added since, or the estimate of it all
-//! when nothing was reported. At [`TRIGGER_RATIO`] of the window, first every tool result over
+//! when nothing was reported. At `compaction.threshold` of the window (0.8 unless set; never
+//! with `compaction.auto = false`), first every tool result over
 //! [`PRUNE_CHARS`] characters is cut to its head and tail (the log keeps the whole result);
 //! if the history is still too large, its older part is summarised by the model and replaced by
 //! one user message holding the summary, keeping the most recent [`RETAIN_RATIO`] of the window
@@ -14,8 +15,6 @@ pub(crate) mod compactor;
 
 use dsh_protocol::{Block, Message, Role, ToolOutputPart};
 
-/// The share of the context window at which compaction starts.
-pub const TRIGGER_RATIO: f64 = 0.8;
 /// The share of the window kept verbatim at the end of the history when summarising.
 pub const RETAIN_RATIO: f64 = 0.16;
 /// Tool results longer than this (in characters) are pruned.

@@ -21,8 +21,16 @@ pub(crate) fn install(wiring: &Arc<Wiring>, seat: &mut Seat<'_>, draft: &mut Dra
             &settings.home().value,
             settings.home_shown(),
             settings.instructions(),
-            resumed.then_some(seat.session),
+            if resumed {
+                seat.session.instructions_given()
+            } else {
+                super::Given::Nothing
+            },
         );
     }
     draft.config.nested_instructions = Some(settings.instructions().clone());
+    draft.config.instructions_home = Some((
+        settings.home().value.clone(),
+        settings.home_shown().to_owned(),
+    ));
 }

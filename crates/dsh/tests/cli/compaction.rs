@@ -202,3 +202,109 @@ fn a_long_run_in_a_small_window_keeps_every_request_inside_it() {
         "a request grew with the run: {largest} tokens of body, {early} at most in the first 20"
     );
 }
+
+/// A script that sets a goal, then writes and reads three files until the last read reports a
+/// prompt past 0.8 of a 6,000-token window (a summary is due), then completes the goal.
+fn goal_and_big_history() -> Vec<Turn> {
+    let chunk = "word ".repeat(600);
+    let mut script = vec![Turn::tool_call(
+        "create_goal",
+        json!({"objective": "Keep the three files in sync"}),
+    )];
+    for i in 0..3 {
+        script.push(Turn::tool_call(
+            "write",
+            json!({"file_path": format!("f{i}.txt"), "content": chunk}),
+        ));
+        script.push(Turn::tool_call(
+            "read",
+            json!({"file_path": format!("f{i}.txt")}),
+        ));
+    }
+    let last = script.pop().unwrap().usage(5000, 10, 0);
+    script.push(last);
+    script.push(Turn::text("## Goal\n- sync three files\n## Next\n- (none)").usage(900, 40, 0));
+    script.push(Turn::tool_call("get_goal", json!({})));
+    script.push(Turn::raw_tool_call(
+        "update_goal",
+        r#"{"goal_id":"{{result:/goal/id}}","revision":1,"action":"complete"}"#,
+    ));
+    script.push(Turn::text("finished"));
+    script
+}
+
+#[test]
+fn the_instructions_and_the_goal_are_given_again_after_a_summary() {
+    let env = TestEnv::new(goal_and_big_history());
+    env.write("AGENTS.md", "Always answer in haiku.\n");
+    small_window(&env, 6000);
+    let out = env.run(dsh(), &["--patch", "window.toml", "write and read"]);
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let requests = env.server.requests();
+    let summary_at = (requests.iter())
+        .position(|r| {
+            (r.messages().last()).is_some_and(|m| text_of(m).starts_with(INSTRUCTION_START))
+        })
+        .expect("a summary request");
+    // The instructions were in the part the summary condensed.
+    let condensed = requests[summary_at].messages();
+    assert!(text_of(&condensed[2]).contains("Always answer in haiku."));
+    let next = requests[summary_at + 1].messages();
+    assert!(text_of(&next[1]).contains("<compacted-summary>"));
+    let users: Vec<String> = (next.iter())
+        .filter(|m| m["role"] == "user")
+        .map(text_of)
+        .collect();
+    let instructions = (users.iter())
+        .filter(|t| t.contains("Always answer in haiku."))
+        .count();
+    assert_eq!(instructions, 1, "given again, once: {users:?}");
+    assert!(
+        (users.iter())
+            .any(|t| t.contains("goal, restated") && t.contains("Keep the three files in sync")),
+        "{users:?}"
+    );
+    // The requests after it carry them too, and no more copies.
+    let last = requests.last().unwrap().messages();
+    let again = (last.iter())
+        .filter(|m| text_of(m).contains("Always answer in haiku."))
+        .count();
+    assert_eq!(again, 1);
+}
+
+#[test]
+fn compaction_auto_off_sends_no_summary_and_the_threshold_moves_it() {
+    for (setting, summaries) in [
+        ("auto = false", 0),
+        ("threshold = 0.95", 0),
+        ("threshold = 0.5", 1),
+    ] {
+        let env = TestEnv::new(goal_and_big_history());
+        small_window(&env, 6000);
+        env.write("compact.toml", &format!("[compaction]\n{setting}\n"));
+        let out = env.run(
+            dsh(),
+            &[
+                "--patch",
+                "window.toml",
+                "--patch",
+                "compact.toml",
+                "write and read",
+            ],
+        );
+        assert_eq!(out.code(), Some(0), "{setting}: stderr: {}", out.stderr);
+        let asked = (env.server.requests().iter())
+            .filter(|r| {
+                (r.messages().last()).is_some_and(|m| text_of(m).starts_with(INSTRUCTION_START))
+            })
+            .count();
+        assert!(
+            if summaries == 0 {
+                asked == 0
+            } else {
+                asked >= 1
+            },
+            "{setting}: {asked} summary requests"
+        );
+    }
+}
