@@ -294,3 +294,37 @@ fn answers_never_asked_and_reused_ids_change_nothing() {
         "each refused (UNKNOWN_REQUEST); only the real answer reaches the model",
     );
 }
+
+#[test]
+fn a_client_that_writes_20000_messages_before_reading_one_is_answered_in_order() {
+    let env = TestEnv::new(vec![]);
+    let mut client = Client::start(&env, &[]);
+    // Written from another thread: the server stops reading once its answers fill the pipe
+    // nobody reads, so this side's writes wait too until the answers are read below.
+    let mut stdin = client.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        for id in 1..=20_000u32 {
+            let line = format!("{{\"type\":\"interrupt\",\"id\":{id}}}\n");
+            stdin.write_all(line.as_bytes()).unwrap();
+        }
+        stdin.flush().unwrap();
+        stdin
+    });
+    for id in 1..=20_000u32 {
+        let answer = client.read();
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["result"]["interrupted"], false, "{answer}");
+    }
+    client.stdin = Some(writer.join().unwrap());
+    let peak = peak_memory(client.child.id());
+    assert!(
+        peak < 80 << 20,
+        "dsh app-server peaked at {} MiB",
+        peak >> 20
+    );
+    assert!(client.quit().success());
+    attack(
+        "a client writes 20,000 messages and reads no answer until it has written them all",
+        "the server waits on its output and holds no queue beyond a pipe; each answered, in order",
+    );
+}
