@@ -454,27 +454,31 @@ fn fit(mut sources: Vec<Source>, max: usize) -> String {
     text
 }
 
-/// The workspace instructions a session's next turn carries: all of them for a new session
-/// (`resumed` is `None`), what changed since for a resumed one.
+/// What a session was given already, as far as its next turn's instructions depend on it.
+pub(crate) enum Given<'a> {
+    /// A new session: nothing yet.
+    Nothing,
+    /// A session logged before dsh recorded which files each delivery carried.
+    Untracked,
+    /// The files its deliveries carried.
+    Files(&'a Loaded),
+}
+
+/// The workspace instructions a session's next turn carries: all of them for a new session,
+/// what changed since for a resumed one.
 pub(crate) fn for_next_turn(
     cwd: &Path,
     home: &Path,
     home_shown: &str,
     settings: &InstructionSettings,
-    resumed: Option<&crate::Session>,
+    given: Given<'_>,
 ) -> Option<Delivery> {
-    match resumed {
-        None => baseline(cwd, home, home_shown, settings),
-        // Logged before dsh recorded which files it delivered: what the model was given cannot
-        // be compared with the files now, and sending them all again would repeat them.
-        Some(session) if !session.instructions_tracked() => None,
-        Some(session) => changes(
-            cwd,
-            home,
-            home_shown,
-            settings,
-            session.loaded_instructions(),
-        ),
+    match given {
+        Given::Nothing => baseline(cwd, home, home_shown, settings),
+        // What the model was given cannot be compared with the files now, and sending them
+        // all again would repeat them.
+        Given::Untracked => None,
+        Given::Files(loaded) => changes(cwd, home, home_shown, settings, loaded),
     }
 }
 

@@ -117,7 +117,7 @@ impl Run {
                 &settings.home().value,
                 settings.home_shown(),
                 settings.instructions(),
-                Some(self.agent.session()),
+                self.agent.session().instructions_given(),
             );
             self.agent.set_instructions(instructions);
             self.agent.goal_rewound();

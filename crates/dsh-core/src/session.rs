@@ -10,9 +10,10 @@ use crate::lock::SessionLock;
 use crate::log::{LOG_FILE, LOG_FILE_ZSTD, LogOptions, SessionLog, now_ms, read_log, session_dir};
 
 mod reading;
+mod recent;
 
-use reading::RecentTurns;
-pub use reading::SHOWN_TURNS;
+use recent::RecentTurns;
+pub use recent::SHOWN_TURNS;
 
 /// One conversation: its identity, the history the model sees, and the log it is kept in.
 pub struct Session {
@@ -398,6 +399,15 @@ impl Session {
     /// so for a session logged before dsh recorded them.
     pub fn instructions_tracked(&self) -> bool {
         !self.untracked_instructions
+    }
+
+    /// What the session was given of the workspace instructions, for the next delivery.
+    pub(crate) fn instructions_given(&self) -> crate::instructions::Given<'_> {
+        if self.untracked_instructions {
+            crate::instructions::Given::Untracked
+        } else {
+            crate::instructions::Given::Files(&self.loaded)
+        }
     }
 
     /// The number of the last turn started (0 before the first).

@@ -3,7 +3,7 @@
 //! (a `rewind` record the session replays its log by), or both. Every front end rewinds
 //! through [`rewind`]: `dsh rewind`, the terminal UI's `/rewind` ([`crate::Run::rewind`]).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -12,35 +12,17 @@ pub use dsh_checkpoint::{Change, ChangeKind, RestorePlan};
 use dsh_checkpoint::{CheckpointStore, Coverage, Snapshot, Taken, Watch};
 
 use crate::CoreError;
-use dsh_config::{CheckpointRules, Settings};
+use dsh_config::Settings;
 use dsh_protocol::{CheckpointAt, CheckpointRecord, Record, RewindRecord};
 
 use crate::Session;
 
 pub(crate) mod install;
 mod prune;
+mod store;
 
 pub(crate) use prune::{Pruning, prune_beside};
-
-/// The checkpoint store of the workspace `cwd`.
-pub(crate) fn store_for(home: &Path, cwd: &Path) -> CheckpointStore {
-    let slug = crate::log::cwd_slug(&cwd.to_string_lossy());
-    CheckpointStore::new(home.join("checkpoints").join(slug))
-}
-
-pub(crate) fn coverage(rules: CheckpointRules, home: &Path) -> Coverage {
-    Coverage {
-        max_file_bytes: rules.max_file_bytes,
-        include_ignored: rules.include_ignored,
-        // dsh's home inside the workspace holds the checkpoints themselves.
-        exclude: vec![home.to_path_buf()],
-        // The files the redactor reads secrets from are never copied into the store.
-        holds_secrets: dsh_sandbox::is_env_file,
-        // Added where the run's settings are known (`Checkpointer::new`).
-        secret_files: Vec::new(),
-        budget_bytes: Some(rules.max_store_bytes),
-    }
-}
+pub(crate) use store::{coverage, store_for};
 
 /// The config files the run read (or looked for) that lie in the workspace, relative to it:
 /// they may hold keys, so no checkpoint copies them.
@@ -425,21 +407,20 @@ pub enum RewindError {
     Log(String),
 }
 
-/// Plans the rewind `request` asks of `session` and, when it says so and nothing stands in
-/// the way, does it: the files put back, a `rewind` record committed (which takes the
-/// conversation back when asked), the snapshot before it kept so that it can be undone.
-pub fn rewind(
-    session: &mut Session,
-    checkpointer: &mut Checkpointer,
-    request: &RewindRequest,
-) -> Result<RewindReport, RewindError> {
-    let store = checkpointer.store.clone();
-    let records = session.logged_records();
-    let store_error = |e: dsh_checkpoint::CheckpointError| RewindError::Store(e.to_string());
-    // The snapshot the files go back to, and whether files and conversation are taken back.
-    // The turn whose start (or escalated call) the files go back to; none for an undo.
+/// What a rewind takes back: the snapshot the files go back to (none: files stay), whether
+/// files and conversation are taken back, and the turn whose start (or escalated call) the
+/// files go back to (none for an undo).
+struct RewindTarget {
+    snapshot: Option<String>,
+    files: bool,
+    conversation: bool,
+    turn: Option<u32>,
+}
+
+/// Finds what `request` takes back in the session's `records`.
+fn rewind_target(records: &[Record], request: &RewindRequest) -> Result<RewindTarget, RewindError> {
     let mut target_turn = request.to_turn;
-    let (target, files, conversation) = match (&request.before_call, request.to_turn) {
+    let (snapshot, files, conversation) = match (&request.before_call, request.to_turn) {
         (Some(call), _) => {
             if request.conversation {
                 return Err(RewindError::MidTurnConversation);
@@ -478,7 +459,7 @@ pub fn rewind(
             {
                 return Err(RewindError::NoTurn(turn));
             }
-            let start = files_at_start(&records, turn);
+            let start = files_at_start(records, turn);
             let target = match (request.files, start) {
                 (false, _) => None,
                 (true, Some(id)) => Some(id),
@@ -507,6 +488,31 @@ pub fn rewind(
             (target, undone.files, undone.conversation)
         }
     };
+    Ok(RewindTarget {
+        snapshot,
+        files,
+        conversation,
+        turn: target_turn,
+    })
+}
+
+/// Plans the rewind `request` asks of `session` and, when it says so and nothing stands in
+/// the way, does it: the files put back, a `rewind` record committed (which takes the
+/// conversation back when asked), the snapshot before it kept so that it can be undone.
+pub fn rewind(
+    session: &mut Session,
+    checkpointer: &mut Checkpointer,
+    request: &RewindRequest,
+) -> Result<RewindReport, RewindError> {
+    let store = checkpointer.store.clone();
+    let records = session.logged_records();
+    let store_error = |e: dsh_checkpoint::CheckpointError| RewindError::Store(e.to_string());
+    let RewindTarget {
+        snapshot: target,
+        files,
+        conversation,
+        turn: target_turn,
+    } = rewind_target(&records, request)?;
     let mut report = RewindReport {
         plan: RestorePlan::default(),
         changed_outside: Vec::new(),

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use dsh_config::Settings;
 use dsh_protocol::Record;
 
-use super::store_for;
+use super::store::store_for;
 
 /// A prune going on beside the run. The run waits for it when it ends (so that a short run
 /// does not cut it short and leave the rest for tomorrow); a run killed before is safe: the

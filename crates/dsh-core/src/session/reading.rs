@@ -5,23 +5,12 @@ use std::path::Path;
 
 use dsh_protocol::{Record, RecordEnvelope, SessionHeader};
 
+use super::recent::SHOWN_TURNS;
 use super::{Session, rewind_targets};
 use crate::CoreError;
 use crate::listing::Listing;
 use crate::log::{After, Item, LogEnd, may_rewind, read_each};
 use crate::repair::OpenTurn;
-
-/// How many of a resumed session's last turns a front end shows (the terminal UI's
-/// transcript, the web app's page); `dsh sessions show` prints them all.
-pub const SHOWN_TURNS: usize = 50;
-
-/// Where the last [`SHOWN_TURNS`] turns of a log start (each as a read that goes on after the
-/// record before its `turn/start`), and how many turns came before them.
-#[derive(Debug, Default)]
-pub(super) struct RecentTurns {
-    starts: std::collections::VecDeque<After>,
-    earlier: u32,
-}
 
 /// A log read through by a resume: what lists show of it, where the read ended, and the
 /// records that close a turn it left open.
