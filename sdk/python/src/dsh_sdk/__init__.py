@@ -21,7 +21,8 @@ from .types import (
 __all__ = [
     "AgentEvent", "Approval", "ApprovalRequest", "Dsh", "DshError", "DshSync", "ErrorEvent",
     "Event", "EVENT_CLASSES", "FinalEvent", "FormRequest", "GoalEvent", "PresentEvent",
-    "Question", "QuestionOption", "QuestionsRequest", "RewindApplied", "RewindChange", "RewindReport", "SessionEvent", "StatusEvent",
+    "Question", "QuestionOption", "QuestionsRequest", "RewindApplied", "RewindChange",
+    "RewindReport", "SessionEvent", "StatusEvent",
     "TextEvent", "ThinkingEvent", "TodoEvent", "ToolCallEvent", "ToolResultEvent", "TurnError",
     "TurnResult", "find_binary", "parse_event", "Tool", "tool",
 ]
