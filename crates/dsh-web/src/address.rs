@@ -82,7 +82,7 @@ pub(crate) async fn resolve(
         Err(_) => tokio::net::lookup_host((bare, port))
             .await
             .map_err(|e| {
-                crate::web_error(
+                crate::access::web_error(
                     "WEB_PROVIDER_ERROR",
                     format!("web fetch failed: cannot resolve {bare}: {e}"),
                 )
@@ -90,13 +90,13 @@ pub(crate) async fn resolve(
             .collect(),
     };
     let Some(first) = addresses.first().copied() else {
-        return Err(crate::web_error(
+        return Err(crate::access::web_error(
             "WEB_PROVIDER_ERROR",
             format!("web fetch failed: {bare} has no address"),
         ));
     };
     if !allow_private && let Some(private) = addresses.iter().find(|a| is_private(a.ip())) {
-        return Err(crate::web_error(
+        return Err(crate::access::web_error(
             "WEB_BLOCKED_URL",
             format!(
                 "{bare} resolves to {}, a private, loopback or link-local address, which \

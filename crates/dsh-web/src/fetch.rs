@@ -11,7 +11,7 @@ use futures_util::StreamExt;
 use reqwest::Url;
 use reqwest::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
 
-use crate::{WebSettings, web_error};
+use crate::access::{WebSettings, network_allowed, web_error};
 
 /// The longest URL taken.
 const MAX_URL_LENGTH: usize = 2048;
@@ -89,8 +89,7 @@ impl Tool for WebFetch {
                 return Err(ToolError::plain("url must be a non-empty string"));
             }
             let url = checked_url(raw)?;
-            crate::network_allowed(&self.settings, ctx, "web_fetch", &format!("fetch {url}"))
-                .await?;
+            network_allowed(&self.settings, ctx, "web_fetch", &format!("fetch {url}")).await?;
             let settings = &self.settings;
             match tokio::time::timeout(settings.fetch_timeout, fetch(url, settings)).await {
                 Ok(result) => result.map(ToolOutput::text),

@@ -11,75 +11,17 @@ use dsh_tools::{
 use reqwest::Url;
 use serde_json::Value;
 
-use crate::{WebSettings, web_error};
+use crate::access::{NativeSearch, SearchBackend, WebSettings, web_error};
 
 /// Queries one call may send.
 const MAX_QUERIES: usize = 4;
 /// Sources one call lists.
 const MAX_RESULTS: usize = 8;
 
-/// What `web_search` says when no backend is configured.
-pub const NO_BACKEND: &str = "no usable web provider is registered: set web.search.provider \
-     (searxng or brave) in a config file to search the web";
-
 /// The most searches the hosted search tool may run for one query.
 const NATIVE_MAX_USES: u32 = 5;
 /// The most tokens the model answering a hosted search may write.
 const NATIVE_MAX_TOKENS: u32 = 4096;
-
-/// Where `web_search` searches (`web.search.provider`).
-#[derive(Clone)]
-pub enum SearchBackend {
-    /// A SearXNG instance's JSON API: `GET <base_url>/search?q=..&format=json`.
-    Searxng { base_url: String },
-    /// The Brave Search API: `GET <base_url>/res/v1/web/search?q=..`, the key in
-    /// `X-Subscription-Token`.
-    Brave { base_url: String, api_key: String },
-    /// The model provider's own hosted search: one request a query to its Anthropic-compatible
-    /// Messages API (`POST <base_url>/messages`) offering the `web_search_20250305` server
-    /// tool, on the route's key. What the request bills is counted in the call's usage.
-    Native(NativeSearch),
-}
-
-/// A provider's hosted search, as `SearchBackend::Native` reaches it.
-#[derive(Clone)]
-pub struct NativeSearch {
-    /// The provider's name in errors: `DeepSeek`, `Anthropic`.
-    pub service: &'static str,
-    /// The Messages API root: `/messages` is appended.
-    pub base_url: String,
-    pub api_key: String,
-    /// The model that runs the search.
-    pub model: String,
-    /// Its prices, to price what a search bills.
-    pub prices: Option<dsh_protocol::Prices>,
-}
-
-/// The key is a secret: only the endpoint is shown, and that without a password or a query.
-impl std::fmt::Debug for SearchBackend {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use dsh_protocol::shown_url;
-        match self {
-            SearchBackend::Searxng { base_url } => write!(f, "Searxng({})", shown_url(base_url)),
-            SearchBackend::Brave { base_url, .. } => write!(f, "Brave({})", shown_url(base_url)),
-            SearchBackend::Native(native) => {
-                let shown = shown_url(&native.base_url);
-                write!(f, "Native({}, {shown})", native.service)
-            }
-        }
-    }
-}
-
-impl SearchBackend {
-    /// Its name in errors.
-    fn name(&self) -> &'static str {
-        match self {
-            SearchBackend::Searxng { .. } => "SearXNG",
-            SearchBackend::Brave { .. } => "Brave",
-            SearchBackend::Native(native) => native.service,
-        }
-    }
-}
 
 /// One result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,7 +91,7 @@ impl Tool for WebSearch {
                 Ok(backend) => backend,
                 Err(why) => return Err(web_error("WEB_PROVIDER_UNAVAILABLE", why.clone())),
             };
-            crate::network_allowed(
+            crate::access::network_allowed(
                 &self.settings,
                 ctx,
                 "web_search",
