@@ -15,6 +15,9 @@ use super::{HookEvent, HookRunner};
 pub(crate) struct HookedApprover {
     pub(crate) inner: Arc<dyn Approver>,
     pub(crate) hooks: Arc<HookRunner>,
+    /// The run's tools, for the names other agents give them: a matcher written for Claude
+    /// Code (`Bash`) chooses the tool as it does on PreToolUse.
+    pub(crate) catalog: dsh_tools::ToolCatalog,
 }
 
 impl Approver for HookedApprover {
@@ -35,7 +38,10 @@ impl HookedApprover {
             "tool_use_id": request.call_id,
             "reason": request.reason,
         });
-        let tool = [request.tool.as_str()];
+        let facts = self.catalog.facts(&request.tool);
+        let tool: Vec<&str> = std::iter::once(request.tool.as_str())
+            .chain(facts.iter().flat_map(|f| f.hook_names.iter().copied()))
+            .collect();
         let verdict = (self.hooks)
             .fire(
                 HookEvent::PermissionRequest,
@@ -112,6 +118,7 @@ mod tests {
         let approver = HookedApprover {
             inner: person.clone(),
             hooks: Arc::new(runner),
+            catalog: dsh_tools::ToolCatalog::default(),
         };
         (approver, person)
     }

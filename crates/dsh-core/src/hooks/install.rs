@@ -57,11 +57,13 @@ pub(crate) fn install(wiring: &Arc<Wiring>, seat: &mut Seat<'_>, draft: &mut Dra
     // What the top agent puts to the user passes through PermissionRequest and Notification
     // hooks (a child asks nobody).
     if let (Role::Top(_), Some(hooks)) = (&seat.role, &wiring.hooks) {
+        let catalog = draft.tools.catalog();
         let session = &mut draft.tool_session;
         session.approver = (session.approver.take()).map(|inner| {
             Arc::new(super::approvals::HookedApprover {
                 inner,
                 hooks: hooks.clone(),
+                catalog,
             }) as Arc<dyn dsh_sandbox::escalation::Approver>
         });
     }

@@ -51,6 +51,7 @@ mod trust;
 mod tui;
 mod tui_archive;
 mod tui_habits;
+mod tui_hooks;
 mod web;
 mod web_app;
 
