@@ -48,6 +48,25 @@ const DAEMON_SOCKETS: &[&str] = &[
     "/run/podman/podman.sock",
 ];
 
+/// Unix sockets of host daemons that look names up for a client (systemd-resolved's varlink
+/// socket, nscd, Avahi's mDNS): with the network off or under the allowlist, a command could
+/// still send a name (and whatever it encodes in one) to the world's name servers through
+/// them. Covered like [`DAEMON_SOCKETS`], but only then: with the network on, names resolve
+/// anyway.
+const RESOLVER_SOCKETS: &[&str] = &[
+    "/run/systemd/resolve/io.systemd.Resolve",
+    "/run/systemd/resolve/io.systemd.Resolve.Monitor",
+    "/run/nscd/socket",
+    "/var/run/nscd/socket",
+    "/run/avahi-daemon/socket",
+];
+
+/// The daemon sockets each sandbox covers, with the network on or not.
+fn hidden_sockets(network: bool) -> impl Iterator<Item = &'static &'static str> {
+    let resolvers: &[&str] = if network { &[] } else { RESOLVER_SOCKETS };
+    DAEMON_SOCKETS.iter().chain(resolvers)
+}
+
 pub(crate) fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -205,7 +224,7 @@ pub(crate) fn profile(
     {
         args.extend(["--tmpfs".into(), runtime.into_os_string()]);
     }
-    for socket in DAEMON_SOCKETS {
+    for socket in hidden_sockets(network) {
         use std::os::unix::fs::FileTypeExt as _;
         if std::fs::metadata(socket).is_ok_and(|m| m.file_type().is_socket()) {
             args.extend(["--ro-bind".into(), "/dev/null".into(), (*socket).into()]);
@@ -326,6 +345,23 @@ pub(crate) fn runner_failure<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Without the network (or under the allowlist) a name lookup through a host daemon's
+    /// socket would carry data out as a name: those sockets are covered then too.
+    #[test]
+    fn name_lookup_daemons_are_hidden_when_the_network_is_not_open() {
+        let open: Vec<_> = hidden_sockets(true).collect();
+        let closed: Vec<_> = hidden_sockets(false).collect();
+        assert!(!open.contains(&&"/run/nscd/socket"));
+        for socket in [
+            "/run/systemd/resolve/io.systemd.Resolve",
+            "/run/nscd/socket",
+            "/run/avahi-daemon/socket",
+            "/run/dbus/system_bus_socket",
+        ] {
+            assert!(closed.contains(&&socket), "{socket}");
+        }
+    }
 
     fn strings(args: &[OsString]) -> Vec<String> {
         args.iter()
