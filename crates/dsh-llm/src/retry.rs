@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use dsh_protocol::Usage;
 
-use crate::{BoxFuture, Completion, DeltaSink, LlmError, ModelRequest, Provider, StreamDelta};
+use crate::{
+    BoxFuture, Completion, DeltaSink, LlmError, ModelRequest, Provider, RetryNotice, StreamDelta,
+};
 
 /// When and how often to try again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,18 +53,6 @@ impl RetryPolicy {
             .min(self.max_delay)
             .mul_f64(0.5 + 0.5 * jitter.clamp(0.0, 1.0))
     }
-}
-
-/// One retry about to happen, for whoever shows the run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RetryNotice {
-    /// The attempt about to be made (2 for the first retry).
-    pub attempt: u32,
-    /// How many attempts there can be in all.
-    pub attempts: u32,
-    pub code: String,
-    pub message: String,
-    pub delay: Duration,
 }
 
 /// A provider that retries outages.
