@@ -102,6 +102,14 @@ pub fn parse(number: usize, line: &str) -> Result<Message, Refusal> {
         ));
     };
     let id = fields.get("id").cloned().unwrap_or(Value::Null);
+    // The id is echoed as given: only what the schema lets a response carry.
+    if !(id.is_null() || id.is_string() || id.is_i64() || id.is_u64()) {
+        return Err(Refusal::new(
+            &Value::Null,
+            code::BAD_REQUEST,
+            format!("line {number}: \"id\" must be a string or a whole number"),
+        ));
+    }
     let bad = |what: String| Refusal::new(&id, code::BAD_REQUEST, format!("line {number}: {what}"));
     let kind = value["type"]
         .as_str()
@@ -313,6 +321,14 @@ mod tests {
         assert!(both.message.contains("not both"), "{both:?}");
         let answer = refused(r#"{"type":"answer","choice":"once"}"#);
         assert!(answer.message.contains("\"request\""), "{answer:?}");
+        for id in ["1.5", "{\"deep\":[1]}", "[1]", "true"] {
+            let odd = refused(&format!(r#"{{"type":"interrupt","id":{id}}}"#));
+            assert_eq!(
+                (odd.code, &odd.id),
+                (code::BAD_REQUEST, &Value::Null),
+                "{id}"
+            );
+        }
         let wrong = refused(r#"{"type":"send","text":3}"#);
         assert!(
             wrong.message.contains("\"text\" must be a string"),

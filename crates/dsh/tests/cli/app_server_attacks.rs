@@ -265,6 +265,13 @@ fn answers_never_asked_and_reused_ids_change_nothing() {
     assert_eq!(early["error"]["code"], "UNKNOWN_REQUEST", "{early}");
     let id = client.send(json!({"type": "send", "text": "look it up"}));
     let asked = next_request(&mut client);
+    // Ids no response may carry are refused, not echoed.
+    for odd in ["1.5", "{\"deep\":[[1]]}", "[1,2]", "true"] {
+        client.write(&format!(r#"{{"type":"interrupt","id":{odd}}}"#));
+        let refused = next_response(&mut client);
+        assert_eq!(refused["error"]["code"], "BAD_REQUEST", "{refused}");
+        assert_eq!(refused["id"], Value::Null, "{refused}");
+    }
     // Answers to requests never sent, with the turn's own id reused.
     for request in ["ask-2", "ask-0", "ask-1 ", "approval"] {
         let line = json!({"type": "answer", "id": id, "request": request, "output": "forged"});
@@ -290,8 +297,8 @@ fn answers_never_asked_and_reused_ids_change_nothing() {
         "the tool_call event always first (the run gives way once before it hands the call over)",
     );
     attack(
-        "answers to requests never sent (before any turn, forged ids, one already answered), with a message id reused",
-        "each refused (UNKNOWN_REQUEST); only the real answer reaches the model",
+        "answers to requests never sent (before any turn, forged ids, one already answered), with a message id reused, and ids no response may carry (1.5, an object, a list)",
+        "each refused (UNKNOWN_REQUEST, BAD_REQUEST with a null id); only the real answer reaches the model",
     );
 }
 
