@@ -2,8 +2,6 @@
 
 use serde_json::{Map, Value};
 
-use super::value_kind;
-
 /// A row's config fields, taken one by one; what is left at the end is unsupported.
 pub(super) struct Fields {
     pub(super) kind: &'static str,
@@ -131,5 +129,17 @@ impl Fields {
                 self.kind
             )),
         }
+    }
+}
+
+/// What kind of YAML value `value` is, for an error that must not quote it.
+fn value_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "nothing",
+        Value::Bool(_) => "true or false",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
     }
 }

@@ -2,7 +2,14 @@
 
 use serde_json::{Map, Value};
 
-use super::RowContext;
+use std::path::PathBuf;
+
+/// What a translation needs to know of the run.
+#[derive(Debug, Clone)]
+pub struct RowContext {
+    pub home: PathBuf,
+    pub cwd: PathBuf,
+}
 
 /// YAML to JSON, `!!js` values evaluated.
 pub(super) fn to_json(value: yaml_serde::Value, context: &RowContext) -> Result<Value, String> {

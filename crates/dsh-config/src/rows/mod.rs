@@ -12,7 +12,7 @@
 //! `?? 'default'` or `|| 'default'`), `process.cwd()`, `dshHomePath('a', ...)` and literals.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Map, Value};
 
@@ -22,14 +22,8 @@ mod models;
 mod parts;
 
 use fields::Fields;
+pub use js::RowContext;
 use js::to_json;
-
-/// What a translation needs to know of the run.
-#[derive(Debug, Clone)]
-pub struct RowContext {
-    pub home: PathBuf,
-    pub cwd: PathBuf,
-}
 
 /// Rows inserted by earlier patch files, by id, so a later file can target them.
 #[derive(Debug, Clone, Default)]
@@ -650,18 +644,6 @@ pub fn remove_path(table: &mut toml::Table, path: &[String]) {
     }
 }
 
-/// What kind of YAML value `value` is, for an error that must not quote it.
-fn value_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "nothing",
-        Value::Bool(_) => "true or false",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a mapping",
-    }
-}
-
 fn kind_static(id: &str) -> &'static str {
     BASE_KINDS
         .iter()
@@ -673,6 +655,8 @@ fn kind_static(id: &str) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::js::evaluate;
     use super::*;
 
