@@ -55,7 +55,7 @@ mod workspace_diff;
 pub use agent::{Agent, AgentEvent, Steering, Stop, TurnSummary};
 pub use blame::{BlameError, BlameLine, Origin, blame_file};
 pub use builder::{AgentBuilder, StartedRun, User, setting_rows};
-pub use compaction::ManualCompaction;
+pub use compaction::{GOAL_RESTATED, ManualCompaction};
 /// The settings a run is built from (`dsh-config`), for the front ends that load them.
 pub use dsh_config as config;
 pub use dsh_config::{

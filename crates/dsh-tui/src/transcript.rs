@@ -69,6 +69,13 @@ impl Transcript {
                         text.push_str(&image.summary());
                     }
                 }
+                // dsh's own restatement of the goal after a summary: a note, not the user's.
+                if text.starts_with(dsh_core::GOAL_RESTATED) {
+                    return Some(vec![Line::styled(
+                        "· the goal was restated to the model after the summary",
+                        DIM,
+                    )]);
+                }
                 // A command the user ran with `!`: shown as the command and its output.
                 if let Some((command, output)) = dsh_core::user_shell::read(&text) {
                     return Some(shell_cell(command, output));
@@ -107,6 +114,9 @@ impl Transcript {
             View::Card(card) => {
                 self.keep(&card.kind);
                 // A call the review allowed needs no word.
+                if let CardKind::Compaction(summary) = &card.kind {
+                    return Some(compaction_cell(&card, summary));
+                }
                 (!card.routine).then(|| card_cell(&card))
             }
             // The status line says the mode the session runs under.
@@ -461,6 +471,32 @@ pub fn card_cell(card: &Card<'_>) -> Vec<Line<'static>> {
     lines
 }
 
+/// A compaction: when and how much (the card's headline), what was summarised, and what
+/// the model still has as it was.
+fn compaction_cell(
+    card: &Card<'_>,
+    summary: &dsh_protocol::CompactionSummaryRecord,
+) -> Vec<Line<'static>> {
+    let mut lines = card_cell(card);
+    if let Some(note) = &card.note {
+        lines.push(Line::styled(format!("  {note}"), DIM));
+    }
+    let when = if summary.reason == "manual" {
+        "with your next message"
+    } else {
+        "before its next request"
+    };
+    lines.push(Line::styled(
+        format!(
+            "  kept as they were: the messages after those {}; the workspace instructions and \
+             the goal, if any, are given to the model again {when}",
+            summary.replaced
+        ),
+        DIM,
+    ));
+    lines
+}
+
 /// A token count for people: 950, 12.3k, 1.2M.
 pub fn tokens(n: u64) -> String {
     match n {
@@ -513,7 +549,11 @@ mod tests {
                 "◎ goal set: Read every file",
                 "▣ The report\n  /work/report.md\nWhat a.txt says.",
                 "· subagent-1 (look around) ended its turn",
-                "· history compacted (manual): about 900 → 100 tokens",
+                // A compaction says also what it summarised and what it kept.
+                "· history compacted (manual): about 900 → 100 tokens\n  4 earlier messages \
+                 summarised by deepseek-chat, 0 tokens\n  kept as they were: the messages after \
+                 those 4; the workspace instructions and the goal, if any, are given to the \
+                 model again with your next message",
                 "↶ rewound files and conversation to before turn 1 (1 written back, 0 removed)",
             ]
         );
@@ -581,6 +621,23 @@ mod tests {
         assert_eq!(
             plain(&bash_result("started background job job-2")),
             "  │ started background job job-2"
+        );
+    }
+
+    #[test]
+    fn the_goal_restated_after_a_summary_is_a_note_not_the_users_words() {
+        let mut transcript = Transcript::default();
+        let restated = Record::UserMessage {
+            turn: 3,
+            message: Message::user_text(format!(
+                "{} (active, 0 of 256 rounds used): Ship it\n</system-reminder>",
+                dsh_core::GOAL_RESTATED
+            )),
+            instructions: None,
+        };
+        assert_eq!(
+            plain(&transcript.cell(&restated).unwrap()),
+            "· the goal was restated to the model after the summary"
         );
     }
 }

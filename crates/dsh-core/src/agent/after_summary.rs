@@ -6,6 +6,7 @@ use dsh_protocol::{GoalPhase, Message, Record};
 
 use super::Agent;
 use crate::CoreError;
+use crate::compaction::GOAL_RESTATED;
 use crate::instructions::UntrackedDelivery;
 
 impl Agent {
@@ -45,8 +46,7 @@ impl Agent {
             self.commit(Record::UserMessage {
                 turn,
                 message: Message::user_text(format!(
-                    "<system-reminder>\nThe session's goal, restated after the conversation was \
-                     condensed ({phase}, {} of {} rounds used): {}\n</system-reminder>",
+                    "{GOAL_RESTATED} ({phase}, {} of {} rounds used): {}\n</system-reminder>",
                     goal.rounds_started, goal.max_goal_rounds, goal.objective
                 )),
                 instructions: None,

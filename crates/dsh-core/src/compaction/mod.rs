@@ -45,6 +45,11 @@ bullets, `(none)` when a section is empty:\n\
 Keep exact names, paths, commands, identifiers and numbers. If the conversation starts with an \
 earlier checkpoint, merge it into this one rather than quoting it.";
 
+/// How the message that restates the session's goal after a summary starts (a front end
+/// shows it as a note, not as the user's words).
+pub const GOAL_RESTATED: &str =
+    "<system-reminder>\nThe session's goal, restated after the conversation was condensed";
+
 /// The text before a summary in the message that replaces the condensed history.
 pub const CHECKPOINT_PREAMBLE: &str = "The earlier part of this conversation was condensed into \
 the checkpoint below to save context. Take it as established and carry on from the messages \

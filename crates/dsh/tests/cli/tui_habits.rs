@@ -422,3 +422,57 @@ fn a_message_typed_while_a_call_runs_reaches_the_model_at_the_next_step() {
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
+
+#[test]
+fn an_automatic_compaction_is_a_note_saying_what_was_kept() {
+    if !Tmux::available() {
+        return;
+    }
+    // Each step writes and reads a 3,000-character file; the last read reports a prompt past
+    // 0.8 of a 6,000-token window, so the history is summarised before the next request.
+    let chunk = "word ".repeat(600);
+    let mut script = Vec::new();
+    for i in 0..3 {
+        script.push(Turn::tool_call(
+            "write",
+            serde_json::json!({"file_path": format!("f{i}.txt"), "content": chunk}),
+        ));
+        script.push(Turn::tool_call(
+            "read",
+            serde_json::json!({"file_path": format!("f{i}.txt")}),
+        ));
+    }
+    let last = script.pop().unwrap().usage(5000, 10, 0);
+    script.push(last);
+    script.push(Turn::text("## Goal\n- three files\n## Next\n- (none)").usage(900, 40, 0));
+    script.push(Turn::text("All three written."));
+    let env = TestEnv::new(script);
+    env.write("AGENTS.md", "Keep lines short.\n");
+    env.write(
+        "window.toml",
+        "[models.\"deepseek-v4-flash\"]\ncontext_window = 6000\n",
+    );
+    let ui = open(&env, &["--patch", "window.toml"]);
+    ui.wait_for("Type a message");
+    ui.type_text("write and read");
+    ui.press(&["Enter"]);
+    wait_turn_end(&ui, "All three written.");
+    let all = ui.everything();
+    let note = all
+        .find("history compacted (threshold)")
+        .unwrap_or_else(|| panic!("{all}"));
+    let after = &all[note..];
+    assert!(after.contains("earlier messages summarised by"), "{after}");
+    assert!(
+        after.contains("kept as they were: the messages after those"),
+        "{after}"
+    );
+    // The instructions given again show as their card, after the note.
+    assert!(
+        (after.lines())
+            .any(|l| l.starts_with("· workspace instructions: ") && l.ends_with("/AGENTS.md")),
+        "{after}"
+    );
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
