@@ -6,7 +6,7 @@ use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -29,12 +29,18 @@ pub struct NetworkDenial {
 const MAX_HEAD: usize = 64 * 1024;
 /// How long a client may take to send its request's head, and an upstream to accept.
 const PATIENCE: Duration = Duration::from_secs(30);
+/// Connections served at once: each is a thread of dsh's, and a command must not be able to
+/// take dsh's memory or threads by opening connections without end.
+const MAX_CLIENTS: usize = 256;
 
 struct Shared {
     allowlist: DomainAllowlist,
     resolver: Resolver,
     denials: Mutex<Vec<NetworkDenial>>,
     stopping: AtomicBool,
+    /// Connections being served, and how many may be.
+    active: AtomicUsize,
+    max_clients: usize,
 }
 
 /// The run's proxy; it stops, and its socket goes, when dropped.
@@ -64,6 +70,15 @@ impl NetworkProxy {
 
     /// Starts the proxy with a resolver of the caller's.
     pub fn start_with(allowlist: DomainAllowlist, resolver: Resolver) -> std::io::Result<Self> {
+        Self::start_limited(allowlist, resolver, MAX_CLIENTS)
+    }
+
+    /// Starts the proxy serving at most `max_clients` connections at once.
+    pub(crate) fn start_limited(
+        allowlist: DomainAllowlist,
+        resolver: Resolver,
+        max_clients: usize,
+    ) -> std::io::Result<Self> {
         let dir = private_dir()?;
         let socket = dir.join("proxy.sock");
         let listener = match UnixListener::bind(&socket) {
@@ -78,6 +93,8 @@ impl NetworkProxy {
             resolver,
             denials: Mutex::new(Vec::new()),
             stopping: AtomicBool::new(false),
+            active: AtomicUsize::new(0),
+            max_clients,
         });
         let serving = shared.clone();
         std::thread::Builder::new()
@@ -153,11 +170,30 @@ fn accept_loop(listener: UnixListener, shared: Arc<Shared>) {
         if shared.stopping.load(Ordering::SeqCst) {
             return;
         }
-        let Ok(stream) = stream else { continue };
-        let shared = shared.clone();
-        let _ = std::thread::Builder::new()
+        let Ok(mut stream) = stream else { continue };
+        if shared.active.load(Ordering::SeqCst) >= shared.max_clients {
+            respond(
+                &mut stream,
+                "503 Service Unavailable",
+                &format!(
+                    "dsh: the proxy serves at most {} connections at once; close some and \
+                     try again\n",
+                    shared.max_clients
+                ),
+            );
+            continue;
+        }
+        shared.active.fetch_add(1, Ordering::SeqCst);
+        let serving = shared.clone();
+        let spawned = std::thread::Builder::new()
             .name("dsh-network-client".into())
-            .spawn(move || serve(stream, &shared));
+            .spawn(move || {
+                serve(stream, &serving);
+                serving.active.fetch_sub(1, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            shared.active.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 }
 
