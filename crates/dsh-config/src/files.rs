@@ -197,3 +197,16 @@ named_enum! {
         Brave = "brave",
     }
 }
+
+named_enum! {
+    /// When the terminal UI asks the terminal to notify you (`tui.notify`): a bell and an OSC 9
+    /// notification, while the terminal is not focused.
+    Notify, "notify setting" {
+        /// Never.
+        Off = "off",
+        /// An approval or question waiting, and a turn of 30 seconds or more ending.
+        LongTurns = "long-turns",
+        /// An approval or question waiting, and every turn ending.
+        Always = "always",
+    }
+}

@@ -33,7 +33,7 @@ mod trust_rules;
 
 pub use dotenv::{Credentials, DotenvError, EnvSource};
 pub use environment::{Environment, SetupError, SetupKind};
-pub use files::{AgentPreset, Compression, PermissionMode, ProviderKind, SystemRole};
+pub use files::{AgentPreset, Compression, Notify, PermissionMode, ProviderKind, SystemRole};
 pub use flags::{Flags, SessionChoice, Usd};
 pub use home::{dsh_home, saved_keys_path};
 pub use layer::{ConfigError, Layer};

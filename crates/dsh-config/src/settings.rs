@@ -92,6 +92,8 @@ pub struct Settings {
     pub(super) goals: GoalRules,
     /// When the history is compacted on its own (`[compaction]`).
     pub(super) compaction: crate::CompactionRules,
+    /// When the terminal UI notifies (`[tui]`).
+    pub(super) notify: crate::Notify,
     /// The bounds of a workflow run (`[workflows]`).
     pub(super) workflows: WorkflowBounds,
     /// How calls are reviewed in `--permission-mode auto` (`[auto_review]`).
@@ -275,6 +277,11 @@ impl Settings {
         self.compaction
     }
 
+    /// When the terminal UI notifies (`tui.notify`).
+    pub fn notify(&self) -> crate::Notify {
+        self.notify
+    }
+
     pub fn workflows(&self) -> WorkflowBounds {
         self.workflows
     }
@@ -383,11 +390,11 @@ impl Settings {
         let skills = sections::skills::resolve(&mut r, &config.skills);
         let network = sandbox.confinement.network;
         let web = sections::web::resolve(&mut r, &config.web, &credentials, &route, network)?;
-
         let subagents = sections::subagents::resolve(&mut r, &config.subagents);
         let rules = sections::rules::resolve(&mut r);
         let goals = sections::goals::resolve(&mut r, &config.goals);
         let compaction = sections::compaction::resolve(&mut r, &config.compaction);
+        let notify = sections::tui::resolve(&mut r, &config.tui);
         let workflows = sections::workflows::resolve(&mut r, &config.workflows);
         let auto_review = sections::auto_review::resolve(
             &mut r,
@@ -427,7 +434,6 @@ impl Settings {
         let mut rows = r.rows;
         add_unread_rows(&mut rows, &files);
         rows.extend(files.trust_rows());
-        let session = chosen_session(flags)?;
         rows.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(Settings {
             home,
@@ -459,11 +465,12 @@ impl Settings {
             rules,
             goals,
             compaction,
+            notify,
             workflows,
             auto_review,
             checkpoints,
             stored_auth,
-            session,
+            session: chosen_session(flags)?,
             fork: flags.fork,
             files,
             rows,

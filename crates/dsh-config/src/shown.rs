@@ -79,7 +79,8 @@ shown_named!(
     super::files::Compression,
     super::files::AgentPreset,
     super::files::SystemRole,
-    super::files::SearchProvider
+    super::files::SearchProvider,
+    super::files::Notify
 );
 
 impl Shown for dsh_sandbox::BackendChoice {

@@ -125,6 +125,14 @@ impl Tmux {
         self.tmux(&["paste-buffer", "-p", "-d", "-b", name]);
     }
 
+    /// From now on, copies all the program writes to the terminal into `path` (escape
+    /// sequences included): what the screen does not show, such as a bell or a notification.
+    pub fn record_output(&self, path: &std::path::Path) {
+        let command = format!("cat >> '{}'", path.display());
+        let started = self.tmux(&["pipe-pane", "-o", &command]);
+        assert!(started.status.success(), "tmux pipe-pane failed");
+    }
+
     /// The newest paste buffer: what the program last put on the clipboard with OSC 52.
     pub fn clipboard(&self) -> String {
         text(&self.tmux(&["show-buffer"]).stdout)

@@ -102,6 +102,8 @@ pub struct SessionInfo {
     pub skills: Vec<(String, String)>,
     /// The flags the session was opened with (a `/model` switch keeps the rest).
     pub flags: Flags,
+    /// When to notify (`tui.notify`); `None` in tests, the default.
+    pub notify: Option<dsh_core::config::Notify>,
 }
 
 /// Runs the host until the UI hangs up, then stops what the run started.
@@ -258,6 +260,7 @@ async fn open_session(
     let model = settings.route().model.clone();
     let context_window = settings.route().context_window.value;
     let resumed = settings.session().is_some();
+    let notify = settings.notify();
     let run = AgentBuilder::new(settings)
         .with_user(user)
         .open_run(notices)
@@ -286,6 +289,7 @@ async fn open_session(
         catalog: run.catalog.clone(),
         skills: run.skills.clone(),
         flags,
+        notify: Some(notify),
     };
     let mut run = run;
     // The UI reads the events on its own while the host runs the turns.

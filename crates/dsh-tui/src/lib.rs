@@ -20,6 +20,7 @@ mod highlight;
 mod history;
 mod host;
 mod markdown;
+mod notify;
 mod rewind;
 mod slash;
 mod terminal;
@@ -213,6 +214,7 @@ impl Ui {
                             Dialog::Questions(QuestionsDialog::new(asked))
                         }
                     });
+                    notify::waiting(&app);
                     Action::None
                 }
                 Some(answer) = done.recv() => {
@@ -302,6 +304,7 @@ impl Ui {
                 Action::None
             }
             Done::Turn(result) => {
+                notify::turn_ended(app, app.turn_took());
                 app.turn_ended(result);
                 match app.next_queued() {
                     Some(task) if !quitting => Action::Send(task),
@@ -641,6 +644,14 @@ fn on_input(
                 app.stop_turn();
                 return Err(StartError(format!("cannot redraw after a resize: {e}")));
             }
+            Action::None
+        }
+        Some(Ok(Event::FocusGained)) => {
+            app.focused = true;
+            Action::None
+        }
+        Some(Ok(Event::FocusLost)) => {
+            app.focused = false;
             Action::None
         }
         Some(Ok(_)) => Action::None,

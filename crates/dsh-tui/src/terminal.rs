@@ -5,7 +5,9 @@
 use std::io::{self, Stdout};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
+use crossterm::event::{
+    DisableBracketedPaste, DisableFocusChange, EnableBracketedPaste, EnableFocusChange,
+};
 use crossterm::execute;
 use crossterm::terminal::{disable_raw_mode, enable_raw_mode};
 use ratatui::backend::CrosstermBackend;
@@ -29,7 +31,7 @@ impl Screen {
         let (_, rows) = crossterm::terminal::size()?;
         enable_raw_mode()?;
         install_panic_hook();
-        if let Err(e) = execute!(io::stdout(), EnableBracketedPaste) {
+        if let Err(e) = execute!(io::stdout(), EnableBracketedPaste, EnableFocusChange) {
             restore();
             return Err(e);
         }
@@ -51,7 +53,7 @@ impl Screen {
         // terminal back; the UI goes on, so it takes it again and draws the live area whole.
         if RESTORED.swap(false, Ordering::SeqCst) {
             enable_raw_mode()?;
-            execute!(io::stdout(), EnableBracketedPaste)?;
+            execute!(io::stdout(), EnableBracketedPaste, EnableFocusChange)?;
             self.terminal.clear()?;
         }
         let pending = app.take_pending();
@@ -85,7 +87,7 @@ impl Screen {
     /// whole.
     pub fn resume(&mut self) -> io::Result<()> {
         enable_raw_mode()?;
-        execute!(io::stdout(), EnableBracketedPaste)?;
+        execute!(io::stdout(), EnableBracketedPaste, EnableFocusChange)?;
         self.terminal.clear()
     }
 
@@ -111,9 +113,14 @@ impl Drop for Screen {
     }
 }
 
-/// Raw mode off, paste mode off, cursor shown.
+/// Raw mode off, paste mode and focus reporting off, cursor shown.
 fn restore() {
-    let _ = execute!(io::stdout(), DisableBracketedPaste, crossterm::cursor::Show);
+    let _ = execute!(
+        io::stdout(),
+        DisableBracketedPaste,
+        DisableFocusChange,
+        crossterm::cursor::Show
+    );
     let _ = disable_raw_mode();
 }
 

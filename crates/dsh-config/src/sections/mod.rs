@@ -29,6 +29,7 @@ pub(crate) mod skills;
 pub(crate) mod stored_auth;
 pub(crate) mod subagents;
 pub(crate) mod tools;
+pub(crate) mod tui;
 pub(crate) mod web;
 pub(crate) mod workflows;
 
@@ -60,6 +61,7 @@ pub struct Config {
     pub rules: rules::RulesConfig,
     pub goals: goals::GoalsConfig,
     pub compaction: compaction::CompactionConfig,
+    pub tui: tui::TuiConfig,
     pub workflows: workflows::WorkflowsConfig,
     pub auto_review: auto_review::AutoReviewConfig,
     pub checkpoints: checkpoints::CheckpointsConfig,

@@ -173,6 +173,9 @@ pub struct App {
     context_used: u64,
     /// The Ctrl-R search of the workspace's prompts, when open.
     history: Option<crate::history::HistorySearch>,
+    /// Whether the terminal has the focus (as far as it reports it): notifications are for
+    /// when it has not.
+    pub focused: bool,
 }
 
 impl App {
@@ -210,6 +213,7 @@ impl App {
             tick: 0,
             last_answer: String::new(),
             history: None,
+            focused: true,
             context_used: 0,
         }
     }
@@ -653,6 +657,11 @@ impl App {
         if let Some(stop) = &self.busy_stop {
             stop.request(AbortReason::User);
         }
+    }
+
+    /// How long the turn under way has run, if one is.
+    pub fn turn_took(&self) -> Option<std::time::Duration> {
+        self.running.as_ref().map(|r| r.started.elapsed())
     }
 
     /// The next queued message, once the turn that held it ended.

@@ -476,3 +476,40 @@ fn an_automatic_compaction_is_a_note_saying_what_was_kept() {
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
+
+#[test]
+fn a_turn_ending_while_the_terminal_is_not_focused_rings_and_notifies() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![
+        Turn::text("First answer."),
+        Turn::text("Second answer."),
+    ]);
+    env.write("notify.toml", "[tui]\nnotify = \"always\"\n");
+    let ui = open(&env, &["--patch", "notify.toml"]);
+    ui.wait_for("Type a message");
+    let output = env.ws.path().join("terminal-output");
+    ui.record_output(&output);
+    let notification = "\x07\x1b]9;dsh: the turn has ended\x07";
+    // Focused: the turn ends quietly.
+    ui.type_text("one");
+    ui.press(&["Enter"]);
+    wait_turn_end(&ui, "First answer.");
+    // The terminal reports the focus gone (CSI O), then a turn ends: the bell and OSC 9.
+    ui.press(&["-H", "1b", "5b", "4f"]);
+    ui.type_text("two");
+    ui.press(&["Enter"]);
+    wait_turn_end(&ui, "Second answer.");
+    ui.wait_until("the notification written to the terminal", |_| {
+        std::fs::read_to_string(&output).is_ok_and(|o| o.contains(notification))
+    });
+    let written = std::fs::read_to_string(&output).unwrap();
+    assert_eq!(
+        written.matches(notification).count(),
+        1,
+        "only the turn that ended unfocused"
+    );
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
