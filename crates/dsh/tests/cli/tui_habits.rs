@@ -513,3 +513,31 @@ fn a_turn_ending_while_the_terminal_is_not_focused_rings_and_notifies() {
     ui.press(&["C-d"]);
     assert_eq!(ui.wait_exit(), 0);
 }
+
+#[test]
+fn an_approval_waiting_while_the_terminal_is_not_focused_rings_and_notifies() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new(vec![
+        Turn::escalated("echo asked"),
+        Turn::text("Not run, then."),
+    ]);
+    // The default setting (long-turns) notifies a waiting approval whatever the turn's length.
+    let ui = open(&env, &[]);
+    ui.wait_for("Type a message");
+    let output = env.ws.path().join("terminal-output");
+    ui.record_output(&output);
+    ui.press(&["-H", "1b", "5b", "4f"]);
+    ui.type_text("run it");
+    ui.press(&["Enter"]);
+    ui.wait_for("Allow bash?");
+    let notification = "\x07\x1b]9;dsh: an answer is needed\x07";
+    ui.wait_until("the notification written to the terminal", |_| {
+        std::fs::read_to_string(&output).is_ok_and(|o| o.contains(notification))
+    });
+    ui.press(&["Escape"]);
+    wait_turn_end(&ui, "Not run, then.");
+    ui.press(&["C-d"]);
+    assert_eq!(ui.wait_exit(), 0);
+}
