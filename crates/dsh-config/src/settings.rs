@@ -388,8 +388,7 @@ impl Settings {
         let requests = sections::requests::resolve(&mut r, &config.requests);
         let instructions = sections::instructions::resolve(&mut r, &config.instructions);
         let skills = sections::skills::resolve(&mut r, &config.skills);
-        let network = sandbox.confinement.network;
-        let web = sections::web::resolve(&mut r, &config.web, &credentials, &route, network)?;
+        let web = sections::web::resolve(&mut r, &config.web, &credentials, &route, &sandbox)?;
         let subagents = sections::subagents::resolve(&mut r, &config.subagents);
         let rules = sections::rules::resolve(&mut r);
         let goals = sections::goals::resolve(&mut r, &config.goals);

@@ -10,8 +10,8 @@ use dsh_tools::{ToolContext, ToolError};
 /// What the web tools may reach, and how long they wait.
 #[derive(Debug, Clone)]
 pub struct WebSettings {
-    /// Whether the run may use the network (`sandbox.network`).
-    pub network: bool,
+    /// What the run's `sandbox.network` lets the web tools do.
+    pub network: WebNetwork,
     /// Fetch private, loopback and link-local addresses too (`web.allow_private_addresses`).
     pub allow_private: bool,
     /// How long one `web_fetch` may take (`web.fetch_timeout_ms`).
@@ -86,6 +86,34 @@ pub(crate) fn web_error(code: &str, message: impl Into<String>) -> ToolError {
     ToolError::coded("WebError", code, message)
 }
 
+/// What the run's network setting lets the web tools do: they connect from dsh itself, not from
+/// a sandboxed command, so under the allowlist (which only commands' traffic goes through) they
+/// are off as with `false`, and say so in the allowlist's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WebNetwork {
+    /// `sandbox.network = true`.
+    On,
+    /// `sandbox.network = false`.
+    Off,
+    /// `sandbox.network = "allowlist"`.
+    CommandsOnly,
+}
+
+impl WebNetwork {
+    /// How the setting is named in a refusal: the reference's words for `false`.
+    fn refusal(self) -> &'static str {
+        match self {
+            WebNetwork::CommandsOnly => {
+                "network access is limited to commands for this run (sandbox.network = \
+                 \"allowlist\": only commands reach sandbox.allowed_domains, through dsh's proxy)"
+            }
+            WebNetwork::On | WebNetwork::Off => {
+                "network access is off for this run (sandbox.network = false)"
+            }
+        }
+    }
+}
+
 /// With the network switched off, a call goes ahead only when an approver grants it.
 pub(crate) async fn network_allowed(
     settings: &WebSettings,
@@ -93,16 +121,16 @@ pub(crate) async fn network_allowed(
     tool: &str,
     what: &str,
 ) -> Result<(), ToolError> {
-    if settings.network {
+    if settings.network == WebNetwork::On {
         return Ok(());
     }
+    let off = settings.network.refusal();
     let refused = || {
         web_error(
             "WEB_NETWORK_OFF",
             format!(
-                "{tool} is refused: network access is off for this run (sandbox.network = \
-                 false), and no one here can allow an exception; work without it, or ask for a \
-                 run with the network on"
+                "{tool} is refused: {off}, and no one here can allow an exception; work \
+                 without it, or ask for a run with the network on"
             ),
         )
     };
@@ -114,7 +142,14 @@ pub(crate) async fn network_allowed(
         .request(ApprovalRequest {
             tool: tool.to_owned(),
             call_id: ctx.call_id.clone(),
-            reason: format!("use the network (off for this run) to {what}"),
+            reason: match settings.network {
+                WebNetwork::CommandsOnly => {
+                    format!("use the network (limited to commands for this run) to {what}")
+                }
+                WebNetwork::On | WebNetwork::Off => {
+                    format!("use the network (off for this run) to {what}")
+                }
+            },
             grant: Some("network".into()),
         })
         .await;
@@ -128,8 +163,8 @@ pub(crate) async fn network_allowed(
     Err(web_error(
         "WEB_NETWORK_OFF",
         format!(
-            "{tool} is refused: network access is off for this run (sandbox.network = false), \
-             and the user did not allow an exception{said}; work without it"
+            "{tool} is refused: {off}, and the user did not allow an exception{said}; work \
+             without it"
         ),
     ))
 }

@@ -19,7 +19,7 @@ mod search;
 
 use std::sync::Arc;
 
-pub use access::{NO_BACKEND, NativeSearch, SearchBackend, WebSettings};
+pub use access::{NO_BACKEND, NativeSearch, SearchBackend, WebNetwork, WebSettings};
 pub use fetch::WebFetch;
 pub use search::WebSearch;
 

@@ -521,7 +521,7 @@ mod tests {
     fn a_search_is_titled_by_its_queries() {
         let args = serde_json::json!({"queries": ["rust openat2", "landlock abi"]});
         let (fetch, search) = crate::tools(WebSettings {
-            network: true,
+            network: crate::WebNetwork::On,
             allow_private: false,
             fetch_timeout: Duration::from_secs(1),
             search: Err("none".into()),

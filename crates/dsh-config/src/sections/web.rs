@@ -62,8 +62,15 @@ pub(crate) fn resolve(
     web: &WebConfig,
     credentials: &Credentials,
     route: &Route,
-    network: bool,
+    sandbox: &super::sandbox::Sandbox,
 ) -> Result<dsh_web::WebSettings, SetupError> {
+    // The web tools connect from dsh itself, where the allowlist's proxy does not stand.
+    let confinement = &sandbox.confinement;
+    let network = match (confinement.network, &confinement.allowed_domains) {
+        (true, _) => dsh_web::WebNetwork::On,
+        (false, Some(_)) => dsh_web::WebNetwork::CommandsOnly,
+        (false, None) => dsh_web::WebNetwork::Off,
+    };
     let allow_private = r.file_setting(
         "web.allow_private_addresses",
         web.allow_private_addresses,

@@ -148,6 +148,23 @@ fn web_fetch_keeps_off_private_addresses_and_a_network_switched_off() {
             .unwrap()
             .contains("network access is off for this run (sandbox.network = false)")
     );
+    // Under the allowlist only commands reach the network (through dsh's proxy): the web
+    // tools, which connect from dsh itself, are off too, and say so in the allowlist's words.
+    let env = TestEnv::new(vec![fetch(&site.url("/page")), Turn::text("done")]);
+    env.write(
+        ".dsh/config.toml",
+        "[web]\nallow_private_addresses = true\n[sandbox]\nnetwork = \"allowlist\"\n\
+         allowed_domains = [\"127.0.0.1.example\"]\n",
+    );
+    let results = tool_results(&env, &["--json", "fetch"]);
+    assert_eq!(results[0]["error"]["code"], "WEB_NETWORK_OFF");
+    let said = results[0]["result"].as_str().unwrap();
+    assert!(
+        said.contains(
+            "network access is limited to commands for this run (sandbox.network = \"allowlist\""
+        ) && !said.contains("sandbox.network = false"),
+        "{said}"
+    );
     assert_eq!(site.hits("/page"), 0);
 }
 
