@@ -22,7 +22,7 @@ use ::landlock::{
     Ruleset, RulesetAttr as _, RulesetCreatedAttr as _, Scope,
 };
 
-use crate::backend::LANDLOCK_TARGET_ABI as TARGET_ABI;
+use crate::kinds::LANDLOCK_TARGET_ABI as TARGET_ABI;
 use crate::secrets::Hidden;
 use crate::unusable::Unusable;
 use crate::{Enforcement, SandboxMode, SandboxPolicy};

@@ -8,6 +8,7 @@
 //! for a wider mode. The file tools use the same policy as an in-process fence, checked on real
 //! paths just before a write.
 
+mod aside;
 mod backend;
 mod bwrap;
 #[cfg(target_os = "linux")]
@@ -19,6 +20,7 @@ pub mod escalation;
 pub mod git_view;
 pub mod helper;
 #[cfg(target_os = "linux")]
+mod kinds;
 mod landlock_backend;
 mod mode;
 pub mod network;
@@ -30,18 +32,19 @@ mod secrets;
 mod unusable;
 mod watch;
 
-pub use backend::{
-    Backend, BackendChoice, CommandLimits, Enforcement, Probe, Sandbox, SandboxSettings,
-    UnknownBackend,
-};
+pub use aside::set_aside;
+pub use backend::{Probe, Sandbox};
 pub use classify::Verdict;
 pub use confine::{ChildSetup, ConfinedCommand, SandboxUnavailable};
 pub use escalation::Subject;
 pub use helper::{HelperChild, HelperExit, HelperLaunch, HelperRefusal, HelperWaiter};
+pub use kinds::{
+    Backend, BackendChoice, CommandLimits, Enforcement, SandboxSettings, UnknownBackend,
+};
 pub use mode::{SandboxMode, UnknownMode};
 pub use policy::{SandboxPolicy, is_env_file};
 pub use unusable::Unusable;
-pub use watch::{CreationWatch, set_aside};
+pub use watch::CreationWatch;
 
 /// The line the model reads when the sandbox refused a file access; the same for every tool, so
 /// the model learns one vocabulary.

@@ -149,7 +149,7 @@ impl Helper {
                     return Err(io::Error::last_os_error());
                 }
                 if let Some(copy) = copy
-                    && libc::dup2(copy, super::SEALED_FD) < 0
+                    && libc::dup2(copy, super::wire::SEALED_FD) < 0
                 {
                     return Err(io::Error::last_os_error());
                 }

@@ -26,14 +26,13 @@ mod server;
 mod wire;
 
 use std::ffi::OsString;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 pub use client::{HelperChild, HelperExit, HelperWaiter};
-
-/// The argument that makes dsh's executable serve as a helper.
-pub const HELPER_ARG: &str = "__sandbox-helper";
+pub use wire::HELPER_ARG;
+pub(crate) use wire::SEALED_FD;
 
 /// The executable that serves as the helper: set by a program that calls
 /// [`serve_if_asked`] first thing in `main`.
@@ -48,10 +47,6 @@ struct Offered {
     /// Its sealed copy, made the first time one is needed.
     sealed: OnceLock<Option<OwnedFd>>,
 }
-
-/// The descriptor a helper started from its sealed copy finds the copy on (after the socket's
-/// 3); the helper makes it close-on-exec first thing, so no command inherits it.
-pub(crate) const SEALED_FD: RawFd = 4;
 
 /// Serves as a sandbox helper when this process was started as one (by [`HelperLaunch`], with
 /// [`HELPER_ARG`]), and returns the status the process must exit with at once; otherwise offers

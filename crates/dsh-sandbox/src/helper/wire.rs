@@ -7,6 +7,13 @@
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
+/// The argument that makes dsh's executable serve as a helper.
+pub const HELPER_ARG: &str = "__sandbox-helper";
+
+/// The descriptor a helper started from its sealed copy finds the copy on (after the socket's
+/// 3); the helper makes it close-on-exec first thing, so no command inherits it.
+pub(crate) const SEALED_FD: RawFd = 4;
+
 /// The largest packet either side sends or accepts. A command whose request would not fit
 /// (a very long script) is run the ordinary way.
 pub(crate) const MAX_PACKET: usize = 192 * 1024;
