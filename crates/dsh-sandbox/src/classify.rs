@@ -90,8 +90,9 @@ fn writable(policy: &SandboxPolicy, cwd: &Path, raw: &str) -> bool {
     policy.allows_write(&real_path(&normalise(&joined)))
 }
 
-/// `..` and `.` removed without touching the file system.
-pub(crate) fn normalise(path: &Path) -> PathBuf {
+/// `.`, `..` and repeated separators taken out without touching the file system (`..` at the
+/// root stays at the root); what the sandbox judges and the file tools resolve from.
+pub fn normalise(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {
@@ -99,10 +100,14 @@ pub(crate) fn normalise(path: &Path) -> PathBuf {
                 out.pop();
             }
             Component::CurDir => {}
-            other => out.push(other),
+            other => out.push(other.as_os_str()),
         }
     }
-    out
+    if out.as_os_str().is_empty() {
+        PathBuf::from("/")
+    } else {
+        out
+    }
 }
 
 /// The real path of the deepest existing ancestor, with the rest appended.
@@ -166,6 +171,16 @@ fn mentioned_paths(line: &str, words: bool) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::SandboxMode;
+
+    #[test]
+    fn normalises_lexically() {
+        assert_eq!(
+            normalise(Path::new("/w/sub/../sub/./f.txt")),
+            PathBuf::from("/w/sub/f.txt")
+        );
+        assert_eq!(normalise(Path::new("/w//a")), PathBuf::from("/w/a"));
+        assert_eq!(normalise(Path::new("/..")), PathBuf::from("/"));
+    }
 
     fn policy(ws: &Path) -> SandboxPolicy {
         SandboxPolicy::new(SandboxMode::WorkspaceWrite, ws, Vec::new())

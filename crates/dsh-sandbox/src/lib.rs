@@ -34,7 +34,7 @@ mod watch;
 
 pub use aside::set_aside;
 pub use backend::{Probe, Sandbox};
-pub use classify::Verdict;
+pub use classify::{Verdict, normalise};
 pub use confine::{ChildSetup, ConfinedCommand, SandboxUnavailable};
 pub use escalation::Subject;
 pub use helper::{HelperChild, HelperExit, HelperLaunch, HelperRefusal, HelperWaiter};

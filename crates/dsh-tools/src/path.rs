@@ -7,7 +7,7 @@
 //! and after the file is created. There is no `~` expansion: `~/x` is a relative path.
 
 use std::io;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use crate::{ToolError, fs_code};
 
@@ -37,32 +37,13 @@ pub fn resolve(base: &Path, raw: &str) -> Result<Target, ToolError> {
     } else {
         base.to_path_buf()
     };
-    let display = normalise(&base.join(raw));
+    let display = dsh_sandbox::normalise(&base.join(raw));
     let key = real_key(&display)?;
     Ok(Target { display, key })
 }
 
 fn has_parent_segment(path: &str) -> bool {
     path.split(['/', '\\']).any(|segment| segment == "..")
-}
-
-/// Collapses `.`, `..` and repeated separators without touching the file system.
-pub(crate) fn normalise(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other.as_os_str()),
-        }
-    }
-    if out.as_os_str().is_empty() {
-        PathBuf::from("/")
-    } else {
-        out
-    }
 }
 
 fn real_key(display: &Path) -> Result<PathBuf, ToolError> {
@@ -130,16 +111,6 @@ pub(crate) fn io_reason(error: &io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn normalises_lexically() {
-        assert_eq!(
-            normalise(Path::new("/w/sub/../sub/./f.txt")),
-            PathBuf::from("/w/sub/f.txt")
-        );
-        assert_eq!(normalise(Path::new("/w//a")), PathBuf::from("/w/a"));
-        assert_eq!(normalise(Path::new("/..")), PathBuf::from("/"));
-    }
 
     #[test]
     fn keys_missing_paths_by_their_existing_ancestor() {
