@@ -238,40 +238,42 @@ fn html(title: &str, header: &SessionHeader, pieces: &[Piece]) -> String {
          <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
          <title>{}</title><style>{STYLE}</style></head><body>\n<h1>{}</h1>\n\
          <p class=\"about\">{}</p>\n",
-        escape(title),
-        escape(title),
-        escape(&about(header))
+        escape_html(title),
+        escape_html(title),
+        escape_html(&about(header))
     );
     for piece in pieces {
         match piece {
-            Piece::Heading(text) => _ = writeln!(out, "<h2>{}</h2>", escape(text)),
+            Piece::Heading(text) => _ = writeln!(out, "<h2>{}</h2>", escape_html(text)),
             Piece::Said(who, text) => {
                 if !who.is_empty() {
-                    _ = writeln!(out, "<p class=\"who\">{}</p>", escape(who));
+                    _ = writeln!(out, "<p class=\"who\">{}</p>", escape_html(who));
                 }
-                _ = writeln!(out, "<div class=\"said\">{}</div>", escape(text));
+                _ = writeln!(out, "<div class=\"said\">{}</div>", escape_html(text));
             }
             Piece::Line(text) => {
-                _ = writeln!(out, "<p>{}</p>", escape(&text.replace(['*', '`'], "")));
+                _ = writeln!(out, "<p>{}</p>", escape_html(&text.replace(['*', '`'], "")));
             }
             Piece::Code("diff", text) => {
                 let lines: String = (text.lines())
                     .map(|l| match l.chars().next() {
-                        Some('+') => format!("<span class=\"add\">{}</span>\n", escape(l)),
-                        Some('-') => format!("<span class=\"del\">{}</span>\n", escape(l)),
-                        _ => format!("{}\n", escape(l)),
+                        Some('+') => format!("<span class=\"add\">{}</span>\n", escape_html(l)),
+                        Some('-') => format!("<span class=\"del\">{}</span>\n", escape_html(l)),
+                        _ => format!("{}\n", escape_html(l)),
                     })
                     .collect();
                 _ = writeln!(out, "<pre class=\"diff\">{lines}</pre>");
             }
-            Piece::Code(_, text) => _ = writeln!(out, "<pre>{}</pre>", escape(text)),
+            Piece::Code(_, text) => _ = writeln!(out, "<pre>{}</pre>", escape_html(text)),
         }
     }
     out.push_str("</body></html>\n");
     out
 }
 
-fn escape(text: &str) -> String {
+/// `text` as HTML text or an attribute's value (quoted either way): what the HTML export and
+/// the web app's page write.
+pub fn escape_html(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -279,6 +281,7 @@ fn escape(text: &str) -> String {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
             _ => out.push(c),
         }
     }

@@ -94,21 +94,8 @@ fn code_html(info: &str, code: &str) -> String {
     html
 }
 
-/// `text` made safe to stand in HTML, as text or as a quoted attribute's value.
-pub(crate) fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+// The escaper the HTML export uses: the page and the export escape alike.
+pub(crate) use dsh_core::export::escape_html as escape;
 
 /// A link's target when it is http(s), mailto or a fragment; else nothing (`javascript:` and
 /// the like go nowhere). An e-mail autolink's target is the bare address (the renderer adds
