@@ -218,10 +218,9 @@ fn own_prefix() -> Option<&'static str> {
 /// When process `pid` started (clock ticks after boot, `/proc/<pid>/stat`'s 22nd field), if
 /// it is alive: a PID reused by another process has another start.
 fn process_start(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name, in parentheses, may hold spaces: count from after it.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    // The 22nd field is the 20th after the command name.
+    let fields = super::process::stat_fields(pid)?;
+    fields.split_whitespace().nth(19)?.parse().ok()
 }
 
 #[cfg(test)]

@@ -463,15 +463,11 @@ pub fn sweep(entry: &str, signal: i32) -> Swept {
 fn in_exec(pid: u32) -> bool {
     /// `PF_KTHREAD` in the flags field of `/proc/<pid>/stat`.
     const KERNEL_THREAD: u64 = 0x0020_0000;
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+    let Some(fields) = stat_fields(pid) else {
         return false;
     };
-    // The fields after the command name, which ends at the last ')': state, ppid, pgrp,
-    // session, tty_nr, tpgid, flags.
-    let Some((_, rest)) = stat.rsplit_once(')') else {
-        return false;
-    };
-    let fields: Vec<&str> = rest.split_whitespace().take(7).collect();
+    // From the third: state, ppid, pgrp, session, tty_nr, tpgid, flags.
+    let fields: Vec<&str> = fields.split_whitespace().take(7).collect();
     let zombie = fields.first().is_some_and(|s| *s == "Z" || *s == "X");
     let kernel = fields
         .get(6)
@@ -480,6 +476,15 @@ fn in_exec(pid: u32) -> bool {
     !zombie
         && !kernel
         && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|args| args.is_empty())
+}
+
+/// The fields of `/proc/<pid>/stat` after the command name (from the third, the state): the
+/// name, in parentheses, may hold spaces and parentheses, so they are counted from its last
+/// `)`. `None` for a process that is gone.
+pub(super) fn stat_fields(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    Some(rest.to_owned())
 }
 
 /// The name of a signal, as the reference prints it.
